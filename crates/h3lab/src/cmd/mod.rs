@@ -1,0 +1,6 @@
+//! One module per subcommand: its clap arguments and a `run` that wires the
+//! library crates together.
+
+pub mod load;
+pub mod net;
+pub mod serve;

@@ -1,0 +1,53 @@
+//! `h3lab`: compare HTTP/1.1, HTTP/2 and HTTP/3 on the same emulated path.
+//!
+//! This binary only parses arguments and wires the library crates together;
+//! the work lives in `crates/*`.
+
+mod cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "h3lab", version, about = "Is HTTP/3 faster than HTTP/2 and HTTP/1.1 for my users? Measure it.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the dual-stack reference server (h1+h2 on TCP, h3 on UDP, one port).
+    Serve(cmd::serve::Args),
+    /// Load-test a URL over h1, h2 or h3.
+    Load(cmd::load::Args),
+    /// Run commands behind an emulated network link (no netem needed).
+    Net(cmd::net::Args),
+}
+
+fn main() -> ExitCode {
+    init_tracing();
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Serve(args) => cmd::serve::run(args),
+        Command::Load(args) => cmd::load::run(args),
+        Command::Net(args) => cmd::net::run(args),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("H3LAB_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
