@@ -1,14 +1,7 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! Bench suites, presets, the matrix runner and the `results.json` schema.
+//!
+//! It runs cells (protocol × profile × workload × repetition) on fresh
+//! emulated paths and records what they measured. It does not draw or
+//! summarise results: that is `h3lab-report`'s job.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub mod results;
