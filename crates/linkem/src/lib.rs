@@ -1,14 +1,19 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! `linkem`: a user-space network link emulator for h3lab.
+//!
+//! It is for putting a client and a server on opposite ends of an emulated
+//! path (delay, jitter, rate or trace, drop-tail queue, random or bursty
+//! loss, reordering, duplication) without kernel netem: two network
+//! namespaces joined by TUN devices, with this process forwarding packets
+//! through a pure, seeded link model. TCP and UDP cross the same path.
+//!
+//! It is not a traffic generator, a measurement tool or a general-purpose
+//! network simulator: it only carries packets between the two namespaces.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod config;
+pub mod model;
+mod profiles;
+mod stats;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use config::{LinkConfig, LinkSettings, RateSpec};
+pub use profiles::{profile, profiles, Profile};
+pub use stats::{DelayHistogram, DirectionStats, LinkStats};

@@ -1,0 +1,88 @@
+//! The pure link model: stages that decide whether and when a packet leaves.
+//!
+//! Time is a plain number of nanoseconds since the path started ([`Nanos`]);
+//! nothing here reads a clock, a socket or a file descriptor, so every
+//! decision can be replayed and tested exactly in virtual time.
+
+mod delay;
+mod direction;
+mod loss;
+mod pipe;
+mod queue;
+mod rate;
+
+pub use delay::{Delay, Duplicate, Jitter, JitterShape, Reorder};
+pub use direction::{Direction, Fate};
+pub use loss::{GilbertElliott, Loss, LossModel};
+pub use pipe::Pipe;
+pub use queue::{Queue, QueueLimit};
+pub use rate::{Rate, Trace, TRACE_OPPORTUNITY_BYTES};
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// Nanoseconds since the start of the emulated path.
+pub type Nanos = u64;
+
+/// Nanoseconds in one millisecond.
+pub const MILLI: Nanos = 1_000_000;
+
+/// Why a packet was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropCause {
+    /// Random loss (Bernoulli or Gilbert-Elliott).
+    Loss,
+    /// The bottleneck queue was full (drop-tail).
+    Queue,
+}
+
+/// What a stage decided about one packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The packet leaves the stage at this time.
+    Pass(Nanos),
+    /// The packet leaves at this time, together with an identical copy.
+    Duplicate(Nanos),
+    /// The packet is gone.
+    Drop(DropCause),
+}
+
+/// One impairment: delay, rate, queue, loss, reordering or duplication.
+///
+/// Every stage answers the same question, so a direction is just stages in a
+/// row, each feeding its departure time to the next. Packets must be offered
+/// in arrival order (non-decreasing `at` for stages that keep FIFO state).
+pub trait Stage: Send {
+    /// A packet of `len` bytes reaches this stage at `at`.
+    fn offer(&mut self, len: u32, at: Nanos) -> Verdict;
+}
+
+/// Which way packets travel; selects independent random streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Way {
+    /// Client to server.
+    Up,
+    /// Server to client.
+    Down,
+}
+
+/// The impairment a random stream belongs to.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Impairment {
+    Loss = 0,
+    Jitter = 1,
+    Reorder = 2,
+    Duplicate = 3,
+}
+
+/// A generator for one impairment of one direction. Separate streams keep
+/// e.g. the loss pattern independent of whether jitter is on, so runs with the
+/// same seed (TCP or QUIC) see the same loss decisions per packet index.
+pub(crate) fn stream(seed: u64, way: Way, impairment: Impairment) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream((way as u64) * 16 + impairment as u64);
+    rng
+}

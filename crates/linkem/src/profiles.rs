@@ -1,0 +1,165 @@
+//! Built-in network profiles from the published studies (see DESIGN.md).
+
+use serde::Serialize;
+
+use crate::config::{LinkSettings, RateSpec};
+use crate::model::{Jitter, JitterShape, LossModel, Nanos, MILLI};
+
+/// A named network condition.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Profile {
+    pub name: &'static str,
+    /// Where the figures come from.
+    pub source: &'static str,
+    /// `None` for `loopback`: no emulation, no namespaces.
+    pub settings: Option<LinkSettings>,
+}
+
+impl Profile {
+    /// One line: the figures and the source.
+    pub fn describe(&self) -> String {
+        let Some(settings) = &self.settings else {
+            return format!("{:<17} no emulation (plain loopback)", self.name);
+        };
+        let rate = |spec: &RateSpec| match spec.mean_bits_per_sec() {
+            Some(bits) => format!("{} Mbit/s", bits / 1e6),
+            None => "unlimited".to_string(),
+        };
+        let jitter = settings
+            .jitter
+            .map(|j| format!(" +-{} ms jitter each way", j.amount as f64 / 1e6))
+            .unwrap_or_default();
+        format!(
+            "{:<17} down {}, up {}, RTT {} ms{}, loss {}% each way   [{}]",
+            self.name,
+            rate(&settings.down),
+            rate(&settings.up),
+            settings.rtt as f64 / 1e6,
+            jitter,
+            settings.loss.mean_loss() * 100.0,
+            self.source
+        )
+    }
+}
+
+const HOME_STUDY: &str = "home broadband study (Node.js+quiche benchmark 2024-25)";
+const PAGE_LOAD_STUDY: &str = "page-load conditions study (Kiwee)";
+const DISTANCE_STUDY: &str = "page-load distance study (Request Metrics)";
+
+fn emulated(
+    name: &'static str,
+    source: &'static str,
+    down_mbit: u64,
+    up_mbit: u64,
+    rtt_ms: Nanos,
+    loss: f64,
+) -> Profile {
+    Profile {
+        name,
+        source,
+        settings: Some(LinkSettings {
+            rtt: rtt_ms * MILLI,
+            down: RateSpec::Fixed {
+                bits_per_sec: down_mbit * 1_000_000,
+            },
+            up: RateSpec::Fixed {
+                bits_per_sec: up_mbit * 1_000_000,
+            },
+            loss: LossModel::Bernoulli { p: loss },
+            ..LinkSettings::default()
+        }),
+    }
+}
+
+/// All built-in profiles, in order of the design table.
+pub fn profiles() -> Vec<Profile> {
+    let mut lte = emulated("lte", PAGE_LOAD_STUDY, 30, 10, 60, 0.0);
+    // "60 ms +- jitter": uniform +-5 ms on each one-way delay.
+    if let Some(settings) = &mut lte.settings {
+        settings.jitter = Some(Jitter {
+            amount: 5 * MILLI,
+            shape: JitterShape::Uniform,
+        });
+    }
+    vec![
+        Profile {
+            name: "loopback",
+            source: "no emulation (no namespaces)",
+            settings: None,
+        },
+        emulated("broadband", HOME_STUDY, 100, 20, 20, 0.001),
+        emulated("cellular", HOME_STUDY, 50, 10, 50, 0.01),
+        emulated("satellite", HOME_STUDY, 10, 2, 500, 0.05),
+        emulated(
+            "mobile-lossy",
+            "production mobile API study",
+            20,
+            5,
+            200,
+            0.02,
+        ),
+        lte,
+        emulated(
+            "lte-poor",
+            "same page-load study (+100 ms, ~15 % loss)",
+            30,
+            10,
+            160,
+            0.15,
+        ),
+        emulated("transatlantic", DISTANCE_STUDY, 200, 200, 110, 0.0),
+        emulated("intercontinental", DISTANCE_STUDY, 200, 200, 250, 0.0),
+        emulated(
+            "fast-1g",
+            "large-transfer study (arXiv 2310.09423)",
+            1000,
+            1000,
+            2,
+            0.0,
+        ),
+    ]
+}
+
+/// A profile by name; the error lists the valid names.
+pub fn profile(name: &str) -> anyhow::Result<Profile> {
+    let all = profiles();
+    all.iter()
+        .find(|p| p.name.eq_ignore_ascii_case(name))
+        .cloned()
+        .ok_or_else(|| {
+            let names: Vec<&str> = all.iter().map(|p| p.name).collect();
+            anyhow::anyhow!(
+                "unknown profile `{name}`; choose one of: {}",
+                names.join(", ")
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_profile_is_found_by_name_and_unknown_names_list_them() {
+        for p in profiles() {
+            assert_eq!(profile(p.name).unwrap(), p);
+        }
+        let err = profile("dialup").unwrap_err().to_string();
+        assert!(err.contains("dialup") && err.contains("cellular") && err.contains("fast-1g"));
+    }
+
+    #[test]
+    fn profiles_match_the_design_table() {
+        let cellular = profile("cellular").unwrap().settings.unwrap().build();
+        assert_eq!(cellular.down.delay + cellular.up.delay, 50 * MILLI);
+        assert_eq!(
+            cellular.down.rate,
+            RateSpec::Fixed {
+                bits_per_sec: 50_000_000
+            }
+        );
+        assert_eq!(cellular.up.loss, LossModel::Bernoulli { p: 0.01 });
+        assert!(profile("loopback").unwrap().settings.is_none());
+        assert!(profile("lte").unwrap().settings.unwrap().jitter.is_some());
+    }
+}

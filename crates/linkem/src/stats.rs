@@ -1,0 +1,168 @@
+//! Link statistics: counts per direction and a queueing-delay histogram.
+
+use base64::Engine;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::model::{DropCause, Nanos};
+
+/// Queueing delays (time from arrival at the bottleneck queue until the
+/// bottleneck lets the packet go, its own serialization included).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DelayHistogram(Histogram<u64>);
+
+/// Largest recordable delay: 1000 s in nanoseconds.
+const MAX_DELAY: u64 = 1_000_000_000_000;
+
+impl Default for DelayHistogram {
+    fn default() -> Self {
+        DelayHistogram(Histogram::new_with_bounds(1, MAX_DELAY, 3).expect("valid bounds"))
+    }
+}
+
+impl DelayHistogram {
+    pub fn record(&mut self, delay: Nanos) {
+        self.0.saturating_record(delay.max(1));
+    }
+
+    pub fn histogram(&self) -> &Histogram<u64> {
+        &self.0
+    }
+
+    fn millis_at(&self, quantile: f64) -> f64 {
+        self.0.value_at_quantile(quantile) as f64 / 1e6
+    }
+}
+
+/// The serialized form: readable percentiles plus the full histogram
+/// (HdrHistogram V2 deflate, base64) so runs can be merged later.
+#[derive(Serialize, Deserialize)]
+struct DelayHistogramJson {
+    count: u64,
+    p50_ms: f64,
+    p99_ms: f64,
+    max_ms: f64,
+    hdr_v2_deflate_base64: String,
+}
+
+impl Serialize for DelayHistogram {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut bytes = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(&self.0, &mut bytes)
+            .map_err(|err| serde::ser::Error::custom(format!("{err:?}")))?;
+        DelayHistogramJson {
+            count: self.0.len(),
+            p50_ms: self.millis_at(0.5),
+            p99_ms: self.millis_at(0.99),
+            max_ms: self.0.max() as f64 / 1e6,
+            hdr_v2_deflate_base64: base64::engine::general_purpose::STANDARD.encode(bytes),
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for DelayHistogram {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let json = DelayHistogramJson::deserialize(deserializer)?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(json.hdr_v2_deflate_base64)
+            .map_err(serde::de::Error::custom)?;
+        let histogram = Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|err| serde::de::Error::custom(format!("{err:?}")))?;
+        Ok(DelayHistogram(histogram))
+    }
+}
+
+/// What one direction did with its packets.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DirectionStats {
+    pub packets_in: u64,
+    pub bytes_in: u64,
+    pub packets_out: u64,
+    pub bytes_out: u64,
+    pub dropped_loss: u64,
+    pub dropped_queue: u64,
+    pub duplicated: u64,
+    pub queue_delay: DelayHistogram,
+    /// CPU time the forwarding thread used (0 for the pure model).
+    pub forwarder_cpu_s: f64,
+}
+
+impl DirectionStats {
+    pub fn record_in(&mut self, len: u32) {
+        self.packets_in += 1;
+        self.bytes_in += u64::from(len);
+    }
+
+    pub fn record_out(&mut self, len: u32) {
+        self.packets_out += 1;
+        self.bytes_out += u64::from(len);
+    }
+
+    pub fn record_drop(&mut self, cause: DropCause) {
+        match cause {
+            DropCause::Loss => self.dropped_loss += 1,
+            DropCause::Queue => self.dropped_queue += 1,
+        }
+    }
+
+    fn summary(&self) -> String {
+        format!(
+            "{} pkts in, {} out, {} lost, {} queue drops, queue delay p50 {:.2} ms p99 {:.2} ms max {:.2} ms",
+            self.packets_in,
+            self.packets_out,
+            self.dropped_loss,
+            self.dropped_queue,
+            self.queue_delay.millis_at(0.5),
+            self.queue_delay.millis_at(0.99),
+            self.queue_delay.0.max() as f64 / 1e6,
+        )
+    }
+}
+
+/// Statistics of a whole path.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkStats {
+    /// Client to server.
+    pub up: DirectionStats,
+    /// Server to client.
+    pub down: DirectionStats,
+    pub seed: u64,
+    pub elapsed_s: f64,
+}
+
+impl LinkStats {
+    /// One line for stderr.
+    pub fn summary_line(&self) -> String {
+        format!(
+            "link: up: {}; down: {}",
+            self.up.summary(),
+            self.down.summary()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_round_trip_through_json_with_the_histogram() {
+        let mut stats = LinkStats::default();
+        for delay in [1_000u64, 2_000_000, 30_000_000] {
+            stats.down.queue_delay.record(delay);
+            stats.down.record_in(1500);
+        }
+        stats.down.record_drop(DropCause::Queue);
+        let json = serde_json::to_string(&stats).unwrap();
+        let back: LinkStats = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.down.queue_delay.histogram().len(), 3);
+        assert_eq!(back.down.dropped_queue, 1);
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let p99 = value["down"]["queue_delay"]["p99_ms"].as_f64().unwrap();
+        assert!((p99 - 30.0).abs() < 0.1, "{p99}");
+    }
+}
