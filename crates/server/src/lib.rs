@@ -1,14 +1,237 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
+//! The h3lab reference server: HTTP/1.1 and HTTP/2 over TLS 1.3 on TCP and
+//! HTTP/3 over QUIC on UDP, on one port, with the same synthetic endpoints
+//! (`/health`, `/bytes/{n}`, `/delay/{ms}`, `/echo`, `/static/...`) on all three.
+//!
+//! It is a known, measurable peer for h3lab's benchmarks and tests, not a
+//! general-purpose web server: no virtual hosts, no compression, no range
+//! requests, no configuration files.
+
+mod bind;
+mod body;
+mod config;
+mod lifecycle;
+pub mod pattern;
+mod quic;
+mod respond;
+mod routes;
+mod tcp;
+mod tls;
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use http::HeaderValue;
+use tracing::warn;
+
+pub use config::{Limits, ServerConfig, TlsSource, MIN_HEADER_BYTES};
+pub use routes::{route, Protocol, Rejection, Route, RouteLimits, StaticPath};
+
+use lifecycle::{Admission, Lifecycle};
+use quic::QuicShell;
+use respond::{Handler, Stats};
+use tcp::TcpShell;
+
+/// After the grace period, how long to wait for connections to close.
+const CLOSE_WAIT: Duration = Duration::from_secs(1);
+
+/// Requests answered per protocol.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServeSummary {
+    pub h1: u64,
+    pub h2: u64,
+    pub h3: u64,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+impl ServeSummary {
+    pub fn total(&self) -> u64 {
+        self.h1 + self.h2 + self.h3
+    }
+}
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
+impl fmt::Display for ServeSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "served {} requests: h1 {}, h2 {}, h3 {}",
+            self.total(),
+            self.h1,
+            self.h2,
+            self.h3
+        )
+    }
+}
+
+/// A server started by [`start`]. Call [`RunningServer::shutdown`] to stop it
+/// gracefully; dropping it stops it abruptly.
+pub struct RunningServer {
+    local_addr: SocketAddr,
+    trust: Option<Trust>,
+    endpoint: Option<quinn::Endpoint>,
+    lifecycle: Lifecycle,
+    stats: Arc<Stats>,
+    grace: Duration,
+}
+
+/// What a client needs to trust the server's certificate.
+struct Trust {
+    spki_sha256_base64: String,
+    cert_pem: String,
+}
+
+/// Binds, then serves in the background on the current tokio runtime.
+pub async fn start(config: ServerConfig) -> Result<RunningServer> {
+    config.limits.validate()?;
+    let root = config.root.as_deref().map(canonical_root).transpose()?;
+    let tls = match config.cleartext {
+        true => None,
+        false => Some(tls::TlsMaterial::load(
+            &config.tls,
+            config.listen,
+            &config.extra_sans,
+        )?),
+    };
+    let sockets = bind::bind(config.listen, tls.is_some())?;
+    let local_addr = sockets.tcp.local_addr()?;
+    let alt_svc = match tls {
+        Some(_) => Some(HeaderValue::try_from(format!(
+            "h3=\":{}\"; ma=86400",
+            local_addr.port()
+        ))?),
+        None => None,
+    };
+    let stats = Arc::new(Stats::default());
+    let handler = Arc::new(Handler {
+        root,
+        limits: config.limits.clone(),
+        alt_svc,
+        stats: stats.clone(),
+    });
+    let lifecycle = Lifecycle::default();
+    let admission = Admission::new(config.limits.max_connections);
+
+    let tcp_tls = tls.as_ref().map(|t| t.tcp_config()).transpose()?;
+    let tcp = Arc::new(TcpShell::new(
+        handler.clone(),
+        tcp_tls,
+        admission.clone(),
+        lifecycle.clone(),
+    ));
+    let listener = tokio::net::TcpListener::from_std(sockets.tcp)?;
+
+    let endpoint = match (sockets.udp, &tls) {
+        (Some(udp), Some(tls)) => Some(quic::endpoint(udp, tls.quic_config()?, &config.limits)?),
+        _ => None,
+    };
+    lifecycle.tasks.spawn(tcp.accept_loop(listener));
+    if let Some(endpoint) = &endpoint {
+        let quic = Arc::new(QuicShell {
+            handler,
+            admission,
+            lifecycle: lifecycle.clone(),
+        });
+        lifecycle.tasks.spawn(quic.accept_loop(endpoint.clone()));
+    }
+    Ok(RunningServer {
+        local_addr,
+        trust: tls.map(|t| Trust {
+            spki_sha256_base64: t.spki_sha256_base64,
+            cert_pem: t.cert_pem,
+        }),
+        endpoint,
+        lifecycle,
+        stats,
+        grace: config.limits.shutdown_grace,
+    })
+}
+
+fn canonical_root(root: &Path) -> Result<PathBuf> {
+    let canonical = root.canonicalize().with_context(|| {
+        format!(
+            "static root {} does not exist; pass an existing directory with --root",
+            root.display()
+        )
+    })?;
+    if !canonical.is_dir() {
+        bail!(
+            "static root {} is not a directory; pass a directory with --root",
+            root.display()
+        );
+    }
+    Ok(canonical)
+}
+
+impl RunningServer {
+    /// The bound address; TCP and (unless cleartext) UDP share it.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Whether HTTP/3 is served (false in cleartext mode).
+    pub fn serves_h3(&self) -> bool {
+        self.endpoint.is_some()
+    }
+
+    /// Base64 SHA-256 of the certificate's SubjectPublicKeyInfo, the value
+    /// Chromium's `--ignore-certificate-errors-spki-list` takes. `None` in cleartext mode.
+    pub fn spki_sha256_base64(&self) -> Option<&str> {
+        self.trust.as_ref().map(|t| t.spki_sha256_base64.as_str())
+    }
+
+    /// The certificate chain as PEM, for a client's trust store. `None` in cleartext mode.
+    pub fn cert_pem(&self) -> Option<&str> {
+        self.trust.as_ref().map(|t| t.cert_pem.as_str())
+    }
+
+    /// Requests answered so far.
+    pub fn requests_served(&self) -> ServeSummary {
+        self.stats.snapshot()
+    }
+
+    /// The start-up lines `h3lab serve` prints, one item per line.
+    pub fn banner(&self) -> Vec<String> {
+        let addr = self.local_addr;
+        match &self.trust {
+            Some(trust) => vec![
+                format!("listening: tcp+udp {addr} (h1,h2 over TLS 1.3; h3 over QUIC)"),
+                format!("spki-sha256: {}", trust.spki_sha256_base64),
+            ],
+            None => vec![format!(
+                "listening: tcp {addr} (h1, h2c prior knowledge; cleartext, no h3)"
+            )],
+        }
+    }
+
+    /// Stops accepting, lets in-flight requests finish within the grace
+    /// period, closes QUIC with code 0 and returns what was served.
+    pub async fn shutdown(self) -> ServeSummary {
+        self.lifecycle.graceful.cancel();
+        self.lifecycle.tasks.close();
+        if tokio::time::timeout(self.grace, self.lifecycle.tasks.wait())
+            .await
+            .is_err()
+        {
+            warn!(grace = ?self.grace, "requests still running after the grace period; closing them");
+        }
+        self.lifecycle.hard.cancel();
+        if let Some(endpoint) = &self.endpoint {
+            endpoint.close(0u32.into(), b"server shutting down");
+            let _ = tokio::time::timeout(CLOSE_WAIT, endpoint.wait_idle()).await;
+        }
+        let _ = tokio::time::timeout(CLOSE_WAIT, self.lifecycle.tasks.wait()).await;
+        self.stats.snapshot()
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        self.lifecycle.graceful.cancel();
+        self.lifecycle.hard.cancel();
+        if let Some(endpoint) = &self.endpoint {
+            endpoint.close(0u32.into(), b"server dropped");
+        }
     }
 }

@@ -1,0 +1,88 @@
+//! The one response body type every protocol sends: empty, in-memory, the
+//! byte pattern, or a file streamed from disk.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http_body::{Body, Frame, SizeHint};
+use tokio::fs::File;
+use tokio_util::io::ReaderStream;
+
+use crate::pattern::{PatternCursor, CHUNK_SIZE};
+
+#[derive(Debug)]
+pub enum ReplyBody {
+    Full(Option<Bytes>),
+    Pattern(PatternCursor),
+    File {
+        chunks: ReaderStream<File>,
+        remaining: u64,
+    },
+}
+
+impl ReplyBody {
+    pub fn full(data: impl Into<Bytes>) -> Self {
+        ReplyBody::Full(Some(data.into()))
+    }
+
+    pub fn file(file: File, len: u64) -> Self {
+        ReplyBody::File {
+            chunks: ReaderStream::with_capacity(file, CHUNK_SIZE),
+            remaining: len,
+        }
+    }
+
+    fn remaining(&self) -> u64 {
+        match self {
+            ReplyBody::Full(data) => data.as_ref().map_or(0, |d| d.len() as u64),
+            ReplyBody::Pattern(cursor) => cursor.remaining(),
+            ReplyBody::File { remaining, .. } => *remaining,
+        }
+    }
+}
+
+impl Body for ReplyBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        let chunk = match self.get_mut() {
+            ReplyBody::Full(data) => data.take().filter(|d| !d.is_empty()),
+            ReplyBody::Pattern(cursor) => cursor.next_chunk(),
+            ReplyBody::File { chunks, remaining } => {
+                if *remaining == 0 {
+                    None
+                } else {
+                    match chunks.poll_next_unpin(cx) {
+                        Poll::Pending => return Poll::Pending,
+                        Poll::Ready(Some(Err(err))) => return Poll::Ready(Some(Err(err))),
+                        Poll::Ready(Some(Ok(data))) => {
+                            *remaining = remaining.saturating_sub(data.len() as u64);
+                            Some(data)
+                        }
+                        Poll::Ready(None) => {
+                            return Poll::Ready(Some(Err(std::io::Error::new(
+                                std::io::ErrorKind::UnexpectedEof,
+                                "static file shrank while it was being served",
+                            ))))
+                        }
+                    }
+                }
+            }
+        };
+        Poll::Ready(chunk.map(|data| Ok(Frame::data(data))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.remaining() == 0
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.remaining())
+    }
+}

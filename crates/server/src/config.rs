@@ -1,0 +1,135 @@
+//! What the server listens on, which certificate it presents and which limits it enforces.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+
+/// Everything [`crate::start`] needs to run a server.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// TCP and UDP bind here; port 0 picks one free port for both.
+    pub listen: SocketAddr,
+    /// Certificate source; ignored when `cleartext` is set.
+    pub tls: TlsSource,
+    /// Serve HTTP/1.1 and h2c (prior knowledge) on TCP without TLS, and no HTTP/3.
+    pub cleartext: bool,
+    /// Directory served under `/static/`; `None` makes every `/static/` path 404.
+    pub root: Option<PathBuf>,
+    pub limits: Limits,
+    /// Extra subject alternative names for a generated certificate (DNS names or IPs).
+    pub extra_sans: Vec<String>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8443)),
+            tls: TlsSource::SelfSigned,
+            cleartext: false,
+            root: None,
+            limits: Limits::default(),
+            extra_sans: Vec::new(),
+        }
+    }
+}
+
+/// Where the server certificate comes from.
+#[derive(Clone, Debug)]
+pub enum TlsSource {
+    /// Generate a fresh self-signed certificate at start.
+    SelfSigned,
+    /// A PEM certificate chain and its PEM private key.
+    PemFiles { cert: PathBuf, key: PathBuf },
+}
+
+/// Resource limits. Defaults suit a benchmark server on one machine.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Largest request header block (h1 read buffer, h2 header list, h3 field section).
+    pub max_header_bytes: usize,
+    /// Largest request body `/echo` accepts; larger gets 413.
+    pub max_body_bytes: u64,
+    /// Concurrent streams a client may open per h2 or h3 connection.
+    pub max_streams_per_connection: u32,
+    /// Open connections, TCP and QUIC together; beyond it TCP gets 503 and QUIC is refused.
+    pub max_connections: usize,
+    /// Largest `n` for `/bytes/{n}`; larger gets 400.
+    pub max_response_bytes: u64,
+    /// Longest `/delay/{ms}`; longer gets 400.
+    pub max_delay: Duration,
+    /// How long shutdown waits for in-flight requests before closing everything.
+    pub shutdown_grace: Duration,
+}
+
+/// hyper refuses an HTTP/1.1 read buffer smaller than this.
+pub const MIN_HEADER_BYTES: usize = 8192;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_header_bytes: 64 * 1024,
+            max_body_bytes: 16 * 1024 * 1024,
+            max_streams_per_connection: 256,
+            max_connections: 1024,
+            max_response_bytes: 64 * 1024 * 1024 * 1024,
+            max_delay: Duration::from_secs(60),
+            shutdown_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+impl Limits {
+    /// Rejects values the protocol stacks cannot honour, naming the flag to change.
+    pub fn validate(&self) -> Result<()> {
+        if self.max_header_bytes < MIN_HEADER_BYTES || self.max_header_bytes > u32::MAX as usize {
+            bail!(
+                "max header size {} is out of range; pass --max-header-bytes between {MIN_HEADER_BYTES} and {}",
+                self.max_header_bytes,
+                u32::MAX
+            );
+        }
+        if self.max_streams_per_connection == 0 {
+            bail!("max streams per connection is 0; pass --max-streams 1 or more");
+        }
+        if self.max_connections == 0 {
+            bail!("max connections is 0; pass --max-connections 1 or more");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        Limits::default().validate().unwrap();
+    }
+
+    #[test]
+    fn too_small_header_limit_names_the_flag() {
+        let limits = Limits {
+            max_header_bytes: 100,
+            ..Limits::default()
+        };
+        let err = limits.validate().unwrap_err().to_string();
+        assert!(err.contains("--max-header-bytes"), "{err}");
+    }
+
+    #[test]
+    fn zero_streams_and_connections_are_rejected() {
+        let no_streams = Limits {
+            max_streams_per_connection: 0,
+            ..Limits::default()
+        };
+        assert!(no_streams.validate().is_err());
+        let no_connections = Limits {
+            max_connections: 0,
+            ..Limits::default()
+        };
+        assert!(no_connections.validate().is_err());
+    }
+}

@@ -1,0 +1,272 @@
+//! Turns a routed request into a response the same way for h1, h2 and h3.
+//! The protocol shells only read the request and write the response.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{
+    HeaderValue, ALLOW, ALT_SVC, CACHE_CONTROL, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE,
+    RETRY_AFTER, SERVER,
+};
+use http::{HeaderMap, Method, Response, StatusCode, Uri};
+use http_body::Body;
+
+use crate::body::ReplyBody;
+use crate::config::Limits;
+use crate::pattern::PatternCursor;
+use crate::routes::{route, Protocol, Rejection, Route, RouteLimits, StaticPath};
+use crate::ServeSummary;
+
+const SERVER_NAME: &str = concat!("h3lab/", env!("CARGO_PKG_VERSION"));
+
+/// The outcome of reading an `/echo` request body under the body limit.
+pub enum EchoBody {
+    Complete(Bytes),
+    TooLarge,
+    Failed(String),
+}
+
+/// Requests answered per protocol.
+#[derive(Debug, Default)]
+pub struct Stats {
+    h1: AtomicU64,
+    h2: AtomicU64,
+    h3: AtomicU64,
+}
+
+impl Stats {
+    fn record(&self, protocol: Protocol) {
+        let counter = match protocol {
+            Protocol::H1 => &self.h1,
+            Protocol::H2 => &self.h2,
+            Protocol::H3 => &self.h3,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn snapshot(&self) -> ServeSummary {
+        ServeSummary {
+            h1: self.h1.load(Ordering::Relaxed),
+            h2: self.h2.load(Ordering::Relaxed),
+            h3: self.h3.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Shared, read-only request handling state.
+#[derive(Debug)]
+pub struct Handler {
+    /// Canonical static root.
+    pub root: Option<PathBuf>,
+    pub limits: Limits,
+    /// `Alt-Svc` value for TCP responses; `None` when there is no HTTP/3.
+    pub alt_svc: Option<HeaderValue>,
+    pub stats: Arc<Stats>,
+}
+
+impl Handler {
+    /// Answers one request. `read_body(limit)` is called only for `/echo`
+    /// whose declared length fits the limit.
+    pub async fn handle<F, Fut>(
+        &self,
+        protocol: Protocol,
+        method: &Method,
+        uri: &Uri,
+        headers: &HeaderMap,
+        read_body: F,
+    ) -> Response<ReplyBody>
+    where
+        F: FnOnce(u64) -> Fut,
+        Fut: Future<Output = EchoBody>,
+    {
+        let route_limits = RouteLimits {
+            max_response_bytes: self.limits.max_response_bytes,
+            max_delay: self.limits.max_delay,
+        };
+        let mut response = match route(method, uri.path(), &route_limits) {
+            Route::Health => health(protocol),
+            Route::Bytes(n) => with_type(
+                Response::new(ReplyBody::Pattern(PatternCursor::new(n))),
+                "application/octet-stream",
+            ),
+            Route::Delay(delay) => {
+                tokio::time::sleep(delay).await;
+                json(format!("{{\"delay_ms\":{}}}\n", delay.as_millis()))
+            }
+            Route::Echo => self.echo(headers, read_body).await,
+            Route::Static(path) => self.static_file(&path).await,
+            Route::Reject(rejection) => reject(rejection),
+        };
+        self.finish_headers(protocol, &mut response);
+        self.stats.record(protocol);
+        response
+    }
+
+    /// The answer on a TCP connection beyond the connection limit.
+    pub fn busy(&self, protocol: Protocol) -> Response<ReplyBody> {
+        let mut response = plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "server is at its connection limit; retry later or raise --max-connections",
+        );
+        let headers = response.headers_mut();
+        headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
+        headers.insert(CONNECTION, HeaderValue::from_static("close"));
+        self.finish_headers(protocol, &mut response);
+        response
+    }
+
+    fn finish_headers(&self, protocol: Protocol, response: &mut Response<ReplyBody>) {
+        let length = response.body().size_hint().exact();
+        let headers = response.headers_mut();
+        headers.insert(SERVER, HeaderValue::from_static(SERVER_NAME));
+        if let Some(length) = length {
+            headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
+        }
+        if let (Some(alt_svc), true) = (&self.alt_svc, protocol != Protocol::H3) {
+            headers.insert(ALT_SVC, alt_svc.clone());
+        }
+    }
+
+    async fn echo<F, Fut>(&self, headers: &HeaderMap, read_body: F) -> Response<ReplyBody>
+    where
+        F: FnOnce(u64) -> Fut,
+        Fut: Future<Output = EchoBody>,
+    {
+        let limit = self.limits.max_body_bytes;
+        let declared = headers
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        let outcome = match declared {
+            Some(len) if len > limit => EchoBody::TooLarge,
+            _ => read_body(limit).await,
+        };
+        match outcome {
+            EchoBody::Complete(data) => {
+                let content_type = headers
+                    .get(CONTENT_TYPE)
+                    .cloned()
+                    .unwrap_or(HeaderValue::from_static("application/octet-stream"));
+                let mut response = Response::new(ReplyBody::full(data));
+                response.headers_mut().insert(CONTENT_TYPE, content_type);
+                response
+            }
+            EchoBody::TooLarge => plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("request body exceeds {limit} bytes; send less or raise --max-body-bytes"),
+            ),
+            EchoBody::Failed(reason) => plain(
+                StatusCode::BAD_REQUEST,
+                &format!("could not read the request body: {reason}"),
+            ),
+        }
+    }
+
+    async fn static_file(&self, path: &StaticPath) -> Response<ReplyBody> {
+        let Some(root) = &self.root else {
+            return plain(
+                StatusCode::NOT_FOUND,
+                "no static root; start the server with --root DIR",
+            );
+        };
+        let mut candidate = root.to_path_buf();
+        candidate.extend(&path.segments);
+        if path.wants_index {
+            candidate.push("index.html");
+        }
+        match open_inside(root, candidate).await {
+            Ok(Some((file, len, real))) => {
+                let mime = mime_guess::from_path(&real).first_or_octet_stream();
+                let mut response = Response::new(ReplyBody::file(file, len));
+                let headers = response.headers_mut();
+                if let Ok(value) = HeaderValue::from_str(mime.as_ref()) {
+                    headers.insert(CONTENT_TYPE, value);
+                }
+                headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                response
+            }
+            Ok(None) => plain(StatusCode::NOT_FOUND, "no such file under the static root"),
+            Err(err) => plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("could not read the static file: {err}"),
+            ),
+        }
+    }
+}
+
+/// Opens `candidate` if it resolves (symlinks included) to a regular file
+/// under `root`; a directory means its `index.html`.
+async fn open_inside(
+    root: &Path,
+    candidate: PathBuf,
+) -> std::io::Result<Option<(tokio::fs::File, u64, PathBuf)>> {
+    let mut candidate = candidate;
+    for _ in 0..2 {
+        let Ok(real) = tokio::fs::canonicalize(&candidate).await else {
+            return Ok(None);
+        };
+        if !real.starts_with(root) {
+            return Ok(None);
+        }
+        let metadata = tokio::fs::metadata(&real).await?;
+        if metadata.is_dir() {
+            candidate = real.join("index.html");
+            continue;
+        }
+        let file = tokio::fs::File::open(&real).await?;
+        return Ok(Some((file, metadata.len(), real)));
+    }
+    Ok(None)
+}
+
+fn with_type(mut response: Response<ReplyBody>, content_type: &'static str) -> Response<ReplyBody> {
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+fn json(text: String) -> Response<ReplyBody> {
+    with_type(Response::new(ReplyBody::full(text)), "application/json")
+}
+
+fn health(protocol: Protocol) -> Response<ReplyBody> {
+    let body = serde_json::json!({
+        "status": "ok",
+        "protocol": protocol.as_str(),
+        "version": env!("CARGO_PKG_VERSION"),
+    });
+    json(format!("{body}\n"))
+}
+
+fn plain(status: StatusCode, message: &str) -> Response<ReplyBody> {
+    let mut response = with_type(
+        Response::new(ReplyBody::full(format!("{message}\n"))),
+        "text/plain; charset=utf-8",
+    );
+    *response.status_mut() = status;
+    response
+}
+
+fn reject(rejection: Rejection) -> Response<ReplyBody> {
+    match rejection {
+        Rejection::NotFound => plain(
+            StatusCode::NOT_FOUND,
+            "no such endpoint; try /health, /bytes/{n}, /delay/{ms}, POST /echo or /static/...",
+        ),
+        Rejection::MethodNotAllowed { allow } => {
+            let mut response = plain(
+                StatusCode::METHOD_NOT_ALLOWED,
+                &format!("this endpoint only answers {allow}"),
+            );
+            response
+                .headers_mut()
+                .insert(ALLOW, HeaderValue::from_static(allow));
+            response
+        }
+        Rejection::BadRequest(message) => plain(StatusCode::BAD_REQUEST, &message),
+    }
+}

@@ -1,0 +1,189 @@
+//! The TCP shell: TLS 1.3 with ALPN choosing HTTP/1.1 or HTTP/2 (or cleartext
+//! HTTP/1.1 and h2c), served by hyper.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+use http::{Request, Response, Version};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
+use tracing::{debug, warn};
+
+use crate::body::ReplyBody;
+use crate::config::Limits;
+use crate::lifecycle::{Admission, Lifecycle, TcpTicket};
+use crate::respond::{EchoBody, Handler};
+use crate::routes::Protocol;
+
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// A client over the connection limit gets this long to read its 503s.
+const BUSY_LINGER: Duration = Duration::from_secs(5);
+/// After a failed accept (e.g. out of file descriptors), pause before retrying.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+/// HTTP/2 receive windows, matched to the QUIC ones so uploads are not window-limited.
+const H2_STREAM_WINDOW: u32 = 16 * 1024 * 1024;
+const H2_CONNECTION_WINDOW: u32 = 32 * 1024 * 1024;
+
+type Builder = auto::Builder<TokioExecutor>;
+
+pub struct TcpShell {
+    handler: Arc<Handler>,
+    tls: Option<TlsAcceptor>,
+    admission: Admission,
+    lifecycle: Lifecycle,
+    /// Per negotiated protocol: ALPN h2, ALPN http/1.1 (or none), cleartext (h1 or h2c).
+    h2_only: Builder,
+    h1_only: Builder,
+    cleartext: Builder,
+}
+
+impl TcpShell {
+    pub fn new(
+        handler: Arc<Handler>,
+        tls: Option<Arc<rustls::ServerConfig>>,
+        admission: Admission,
+        lifecycle: Lifecycle,
+    ) -> Self {
+        let limits = &handler.limits;
+        Self {
+            h2_only: builder(limits).http2_only(),
+            h1_only: builder(limits).http1_only(),
+            cleartext: builder(limits),
+            tls: tls.map(TlsAcceptor::from),
+            handler,
+            admission,
+            lifecycle,
+        }
+    }
+
+    /// Accepts connections until graceful shutdown starts.
+    pub async fn accept_loop(self: Arc<Self>, listener: TcpListener) {
+        loop {
+            let accepted = tokio::select! {
+                _ = self.lifecycle.graceful.cancelled() => return,
+                accepted = listener.accept() => accepted,
+            };
+            let stream = match accepted {
+                Ok((stream, _peer)) => stream,
+                Err(err) => {
+                    warn!(%err, "TCP accept failed");
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
+            };
+            let Some(ticket) = self.admission.admit_tcp() else {
+                debug!("connection limit and 503 slots full; closing new TCP connection");
+                continue;
+            };
+            let shell = self.clone();
+            self.lifecycle.tasks.spawn(async move {
+                if let Err(err) = shell.serve(stream, ticket).await {
+                    debug!("TCP connection ended: {err:#}");
+                }
+            });
+        }
+    }
+
+    async fn serve(&self, stream: TcpStream, ticket: TcpTicket) -> Result<()> {
+        // Responses are written whole; Nagle would only delay small ones.
+        stream.set_nodelay(true)?;
+        let Some(acceptor) = &self.tls else {
+            return self
+                .serve_http(TokioIo::new(stream), &self.cleartext, ticket.busy)
+                .await;
+        };
+        let tls = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream))
+            .await
+            .context("TLS handshake timed out")?
+            .context("TLS handshake failed")?;
+        let builder = match tls.get_ref().1.alpn_protocol() {
+            Some(b"h2") => &self.h2_only,
+            _ => &self.h1_only,
+        };
+        self.serve_http(TokioIo::new(tls), builder, ticket.busy)
+            .await
+    }
+
+    async fn serve_http<I>(&self, io: I, builder: &Builder, busy: bool) -> Result<()>
+    where
+        I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    {
+        let handler = self.handler.clone();
+        let service = service_fn(move |request| {
+            let handler = handler.clone();
+            async move { Ok::<_, Infallible>(respond(&handler, request, busy).await) }
+        });
+        let connection = builder.serve_connection(io, service);
+        tokio::pin!(connection);
+        let busy_deadline = async {
+            match busy {
+                true => tokio::time::sleep(BUSY_LINGER).await,
+                false => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            served = connection.as_mut() => return served.map_err(|err| anyhow!(err)),
+            _ = self.lifecycle.graceful.cancelled() => {}
+            _ = busy_deadline => {}
+        }
+        connection.as_mut().graceful_shutdown();
+        tokio::select! {
+            served = connection.as_mut() => served.map_err(|err| anyhow!(err)),
+            _ = self.lifecycle.hard.cancelled() => Ok(()),
+        }
+    }
+}
+
+fn builder(limits: &Limits) -> Builder {
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .max_buf_size(limits.max_header_bytes);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(limits.max_streams_per_connection)
+        .max_header_list_size(limits.max_header_bytes as u32)
+        .initial_stream_window_size(H2_STREAM_WINDOW)
+        .initial_connection_window_size(H2_CONNECTION_WINDOW);
+    builder
+}
+
+async fn respond(handler: &Handler, request: Request<Incoming>, busy: bool) -> Response<ReplyBody> {
+    let protocol = match request.version() {
+        Version::HTTP_2 => Protocol::H2,
+        _ => Protocol::H1,
+    };
+    if busy {
+        return handler.busy(protocol);
+    }
+    let (parts, body) = request.into_parts();
+    handler
+        .handle(
+            protocol,
+            &parts.method,
+            &parts.uri,
+            &parts.headers,
+            |limit| collect(body, limit),
+        )
+        .await
+}
+
+async fn collect(body: Incoming, limit: u64) -> EchoBody {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => EchoBody::Complete(collected.to_bytes()),
+        Err(err) if err.is::<http_body_util::LengthLimitError>() => EchoBody::TooLarge,
+        Err(err) => EchoBody::Failed(err.to_string()),
+    }
+}
