@@ -1,14 +1,19 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! HTTP/1.1, HTTP/2 and HTTP/3 client connectors for h3lab's load engine and
+//! benchmarks: URL validation, rustls configuration (ALPN, `--insecure`,
+//! `--ca`, session tickets), timed connection set-up and a small request
+//! interface that counts response bytes without copying them.
+//!
+//! Not for: scheduling load, recording statistics or following redirects;
+//! that is the job of `h3lab-load` and `h3lab-bench`.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+mod connect;
+mod error;
+mod request;
+mod target;
+mod tls;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use connect::{ConnectTiming, Connection, Connector, Response, Sender};
+pub use error::{ClientError, ErrorKind};
+pub use request::RequestTemplate;
+pub use target::{Proto, Scheme, Target};
+pub use tls::{client_tls_config, TlsOptions};

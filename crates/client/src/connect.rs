@@ -1,0 +1,462 @@
+//! Timed connection set-up for h1, h2 and h3, and the request handle each
+//! connection yields.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes};
+use http::StatusCode;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use quinn::crypto::rustls::QuicClientConfig;
+use rustls::pki_types::ServerName;
+use rustls::HandshakeKind;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio::time::timeout;
+use tokio_rustls::TlsConnector;
+
+use crate::error::{error_chain, ClientError, ErrorKind};
+use crate::request::RequestTemplate;
+use crate::target::{Proto, Scheme, Target};
+
+/// How long each phase of connection set-up took.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConnectTiming {
+    /// TCP three-way handshake; `None` for QUIC.
+    pub tcp_connect: Option<Duration>,
+    /// TLS handshake after TCP, or the whole QUIC handshake; `None` for
+    /// cleartext HTTP/1.1.
+    pub handshake: Option<Duration>,
+    /// Whether TLS resumed an earlier session. `None` when unknown: quinn
+    /// does not expose the TLS handshake kind, and cleartext has no TLS.
+    pub resumed: Option<bool>,
+}
+
+/// A fresh connection: its request handle and set-up timing.
+pub struct Connection {
+    pub sender: Sender,
+    pub timing: ConnectTiming,
+}
+
+struct QuicClient {
+    endpoint: quinn::Endpoint,
+    config: quinn::ClientConfig,
+}
+
+/// Opens connections to one resolved address with one protocol.
+pub struct Connector {
+    target: Arc<Target>,
+    addr: SocketAddr,
+    proto: Proto,
+    tls: Arc<rustls::ClientConfig>,
+    server_name: ServerName<'static>,
+    quic: Option<QuicClient>,
+    connect_timeout: Duration,
+}
+
+impl Connector {
+    /// For h3 this binds a UDP socket on the wildcard address (so it works
+    /// inside network namespaces) and must be called inside the tokio
+    /// runtime that will drive its connections.
+    pub fn new(
+        target: Arc<Target>,
+        addr: SocketAddr,
+        proto: Proto,
+        tls: Arc<rustls::ClientConfig>,
+        connect_timeout: Duration,
+    ) -> anyhow::Result<Connector> {
+        target.check_proto(proto)?;
+        let server_name = ServerName::try_from(target.host().to_string()).map_err(|err| {
+            anyhow::anyhow!("`{}` is not a valid TLS server name: {err}", target.host())
+        })?;
+        let quic = match proto {
+            Proto::H3 => Some(quic_client(addr, &tls)?),
+            Proto::H1 | Proto::H2 => None,
+        };
+        Ok(Connector {
+            target,
+            addr,
+            proto,
+            tls,
+            server_name,
+            quic,
+            connect_timeout,
+        })
+    }
+
+    pub fn proto(&self) -> Proto {
+        self.proto
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Opens a new connection and measures its set-up.
+    pub async fn connect(&self) -> Result<Connection, ClientError> {
+        match self.proto {
+            Proto::H1 => self.connect_h1().await,
+            Proto::H2 => self.connect_h2().await,
+            Proto::H3 => self.connect_h3().await,
+        }
+    }
+
+    async fn connect_h1(&self) -> Result<Connection, ClientError> {
+        let (tcp, tcp_time) = self.connect_tcp().await?;
+        if self.target.scheme() == Scheme::Http {
+            let sender = start_h1(tcp).await?;
+            let timing = ConnectTiming {
+                tcp_connect: Some(tcp_time),
+                handshake: None,
+                resumed: None,
+            };
+            return Ok(Connection { sender, timing });
+        }
+        let (tls, timing) = self.handshake_tls(tcp, tcp_time).await?;
+        let sender = start_h1(tls).await?;
+        Ok(Connection { sender, timing })
+    }
+
+    async fn connect_h2(&self) -> Result<Connection, ClientError> {
+        let (tcp, tcp_time) = self.connect_tcp().await?;
+        let (tls, timing) = self.handshake_tls(tcp, tcp_time).await?;
+        let (send, conn) = http2::Builder::new(TokioExecutor::new())
+            .handshake(TokioIo::new(tls))
+            .await
+            .map_err(ClientError::from_hyper)?;
+        tokio::spawn(conn);
+        let sender = Sender {
+            inner: SenderInner::H2(send),
+        };
+        Ok(Connection { sender, timing })
+    }
+
+    async fn connect_h3(&self) -> Result<Connection, ClientError> {
+        let quic = self
+            .quic
+            .as_ref()
+            .expect("h3 connectors own a QUIC endpoint");
+        let start = Instant::now();
+        let connecting = quic
+            .endpoint
+            .connect_with(quic.config.clone(), self.addr, self.target.host())
+            .map_err(|err| {
+                ClientError::new(
+                    ErrorKind::Connect,
+                    format!("QUIC connect to {}: {err}", self.addr),
+                )
+            })?;
+        let conn = match timeout(self.connect_timeout, connecting).await {
+            Err(_) => return Err(self.no_quic_answer()),
+            Ok(Err(quinn::ConnectionError::TimedOut)) => return Err(self.no_quic_answer()),
+            Ok(Err(err)) => return Err(quic_connect_error(err, self.addr)),
+            Ok(Ok(conn)) => conn,
+        };
+        let timing = ConnectTiming {
+            tcp_connect: None,
+            handshake: Some(start.elapsed()),
+            resumed: None,
+        };
+        let sender = start_h3(conn).await?;
+        Ok(Connection { sender, timing })
+    }
+
+    fn no_quic_answer(&self) -> ClientError {
+        ClientError::new(
+            ErrorKind::Connect,
+            format!(
+                "no HTTP/3 (QUIC) answer from {} within {:?}: is the server listening on UDP?",
+                self.addr, self.connect_timeout
+            ),
+        )
+    }
+
+    async fn connect_tcp(&self) -> Result<(TcpStream, Duration), ClientError> {
+        let start = Instant::now();
+        let stream = match timeout(self.connect_timeout, TcpStream::connect(self.addr)).await {
+            Err(_) => {
+                return Err(ClientError::new(
+                    ErrorKind::Connect,
+                    format!(
+                        "TCP connect to {} timed out after {:?}: is the server up?",
+                        self.addr, self.connect_timeout
+                    ),
+                ))
+            }
+            Ok(Err(err)) => {
+                return Err(ClientError::new(
+                    ErrorKind::Connect,
+                    format!("TCP connect to {}: {err}", self.addr),
+                ))
+            }
+            Ok(Ok(stream)) => stream,
+        };
+        let elapsed = start.elapsed();
+        stream.set_nodelay(true).map_err(|err| {
+            ClientError::new(ErrorKind::Connect, format!("setting TCP_NODELAY: {err}"))
+        })?;
+        Ok((stream, elapsed))
+    }
+
+    async fn handshake_tls(
+        &self,
+        tcp: TcpStream,
+        tcp_time: Duration,
+    ) -> Result<(tokio_rustls::client::TlsStream<TcpStream>, ConnectTiming), ClientError> {
+        let start = Instant::now();
+        let connector = TlsConnector::from(self.tls.clone());
+        let handshake = connector.connect(self.server_name.clone(), tcp);
+        let tls = match timeout(self.connect_timeout, handshake).await {
+            Err(_) => {
+                return Err(ClientError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "TLS handshake with {} did not finish within {:?}",
+                        self.addr, self.connect_timeout
+                    ),
+                ))
+            }
+            Ok(Err(err)) => return Err(tls_failure(self.addr, &error_chain(&err))),
+            Ok(Ok(tls)) => tls,
+        };
+        let handshake_time = start.elapsed();
+        let session = tls.get_ref().1;
+        let alpn = session.alpn_protocol();
+        if self.proto == Proto::H2 && alpn != Some(b"h2".as_slice()) {
+            return Err(ClientError::new(
+                ErrorKind::Protocol,
+                format!(
+                    "the server at {} did not agree to HTTP/2 in ALPN; try --proto h1 or --proto h3",
+                    self.addr
+                ),
+            ));
+        }
+        let timing = ConnectTiming {
+            tcp_connect: Some(tcp_time),
+            handshake: Some(handshake_time),
+            resumed: Some(session.handshake_kind() == Some(HandshakeKind::Resumed)),
+        };
+        Ok((tls, timing))
+    }
+}
+
+fn quic_client(addr: SocketAddr, tls: &Arc<rustls::ClientConfig>) -> anyhow::Result<QuicClient> {
+    let bind: SocketAddr = if addr.is_ipv6() {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    } else {
+        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+    };
+    let endpoint = quinn::Endpoint::client(bind)
+        .map_err(|err| anyhow::anyhow!("binding a UDP socket on {bind} for HTTP/3: {err}"))?;
+    let crypto = QuicClientConfig::try_from(tls.clone())
+        .map_err(|err| anyhow::anyhow!("TLS configuration unusable for QUIC: {err}"))?;
+    Ok(QuicClient {
+        endpoint,
+        config: quinn::ClientConfig::new(Arc::new(crypto)),
+    })
+}
+
+async fn start_h1<S>(io: S) -> Result<Sender, ClientError>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let (send, conn) = http1::handshake(TokioIo::new(io))
+        .await
+        .map_err(ClientError::from_hyper)?;
+    tokio::spawn(conn);
+    Ok(Sender {
+        inner: SenderInner::H1(send),
+    })
+}
+
+async fn start_h3(conn: quinn::Connection) -> Result<Sender, ClientError> {
+    let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(conn.clone()))
+        .await
+        .map_err(|err| ClientError::new(ErrorKind::Protocol, format!("HTTP/3 set-up: {err}")))?;
+    tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
+    Ok(Sender {
+        inner: SenderInner::H3 { send, conn },
+    })
+}
+
+fn is_crypto_code(code: quinn::TransportErrorCode) -> bool {
+    (0x100..0x200).contains(&u64::from(code))
+}
+
+fn quic_connect_error(err: quinn::ConnectionError, addr: SocketAddr) -> ClientError {
+    use quinn::ConnectionError as E;
+    match &err {
+        E::TransportError(transport) if is_crypto_code(transport.code) => {
+            tls_failure(addr, &err.to_string())
+        }
+        E::ConnectionClosed(close) if is_crypto_code(close.error_code) => {
+            tls_failure(addr, &err.to_string())
+        }
+        E::VersionMismatch | E::TransportError(_) => ClientError::new(
+            ErrorKind::Protocol,
+            format!("QUIC handshake with {addr}: {err}"),
+        ),
+        _ => ClientError::new(
+            ErrorKind::Connect,
+            format!("QUIC handshake with {addr}: {err}"),
+        ),
+    }
+}
+
+/// Certificate problems get the fix; other TLS failures keep their detail.
+fn tls_failure(addr: SocketAddr, detail: &str) -> ClientError {
+    let hint = if detail.to_ascii_lowercase().contains("certificate") {
+        "; use --insecure or --ca FILE to trust the server's certificate"
+    } else if detail.to_ascii_lowercase().contains("application") {
+        "; the server does not offer this protocol in ALPN, try another --proto"
+    } else {
+        ""
+    };
+    ClientError::new(
+        ErrorKind::Tls,
+        format!("TLS handshake with {addr} failed: {detail}{hint}"),
+    )
+}
+
+/// Sends requests on one connection. h2 and h3 handles can be cloned to run
+/// concurrent streams; an h1 handle carries one request at a time.
+pub struct Sender {
+    inner: SenderInner,
+}
+
+enum SenderInner {
+    H1(http1::SendRequest<Full<Bytes>>),
+    H2(http2::SendRequest<Full<Bytes>>),
+    H3 {
+        send: h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>,
+        conn: quinn::Connection,
+    },
+}
+
+impl Sender {
+    /// Another handle on the same connection (h2/h3); `None` for h1.
+    pub fn try_clone(&self) -> Option<Sender> {
+        let inner = match &self.inner {
+            SenderInner::H1(_) => return None,
+            SenderInner::H2(send) => SenderInner::H2(send.clone()),
+            SenderInner::H3 { send, conn } => SenderInner::H3 {
+                send: send.clone(),
+                conn: conn.clone(),
+            },
+        };
+        Some(Sender { inner })
+    }
+
+    /// True once the connection can carry no more requests.
+    pub fn is_closed(&self) -> bool {
+        match &self.inner {
+            SenderInner::H1(send) => send.is_closed(),
+            SenderInner::H2(send) => send.is_closed(),
+            SenderInner::H3 { conn, .. } => conn.close_reason().is_some(),
+        }
+    }
+
+    /// Sends one request and waits for the response head (its first byte).
+    pub async fn send(&mut self, template: &RequestTemplate) -> Result<Response, ClientError> {
+        match &mut self.inner {
+            SenderInner::H1(send) => {
+                send.ready().await.map_err(closed_before_send)?;
+                let response = send
+                    .send_request(template.h1())
+                    .await
+                    .map_err(ClientError::from_hyper)?;
+                Ok(Response::hyper(response))
+            }
+            SenderInner::H2(send) => {
+                send.ready().await.map_err(closed_before_send)?;
+                let response = send
+                    .send_request(template.h2())
+                    .await
+                    .map_err(ClientError::from_hyper)?;
+                Ok(Response::hyper(response))
+            }
+            SenderInner::H3 { send, .. } => send_h3(send, template).await,
+        }
+    }
+}
+
+fn closed_before_send(err: hyper::Error) -> ClientError {
+    ClientError::closed_before_send(format!("connection closed: {}", error_chain(&err)))
+}
+
+async fn send_h3(
+    send: &mut h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>,
+    template: &RequestTemplate,
+) -> Result<Response, ClientError> {
+    let mut stream = send
+        .send_request(template.h3())
+        .await
+        .map_err(ClientError::from_h3_stream)?;
+    if !template.body().is_empty() {
+        stream
+            .send_data(template.body().clone())
+            .await
+            .map_err(ClientError::from_h3_stream)?;
+    }
+    stream.finish().await.map_err(ClientError::from_h3_stream)?;
+    let head = stream
+        .recv_response()
+        .await
+        .map_err(ClientError::from_h3_stream)?;
+    Ok(Response {
+        status: head.status(),
+        body: Body::H3(stream),
+    })
+}
+
+/// A response whose head has arrived; the body is still on the wire.
+pub struct Response {
+    status: StatusCode,
+    body: Body,
+}
+
+enum Body {
+    Hyper(hyper::body::Incoming),
+    H3(h3::client::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>),
+}
+
+impl Response {
+    fn hyper(response: http::Response<hyper::body::Incoming>) -> Response {
+        Response {
+            status: response.status(),
+            body: Body::Hyper(response.into_body()),
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// Reads the body to its end without copying it and returns its length.
+    pub async fn drain(self) -> Result<u64, ClientError> {
+        let mut received = 0u64;
+        match self.body {
+            Body::Hyper(mut body) => {
+                while let Some(frame) = body.frame().await {
+                    let frame = frame.map_err(ClientError::from_hyper)?;
+                    if let Some(data) = frame.data_ref() {
+                        received += data.len() as u64;
+                    }
+                }
+            }
+            Body::H3(mut stream) => {
+                while let Some(chunk) = stream
+                    .recv_data()
+                    .await
+                    .map_err(ClientError::from_h3_stream)?
+                {
+                    received += chunk.remaining() as u64;
+                }
+            }
+        }
+        Ok(received)
+    }
+}

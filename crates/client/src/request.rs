@@ -1,0 +1,121 @@
+//! A request built once per run and turned into per-protocol requests
+//! cheaply (shared `Bytes`, reference-counted URI parts).
+
+use bytes::Bytes;
+use http::header::{HeaderMap, HeaderValue, HOST};
+use http::{Method, Request, Uri};
+use http_body_util::Full;
+
+use crate::target::Target;
+
+/// Method, URL, headers and body of the request a run repeats.
+#[derive(Debug, Clone)]
+pub struct RequestTemplate {
+    method: Method,
+    absolute_uri: Uri,
+    origin_uri: Uri,
+    host: HeaderValue,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+impl RequestTemplate {
+    pub fn new(
+        target: &Target,
+        method: Method,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> RequestTemplate {
+        let origin_uri = Uri::from(target.path_and_query().clone());
+        let host = HeaderValue::from_str(target.authority().as_str())
+            .expect("a validated authority is a valid header value");
+        RequestTemplate {
+            method,
+            absolute_uri: target.absolute_uri(),
+            origin_uri,
+            host,
+            headers,
+            body,
+        }
+    }
+
+    pub fn method(&self) -> &Method {
+        &self.method
+    }
+
+    pub fn body(&self) -> &Bytes {
+        &self.body
+    }
+
+    /// HTTP/1.1 form: origin-form target plus a Host header.
+    pub(crate) fn h1(&self) -> Request<Full<Bytes>> {
+        let mut request = self.with_body(self.origin_uri.clone());
+        if !self.headers.contains_key(HOST) {
+            request.headers_mut().insert(HOST, self.host.clone());
+        }
+        request
+    }
+
+    /// HTTP/2 form: the absolute URI supplies :scheme and :authority.
+    pub(crate) fn h2(&self) -> Request<Full<Bytes>> {
+        self.with_body(self.absolute_uri.clone())
+    }
+
+    /// HTTP/3 form: headers only; the body is sent as DATA afterwards.
+    pub(crate) fn h3(&self) -> Request<()> {
+        let mut request = Request::new(());
+        *request.method_mut() = self.method.clone();
+        *request.uri_mut() = self.absolute_uri.clone();
+        *request.headers_mut() = self.headers.clone();
+        request
+    }
+
+    fn with_body(&self, uri: Uri) -> Request<Full<Bytes>> {
+        let mut request = Request::new(Full::new(self.body.clone()));
+        *request.method_mut() = self.method.clone();
+        *request.uri_mut() = uri;
+        *request.headers_mut() = self.headers.clone();
+        request
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn template(headers: HeaderMap) -> RequestTemplate {
+        let target = Target::parse("https://example.test:4433/echo?x=1").unwrap();
+        RequestTemplate::new(&target, Method::POST, headers, Bytes::from_static(b"hi"))
+    }
+
+    #[test]
+    fn h1_uses_origin_form_and_host() {
+        let request = template(HeaderMap::new()).h1();
+        assert_eq!(request.uri().to_string(), "/echo?x=1");
+        assert_eq!(request.headers()[HOST], "example.test:4433");
+        assert_eq!(request.method(), Method::POST);
+    }
+
+    #[test]
+    fn user_host_header_wins_on_h1() {
+        let mut headers = HeaderMap::new();
+        headers.insert(HOST, HeaderValue::from_static("other.test"));
+        let request = template(headers).h1();
+        assert_eq!(request.headers().get_all(HOST).iter().count(), 1);
+        assert_eq!(request.headers()[HOST], "other.test");
+    }
+
+    #[test]
+    fn h2_and_h3_carry_the_absolute_uri() {
+        let template = template(HeaderMap::new());
+        assert_eq!(
+            template.h2().uri().to_string(),
+            "https://example.test:4433/echo?x=1"
+        );
+        assert_eq!(
+            template.h3().uri().authority().unwrap().as_str(),
+            "example.test:4433"
+        );
+        assert!(!template.h2().headers().contains_key(HOST));
+    }
+}

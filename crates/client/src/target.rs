@@ -1,0 +1,263 @@
+//! The URL under test: parsing, validation and address resolution.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::str::FromStr;
+
+use anyhow::{anyhow, bail, Context};
+use http::uri::{Authority, PathAndQuery, Uri};
+
+use crate::error::{ClientError, ErrorKind};
+
+/// The HTTP version a connector speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Proto {
+    H1,
+    H2,
+    H3,
+}
+
+impl Proto {
+    /// The ALPN token offered in the TLS handshake.
+    pub fn alpn(self) -> &'static [u8] {
+        match self {
+            Proto::H1 => b"http/1.1",
+            Proto::H2 => b"h2",
+            Proto::H3 => b"h3",
+        }
+    }
+
+    /// The protocol used when the user does not choose one: h2 for
+    /// `https://` (what browsers negotiate first), h1 for cleartext `http://`.
+    pub fn default_for(scheme: Scheme) -> Proto {
+        match scheme {
+            Scheme::Https => Proto::H2,
+            Scheme::Http => Proto::H1,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Proto::H1 => "h1",
+            Proto::H2 => "h2",
+            Proto::H3 => "h3",
+        }
+    }
+}
+
+impl fmt::Display for Proto {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Proto {
+    type Err = anyhow::Error;
+
+    fn from_str(s: &str) -> anyhow::Result<Proto> {
+        match s {
+            "h1" => Ok(Proto::H1),
+            "h2" => Ok(Proto::H2),
+            "h3" => Ok(Proto::H3),
+            other => bail!("unknown protocol `{other}`: use h1, h2 or h3"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    Http,
+    Https,
+}
+
+/// A validated `http(s)://host[:port]/path?query` URL.
+#[derive(Debug, Clone)]
+pub struct Target {
+    scheme: Scheme,
+    host: String,
+    port: u16,
+    authority: Authority,
+    path_and_query: PathAndQuery,
+}
+
+impl Target {
+    /// Parses and validates a URL, naming the fix when it is unusable.
+    pub fn parse(input: &str) -> anyhow::Result<Target> {
+        let hint = "expected a URL like https://127.0.0.1:4433/bytes/1000";
+        let url =
+            url::Url::parse(input).map_err(|err| anyhow!("bad URL `{input}`: {err}; {hint}"))?;
+        let scheme = match url.scheme() {
+            "https" => Scheme::Https,
+            "http" => Scheme::Http,
+            other => bail!(
+                "bad URL `{input}`: scheme `{other}` is not supported; use https:// (or http:// for cleartext HTTP/1.1)"
+            ),
+        };
+        let host = match url.host() {
+            Some(url::Host::Ipv6(ip)) => ip.to_string(),
+            Some(host) => host.to_string(),
+            None => bail!("bad URL `{input}`: it names no host; {hint}"),
+        };
+        if !url.username().is_empty() || url.password().is_some() {
+            bail!("bad URL `{input}`: credentials in the URL are not supported; send them with -H \"Authorization: ...\"");
+        }
+        let port = url
+            .port_or_known_default()
+            .with_context(|| format!("bad URL `{input}`: no port; {hint}"))?;
+        let authority_text = match url.port() {
+            Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
+            None => url.host_str().unwrap_or_default().to_string(),
+        };
+        let authority = Authority::from_str(&authority_text)
+            .map_err(|err| anyhow!("bad URL `{input}`: host `{authority_text}`: {err}"))?;
+        let path_text = match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_string(),
+        };
+        let path_and_query = PathAndQuery::from_str(&path_text)
+            .map_err(|err| anyhow!("bad URL `{input}`: path `{path_text}`: {err}"))?;
+        Ok(Target {
+            scheme,
+            host,
+            port,
+            authority,
+            path_and_query,
+        })
+    }
+
+    /// Rejects protocol/scheme pairs that cannot work, e.g. h2 over `http://`.
+    pub fn check_proto(&self, proto: Proto) -> anyhow::Result<()> {
+        if self.scheme == Scheme::Http && proto != Proto::H1 {
+            bail!(
+                "`http://` is cleartext and works only with --proto h1; use an https:// URL for {proto}"
+            );
+        }
+        Ok(())
+    }
+
+    pub fn scheme(&self) -> Scheme {
+        self.scheme
+    }
+
+    /// Host name or IP address (no brackets), used for DNS and TLS SNI.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `host[:port]` as written in the URL: the Host / :authority value.
+    pub fn authority(&self) -> &Authority {
+        &self.authority
+    }
+
+    pub fn path_and_query(&self) -> &PathAndQuery {
+        &self.path_and_query
+    }
+
+    /// The absolute URI, as HTTP/2 and HTTP/3 requests carry it.
+    pub fn absolute_uri(&self) -> Uri {
+        let scheme = match self.scheme {
+            Scheme::Https => "https",
+            Scheme::Http => "http",
+        };
+        Uri::builder()
+            .scheme(scheme)
+            .authority(self.authority.clone())
+            .path_and_query(self.path_and_query.clone())
+            .build()
+            .expect("scheme, authority and path were validated by Target::parse")
+    }
+
+    /// Resolves the host once, so DNS stays out of every timed connection.
+    pub async fn resolve(&self) -> Result<SocketAddr, ClientError> {
+        let mut addrs = tokio::net::lookup_host((self.host.as_str(), self.port))
+            .await
+            .map_err(|err| {
+                ClientError::new(
+                    ErrorKind::Connect,
+                    format!(
+                        "cannot resolve `{}`: {err}; check the host name in the URL",
+                        self.host
+                    ),
+                )
+            })?;
+        addrs.next().ok_or_else(|| {
+            ClientError::new(
+                ErrorKind::Connect,
+                format!(
+                    "`{}` resolves to no address; check the host name in the URL",
+                    self.host
+                ),
+            )
+        })
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.absolute_uri())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_https_url_with_port_and_query() {
+        let target = Target::parse("https://example.test:4433/bytes/10?x=1").unwrap();
+        assert_eq!(target.scheme(), Scheme::Https);
+        assert_eq!(target.host(), "example.test");
+        assert_eq!(target.port(), 4433);
+        assert_eq!(target.authority().as_str(), "example.test:4433");
+        assert_eq!(target.path_and_query().as_str(), "/bytes/10?x=1");
+        assert_eq!(
+            target.absolute_uri().to_string(),
+            "https://example.test:4433/bytes/10?x=1"
+        );
+    }
+
+    #[test]
+    fn default_ports_stay_out_of_the_authority() {
+        let target = Target::parse("https://example.test").unwrap();
+        assert_eq!(target.port(), 443);
+        assert_eq!(target.authority().as_str(), "example.test");
+        assert_eq!(target.path_and_query().as_str(), "/");
+    }
+
+    #[test]
+    fn ipv6_host_is_bracketed_only_in_the_authority() {
+        let target = Target::parse("https://[::1]:8443/health").unwrap();
+        assert_eq!(target.host(), "::1");
+        assert_eq!(target.authority().as_str(), "[::1]:8443");
+    }
+
+    #[test]
+    fn bad_urls_name_the_fix() {
+        let err = Target::parse("localhost:4433").unwrap_err().to_string();
+        assert!(err.contains("use https://"), "{err}");
+        let err = Target::parse("not a url").unwrap_err().to_string();
+        assert!(err.contains("expected a URL like https://"), "{err}");
+        let err = Target::parse("ftp://host/x").unwrap_err().to_string();
+        assert!(err.contains("scheme `ftp`"), "{err}");
+    }
+
+    #[test]
+    fn cleartext_only_allows_h1() {
+        let target = Target::parse("http://127.0.0.1:8080/").unwrap();
+        assert!(target.check_proto(Proto::H1).is_ok());
+        let err = target.check_proto(Proto::H3).unwrap_err().to_string();
+        assert!(err.contains("use an https:// URL"), "{err}");
+        assert_eq!(Proto::default_for(target.scheme()), Proto::H1);
+        assert_eq!(Proto::default_for(Scheme::Https), Proto::H2);
+    }
+
+    #[test]
+    fn unknown_protocol_names_the_choices() {
+        let err = "h4".parse::<Proto>().unwrap_err().to_string();
+        assert!(err.contains("h1, h2 or h3"), "{err}");
+    }
+}
