@@ -162,7 +162,7 @@ pub fn parse_rate(text: &str) -> anyhow::Result<u64> {
         _ => return Err(bad()),
     };
     let bits = (number * scale).round();
-    if bits < 1.0 || bits > 1e12 {
+    if !(1.0..=1e12).contains(&bits) {
         return Err(bad());
     }
     Ok(bits as u64)
@@ -215,7 +215,7 @@ pub fn parse_queue(text: &str) -> anyhow::Result<QueueLimit> {
         return Ok(QueueLimit::Unlimited);
     }
     let (number, unit) = split_number(text).ok_or_else(bad)?;
-    if number < 1.0 || number.fract() != 0.0 && unit == "p" {
+    if number < 1.0 || (unit == "p" && number.fract() != 0.0) {
         return Err(bad());
     }
     match unit.as_str() {

@@ -12,8 +12,10 @@
 pub mod config;
 pub mod model;
 mod profiles;
+mod shell;
 mod stats;
 
 pub use config::{LinkConfig, LinkSettings, RateSpec};
 pub use profiles::{profile, profiles, Profile};
+pub use shell::{cleanup_stale, EmulatedPath, CLIENT_IP, NAMESPACE_PREFIX, SERVER_IP};
 pub use stats::{DelayHistogram, DirectionStats, LinkStats};

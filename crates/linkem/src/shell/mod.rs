@@ -1,0 +1,270 @@
+//! The I/O shell: two namespaces joined through TUN devices, with one
+//! forwarding thread per direction driving the pure model.
+
+mod forward;
+mod netns;
+mod tun;
+
+use std::ffi::OsStr;
+use std::net::Ipv4Addr;
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use anyhow::Context;
+
+pub use netns::{cleanup_stale, PREFIX as NAMESPACE_PREFIX};
+
+use crate::config::{DirectionConfig, LinkConfig, RateSpec};
+use crate::model::{Direction, LossModel, Pipe, Way};
+use crate::stats::LinkStats;
+use forward::{Forwarder, Packet};
+use netns::Namespace;
+
+/// The client's address (RFC 2544 benchmarking range).
+pub const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+/// The server's address.
+pub const SERVER_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+
+/// A running emulated path. Dropping it (or [`EmulatedPath::shutdown`])
+/// stops forwarding and removes both namespaces and their devices.
+pub struct EmulatedPath {
+    config: LinkConfig,
+    up: Arc<Mutex<Pipe<Packet>>>,
+    down: Arc<Mutex<Pipe<Packet>>>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+    epoch: Instant,
+    // Dropped after the threads are joined (fields drop in order).
+    client: Namespace,
+    server: Namespace,
+}
+
+impl EmulatedPath {
+    /// Removes stale namespaces of dead h3lab processes, then builds the
+    /// path and starts forwarding.
+    pub fn start(config: LinkConfig) -> anyhow::Result<EmulatedPath> {
+        validate(&config)?;
+        if !nix::unistd::geteuid().is_root() {
+            anyhow::bail!(
+                "emulating a link needs root or CAP_NET_ADMIN to create network namespaces; \
+                 run it with sudo (unprivileged user namespaces are not supported)"
+            );
+        }
+        cleanup_stale().context("removing stale h3lab namespaces")?;
+        let (client_name, server_name) = netns::fresh_names();
+        let client = Namespace::create(&client_name, &CLIENT_IP.to_string())?;
+        let server = Namespace::create(&server_name, &SERVER_IP.to_string())?;
+        let client_tun = Arc::new(client.tun().try_clone()?);
+        let server_tun = Arc::new(server.tun().try_clone()?);
+        let epoch = Instant::now();
+        let stop = Arc::new(AtomicBool::new(false));
+        let up = Arc::new(Mutex::new(Pipe::new(Direction::new(
+            &config.up,
+            config.seed,
+            Way::Up,
+        ))));
+        let down = Arc::new(Mutex::new(Pipe::new(Direction::new(
+            &config.down,
+            config.seed,
+            Way::Down,
+        ))));
+        let mut threads = Vec::new();
+        for (name, from, to, pipe) in [
+            ("linkem-up", &client_tun, &server_tun, &up),
+            ("linkem-down", &server_tun, &client_tun, &down),
+        ] {
+            let forwarder = Forwarder {
+                from: from.clone(),
+                to: to.clone(),
+                pipe: pipe.clone(),
+                epoch,
+                stop: stop.clone(),
+            };
+            threads.push(
+                std::thread::Builder::new()
+                    .name(name.into())
+                    .spawn(move || forwarder.run())?,
+            );
+        }
+        Ok(EmulatedPath {
+            config,
+            up,
+            down,
+            stop,
+            threads,
+            epoch,
+            client,
+            server,
+        })
+    }
+
+    pub fn config(&self) -> &LinkConfig {
+        &self.config
+    }
+
+    pub fn client_ip(&self) -> Ipv4Addr {
+        CLIENT_IP
+    }
+
+    pub fn server_ip(&self) -> Ipv4Addr {
+        SERVER_IP
+    }
+
+    /// Names of the (client, server) namespaces, for `ip netns exec`.
+    pub fn namespace_names(&self) -> (&str, &str) {
+        (self.client.name(), self.server.name())
+    }
+
+    /// A command that runs inside the client namespace, with
+    /// `H3LAB_SERVER_IP` and `H3LAB_CLIENT_IP` set.
+    pub fn client_command(&self, program: impl AsRef<OsStr>) -> Command {
+        self.command_in(&self.client, program)
+    }
+
+    /// A command that runs inside the server namespace.
+    pub fn server_command(&self, program: impl AsRef<OsStr>) -> Command {
+        self.command_in(&self.server, program)
+    }
+
+    fn command_in(&self, namespace: &Namespace, program: impl AsRef<OsStr>) -> Command {
+        let mut command = Command::new(program);
+        command
+            .env("H3LAB_SERVER_IP", SERVER_IP.to_string())
+            .env("H3LAB_CLIENT_IP", CLIENT_IP.to_string());
+        let handle = namespace.handle().as_raw_fd();
+        // SAFETY: the closure only calls setns(2), which is async-signal-
+        // safe; `handle` stays open while `self` lives, and the fd is
+        // inherited by the forked child before exec.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::setns(handle, libc::CLONE_NEWNET) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        command
+    }
+
+    /// Runs `work` on a new thread inside the client namespace (sockets it
+    /// opens live there).
+    pub fn spawn_in_client<T, F>(&self, work: F) -> anyhow::Result<JoinHandle<T>>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        spawn_in(&self.client, work)
+    }
+
+    /// Runs `work` on a new thread inside the server namespace.
+    pub fn spawn_in_server<T, F>(&self, work: F) -> anyhow::Result<JoinHandle<T>>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        spawn_in(&self.server, work)
+    }
+
+    /// A snapshot of the statistics so far.
+    pub fn stats(&self) -> LinkStats {
+        LinkStats {
+            up: self
+                .up
+                .lock()
+                .expect("pipe lock")
+                .direction()
+                .stats()
+                .clone(),
+            down: self
+                .down
+                .lock()
+                .expect("pipe lock")
+                .direction()
+                .stats()
+                .clone(),
+            seed: self.config.seed,
+            elapsed_s: self.epoch.elapsed().as_secs_f64(),
+        }
+    }
+
+    /// Stops forwarding, removes the namespaces and returns the final stats.
+    pub fn shutdown(mut self) -> anyhow::Result<LinkStats> {
+        self.stop_forwarding();
+        Ok(self.stats())
+    }
+
+    fn stop_forwarding(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            if thread.join().is_err() {
+                tracing::error!("a linkem forwarding thread panicked");
+            }
+        }
+    }
+}
+
+impl Drop for EmulatedPath {
+    fn drop(&mut self) {
+        self.stop_forwarding();
+    }
+}
+
+fn spawn_in<T, F>(namespace: &Namespace, work: F) -> anyhow::Result<JoinHandle<T>>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    let handle = namespace.handle().try_clone()?;
+    let name = namespace.name().to_string();
+    Ok(std::thread::Builder::new()
+        .name(format!("in-{name}"))
+        .spawn(move || {
+            netns::enter(&handle).unwrap_or_else(|err| panic!("cannot enter {name}: {err}"));
+            work()
+        })?)
+}
+
+/// Rejects configurations built in code with values out of range (the
+/// command-line parsers already reject them).
+fn validate(config: &LinkConfig) -> anyhow::Result<()> {
+    for (way, direction) in [("up", &config.up), ("down", &config.down)] {
+        validate_direction(direction).with_context(|| format!("{way} direction"))?;
+    }
+    Ok(())
+}
+
+fn validate_direction(config: &DirectionConfig) -> anyhow::Result<()> {
+    let probability = |what: &str, p: f64| {
+        anyhow::ensure!(
+            (0.0..=1.0).contains(&p),
+            "{what} {p} is not a probability; give a value from 0 to 1 (0% to 100%)"
+        );
+        Ok(())
+    };
+    if let RateSpec::Fixed { bits_per_sec: 0 } = config.rate {
+        anyhow::bail!("a rate of 0 bit/s carries nothing; give a positive rate such as `10mbit`");
+    }
+    match config.loss {
+        LossModel::Bernoulli { p } => probability("loss", p)?,
+        LossModel::Gilbert(ge) => {
+            for (what, p) in [
+                ("gilbert p", ge.p),
+                ("gilbert r", ge.r),
+                ("gilbert loss in good state", ge.loss_good),
+                ("gilbert loss in bad state", ge.loss_bad),
+            ] {
+                probability(what, p)?;
+            }
+        }
+    }
+    probability("duplication", config.duplicate)?;
+    if let Some(reorder) = config.reorder {
+        probability("reordering", reorder.probability)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,199 @@
+//! Named network namespaces (`ip netns`), entering them, and removing the
+//! ones a dead h3lab process left behind.
+
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsFd, OwnedFd};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use anyhow::Context;
+use nix::sched::{setns, CloneFlags};
+
+use super::tun;
+
+/// Prefix of every namespace h3lab creates: `h3lab-<pid>-<n>-c|s`.
+pub const PREFIX: &str = "h3lab-";
+/// The TUN device's name inside each namespace.
+pub const DEVICE: &str = "h3lab0";
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh, process-unique pair of names (client, server).
+pub fn fresh_names() -> (String, String) {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let base = format!("{PREFIX}{}-{n}", std::process::id());
+    (format!("{base}-c"), format!("{base}-s"))
+}
+
+/// A namespace with its TUN device; deleted on drop.
+pub struct Namespace {
+    name: String,
+    handle: File,
+    tun: OwnedFd,
+}
+
+fn ip(args: &[&str], batch: Option<&str>) -> anyhow::Result<()> {
+    let mut child = Command::new("ip")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot run `ip`; install iproute2")?;
+    if let Some(commands) = batch {
+        child
+            .stdin
+            .take()
+            .expect("stdin is piped")
+            .write_all(commands.as_bytes())?;
+    }
+    drop(child.stdin.take());
+    let output = child.wait_with_output()?;
+    if !output.status.success() {
+        anyhow::bail!(
+            "`ip {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// Moves the calling thread into the namespace.
+pub fn enter(handle: impl AsFd) -> nix::Result<()> {
+    setns(handle, CloneFlags::CLONE_NEWNET)
+}
+
+impl Namespace {
+    /// Creates namespace `name` with loopback up and a TUN device holding
+    /// `address`/24 (its peer is the other end of the path).
+    pub fn create(name: &str, address: &str) -> anyhow::Result<Namespace> {
+        ip(&["netns", "add", name], None).map_err(|err| {
+            anyhow::anyhow!(
+                "cannot create network namespace {name} ({err:#}); \
+                 `h3lab net` needs root or CAP_NET_ADMIN: run it with sudo"
+            )
+        })?;
+        // From here on, dropping `partial` deletes the namespace.
+        let partial = Deleter(name.to_string());
+        let handle = File::open(format!("/run/netns/{name}"))
+            .with_context(|| format!("cannot open namespace {name}"))?;
+        let tun = create_tun_inside(&handle)
+            .with_context(|| format!("cannot create TUN device in namespace {name}"))?;
+        ip(
+            &["-n", name, "-batch", "-"],
+            Some(&format!(
+                "link set lo up\n\
+                 link set {DEVICE} mtu 1500 up\n\
+                 addr add {address}/24 dev {DEVICE}\n"
+            )),
+        )?;
+        std::mem::forget(partial);
+        Ok(Namespace {
+            name: name.to_string(),
+            handle,
+            tun,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn handle(&self) -> &File {
+        &self.handle
+    }
+
+    pub fn tun(&self) -> &OwnedFd {
+        &self.tun
+    }
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        delete(&self.name);
+    }
+}
+
+/// Deletes a namespace when dropped (for half-built ones).
+struct Deleter(String);
+
+impl Drop for Deleter {
+    fn drop(&mut self) {
+        delete(&self.0);
+    }
+}
+
+fn delete(name: &str) {
+    if let Err(err) = ip(&["netns", "delete", name], None) {
+        tracing::warn!("removing namespace {name}: {err:#}");
+    }
+}
+
+/// TUN devices are created in the namespace of the calling thread, so a
+/// short-lived thread enters the namespace, creates it and returns the fd.
+/// IPv6 is turned off on the device so router solicitations and MLD
+/// reports do not cross the emulated link.
+fn create_tun_inside(handle: &File) -> anyhow::Result<OwnedFd> {
+    let handle = handle.try_clone()?;
+    std::thread::spawn(move || -> anyhow::Result<OwnedFd> {
+        enter(&handle)?;
+        let fd = tun::open(DEVICE)?;
+        // Best effort: absent when the kernel has no IPv6.
+        let _ = std::fs::write(
+            format!("/proc/sys/net/ipv6/conf/{DEVICE}/disable_ipv6"),
+            "1",
+        );
+        Ok(fd)
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("the namespace thread panicked"))?
+}
+
+/// The pid in an h3lab namespace name, if it is one.
+fn owner_pid(name: &str) -> Option<i32> {
+    name.strip_prefix(PREFIX)?.split('-').next()?.parse().ok()
+}
+
+fn is_alive(pid: i32) -> bool {
+    // Signal 0 only checks that the process exists.
+    let probe = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None);
+    matches!(probe, Ok(()) | Err(nix::errno::Errno::EPERM))
+}
+
+/// Removes h3lab namespaces whose owning process is gone (their TUN
+/// devices died with that process). Returns the names removed.
+pub fn cleanup_stale() -> anyhow::Result<Vec<String>> {
+    let entries = match std::fs::read_dir("/run/netns") {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => return Err(err).context("cannot list /run/netns"),
+    };
+    let mut removed = Vec::new();
+    for entry in entries {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if owner_pid(&name).is_some_and(|pid| !is_alive(pid)) {
+            ip(&["netns", "delete", &name], None)?;
+            removed.push(name);
+        }
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_carry_prefix_pid_and_a_counter() {
+        let (client, server) = fresh_names();
+        let (client2, _) = fresh_names();
+        let pid = std::process::id() as i32;
+        assert!(client.ends_with("-c") && server.ends_with("-s"));
+        assert_ne!(client, client2);
+        assert_eq!(owner_pid(&client), Some(pid));
+        assert_eq!(owner_pid("other-123-0-c"), None);
+        assert!(is_alive(pid));
+    }
+}

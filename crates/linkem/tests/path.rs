@@ -1,0 +1,378 @@
+//! End-to-end tests of the emulated path: real TCP and UDP through the
+//! namespaces and TUN devices. They need root (CI runs them as root) and
+//! skip with a message otherwise. Each uses its own namespaces, so they can
+//! run in parallel; transfers are small and at modest rates.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use linkem::config::{parse_rate, parse_time};
+use linkem::model::{LossModel, QueueLimit};
+use linkem::{EmulatedPath, LinkSettings, RateSpec};
+
+fn have_root() -> bool {
+    let root = nix::unistd::geteuid().is_root();
+    if !root {
+        eprintln!("skipping: emulated-path tests need root (CI runs them as root)");
+    }
+    root
+}
+
+fn settings(rtt: &str, down: &str, up: &str) -> LinkSettings {
+    LinkSettings {
+        rtt: parse_time(rtt).unwrap(),
+        down: RateSpec::Fixed {
+            bits_per_sec: parse_rate(down).unwrap(),
+        },
+        up: RateSpec::Fixed {
+            bits_per_sec: parse_rate(up).unwrap(),
+        },
+        ..LinkSettings::default()
+    }
+}
+
+fn namespaces() -> String {
+    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Median of `rounds` one-byte request/response round trips.
+fn median_round_trip(stream: &mut TcpStream, rounds: usize) -> Duration {
+    stream.set_nodelay(true).unwrap();
+    let mut samples: Vec<Duration> = (0..rounds)
+        .map(|_| {
+            let start = Instant::now();
+            stream.write_all(b"x").unwrap();
+            let mut byte = [0u8];
+            stream.read_exact(&mut byte).unwrap();
+            start.elapsed()
+        })
+        .collect();
+    samples.sort();
+    samples[rounds / 2]
+}
+
+fn echo_once(listener: TcpListener) {
+    let (mut stream, _) = listener.accept().unwrap();
+    stream.set_nodelay(true).unwrap();
+    let mut byte = [0u8];
+    while stream.read_exact(&mut byte).is_ok() {
+        if stream.write_all(&byte).is_err() {
+            break;
+        }
+    }
+}
+
+fn loopback_base() -> Duration {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || echo_once(listener));
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let base = median_round_trip(&mut stream, 50);
+    drop(stream);
+    server.join().unwrap();
+    base
+}
+
+#[test]
+fn tcp_round_trip_matches_the_configured_rtt() {
+    if !have_root() {
+        return;
+    }
+    let rtt = Duration::from_millis(40);
+    let path = EmulatedPath::start(settings("40ms", "50mbit", "10mbit").build()).unwrap();
+    let server_ip = path.server_ip();
+    let listener = path
+        .spawn_in_server(move || TcpListener::bind((server_ip, 0)).unwrap())
+        .unwrap()
+        .join()
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || echo_once(listener));
+    let measured = path
+        .spawn_in_client(move || median_round_trip(&mut TcpStream::connect(addr).unwrap(), 20))
+        .unwrap()
+        .join()
+        .unwrap();
+    server.join().unwrap();
+    let base = loopback_base();
+    eprintln!("RTT: measured {measured:?} on a {rtt:?} path, loopback base {base:?}");
+    let error = measured.abs_diff(rtt);
+    assert!(
+        error <= Duration::from_millis(1) + base,
+        "measured {measured:?} for a {rtt:?} path (loopback base {base:?})"
+    );
+    path.shutdown().unwrap();
+}
+
+fn tcp_max_segment(stream: &TcpStream) -> usize {
+    let mut mss: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: valid out-pointers of the sizes given.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_MAXSEG,
+            (&mut mss as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    assert_eq!(rc, 0);
+    mss as usize
+}
+
+/// Bytes received between `from` and `to` after the first byte.
+fn receive_window(read: &mut dyn FnMut(&mut [u8]) -> usize, from: Duration, to: Duration) -> u64 {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut first = None;
+    let mut counted = 0u64;
+    loop {
+        let n = read(&mut buf);
+        let start = *first.get_or_insert_with(Instant::now);
+        let t = start.elapsed();
+        if n == 0 || t >= to {
+            return counted;
+        }
+        if t >= from {
+            counted += n as u64;
+        }
+    }
+}
+
+const WINDOW_FROM: Duration = Duration::from_millis(700);
+const WINDOW_TO: Duration = Duration::from_millis(2700);
+
+fn rate_of(bytes: u64) -> f64 {
+    bytes as f64 * 8.0 / (WINDOW_TO - WINDOW_FROM).as_secs_f64()
+}
+
+#[test]
+fn bulk_tcp_download_reaches_the_configured_rate() {
+    if !have_root() {
+        return;
+    }
+    let rate = 40e6;
+    let path = EmulatedPath::start(settings("20ms", "40mbit", "10mbit").build()).unwrap();
+    let server_ip = path.server_ip();
+    let listener = path
+        .spawn_in_server(move || TcpListener::bind((server_ip, 0)).unwrap())
+        .unwrap()
+        .join()
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let sender = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let chunk = vec![7u8; 64 * 1024];
+        let deadline = Instant::now() + WINDOW_TO + Duration::from_secs(2);
+        while Instant::now() < deadline && stream.write_all(&chunk).is_ok() {}
+    });
+    let (bytes, mss) = path
+        .spawn_in_client(move || {
+            let mut stream = TcpStream::connect(addr).unwrap();
+            let mss = tcp_max_segment(&stream);
+            let bytes =
+                receive_window(&mut |buf| stream.read(buf).unwrap(), WINDOW_FROM, WINDOW_TO);
+            (bytes, mss)
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    sender.join().unwrap();
+    // Goodput is the link rate times the payload share of a full packet.
+    let expected = rate * mss as f64 / 1500.0;
+    let goodput = rate_of(bytes);
+    eprintln!(
+        "TCP goodput {:.2} Mbit/s, expected {:.2}",
+        goodput / 1e6,
+        expected / 1e6
+    );
+    assert!(
+        (goodput / expected - 1.0).abs() < 0.05,
+        "TCP goodput {:.2} Mbit/s, expected {:.2} Mbit/s (MSS {mss})",
+        goodput / 1e6,
+        expected / 1e6
+    );
+    let stats = path.shutdown().unwrap();
+    assert!(stats.down.dropped_queue > 0 || stats.down.queue_delay.histogram().max() > 0);
+}
+
+/// Sends `count` full-size datagrams (1472 + 28 header bytes = 1500 on the
+/// wire) at `bits_per_sec`, paced, from the current thread.
+fn blast(socket: &UdpSocket, to: SocketAddr, count: u64, bits_per_sec: f64) {
+    let interval = Duration::from_secs_f64(1500.0 * 8.0 / bits_per_sec);
+    let payload = [9u8; 1472];
+    let start = Instant::now();
+    for i in 0..count {
+        let due = start + interval.mul_f64(i as f64);
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        socket.send_to(&payload, to).unwrap();
+    }
+}
+
+/// A UDP receiver in the client namespace and a blaster in the server
+/// namespace; returns the receiver's handle and the datagrams it got.
+fn udp_download(
+    path: &EmulatedPath,
+    count: u64,
+    bits_per_sec: f64,
+    measure: impl FnOnce(&UdpSocket) -> u64 + Send + 'static,
+) -> u64 {
+    let client_ip = path.client_ip();
+    let receiver = path
+        .spawn_in_client(move || UdpSocket::bind((client_ip, 0)).unwrap())
+        .unwrap()
+        .join()
+        .unwrap();
+    let to = receiver.local_addr().unwrap();
+    receiver
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let counter = std::thread::spawn(move || measure(&receiver));
+    let server_ip = path.server_ip();
+    path.spawn_in_server(move || {
+        let socket = UdpSocket::bind((server_ip, 0)).unwrap();
+        blast(&socket, to, count, bits_per_sec);
+    })
+    .unwrap()
+    .join()
+    .unwrap();
+    counter.join().unwrap()
+}
+
+#[test]
+fn bulk_udp_download_reaches_the_configured_rate() {
+    if !have_root() {
+        return;
+    }
+    let rate = 30e6;
+    let path = EmulatedPath::start(settings("20ms", "30mbit", "10mbit").build()).unwrap();
+    // Offer 30 % more than the link carries, for longer than the window.
+    let duration = WINDOW_TO + Duration::from_millis(500);
+    let count = (rate * 1.3 * duration.as_secs_f64() / 12_000.0) as u64;
+    let bytes = udp_download(&path, count, rate * 1.3, |socket| {
+        let mut read = |buf: &mut [u8]| socket.recv(buf).map(|n| n + 28).unwrap_or(0);
+        receive_window(&mut read, WINDOW_FROM, WINDOW_TO)
+    });
+    let delivered = rate_of(bytes);
+    eprintln!(
+        "UDP delivered {:.2} Mbit/s on a 30 Mbit/s link",
+        delivered / 1e6
+    );
+    assert!(
+        (delivered / rate - 1.0).abs() < 0.05,
+        "UDP delivered {:.2} Mbit/s on a 30 Mbit/s link",
+        delivered / 1e6
+    );
+    let stats = path.shutdown().unwrap();
+    assert!(stats.down.dropped_queue > 0, "the link was not saturated");
+}
+
+#[test]
+fn configured_loss_shows_in_the_link_statistics() {
+    if !have_root() {
+        return;
+    }
+    let p = 0.05;
+    let mut settings = settings("10ms", "50mbit", "50mbit");
+    settings.loss = LossModel::Bernoulli { p };
+    settings.queue = Some(QueueLimit::Packets(10_000));
+    settings.seed = 2026;
+    let path = EmulatedPath::start(settings.build()).unwrap();
+    let sent = 8000;
+    let received = udp_download(&path, sent, 20e6, |socket| {
+        let mut buf = [0u8; 2048];
+        let mut count = 0;
+        while socket.recv(&mut buf).is_ok() {
+            count += 1;
+        }
+        count
+    });
+    let stats = path.shutdown().unwrap();
+    let down = &stats.down;
+    assert_eq!(down.packets_in, sent, "every datagram reached the link");
+    assert_eq!(down.dropped_queue, 0);
+    assert_eq!(
+        received, down.packets_out,
+        "the receiver got what the link sent"
+    );
+    assert_eq!(down.packets_out + down.dropped_loss, sent);
+    let sigma = (sent as f64 * p * (1.0 - p)).sqrt();
+    let lost = down.dropped_loss as f64;
+    eprintln!("loss: {lost} of {sent} lost at p = {p}, received {received}");
+    assert!(
+        (lost - sent as f64 * p).abs() <= 4.0 * sigma,
+        "lost {lost} of {sent} at {p}"
+    );
+}
+
+/// Not a test on its own: the cleanup test runs this in a child process
+/// (with LINKEM_HOLD_PATH set) and kills it with SIGKILL.
+#[test]
+#[ignore = "helper process for killed_run_is_cleaned_up_by_the_next_run"]
+fn hold_path_child() {
+    if std::env::var_os("LINKEM_HOLD_PATH").is_none() {
+        return;
+    }
+    let path = EmulatedPath::start(LinkSettings::default().build()).unwrap();
+    let (client, server) = path.namespace_names();
+    println!("namespaces {client} {server}");
+    std::thread::sleep(Duration::from_secs(60));
+}
+
+#[test]
+fn killed_run_is_cleaned_up_by_the_next_run() {
+    if !have_root() {
+        return;
+    }
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "hold_path_child",
+            "--include-ignored",
+            "--nocapture",
+        ])
+        .env("LINKEM_HOLD_PATH", "1")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let names: Vec<String> = stdout
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("namespaces ").map(str::to_string))
+        .expect("the child reports its namespaces")
+        .split(' ')
+        .map(str::to_string)
+        .collect();
+    assert!(names
+        .iter()
+        .all(|name| namespaces().contains(name.as_str())));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        names
+            .iter()
+            .all(|name| namespaces().contains(name.as_str())),
+        "SIGKILL leaves the namespaces behind"
+    );
+    let path = EmulatedPath::start(LinkSettings::default().build()).unwrap();
+    let (client, server) = path.namespace_names();
+    let (client, server) = (client.to_string(), server.to_string());
+    let listed = namespaces();
+    assert!(
+        names.iter().all(|name| !listed.contains(name.as_str())),
+        "{listed}"
+    );
+    path.shutdown().unwrap();
+    let listed = namespaces();
+    assert!(
+        !listed.contains(&client) && !listed.contains(&server),
+        "{listed}"
+    );
+}
