@@ -9,9 +9,11 @@
 //! It is not a traffic generator, a measurement tool or a general-purpose
 //! network simulator: it only carries packets between the two namespaces.
 
+pub mod capacity;
 pub mod config;
 pub mod model;
 mod profiles;
+pub mod run;
 mod shell;
 mod stats;
 

@@ -1,10 +1,264 @@
-//! `h3lab net` (being built; see the issue tracker).
+//! `h3lab net`: run programs behind an emulated network link (linkem).
 
+use std::fs::File;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use linkem::config::{
+    parse_jitter, parse_loss_model, parse_percent, parse_queue, parse_rate, parse_time, ReorderSpec,
+};
+use linkem::model::{Jitter, LossModel, Nanos, QueueLimit, Trace};
+use linkem::run::{exit_code, run_commands, Interrupted, Placement};
+use linkem::{EmulatedPath, LinkSettings, RateSpec};
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    command: NetCommand,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`h3lab net` is not built yet")
+#[derive(clap::Subcommand)]
+enum NetCommand {
+    /// Run CMD in the client namespace of an emulated path
+    /// (H3LAB_SERVER_IP and H3LAB_CLIENT_IP are exported).
+    Run(RunArgs),
+    /// List the built-in network profiles with their sources.
+    Profiles,
+    /// Remove namespaces left behind by h3lab processes that died.
+    Cleanup,
+    /// Measure forwarding capacity: packets/s and CPU per packet.
+    Bench(BenchArgs),
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Built-in profile (see `h3lab net profiles`); without it, only the
+    /// given overrides apply.
+    #[arg(long)]
+    profile: Option<String>,
+    /// Round-trip time added by the path, split half per direction (e.g. 40ms).
+    #[arg(long, value_parser = parse_time)]
+    rtt: Option<Nanos>,
+    /// Downstream (server to client) rate, e.g. 50mbit.
+    #[arg(long, value_parser = parse_rate)]
+    down: Option<u64>,
+    /// Upstream (client to server) rate, e.g. 10mbit.
+    #[arg(long, value_parser = parse_rate)]
+    up: Option<u64>,
+    /// Random loss per direction, e.g. 1%.
+    #[arg(long, value_parser = parse_percent)]
+    loss: Option<f64>,
+    /// `bernoulli` or `gilbert:P,R,LOSS_GOOD,LOSS_BAD` (four percentages).
+    #[arg(long)]
+    loss_model: Option<String>,
+    /// Jitter per direction: 5ms, 5ms:uniform or 5ms:normal. Never reorders.
+    #[arg(long, value_parser = parse_jitter)]
+    jitter: Option<Jitter>,
+    /// Drop-tail queue per direction: 100p (packets) or 64kb (bytes).
+    #[arg(long, value_parser = parse_queue)]
+    queue: Option<QueueLimit>,
+    /// Reordering: PERCENT:EXTRA_DELAY, e.g. 1%:10ms.
+    #[arg(long, value_parser = parse_reorder)]
+    reorder: Option<ReorderSpec>,
+    /// Duplication per direction, e.g. 0.1%.
+    #[arg(long, value_parser = parse_percent)]
+    duplicate: Option<f64>,
+    /// Downstream Mahimahi trace (replaces --down).
+    #[arg(long)]
+    trace_down: Option<PathBuf>,
+    /// Upstream Mahimahi trace (replaces --up).
+    #[arg(long)]
+    trace_up: Option<PathBuf>,
+    /// Seed of every random decision.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Write the link statistics as JSON to this file at exit.
+    #[arg(long)]
+    stats: Option<PathBuf>,
+    /// Shell command to run in the server namespace while CMD runs.
+    #[arg(long)]
+    server_cmd: Option<String>,
+    /// The program to run in the client namespace, after `--`.
+    #[arg(last = true)]
+    command: Vec<String>,
+}
+
+#[derive(clap::Args)]
+struct BenchArgs {
+    /// Profile to forward through; default: no rate limit (raw capacity).
+    #[arg(long)]
+    profile: Option<String>,
+    /// How long to blast.
+    #[arg(long, default_value = "3s", value_parser = parse_time)]
+    duration: Nanos,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        NetCommand::Run(args) => run_behind_link(args),
+        NetCommand::Profiles => {
+            for profile in linkem::profiles() {
+                println!("{}", profile.describe());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        NetCommand::Cleanup => {
+            let removed = linkem::cleanup_stale()?;
+            eprintln!("removed {} stale namespace(s)", removed.len());
+            for name in removed {
+                println!("{name}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        NetCommand::Bench(args) => bench(args),
+    }
+}
+
+fn parse_reorder(text: &str) -> anyhow::Result<ReorderSpec> {
+    let (share, delay) = text.split_once(':').with_context(|| {
+        format!("`{text}` is not a reordering; write PERCENT:EXTRA_DELAY, e.g. `1%:10ms`")
+    })?;
+    Ok(ReorderSpec {
+        probability: parse_percent(share)?,
+        extra_delay: parse_time(delay)?,
+    })
+}
+
+fn run_behind_link(args: RunArgs) -> anyhow::Result<ExitCode> {
+    // Everything is checked before anything is created.
+    anyhow::ensure!(
+        !args.command.is_empty(),
+        "missing command: put the program to run after `--`, \
+         e.g. `h3lab net run --profile cellular -- curl http://$H3LAB_SERVER_IP/`"
+    );
+    let settings = settings_from(&args)?;
+    let stats_file = args
+        .stats
+        .as_ref()
+        .map(|path| {
+            File::create(path).with_context(|| {
+                format!(
+                    "cannot write stats file {}; give a writable path",
+                    path.display()
+                )
+            })
+        })
+        .transpose()?;
+    let interrupted = Interrupted::install()?;
+    let Some(settings) = settings else {
+        let status = run_commands(
+            &Placement::Loopback,
+            &args.command,
+            args.server_cmd.as_deref(),
+            &interrupted,
+        )?;
+        return Ok(ExitCode::from(exit_code(status)));
+    };
+    let path = EmulatedPath::start(settings.build())?;
+    let status = run_commands(
+        &Placement::Emulated(&path),
+        &args.command,
+        args.server_cmd.as_deref(),
+        &interrupted,
+    );
+    let stats = path.shutdown()?;
+    eprintln!("{}", stats.summary_line());
+    if let Some(file) = stats_file {
+        serde_json::to_writer_pretty(file, &stats).context("writing the stats file")?;
+    }
+    Ok(ExitCode::from(exit_code(status?)))
+}
+
+/// The profile with the overrides applied; `None` means plain loopback
+/// (the `loopback` profile without overrides).
+fn settings_from(args: &RunArgs) -> anyhow::Result<Option<LinkSettings>> {
+    let base = match &args.profile {
+        Some(name) => linkem::profile(name)?.settings,
+        None => Some(LinkSettings::default()),
+    };
+    let overridden = args.rtt.is_some()
+        || args.down.is_some()
+        || args.up.is_some()
+        || args.loss.is_some()
+        || args.loss_model.is_some()
+        || args.jitter.is_some()
+        || args.queue.is_some()
+        || args.reorder.is_some()
+        || args.duplicate.is_some()
+        || args.trace_down.is_some()
+        || args.trace_up.is_some()
+        || args.seed.is_some();
+    let mut settings = match base {
+        Some(settings) => settings,
+        None if overridden => LinkSettings::default(),
+        None => return Ok(None),
+    };
+    if let Some(rtt) = args.rtt {
+        settings.rtt = rtt;
+    }
+    if let Some(bits_per_sec) = args.down {
+        settings.down = RateSpec::Fixed { bits_per_sec };
+    }
+    if let Some(bits_per_sec) = args.up {
+        settings.up = RateSpec::Fixed { bits_per_sec };
+    }
+    if let Some(path) = &args.trace_down {
+        settings.down = RateSpec::Trace(Trace::load(path)?);
+    }
+    if let Some(path) = &args.trace_up {
+        settings.up = RateSpec::Trace(Trace::load(path)?);
+    }
+    settings.loss = loss_model(args, settings.loss)?;
+    settings.jitter = args.jitter.or(settings.jitter);
+    settings.queue = args.queue.or(settings.queue);
+    settings.reorder = args.reorder.or(settings.reorder);
+    settings.duplicate = args.duplicate.unwrap_or(settings.duplicate);
+    settings.seed = args.seed.unwrap_or(settings.seed);
+    Ok(Some(settings))
+}
+
+fn loss_model(args: &RunArgs, profile_loss: LossModel) -> anyhow::Result<LossModel> {
+    match (&args.loss_model, args.loss) {
+        (None, None) => Ok(profile_loss),
+        (None, Some(p)) => Ok(LossModel::Bernoulli { p }),
+        (Some(model), loss) => {
+            let model = parse_loss_model(model, loss.unwrap_or(profile_loss.mean_loss()))?;
+            if matches!(model, LossModel::Gilbert(_)) && loss.is_some() {
+                anyhow::bail!(
+                    "--loss and --loss-model gilbert:... both set the loss; \
+                     give the loss through the four gilbert parameters only"
+                );
+            }
+            Ok(model)
+        }
+    }
+}
+
+fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let settings = match &args.profile {
+        Some(name) => linkem::profile(name)?.settings.with_context(|| {
+            format!("profile `{name}` does not emulate anything; pick an emulated profile")
+        })?,
+        None => LinkSettings::default(),
+    };
+    eprintln!(
+        "blasting 1500-byte UDP packets client -> server for {:.1} s...",
+        args.duration as f64 / 1e9
+    );
+    let report = linkem::capacity::measure(&settings, Duration::from_nanos(args.duration))?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    eprintln!(
+        "forwarded {:.0} packets/s ({:.0} Mbit/s{}), {:.2} us CPU per packet, forwarder at {:.0} % of a core",
+        report.forwarded_pps,
+        report.forwarded_mbit_s,
+        report
+            .configured_mbit_s
+            .map(|rate| format!(" of {rate:.0} configured"))
+            .unwrap_or_default(),
+        report.cpu_us_per_packet,
+        report.forwarder_cpu_share * 100.0
+    );
+    Ok(ExitCode::SUCCESS)
 }
