@@ -1,5 +1,121 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
+//! Turns bench results (`h3lab.results/1`) into what people read:
+//! per-cell statistics, `results.csv`, the end-of-run terminal table, a
+//! self-contained `report.html` with plots, and the comparison of two runs.
+//!
+//! It does not measure anything or run cells (that is `h3lab-bench`), and
+//! it never touches the network: the plotting library is embedded.
+
+mod compare;
+mod csv_out;
+mod format;
+mod histogram;
+mod html;
+mod stats;
+mod studies;
+mod summary;
+mod table;
+
+#[cfg(test)]
+mod fixture;
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use h3lab_bench::results::{Results, RESULTS_SCHEMA};
+
+pub use compare::{cell_changes, compare, CellChange};
+pub use csv_out::write_csv;
+pub use histogram::LatencySummary;
+pub use html::render_html;
+pub use stats::{RelativeDiff, SampleStats, Verdict};
+pub use studies::{compare_claims, ClaimComparison, ClaimRow, PairDirection};
+pub use summary::{summarize, CellKey, CellSummary, Failure};
+pub use table::terminal_table;
+
+/// Writes `results.json`, `results.csv` and `report.html` into `out_dir`
+/// (created if missing). Each file is written to a temporary file in the
+/// same directory and renamed into place, so a reader never sees half a file.
+pub fn write_all(results: &Results, out_dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(out_dir).with_context(|| {
+        format!(
+            "cannot create output directory {}: choose a writable directory",
+            out_dir.display()
+        )
+    })?;
+    write_atomically(out_dir, "results.json", |w| {
+        serde_json::to_writer_pretty(&mut *w, results)?;
+        w.write_all(b"\n")?;
+        Ok(())
+    })?;
+    write_atomically(out_dir, "results.csv", |w| {
+        write_csv(&summarize(results), w)
+    })?;
+    write_atomically(out_dir, "report.html", |w| {
+        w.write_all(render_html(results).as_bytes())?;
+        Ok(())
+    })?;
+    Ok(())
+}
+
+fn write_atomically(
+    dir: &Path,
+    name: &str,
+    fill: impl FnOnce(&mut BufWriter<&File>) -> Result<()>,
+) -> Result<()> {
+    let target = dir.join(name);
+    let context = || {
+        format!(
+            "cannot write {}: check that the directory is writable and the disk is not full",
+            target.display()
+        )
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .tempfile_in(dir)
+        .with_context(context)?;
+    let mut writer = BufWriter::new(tmp.as_file());
+    fill(&mut writer).with_context(context)?;
+    writer.flush().with_context(context)?;
+    drop(writer);
+    tmp.as_file().sync_all().with_context(context)?;
+    tmp.persist(&target).with_context(context)?;
+    Ok(())
+}
+
+/// Reads a `results.json`, refusing other schemas with an error that says
+/// what was found.
+pub fn load_results(path: &Path) -> Result<Results> {
+    let file = File::open(path).with_context(|| {
+        format!(
+            "cannot open {}: give the path of a results.json written by `h3lab bench`",
+            path.display()
+        )
+    })?;
+    let value: serde_json::Value =
+        serde_json::from_reader(BufReader::new(file)).with_context(|| {
+            format!(
+                "{} is not valid JSON: give a results.json written by `h3lab bench`",
+                path.display()
+            )
+        })?;
+    let schema = value
+        .get("schema")
+        .and_then(|s| s.as_str())
+        .unwrap_or("none");
+    if schema != RESULTS_SCHEMA {
+        bail!(
+            "{} has schema {schema:?}, this h3lab reads {RESULTS_SCHEMA:?}: re-run `h3lab bench` with this version or use the h3lab that wrote it",
+            path.display()
+        );
+    }
+    serde_json::from_value(value).with_context(|| {
+        format!(
+            "{} does not match schema {RESULTS_SCHEMA}: the file is damaged or was edited; re-run `h3lab bench`",
+            path.display()
+        )
+    })
 }
 
 #[cfg(test)]
@@ -7,8 +123,46 @@ mod tests {
     use super::*;
 
     #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
+    fn writes_three_files_and_reads_them_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        let results = fixture::results();
+        write_all(&results, &out).unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["report.html", "results.csv", "results.json"]);
+
+        let back = load_results(&out.join("results.json")).unwrap();
+        assert_eq!(back.cells.len(), results.cells.len());
+        assert_eq!(
+            serde_json::to_value(&back).unwrap(),
+            serde_json::to_value(&results).unwrap()
+        );
+        let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+        assert_eq!(csv.lines().count(), 1 + summarize(&results).len());
+    }
+
+    #[test]
+    fn refuses_other_schemas_and_missing_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.json");
+        std::fs::write(&path, r#"{"schema":"h3lab.results/0"}"#).unwrap();
+        let err = format!("{:#}", load_results(&path).unwrap_err());
+        assert!(
+            err.contains("h3lab.results/0") && err.contains(RESULTS_SCHEMA),
+            "{err}"
+        );
+
+        let err = format!(
+            "{:#}",
+            load_results(&dir.path().join("missing.json")).unwrap_err()
+        );
+        assert!(
+            err.contains("missing.json") && err.contains("h3lab bench"),
+            "{err}"
+        );
     }
 }

@@ -1,0 +1,86 @@
+// Draws the report's plots from the JSON embedded in the page.
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("h3lab-plot-data").textContent);
+  var config = {
+    displaylogo: false,
+    responsive: true,
+    modeBarButtonsToRemove: ["sendDataToCloud", "select2d", "lasso2d"],
+    toImageButtonOptions: { format: "png", scale: 2 }
+  };
+  var font = { family: "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif", size: 13, color: "#1f2933" };
+
+  function colour(protocol) {
+    return data.colours[protocol] || "#000000";
+  }
+
+  function translucent(hex, alpha) {
+    var n = parseInt(hex.slice(1), 16);
+    return "rgba(" + (n >> 16) + "," + ((n >> 8) & 255) + "," + (n & 255) + "," + alpha + ")";
+  }
+
+  function baseLayout(title) {
+    return {
+      title: { text: title, font: { size: 15 }, x: 0.02, xanchor: "left" },
+      font: font,
+      margin: { l: 70, r: 20, t: 50, b: 55 },
+      paper_bgcolor: "#ffffff",
+      plot_bgcolor: "#ffffff",
+      legend: { orientation: "h", y: -0.18 },
+      hoverlabel: { font: { family: font.family } }
+    };
+  }
+
+  function drawViolin(plot) {
+    var legendShown = {};
+    var traces = plot.traces.map(function (t) {
+      var first = !legendShown[t.protocol];
+      legendShown[t.protocol] = true;
+      return {
+        type: "violin",
+        name: t.protocol,
+        legendgroup: t.protocol,
+        showlegend: first,
+        x: t.samples.map(function () { return t.category; }),
+        y: t.samples,
+        box: { visible: true, width: 0.25, fillcolor: "#ffffff", line: { color: "#333333" } },
+        meanline: { visible: true },
+        points: "all",
+        pointpos: 0,
+        jitter: 0.35,
+        marker: { color: colour(t.protocol), size: 5, opacity: 0.75, line: { width: 0.5, color: "#ffffff" } },
+        line: { color: colour(t.protocol), width: 1.5 },
+        fillcolor: translucent(colour(t.protocol), 0.3),
+        spanmode: "hard",
+        scalemode: "width",
+        hovertemplate: t.protocol + " " + t.category + ": %{y}<extra>n=" + t.samples.length + "</extra>"
+      };
+    });
+    var layout = baseLayout(plot.title);
+    layout.violinmode = plot.grouped ? "group" : "overlay";
+    layout.yaxis = { title: { text: plot.axis }, zeroline: false, gridcolor: "#e4e7eb", rangemode: "tozero" };
+    layout.xaxis = { type: "category" };
+    return Plotly.newPlot(plot.id, traces, layout, config);
+  }
+
+  function drawCdf(plot) {
+    var traces = plot.traces.map(function (t) {
+      return {
+        type: "scatter",
+        mode: "lines",
+        name: t.name,
+        x: t.latency_ms,
+        y: t.fraction,
+        line: { color: colour(t.protocol), width: 2.5, shape: "hv", dash: t.name === t.protocol ? "solid" : "dot" },
+        hovertemplate: t.name + ": %{y:.1%} ≤ %{x} ms<extra></extra>"
+      };
+    });
+    var layout = baseLayout(plot.title);
+    layout.xaxis = { title: { text: "latency (ms, log scale)" }, type: "log", gridcolor: "#e4e7eb" };
+    layout.yaxis = { title: { text: "fraction of requests ≤ x" }, range: [0, 1.02], tickformat: ".0%", gridcolor: "#e4e7eb" };
+    return Plotly.newPlot(plot.id, traces, layout, config);
+  }
+
+  data.violins.forEach(drawViolin);
+  data.cdfs.forEach(drawCdf);
+})();

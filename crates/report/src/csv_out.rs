@@ -1,0 +1,185 @@
+//! `results.csv`: a header and one row per cell. Cells hold plain numbers;
+//! units live in the header names, or in the `unit` column for the metric
+//! statistics, whose unit depends on the workload.
+
+use std::io::Write;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::summary::CellSummary;
+
+#[derive(Default, Serialize)]
+struct Row<'a> {
+    profile: &'a str,
+    workload: &'a str,
+    mode: Option<&'a str>,
+    protocol: &'a str,
+    is_baseline: bool,
+    kind: &'a str,
+    metric: &'a str,
+    unit: &'a str,
+    higher_is_better: bool,
+    path_rtt_ms: f64,
+    repetitions: usize,
+    failed: usize,
+    n: Option<usize>,
+    median: Option<f64>,
+    mean: Option<f64>,
+    p90: Option<f64>,
+    p99: Option<f64>,
+    min: Option<f64>,
+    max: Option<f64>,
+    cv: Option<f64>,
+    vs_baseline_pct: Option<f64>,
+    vs_baseline: Option<&'a str>,
+    latency_count: Option<u64>,
+    latency_p50_ms: Option<f64>,
+    latency_p90_ms: Option<f64>,
+    latency_p99_ms: Option<f64>,
+    latency_max_ms: Option<f64>,
+    requests: u64,
+    request_errors: u64,
+    client_cpu_pct: Option<f64>,
+    server_cpu_pct: Option<f64>,
+    failures: String,
+    problems: String,
+}
+
+impl<'a> Row<'a> {
+    fn of(s: &'a CellSummary) -> Row<'a> {
+        let stats = s.stats.as_ref();
+        let latency = s.latency.as_ref();
+        Row {
+            profile: &s.key.profile,
+            workload: &s.key.workload,
+            mode: s.key.mode.as_deref(),
+            protocol: &s.key.protocol,
+            is_baseline: s.is_baseline,
+            kind: &s.kind,
+            metric: &s.metric,
+            unit: &s.unit,
+            higher_is_better: s.higher_is_better,
+            path_rtt_ms: s.path_rtt_ms,
+            repetitions: s.repetitions,
+            failed: s.failed(),
+            n: stats.map(|st| st.n),
+            median: stats.map(|st| st.median),
+            mean: stats.map(|st| st.mean),
+            p90: stats.map(|st| st.p90),
+            p99: stats.map(|st| st.p99),
+            min: stats.map(|st| st.min),
+            max: stats.map(|st| st.max),
+            cv: stats.and_then(|st| st.cv),
+            vs_baseline_pct: s.vs_baseline.map(|d| d.percent),
+            vs_baseline: s.vs_baseline.map(|d| d.verdict.word()),
+            latency_count: latency.map(|l| l.count),
+            latency_p50_ms: latency.map(|l| l.p50_ms),
+            latency_p90_ms: latency.map(|l| l.p90_ms),
+            latency_p99_ms: latency.map(|l| l.p99_ms),
+            latency_max_ms: latency.map(|l| l.max_ms),
+            requests: s.requests,
+            request_errors: s.request_errors,
+            client_cpu_pct: s.client_cpu_pct,
+            server_cpu_pct: s.server_cpu_pct,
+            failures: s
+                .failures
+                .iter()
+                .map(|f| format!("repetition {}: {}", f.repetition, f.error))
+                .collect::<Vec<_>>()
+                .join("; "),
+            problems: s.problems.join("; "),
+        }
+    }
+}
+
+/// Writes the header and one row per summary.
+pub fn write_csv(summaries: &[CellSummary], w: impl Write) -> Result<()> {
+    let mut writer = csv::Writer::from_writer(w);
+    if summaries.is_empty() {
+        // serde only writes the header with the first row; write it by hand.
+        writer.write_record(header()?)?;
+    }
+    for summary in summaries {
+        writer
+            .serialize(Row::of(summary))
+            .context("writing a results.csv row")?;
+    }
+    writer.flush().context("writing results.csv")?;
+    Ok(())
+}
+
+/// The column names, taken from a serialised empty row so they cannot
+/// drift from the rows.
+fn header() -> Result<Vec<String>> {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.serialize(Row::default())?;
+    let bytes = writer
+        .into_inner()
+        .map_err(|err| anyhow::anyhow!("{}", err.error()))?;
+    let mut reader = csv::Reader::from_reader(bytes.as_slice());
+    Ok(reader.headers()?.iter().map(str::to_string).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture;
+    use crate::summary::summarize;
+
+    fn rows(summaries: &[CellSummary]) -> (csv::StringRecord, Vec<csv::StringRecord>) {
+        let mut bytes = Vec::new();
+        write_csv(summaries, &mut bytes).unwrap();
+        let mut reader = csv::Reader::from_reader(bytes.as_slice());
+        let header = reader.headers().unwrap().clone();
+        (header, reader.records().map(Result::unwrap).collect())
+    }
+
+    #[test]
+    fn one_row_per_cell_with_plain_numbers() {
+        let summaries = summarize(&fixture::results());
+        let (header, rows) = rows(&summaries);
+        assert_eq!(rows.len(), summaries.len());
+        let column = |name: &str| {
+            header
+                .iter()
+                .position(|h| h == name)
+                .unwrap_or_else(|| panic!("no column {name}"))
+        };
+        let h3 = rows
+            .iter()
+            .find(|r| {
+                &r[column("profile")] == "broadband"
+                    && &r[column("protocol")] == "h3"
+                    && &r[column("workload")] == "rps-1k"
+            })
+            .unwrap();
+        assert_eq!(&h3[column("median")], "250.0");
+        assert_eq!(&h3[column("unit")], "req/s");
+        assert_eq!(&h3[column("n")], "3");
+        assert_eq!(&h3[column("vs_baseline")], "better");
+        let pct: f64 = h3[column("vs_baseline_pct")].parse().unwrap();
+        assert!((pct - 40.0 / 210.0 * 100.0).abs() < 1e-9);
+        let p50: f64 = h3[column("latency_p50_ms")].parse().unwrap();
+        assert!((p50 - 20.0).abs() <= 0.02);
+
+        let failed = rows
+            .iter()
+            .find(|r| &r[column("profile")] == "cellular" && &r[column("protocol")] == "h1")
+            .unwrap();
+        assert_eq!(&failed[column("failed")], "1");
+        assert_eq!(
+            &failed[column("failures")],
+            "repetition 1: connection refused"
+        );
+        assert_eq!(&failed[column("latency_p50_ms")], "");
+    }
+
+    #[test]
+    fn empty_run_still_has_the_header() {
+        let (header, records) = rows(&[]);
+        assert!(records.is_empty());
+        assert_eq!(header, rows(&summarize(&fixture::results())).0);
+        assert!(header.iter().any(|name| name == "latency_p99_ms"));
+    }
+}

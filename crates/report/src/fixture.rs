@@ -1,0 +1,180 @@
+//! A small synthetic run for the unit tests, with real serialised
+//! histograms. Every figure is chosen so expectations can be worked out by
+//! hand.
+//!
+//! - broadband rps-1k (req/s): h1 [100,110,120], h2 [200,210,220],
+//!   h3 [250,240,260]; repetition r records 10 latencies of
+//!   (r+1)·base ms with base h1 30, h2 20, h3 10.
+//! - cellular rps-1k: h1 [50], failed ("connection refused"), [70];
+//!   h2 [80,90,100]; h3 [120,130,140]; no histograms.
+//! - broadband ttfb (ms, lower is better), modes cold and resumed, two
+//!   samples per repetition, h2 and h3 only: cold h2 60..66 vs h3 70..76
+//!   (h3 worse), resumed h2 40..46 vs h3 20..26 (h3 better).
+//! - Claims: rps-1k (h3 > h2 > h1 published; ours agrees) and ttfb cold
+//!   (h3 better published; ours differs).
+
+use std::collections::BTreeMap;
+
+use h3lab_bench::results::{
+    CellRecord, CpuUse, Environment, Metric, Outcome, Results, StudyClaim, SuiteInfo,
+    RESULTS_SCHEMA,
+};
+
+use crate::histogram::tests::encoded;
+
+pub(crate) fn results() -> Results {
+    let mut cells = Vec::new();
+    let rps = [
+        ("h1", [100.0, 110.0, 120.0], 30),
+        ("h2", [200.0, 210.0, 220.0], 20),
+        ("h3", [250.0, 240.0, 260.0], 10),
+    ];
+    for (protocol, samples, latency_base_ms) in rps {
+        for (rep, sample) in samples.into_iter().enumerate() {
+            let latency = vec![(rep as u64 + 1) * latency_base_ms * 1000; 10];
+            cells.push(rps_record(
+                "broadband",
+                protocol,
+                rep as u32,
+                sample,
+                Some(&latency),
+            ));
+        }
+    }
+    for (protocol, samples) in [
+        ("h1", [50.0, f64::NAN, 70.0]),
+        ("h2", [80.0, 90.0, 100.0]),
+        ("h3", [120.0, 130.0, 140.0]),
+    ] {
+        for (rep, sample) in samples.into_iter().enumerate() {
+            let mut record = rps_record("cellular", protocol, rep as u32, sample, None);
+            if sample.is_nan() {
+                record.outcome = Outcome::Failed {
+                    error: "connection refused".into(),
+                };
+                record.metric.samples.clear();
+            }
+            cells.push(record);
+        }
+    }
+    for (mode, h2_start, h3_start) in [("cold", 60.0, 70.0), ("resumed", 40.0, 20.0)] {
+        for (protocol, start) in [("h2", h2_start), ("h3", h3_start)] {
+            for rep in 0..3u32 {
+                let first = start + f64::from(rep) * 2.0;
+                cells.push(ttfb_record(protocol, mode, rep, vec![first, first + 2.0]));
+            }
+        }
+    }
+    Results {
+        schema: RESULTS_SCHEMA.into(),
+        suite: SuiteInfo {
+            name: "fixture".into(),
+            preset: Some("fixture-preset".into()),
+            description: "Synthetic run for tests <b>not markup</b>".into(),
+            protocols: vec!["h1".into(), "h2".into(), "h3".into()],
+            profiles: vec!["broadband".into(), "cellular".into()],
+            workloads: vec!["rps-1k".into(), "ttfb".into()],
+            repetitions: 3,
+            seed: 7,
+            warmup_s: 1.0,
+            baseline: "h2".into(),
+            target: "h3".into(),
+        },
+        environment: Environment {
+            h3lab_version: "0.1.0".into(),
+            kernel: "6.1.0-test".into(),
+            cpu_model: "Test CPU".into(),
+            cpu_count: 2,
+            sysctls: BTreeMap::from([("net.core.rmem_max".into(), "212992".into())]),
+            tcp_congestion_control: "cubic".into(),
+            quic_congestion_control: "cubic".into(),
+            udp_gso: "on".into(),
+            library_versions: BTreeMap::from([("quinn".into(), "0.11".into())]),
+        },
+        started_at: "2026-01-01T00:00:00Z".into(),
+        finished_at: Some("2026-01-01T00:10:00Z".into()),
+        interrupted: false,
+        cells,
+        studies: vec![
+            StudyClaim {
+                study: "A. Protocol matrix".into(),
+                label: "RPS, 1 KB".into(),
+                profile: "broadband".into(),
+                workload: "rps-1k".into(),
+                mode: None,
+                unit: "req/s".into(),
+                higher_is_better: true,
+                published: BTreeMap::from([
+                    ("h1".into(), 12400.0),
+                    ("h2".into(), 38200.0),
+                    ("h3".into(), 42100.0),
+                ]),
+                caveat: "rps caveat".into(),
+            },
+            StudyClaim {
+                study: "D. Handshakes".into(),
+                label: "cold time to first byte".into(),
+                profile: "broadband".into(),
+                workload: "ttfb".into(),
+                mode: Some("cold".into()),
+                unit: "RTT".into(),
+                higher_is_better: false,
+                published: BTreeMap::from([("h2".into(), 3.0), ("h3".into(), 2.0)]),
+                caveat: "ttfb caveat </script><script>alert(1)</script>".into(),
+            },
+        ],
+    }
+}
+
+fn rps_record(
+    profile: &str,
+    protocol: &str,
+    rep: u32,
+    sample: f64,
+    latency_micros: Option<&[u64]>,
+) -> CellRecord {
+    CellRecord {
+        profile: profile.into(),
+        workload: "rps-1k".into(),
+        kind: "rps".into(),
+        protocol: protocol.into(),
+        mode: None,
+        repetition: rep,
+        path_rtt_ms: if profile == "broadband" { 20.0 } else { 50.0 },
+        outcome: Outcome::Ok,
+        metric: Metric {
+            name: "requests_per_s".into(),
+            unit: "req/s".into(),
+            higher_is_better: true,
+            samples: vec![sample],
+        },
+        latency_histogram: latency_micros.map(encoded),
+        ttfb_histogram: None,
+        requests: 1000,
+        errors: 1,
+        bytes: 1_024_000,
+        cpu: CpuUse {
+            client_s: 1.0,
+            server_s: 0.5,
+        },
+        link: None,
+        client_report: None,
+        elapsed_s: 10.0,
+    }
+}
+
+fn ttfb_record(protocol: &str, mode: &str, rep: u32, samples: Vec<f64>) -> CellRecord {
+    CellRecord {
+        workload: "ttfb".into(),
+        kind: "ttfb".into(),
+        mode: Some(mode.into()),
+        metric: Metric {
+            name: "ttfb_ms".into(),
+            unit: "ms".into(),
+            higher_is_better: false,
+            samples,
+        },
+        latency_histogram: None,
+        ..rps_record("broadband", protocol, rep, 0.0, None)
+    }
+}

@@ -1,0 +1,45 @@
+//! Number formatting for people (tables and HTML); the CSV and JSON keep
+//! full precision.
+
+/// About four significant figures, without exponent notation.
+pub fn number(value: f64) -> String {
+    let magnitude = value.abs();
+    let decimals = if magnitude >= 1000.0 || magnitude == 0.0 {
+        0
+    } else if magnitude >= 100.0 {
+        1
+    } else if magnitude >= 10.0 {
+        2
+    } else {
+        3
+    };
+    format!("{value:.decimals$}")
+}
+
+/// `number` for an optional value, `–` when absent.
+pub fn maybe(value: Option<f64>) -> String {
+    value.map_or_else(|| "–".to_string(), number)
+}
+
+/// A fraction as a percentage, e.g. `0.0123` → `1.2 %`.
+pub fn fraction_as_percent(fraction: Option<f64>) -> String {
+    fraction.map_or_else(|| "–".to_string(), |f| format!("{:.1} %", f * 100.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_about_four_significant_figures() {
+        assert_eq!(number(42100.0), "42100");
+        assert_eq!(number(1234.56), "1235");
+        assert_eq!(number(123.456), "123.5");
+        assert_eq!(number(12.3456), "12.35");
+        assert_eq!(number(0.635), "0.635");
+        assert_eq!(number(-0.5), "-0.500");
+        assert_eq!(number(0.0), "0");
+        assert_eq!(maybe(None), "–");
+        assert_eq!(fraction_as_percent(Some(0.0123)), "1.2 %");
+    }
+}

@@ -1,0 +1,151 @@
+//! Published figures beside ours: for each study claim, our median for the
+//! matching cell and whether the direction of the effect agrees.
+//!
+//! Direction means which protocol of a pair is better. The pairs are the
+//! suite's target protocol against every other published protocol; when the
+//! target has no published figure, every pair of published protocols.
+
+use std::collections::BTreeMap;
+
+use h3lab_bench::results::StudyClaim;
+
+use crate::stats::RelativeDiff;
+use crate::summary::{CellKey, CellSummary};
+
+/// One protocol's published figure and our median for the same cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimRow {
+    pub protocol: String,
+    pub published: f64,
+    /// Our median, with its unit and sample count; `None` when the cell was
+    /// not run or all its repetitions failed.
+    pub ours: Option<(f64, String, usize)>,
+}
+
+/// Subject against other: published and measured relative difference.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairDirection {
+    pub subject: String,
+    pub other: String,
+    pub published: Option<RelativeDiff>,
+    pub ours: Option<RelativeDiff>,
+}
+
+impl PairDirection {
+    /// `Some(true)` when both say the same protocol is better (or both tie),
+    /// `None` when either side is missing.
+    pub fn agrees(&self) -> Option<bool> {
+        Some(self.published?.verdict == self.ours?.verdict)
+    }
+
+    /// e.g. `h3 vs h2: published -29.2 % better, ours -12.0 % better: direction agrees`.
+    pub fn describe(&self) -> String {
+        let side =
+            |diff: Option<RelativeDiff>| diff.map_or_else(|| "no data".into(), |d| d.describe());
+        let verdict = match self.agrees() {
+            Some(true) => "direction agrees",
+            Some(false) => "direction DIFFERS",
+            None => "direction unknown (missing data)",
+        };
+        format!(
+            "{} vs {}: published {}, ours {}: {verdict}",
+            self.subject,
+            self.other,
+            side(self.published),
+            side(self.ours)
+        )
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ClaimComparison<'a> {
+    pub claim: &'a StudyClaim,
+    pub rows: Vec<ClaimRow>,
+    pub pairs: Vec<PairDirection>,
+}
+
+impl ClaimComparison<'_> {
+    /// True when any pair's direction differs, so the caveat must be shown.
+    pub fn differs(&self) -> bool {
+        self.pairs.iter().any(|p| p.agrees() == Some(false))
+    }
+}
+
+/// Matches each claim with our cells.
+pub fn compare_claims<'a>(
+    claims: &'a [StudyClaim],
+    summaries: &[CellSummary],
+    target: &str,
+) -> Vec<ClaimComparison<'a>> {
+    let by_key: BTreeMap<&CellKey, &CellSummary> = summaries.iter().map(|s| (&s.key, s)).collect();
+    claims
+        .iter()
+        .map(|claim| {
+            let ours = |protocol: &str| -> Option<&CellSummary> {
+                let key = CellKey {
+                    profile: claim.profile.clone(),
+                    workload: claim.workload.clone(),
+                    protocol: protocol.to_string(),
+                    mode: claim.mode.clone(),
+                };
+                by_key.get(&key).copied().filter(|s| s.stats.is_some())
+            };
+            let rows = claim
+                .published
+                .iter()
+                .map(|(protocol, &published)| ClaimRow {
+                    protocol: protocol.clone(),
+                    published,
+                    ours: ours(protocol).and_then(|s| {
+                        let stats = s.stats.as_ref()?;
+                        Some((stats.median, s.unit.clone(), stats.n))
+                    }),
+                })
+                .collect();
+            let pairs = pairs_of(claim, target)
+                .into_iter()
+                .map(|(subject, other)| PairDirection {
+                    published: RelativeDiff::new(
+                        claim.published[&subject],
+                        claim.published[&other],
+                        claim.higher_is_better,
+                    ),
+                    ours: our_difference(ours(&subject), ours(&other)),
+                    subject,
+                    other,
+                })
+                .collect();
+            ClaimComparison { claim, rows, pairs }
+        })
+        .collect()
+}
+
+fn our_difference(
+    subject: Option<&CellSummary>,
+    other: Option<&CellSummary>,
+) -> Option<RelativeDiff> {
+    let (subject, other) = (subject?, other?);
+    RelativeDiff::new(
+        subject.stats.as_ref()?.median,
+        other.stats.as_ref()?.median,
+        subject.higher_is_better,
+    )
+}
+
+fn pairs_of(claim: &StudyClaim, target: &str) -> Vec<(String, String)> {
+    let protocols: Vec<&String> = claim.published.keys().collect();
+    if claim.published.contains_key(target) {
+        return protocols
+            .iter()
+            .filter(|p| p.as_str() != target)
+            .map(|other| (target.to_string(), other.to_string()))
+            .collect();
+    }
+    let mut pairs = Vec::new();
+    for (index, other) in protocols.iter().enumerate() {
+        for subject in &protocols[index + 1..] {
+            pairs.push((subject.to_string(), other.to_string()));
+        }
+    }
+    pairs
+}

@@ -1,0 +1,441 @@
+//! One summary per cell (profile × workload × protocol × mode), pooling the
+//! samples of all successful repetitions.
+
+use std::collections::BTreeMap;
+
+use h3lab_bench::results::{CellRecord, Outcome, Results};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::histogram::{self, LatencySummary};
+use crate::stats::{split_finite, RelativeDiff, SampleStats};
+
+/// Identifies a cell across repetitions and across runs.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct CellKey {
+    pub profile: String,
+    pub workload: String,
+    pub protocol: String,
+    pub mode: Option<String>,
+}
+
+impl CellKey {
+    fn of(record: &CellRecord) -> CellKey {
+        CellKey {
+            profile: record.profile.clone(),
+            workload: record.workload.clone(),
+            protocol: record.protocol.clone(),
+            mode: record.mode.clone(),
+        }
+    }
+
+    /// The same condition measured with another protocol.
+    pub fn with_protocol(&self, protocol: &str) -> CellKey {
+        CellKey {
+            protocol: protocol.to_string(),
+            ..self.clone()
+        }
+    }
+
+    /// Workload and mode in one label, e.g. `ttfb (0rtt)`.
+    pub fn workload_label(&self) -> String {
+        match &self.mode {
+            Some(mode) => format!("{} ({mode})", self.workload),
+            None => self.workload.clone(),
+        }
+    }
+}
+
+/// A failed repetition and its error.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Failure {
+    pub repetition: u32,
+    pub error: String,
+}
+
+/// Everything the report shows about one cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct CellSummary {
+    pub key: CellKey,
+    /// `rps`, `download` or `ttfb`.
+    pub kind: String,
+    pub metric: String,
+    pub unit: String,
+    pub higher_is_better: bool,
+    pub path_rtt_ms: f64,
+    /// Repetitions recorded, successful or not.
+    pub repetitions: usize,
+    pub failures: Vec<Failure>,
+    /// Statistics of the metric samples of the successful repetitions.
+    pub stats: Option<SampleStats>,
+    /// True for the suite's baseline protocol.
+    pub is_baseline: bool,
+    /// Median against the baseline protocol's median in the same condition.
+    pub vs_baseline: Option<RelativeDiff>,
+    /// Request latency merged over the successful repetitions.
+    pub latency: Option<LatencySummary>,
+    pub requests: u64,
+    pub request_errors: u64,
+    /// CPU time ÷ wall time of the successful repetitions, in % of one core.
+    pub client_cpu_pct: Option<f64>,
+    pub server_cpu_pct: Option<f64>,
+    /// Data problems found while summarising (dropped samples, unreadable
+    /// histograms, mixed metrics); shown beside the figures.
+    pub problems: Vec<String>,
+}
+
+impl CellSummary {
+    pub fn failed(&self) -> usize {
+        self.failures.len()
+    }
+}
+
+/// Summaries of every cell, ordered as the suite lists profiles, workloads
+/// and protocols (unlisted names last, by first appearance).
+pub fn summarize(results: &Results) -> Vec<CellSummary> {
+    let mut summaries: Vec<CellSummary> = group_records(results)
+        .into_iter()
+        .map(|(key, records)| summarize_cell(key, &records, &results.suite.baseline))
+        .collect();
+    fill_baseline_differences(&mut summaries, &results.suite.baseline);
+    summaries
+}
+
+/// Merged latency histogram of a cell's successful repetitions, keyed like
+/// the summaries; cells without histograms are absent.
+pub fn merged_latency(results: &Results) -> Vec<(CellKey, Histogram<u64>)> {
+    group_records(results)
+        .into_iter()
+        .filter_map(|(key, records)| {
+            let (merged, _) = merge_latency(&ok_records(&records));
+            merged.map(|histogram| (key, histogram))
+        })
+        .collect()
+}
+
+fn group_records(results: &Results) -> Vec<(CellKey, Vec<&CellRecord>)> {
+    let order = SuiteOrder::new(results);
+    let mut groups: BTreeMap<(Vec<usize>, CellKey), Vec<&CellRecord>> = BTreeMap::new();
+    for record in &results.cells {
+        let key = CellKey::of(record);
+        groups
+            .entry((order.rank(&key), key))
+            .or_default()
+            .push(record);
+    }
+    groups
+        .into_iter()
+        .map(|((_, key), records)| (key, records))
+        .collect()
+}
+
+/// Sort ranks from the suite's own lists, falling back to first appearance.
+struct SuiteOrder<'a> {
+    results: &'a Results,
+}
+
+impl<'a> SuiteOrder<'a> {
+    fn new(results: &'a Results) -> Self {
+        SuiteOrder { results }
+    }
+
+    fn rank(&self, key: &CellKey) -> Vec<usize> {
+        let suite = &self.results.suite;
+        let cells = &self.results.cells;
+        vec![
+            rank_in(&suite.profiles, &key.profile, || {
+                cells.iter().position(|c| c.profile == key.profile)
+            }),
+            rank_in(&suite.workloads, &key.workload, || {
+                cells.iter().position(|c| c.workload == key.workload)
+            }),
+            cells.iter().position(|c| c.mode == key.mode).unwrap_or(0),
+            rank_in(&suite.protocols, &key.protocol, || {
+                cells.iter().position(|c| c.protocol == key.protocol)
+            }),
+        ]
+    }
+}
+
+fn rank_in(listed: &[String], name: &str, appearance: impl Fn() -> Option<usize>) -> usize {
+    match listed.iter().position(|listed| listed == name) {
+        Some(index) => index,
+        None => listed.len() + appearance().unwrap_or(0),
+    }
+}
+
+fn ok_records<'a>(records: &[&'a CellRecord]) -> Vec<&'a CellRecord> {
+    records
+        .iter()
+        .copied()
+        .filter(|record| record.outcome == Outcome::Ok)
+        .collect()
+}
+
+fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> CellSummary {
+    let ok = ok_records(records);
+    let described_by = ok.first().or(records.first()).copied();
+    let metric = described_by.map(|r| &r.metric);
+    let mut problems = Vec::new();
+
+    let mixed: Vec<&str> = ok
+        .iter()
+        .map(|r| r.metric.name.as_str())
+        .filter(|name| Some(*name) != metric.map(|m| m.name.as_str()))
+        .collect();
+    if !mixed.is_empty() {
+        problems.push(format!(
+            "repetitions record different metrics ({}); only {} is summarised",
+            mixed.join(", "),
+            metric.map_or("", |m| m.name.as_str())
+        ));
+    }
+    let raw: Vec<f64> = ok
+        .iter()
+        .filter(|r| Some(r.metric.name.as_str()) == metric.map(|m| m.name.as_str()))
+        .flat_map(|r| r.metric.samples.iter().copied())
+        .collect();
+    let (samples, dropped) = split_finite(&raw);
+    if dropped > 0 {
+        problems.push(format!("{dropped} non-finite sample(s) left out"));
+    }
+    let (merged, histogram_problems) = merge_latency(&ok);
+    problems.extend(histogram_problems);
+
+    CellSummary {
+        is_baseline: key.protocol == baseline,
+        kind: described_by.map_or_else(String::new, |r| r.kind.clone()),
+        metric: metric.map_or_else(String::new, |m| m.name.clone()),
+        unit: metric.map_or_else(String::new, |m| m.unit.clone()),
+        higher_is_better: metric.is_some_and(|m| m.higher_is_better),
+        path_rtt_ms: described_by.map_or(0.0, |r| r.path_rtt_ms),
+        repetitions: records.len(),
+        failures: failures(records),
+        stats: SampleStats::of(&samples),
+        vs_baseline: None,
+        latency: merged.as_ref().and_then(LatencySummary::of),
+        requests: ok.iter().map(|r| r.requests).sum(),
+        request_errors: ok.iter().map(|r| r.errors).sum(),
+        client_cpu_pct: cpu_percent(&ok, |r| r.cpu.client_s),
+        server_cpu_pct: cpu_percent(&ok, |r| r.cpu.server_s),
+        problems,
+        key,
+    }
+}
+
+fn failures(records: &[&CellRecord]) -> Vec<Failure> {
+    records
+        .iter()
+        .filter_map(|record| match &record.outcome {
+            Outcome::Failed { error } => Some(Failure {
+                repetition: record.repetition,
+                error: error.clone(),
+            }),
+            Outcome::Ok => None,
+        })
+        .collect()
+}
+
+fn merge_latency(ok: &[&CellRecord]) -> (Option<Histogram<u64>>, Vec<String>) {
+    let mut problems = Vec::new();
+    let mut decoded = Vec::new();
+    for record in ok {
+        let Some(encoded) = &record.latency_histogram else {
+            continue;
+        };
+        match histogram::decode(encoded) {
+            Ok(histogram) => decoded.push(histogram),
+            Err(err) => problems.push(format!(
+                "latency histogram of repetition {} left out: {err:#}",
+                record.repetition
+            )),
+        }
+    }
+    match histogram::merge(&decoded) {
+        Ok(merged) => (merged, problems),
+        Err(err) => {
+            problems.push(format!("latency histograms not merged: {err:#}"));
+            (None, problems)
+        }
+    }
+}
+
+fn cpu_percent(ok: &[&CellRecord], seconds: impl Fn(&CellRecord) -> f64) -> Option<f64> {
+    let wall: f64 = ok.iter().map(|r| r.elapsed_s).sum();
+    let cpu: f64 = ok.iter().map(|r| seconds(r)).sum();
+    (wall > 0.0 && cpu.is_finite()).then(|| cpu / wall * 100.0)
+}
+
+fn fill_baseline_differences(summaries: &mut [CellSummary], baseline: &str) {
+    let baseline_medians: BTreeMap<CellKey, (String, f64)> = summaries
+        .iter()
+        .filter(|s| s.is_baseline)
+        .filter_map(|s| Some((s.key.clone(), (s.metric.clone(), s.stats.as_ref()?.median))))
+        .collect();
+    for summary in summaries.iter_mut().filter(|s| !s.is_baseline) {
+        let Some(stats) = &summary.stats else {
+            continue;
+        };
+        let Some((metric, base_median)) =
+            baseline_medians.get(&summary.key.with_protocol(baseline))
+        else {
+            continue;
+        };
+        if *metric == summary.metric {
+            summary.vs_baseline =
+                RelativeDiff::new(stats.median, *base_median, summary.higher_is_better);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture;
+    use crate::stats::Verdict;
+
+    fn find<'a>(
+        summaries: &'a [CellSummary],
+        profile: &str,
+        workload: &str,
+        protocol: &str,
+        mode: Option<&str>,
+    ) -> &'a CellSummary {
+        summaries
+            .iter()
+            .find(|s| {
+                s.key.profile == profile
+                    && s.key.workload == workload
+                    && s.key.protocol == protocol
+                    && s.key.mode.as_deref() == mode
+            })
+            .unwrap_or_else(|| panic!("no cell {profile} {workload} {protocol} {mode:?}"))
+    }
+
+    #[test]
+    fn cells_follow_the_suite_order() {
+        let order: Vec<String> = summarize(&fixture::results())
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} {} {}",
+                    s.key.profile,
+                    s.key.workload_label(),
+                    s.key.protocol
+                )
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "broadband rps-1k h1",
+                "broadband rps-1k h2",
+                "broadband rps-1k h3",
+                "broadband ttfb (cold) h2",
+                "broadband ttfb (cold) h3",
+                "broadband ttfb (resumed) h2",
+                "broadband ttfb (resumed) h3",
+                "cellular rps-1k h1",
+                "cellular rps-1k h2",
+                "cellular rps-1k h3",
+            ]
+        );
+    }
+
+    #[test]
+    fn medians_compare_against_the_baseline_protocol() {
+        let summaries = summarize(&fixture::results());
+        let h2 = find(&summaries, "broadband", "rps-1k", "h2", None);
+        assert!(h2.is_baseline);
+        assert_eq!(h2.vs_baseline, None);
+
+        let h3 = find(&summaries, "broadband", "rps-1k", "h3", None);
+        assert_eq!(h3.stats.as_ref().unwrap().median, 250.0);
+        let diff = h3.vs_baseline.unwrap();
+        assert!((diff.percent - (250.0 - 210.0) / 210.0 * 100.0).abs() < 1e-9);
+        assert_eq!(diff.verdict, Verdict::Better);
+
+        let h1 = find(&summaries, "broadband", "rps-1k", "h1", None);
+        assert_eq!(h1.vs_baseline.unwrap().verdict, Verdict::Worse);
+
+        // Lower is better: h3 cold medians 73 ms vs h2 63 ms.
+        let cold = find(&summaries, "broadband", "ttfb", "h3", Some("cold"));
+        let stats = cold.stats.as_ref().unwrap();
+        assert_eq!((stats.n, stats.median), (6, 73.0));
+        let diff = cold.vs_baseline.unwrap();
+        assert!((diff.percent - 10.0 / 63.0 * 100.0).abs() < 1e-9);
+        assert_eq!(diff.verdict, Verdict::Worse);
+        let resumed = find(&summaries, "broadband", "ttfb", "h3", Some("resumed"));
+        assert_eq!(resumed.vs_baseline.unwrap().verdict, Verdict::Better);
+    }
+
+    #[test]
+    fn failed_repetitions_are_counted_and_left_out() {
+        let summaries = summarize(&fixture::results());
+        let h1 = find(&summaries, "cellular", "rps-1k", "h1", None);
+        assert_eq!(h1.repetitions, 3);
+        assert_eq!(
+            h1.failures,
+            vec![Failure {
+                repetition: 1,
+                error: "connection refused".into()
+            }]
+        );
+        let stats = h1.stats.as_ref().unwrap();
+        assert_eq!(
+            (stats.n, stats.median, stats.min, stats.max),
+            (2, 60.0, 50.0, 70.0)
+        );
+        assert_eq!(h1.requests, 2000);
+    }
+
+    #[test]
+    fn latency_histograms_merge_across_repetitions() {
+        let summaries = summarize(&fixture::results());
+        // h2: 10 × 20 ms, 10 × 40 ms, 10 × 60 ms.
+        let latency = find(&summaries, "broadband", "rps-1k", "h2", None)
+            .latency
+            .clone()
+            .unwrap();
+        assert_eq!(latency.count, 30);
+        for (got, want) in [
+            (latency.p50_ms, 40.0),
+            (latency.p90_ms, 60.0),
+            (latency.p99_ms, 60.0),
+            (latency.max_ms, 60.0),
+        ] {
+            assert!((got - want).abs() <= want * 0.001, "{got} vs {want}");
+        }
+        assert_eq!(
+            find(&summaries, "cellular", "rps-1k", "h2", None).latency,
+            None
+        );
+    }
+
+    #[test]
+    fn cpu_is_time_over_wall_time() {
+        let summaries = summarize(&fixture::results());
+        let h3 = find(&summaries, "broadband", "rps-1k", "h3", None);
+        // 3 × 1.0 s client and 3 × 0.5 s server over 3 × 10 s.
+        assert!((h3.client_cpu_pct.unwrap() - 10.0).abs() < 1e-9);
+        assert!((h3.server_cpu_pct.unwrap() - 5.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn bad_data_becomes_a_visible_problem() {
+        let mut results = fixture::results();
+        results.cells[0].latency_histogram = Some("not a histogram".into());
+        results.cells[1].metric.samples.push(f64::INFINITY);
+        let summaries = summarize(&results);
+        let h1 = find(&summaries, "broadband", "rps-1k", "h1", None);
+        assert_eq!(h1.stats.as_ref().unwrap().n, 3);
+        assert_eq!(h1.problems.len(), 2, "{:?}", h1.problems);
+        assert!(h1.problems.iter().any(|p| p.contains("non-finite")));
+        assert!(h1
+            .problems
+            .iter()
+            .any(|p| p.contains("repetition 0") && p.contains("base64")));
+        // The two readable histograms are still merged.
+        assert_eq!(h1.latency.as_ref().unwrap().count, 20);
+    }
+}
