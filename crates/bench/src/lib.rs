@@ -4,4 +4,15 @@
 //! emulated paths and records what they measured. It does not draw or
 //! summarise results: that is `h3lab-report`'s job.
 
+mod cell;
+pub mod client;
+mod environment;
+pub mod presets;
+mod process;
+mod profile;
 pub mod results;
+pub mod runner;
+mod server;
+pub mod suite;
+
+pub use cell::CellSpec;

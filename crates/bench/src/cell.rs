@@ -1,0 +1,251 @@
+//! One cell and repetition: a fresh emulated path, the server in the server
+//! namespace, one client run in the client namespace, and the record of what
+//! they measured. Any failure becomes a `Failed` record carrying its error,
+//! never a missing or made-up figure.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use linkem::run::Placement;
+use linkem::EmulatedPath;
+
+use crate::client::{self, ClientRun};
+use crate::process::Supervised;
+use crate::results::{CellRecord, CpuUse, Metric, Outcome};
+use crate::runner::RunContext;
+use crate::server;
+use crate::suite::{Protocol, RpsMetric, Suite, TtfbMode, Workload};
+
+/// One cell of the matrix, at one repetition.
+#[derive(Debug, Clone)]
+pub struct CellSpec {
+    pub profile: String,
+    pub workload: Workload,
+    pub protocol: Protocol,
+    pub mode: Option<TtfbMode>,
+    pub repetition: u32,
+}
+
+impl CellSpec {
+    /// A short label for progress lines: `broadband api-1KB h3 #2`.
+    pub fn label(&self) -> String {
+        let mode = self
+            .mode
+            .map(|m| format!(" {}", m.as_str()))
+            .unwrap_or_default();
+        format!(
+            "{} {}{} {} #{}",
+            self.profile,
+            self.workload.name(),
+            mode,
+            self.protocol,
+            self.repetition + 1
+        )
+    }
+}
+
+/// Runs the cell; failures are recorded, not returned.
+pub fn run(suite: &Suite, spec: &CellSpec, ctx: &RunContext) -> CellRecord {
+    let started = Instant::now();
+    let mut record = empty_record(spec);
+    if let Err(err) = measure(suite, spec, ctx, &mut record) {
+        record.outcome = Outcome::Failed {
+            error: format!("{err:#}"),
+        };
+        record.metric.samples.clear();
+    }
+    record.elapsed_s = started.elapsed().as_secs_f64();
+    record
+}
+
+fn measure(
+    suite: &Suite,
+    spec: &CellSpec,
+    ctx: &RunContext,
+    record: &mut CellRecord,
+) -> anyhow::Result<()> {
+    // The same seed for every protocol of a repetition: same loss pattern.
+    let seed = suite.seed.wrapping_add(u64::from(spec.repetition));
+    let settings = crate::profile::settings(suite, &spec.profile, seed)?;
+    record.path_rtt_ms = settings.as_ref().map_or(0.0, |s| s.rtt as f64 / 1e6);
+    let path = settings
+        .map(|s| EmulatedPath::start(s.build()))
+        .transpose()?;
+    let placement = match &path {
+        Some(path) => Placement::Emulated(path),
+        None => Placement::Loopback,
+    };
+    let scratch = cell_dir(&ctx.scratch, spec)?;
+    let mut server = server::start(suite, &placement, &ctx.exe, &scratch)?;
+    let outcome = client::run(
+        spec,
+        &placement,
+        &ctx.exe,
+        &server,
+        &scratch,
+        suite.warmup.0,
+        &ctx.stop,
+    );
+    let server_exit = server.process.stop(Duration::from_secs(5));
+    record.cpu.server_s = server_exit.cpu_s;
+    if let Some(path) = path {
+        record.link = Some(serde_json::to_value(path.shutdown()?)?);
+    }
+    let run = outcome?;
+    record.cpu.client_s = run.cpu_s();
+    fill_from_client(spec, run, record)?;
+    if ctx.stop.load(Ordering::Relaxed) {
+        bail!("interrupted (Ctrl-C) during this cell");
+    }
+    Ok(())
+}
+
+fn fill_from_client(
+    spec: &CellSpec,
+    run: ClientRun,
+    record: &mut CellRecord,
+) -> anyhow::Result<()> {
+    match run {
+        ClientRun::Load { report, .. } => {
+            record.requests = report.completed;
+            record.errors = report.failed + report.errors.bad_status;
+            record.bytes = report.body_bytes;
+            if report.completed == 0 {
+                bail!("no request completed: {}", first_error(&report));
+            }
+            record.metric.samples = vec![load_figure(spec, &report)?];
+            let value = serde_json::to_value(&report)?;
+            let histogram = |field: &str| value[field]["histogram"].as_str().map(str::to_string);
+            record.latency_histogram = histogram("latency_us");
+            record.ttfb_histogram = histogram("ttfb_us");
+            record.client_report = Some(value);
+        }
+        ClientRun::Ttfb { probe, .. } => {
+            record.requests = probe.samples.len() as u64;
+            record.metric.samples = probe.samples.iter().map(|s| s.ttfb_ms).collect();
+            record.client_report = Some(serde_json::to_value(&probe)?);
+        }
+    }
+    Ok(())
+}
+
+/// The cell's primary figure from a load report.
+fn load_figure(spec: &CellSpec, report: &h3lab_load::LoadReport) -> anyhow::Result<f64> {
+    let ms = |us: u64| us as f64 / 1000.0;
+    match &spec.workload {
+        Workload::Rps {
+            metric: RpsMetric::Throughput,
+            ..
+        } => Ok(report.requests_per_sec),
+        Workload::Rps {
+            metric: RpsMetric::P50,
+            ..
+        } => Ok(ms(report.latency_us.quantile(0.5))),
+        Workload::Rps {
+            metric: RpsMetric::P99,
+            ..
+        } => Ok(ms(report.latency_us.quantile(0.99))),
+        Workload::Download { streams, .. } => {
+            if report.failed > 0 || report.completed < u64::from(streams.0) {
+                bail!(
+                    "download incomplete: {} of {} streams finished; {}",
+                    report.completed,
+                    streams.0,
+                    first_error(report)
+                );
+            }
+            Ok(report.duration_s)
+        }
+        Workload::Ttfb { .. } => bail!("a ttfb cell got a load report"),
+    }
+}
+
+fn first_error(report: &h3lab_load::LoadReport) -> String {
+    report
+        .first_errors
+        .iter()
+        .next()
+        .map(|(kind, message)| format!("{kind}: {message}"))
+        .unwrap_or_else(|| "no error recorded".to_string())
+}
+
+/// The record before anything ran: names, the metric's unit and direction.
+fn empty_record(spec: &CellSpec) -> CellRecord {
+    let (name, unit, higher_is_better) = match &spec.workload {
+        Workload::Rps {
+            metric: RpsMetric::Throughput,
+            ..
+        } => ("requests_per_s", "req/s", true),
+        Workload::Rps {
+            metric: RpsMetric::P50,
+            ..
+        } => ("latency_p50_ms", "ms", false),
+        Workload::Rps {
+            metric: RpsMetric::P99,
+            ..
+        } => ("latency_p99_ms", "ms", false),
+        Workload::Download { .. } => ("download_s", "s", false),
+        Workload::Ttfb { .. } => ("ttfb_ms", "ms", false),
+    };
+    CellRecord {
+        profile: spec.profile.clone(),
+        workload: spec.workload.name().to_string(),
+        kind: spec.workload.kind().to_string(),
+        protocol: spec.protocol.to_string(),
+        mode: spec.mode.map(|m| m.as_str().to_string()),
+        repetition: spec.repetition,
+        path_rtt_ms: 0.0,
+        outcome: Outcome::Ok,
+        metric: Metric {
+            name: name.to_string(),
+            unit: unit.to_string(),
+            higher_is_better,
+            samples: Vec::new(),
+        },
+        latency_histogram: None,
+        ttfb_histogram: None,
+        requests: 0,
+        errors: 0,
+        bytes: 0,
+        cpu: CpuUse::default(),
+        link: None,
+        client_report: None,
+        elapsed_s: 0.0,
+    }
+}
+
+fn cell_dir(scratch: &Path, spec: &CellSpec) -> anyhow::Result<PathBuf> {
+    let name: String = spec
+        .label()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let dir = scratch.join(name);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// A command for `placement`'s client or server side.
+pub fn command_for(placement: &Placement<'_>, server_side: bool, program: &Path) -> Command {
+    let mut command = match placement {
+        Placement::Emulated(path) if server_side => path.server_command(program),
+        Placement::Emulated(path) => path.client_command(program),
+        Placement::Loopback => Command::new(program),
+    };
+    command.stdin(Stdio::null());
+    command
+}
+
+/// Spawns `command` in its own process group (so a terminal's Ctrl-C
+/// reaches only h3lab, which then stops children in order).
+pub fn spawn(mut command: Command, what: &str) -> anyhow::Result<Supervised> {
+    use std::os::unix::process::CommandExt;
+    let child = command
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("cannot start the {what}"))?;
+    Ok(Supervised::new(child))
+}

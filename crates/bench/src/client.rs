@@ -1,0 +1,162 @@
+//! The client side of a cell: `h3lab load` (rps, download) or `h3lab probe
+//! ttfb` run in the client namespace, writing JSON that is read back here.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use linkem::run::Placement;
+use serde::{Deserialize, Serialize};
+
+use crate::cell::{command_for, spawn, CellSpec};
+use crate::server::ServerProcess;
+use crate::suite::{Protocol, Workload};
+
+/// Schema of the `h3lab probe ttfb --json` document.
+pub const TTFB_SCHEMA: &str = "h3lab.ttfb/1";
+
+/// What `h3lab probe ttfb` measured: one sample per new connection.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TtfbReport {
+    pub schema: String,
+    pub url: String,
+    pub proto: String,
+    pub mode: String,
+    pub samples: Vec<TtfbSample>,
+}
+
+/// One new connection's time to first response byte.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TtfbSample {
+    /// Connection start to the first byte of the response head.
+    pub ttfb_ms: f64,
+    /// TCP connect (h1/h2); 0 for h3.
+    pub tcp_connect_ms: f64,
+    /// TLS handshake after TCP, or the QUIC handshake.
+    pub handshake_ms: f64,
+    /// The TLS/QUIC session was resumed from a ticket.
+    pub resumed: bool,
+    /// The request went out as 0-RTT early data and the server accepted it.
+    pub early_data_accepted: bool,
+}
+
+/// A finished client run.
+pub enum ClientRun {
+    Load {
+        report: Box<h3lab_load::LoadReport>,
+        cpu_s: f64,
+    },
+    Ttfb {
+        probe: TtfbReport,
+        cpu_s: f64,
+    },
+}
+
+impl ClientRun {
+    pub fn cpu_s(&self) -> f64 {
+        match self {
+            ClientRun::Load { cpu_s, .. } | ClientRun::Ttfb { cpu_s, .. } => *cpu_s,
+        }
+    }
+}
+
+/// Runs the cell's client against `server` and reads its JSON report.
+pub fn run(
+    spec: &CellSpec,
+    placement: &Placement<'_>,
+    exe: &Path,
+    server: &ServerProcess,
+    scratch: &Path,
+    warmup: Duration,
+    stop: &AtomicBool,
+) -> anyhow::Result<ClientRun> {
+    let json = scratch.join("client.json");
+    let base = format!("https://{}", server.addr);
+    let mut command = command_for(placement, false, exe);
+    let budget = match &spec.workload {
+        Workload::Rps {
+            size,
+            connections,
+            streams,
+            duration,
+            ..
+        } => {
+            command.arg("load").arg(format!("{base}/bytes/{}", size.0));
+            command.args([
+                "-c",
+                &connections.0.to_string(),
+                "-m",
+                &streams.0.to_string(),
+            ]);
+            command.args(["-z", &format!("{}ms", duration.0.as_millis())]);
+            if !warmup.is_zero() {
+                command.args(["--warmup", &format!("{}ms", warmup.as_millis())]);
+            }
+            duration.0 + warmup + Duration::from_secs(60)
+        }
+        Workload::Download { size, streams, .. } => {
+            command.arg("load").arg(format!("{base}/bytes/{}", size.0));
+            // h1 has no multiplexing: parallel streams need connections.
+            let connections = if spec.protocol == Protocol::H1 {
+                streams.0
+            } else {
+                1
+            };
+            command.args(["-c", &connections.to_string(), "-m", &streams.0.to_string()]);
+            command.args(["-n", &streams.0.to_string(), "--timeout", "900s"]);
+            Duration::from_secs(960)
+        }
+        Workload::Ttfb { samples, .. } => {
+            let mode = spec.mode.context("a ttfb cell needs a mode")?;
+            command.args(["probe", "ttfb", &format!("{base}/bytes/1")]);
+            command.args(["--mode", mode.as_str(), "--samples", &samples.0.to_string()]);
+            Duration::from_secs(30) * (samples.0 + 1) * 2
+        }
+    };
+    command
+        .args(["--proto", spec.protocol.as_str(), "--json"])
+        .arg(&json);
+    command.arg("--quiet");
+    match &server.cert {
+        Some(cert) => command.arg("--ca").arg(cert),
+        None => command.arg("--insecure"),
+    };
+    command.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut process = spawn(command, "client")?;
+    let exit = match process.wait_until(Instant::now() + budget, stop) {
+        Some(exit) => exit,
+        None => {
+            process.stop(Duration::from_secs(2));
+            bail!("the client did not finish within {}s", budget.as_secs());
+        }
+    };
+    let stderr = process.last_stderr_line();
+    let text = std::fs::read_to_string(&json).map_err(|_| {
+        anyhow!(
+            "the client wrote no report (exit code {}){stderr}",
+            exit.code
+        )
+    })?;
+    match spec.workload {
+        Workload::Ttfb { .. } => {
+            let probe: TtfbReport =
+                serde_json::from_str(&text).context("reading the ttfb probe report")?;
+            if exit.code != 0 {
+                bail!("the ttfb probe failed (exit code {}){stderr}", exit.code);
+            }
+            Ok(ClientRun::Ttfb {
+                probe,
+                cpu_s: exit.cpu_s,
+            })
+        }
+        _ => {
+            let report = serde_json::from_str(&text).context("reading the load report")?;
+            Ok(ClientRun::Load {
+                report: Box::new(report),
+                cpu_s: exit.cpu_s,
+            })
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! Built-in presets: suites embedded in the binary. `default` is what
+//! `h3lab bench` runs with no arguments; the `study-*` ones reproduce the
+//! published experiments of `studies.md` and carry their figures.
+
+use crate::suite::Suite;
+
+/// Every preset's name and TOML text, in the order `--list` shows them.
+const PRESETS: &[(&str, &str)] = &[
+    ("default", include_str!("../presets/default.toml")),
+    ("study-a", include_str!("../presets/study-a.toml")),
+    ("study-b", include_str!("../presets/study-b.toml")),
+    ("study-d", include_str!("../presets/study-d.toml")),
+];
+
+/// Names of the built-in presets.
+pub fn names() -> Vec<&'static str> {
+    PRESETS.iter().map(|(name, _)| *name).collect()
+}
+
+/// The preset called `name` (`a`, `b`, `d` are accepted for `study-*`).
+pub fn preset(name: &str) -> anyhow::Result<Suite> {
+    let wanted = name.to_ascii_lowercase();
+    let text = PRESETS
+        .iter()
+        .find(|(n, _)| *n == wanted || n.strip_prefix("study-") == Some(wanted.as_str()))
+        .map(|(_, text)| *text)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "unknown preset `{name}`; choose one of: {} (see `h3lab bench --list`)",
+                names().join(", ")
+            )
+        })?;
+    Suite::from_toml(text)
+}
+
+/// The TOML text of a preset, for `h3lab bench --show NAME` and as a
+/// starting point for one's own suite file.
+pub fn preset_text(name: &str) -> Option<&'static str> {
+    PRESETS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, text)| *text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_parses() {
+        for name in names() {
+            let suite = preset(name).unwrap_or_else(|e| panic!("preset {name}: {e:#}"));
+            assert_eq!(suite.name, name);
+        }
+    }
+
+    #[test]
+    fn short_study_names_work_and_unknown_ones_are_listed() {
+        assert_eq!(preset("A").unwrap().name, "study-a");
+        let err = preset("zz").unwrap_err().to_string();
+        assert!(err.contains("study-d"), "{err}");
+    }
+}

@@ -1,0 +1,202 @@
+//! The target server of a cell, in the server namespace: the built-in
+//! `h3lab serve`, or the suite's own command (e.g. Caddy).
+
+use std::io::{BufRead, BufReader};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use linkem::run::Placement;
+
+use crate::cell::{command_for, spawn};
+use crate::process::Supervised;
+use crate::suite::Suite;
+
+/// How long a server may take to start listening.
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+const DEFAULT_PORT: u16 = 443;
+
+/// A running server and how to reach it.
+pub struct ServerProcess {
+    pub process: Supervised,
+    pub addr: SocketAddr,
+    /// Certificate to trust; `None` means the client runs `--insecure`.
+    pub cert: Option<PathBuf>,
+}
+
+/// Starts the suite's target where `placement` puts servers and waits until
+/// it listens.
+pub fn start(
+    suite: &Suite,
+    placement: &Placement<'_>,
+    exe: &Path,
+    scratch: &Path,
+) -> anyhow::Result<ServerProcess> {
+    let ip = server_ip(placement);
+    match &suite.target.server_cmd {
+        None => start_builtin(
+            placement,
+            exe,
+            scratch,
+            ip,
+            suite.target.port.unwrap_or(DEFAULT_PORT),
+        ),
+        Some(shell) => start_custom(
+            placement,
+            shell,
+            ip,
+            suite.target.port.unwrap_or(DEFAULT_PORT),
+        ),
+    }
+}
+
+fn server_ip(placement: &Placement<'_>) -> IpAddr {
+    match placement {
+        Placement::Emulated(path) => IpAddr::V4(path.server_ip()),
+        Placement::Loopback => IpAddr::V4(Ipv4Addr::LOCALHOST),
+    }
+}
+
+fn start_builtin(
+    placement: &Placement<'_>,
+    exe: &Path,
+    scratch: &Path,
+    ip: IpAddr,
+    port: u16,
+) -> anyhow::Result<ServerProcess> {
+    // On loopback other programs own ports: let the server pick one.
+    let port = if matches!(placement, Placement::Loopback) {
+        0
+    } else {
+        port
+    };
+    let cert = scratch.join("server-cert.pem");
+    let mut command = command_for(placement, true, exe);
+    command
+        .arg("serve")
+        .arg("--listen")
+        .arg(SocketAddr::new(ip, port).to_string())
+        .arg("--san")
+        .arg(ip.to_string())
+        .arg("--write-cert")
+        .arg(&cert)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut process = spawn(command, "built-in server (h3lab serve)")?;
+    let stdout = process.child_mut().stdout.take().context("server stdout")?;
+    let addr = wait_for_banner(stdout).map_err(|err| {
+        process.stop(Duration::from_secs(1));
+        anyhow!(
+            "the built-in server did not start: {err}{}",
+            process.last_stderr_line()
+        )
+    })?;
+    Ok(ServerProcess {
+        process,
+        addr,
+        cert: Some(cert),
+    })
+}
+
+/// Reads the server's stdout until its `listening:` line, on a thread so a
+/// silent server cannot block us past the timeout.
+fn wait_for_banner(stdout: impl std::io::Read + Send + 'static) -> anyhow::Result<SocketAddr> {
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some(addr) = parse_banner(&line) {
+                let _ = sender.send(addr);
+                break;
+            }
+        }
+    });
+    receiver
+        .recv_timeout(START_TIMEOUT)
+        .map_err(|_| anyhow!("no `listening:` line within {}s", START_TIMEOUT.as_secs()))
+}
+
+/// `listening: tcp+udp 198.18.0.2:443 (...)` → the address.
+fn parse_banner(line: &str) -> Option<SocketAddr> {
+    line.strip_prefix("listening:")?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn start_custom(
+    placement: &Placement<'_>,
+    shell: &str,
+    ip: IpAddr,
+    port: u16,
+) -> anyhow::Result<ServerProcess> {
+    let shell = shell
+        .replace("{ip}", &ip.to_string())
+        .replace("{port}", &port.to_string());
+    let mut command = command_for(placement, true, Path::new("sh"));
+    command
+        .arg("-c")
+        .arg(&shell)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut process = spawn(command, &format!("server command `{shell}`"))?;
+    let addr = SocketAddr::new(ip, port);
+    wait_until_listening(placement, addr, &mut process).map_err(|err| {
+        process.stop(Duration::from_secs(1));
+        anyhow!(
+            "server command `{shell}` did not start: {err}{}",
+            process.last_stderr_line()
+        )
+    })?;
+    Ok(ServerProcess {
+        process,
+        addr,
+        cert: None,
+    })
+}
+
+/// Polls a TCP connect to `addr` from the client side.
+fn wait_until_listening(
+    placement: &Placement<'_>,
+    addr: SocketAddr,
+    process: &mut Supervised,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    while Instant::now() < deadline {
+        if let Some(exit) = process.poll() {
+            bail!("it exited with code {}", exit.code);
+        }
+        if connects(placement, addr)? {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    bail!(
+        "nothing listens on TCP {addr} after {}s",
+        START_TIMEOUT.as_secs()
+    )
+}
+
+fn connects(placement: &Placement<'_>, addr: SocketAddr) -> anyhow::Result<bool> {
+    let attempt = move || TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok();
+    match placement {
+        Placement::Emulated(path) => Ok(path.spawn_in_client(attempt)?.join().unwrap_or(false)),
+        Placement::Loopback => Ok(attempt()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn banner_line_gives_the_address() {
+        let line = "listening: tcp+udp 198.18.0.2:443 (h1,h2 over TLS 1.3; h3 over QUIC)";
+        assert_eq!(parse_banner(line), Some("198.18.0.2:443".parse().unwrap()));
+        assert_eq!(parse_banner("spki-sha256: abc"), None);
+    }
+}

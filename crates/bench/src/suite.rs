@@ -1,0 +1,583 @@
+//! Suite files: the TOML that names protocols, profiles, workloads,
+//! repetitions, seed, warm-up and target. Documented in `docs/suite.md`.
+//!
+//! Unknown keys and impossible values are rejected with the line number: the
+//! types below validate while they deserialize, so toml's span-carrying
+//! errors point at the offending line.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+
+/// A parsed, validated suite.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Suite {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub protocols: Vec<Protocol>,
+    /// Built-in profile names or names of `[[profile]]` tables below.
+    pub profiles: Vec<String>,
+    #[serde(default = "default_repetitions")]
+    pub repetitions: Count,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Excluded load before each rps measurement.
+    #[serde(default)]
+    pub warmup: HumanDuration,
+    /// Protocol the relative differences are computed against.
+    #[serde(default = "default_baseline")]
+    pub baseline: Protocol,
+    #[serde(default)]
+    pub target: Target,
+    #[serde(default, rename = "profile")]
+    pub custom_profiles: Vec<CustomProfile>,
+    #[serde(rename = "workload")]
+    pub workloads: Vec<Workload>,
+    /// Figures from a published study, shown beside ours in the report.
+    #[serde(default)]
+    pub published: Vec<PublishedFigure>,
+}
+
+/// A study's published figure for the cell `profile` × `workload` [× `mode`].
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PublishedFigure {
+    pub study: String,
+    pub label: String,
+    pub profile: String,
+    pub workload: String,
+    pub mode: Option<String>,
+    pub unit: String,
+    pub higher_is_better: bool,
+    pub h1: Option<f64>,
+    pub h2: Option<f64>,
+    pub h3: Option<f64>,
+    /// Why our figure may differ; shown when the direction disagrees.
+    pub caveat: String,
+}
+
+fn default_repetitions() -> Count {
+    Count(3)
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+fn default_baseline() -> Protocol {
+    Protocol::H2
+}
+
+impl Suite {
+    /// Parses and validates a suite; errors carry the TOML line number.
+    pub fn from_toml(text: &str) -> anyhow::Result<Suite> {
+        let suite: Suite = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+        suite.check_cross_references()?;
+        Ok(suite)
+    }
+
+    /// Checks that need the whole suite: names that refer to each other.
+    fn check_cross_references(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            !self.protocols.is_empty(),
+            "suite `{}`: `protocols` is empty; list at least one of h1, h2, h3",
+            self.name
+        );
+        anyhow::ensure!(
+            !self.profiles.is_empty(),
+            "suite `{}`: `profiles` is empty; list at least one (see `h3lab net profiles`)",
+            self.name
+        );
+        anyhow::ensure!(
+            !self.workloads.is_empty(),
+            "suite `{}`: no [[workload]]; add at least one",
+            self.name
+        );
+        let mut seen = std::collections::BTreeSet::new();
+        for workload in &self.workloads {
+            anyhow::ensure!(
+                seen.insert(workload.name()),
+                "suite `{}`: two workloads are named `{}`; give each a unique name",
+                self.name,
+                workload.name()
+            );
+        }
+        for profile in &self.profiles {
+            if self.custom_profile(profile).is_none() {
+                linkem::profile(profile).map_err(|e| {
+                    anyhow::anyhow!(
+                        "suite `{}`: {e} (or define it in a [[profile]] table)",
+                        self.name
+                    )
+                })?;
+            }
+        }
+        for figure in &self.published {
+            anyhow::ensure!(
+                self.profiles.contains(&figure.profile),
+                "suite `{}`: published figure `{}` names profile `{}`, which the suite does not run",
+                self.name,
+                figure.label,
+                figure.profile
+            );
+            anyhow::ensure!(
+                self.workloads.iter().any(|w| w.name() == figure.workload),
+                "suite `{}`: published figure `{}` names workload `{}`, which the suite does not define",
+                self.name,
+                figure.label,
+                figure.workload
+            );
+        }
+        Ok(())
+    }
+
+    /// The custom profile called `name`, if the suite defines one.
+    pub fn custom_profile(&self, name: &str) -> Option<&CustomProfile> {
+        self.custom_profiles.iter().find(|p| p.name == name)
+    }
+}
+
+/// An HTTP version under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Protocol {
+    H1,
+    H2,
+    H3,
+}
+
+impl Protocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::H1 => "h1",
+            Protocol::H2 => "h2",
+            Protocol::H3 => "h3",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Protocol {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Protocol {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "h1" => Ok(Protocol::H1),
+            "h2" => Ok(Protocol::H2),
+            "h3" => Ok(Protocol::H3),
+            other => Err(format!("unknown protocol `{other}`; use h1, h2 or h3")),
+        }
+    }
+}
+
+/// Where requests go: the built-in server, or any server a command starts
+/// in the server namespace.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    /// Shell command started in the server namespace (`sh -c`); the built-in
+    /// `h3lab serve` when absent. `{ip}`, `{port}` and `{cert}`/`{key}` are
+    /// replaced by the server address, port and a generated certificate.
+    pub server_cmd: Option<String>,
+    /// Port the server listens on (TCP and UDP); 443 by default.
+    pub port: Option<u16>,
+}
+
+/// A path defined in the suite itself, starting from a built-in profile.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomProfile {
+    pub name: String,
+    /// Built-in profile to start from; every field below overrides it.
+    pub base: Option<String>,
+    pub rtt: Option<String>,
+    pub down: Option<String>,
+    pub up: Option<String>,
+    pub loss: Option<String>,
+    pub loss_model: Option<String>,
+    pub jitter: Option<String>,
+    pub queue: Option<String>,
+    pub trace_down: Option<String>,
+    pub trace_up: Option<String>,
+}
+
+/// One kind of measurement, with its parameters.
+#[derive(Debug, Clone)]
+pub enum Workload {
+    /// Requests per second for a payload size at a concurrency.
+    Rps {
+        name: String,
+        /// Response body size.
+        size: ByteSize,
+        connections: Count,
+        /// Concurrent streams per connection (h2/h3; h1 uses one).
+        streams: Count,
+        duration: HumanDuration,
+        /// What this workload's figure is: throughput or a latency quantile.
+        metric: RpsMetric,
+    },
+    /// Time to download one body of `size` over `streams` parallel streams.
+    Download {
+        name: String,
+        size: ByteSize,
+        streams: Count,
+    },
+    /// Time to the first response byte on a new connection.
+    Ttfb {
+        name: String,
+        modes: Vec<TtfbMode>,
+        /// New connections measured per repetition.
+        samples: Count,
+    },
+}
+
+/// A `[[workload]]` table as written: one flat set of keys, so that toml
+/// reports unknown keys and bad values at their own line (an internally
+/// tagged enum would only know the table's line).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkloadTable {
+    kind: WorkloadKind,
+    name: String,
+    size: Option<ByteSize>,
+    connections: Option<Count>,
+    streams: Option<Count>,
+    duration: Option<HumanDuration>,
+    metric: Option<RpsMetric>,
+    modes: Option<Vec<TtfbMode>>,
+    samples: Option<Count>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum WorkloadKind {
+    Rps,
+    Download,
+    Ttfb,
+}
+
+impl<'de> Deserialize<'de> for Workload {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        WorkloadTable::deserialize(d)?
+            .into_workload()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl WorkloadTable {
+    fn into_workload(self) -> Result<Workload, String> {
+        let name = self.name;
+        let needs = |what: &str| format!("{} workload `{name}` needs `{what}`", self.kind.as_str());
+        let stray = |keys: &[(&str, bool)]| match keys.iter().find(|(_, present)| *present) {
+            Some((key, _)) => Err(format!(
+                "`{key}` does not apply to {} workload `{name}`",
+                self.kind.as_str()
+            )),
+            None => Ok(()),
+        };
+        match self.kind {
+            WorkloadKind::Rps => {
+                stray(&[
+                    ("modes", self.modes.is_some()),
+                    ("samples", self.samples.is_some()),
+                ])?;
+                Ok(Workload::Rps {
+                    size: self.size.ok_or_else(|| needs("size"))?,
+                    connections: self.connections.unwrap_or(Count(10)),
+                    streams: self.streams.unwrap_or(Count(1)),
+                    duration: self.duration.ok_or_else(|| needs("duration"))?,
+                    metric: self.metric.unwrap_or_default(),
+                    name,
+                })
+            }
+            WorkloadKind::Download => {
+                stray(&[
+                    ("connections", self.connections.is_some()),
+                    ("duration", self.duration.is_some()),
+                    ("metric", self.metric.is_some()),
+                    ("modes", self.modes.is_some()),
+                    ("samples", self.samples.is_some()),
+                ])?;
+                Ok(Workload::Download {
+                    size: self.size.ok_or_else(|| needs("size"))?,
+                    streams: self.streams.unwrap_or(Count(1)),
+                    name,
+                })
+            }
+            WorkloadKind::Ttfb => {
+                stray(&[
+                    ("size", self.size.is_some()),
+                    ("connections", self.connections.is_some()),
+                    ("streams", self.streams.is_some()),
+                    ("duration", self.duration.is_some()),
+                    ("metric", self.metric.is_some()),
+                ])?;
+                let modes = self
+                    .modes
+                    .unwrap_or_else(|| vec![TtfbMode::Cold, TtfbMode::Resumed, TtfbMode::ZeroRtt]);
+                if modes.is_empty() {
+                    return Err(format!(
+                        "ttfb workload `{name}` has no `modes`; use some of cold, resumed, 0rtt"
+                    ));
+                }
+                Ok(Workload::Ttfb {
+                    modes,
+                    samples: self.samples.unwrap_or(Count(5)),
+                    name,
+                })
+            }
+        }
+    }
+}
+
+impl WorkloadKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            WorkloadKind::Rps => "rps",
+            WorkloadKind::Download => "download",
+            WorkloadKind::Ttfb => "ttfb",
+        }
+    }
+}
+
+impl Workload {
+    pub fn name(&self) -> &str {
+        match self {
+            Workload::Rps { name, .. }
+            | Workload::Download { name, .. }
+            | Workload::Ttfb { name, .. } => name,
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Workload::Rps { .. } => "rps",
+            Workload::Download { .. } => "download",
+            Workload::Ttfb { .. } => "ttfb",
+        }
+    }
+}
+
+/// The figure an rps workload reports per repetition.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RpsMetric {
+    #[default]
+    Throughput,
+    P50,
+    P99,
+}
+
+/// How a ttfb connection starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum TtfbMode {
+    /// Full handshake, no prior state.
+    #[serde(rename = "cold")]
+    Cold,
+    /// TLS 1.3 / QUIC session resumption from a ticket.
+    #[serde(rename = "resumed")]
+    Resumed,
+    /// Request sent in 0-RTT early data (h3 only).
+    #[serde(rename = "0rtt")]
+    ZeroRtt,
+}
+
+impl TtfbMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TtfbMode::Cold => "cold",
+            TtfbMode::Resumed => "resumed",
+            TtfbMode::ZeroRtt => "0rtt",
+        }
+    }
+
+    /// Whether `protocol` can start a connection this way.
+    pub fn applies_to(self, protocol: Protocol) -> bool {
+        self != TtfbMode::ZeroRtt || protocol == Protocol::H3
+    }
+}
+
+/// A positive whole number (repetitions, connections, samples).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Count(pub u32);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let n = i64::deserialize(d)?;
+        match u32::try_from(n) {
+            Ok(n) if n >= 1 => Ok(Count(n)),
+            _ => Err(serde::de::Error::custom(format!(
+                "{n} is not a positive whole number (1 or more)"
+            ))),
+        }
+    }
+}
+
+/// A byte count written as `1KB`, `10MB`, `1GiB` (SI and binary units).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteSize(pub u64);
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse::<bytesize::ByteSize>()
+            .map(|b| ByteSize(b.as_u64()))
+            .map_err(|_| {
+                serde::de::Error::custom(format!(
+                    "`{text}` is not a size; write e.g. `1KB`, `10MB` or `1GiB`"
+                ))
+            })
+    }
+}
+
+impl fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", bytesize::ByteSize(self.0).display().si())
+    }
+}
+
+/// A duration written as `500ms`, `3s`, `1m`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HumanDuration(pub Duration);
+
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        humantime::parse_duration(&text)
+            .map(HumanDuration)
+            .map_err(|_| {
+                serde::de::Error::custom(format!(
+                    "`{text}` is not a duration; write e.g. `500ms`, `3s` or `1m`"
+                ))
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+name = "t"
+protocols = ["h2", "h3"]
+profiles = ["broadband"]
+
+[[workload]]
+kind = "rps"
+name = "api"
+size = "1KB"
+duration = "2s"
+"#;
+
+    #[test]
+    fn minimal_suite_gets_defaults() {
+        let suite = Suite::from_toml(MINIMAL).unwrap();
+        assert_eq!(suite.repetitions, Count(3));
+        assert_eq!(suite.baseline, Protocol::H2);
+        match &suite.workloads[0] {
+            Workload::Rps {
+                size,
+                connections,
+                streams,
+                duration,
+                metric,
+                ..
+            } => {
+                assert_eq!(size.0, 1000);
+                assert_eq!(*connections, Count(10));
+                assert_eq!(*streams, Count(1));
+                assert_eq!(duration.0, Duration::from_secs(2));
+                assert_eq!(*metric, RpsMetric::Throughput);
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    fn error_of(text: &str) -> String {
+        format!("{:#}", Suite::from_toml(text).unwrap_err())
+    }
+
+    #[test]
+    fn unknown_key_is_rejected_with_its_line() {
+        let text = MINIMAL.replace("duration = \"2s\"", "duration = \"2s\"\nconcurrency = 5");
+        let err = error_of(&text);
+        assert!(err.contains("line 11"), "{err}");
+        assert!(err.contains("concurrency"), "{err}");
+    }
+
+    #[test]
+    fn impossible_values_are_rejected_with_their_line() {
+        let err = error_of(&format!("repetitions = 0\n{MINIMAL}"));
+        assert!(err.contains("line 1") && err.contains("positive"), "{err}");
+        let err = error_of(&MINIMAL.replace("\"1KB\"", "\"lots\""));
+        assert!(
+            err.contains("line 9") && err.contains("not a size"),
+            "{err}"
+        );
+        let err = error_of(&MINIMAL.replace("\"2s\"", "\"soon\""));
+        assert!(
+            err.contains("line 10") && err.contains("not a duration"),
+            "{err}"
+        );
+        let err = error_of(&MINIMAL.replace("\"h3\"", "\"h4\""));
+        assert!(err.contains("line 3") && err.contains("h4"), "{err}");
+    }
+
+    #[test]
+    fn unknown_profile_names_the_builtin_ones() {
+        let err = error_of(&MINIMAL.replace("broadband", "dialup"));
+        assert!(err.contains("dialup") && err.contains("cellular"), "{err}");
+    }
+
+    #[test]
+    fn custom_profile_satisfies_the_reference() {
+        let text = format!(
+            "{}\n[[profile]]\nname = \"dialup\"\nbase = \"broadband\"\nrtt = \"300ms\"\n",
+            MINIMAL.replace("broadband", "dialup")
+        );
+        let suite = Suite::from_toml(&text).unwrap();
+        assert_eq!(
+            suite.custom_profile("dialup").unwrap().rtt.as_deref(),
+            Some("300ms")
+        );
+    }
+
+    #[test]
+    fn workload_keys_must_fit_the_kind() {
+        let err = error_of(&MINIMAL.replace("duration = \"2s\"", "duration = \"2s\"\nsamples = 3"));
+        assert!(
+            err.contains("line 6") && err.contains("`samples` does not apply"),
+            "{err}"
+        );
+        let err = error_of(&MINIMAL.replace("size = \"1KB\"\n", ""));
+        assert!(err.contains("needs `size`"), "{err}");
+    }
+
+    #[test]
+    fn duplicate_workload_names_are_rejected() {
+        let text = format!("{MINIMAL}\n[[workload]]\nkind = \"ttfb\"\nname = \"api\"\n");
+        assert!(error_of(&text).contains("two workloads"));
+    }
+
+    #[test]
+    fn zero_rtt_applies_to_h3_only() {
+        assert!(TtfbMode::ZeroRtt.applies_to(Protocol::H3));
+        assert!(!TtfbMode::ZeroRtt.applies_to(Protocol::H2));
+        assert!(TtfbMode::Resumed.applies_to(Protocol::H1));
+    }
+}
