@@ -1,14 +1,23 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! The h3lab load engine: drives HTTP/1.1, HTTP/2 or HTTP/3 load at a URL
+//! in the closed model (connections x streams) or the open model (fixed
+//! rate, latency corrected for coordinated omission) and returns a
+//! mergeable report with HdrHistogram percentiles (`h3lab.load/1`).
+//!
+//! Not for: connection set-up details (`h3lab-client`), network emulation
+//! (`linkem`) or comparing protocols across runs (`h3lab-bench`).
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+mod config;
+mod cpu;
+mod engine;
+mod histogram;
+mod progress;
+mod report;
+mod schedule;
+mod tally;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use config::{parse_body, parse_duration, parse_header, LoadConfig, DEFAULT_REQUESTS};
+pub use engine::run;
+pub use histogram::Micros;
+pub use report::{Cpu, ErrorCounts, LoadReport, Model, OpenModel, Outcome, Warmup, SCHEMA};
+pub use tally::ErrorKind;
+pub use tokio_util::sync::CancellationToken;

@@ -1,10 +1,161 @@
-//! `h3lab load` (being built; see the issue tracker).
+//! `h3lab load URL`: HTTP/1.1, HTTP/2 or HTTP/3 load against one URL, with
+//! flags familiar to h2load and oha users.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use h3lab_client::{Proto, Target, TlsOptions};
+use h3lab_load::{CancellationToken, LoadConfig, Outcome};
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum ProtoArg {
+    H1,
+    H2,
+    H3,
+}
+
+impl From<ProtoArg> for Proto {
+    fn from(arg: ProtoArg) -> Proto {
+        match arg {
+            ProtoArg::H1 => Proto::H1,
+            ProtoArg::H2 => Proto::H2,
+            ProtoArg::H3 => Proto::H3,
+        }
+    }
+}
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// URL to load, e.g. https://127.0.0.1:4433/bytes/1000 (http:// only with h1).
+    pub url: String,
+    /// Protocol [default: h2 for https://, h1 for http://].
+    #[arg(long, value_enum)]
+    pub proto: Option<ProtoArg>,
+    /// Concurrent connections.
+    #[arg(short = 'c', long, default_value_t = 10)]
+    pub connections: usize,
+    /// Concurrent streams per connection (h2/h3; h1 is always 1, no pipelining).
+    #[arg(short = 'm', long = "max-concurrent-streams", default_value_t = 1)]
+    pub streams: usize,
+    /// Total requests [default: 200 when neither -n nor -z is given].
+    #[arg(short = 'n', long)]
+    pub requests: Option<u64>,
+    /// Run for this long after warm-up, e.g. 10s, 500ms, 1m.
+    #[arg(short = 'z', long, value_parser = h3lab_load::parse_duration)]
+    pub duration: Option<Duration>,
+    /// Open model: send this many requests per second, latency measured from
+    /// each request's intended send time (coordinated-omission corrected).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// HTTP method.
+    #[arg(short = 'X', long, default_value = "GET")]
+    pub method: String,
+    /// Extra request header "Name: value" (repeatable).
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+    /// Request body: a string, or @FILE for a file's contents.
+    #[arg(short = 'd', long)]
+    pub body: Option<String>,
+    /// Accept any server certificate.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Trust the certificate(s) in this PEM file.
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<PathBuf>,
+    /// Also write the report as JSON (schema h3lab.load/1) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Worker threads [default: number of cores].
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Per-request timeout.
+    #[arg(long, default_value = "30s", value_parser = h3lab_load::parse_duration)]
+    pub timeout: Duration,
+    /// Connection set-up timeout (TCP+TLS, or QUIC).
+    #[arg(long, default_value = "5s", value_parser = h3lab_load::parse_duration)]
+    pub connect_timeout: Duration,
+    /// Load this long before measuring; reported separately.
+    #[arg(long, default_value = "0s", value_parser = h3lab_load::parse_duration)]
+    pub warmup: Duration,
+    /// No progress bar.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`h3lab load` is not built yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let json_path = args.json.clone();
+    let config = load_config(args)?;
+    let cancel = CancellationToken::new();
+    watch_ctrl_c(cancel.clone())?;
+    let report = h3lab_load::run(&config, cancel)?;
+    print!("{report}");
+    if let Some(path) = json_path {
+        std::fs::write(&path, report.to_json())
+            .with_context(|| format!("writing the JSON report to {}", path.display()))?;
+    }
+    match report.outcome() {
+        Outcome::Success => Ok(ExitCode::SUCCESS),
+        Outcome::Interrupted => {
+            eprintln!("interrupted: partial results written");
+            Ok(ExitCode::from(130))
+        }
+        Outcome::Failed(summary) => Err(anyhow!(summary)),
+    }
+}
+
+fn load_config(args: Args) -> anyhow::Result<LoadConfig> {
+    let target = Target::parse(&args.url)?;
+    let mut config = LoadConfig::new(target);
+    if let Some(proto) = args.proto {
+        config.proto = proto.into();
+    }
+    config.connections = args.connections;
+    config.streams = args.streams;
+    config.requests = args.requests;
+    config.duration = args.duration;
+    config.rate = args.rate;
+    config.method = args
+        .method
+        .parse()
+        .map_err(|_| anyhow!("bad method `{}`: use e.g. GET or POST", args.method))?;
+    for header in &args.headers {
+        h3lab_load::parse_header(header, &mut config.headers)?;
+    }
+    if let Some(body) = &args.body {
+        config.body = h3lab_load::parse_body(body)?;
+    }
+    config.tls = TlsOptions {
+        insecure: args.insecure,
+        ca_file: args.ca,
+    };
+    if let Some(threads) = args.threads {
+        config.threads = threads;
+    }
+    config.request_timeout = args.timeout;
+    config.connect_timeout = args.connect_timeout;
+    config.warmup = args.warmup;
+    config.progress = !args.quiet;
+    config.validate()?;
+    Ok(config)
+}
+
+/// Ctrl-C cancels the run; the engine then returns what it has so far.
+fn watch_ctrl_c(cancel: CancellationToken) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the signal runtime")?;
+    std::thread::Builder::new()
+        .name("h3lab-ctrl-c".into())
+        .spawn(move || {
+            runtime.block_on(async {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    cancel.cancel();
+                }
+            })
+        })
+        .context("spawning the Ctrl-C watcher")?;
+    Ok(())
 }

@@ -1,0 +1,209 @@
+//! Per-worker counters and histograms, owned by one thread and merged once
+//! at the end, so the hot path takes no lock and shares no cache line.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::histogram::Micros;
+use crate::report::ErrorCounts;
+
+/// Error categories of a load report: the client's plus `bad_status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ErrorKind {
+    Connect,
+    Tls,
+    Reset,
+    Timeout,
+    Protocol,
+    /// A response with status 400 or above.
+    BadStatus,
+}
+
+impl ErrorKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::Tls => "tls",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::BadStatus => "bad_status",
+        }
+    }
+}
+
+impl From<h3lab_client::ErrorKind> for ErrorKind {
+    fn from(kind: h3lab_client::ErrorKind) -> ErrorKind {
+        use h3lab_client::ErrorKind as Client;
+        match kind {
+            Client::Connect => ErrorKind::Connect,
+            Client::Tls => ErrorKind::Tls,
+            Client::Reset => ErrorKind::Reset,
+            Client::Timeout => ErrorKind::Timeout,
+            Client::Protocol => ErrorKind::Protocol,
+        }
+    }
+}
+
+/// Status codes are three digits; index them directly.
+const STATUS_SLOTS: usize = 1000;
+
+pub(crate) struct Tally {
+    pub latency: Micros,
+    pub ttfb: Micros,
+    pub tcp_connect: Micros,
+    pub handshake: Micros,
+    pub lag: Micros,
+    pub completed: u64,
+    pub body_bytes: u64,
+    pub sent: u64,
+    pub late: u64,
+    pub unsent: u64,
+    pub not_attempted: u64,
+    pub connections_opened: u64,
+    pub reconnects: u64,
+    pub aborted_in_flight: u64,
+    statuses: Vec<u64>,
+    errors: BTreeMap<ErrorKind, u64>,
+    pub first_errors: BTreeMap<ErrorKind, String>,
+    pub warmup_completed: u64,
+    pub warmup_failed: u64,
+    pub warmup_latency: Micros,
+}
+
+impl Default for Tally {
+    fn default() -> Tally {
+        Tally {
+            latency: Micros::default(),
+            ttfb: Micros::default(),
+            tcp_connect: Micros::default(),
+            handshake: Micros::default(),
+            lag: Micros::default(),
+            completed: 0,
+            body_bytes: 0,
+            sent: 0,
+            late: 0,
+            unsent: 0,
+            not_attempted: 0,
+            connections_opened: 0,
+            reconnects: 0,
+            aborted_in_flight: 0,
+            statuses: vec![0; STATUS_SLOTS],
+            errors: BTreeMap::new(),
+            first_errors: BTreeMap::new(),
+            warmup_completed: 0,
+            warmup_failed: 0,
+            warmup_latency: Micros::default(),
+        }
+    }
+}
+
+impl Tally {
+    pub fn record_response(
+        &mut self,
+        status: u16,
+        body_bytes: u64,
+        ttfb: Duration,
+        latency: Duration,
+    ) {
+        self.completed += 1;
+        self.body_bytes += body_bytes;
+        self.ttfb.record(ttfb);
+        self.latency.record(latency);
+        self.statuses[usize::from(status) % STATUS_SLOTS] += 1;
+        if status >= 400 {
+            self.record_error(ErrorKind::BadStatus, || format!("HTTP status {status}"));
+        }
+    }
+
+    /// `message` is only built for the first error of each kind.
+    pub fn record_error(&mut self, kind: ErrorKind, message: impl FnOnce() -> String) {
+        *self.errors.entry(kind).or_default() += 1;
+        self.first_errors.entry(kind).or_insert_with(message);
+    }
+
+    pub fn merge(&mut self, other: Tally) {
+        self.latency.add(&other.latency);
+        self.ttfb.add(&other.ttfb);
+        self.tcp_connect.add(&other.tcp_connect);
+        self.handshake.add(&other.handshake);
+        self.lag.add(&other.lag);
+        self.completed += other.completed;
+        self.body_bytes += other.body_bytes;
+        self.sent += other.sent;
+        self.late += other.late;
+        self.unsent += other.unsent;
+        self.not_attempted += other.not_attempted;
+        self.connections_opened += other.connections_opened;
+        self.reconnects += other.reconnects;
+        self.aborted_in_flight += other.aborted_in_flight;
+        for (mine, theirs) in self.statuses.iter_mut().zip(&other.statuses) {
+            *mine += theirs;
+        }
+        for (kind, count) in other.errors {
+            *self.errors.entry(kind).or_default() += count;
+        }
+        for (kind, message) in other.first_errors {
+            self.first_errors.entry(kind).or_insert(message);
+        }
+        self.warmup_completed += other.warmup_completed;
+        self.warmup_failed += other.warmup_failed;
+        self.warmup_latency.add(&other.warmup_latency);
+    }
+
+    pub fn error_counts(&self) -> ErrorCounts {
+        let count = |kind| self.errors.get(&kind).copied().unwrap_or(0);
+        ErrorCounts {
+            connect: count(ErrorKind::Connect),
+            tls: count(ErrorKind::Tls),
+            reset: count(ErrorKind::Reset),
+            timeout: count(ErrorKind::Timeout),
+            protocol: count(ErrorKind::Protocol),
+            bad_status: count(ErrorKind::BadStatus),
+        }
+    }
+
+    pub fn status_counts(&self) -> BTreeMap<u16, u64> {
+        (0..STATUS_SLOTS as u16)
+            .zip(&self.statuses)
+            .filter(|(_, count)| **count > 0)
+            .map(|(status, count)| (status, *count))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_status_counts_as_status_and_error() {
+        let mut tally = Tally::default();
+        let ms = Duration::from_millis(1);
+        tally.record_response(200, 10, ms, ms);
+        tally.record_response(404, 3, ms, ms);
+        tally.record_error(ErrorKind::Reset, || "first".into());
+        tally.record_error(ErrorKind::Reset, || "second".into());
+        assert_eq!(tally.status_counts(), BTreeMap::from([(200, 1), (404, 1)]));
+        let errors = tally.error_counts();
+        assert_eq!((errors.bad_status, errors.reset, errors.connect), (1, 2, 0));
+        assert_eq!(tally.first_errors[&ErrorKind::Reset], "first");
+        assert_eq!((tally.completed, tally.body_bytes), (2, 13));
+    }
+
+    #[test]
+    fn merge_adds_everything() {
+        let ms = Duration::from_millis(1);
+        let mut a = Tally::default();
+        a.record_response(200, 5, ms, ms);
+        let mut b = Tally::default();
+        b.record_response(200, 7, ms, 2 * ms);
+        b.record_error(ErrorKind::Timeout, || "slow".into());
+        a.merge(b);
+        assert_eq!(a.completed, 2);
+        assert_eq!(a.body_bytes, 12);
+        assert_eq!(a.latency.count(), 2);
+        assert_eq!(a.status_counts()[&200], 2);
+        assert_eq!(a.error_counts().timeout, 1);
+    }
+}
