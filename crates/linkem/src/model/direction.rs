@@ -182,6 +182,26 @@ mod tests {
         assert_eq!(stats.dropped_queue + out.len() as u64, 20_000);
     }
 
+    #[test]
+    fn bursty_overload_still_delivers_the_full_rate() {
+        // fast-1g as the shell sees it: bursts of 64 packets read at once,
+        // 118 k packets/s offered to a 1 Gbit/s link with a 250 kB queue.
+        let cfg = DirectionConfig {
+            rate: RateSpec::Fixed {
+                bits_per_sec: 1_000_000_000,
+            },
+            queue: QueueLimit::Bytes(250_000),
+            delay: MILLI,
+            ..config()
+        };
+        let mut direction = Direction::new(&cfg, 1, Way::Down);
+        let arrivals: Vec<Nanos> = (0..118_000u64).map(|i| (i / 64) * 542_000).collect();
+        let out = departures(&run(&mut direction, &arrivals));
+        let span = (out.last().unwrap() - out.first().unwrap()) as f64 / 1e9;
+        let rate = (out.len() - 1) as f64 * 1500.0 * 8.0 / span;
+        assert!((rate / 1e9 - 1.0).abs() < 0.01, "{rate}");
+    }
+
     fn impaired() -> DirectionConfig {
         DirectionConfig {
             jitter: Some(Jitter {

@@ -17,6 +17,11 @@ pub const PREFIX: &str = "h3lab-";
 /// The TUN device's name inside each namespace.
 pub const DEVICE: &str = "h3lab0";
 
+/// Kernel queue of packets the TUN device holds until h3lab reads them.
+/// Drops there would be invisible to the link statistics, so it is deep
+/// enough to ride out a scheduling hiccup at 1 Gbit/s.
+const TX_QUEUE_PACKETS: u32 = 10_000;
+
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
 /// A fresh, process-unique pair of names (client, server).
@@ -85,7 +90,7 @@ impl Namespace {
             &["-n", name, "-batch", "-"],
             Some(&format!(
                 "link set lo up\n\
-                 link set {DEVICE} mtu 1500 up\n\
+                 link set {DEVICE} mtu 1500 txqueuelen {TX_QUEUE_PACKETS} up\n\
                  addr add {address}/24 dev {DEVICE}\n"
             )),
         )?;
