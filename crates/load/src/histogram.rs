@@ -25,7 +25,11 @@ impl Default for Micros {
 impl Micros {
     pub fn record(&mut self, duration: Duration) {
         let micros = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
-        self.0.saturating_record(micros.max(1));
+        // `record` grows the auto-resizing histogram; `saturating_record`
+        // would clamp to its current (initially tiny) range.
+        if self.0.record(micros.max(1)).is_err() {
+            self.0.saturating_record(micros);
+        }
     }
 
     pub fn add(&mut self, other: &Micros) {
@@ -136,6 +140,16 @@ mod tests {
         assert!((49_900..=50_100).contains(&json["p50"].as_u64().unwrap()));
         let back: Micros = serde_json::from_value(json).unwrap();
         assert_eq!(back, micros);
+    }
+
+    #[test]
+    fn large_values_are_kept() {
+        let mut micros = Micros::default();
+        micros.record(Duration::from_secs(50));
+        assert!((49_950_000..=50_050_000).contains(&micros.quantile(0.5)));
+        let mut merged = Micros::default();
+        merged.add(&micros);
+        assert_eq!(merged.max(), micros.max());
     }
 
     #[test]

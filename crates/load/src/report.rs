@@ -150,12 +150,16 @@ impl LoadReport {
             lag_us: tally.lag,
             unsent: tally.unsent,
         });
-        let warmup = (totals.warmup_s > 0.0).then(|| Warmup {
-            duration_s: totals.warmup_s,
-            completed: tally.warmup_completed,
-            failed: tally.warmup_failed,
-            latency_us: tally.warmup_latency,
-        });
+        let warmup = if totals.warmup_s > 0.0 {
+            Some(Warmup {
+                duration_s: totals.warmup_s,
+                completed: tally.warmup_completed,
+                failed: tally.warmup_failed,
+                latency_us: tally.warmup_latency,
+            })
+        } else {
+            None
+        };
         let mut report = LoadReport {
             schema: SCHEMA.to_string(),
             url: shape.url,

@@ -171,7 +171,7 @@ mod tests {
         let t0 = Instant::now();
         let mut schedule = Schedule::new(t0 + 100 * MS, None, Some(1), None);
         for _ in 0..5 {
-            assert_eq!(schedule.next(t0).unwrap().warmup, true);
+            assert!(schedule.next(t0).unwrap().warmup);
         }
         assert!(!schedule.next(t0 + 100 * MS).unwrap().warmup);
         assert_eq!(schedule.next(t0 + 100 * MS), None);

@@ -1,4 +1,5 @@
 //! An in-process h3lab server on 127.0.0.1:0 and configs that point at it.
+#![allow(dead_code)] // each test binary uses a different part of this helper
 
 use std::io::Write;
 use std::net::SocketAddr;

@@ -1,0 +1,74 @@
+//! Open-model runs: the achieved rate must match the target.
+
+mod common;
+
+use std::time::Duration;
+
+use common::TestServer;
+use h3lab_client::Proto;
+use h3lab_load::{CancellationToken, Model};
+
+/// 200 req/s for 3 s must send 600 requests within ±5 %.
+fn paced_run_hits_the_rate(proto: Proto) {
+    let server = TestServer::start();
+    let mut config = server.config("/bytes/100", proto);
+    config.rate = Some(200.0);
+    config.duration = Some(Duration::from_secs(3));
+    config.connections = 4;
+    let report = h3lab_load::run(&config, CancellationToken::new()).unwrap();
+    let open = report.open_model.as_ref().expect("open-model figures");
+    assert_eq!(report.model, Model::Open);
+    assert!(
+        (570..=630).contains(&open.sent),
+        "{proto}: sent {}\n{report}",
+        open.sent
+    );
+    assert!(
+        (open.achieved_rate - 200.0).abs() <= 10.0,
+        "{proto}: achieved {}\n{report}",
+        open.achieved_rate
+    );
+    assert!(
+        (report.requests_per_sec - 200.0).abs() <= 10.0,
+        "{proto}\n{report}"
+    );
+    assert_eq!(report.failed, 0, "{proto}\n{report}");
+    assert_eq!(report.body_bytes, report.completed * 100);
+    assert_eq!(report.completed + report.aborted_in_flight, open.sent);
+    assert_eq!(open.lag_us.count(), open.late);
+    assert!(open.unsent <= 30, "{proto}\n{report}");
+}
+
+#[test]
+fn h1_paced() {
+    paced_run_hits_the_rate(Proto::H1);
+}
+
+#[test]
+fn h2_paced() {
+    paced_run_hits_the_rate(Proto::H2);
+}
+
+#[test]
+fn h3_paced() {
+    paced_run_hits_the_rate(Proto::H3);
+}
+
+/// Two connections of one stream each cannot keep 100 req/s against a
+/// 50 ms endpoint: requests go out late and latency, measured from the
+/// intended time, includes the wait (coordinated-omission correction).
+#[test]
+fn overload_shows_up_as_late_requests_and_long_latency() {
+    let server = TestServer::start();
+    let mut config = server.config("/delay/50", Proto::H2);
+    config.rate = Some(100.0);
+    config.requests = Some(60);
+    let report = h3lab_load::run(&config, CancellationToken::new()).unwrap();
+    let open = report.open_model.as_ref().unwrap();
+    assert_eq!(report.completed, 60, "{report}");
+    assert!(open.late > 30, "{report}");
+    // 60 requests at 40 req/s capacity finish ~1.5 s after the first; the
+    // last ones were due after 0.6 s, so they waited ~0.9 s.
+    assert!(report.latency_us.max() > 500_000, "{report}");
+    assert!(open.achieved_rate < 60.0, "{report}");
+}
