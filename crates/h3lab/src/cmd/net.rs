@@ -23,7 +23,7 @@ pub struct Args {
 enum NetCommand {
     /// Run CMD in the client namespace of an emulated path
     /// (H3LAB_SERVER_IP and H3LAB_CLIENT_IP are exported).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List the built-in network profiles with their sources.
     Profiles,
     /// Remove namespaces left behind by h3lab processes that died.
@@ -97,7 +97,7 @@ struct BenchArgs {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
-        NetCommand::Run(args) => run_behind_link(args),
+        NetCommand::Run(args) => run_behind_link(*args),
         NetCommand::Profiles => {
             for profile in linkem::profiles() {
                 println!("{}", profile.describe());
