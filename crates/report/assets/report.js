@@ -58,9 +58,23 @@
     });
     var layout = baseLayout(plot.title);
     layout.violinmode = plot.grouped ? "group" : "overlay";
-    layout.yaxis = { title: { text: plot.axis }, zeroline: false, gridcolor: "#e4e7eb", rangemode: "tozero" };
+    // Ungrouped violins are already labelled by protocol on the x axis.
+    layout.showlegend = plot.grouped;
+    layout.yaxis = { title: { text: plot.axis }, zeroline: false, gridcolor: "#e4e7eb" };
     layout.xaxis = { type: "category" };
     return Plotly.newPlot(plot.id, traces, layout, config);
+  }
+
+  // Ticks at 1-2-5 steps covering [low, high], labelled in plain ms.
+  function logTicks(low, high) {
+    var ticks = [];
+    for (var decade = Math.pow(10, Math.floor(Math.log10(low))); decade <= high * 10; decade *= 10) {
+      [1, 2, 5].forEach(function (step) {
+        var tick = step * decade;
+        if (tick >= low / 1.5 && tick <= high * 1.5) { ticks.push(Number(tick.toPrecision(3))); }
+      });
+    }
+    return ticks;
   }
 
   function drawCdf(plot) {
@@ -76,7 +90,12 @@
       };
     });
     var layout = baseLayout(plot.title);
-    layout.xaxis = { title: { text: "latency (ms, log scale)" }, type: "log", gridcolor: "#e4e7eb" };
+    var all = [].concat.apply([], plot.traces.map(function (t) { return t.latency_ms; })).filter(function (v) { return v > 0; });
+    var ticks = logTicks(Math.min.apply(null, all), Math.max.apply(null, all));
+    layout.xaxis = {
+      title: { text: "latency (ms, log scale)" }, type: "log", gridcolor: "#e4e7eb",
+      tickmode: "array", tickvals: ticks, ticktext: ticks.map(String)
+    };
     layout.yaxis = { title: { text: "fraction of requests ≤ x" }, range: [0, 1.02], tickformat: ".0%", gridcolor: "#e4e7eb" };
     return Plotly.newPlot(plot.id, traces, layout, config);
   }

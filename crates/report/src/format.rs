@@ -16,6 +16,17 @@ pub fn number(value: f64) -> String {
     format!("{value:.decimals$}")
 }
 
+/// At most three decimals, trailing zeros dropped: `20`, `0.5`, `2.125`.
+pub fn short(value: f64) -> String {
+    let text = format!("{value:.3}");
+    let trimmed = text.trim_end_matches('0').trim_end_matches('.');
+    if trimmed == "-0" {
+        "0".to_string()
+    } else {
+        trimmed.to_string()
+    }
+}
+
 /// `number` for an optional value, `–` when absent.
 pub fn maybe(value: Option<f64>) -> String {
     value.map_or_else(|| "–".to_string(), number)
@@ -40,6 +51,11 @@ mod tests {
         assert_eq!(number(-0.5), "-0.500");
         assert_eq!(number(0.0), "0");
         assert_eq!(maybe(None), "–");
+        assert_eq!(short(20.0), "20");
+        assert_eq!(short(0.5), "0.5");
+        assert_eq!(short(2.1254), "2.125");
+        assert_eq!(short(-0.0001), "0");
+        assert_eq!(short(100.0), "100");
         assert_eq!(fraction_as_percent(Some(0.0123)), "1.2 %");
     }
 }

@@ -9,7 +9,7 @@ use h3lab_bench::results::Results;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use serde::Serialize;
 
-use crate::format::{fraction_as_percent, maybe, number};
+use crate::format::{fraction_as_percent, maybe, number, short};
 use crate::histogram::cdf_points;
 use crate::stats::RelativeDiff;
 use crate::studies::{compare_claims, ClaimComparison};
@@ -248,19 +248,23 @@ fn header(results: &Results) -> Markup {
             h1 { "h3lab: " (suite.name) }
             @if !suite.description.is_empty() { p.description { (suite.description) } }
             dl.meta {
-                @if let Some(preset) = &suite.preset { dt { "preset" } dd { (preset) } }
-                dt { "protocols" } dd { (suite.protocols.join(", ")) }
-                dt { "baseline / target" } dd { (suite.baseline) " / " (suite.target) }
-                dt { "profiles" } dd { (suite.profiles.join(", ")) }
-                dt { "workloads" } dd { (suite.workloads.join(", ")) }
-                dt { "repetitions" } dd { (suite.repetitions) }
-                dt { "warm-up" } dd { (number(suite.warmup_s)) " s (excluded)" }
-                dt { "seed" } dd { (suite.seed) }
-                dt { "started" } dd { (results.started_at) }
-                dt { "finished" } dd { (results.finished_at.as_deref().unwrap_or("not finished")) }
+                @if let Some(preset) = &suite.preset { (meta_item("preset", preset)) }
+                (meta_item("protocols", &suite.protocols.join(", ")))
+                (meta_item("baseline / target", &format!("{} / {}", suite.baseline, suite.target)))
+                (meta_item("profiles", &suite.profiles.join(", ")))
+                (meta_item("workloads", &suite.workloads.join(", ")))
+                (meta_item("repetitions", &suite.repetitions.to_string()))
+                (meta_item("warm-up (excluded)", &format!("{} s", short(suite.warmup_s))))
+                (meta_item("seed", &suite.seed.to_string()))
+                (meta_item("started", &results.started_at))
+                (meta_item("finished", results.finished_at.as_deref().unwrap_or("not finished")))
             }
         }
     }
+}
+
+fn meta_item(name: &str, value: &str) -> Markup {
+    html! { div { dt { (name) } dd { (value) } } }
 }
 
 fn status(results: &Results, summaries: &[CellSummary]) -> Markup {
@@ -381,7 +385,7 @@ fn summary_section(
                 "vs " (results.suite.baseline) ": the median's difference from the baseline protocol's median in the same condition." }
             @for profile in profiles_in_order(summaries) {
                 @let block: Vec<&CellSummary> = summaries.iter().filter(|s| s.key.profile == profile).collect();
-                h3 { (profile) span.sub { " · path RTT " (number(block.first().map_or(0.0, |s| s.path_rtt_ms))) " ms" } }
+                h3 { (profile) span.sub { " · path RTT " (short(block.first().map_or(0.0, |s| s.path_rtt_ms))) " ms" } }
                 (summary_table(&block, &results.suite.baseline, colours))
             }
         }
@@ -416,7 +420,7 @@ fn summary_table(
                                 span.unit { (summary.unit) ", " (if summary.higher_is_better { "higher is better" } else { "lower is better" }) }
                             }
                         }
-                        td {
+                        td.nowrap {
                             (protocol_badge(colours, &summary.key.protocol))
                             @if summary.is_baseline { " " span.tag { "baseline" } }
                         }

@@ -1,10 +1,12 @@
 //! The summary printed at the end of a run: one block per profile, at most
 //! 100 columns wide, the baseline marked and failures listed.
 
-use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
+use comfy_table::{
+    presets, CellAlignment, ColumnConstraint, ContentArrangement, Table, TableComponent, Width,
+};
 use h3lab_bench::results::Results;
 
-use crate::format::{fraction_as_percent, maybe, number};
+use crate::format::{fraction_as_percent, maybe, short};
 use crate::studies::compare_claims;
 use crate::summary::{summarize, CellSummary};
 
@@ -51,51 +53,105 @@ pub(crate) fn profiles_in_order(summaries: &[CellSummary]) -> Vec<String> {
     profiles
 }
 
+/// A profile's cells: one header, then per workload a heading line and one
+/// row per protocol. The workloads are separate comfy tables given the same
+/// column widths so they line up as one.
 fn profile_block(profile: &str, block: &[&CellSummary], baseline: &str) -> String {
     let rtt = block.first().map_or(0.0, |s| s.path_rtt_ms);
-    let mut out = format!("\n{profile} (path RTT {} ms)\n", number(rtt));
-    let mut table = Table::new();
-    table
-        .load_preset(presets::UTF8_HORIZONTAL_ONLY)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_width(TABLE_WIDTH)
-        .set_header(vec![
-            "workload",
-            "proto",
-            "n",
-            "fail",
-            "median",
-            "p90",
-            "p99",
-            "min",
-            "max",
-            "cv",
-            &format!("vs {baseline}"),
-            "p99 lat ms",
-        ]);
-    let mut previous_workload = None;
-    for summary in block {
-        let label = format!("{} [{}]", summary.key.workload_label(), summary.unit);
-        let workload = if previous_workload.as_ref() == Some(&label) {
-            String::new()
-        } else {
-            label.clone()
-        };
-        previous_workload = Some(label);
-        table.add_row(row(summary, workload));
+    let header: Vec<String> = [
+        "proto",
+        "n",
+        "fail",
+        "median",
+        "p90",
+        "p99",
+        "min",
+        "max",
+        "cv",
+        &format!("vs {baseline}"),
+        "p99 lat ms",
+    ]
+    .map(str::to_string)
+    .to_vec();
+    let groups = workload_groups(block);
+    let widths =
+        column_widths(std::iter::once(&header).chain(groups.iter().flat_map(|(_, rows)| rows)));
+    let rule = "─".repeat(widths.iter().map(|w| usize::from(*w) + COLUMN_GAP).sum());
+    let mut out = format!("\n{profile} (path RTT {} ms)\n", short(rtt));
+    out.push_str(&aligned(vec![header], &widths));
+    out.push_str(&format!("{rule}\n"));
+    for (heading, rows) in groups {
+        out.push_str(&format!("{heading}\n"));
+        out.push_str(&aligned(rows, &widths));
     }
-    for column in 2..12 {
-        if let Some(column) = table.column_mut(column) {
-            column.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    out.push_str(&table.to_string());
-    out.push('\n');
     out.push_str(&failure_lines(block));
     out
 }
 
-fn row(summary: &CellSummary, workload: String) -> Vec<String> {
+/// Spaces before every column.
+const COLUMN_GAP: usize = 2;
+
+/// Consecutive cells of one workload (and mode): a heading and their rows.
+fn workload_groups(block: &[&CellSummary]) -> Vec<(String, Vec<Vec<String>>)> {
+    let mut groups: Vec<(String, Vec<Vec<String>>)> = Vec::new();
+    for summary in block {
+        let direction = if summary.higher_is_better {
+            "higher"
+        } else {
+            "lower"
+        };
+        let heading = format!(
+            "{} ({}, {direction} is better)",
+            summary.key.workload_label(),
+            summary.unit
+        );
+        match groups.last_mut() {
+            Some((last, rows)) if *last == heading => rows.push(row(summary)),
+            _ => groups.push((heading, vec![row(summary)])),
+        }
+    }
+    groups
+}
+
+fn column_widths<'a>(rows: impl Iterator<Item = &'a Vec<String>>) -> Vec<u16> {
+    let mut widths: Vec<u16> = Vec::new();
+    for row in rows {
+        widths.resize(widths.len().max(row.len()), 0);
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count() as u16);
+        }
+    }
+    widths
+}
+
+/// Rows laid out with fixed column widths: text left, numbers right.
+fn aligned(rows: Vec<Vec<String>>, widths: &[u16]) -> String {
+    let mut table = Table::new();
+    table
+        .load_preset(presets::NOTHING)
+        .remove_style(TableComponent::VerticalLines)
+        .remove_style(TableComponent::LeftBorder)
+        .remove_style(TableComponent::RightBorder)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .add_rows(rows)
+        // Absolute widths include the padding.
+        .set_constraints(
+            widths
+                .iter()
+                .map(|w| ColumnConstraint::Absolute(Width::Fixed(w + COLUMN_GAP as u16))),
+        );
+    for (index, column) in table.column_iter_mut().enumerate() {
+        column.set_padding((COLUMN_GAP as u16, 0));
+        if index > 0 {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let mut text = table.to_string();
+    text.push('\n');
+    text
+}
+
+fn row(summary: &CellSummary) -> Vec<String> {
     let stats = summary.stats.as_ref();
     let protocol = if summary.is_baseline {
         format!("{}*", summary.key.protocol)
@@ -110,7 +166,6 @@ fn row(summary: &CellSummary, workload: String) -> Vec<String> {
             .map_or_else(|| "–".into(), |d| d.describe())
     };
     vec![
-        workload,
         protocol,
         stats.map_or(0, |s| s.n).to_string(),
         summary.failed().to_string(),
@@ -130,16 +185,38 @@ fn failure_lines(block: &[&CellSummary]) -> String {
     for summary in block {
         let cell = format!("{} {}", summary.key.protocol, summary.key.workload_label());
         for failure in &summary.failures {
-            out.push_str(&format!(
-                "  FAILED {cell} repetition {}: {}\n",
-                failure.repetition, failure.error
+            out.push_str(&wrapped(
+                2,
+                &format!(
+                    "FAILED {cell} repetition {}: {}",
+                    failure.repetition, failure.error
+                ),
             ));
         }
         for problem in &summary.problems {
-            out.push_str(&format!("  note {cell}: {problem}\n"));
+            out.push_str(&wrapped(2, &format!("note {cell}: {problem}")));
         }
     }
     out
+}
+
+/// `text` word-wrapped to the table width, every line indented.
+fn wrapped(indent: u16, text: &str) -> String {
+    let mut table = Table::new();
+    table
+        .load_preset(presets::NOTHING)
+        .remove_style(TableComponent::LeftBorder)
+        .remove_style(TableComponent::RightBorder)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(TABLE_WIDTH)
+        .add_row(vec![text]);
+    if let Some(column) = table.column_mut(0) {
+        column.set_padding((indent, 0));
+    }
+    table
+        .lines()
+        .map(|line| line.trim_end().to_string() + "\n")
+        .collect()
 }
 
 fn claims_block(results: &Results, summaries: &[CellSummary]) -> String {
@@ -150,15 +227,22 @@ fn claims_block(results: &Results, summaries: &[CellSummary]) -> String {
     let mut out = String::from("\npublished vs ours\n");
     for comparison in &comparisons {
         let claim = comparison.claim;
-        out.push_str(&format!(
-            "  {} ({}, {} {}):\n",
-            claim.label, claim.study, claim.profile, claim.workload
+        let mode = claim
+            .mode
+            .as_ref()
+            .map_or_else(String::new, |m| format!(" ({m})"));
+        out.push_str(&wrapped(
+            2,
+            &format!(
+                "{} ({}; ours: {} {}{mode}):",
+                claim.label, claim.study, claim.profile, claim.workload
+            ),
         ));
         for pair in &comparison.pairs {
-            out.push_str(&format!("    {}\n", pair.describe()));
+            out.push_str(&wrapped(4, &pair.describe()));
         }
         if comparison.differs() {
-            out.push_str(&format!("    why it may differ: {}\n", claim.caveat));
+            out.push_str(&wrapped(4, &format!("why it may differ: {}", claim.caveat)));
         }
     }
     out
@@ -178,8 +262,8 @@ mod tests {
                 "too wide: {line:?}"
             );
         }
-        assert!(text.contains("broadband (path RTT 20.00 ms)"));
-        assert!(text.contains("cellular (path RTT 50.00 ms)"));
+        assert!(text.contains("broadband (path RTT 20 ms)"));
+        assert!(text.contains("cellular (path RTT 50 ms)"));
         assert!(text.contains("h2*"));
         assert!(text.contains("+19.0 % better"));
         assert!(text.contains("FAILED h1 rps-1k repetition 1: connection refused"));

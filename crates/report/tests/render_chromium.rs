@@ -1,0 +1,394 @@
+//! Renders a report.html in headless Chromium and checks that every plot
+//! drew (plotly's SVG is in the DOM) and that the screenshot is a real page.
+//!
+//! Needs `/usr/bin/chromium` (`apt-get install chromium`): it fails without
+//! it under CI (CI=true) and skips with a message elsewhere.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use h3lab_bench::results::{
+    CellRecord, CpuUse, Environment, Metric, Outcome, Results, StudyClaim, SuiteInfo,
+    RESULTS_SCHEMA,
+};
+use hdrhistogram::serialization::{Serializer, V2Serializer};
+use hdrhistogram::Histogram;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+/// Upper bound on one Chromium run, so a hung browser cannot hang the test.
+const CHROMIUM_DEADLINE: Duration = Duration::from_secs(180);
+
+#[test]
+fn report_renders_with_all_plots_in_chromium() {
+    if !Path::new(CHROMIUM).exists() {
+        let message =
+            format!("{CHROMIUM} not found: run `apt-get install chromium` to render report.html");
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{message}");
+        }
+        eprintln!("skipping: {message}");
+        return;
+    }
+    let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("h3lab-report-render");
+    let results = synthetic_results();
+    h3lab_report::write_all(&results, &out_dir).expect("write report");
+    let report = out_dir.join("report.html");
+    let html = std::fs::read_to_string(&report).unwrap();
+    let plot_ids = plot_div_ids(&html);
+    // 2 profiles × 3 workloads violins + CDFs for the 4 conditions with histograms.
+    assert_eq!(plot_ids.len(), 10, "{plot_ids:?}");
+
+    let dom = chromium(&["--dump-dom"], &report);
+    for id in &plot_ids {
+        let drawn = plot_markup(&dom, id);
+        assert!(
+            drawn.contains(r#"class="main-svg""#),
+            "plot {id} has no SVG"
+        );
+        if id.starts_with("violin-") {
+            assert!(
+                drawn.contains(r#"class="violinlayer"#),
+                "plot {id} has no violin layer"
+            );
+            assert!(
+                drawn.contains(r#"class="trace violins""#),
+                "plot {id} drew no violin"
+            );
+            assert!(
+                drawn.contains(r#"class="violin""#),
+                "plot {id} drew no violin path"
+            );
+        } else {
+            assert!(
+                drawn.contains(r#"class="scatterlayer"#),
+                "plot {id} has no scatter layer"
+            );
+            let line = drawn.find(r#"class="js-line""#).expect("a CDF line");
+            assert!(
+                drawn[line.saturating_sub(200)..].contains(r#"d="M"#),
+                "plot {id}: line without path"
+            );
+        }
+    }
+
+    let screenshot = out_dir.join("report.png");
+    let _ = std::fs::remove_file(&screenshot);
+    chromium(
+        &[
+            &format!("--screenshot={}", screenshot.display()),
+            "--window-size=1400,3000",
+            "--hide-scrollbars",
+        ],
+        &report,
+    );
+    check_screenshot(&screenshot);
+    let table = h3lab_report::terminal_table(&results);
+    assert!(
+        table.lines().all(|line| line.chars().count() <= 100),
+        "{table}"
+    );
+    eprintln!(
+        "{table}\nreport: {}\nscreenshot: {}",
+        report.display(),
+        screenshot.display()
+    );
+}
+
+/// Runs headless Chromium on `page` with a fresh profile; returns stdout.
+fn chromium(extra: &[&str], page: &Path) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let mut child = Command::new(CHROMIUM)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--virtual-time-budget=10000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromium");
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap());
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "chromium exited with {status}");
+            break;
+        }
+        if started.elapsed() > CHROMIUM_DEADLINE {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("chromium did not finish within {CHROMIUM_DEADLINE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    reader.join().unwrap()
+}
+
+/// The ids of the plot divs, in page order.
+fn plot_div_ids(html: &str) -> Vec<String> {
+    let marker = r#"<div class="plot" id=""#;
+    html.match_indices(marker)
+        .map(|(at, _)| {
+            let rest = &html[at + marker.len()..];
+            rest[..rest.find('"').unwrap()].to_string()
+        })
+        .collect()
+}
+
+/// The rendered DOM from plot `id` up to the next plot.
+fn plot_markup<'a>(dom: &'a str, id: &str) -> &'a str {
+    let start = dom
+        .find(&format!(r#"id="{id}""#))
+        .unwrap_or_else(|| panic!("plot {id} missing from the DOM"));
+    let rest = &dom[start + 1..];
+    let end = rest.find(r#"<div class="plot" id="#).unwrap_or(rest.len());
+    &rest[..end]
+}
+
+fn check_screenshot(path: &Path) {
+    let bytes = std::fs::read(path).expect("chromium wrote no screenshot");
+    assert!(
+        bytes.len() > 100_000,
+        "screenshot is only {} bytes",
+        bytes.len()
+    );
+    let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    let mut reader = decoder.read_info().unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+    let frame = reader.next_frame(&mut pixels).unwrap();
+    assert_eq!((frame.width, frame.height), (1400, 3000));
+    let channels = frame.color_type.samples();
+    let colours: std::collections::HashSet<&[u8]> = pixels[..frame.buffer_size()]
+        .chunks(channels)
+        .map(|pixel| &pixel[..3])
+        .collect();
+    assert!(
+        colours.len() > 500,
+        "only {} distinct colours",
+        colours.len()
+    );
+    // The protocol badges and plot lines use the report's protocol colours.
+    for (protocol, rgb) in [
+        ("h1", [0xe6, 0x9f, 0x00]),
+        ("h2", [0x00, 0x72, 0xb2]),
+        ("h3", [0x00, 0x9e, 0x73]),
+    ] {
+        assert!(colours.contains(&rgb[..]), "{protocol} colour not drawn");
+    }
+}
+
+/// A realistic run: 2 profiles × (rps, download, ttfb with 2 modes) × 3
+/// protocols × 3 repetitions, one failure, real histograms, two claims.
+fn synthetic_results() -> Results {
+    let mut rng = StdRng::seed_from_u64(42);
+    let mut cells = Vec::new();
+    for (profile, rtt) in [("broadband", 20.0), ("cellular", 50.0)] {
+        for protocol in ["h1", "h2", "h3"] {
+            let speed = match protocol {
+                "h1" => 0.4,
+                "h2" => 1.0,
+                _ => 1.15,
+            };
+            for repetition in 0..3 {
+                let rps = 30_000.0 * speed * (1.0 + rng.random_range(-0.05..0.05));
+                cells.push(record(
+                    profile,
+                    rtt,
+                    "rps-1k",
+                    "rps",
+                    protocol,
+                    None,
+                    repetition,
+                    {
+                        Metric {
+                            name: "requests_per_s".into(),
+                            unit: "req/s".into(),
+                            higher_is_better: true,
+                            samples: vec![rps],
+                        }
+                    },
+                    Some(latency(&mut rng, rtt, speed, 2000)),
+                ));
+                let seconds = 9.0 / speed * (1.0 + rng.random_range(-0.08..0.08));
+                cells.push(record(
+                    profile,
+                    rtt,
+                    "download-10m",
+                    "download",
+                    protocol,
+                    None,
+                    repetition,
+                    {
+                        Metric {
+                            name: "download_s".into(),
+                            unit: "s".into(),
+                            higher_is_better: false,
+                            samples: vec![seconds],
+                        }
+                    },
+                    Some(latency(&mut rng, rtt * 20.0, speed, 50)),
+                ));
+                if protocol == "h1" {
+                    continue;
+                }
+                for (mode, round_trips) in [
+                    ("cold", if protocol == "h3" { 2.0 } else { 3.0 }),
+                    ("resumed", if protocol == "h3" { 1.0 } else { 2.0 }),
+                ] {
+                    let samples = (0..20)
+                        .map(|_| rtt * round_trips + rng.random_range(0.5..4.0))
+                        .collect();
+                    cells.push(record(
+                        profile,
+                        rtt,
+                        "ttfb",
+                        "ttfb",
+                        protocol,
+                        Some(mode),
+                        repetition,
+                        {
+                            Metric {
+                                name: "ttfb_ms".into(),
+                                unit: "ms".into(),
+                                higher_is_better: false,
+                                samples,
+                            }
+                        },
+                        None,
+                    ));
+                }
+            }
+        }
+    }
+    let failed = cells
+        .iter_mut()
+        .find(|c| c.profile == "cellular" && c.protocol == "h1" && c.repetition == 2)
+        .unwrap();
+    failed.outcome = Outcome::Failed {
+        error: "server did not answer within 10 s (connection refused)".into(),
+    };
+    failed.metric.samples.clear();
+    failed.latency_histogram = None;
+
+    Results {
+        schema: RESULTS_SCHEMA.into(),
+        suite: SuiteInfo {
+            name: "protocol-matrix".into(),
+            preset: Some("study-a".into()),
+            description: "HTTP/1.1, HTTP/2 and HTTP/3 side by side on home broadband and cellular paths (study A).".into(),
+            protocols: vec!["h1".into(), "h2".into(), "h3".into()],
+            profiles: vec!["broadband".into(), "cellular".into()],
+            workloads: vec!["rps-1k".into(), "download-10m".into(), "ttfb".into()],
+            repetitions: 3,
+            seed: 1,
+            warmup_s: 2.0,
+            baseline: "h2".into(),
+            target: "h3".into(),
+        },
+        environment: Environment {
+            h3lab_version: "0.1.0".into(),
+            kernel: "Linux 6.1.0".into(),
+            cpu_model: "Synthetic CPU".into(),
+            cpu_count: 2,
+            sysctls: BTreeMap::from([("net.core.rmem_max".into(), "212992".into()), ("net.core.wmem_max".into(), "212992".into())]),
+            tcp_congestion_control: "cubic".into(),
+            quic_congestion_control: "cubic (quinn)".into(),
+            udp_gso: "GSO on, GRO on".into(),
+            library_versions: BTreeMap::from([("quinn".into(), "0.11".into()), ("hyper".into(), "1".into())]),
+        },
+        started_at: "2026-01-01T10:00:00Z".into(),
+        finished_at: Some("2026-01-01T10:20:00Z".into()),
+        interrupted: false,
+        cells,
+        studies: vec![
+            StudyClaim {
+                study: "A. Protocol matrix (Node.js + quiche)".into(),
+                label: "RPS, 1 KB, 100 connections".into(),
+                profile: "broadband".into(),
+                workload: "rps-1k".into(),
+                mode: None,
+                unit: "req/s".into(),
+                higher_is_better: true,
+                published: BTreeMap::from([("h1".into(), 12_400.0), ("h2".into(), 38_200.0), ("h3".into(), 42_100.0)]),
+                caveat: "Different hardware and stacks.".into(),
+            },
+            StudyClaim {
+                study: "A. Protocol matrix (Node.js + quiche)".into(),
+                label: "RPS, 10 MB, 10 connections".into(),
+                profile: "broadband".into(),
+                workload: "download-10m".into(),
+                mode: None,
+                unit: "s".into(),
+                higher_is_better: false,
+                published: BTreeMap::from([("h2".into(), 8.9), ("h3".into(), 14.9)]),
+                caveat: "The study's H3 ran in Node.js user space; quinn with GSO is faster at this rate.".into(),
+            },
+        ],
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn record(
+    profile: &str,
+    rtt: f64,
+    workload: &str,
+    kind: &str,
+    protocol: &str,
+    mode: Option<&str>,
+    repetition: u32,
+    metric: Metric,
+    latency_histogram: Option<String>,
+) -> CellRecord {
+    CellRecord {
+        profile: profile.into(),
+        workload: workload.into(),
+        kind: kind.into(),
+        protocol: protocol.into(),
+        mode: mode.map(str::to_string),
+        repetition,
+        path_rtt_ms: rtt,
+        outcome: Outcome::Ok,
+        metric,
+        latency_histogram,
+        ttfb_histogram: None,
+        requests: 10_000,
+        errors: 0,
+        bytes: 10_240_000,
+        cpu: CpuUse {
+            client_s: 6.0,
+            server_s: 4.0,
+        },
+        link: None,
+        client_report: None,
+        elapsed_s: 10.0,
+    }
+}
+
+/// `count` latencies around one path RTT with an exponential tail, as a
+/// base64 V2 HdrHistogram in microseconds.
+fn latency(rng: &mut StdRng, rtt_ms: f64, speed: f64, count: usize) -> String {
+    let mut histogram = Histogram::<u64>::new(3).unwrap();
+    for _ in 0..count {
+        let tail: f64 = -rng.random_range(f64::EPSILON..1.0f64).ln() * rtt_ms / speed;
+        histogram.record(((rtt_ms + tail) * 1000.0) as u64).unwrap();
+    }
+    let mut bytes = Vec::new();
+    V2Serializer::new()
+        .serialize(&histogram, &mut bytes)
+        .unwrap();
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
