@@ -191,6 +191,11 @@ impl RunningServer {
         self.stats.snapshot()
     }
 
+    /// Requests being handled right now (response not yet produced).
+    pub fn requests_in_flight(&self) -> u64 {
+        self.stats.in_flight()
+    }
+
     /// The start-up lines `h3lab serve` prints, one item per line.
     pub fn banner(&self) -> Vec<String> {
         let addr = self.local_addr;

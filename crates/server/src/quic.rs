@@ -17,7 +17,7 @@ use tracing::debug;
 use crate::body::ReplyBody;
 use crate::config::Limits;
 use crate::lifecycle::{Admission, Lifecycle};
-use crate::respond::{EchoBody, Handler};
+use crate::respond::{declared_length, EchoBody, Handler};
 use crate::routes::Protocol;
 
 /// Per-stream and send windows sized above a 1 Gbit/s x 100 ms path (12.5 MB)
@@ -143,13 +143,14 @@ async fn serve_request(
         Ok(resolved) => resolved,
         Err(err) => return debug!(%err, "HTTP/3 request headers unreadable"),
     };
+    let declared = declared_length(request.headers());
     let response = handler
         .handle(
             Protocol::H3,
             request.method(),
             request.uri(),
             request.headers(),
-            |limit| collect(&mut stream, limit),
+            |limit| collect(&mut stream, declared, limit),
         )
         .await;
     if let Err(err) = send(&mut stream, response).await {
@@ -157,7 +158,12 @@ async fn serve_request(
     }
 }
 
-async fn collect(stream: &mut H3Stream, limit: u64) -> EchoBody {
+/// Reads the body up to `limit`. Over it, the unread rest is abandoned:
+/// dropping the stream sends STOP_SENDING, which QUIC clients handle cleanly.
+async fn collect(stream: &mut H3Stream, declared: Option<u64>, limit: u64) -> EchoBody {
+    if declared.is_some_and(|len| len > limit) {
+        return EchoBody::TooLarge;
+    }
     let mut body = BytesMut::new();
     loop {
         match stream.recv_data().await {

@@ -29,15 +29,44 @@ pub enum EchoBody {
     Failed(String),
 }
 
-/// Requests answered per protocol.
+/// The request's `content-length`, if it has a valid one.
+pub fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+}
+
+/// Requests answered per protocol, and requests being handled now.
 #[derive(Debug, Default)]
 pub struct Stats {
     h1: AtomicU64,
     h2: AtomicU64,
     h3: AtomicU64,
+    in_flight: AtomicU64,
+}
+
+/// Counts one request as in flight until dropped (also when its task is cancelled).
+struct InFlight<'a>(&'a AtomicU64);
+
+impl<'a> InFlight<'a> {
+    fn enter(counter: &'a AtomicU64) -> Self {
+        counter.fetch_add(1, Ordering::Relaxed);
+        Self(counter)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Stats {
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
     fn record(&self, protocol: Protocol) {
         let counter = match protocol {
             Protocol::H1 => &self.h1,
@@ -68,8 +97,8 @@ pub struct Handler {
 }
 
 impl Handler {
-    /// Answers one request. `read_body(limit)` is called only for `/echo`
-    /// whose declared length fits the limit.
+    /// Answers one request. `read_body(limit)` reads the body of an `/echo`
+    /// request; it is not called for other routes.
     pub async fn handle<F, Fut>(
         &self,
         protocol: Protocol,
@@ -82,6 +111,7 @@ impl Handler {
         F: FnOnce(u64) -> Fut,
         Fut: Future<Output = EchoBody>,
     {
+        let _in_flight = InFlight::enter(&self.stats.in_flight);
         let route_limits = RouteLimits {
             max_response_bytes: self.limits.max_response_bytes,
             max_delay: self.limits.max_delay,
@@ -136,14 +166,7 @@ impl Handler {
         Fut: Future<Output = EchoBody>,
     {
         let limit = self.limits.max_body_bytes;
-        let declared = headers
-            .get(CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        let outcome = match declared {
-            Some(len) if len > limit => EchoBody::TooLarge,
-            _ => read_body(limit).await,
-        };
+        let outcome = read_body(limit).await;
         match outcome {
             EchoBody::Complete(data) => {
                 let content_type = headers

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
+use bytes::BytesMut;
 use http::{Request, Response, Version};
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -19,7 +20,7 @@ use tracing::{debug, warn};
 use crate::body::ReplyBody;
 use crate::config::Limits;
 use crate::lifecycle::{Admission, Lifecycle, TcpTicket};
-use crate::respond::{EchoBody, Handler};
+use crate::respond::{declared_length, EchoBody, Handler};
 use crate::routes::Protocol;
 
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -31,6 +32,11 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 /// HTTP/2 receive windows, matched to the QUIC ones so uploads are not window-limited.
 const H2_STREAM_WINDOW: u32 = 16 * 1024 * 1024;
 const H2_CONNECTION_WINDOW: u32 = 32 * 1024 * 1024;
+
+/// Over the body limit, how much more of a request body is read and discarded
+/// before answering 413, and for how long at most.
+const DRAIN_BYTES: u64 = 1024 * 1024;
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 
 type Builder = auto::Builder<TokioExecutor>;
 
@@ -168,22 +174,53 @@ async fn respond(handler: &Handler, request: Request<Incoming>, busy: bool) -> R
         return handler.busy(protocol);
     }
     let (parts, body) = request.into_parts();
+    let declared = declared_length(&parts.headers);
     handler
         .handle(
             protocol,
             &parts.method,
             &parts.uri,
             &parts.headers,
-            |limit| collect(body, limit),
+            |limit| collect(body, declared, limit),
         )
         .await
 }
 
-async fn collect(body: Incoming, limit: u64) -> EchoBody {
-    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => EchoBody::Complete(collected.to_bytes()),
-        Err(err) if err.is::<http_body_util::LengthLimitError>() => EchoBody::TooLarge,
-        Err(err) => EchoBody::Failed(err.to_string()),
+/// Reads the body up to `limit`. Over it, discards up to [`DRAIN_BYTES`]
+/// more so an HTTP/1.1 client still writing its body reads the 413 instead
+/// of a broken pipe (closing with unread data would reset the connection).
+async fn collect(mut body: Incoming, declared: Option<u64>, limit: u64) -> EchoBody {
+    if declared.is_some_and(|len| len > limit) {
+        drain(body, declared.unwrap_or(0)).await;
+        return EchoBody::TooLarge;
     }
+    let mut collected = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let data = match frame {
+            Ok(frame) => frame.into_data().unwrap_or_default(),
+            Err(err) => return EchoBody::Failed(err.to_string()),
+        };
+        if (collected.len() + data.len()) as u64 > limit {
+            drain(body, 0).await;
+            return EchoBody::TooLarge;
+        }
+        collected.extend_from_slice(&data);
+    }
+    EchoBody::Complete(collected.freeze())
+}
+
+async fn drain(mut body: Incoming, declared: u64) {
+    if declared > DRAIN_BYTES {
+        return;
+    }
+    let discard = async {
+        let mut discarded = 0u64;
+        while let Some(Ok(frame)) = body.frame().await {
+            discarded += frame.data_ref().map_or(0, |d| d.len() as u64);
+            if discarded > DRAIN_BYTES {
+                return;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_TIMEOUT, discard).await;
 }

@@ -57,25 +57,35 @@ impl TlsMaterial {
             .with_no_client_auth()
             .with_single_cert(self.chain.clone(), self.key.clone_key())?;
         config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-        // Stateless tickets let any connection resume without a shared cache.
-        config.ticketer = rustls::crypto::ring::Ticketer::new()?;
         Ok(config)
     }
 
-    /// TLS 1.3 for TCP: ALPN h2 then http/1.1, session tickets for resumption.
+    /// TLS 1.3 for TCP: ALPN h2 then http/1.1, stateless session tickets for resumption.
     pub fn tcp_config(&self) -> Result<Arc<rustls::ServerConfig>> {
-        Ok(Arc::new(self.server_config(&[b"h2", b"http/1.1"])?))
+        let mut config = self.server_config(&[b"h2", b"http/1.1"])?;
+        config.ticketer = rustls::crypto::ring::Ticketer::new()?;
+        Ok(Arc::new(config))
     }
 
-    /// TLS 1.3 for QUIC: ALPN h3, session tickets, and 0-RTT accepted.
+    /// TLS 1.3 for QUIC: ALPN h3, resumption and 0-RTT.
     pub fn quic_config(&self) -> Result<quinn::crypto::rustls::QuicServerConfig> {
-        let mut config = self.server_config(&[b"h3"])?;
-        // QUIC requires exactly this value to accept 0-RTT (RFC 9001, 4.6.1).
-        config.max_early_data_size = u32::MAX;
-        quinn::crypto::rustls::QuicServerConfig::try_from(config)
+        quinn::crypto::rustls::QuicServerConfig::try_from(self.quic_tls()?)
             .map_err(|err| anyhow!("cannot use this TLS configuration for QUIC: {err}"))
     }
+
+    fn quic_tls(&self) -> Result<rustls::ServerConfig> {
+        let mut config = self.server_config(&[b"h3"])?;
+        // rustls allows 0-RTT only with stateful, single-use tickets (RFC 8446 8.1
+        // replay protection), so QUIC keeps sessions in memory instead of a ticketer.
+        config.session_storage = rustls::server::ServerSessionMemoryCache::new(QUIC_SESSION_CACHE);
+        // QUIC requires exactly this value to accept 0-RTT (RFC 9001 4.6.1).
+        config.max_early_data_size = u32::MAX;
+        Ok(config)
+    }
 }
+
+/// Resumable QUIC sessions kept; each issued ticket takes one entry.
+const QUIC_SESSION_CACHE: usize = 16 * 1024;
 
 type Material = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>, String);
 
@@ -251,6 +261,10 @@ mod tests {
         let tcp = material.tcp_config().unwrap();
         assert_eq!(tcp.alpn_protocols, [b"h2".to_vec(), b"http/1.1".to_vec()]);
         assert!(tcp.ticketer.enabled());
+        let quic = material.quic_tls().unwrap();
+        assert_eq!(quic.alpn_protocols, [b"h3".to_vec()]);
+        assert_eq!(quic.max_early_data_size, u32::MAX);
+        assert!(!quic.ticketer.enabled(), "0-RTT needs stateful tickets");
         material.quic_config().unwrap();
     }
 }

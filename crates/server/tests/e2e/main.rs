@@ -1,0 +1,9 @@
+//! End-to-end tests: the server on an ephemeral loopback port, driven by real
+//! h1, h2 and h3 clients.
+
+mod common;
+mod endpoints;
+mod limits;
+mod resumption;
+mod shutdown;
+mod static_files;

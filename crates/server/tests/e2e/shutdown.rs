@@ -1,0 +1,72 @@
+//! Graceful shutdown lets in-flight requests finish and reports what was served.
+
+use std::time::{Duration, Instant};
+
+use h3lab_server::Limits;
+use http::StatusCode;
+
+use crate::common::{connect, eventually, start, Proto, PROTOCOLS};
+
+/// Far longer than the test's request: reaching it would mean shutdown was not graceful.
+const GRACE: Duration = Duration::from_secs(60);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_completes_the_in_flight_request() {
+    for proto in PROTOCOLS {
+        let limits = Limits {
+            shutdown_grace: GRACE,
+            ..Limits::default()
+        };
+        let server = start(None, limits).await;
+        let addr = server.local_addr();
+        let mut client = connect(&server, proto).await;
+        let request = tokio::spawn(async move {
+            let reply = client.get("/delay/300").await;
+            client.close();
+            reply
+        });
+        assert!(
+            eventually(|| server.requests_in_flight() == 1).await,
+            "{proto:?}: request never arrived"
+        );
+        let started = Instant::now();
+        let (reply, served) = tokio::join!(request, server.shutdown());
+        let reply = reply.unwrap();
+        assert_eq!(reply.status, StatusCode::OK, "{proto:?}");
+        assert_eq!(&reply.body[..], b"{\"delay_ms\":300}\n", "{proto:?}");
+        assert!(
+            started.elapsed() < GRACE / 2,
+            "{proto:?}: shutdown waited for the grace period"
+        );
+        let counted = match proto {
+            Proto::H1 => served.h1,
+            Proto::H2 => served.h2,
+            Proto::H3 => served.h3,
+        };
+        assert_eq!((counted, served.total()), (1, 1), "{proto:?}");
+        assert!(
+            tokio::net::TcpStream::connect(addr).await.is_err(),
+            "{proto:?}: still accepting"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_tcp_connections_do_not_hold_up_shutdown() {
+    let limits = Limits {
+        shutdown_grace: GRACE,
+        ..Limits::default()
+    };
+    let server = start(None, limits).await;
+    let mut h1 = connect(&server, Proto::H1).await;
+    let mut h2 = connect(&server, Proto::H2).await;
+    assert_eq!(h1.get("/health").await.status, StatusCode::OK);
+    assert_eq!(h2.get("/health").await.status, StatusCode::OK);
+    let started = Instant::now();
+    let served = server.shutdown().await;
+    assert!(
+        started.elapsed() < GRACE / 2,
+        "shutdown waited for the grace period"
+    );
+    assert_eq!((served.h1, served.h2), (1, 1));
+}
