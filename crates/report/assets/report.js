@@ -90,6 +90,10 @@
       };
     });
     var layout = baseLayout(plot.title);
+    layout.legend = {
+      x: 0.98, xanchor: "right", y: 0.04, yanchor: "bottom",
+      bgcolor: "rgba(255,255,255,0.85)", bordercolor: "#d9dee4", borderwidth: 1
+    };
     var all = [].concat.apply([], plot.traces.map(function (t) { return t.latency_ms; })).filter(function (v) { return v > 0; });
     var ticks = logTicks(Math.min.apply(null, all), Math.max.apply(null, all));
     layout.xaxis = {
