@@ -13,13 +13,16 @@ use crate::format::{fraction_as_percent, maybe, number, short};
 use crate::histogram::cdf_points;
 use crate::stats::RelativeDiff;
 use crate::studies::{compare_claims, ClaimComparison};
-use crate::summary::{merged_latency, summarize, CellKey, CellSummary};
+use crate::summary::{list_repetitions, merged_latency, summarize, CellKey, CellSummary};
 use crate::table::profiles_in_order;
 
 /// plotly.js 4.1.1, cartesian bundle (MIT, licence in `assets/`).
 const PLOTLY_JS: &str = include_str!("../assets/plotly-cartesian.min.js");
 const REPORT_JS: &str = include_str!("../assets/report.js");
 const REPORT_CSS: &str = include_str!("../assets/report.css");
+
+/// Up to this many failed repetitions, their table is shown unfolded.
+const FAILURES_SHOWN_OPEN: usize = 10;
 
 /// Colour-blind-safe (Okabe–Ito) colours; h1/h2/h3 always get the same ones.
 const KNOWN_COLOURS: [(&str, &str); 3] = [("h1", "#e69f00"), ("h2", "#0072b2"), ("h3", "#009e73")];
@@ -33,7 +36,11 @@ pub fn render_html(results: &Results) -> String {
     let claims = compare_claims(&results.studies, &summaries, &results.suite.target);
     let plot_data = embedded_json(&PlotData {
         colours: &colours,
-        violins: conditions.iter().map(|c| &c.violin).collect(),
+        violins: conditions
+            .iter()
+            .map(|c| &c.violin)
+            .filter(|v| !v.traces.is_empty())
+            .collect(),
         cdfs: conditions.iter().filter_map(|c| c.cdf.as_ref()).collect(),
     });
     let page = html! {
@@ -287,15 +294,18 @@ fn status(results: &Results, summaries: &[CellSummary]) -> Markup {
             }
             p { (recorded) " repetition(s) recorded in " (summaries.len()) " cell(s); " (failed) " failed." }
             @if failed > 0 {
-                table.failures {
-                    thead { tr { th { "profile" } th { "workload" } th { "protocol" } th { "repetition" } th { "error" } } }
-                    tbody {
-                        @for summary in summaries {
-                            @for failure in &summary.failures {
-                                tr {
-                                    td { (summary.key.profile) } td { (summary.key.workload_label()) }
-                                    td { (summary.key.protocol) } td.num { (failure.repetition) }
-                                    td.error { (failure.error) }
+                details open[failed <= FAILURES_SHOWN_OPEN] {
+                    summary { "Failed repetitions and their errors" }
+                    table.failures {
+                        thead { tr { th { "profile" } th { "workload" } th { "protocol" } th { "repetitions" } th { "error" } } }
+                        tbody {
+                            @for summary in summaries {
+                                @for (repetitions, error) in summary.failures_by_error() {
+                                    tr {
+                                        td { (summary.key.profile) } td { (summary.key.workload_label()) }
+                                        td { (summary.key.protocol) } td { (list_repetitions(&repetitions)) }
+                                        td.error { (error) }
+                                    }
                                 }
                             }
                         }
@@ -465,7 +475,11 @@ fn plots_section(conditions: &[Condition]) -> Markup {
                 div.card.condition {
                     h3 { (condition.profile) " · " (condition.workload) }
                     div.plots {
-                        div.plot id=(condition.violin.id) {}
+                        @if condition.violin.traces.is_empty() {
+                            div.plot.empty { p { "No successful repetition in this condition." } }
+                        } @else {
+                            div.plot id=(condition.violin.id) {}
+                        }
                         @match &condition.cdf {
                             Some(cdf) => { div.plot id=(cdf.id) {} },
                             None => { div.plot.empty { p { "No latency histograms recorded for this condition." } } },
@@ -587,6 +601,31 @@ mod tests {
         }
         assert!(!markup.contains("http://") && !markup.contains("https://"));
         assert!(page.contains("Plotly.newPlot"));
+    }
+
+    #[test]
+    fn condition_without_success_gets_no_empty_plot() {
+        let mut results = fixture::results();
+        for record in results.cells.iter_mut().filter(|r| r.profile == "cellular") {
+            record.outcome = h3lab_bench::results::Outcome::Failed {
+                error: "no route".into(),
+            };
+        }
+        let page = render_html(&results);
+        let titles: Vec<String> = plot_data(&page)["violins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["title"].as_str().unwrap().to_string())
+            .collect();
+        assert!(
+            titles.iter().all(|t| !t.starts_with("cellular")),
+            "{titles:?}"
+        );
+        assert!(page.contains("No successful repetition in this condition."));
+        // 9 failed repetitions in 3 cells: one row per cell, shown unfolded.
+        assert_eq!(page.matches(">0, 1 and 2<").count(), 3);
+        assert!(page.contains("<details open><summary>"));
     }
 
     #[test]

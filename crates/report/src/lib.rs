@@ -20,6 +20,7 @@ mod fixture;
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -71,7 +72,9 @@ fn write_atomically(
             target.display()
         )
     };
+    // Readable by others like any report, not tempfile's private 0600.
     let tmp = tempfile::Builder::new()
+        .permissions(std::fs::Permissions::from_mode(0o644))
         .prefix(&format!(".{name}."))
         .tempfile_in(dir)
         .with_context(context)?;
@@ -134,6 +137,13 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, ["report.html", "results.csv", "results.json"]);
+        for name in &names {
+            let mode = std::fs::metadata(out.join(name))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o644, "{name}");
+        }
 
         let back = load_results(&out.join("results.json")).unwrap();
         assert_eq!(back.cells.len(), results.cells.len());

@@ -88,6 +88,31 @@ impl CellSummary {
     pub fn failed(&self) -> usize {
         self.failures.len()
     }
+
+    /// Failures with the same error, together: `(repetitions, error)` in
+    /// order of first occurrence.
+    pub fn failures_by_error(&self) -> Vec<(Vec<u32>, &str)> {
+        let mut groups: Vec<(Vec<u32>, &str)> = Vec::new();
+        for failure in &self.failures {
+            match groups.iter_mut().find(|(_, error)| *error == failure.error) {
+                Some((repetitions, _)) => repetitions.push(failure.repetition),
+                None => groups.push((vec![failure.repetition], &failure.error)),
+            }
+        }
+        groups
+    }
+}
+
+/// `0`, `0 and 2`, `0, 1 and 2`.
+pub fn list_repetitions(repetitions: &[u32]) -> String {
+    match repetitions {
+        [] => String::new(),
+        [only] => only.to_string(),
+        [init @ .., last] => {
+            let init: Vec<String> = init.iter().map(u32::to_string).collect();
+            format!("{} and {last}", init.join(", "))
+        }
+    }
 }
 
 /// Summaries of every cell, ordered as the suite lists profiles, workloads
@@ -387,6 +412,34 @@ mod tests {
             (2, 60.0, 50.0, 70.0)
         );
         assert_eq!(h1.requests, 2000);
+    }
+
+    #[test]
+    fn identical_errors_are_grouped() {
+        let mut results = fixture::results();
+        for record in results
+            .cells
+            .iter_mut()
+            .filter(|r| r.profile == "cellular" && r.protocol == "h2")
+        {
+            record.outcome = Outcome::Failed {
+                error: if record.repetition == 1 {
+                    "reset".into()
+                } else {
+                    "timeout".into()
+                },
+            };
+        }
+        let summaries = summarize(&results);
+        let h2 = find(&summaries, "cellular", "rps-1k", "h2", None);
+        assert_eq!(
+            h2.failures_by_error(),
+            vec![(vec![0, 2], "timeout"), (vec![1], "reset")]
+        );
+        assert_eq!(h2.stats, None);
+        assert_eq!(list_repetitions(&[0, 2]), "0 and 2");
+        assert_eq!(list_repetitions(&[0, 1, 2]), "0, 1 and 2");
+        assert_eq!(list_repetitions(&[4]), "4");
     }
 
     #[test]

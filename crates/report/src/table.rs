@@ -8,7 +8,7 @@ use h3lab_bench::results::Results;
 
 use crate::format::{fraction_as_percent, maybe, short};
 use crate::studies::compare_claims;
-use crate::summary::{summarize, CellSummary};
+use crate::summary::{list_repetitions, summarize, CellSummary};
 
 /// Width the table is laid out for.
 pub const TABLE_WIDTH: u16 = 100;
@@ -184,12 +184,13 @@ fn failure_lines(block: &[&CellSummary]) -> String {
     let mut out = String::new();
     for summary in block {
         let cell = format!("{} {}", summary.key.protocol, summary.key.workload_label());
-        for failure in &summary.failures {
+        for (repetitions, error) in summary.failures_by_error() {
+            let plural = if repetitions.len() > 1 { "s" } else { "" };
             out.push_str(&wrapped(
                 2,
                 &format!(
-                    "FAILED {cell} repetition {}: {}",
-                    failure.repetition, failure.error
+                    "FAILED {cell} repetition{plural} {}: {error}",
+                    list_repetitions(&repetitions)
                 ),
             ));
         }
