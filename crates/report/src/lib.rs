@@ -129,7 +129,10 @@ mod tests {
     fn writes_three_files_and_reads_them_back() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("run");
-        let results = fixture::results();
+        let mut results = fixture::results();
+        // Doubles whose shortest form needs 17 digits must survive a re-render.
+        results.cells[0].cpu.server_s = 0.013444000000000001;
+        results.cells[0].metric.samples = vec![0.1 + 0.2, 24308.899999999998];
         write_all(&results, &out).unwrap();
         let mut names: Vec<String> = std::fs::read_dir(&out)
             .unwrap()
@@ -150,6 +153,12 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&back).unwrap(),
             serde_json::to_value(&results).unwrap()
+        );
+        let again = dir.path().join("again");
+        write_all(&back, &again).unwrap();
+        assert_eq!(
+            std::fs::read(out.join("results.json")).unwrap(),
+            std::fs::read(again.join("results.json")).unwrap()
         );
         let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
         assert_eq!(csv.lines().count(), 1 + summarize(&results).len());
