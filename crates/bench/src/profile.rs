@@ -2,61 +2,79 @@
 //! `[[profile]]` table applied over its `base`.
 
 use anyhow::Context;
-use linkem::config::{
-    parse_jitter, parse_loss_model, parse_percent, parse_queue, parse_rate, parse_time,
-};
-use linkem::model::{LossModel, Trace};
-use linkem::{LinkSettings, RateSpec};
+use linkem::config::{parse_jitter, parse_percent, parse_queue, parse_rate, parse_time, Overrides};
+use linkem::LinkSettings;
 
 use crate::suite::{CustomProfile, Suite};
 
 /// Settings for `name` with `seed`; `None` means plain loopback.
 pub fn settings(suite: &Suite, name: &str, seed: u64) -> anyhow::Result<Option<LinkSettings>> {
     let settings = match suite.custom_profile(name) {
-        Some(custom) => Some(
-            custom_settings(custom).with_context(|| format!("profile `{name}` in the suite"))?,
-        ),
+        Some(custom) => {
+            custom_settings(custom).with_context(|| format!("profile `{name}` in the suite"))?
+        }
         None => linkem::profile(name)?.settings,
     };
     Ok(settings.map(|s| LinkSettings { seed, ..s }))
 }
 
-fn custom_settings(custom: &CustomProfile) -> anyhow::Result<LinkSettings> {
+fn custom_settings(custom: &CustomProfile) -> anyhow::Result<Option<LinkSettings>> {
     let base = match &custom.base {
-        Some(base) => linkem::profile(base)?.settings.unwrap_or_default(),
-        None => LinkSettings::default(),
+        Some(base) => linkem::profile(base)?.settings,
+        None => Some(LinkSettings::default()),
     };
-    let mut settings = base;
-    if let Some(rtt) = &custom.rtt {
-        settings.rtt = parse_time(rtt)?;
-    }
-    if let Some(down) = &custom.down {
-        settings.down = RateSpec::Fixed {
-            bits_per_sec: parse_rate(down)?,
-        };
-    }
-    if let Some(up) = &custom.up {
-        settings.up = RateSpec::Fixed {
-            bits_per_sec: parse_rate(up)?,
-        };
-    }
-    if let Some(path) = &custom.trace_down {
-        settings.down = RateSpec::Trace(Trace::load(path.as_ref())?);
-    }
-    if let Some(path) = &custom.trace_up {
-        settings.up = RateSpec::Trace(Trace::load(path.as_ref())?);
-    }
-    let loss = custom.loss.as_deref().map(parse_percent).transpose()?;
-    settings.loss = match (&custom.loss_model, loss) {
-        (Some(model), loss) => parse_loss_model(model, loss.unwrap_or(settings.loss.mean_loss()))?,
-        (None, Some(p)) => LossModel::Bernoulli { p },
-        (None, None) => settings.loss,
+    let overrides = Overrides {
+        rtt: custom.rtt.as_deref().map(parse_time).transpose()?,
+        down: custom.down.as_deref().map(parse_rate).transpose()?,
+        up: custom.up.as_deref().map(parse_rate).transpose()?,
+        loss: custom.loss.as_deref().map(parse_percent).transpose()?,
+        loss_model: custom.loss_model.clone(),
+        jitter: custom.jitter.as_deref().map(parse_jitter).transpose()?,
+        queue: custom.queue.as_deref().map(parse_queue).transpose()?,
+        trace_down: custom.trace_down.as_ref().map(Into::into),
+        trace_up: custom.trace_up.as_ref().map(Into::into),
+        ..Overrides::default()
     };
-    if let Some(jitter) = &custom.jitter {
-        settings.jitter = Some(parse_jitter(jitter)?);
+    overrides.apply(base)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn suite_with(profile_table: &str) -> Suite {
+        Suite::from_toml(&format!(
+            "name = \"t\"\nprotocols = [\"h2\"]\nprofiles = [\"p\"]\n\
+             [[workload]]\nkind = \"ttfb\"\nname = \"hs\"\n\
+             [[profile]]\nname = \"p\"\n{profile_table}"
+        ))
+        .unwrap()
     }
-    if let Some(queue) = &custom.queue {
-        settings.queue = Some(parse_queue(queue)?);
+
+    #[test]
+    fn custom_profile_overrides_its_base_and_takes_the_cell_seed() {
+        let suite = suite_with("base = \"cellular\"\nrtt = \"100ms\"\nloss = \"0%\"\n");
+        let settings = settings(&suite, "p", 7).unwrap().unwrap();
+        let cellular = linkem::profile("cellular").unwrap().settings.unwrap();
+        assert_eq!(settings.rtt, 100_000_000);
+        assert_eq!(settings.loss.mean_loss(), 0.0);
+        assert_eq!(settings.down, cellular.down);
+        assert_eq!(settings.seed, 7);
     }
-    Ok(settings)
+
+    #[test]
+    fn bad_values_name_the_profile() {
+        let suite = suite_with("rtt = \"soon\"\n");
+        let err = format!("{:#}", settings(&suite, "p", 1).unwrap_err());
+        assert!(err.contains("profile `p`") && err.contains("soon"), "{err}");
+    }
+
+    #[test]
+    fn loopback_stays_unemulated() {
+        let suite = Suite::from_toml(
+            "name = \"t\"\nprotocols = [\"h2\"]\nprofiles = [\"loopback\"]\n[[workload]]\nkind = \"ttfb\"\nname = \"hs\"\n",
+        )
+        .unwrap();
+        assert!(settings(&suite, "loopback", 1).unwrap().is_none());
+    }
 }

@@ -101,8 +101,9 @@ fn start_builtin(
     })
 }
 
-/// Reads the server's stdout until its `listening:` line, on a thread so a
-/// silent server cannot block us past the timeout.
+/// Reads the server's stdout on a thread until its `listening:` line, so a
+/// silent server cannot block us past the timeout. The thread drains the
+/// pipe to the end: a closed pipe would make the server's next line fail.
 fn wait_for_banner(stdout: impl std::io::Read + Send + 'static) -> anyhow::Result<SocketAddr> {
     let (sender, receiver) = mpsc::channel();
     std::thread::spawn(move || {
@@ -110,7 +111,6 @@ fn wait_for_banner(stdout: impl std::io::Read + Send + 'static) -> anyhow::Resul
             let Ok(line) = line else { break };
             if let Some(addr) = parse_banner(&line) {
                 let _ = sender.send(addr);
-                break;
             }
         }
     });

@@ -362,3 +362,88 @@ mod tests {
         );
     }
 }
+
+/// Changes to a profile, as given on the command line (`h3lab net run
+/// --rtt ...`) or in a suite file's `[[profile]]` table. Each `Some` field
+/// replaces the profile's value.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub rtt: Option<Nanos>,
+    pub down: Option<u64>,
+    pub up: Option<u64>,
+    pub loss: Option<f64>,
+    /// `bernoulli` or `gilbert:...`, see [`parse_loss_model`].
+    pub loss_model: Option<String>,
+    pub jitter: Option<Jitter>,
+    pub queue: Option<QueueLimit>,
+    pub reorder: Option<ReorderSpec>,
+    pub duplicate: Option<f64>,
+    /// Mahimahi trace files; each replaces the fixed rate of its direction.
+    pub trace_down: Option<std::path::PathBuf>,
+    pub trace_up: Option<std::path::PathBuf>,
+    pub seed: Option<u64>,
+}
+
+impl Overrides {
+    fn is_empty(&self) -> bool {
+        self.rtt.is_none()
+            && self.down.is_none()
+            && self.up.is_none()
+            && self.loss.is_none()
+            && self.loss_model.is_none()
+            && self.jitter.is_none()
+            && self.queue.is_none()
+            && self.reorder.is_none()
+            && self.duplicate.is_none()
+            && self.trace_down.is_none()
+            && self.trace_up.is_none()
+            && self.seed.is_none()
+    }
+
+    /// `base` with these changes; `None` (plain loopback) stays `None` unless
+    /// something is overridden, which then starts from no impairment.
+    pub fn apply(&self, base: Option<LinkSettings>) -> anyhow::Result<Option<LinkSettings>> {
+        let mut settings = match base {
+            Some(settings) => settings,
+            None if self.is_empty() => return Ok(None),
+            None => LinkSettings::default(),
+        };
+        settings.rtt = self.rtt.unwrap_or(settings.rtt);
+        if let Some(bits_per_sec) = self.down {
+            settings.down = RateSpec::Fixed { bits_per_sec };
+        }
+        if let Some(bits_per_sec) = self.up {
+            settings.up = RateSpec::Fixed { bits_per_sec };
+        }
+        if let Some(path) = &self.trace_down {
+            settings.down = RateSpec::Trace(Trace::load(path)?);
+        }
+        if let Some(path) = &self.trace_up {
+            settings.up = RateSpec::Trace(Trace::load(path)?);
+        }
+        settings.loss = self.loss_model(settings.loss)?;
+        settings.jitter = self.jitter.or(settings.jitter);
+        settings.queue = self.queue.or(settings.queue);
+        settings.reorder = self.reorder.or(settings.reorder);
+        settings.duplicate = self.duplicate.unwrap_or(settings.duplicate);
+        settings.seed = self.seed.unwrap_or(settings.seed);
+        Ok(Some(settings))
+    }
+
+    fn loss_model(&self, profile_loss: LossModel) -> anyhow::Result<LossModel> {
+        match (&self.loss_model, self.loss) {
+            (None, None) => Ok(profile_loss),
+            (None, Some(p)) => Ok(LossModel::Bernoulli { p }),
+            (Some(model), loss) => {
+                let model = parse_loss_model(model, loss.unwrap_or(profile_loss.mean_loss()))?;
+                if matches!(model, LossModel::Gilbert(_)) && loss.is_some() {
+                    anyhow::bail!(
+                        "loss and a gilbert:... loss model both set the loss; \
+                         give the loss through the four gilbert parameters only"
+                    );
+                }
+                Ok(model)
+            }
+        }
+    }
+}

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use linkem::config::{
-    parse_jitter, parse_loss_model, parse_percent, parse_queue, parse_rate, parse_time, ReorderSpec,
+    parse_jitter, parse_percent, parse_queue, parse_rate, parse_time, Overrides, ReorderSpec,
 };
-use linkem::model::{Jitter, LossModel, Nanos, QueueLimit, Trace};
+use linkem::model::{Jitter, Nanos, QueueLimit};
 use linkem::run::{exit_code, run_commands, Interrupted, Placement};
-use linkem::{EmulatedPath, LinkSettings, RateSpec};
+use linkem::{EmulatedPath, LinkSettings};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -178,62 +178,21 @@ fn settings_from(args: &RunArgs) -> anyhow::Result<Option<LinkSettings>> {
         Some(name) => linkem::profile(name)?.settings,
         None => Some(LinkSettings::default()),
     };
-    let overridden = args.rtt.is_some()
-        || args.down.is_some()
-        || args.up.is_some()
-        || args.loss.is_some()
-        || args.loss_model.is_some()
-        || args.jitter.is_some()
-        || args.queue.is_some()
-        || args.reorder.is_some()
-        || args.duplicate.is_some()
-        || args.trace_down.is_some()
-        || args.trace_up.is_some()
-        || args.seed.is_some();
-    let mut settings = match base {
-        Some(settings) => settings,
-        None if overridden => LinkSettings::default(),
-        None => return Ok(None),
+    let overrides = Overrides {
+        rtt: args.rtt,
+        down: args.down,
+        up: args.up,
+        loss: args.loss,
+        loss_model: args.loss_model.clone(),
+        jitter: args.jitter,
+        queue: args.queue,
+        reorder: args.reorder,
+        duplicate: args.duplicate,
+        trace_down: args.trace_down.clone(),
+        trace_up: args.trace_up.clone(),
+        seed: args.seed,
     };
-    if let Some(rtt) = args.rtt {
-        settings.rtt = rtt;
-    }
-    if let Some(bits_per_sec) = args.down {
-        settings.down = RateSpec::Fixed { bits_per_sec };
-    }
-    if let Some(bits_per_sec) = args.up {
-        settings.up = RateSpec::Fixed { bits_per_sec };
-    }
-    if let Some(path) = &args.trace_down {
-        settings.down = RateSpec::Trace(Trace::load(path)?);
-    }
-    if let Some(path) = &args.trace_up {
-        settings.up = RateSpec::Trace(Trace::load(path)?);
-    }
-    settings.loss = loss_model(args, settings.loss)?;
-    settings.jitter = args.jitter.or(settings.jitter);
-    settings.queue = args.queue.or(settings.queue);
-    settings.reorder = args.reorder.or(settings.reorder);
-    settings.duplicate = args.duplicate.unwrap_or(settings.duplicate);
-    settings.seed = args.seed.unwrap_or(settings.seed);
-    Ok(Some(settings))
-}
-
-fn loss_model(args: &RunArgs, profile_loss: LossModel) -> anyhow::Result<LossModel> {
-    match (&args.loss_model, args.loss) {
-        (None, None) => Ok(profile_loss),
-        (None, Some(p)) => Ok(LossModel::Bernoulli { p }),
-        (Some(model), loss) => {
-            let model = parse_loss_model(model, loss.unwrap_or(profile_loss.mean_loss()))?;
-            if matches!(model, LossModel::Gilbert(_)) && loss.is_some() {
-                anyhow::bail!(
-                    "--loss and --loss-model gilbert:... both set the loss; \
-                     give the loss through the four gilbert parameters only"
-                );
-            }
-            Ok(model)
-        }
-    }
+    overrides.apply(base)
 }
 
 fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
