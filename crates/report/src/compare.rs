@@ -8,13 +8,12 @@
 
 use std::collections::BTreeMap;
 
-use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use h3lab_bench::results::Results;
 
 use crate::format::maybe;
 use crate::stats::{RelativeDiff, SampleStats};
 use crate::summary::{summarize, CellKey, CellSummary};
-use crate::table::TABLE_WIDTH;
+use crate::table::{aligned, column_widths, rule};
 
 /// One aligned cell of two runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,7 +69,9 @@ fn change_of(either: &CellSummary, a: Option<&CellSummary>, b: Option<&CellSumma
                 change = RelativeDiff::new(b_s.median, a_s.median, either.higher_is_better);
                 significant = b_s.min > a_s.max || b_s.max < a_s.min;
             }
-            _ => note = Some("no successful repetition on one side".to_string()),
+            (None, None) => note = Some("no data in either".to_string()),
+            (None, Some(_)) => note = Some("no data in a".to_string()),
+            (Some(_), None) => note = Some("no data in b".to_string()),
         }
     }
     CellChange {
@@ -84,45 +85,41 @@ fn change_of(either: &CellSummary, a: Option<&CellSummary>, b: Option<&CellSumma
     }
 }
 
-/// Text report of two runs' differences.
+/// Text report of two runs' differences, one block per profile.
 pub fn compare(a: &Results, b: &Results) -> String {
     let changes = cell_changes(a, b);
     let mut out = format!(
-        "a: {} (started {}, seed {})\nb: {} (started {}, seed {})\n",
+        "a: {} (started {}, seed {})\nb: {} (started {}, seed {})\n\
+         change = b's median against a's; SIGNIFICANT = the two runs' min–max ranges do not overlap\n",
         a.suite.name, a.started_at, a.suite.seed, b.suite.name, b.started_at, b.suite.seed
     );
-    let mut table = Table::new();
-    table
-        .load_preset(presets::UTF8_HORIZONTAL_ONLY)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_width(TABLE_WIDTH)
-        .set_header(vec![
-            "profile", "workload", "proto", "unit", "median a", "median b", "change", "",
-        ]);
-    for change in &changes {
-        let verdict = match (&change.change, &change.note) {
-            (_, Some(note)) => note.clone(),
-            (Some(_), None) if change.significant => "SIGNIFICANT".to_string(),
-            (Some(_), None) => "within spread".to_string(),
-            (None, None) => "no ratio (zero median)".to_string(),
-        };
-        table.add_row(vec![
-            change.key.profile.clone(),
-            change.key.workload_label(),
-            change.key.protocol.clone(),
-            change.unit.clone(),
-            maybe(change.a.as_ref().map(|s| s.median)),
-            maybe(change.b.as_ref().map(|s| s.median)),
-            change.change.map_or_else(|| "–".into(), |d| d.describe()),
-            verdict,
-        ]);
-    }
-    for column in 4..7 {
-        if let Some(column) = table.column_mut(column) {
-            column.set_cell_alignment(CellAlignment::Right);
+    let header: Vec<String> = [
+        "workload", "proto", "unit", "median a", "median b", "change", "",
+    ]
+    .map(str::to_string)
+    .to_vec();
+    let rows: Vec<(String, Vec<String>)> = changes
+        .iter()
+        .map(|change| (change.key.profile.clone(), change_row(change)))
+        .collect();
+    let widths = column_widths(std::iter::once(&header).chain(rows.iter().map(|(_, row)| row)));
+    let mut profiles: Vec<&str> = Vec::new();
+    for (profile, _) in &rows {
+        if !profiles.contains(&profile.as_str()) {
+            profiles.push(profile);
         }
     }
-    out.push_str(&table.to_string());
+    for profile in profiles {
+        let block: Vec<Vec<String>> = rows
+            .iter()
+            .filter(|(p, _)| p == profile)
+            .map(|(_, row)| row.clone())
+            .collect();
+        out.push_str(&format!("\n{profile}\n"));
+        out.push_str(&aligned(vec![header.clone()], &widths, 3));
+        out.push_str(&rule(&widths));
+        out.push_str(&aligned(block, &widths, 3));
+    }
     let significant = changes.iter().filter(|c| c.significant).count();
     out.push_str(&format!(
         "\n{significant} of {} cell(s) changed beyond both runs' min–max spread.\n",
@@ -131,11 +128,31 @@ pub fn compare(a: &Results, b: &Results) -> String {
     out
 }
 
+fn change_row(change: &CellChange) -> Vec<String> {
+    let verdict = match (&change.change, &change.note) {
+        (_, Some(note)) => note.clone(),
+        (Some(_), None) if change.significant => "SIGNIFICANT".to_string(),
+        (Some(_), None) => "within spread".to_string(),
+        (None, None) => "no ratio (zero median)".to_string(),
+    };
+    vec![
+        change.key.workload_label(),
+        change.key.protocol.clone(),
+        change.unit.clone(),
+        maybe(change.a.as_ref().map(|s| s.median)),
+        maybe(change.b.as_ref().map(|s| s.median)),
+        change.change.map_or_else(|| "–".into(), |d| d.describe()),
+        verdict,
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fixture;
     use crate::stats::Verdict;
+    use crate::table::TABLE_WIDTH;
+    use h3lab_bench::results::Outcome;
 
     /// The fixture with broadband h3 rps-1k doubled and a cell only b has.
     fn faster_run() -> Results {
@@ -179,6 +196,15 @@ mod tests {
             .iter()
             .all(|c| c.change.unwrap().verdict == Verdict::Same));
 
+        let failed_in_a = changes
+            .iter()
+            .find(|c| c.key.profile == "cellular" && c.key.protocol == "h1")
+            .unwrap();
+        assert!(
+            failed_in_a.change.is_some(),
+            "two of three repetitions succeeded"
+        );
+
         let only_b = changes.last().unwrap();
         assert_eq!(only_b.key.profile, "satellite");
         assert_eq!(only_b.note.as_deref(), Some("only in b"));
@@ -205,6 +231,29 @@ mod tests {
             .unwrap();
         assert!((shifted.change.unwrap().percent - 15.0 / 210.0 * 100.0).abs() < 1e-9);
         assert!(!shifted.significant);
+    }
+
+    #[test]
+    fn a_cell_without_data_on_one_side_says_which() {
+        let a = fixture::results();
+        let mut b = fixture::results();
+        for record in b
+            .cells
+            .iter_mut()
+            .filter(|r| r.profile == "cellular" && r.protocol == "h3")
+        {
+            record.outcome = Outcome::Failed {
+                error: "timeout".into(),
+            };
+        }
+        let changes = cell_changes(&a, &b);
+        let missing = changes
+            .iter()
+            .find(|c| c.key.profile == "cellular" && c.key.protocol == "h3")
+            .unwrap();
+        assert_eq!(missing.note.as_deref(), Some("no data in b"));
+        assert_eq!(missing.change, None);
+        assert!(!missing.significant);
     }
 
     #[test]

@@ -76,13 +76,12 @@ fn profile_block(profile: &str, block: &[&CellSummary], baseline: &str) -> Strin
     let groups = workload_groups(block);
     let widths =
         column_widths(std::iter::once(&header).chain(groups.iter().flat_map(|(_, rows)| rows)));
-    let rule = "─".repeat(widths.iter().map(|w| usize::from(*w) + COLUMN_GAP).sum());
     let mut out = format!("\n{profile} (path RTT {} ms)\n", short(rtt));
-    out.push_str(&aligned(vec![header], &widths));
-    out.push_str(&format!("{rule}\n"));
+    out.push_str(&aligned(vec![header], &widths, 1));
+    out.push_str(&rule(&widths));
     for (heading, rows) in groups {
         out.push_str(&format!("{heading}\n"));
-        out.push_str(&aligned(rows, &widths));
+        out.push_str(&aligned(rows, &widths, 1));
     }
     out.push_str(&failure_lines(block));
     out
@@ -113,7 +112,7 @@ fn workload_groups(block: &[&CellSummary]) -> Vec<(String, Vec<Vec<String>>)> {
     groups
 }
 
-fn column_widths<'a>(rows: impl Iterator<Item = &'a Vec<String>>) -> Vec<u16> {
+pub(crate) fn column_widths<'a>(rows: impl Iterator<Item = &'a Vec<String>>) -> Vec<u16> {
     let mut widths: Vec<u16> = Vec::new();
     for row in rows {
         widths.resize(widths.len().max(row.len()), 0);
@@ -124,8 +123,9 @@ fn column_widths<'a>(rows: impl Iterator<Item = &'a Vec<String>>) -> Vec<u16> {
     widths
 }
 
-/// Rows laid out with fixed column widths: text left, numbers right.
-fn aligned(rows: Vec<Vec<String>>, widths: &[u16]) -> String {
+/// Rows laid out with fixed column widths; columns from `first_right` on
+/// are right-aligned (numbers), the ones before left-aligned (names).
+pub(crate) fn aligned(rows: Vec<Vec<String>>, widths: &[u16], first_right: usize) -> String {
     let mut table = Table::new();
     table
         .load_preset(presets::NOTHING)
@@ -142,13 +142,20 @@ fn aligned(rows: Vec<Vec<String>>, widths: &[u16]) -> String {
         );
     for (index, column) in table.column_iter_mut().enumerate() {
         column.set_padding((COLUMN_GAP as u16, 0));
-        if index > 0 {
+        if index >= first_right {
             column.set_cell_alignment(CellAlignment::Right);
         }
     }
-    let mut text = table.to_string();
-    text.push('\n');
-    text
+    table
+        .lines()
+        .map(|line| line.trim_end().to_string() + "\n")
+        .collect()
+}
+
+/// A horizontal rule as wide as aligned rows of these widths.
+pub(crate) fn rule(widths: &[u16]) -> String {
+    let width: usize = widths.iter().map(|w| usize::from(*w) + COLUMN_GAP).sum();
+    format!("{}\n", "─".repeat(width))
 }
 
 fn row(summary: &CellSummary) -> Vec<String> {
