@@ -10,7 +10,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "h3lab", version, about = "Is HTTP/3 faster than HTTP/2 and HTTP/1.1 for my users? Measure it.")]
+#[command(
+    name = "h3lab",
+    version,
+    about = "Is HTTP/3 faster than HTTP/2 and HTTP/1.1 for my users? Measure it."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -24,6 +28,12 @@ enum Command {
     Load(cmd::load::Args),
     /// Run commands behind an emulated network link (no netem needed).
     Net(cmd::net::Args),
+    /// Compare h1, h2 and h3 across network profiles and workloads (the main job).
+    Bench(cmd::bench::Args),
+    /// Re-render a saved results.json into results.csv and report.html.
+    Report(cmd::report::ReportArgs),
+    /// Show how two saved runs differ.
+    Compare(cmd::report::CompareArgs),
 }
 
 fn main() -> ExitCode {
@@ -33,6 +43,9 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd::serve::run(args),
         Command::Load(args) => cmd::load::run(args),
         Command::Net(args) => cmd::net::run(args),
+        Command::Bench(args) => cmd::bench::run(args),
+        Command::Report(args) => cmd::report::report(args),
+        Command::Compare(args) => cmd::report::compare(args),
     };
     match outcome {
         Ok(code) => code,

@@ -1,6 +1,8 @@
 //! One module per subcommand: its clap arguments and a `run` that wires the
 //! library crates together.
 
+pub mod bench;
 pub mod load;
 pub mod net;
+pub mod report;
 pub mod serve;

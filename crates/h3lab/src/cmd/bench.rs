@@ -1,0 +1,239 @@
+//! `h3lab bench`: run a suite (a preset or a TOML file) and write
+//! `results.json`, `results.csv` and `report.html`, rewritten after every
+//! cell so an interrupted or crashed run keeps what it finished.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use h3lab_bench::results::{Outcome, Results};
+use h3lab_bench::runner::{self, RunContext};
+use h3lab_bench::suite::{Suite, Workload};
+use h3lab_bench::{presets, CellSpec};
+use indicatif::{ProgressBar, ProgressStyle};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Suite file (TOML, see docs/suite.md); default: the `default` preset.
+    #[arg(value_name = "SUITE.toml", conflicts_with = "preset")]
+    suite: Option<PathBuf>,
+    /// Run a built-in preset (see --list).
+    #[arg(long, value_name = "NAME")]
+    preset: Option<String>,
+    /// List the built-in presets and exit.
+    #[arg(long)]
+    list: bool,
+    /// Print a preset's suite file (a starting point for your own) and exit.
+    #[arg(long, value_name = "NAME")]
+    show: Option<String>,
+    /// Directory for results.json, results.csv and report.html
+    /// (default: h3lab-results/<suite>-<time>).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Print the cells that would run, and exit.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.list {
+        print_presets()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(name) = &args.show {
+        let text = presets::preset_text(name).with_context(|| {
+            format!(
+                "unknown preset `{name}`; choose one of: {}",
+                presets::names().join(", ")
+            )
+        })?;
+        print!("{text}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (suite, preset) = load_suite(&args)?;
+    let cells = runner::plan(&suite);
+    if args.dry_run {
+        for cell in &cells {
+            println!("{}", cell.label());
+        }
+        println!("{} cells", cells.len());
+        return Ok(ExitCode::SUCCESS);
+    }
+    check_privileges(&suite)?;
+    let out = args.out.clone().unwrap_or_else(|| default_out_dir(&suite));
+    run_suite(&suite, preset, &cells, &out)
+}
+
+fn load_suite(args: &Args) -> anyhow::Result<(Suite, Option<String>)> {
+    match (&args.suite, &args.preset) {
+        (Some(path), _) => {
+            let text = std::fs::read_to_string(path).with_context(|| {
+                format!("cannot read suite file {}; check the path", path.display())
+            })?;
+            let suite = Suite::from_toml(&text)
+                .with_context(|| format!("suite file {}", path.display()))?;
+            Ok((suite, None))
+        }
+        (None, preset) => {
+            let name = preset.as_deref().unwrap_or("default");
+            let suite = presets::preset(name)?;
+            let canonical = suite.name.clone();
+            Ok((suite, Some(canonical)))
+        }
+    }
+}
+
+fn print_presets() -> anyhow::Result<()> {
+    for name in presets::names() {
+        let suite = presets::preset(name)?;
+        let cells = runner::plan(&suite);
+        let minutes = cells.iter().map(estimated_seconds).sum::<f64>() / 60.0;
+        println!("{name:<9} {} cells, about {minutes:.0} min", cells.len());
+        println!("          {}\n", suite.description.replace('\n', " "));
+    }
+    println!("Run one with `h3lab bench --preset NAME`; `h3lab bench --show NAME` prints its suite file.");
+    Ok(())
+}
+
+/// Every emulated profile needs network namespaces, so root.
+fn check_privileges(suite: &Suite) -> anyhow::Result<()> {
+    let emulated = suite.profiles.iter().any(|p| p != "loopback");
+    if emulated && !nix::unistd::geteuid().is_root() {
+        anyhow::bail!(
+            "`h3lab bench` emulates network paths in network namespaces, which needs root \
+             (or CAP_NET_ADMIN): run it with sudo, or use only the `loopback` profile"
+        );
+    }
+    Ok(())
+}
+
+fn default_out_dir(suite: &Suite) -> PathBuf {
+    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        .to_string()
+        .replace(':', "");
+    PathBuf::from("h3lab-results").join(format!("{}-{stamp}", suite.name))
+}
+
+fn run_suite(
+    suite: &Suite,
+    preset: Option<String>,
+    cells: &[CellSpec],
+    out: &Path,
+) -> anyhow::Result<ExitCode> {
+    let stop = Arc::new(AtomicBool::new(false));
+    // A second Ctrl-C ends at once; the next start removes stale namespaces.
+    signal_hook::flag::register_conditional_shutdown(
+        signal_hook::consts::SIGINT,
+        130,
+        stop.clone(),
+    )?;
+    signal_hook::flag::register(signal_hook::consts::SIGINT, stop.clone())?;
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, stop.clone())?;
+    let scratch = tempfile::Builder::new()
+        .prefix("h3lab-bench-")
+        .tempdir()
+        .context("cannot create a scratch directory")?;
+    let ctx = RunContext {
+        exe: std::env::current_exe().context("cannot find the h3lab executable")?,
+        scratch: scratch.path().to_path_buf(),
+        stop: stop.clone(),
+        preset,
+    };
+    // Write an empty but valid result set first: even a run killed in its
+    // first cell leaves files that say so.
+    h3lab_report::write_all(&runner::new_results(suite, &ctx), out)?;
+    eprintln!(
+        "h3lab bench: suite `{}`, {} cells, writing to {}",
+        suite.name,
+        cells.len(),
+        out.display()
+    );
+    let progress = progress_bar(cells);
+    let mut write_error = None;
+    let mut index = 0;
+    let results = runner::run(suite, &ctx, |results, record| {
+        progress.inc(estimated_seconds(&cells[index]).round() as u64);
+        index += 1;
+        if let Outcome::Failed { error } = &record.outcome {
+            progress.println(format!(
+                "cell failed: {} {} {}: {error}",
+                record.profile, record.workload, record.protocol
+            ));
+        }
+        if let Some(next) = cells.get(index) {
+            progress.set_message(next.label());
+        }
+        if let Err(err) = h3lab_report::write_all(results, out) {
+            write_error.get_or_insert(err);
+        }
+    });
+    progress.finish_and_clear();
+    h3lab_report::write_all(&results, out)?;
+    if let Some(err) = write_error {
+        eprintln!("warning: writing intermediate results failed once: {err:#}");
+    }
+    print!("{}", h3lab_report::terminal_table(&results));
+    println!("\nresults: {}", out.join("results.json").display());
+    println!("table:   {}", out.join("results.csv").display());
+    println!("report:  {}", out.join("report.html").display());
+    Ok(exit_code(&results, &stop))
+}
+
+fn exit_code(results: &Results, stop: &AtomicBool) -> ExitCode {
+    let failed = results
+        .cells
+        .iter()
+        .filter(|c| c.outcome != Outcome::Ok)
+        .count();
+    if stop.load(Ordering::Relaxed) {
+        eprintln!(
+            "interrupted: {} cells finished; the files above hold them",
+            results.cells.len()
+        );
+        return ExitCode::from(130);
+    }
+    if failed > 0 {
+        eprintln!(
+            "error: {failed} of {} cells failed; their errors are in the report",
+            results.cells.len()
+        );
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
+/// A progress bar whose units are estimated seconds, so the ETA accounts
+/// for cells of very different lengths.
+fn progress_bar(cells: &[CellSpec]) -> ProgressBar {
+    let total: f64 = cells.iter().map(estimated_seconds).sum();
+    let bar = ProgressBar::new(total.round() as u64);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta} {msg}",
+        )
+        .expect("valid progress template"),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    if let Some(first) = cells.first() {
+        bar.set_message(first.label());
+    }
+    bar
+}
+
+/// Rough wall time of a cell: set-up plus the workload's own length.
+fn estimated_seconds(cell: &CellSpec) -> f64 {
+    const SETUP_S: f64 = 1.0;
+    let rtt_s = linkem::profile(&cell.profile)
+        .ok()
+        .and_then(|p| p.settings)
+        .map_or(0.0, |s| s.rtt as f64 / 1e9);
+    SETUP_S
+        + match &cell.workload {
+            Workload::Rps { duration, .. } => duration.0.as_secs_f64(),
+            Workload::Download { size, .. } => size.0 as f64 * 8.0 / 50e6 + 20.0 * rtt_s,
+            Workload::Ttfb { samples, .. } => f64::from(samples.0 + 1) * 4.0 * rtt_s,
+        }
+}

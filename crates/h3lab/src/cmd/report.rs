@@ -1,0 +1,40 @@
+//! `h3lab report` and `h3lab compare`: re-render or compare saved runs.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct ReportArgs {
+    /// A results.json written by `h3lab bench`.
+    results: PathBuf,
+    /// Where to write results.csv and report.html (default: beside the JSON).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+pub struct CompareArgs {
+    /// The earlier run's results.json.
+    a: PathBuf,
+    /// The later run's results.json.
+    b: PathBuf,
+}
+
+pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let results = h3lab_report::load_results(&args.results)?;
+    let out = args
+        .out
+        .or_else(|| args.results.parent().map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("."));
+    h3lab_report::write_all(&results, &out)?;
+    print!("{}", h3lab_report::terminal_table(&results));
+    println!("\nreport: {}", out.join("report.html").display());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let a = h3lab_report::load_results(&args.a)?;
+    let b = h3lab_report::load_results(&args.b)?;
+    print!("{}", h3lab_report::compare(&a, &b));
+    Ok(ExitCode::SUCCESS)
+}
