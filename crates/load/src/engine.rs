@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
-use futures::future::join_all;
+use futures::stream::{FuturesUnordered, StreamExt};
 use h3lab_client::{
     client_tls_config, ClientError, ConnectTiming, Connector, Proto, RequestTemplate, Sender,
     Target,
@@ -286,8 +286,12 @@ impl Worker {
             self.plan.tls.clone(),
             self.plan.connect_timeout,
         )?);
-        let all =
-            join_all((0..connections).map(|_| self.clone().keep_connected(connector.clone())));
+        // FuturesUnordered polls only the woken future; join_all would poll
+        // every connection on each wake-up.
+        let all = (0..connections)
+            .map(|_| self.clone().keep_connected(connector.clone()))
+            .collect::<FuturesUnordered<_>>()
+            .collect::<Vec<()>>();
         let deadline = async {
             match self.plan.deadline {
                 Some(deadline) => sleep_until(deadline.into()).await,
@@ -344,12 +348,12 @@ impl Worker {
             .collect();
         senders.push(first);
         let answered = Cell::new(false);
-        let ends = join_all(
-            senders
-                .into_iter()
-                .map(|sender| self.request_loop(sender, &answered)),
-        )
-        .await;
+        let ends: Vec<LoopEnd> = senders
+            .into_iter()
+            .map(|sender| self.request_loop(sender, &answered))
+            .collect::<FuturesUnordered<_>>()
+            .collect()
+            .await;
         if ends.contains(&LoopEnd::ConnectionLost) {
             LoopEnd::ConnectionLost
         } else {
