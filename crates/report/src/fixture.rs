@@ -78,7 +78,7 @@ pub(crate) fn results() -> Results {
             seed: 7,
             warmup_s: 1.0,
             baseline: "h2".into(),
-            target: "h3".into(),
+            target: "built-in server (h3lab serve)".into(),
         },
         environment: Environment {
             h3lab_version: "0.1.0".into(),

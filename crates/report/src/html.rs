@@ -33,7 +33,7 @@ pub fn render_html(results: &Results) -> String {
     let summaries = summarize(results);
     let colours = protocol_colours(results);
     let conditions = conditions(results, &summaries);
-    let claims = compare_claims(&results.studies, &summaries, &results.suite.target);
+    let claims = compare_claims(&results.studies, &summaries, &results.suite.baseline);
     let plot_data = embedded_json(&PlotData {
         colours: &colours,
         violins: conditions
@@ -257,7 +257,8 @@ fn header(results: &Results) -> Markup {
             dl.meta {
                 @if let Some(preset) = &suite.preset { (meta_item("preset", preset)) }
                 (meta_item("protocols", &suite.protocols.join(", ")))
-                (meta_item("baseline / target", &format!("{} / {}", suite.baseline, suite.target)))
+                (meta_item("baseline", &suite.baseline))
+                (meta_item("server", &suite.target))
                 (meta_item("profiles", &suite.profiles.join(", ")))
                 (meta_item("workloads", &suite.workloads.join(", ")))
                 (meta_item("repetitions", &suite.repetitions.to_string()))

@@ -1,9 +1,10 @@
 //! Published figures beside ours: for each study claim, our median for the
 //! matching cell and whether the direction of the effect agrees.
 //!
-//! Direction means which protocol of a pair is better. The pairs are the
-//! suite's target protocol against every other published protocol; when the
-//! target has no published figure, every pair of published protocols.
+//! Direction means which protocol of a pair is better. The pairs are every
+//! published protocol against the suite's baseline protocol (e.g. h3 vs h2,
+//! h1 vs h2); when the baseline has no published figure, every pair of
+//! published protocols.
 
 use std::collections::BTreeMap;
 
@@ -75,7 +76,7 @@ impl ClaimComparison<'_> {
 pub fn compare_claims<'a>(
     claims: &'a [StudyClaim],
     summaries: &[CellSummary],
-    target: &str,
+    baseline: &str,
 ) -> Vec<ClaimComparison<'a>> {
     let by_key: BTreeMap<&CellKey, &CellSummary> = summaries.iter().map(|s| (&s.key, s)).collect();
     claims
@@ -102,7 +103,7 @@ pub fn compare_claims<'a>(
                     }),
                 })
                 .collect();
-            let pairs = pairs_of(claim, target)
+            let pairs = pairs_of(claim, baseline)
                 .into_iter()
                 .map(|(subject, other)| PairDirection {
                     published: RelativeDiff::new(
@@ -132,13 +133,13 @@ fn our_difference(
     )
 }
 
-fn pairs_of(claim: &StudyClaim, target: &str) -> Vec<(String, String)> {
+fn pairs_of(claim: &StudyClaim, baseline: &str) -> Vec<(String, String)> {
     let protocols: Vec<&String> = claim.published.keys().collect();
-    if claim.published.contains_key(target) {
+    if claim.published.contains_key(baseline) {
         return protocols
             .iter()
-            .filter(|p| p.as_str() != target)
-            .map(|other| (target.to_string(), other.to_string()))
+            .filter(|p| p.as_str() != baseline)
+            .map(|subject| (subject.to_string(), baseline.to_string()))
             .collect();
     }
     let mut pairs = Vec::new();
@@ -148,4 +149,54 @@ fn pairs_of(claim: &StudyClaim, target: &str) -> Vec<(String, String)> {
         }
     }
     pairs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture;
+    use crate::stats::Verdict;
+    use crate::summary::summarize;
+
+    #[test]
+    fn pairs_every_protocol_with_the_baseline() {
+        let results = fixture::results();
+        let summaries = summarize(&results);
+        let comparisons = compare_claims(&results.studies, &summaries, "h2");
+
+        let rps = &comparisons[0];
+        let pairs: Vec<(&str, &str)> = rps
+            .pairs
+            .iter()
+            .map(|p| (p.subject.as_str(), p.other.as_str()))
+            .collect();
+        assert_eq!(pairs, [("h1", "h2"), ("h3", "h2")]);
+        assert!(rps.pairs.iter().all(|p| p.agrees() == Some(true)));
+        assert!(!rps.differs());
+        let h3 = rps.rows.iter().find(|r| r.protocol == "h3").unwrap();
+        assert_eq!(h3.published, 42100.0);
+        assert_eq!(h3.ours, Some((250.0, "req/s".to_string(), 3)));
+
+        // Published: h3 cold 2 RTT vs h2 3 RTT (better); ours 73 ms vs 63 ms (worse).
+        let cold = &comparisons[1];
+        let pair = &cold.pairs[0];
+        assert_eq!(pair.published.unwrap().verdict, Verdict::Better);
+        assert_eq!(pair.ours.unwrap().verdict, Verdict::Worse);
+        assert_eq!(pair.agrees(), Some(false));
+        assert!(cold.differs());
+        assert!(pair.describe().ends_with("direction DIFFERS"));
+    }
+
+    #[test]
+    fn without_a_published_baseline_every_pair_is_compared() {
+        let mut results = fixture::results();
+        results.studies[0].published.remove("h2");
+        results.studies[0].profile = "nowhere".into();
+        let comparisons = compare_claims(&results.studies, &summarize(&results), "h2");
+        let pair = &comparisons[0].pairs[0];
+        assert_eq!((pair.subject.as_str(), pair.other.as_str()), ("h3", "h1"));
+        assert_eq!(pair.ours, None);
+        assert_eq!(pair.agrees(), None);
+        assert!(comparisons[0].rows.iter().all(|r| r.ours.is_none()));
+    }
 }

@@ -228,7 +228,7 @@ fn wrapped(indent: u16, text: &str) -> String {
 }
 
 fn claims_block(results: &Results, summaries: &[CellSummary]) -> String {
-    let comparisons = compare_claims(&results.studies, summaries, &results.suite.target);
+    let comparisons = compare_claims(&results.studies, summaries, &results.suite.baseline);
     if comparisons.is_empty() {
         return String::new();
     }

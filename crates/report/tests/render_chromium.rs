@@ -297,7 +297,7 @@ fn synthetic_results() -> Results {
             seed: 1,
             warmup_s: 2.0,
             baseline: "h2".into(),
-            target: "h3".into(),
+            target: "built-in server (h3lab serve)".into(),
         },
         environment: Environment {
             h3lab_version: "0.1.0".into(),
