@@ -1,10 +1,128 @@
-//! `h3lab serve` (being built; see the issue tracker).
+//! `h3lab serve`: run the dual-stack reference server until SIGINT or SIGTERM.
 
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use h3lab_server::{Limits, RunningServer, ServerConfig, TlsSource};
+use tokio::signal::unix::{signal, SignalKind};
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Address and port for TCP (h1, h2) and UDP (h3); port 0 picks a free one.
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8443")]
+    listen: SocketAddr,
+    /// PEM certificate chain (default: generate a self-signed one).
+    #[arg(long, value_name = "PEM", requires = "key")]
+    cert: Option<PathBuf>,
+    /// PEM private key for --cert.
+    #[arg(long, value_name = "PEM", requires = "cert")]
+    key: Option<PathBuf>,
+    /// Extra name or IP for the generated certificate (repeatable).
+    #[arg(long = "san", value_name = "NAME", conflicts_with = "cert")]
+    sans: Vec<String>,
+    /// Write the certificate as PEM here, for clients' --ca.
+    #[arg(long, value_name = "PATH")]
+    write_cert: Option<PathBuf>,
+    /// Serve HTTP/1.1 and h2c on TCP without TLS (no HTTP/3).
+    #[arg(long, conflicts_with_all = ["cert", "key", "sans", "write_cert"])]
+    cleartext: bool,
+    /// Directory served under /static/.
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Largest request header block in bytes (h1 buffer, h2 header list, h3 field section).
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_header_bytes)]
+    max_header_bytes: usize,
+    /// Largest /echo request body in bytes; larger gets 413.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_body_bytes)]
+    max_body_bytes: u64,
+    /// Largest n for /bytes/{n}; larger gets 400.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_response_bytes)]
+    max_response_bytes: u64,
+    /// Concurrent streams per h2 or h3 connection.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_streams_per_connection)]
+    max_streams: u32,
+    /// Open connections, TCP and QUIC together.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_connections)]
+    max_connections: usize,
+    /// Longest /delay/{ms}; longer gets 400.
+    #[arg(long, value_name = "MS", default_value_t = Limits::default().max_delay.as_millis() as u64)]
+    max_delay_ms: u64,
+    /// On SIGINT/SIGTERM, how long in-flight requests may still run.
+    #[arg(long, value_name = "MS", default_value_t = Limits::default().shutdown_grace.as_millis() as u64)]
+    shutdown_grace_ms: u64,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`h3lab serve` is not built yet")
+impl Args {
+    fn server_config(self) -> ServerConfig {
+        let tls = match (self.cert, self.key) {
+            (Some(cert), Some(key)) => TlsSource::PemFiles { cert, key },
+            _ => TlsSource::SelfSigned,
+        };
+        ServerConfig {
+            listen: self.listen,
+            tls,
+            cleartext: self.cleartext,
+            root: self.root,
+            limits: Limits {
+                max_header_bytes: self.max_header_bytes,
+                max_body_bytes: self.max_body_bytes,
+                max_streams_per_connection: self.max_streams,
+                max_connections: self.max_connections,
+                max_response_bytes: self.max_response_bytes,
+                max_delay: Duration::from_millis(self.max_delay_ms),
+                shutdown_grace: Duration::from_millis(self.shutdown_grace_ms),
+            },
+            extra_sans: self.sans,
+        }
+    }
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the tokio runtime")?;
+    runtime.block_on(serve(args))
+}
+
+async fn serve(args: Args) -> Result<ExitCode> {
+    let write_cert = args.write_cert.clone();
+    let server = h3lab_server::start(args.server_config()).await?;
+    if let (Some(path), Some(pem)) = (&write_cert, server.cert_pem()) {
+        std::fs::write(path, pem).with_context(|| {
+            format!(
+                "cannot write the certificate to {}; pass a writable --write-cert path",
+                path.display()
+            )
+        })?;
+    }
+    print_banner(&server)?;
+    wait_for_stop_signal().await?;
+    eprintln!("shutting down: finishing in-flight requests");
+    let summary = server.shutdown().await;
+    println!("{summary}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_banner(server: &RunningServer) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    for line in server.banner() {
+        writeln!(stdout, "{line}")?;
+    }
+    stdout.flush()?;
+    Ok(())
+}
+
+async fn wait_for_stop_signal() -> Result<()> {
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+    let mut terminate = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+    tokio::select! {
+        _ = interrupt.recv() => {}
+        _ = terminate.recv() => {}
+    }
+    Ok(())
 }

@@ -239,7 +239,33 @@ impl Client {
                 sender.ready().await.expect("h2 connection ready");
                 into_reply(sender.send_request(request).await.expect("h2 response")).await
             }
-            Sender::H3(sender) => send_h3(sender, request).await,
+            Sender::H3(sender) => send_h3(sender, request).await.unwrap(),
+        }
+    }
+
+    /// Like [`Client::send`], but an h3 request the client refuses to send
+    /// (e.g. headers over the server's advertised limit) is an `Err`.
+    pub async fn try_send(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: HeaderMap,
+        body: ClientBody,
+    ) -> Result<Reply, String> {
+        match (&mut self.sender, self.proto) {
+            (Sender::H3(sender), _) => {
+                let port = self.addr.port();
+                let mut request = Request::builder()
+                    .method(method)
+                    .uri(format!("https://localhost:{port}{path}"))
+                    .body(body)
+                    .unwrap();
+                request.headers_mut().extend(headers);
+                send_h3(sender, request)
+                    .await
+                    .map_err(|err| format!("{err:?}"))
+            }
+            _ => Ok(self.send(method, path, headers, body).await),
         }
     }
 
@@ -270,13 +296,10 @@ async fn into_reply(response: http::Response<hyper::body::Incoming>) -> Reply {
 async fn send_h3(
     sender: &mut h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>,
     request: Request<ClientBody>,
-) -> Reply {
+) -> Result<Reply, h3::error::StreamError> {
     let (parts, body) = request.into_parts();
     let body = body.collect().await.unwrap().to_bytes();
-    let mut stream = sender
-        .send_request(Request::from_parts(parts, ()))
-        .await
-        .unwrap();
+    let mut stream = sender.send_request(Request::from_parts(parts, ())).await?;
     // The server may answer (e.g. 413) and stop reading before the whole body is sent.
     if !body.is_empty() {
         let _ = stream.send_data(body).await;
@@ -288,11 +311,11 @@ async fn send_h3(
         data.put(chunk);
     }
     let (parts, ()) = response.into_parts();
-    Reply {
+    Ok(Reply {
         status: parts.status,
         headers: parts.headers,
         body: data.freeze(),
-    }
+    })
 }
 
 /// A scratch directory, removed on drop.

@@ -1,9 +1,13 @@
 //! Connection and header limits.
 
+use bytes::Bytes;
 use h3lab_server::Limits;
 use http::{HeaderMap, HeaderValue, StatusCode};
 
-use crate::common::{connect, connect_tcp, eventually, full, quic_endpoint, start, tcp_tls, Proto};
+use crate::common::{
+    connect, connect_tcp, eventually, full, h3_over, quic_endpoint, start, tcp_tls, Proto,
+    PROTOCOLS,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_the_connection_limit_tcp_gets_503_and_quic_is_refused() {
@@ -51,7 +55,7 @@ async fn over_the_connection_limit_tcp_gets_503_and_quic_is_refused() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    let mut h3 = crate::common::h3_over(
+    let mut h3 = h3_over(
         &endpoint,
         admitted.expect("QUIC admitted after the TCP client left"),
     )
@@ -61,21 +65,44 @@ async fn over_the_connection_limit_tcp_gets_503_and_quic_is_refused() {
     h3.close();
 }
 
+fn padded(len: usize) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        "x-padding",
+        HeaderValue::from_str(&"a".repeat(len)).unwrap(),
+    );
+    headers
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn oversized_h1_headers_get_431() {
+async fn oversized_headers_get_431_on_every_protocol() {
     let limits = Limits {
         max_header_bytes: 8192,
         ..Limits::default()
     };
     let server = start(None, limits).await;
-    let mut client = connect(&server, Proto::H1).await;
-    let mut headers = HeaderMap::new();
-    headers.insert(
-        "x-padding",
-        HeaderValue::from_str(&"a".repeat(16 * 1024)).unwrap(),
-    );
-    let reply = client
-        .send("GET", "/health", headers, full(bytes::Bytes::new()))
-        .await;
-    assert_eq!(reply.status, StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
+    for proto in PROTOCOLS {
+        let mut client = connect(&server, proto).await;
+        let small = client
+            .send("GET", "/health", padded(2048), full(Bytes::new()))
+            .await;
+        assert_eq!(small.status, StatusCode::OK, "{proto:?}");
+        let large = client
+            .try_send("GET", "/health", padded(16 * 1024), full(Bytes::new()))
+            .await;
+        match large {
+            Ok(reply) => assert_eq!(
+                reply.status,
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "{proto:?}"
+            ),
+            // An h3 client that has the server's SETTINGS refuses to send; the
+            // limit it cites is the one the server advertised.
+            Err(err) => assert!(
+                proto == Proto::H3 && err.contains("max_size: 8192"),
+                "{proto:?}: {err}"
+            ),
+        }
+        client.close();
+    }
 }
