@@ -43,35 +43,30 @@ fn report_renders_with_all_plots_in_chromium() {
     // 2 profiles × 3 workloads violins + CDFs for the 4 conditions with histograms.
     assert_eq!(plot_ids.len(), 10, "{plot_ids:?}");
 
-    let dom = chromium(&["--dump-dom"], &report);
+    let run = chromium(&["--dump-dom"], &report);
     for id in &plot_ids {
-        let drawn = plot_markup(&dom, id);
-        assert!(
-            drawn.contains(r#"class="main-svg""#),
-            "plot {id} has no SVG"
-        );
-        if id.starts_with("violin-") {
-            assert!(
-                drawn.contains(r#"class="violinlayer"#),
-                "plot {id} has no violin layer"
-            );
-            assert!(
-                drawn.contains(r#"class="trace violins""#),
-                "plot {id} drew no violin"
-            );
-            assert!(
-                drawn.contains(r#"class="violin""#),
-                "plot {id} drew no violin path"
-            );
+        let drawn = plot_markup(&run.stdout, id);
+        // plotly's SVG: the layer, a trace group and a drawn path for each plot.
+        let expected: &[&str] = if id.starts_with("violin-") {
+            &[
+                r#"class="main-svg""#,
+                r#"class="violinlayer"#,
+                r#"class="trace violins""#,
+                r#"<path class="violin""#,
+            ]
         } else {
+            &[
+                r#"class="main-svg""#,
+                r#"class="scatterlayer"#,
+                r#"class="trace scatter"#,
+                r#"<path class="js-line" d="M"#,
+            ]
+        };
+        for marker in expected {
             assert!(
-                drawn.contains(r#"class="scatterlayer"#),
-                "plot {id} has no scatter layer"
-            );
-            let line = drawn.find(r#"class="js-line""#).expect("a CDF line");
-            assert!(
-                drawn[line.saturating_sub(200)..].contains(r#"d="M"#),
-                "plot {id}: line without path"
+                drawn.contains(marker),
+                "plot {id} lacks {marker}; chromium log:\n{}",
+                run.log_tail()
             );
         }
     }
@@ -99,9 +94,28 @@ fn report_renders_with_all_plots_in_chromium() {
     );
 }
 
-/// Runs headless Chromium on `page` with a fresh profile; returns stdout.
-fn chromium(extra: &[&str], page: &Path) -> String {
+/// What a Chromium run printed: stdout, and its log (console messages and
+/// errors) for failure messages.
+struct ChromiumRun {
+    stdout: String,
+    log: String,
+}
+
+impl ChromiumRun {
+    fn log_tail(&self) -> &str {
+        let start = self.log.len().saturating_sub(3000);
+        let start = (start..self.log.len())
+            .find(|&i| self.log.is_char_boundary(i))
+            .unwrap_or(start);
+        &self.log[start..]
+    }
+}
+
+/// Runs headless Chromium on `page` with a fresh profile.
+fn chromium(extra: &[&str], page: &Path) -> ChromiumRun {
     let profile = tempfile::tempdir().unwrap();
+    let log_path = profile.path().join("chromium.log");
+    let log_file = std::fs::File::create(&log_path).unwrap();
     let mut child = Command::new(CHROMIUM)
         .args([
             "--headless",
@@ -112,20 +126,26 @@ fn chromium(extra: &[&str], page: &Path) -> String {
             "--disable-component-update",
             "--disable-sync",
             "--virtual-time-budget=10000",
+            "--enable-logging=stderr",
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .args(extra)
         .arg(format!("file://{}", page.display()))
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(log_file)
         .spawn()
         .expect("start chromium");
     let stdout = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap());
     let started = Instant::now();
+    let read_log = || std::fs::read_to_string(&log_path).unwrap_or_default();
     loop {
         if let Some(status) = child.try_wait().unwrap() {
-            assert!(status.success(), "chromium exited with {status}");
+            assert!(
+                status.success(),
+                "chromium exited with {status}; log:\n{}",
+                read_log()
+            );
             break;
         }
         if started.elapsed() > CHROMIUM_DEADLINE {
@@ -135,7 +155,10 @@ fn chromium(extra: &[&str], page: &Path) -> String {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    reader.join().unwrap()
+    ChromiumRun {
+        stdout: reader.join().unwrap(),
+        log: read_log(),
+    }
 }
 
 /// The ids of the plot divs, in page order.
