@@ -164,6 +164,51 @@ impl Connector {
         Ok(Connection { sender, timing })
     }
 
+    /// h3 with the request in 0-RTT when a ticket allows it. Returns the
+    /// connection, the instant the response head arrived, and whether the
+    /// server accepted the early data (`false` also when no ticket was
+    /// usable and a full handshake ran instead).
+    pub(crate) async fn connect_h3_early(
+        &self,
+        template: &RequestTemplate,
+    ) -> Result<(Response, ConnectTiming, bool), ClientError> {
+        let quic = self
+            .quic
+            .as_ref()
+            .ok_or_else(|| ClientError::new(ErrorKind::Protocol, "0-RTT needs --proto h3"))?;
+        let start = Instant::now();
+        let connecting = quic
+            .endpoint
+            .connect_with(quic.config.clone(), self.addr, self.target.host())
+            .map_err(|err| {
+                ClientError::new(
+                    ErrorKind::Connect,
+                    format!("QUIC connect to {}: {err}", self.addr),
+                )
+            })?;
+        let (conn, accepted) = match connecting.into_0rtt() {
+            Ok(early) => early,
+            Err(_) => {
+                return Err(ClientError::new(
+                    ErrorKind::Tls,
+                    "no 0-RTT ticket from the priming connection: the server offers no 0-RTT",
+                ))
+            }
+        };
+        let mut sender = start_h3(conn).await?;
+        let response = match timeout(self.connect_timeout, sender.send(template)).await {
+            Err(_) => return Err(self.no_quic_answer()),
+            Ok(result) => result?,
+        };
+        let accepted = accepted.await;
+        let timing = ConnectTiming {
+            tcp_connect: None,
+            handshake: Some(start.elapsed()),
+            resumed: accepted.then_some(true),
+        };
+        Ok((response, timing, accepted))
+    }
+
     fn no_quic_answer(&self) -> ClientError {
         ClientError::new(
             ErrorKind::Connect,

@@ -11,9 +11,11 @@ mod error;
 mod request;
 mod target;
 mod tls;
+mod ttfb;
 
 pub use connect::{ConnectTiming, Connection, Connector, Response, Sender};
 pub use error::{ClientError, ErrorKind};
 pub use request::RequestTemplate;
 pub use target::{Proto, Scheme, Target};
 pub use tls::{client_tls_config, TlsOptions};
+pub use ttfb::{measure_ttfb, TtfbMode, TtfbSample};

@@ -1,0 +1,81 @@
+//! TTFB on new connections: cold, resumed and 0-RTT report what happened.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{TestServer, PROTOS};
+use h3lab_client::{measure_ttfb, Proto, Target, TlsOptions, TtfbMode, TtfbSample};
+
+fn measure(server: &TestServer, proto: Proto, mode: TtfbMode) -> anyhow::Result<TtfbSample> {
+    let target = Target::parse(&server.url("/bytes/321")).unwrap();
+    let tls = TlsOptions {
+        insecure: true,
+        ca_file: None,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(measure_ttfb(
+        &target,
+        proto,
+        mode,
+        &tls,
+        Duration::from_secs(2),
+    ))
+}
+
+#[test]
+fn cold_connections_do_not_resume() {
+    let server = TestServer::start();
+    for proto in PROTOS {
+        let sample = measure(&server, proto, TtfbMode::Cold).unwrap();
+        assert_eq!(sample.status, 200, "{proto}");
+        assert_eq!(sample.body_bytes, 321, "{proto}");
+        let expected = if proto == Proto::H3 {
+            None
+        } else {
+            Some(false)
+        };
+        assert_eq!(sample.resumed, expected, "{proto}");
+        assert!(
+            sample.ttfb >= sample.handshake.unwrap(),
+            "{proto}: {sample:?}"
+        );
+    }
+}
+
+#[test]
+fn resumed_tcp_connections_say_so() {
+    let server = TestServer::start();
+    for proto in [Proto::H1, Proto::H2] {
+        let sample = measure(&server, proto, TtfbMode::Resumed).unwrap();
+        assert_eq!(sample.resumed, Some(true), "{proto}");
+        assert_eq!(sample.body_bytes, 321, "{proto}");
+    }
+}
+
+#[test]
+fn h3_zero_rtt_is_accepted_and_reported() {
+    let server = TestServer::start();
+    let sample = measure(&server, Proto::H3, TtfbMode::ZeroRtt).unwrap();
+    assert_eq!(sample.zero_rtt_accepted, Some(true), "{sample:?}");
+    assert_eq!(sample.resumed, Some(true));
+    assert_eq!(sample.status, 200);
+    assert_eq!(sample.body_bytes, 321);
+}
+
+#[test]
+fn zero_rtt_over_tcp_is_refused_clearly() {
+    let server = TestServer::start();
+    for proto in [Proto::H1, Proto::H2] {
+        let err = measure(&server, proto, TtfbMode::ZeroRtt)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("0-RTT is not supported for {proto}")),
+            "{err}"
+        );
+    }
+}
