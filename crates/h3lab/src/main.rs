@@ -28,6 +28,8 @@ enum Command {
     Load(cmd::load::Args),
     /// Run commands behind an emulated network link (no netem needed).
     Net(cmd::net::Args),
+    /// Single-property probes: time to first byte cold, resumed and 0-RTT.
+    Probe(cmd::probe::Args),
     /// Compare h1, h2 and h3 across network profiles and workloads (the main job).
     Bench(cmd::bench::Args),
     /// Re-render a saved results.json into results.csv and report.html.
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd::serve::run(args),
         Command::Load(args) => cmd::load::run(args),
         Command::Net(args) => cmd::net::run(args),
+        Command::Probe(args) => cmd::probe::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Report(args) => cmd::report::report(args),
         Command::Compare(args) => cmd::report::compare(args),

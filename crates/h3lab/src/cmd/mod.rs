@@ -4,5 +4,6 @@
 pub mod bench;
 pub mod load;
 pub mod net;
+pub mod probe;
 pub mod report;
 pub mod serve;
