@@ -70,9 +70,21 @@ pub async fn measure_ttfb(
     if mode != TtfbMode::Cold {
         prime(&connector, &template).await?;
     }
+    let sample = measure_on(&connector, &template, proto, mode).await;
+    connector.close().await;
+    sample
+}
+
+/// The measured connection itself, after any priming.
+async fn measure_on(
+    connector: &Connector,
+    template: &RequestTemplate,
+    proto: Proto,
+    mode: TtfbMode,
+) -> anyhow::Result<TtfbSample> {
     let start = Instant::now();
     if mode == TtfbMode::ZeroRtt {
-        let (response, timing, accepted) = connector.connect_h3_early(&template).await?;
+        let (response, timing, accepted) = connector.connect_h3_early(template).await?;
         let ttfb = start.elapsed();
         let status = response.status();
         return Ok(TtfbSample {
@@ -88,7 +100,7 @@ pub async fn measure_ttfb(
         });
     }
     let mut connection = connector.connect().await?;
-    let response = connection.sender.send(&template).await?;
+    let response = connection.sender.send(template).await?;
     let ttfb = start.elapsed();
     let status = response.status();
     Ok(TtfbSample {

@@ -107,6 +107,7 @@ async fn preflight(config: &LoadConfig) -> anyhow::Result<SocketAddr> {
     let target = Arc::new(config.target.clone());
     let connector = Connector::new(target, addr, config.proto, tls, config.connect_timeout)?;
     connector.connect().await?;
+    connector.close().await;
     Ok(addr)
 }
 
@@ -305,6 +306,7 @@ impl Worker {
         }
         self.tally.borrow_mut().aborted_in_flight = self.in_flight.get();
         let now = Instant::now();
+        connector.close().await;
         Ok(self.plan.deadline.map_or(now, |deadline| deadline.min(now)))
     }
 

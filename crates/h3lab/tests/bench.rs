@@ -1,0 +1,334 @@
+//! End-to-end runs of `h3lab bench`: the files it writes, the physics of
+//! time to first byte on a 100 ms path, failing cells, Ctrl-C, bad suites.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use common::{root_or_skip, EXE};
+
+/// Runs `h3lab bench` on `suite`; also says whether it left namespaces.
+fn bench(suite: &str, out: &Path) -> (Output, bool) {
+    let file = out.with_extension("toml");
+    std::fs::write(&file, suite).unwrap();
+    let child = Command::new(EXE)
+        .arg("bench")
+        .arg(&file)
+        .arg("--out")
+        .arg(out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run h3lab bench");
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
+    (output, namespaces_left(pid))
+}
+
+fn results(out: &Path) -> Value {
+    let text = std::fs::read_to_string(out.join("results.json")).expect("results.json written");
+    serde_json::from_str(&text).expect("results.json is JSON")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Median of the ttfb samples of (protocol, mode).
+fn median_ttfb(results: &Value, protocol: &str, mode: &str) -> f64 {
+    let mut samples: Vec<f64> = results["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["protocol"] == protocol && c["mode"] == mode)
+        .inspect(|c| assert_eq!(c["outcome"]["status"], "ok", "cell failed: {c}"))
+        .flat_map(|c| {
+            c["metric"]["samples"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+        })
+        .collect();
+    assert!(!samples.is_empty(), "no {protocol} {mode} samples");
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+#[test]
+fn first_byte_takes_three_two_and_one_round_trips() {
+    if !root_or_skip("first_byte_takes_three_two_and_one_round_trips") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("physics");
+    let (output, _) = bench(
+        r#"
+name = "physics"
+protocols = ["h2", "h3"]
+profiles = ["rtt100"]
+repetitions = 1
+[[profile]]
+name = "rtt100"
+rtt = "100ms"
+down = "100mbit"
+up = "100mbit"
+loss = "0%"
+[[workload]]
+kind = "ttfb"
+name = "first-byte"
+modes = ["cold", "0rtt"]
+samples = 3
+"#,
+        &out,
+    );
+    assert!(output.status.success(), "bench failed: {}", stderr(&output));
+    let results = results(&out);
+    let rtt = 100.0;
+    for (protocol, mode, round_trips) in [
+        ("h2", "cold", 3.0),
+        ("h3", "cold", 2.0),
+        ("h3", "0rtt", 1.0),
+    ] {
+        let median = median_ttfb(&results, protocol, mode);
+        let expected = round_trips * rtt;
+        assert!(
+            (median - expected).abs() <= 0.15 * expected,
+            "{protocol} {mode}: median first byte {median:.1} ms, expected {expected} ms ± 15 %"
+        );
+    }
+}
+
+#[test]
+fn a_small_suite_writes_json_csv_and_html_with_every_cell() {
+    if !root_or_skip("a_small_suite_writes_json_csv_and_html_with_every_cell") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("small");
+    let (output, left_behind) = bench(
+        r#"
+name = "small"
+protocols = ["h1", "h2", "h3"]
+profiles = ["loopback", "broadband"]
+repetitions = 1
+[[workload]]
+kind = "rps"
+name = "api"
+size = "1KB"
+connections = 2
+duration = "500ms"
+[[workload]]
+kind = "download"
+name = "dl"
+size = "300KB"
+"#,
+        &out,
+    );
+    assert!(output.status.success(), "bench failed: {}", stderr(&output));
+    let results = results(&out);
+    assert_eq!(results["schema"], "h3lab.results/1");
+    let cells = results["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2 * 2 * 3, "profiles × workloads × protocols");
+    for cell in cells {
+        assert_eq!(cell["outcome"]["status"], "ok", "{cell}");
+        let sample = cell["metric"]["samples"][0].as_f64().unwrap();
+        assert!(sample > 0.0, "{cell}");
+        if cell["workload"] == "dl" {
+            assert_eq!(
+                cell["bytes"], 300_000,
+                "download delivered exactly its size"
+            );
+        }
+        assert!(
+            cell["cpu"]["server_s"].as_f64().unwrap() > 0.0,
+            "server CPU recorded: {cell}"
+        );
+        assert_eq!(
+            cell["link"].is_null(),
+            cell["profile"] == "loopback",
+            "link stats only when emulated"
+        );
+    }
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert_eq!(
+        csv.lines().count(),
+        1 + 2 * 2 * 3,
+        "header + one row per cell:\n{csv}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("Plotly") && html.contains("broadband"),
+        "report.html has plots and profiles"
+    );
+    assert!(!left_behind, "namespaces left behind");
+}
+
+#[test]
+fn a_failing_cell_is_recorded_with_its_error_and_the_rest_still_runs() {
+    if !root_or_skip("a_failing_cell_is_recorded_with_its_error_and_the_rest_still_runs") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("failing");
+    // Only h3 can fail here: a cleartext server has no UDP listener.
+    let (output, _) = bench(
+        r#"
+name = "failing"
+protocols = ["h1", "h3"]
+profiles = ["broadband"]
+repetitions = 1
+[target]
+server_cmd = "exec python3 -m http.server --bind {ip} {port}"
+port = 8080
+[[workload]]
+kind = "ttfb"
+name = "hs"
+modes = ["cold"]
+samples = 1
+"#,
+        &out,
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "a failed cell makes the run fail: {}",
+        stderr(&output)
+    );
+    let results = results(&out);
+    let cells = results["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2);
+    for cell in cells {
+        assert_eq!(cell["outcome"]["status"], "failed", "{cell}");
+        assert!(
+            cell["outcome"]["error"].as_str().unwrap().len() > 10,
+            "{cell}"
+        );
+    }
+    assert!(
+        stderr(&output).contains("2 of 2 cells failed"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn ctrl_c_keeps_the_finished_cells_and_cleans_up() {
+    if !root_or_skip("ctrl_c_keeps_the_finished_cells_and_cleans_up") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("interrupted");
+    let suite = dir.path().join("interrupted.toml");
+    std::fs::write(
+        &suite,
+        r#"
+name = "interrupted"
+protocols = ["h2"]
+profiles = ["broadband"]
+repetitions = 20
+[[workload]]
+kind = "rps"
+name = "api"
+size = "1KB"
+connections = 1
+duration = "1s"
+"#,
+    )
+    .unwrap();
+    let mut child = Command::new(EXE)
+        .arg("bench")
+        .arg(&suite)
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while cells_written(&out) < 2 {
+        assert!(Instant::now() < deadline, "no cell finished within 60 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "Ctrl-C exit code");
+    let results = results(&out);
+    assert_eq!(results["interrupted"], true);
+    let cells = results["cells"].as_array().unwrap();
+    assert!((2..20).contains(&cells.len()), "{} cells", cells.len());
+    assert!(
+        cells
+            .iter()
+            .filter(|c| c["outcome"]["status"] == "ok")
+            .count()
+            >= 2
+    );
+    assert!(out.join("report.html").exists() && out.join("results.csv").exists());
+    assert!(!namespaces_left(child.id()), "namespaces left behind");
+}
+
+fn cells_written(out: &Path) -> usize {
+    std::fs::read_to_string(out.join("results.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .and_then(|v| v["cells"].as_array().map(Vec::len))
+        .unwrap_or(0)
+}
+
+/// Whether the (finished) h3lab process `pid` left namespaces behind;
+/// other tests' runs, going on in parallel, have other pids.
+fn namespaces_left(pid: u32) -> bool {
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let prefix = format!("h3lab-{pid}-");
+    String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .any(|line| line.starts_with(&prefix))
+}
+
+#[test]
+fn a_bad_suite_names_the_line_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bad");
+    let (output, _) = bench(
+        "name = \"bad\"\nprotocols = [\"h2\"]\nprofiles = [\"broadband\"]\n[[workload]]\nkind = \"rps\"\nname = \"a\"\nsize = \"1KB\"\nduration = \"1s\"\nconcurrency = 3\n",
+        &out,
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(
+        err.contains("line 9") && err.contains("concurrency"),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing written for a rejected suite");
+}
+
+#[test]
+fn unknown_preset_lists_the_real_ones() {
+    let output = Command::new(EXE)
+        .args(["bench", "--preset", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(
+        err.contains("unknown preset") && err.contains("study-a"),
+        "{err}"
+    );
+    let list = Command::new(EXE)
+        .args(["bench", "--list"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&list.stdout);
+    for name in ["default", "study-a", "study-b", "study-d"] {
+        assert!(text.contains(name), "--list misses {name}:\n{text}");
+    }
+}
