@@ -175,7 +175,7 @@ fn a_failing_cell_is_recorded_with_its_error_and_the_rest_still_runs() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("failing");
-    // Only h3 can fail here: a cleartext server has no UDP listener.
+    // Both fail: a plain-HTTP server speaks no TLS and has no UDP listener.
     let (output, _) = bench(
         r#"
 name = "failing"
