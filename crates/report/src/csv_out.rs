@@ -25,6 +25,8 @@ struct Row<'a> {
     failed: usize,
     n: Option<usize>,
     median: Option<f64>,
+    /// ttfb cells: the median in round trips of the path.
+    median_rtts: Option<f64>,
     mean: Option<f64>,
     p90: Option<f64>,
     p99: Option<f64>,
@@ -65,6 +67,7 @@ impl<'a> Row<'a> {
             failed: s.failed(),
             n: stats.map(|st| st.n),
             median: stats.map(|st| st.median),
+            median_rtts: s.median_rtts(),
             mean: stats.map(|st| st.mean),
             p90: stats.map(|st| st.p90),
             p99: stats.map(|st| st.p99),

@@ -437,7 +437,10 @@ fn summary_table(
                         }
                         td.num { (stats.map_or(0, |s| s.n)) }
                         td.num class=(if summary.failed() > 0 { "bad" } else { "" }) { (summary.failed()) "/" (summary.repetitions) }
-                        td.num.strong { (maybe(stats.map(|s| s.median))) }
+                        td.num.strong {
+                            (maybe(stats.map(|s| s.median)))
+                            @if let Some(rtts) = summary.median_rtts() { br; span.unit { (format!("{rtts:.1} RTT")) } }
+                        }
                         td.num { (maybe(stats.map(|s| s.mean))) }
                         td.num { (maybe(stats.map(|s| s.p90))) }
                         td.num { (maybe(stats.map(|s| s.p99))) }

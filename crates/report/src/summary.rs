@@ -89,6 +89,13 @@ impl CellSummary {
         self.failures.len()
     }
 
+    /// For time-to-first-byte cells on an emulated path: the median in
+    /// round trips of the path (the unit handshake costs are counted in).
+    pub fn median_rtts(&self) -> Option<f64> {
+        let median = self.stats.as_ref()?.median;
+        (self.kind == "ttfb" && self.path_rtt_ms > 0.0).then(|| median / self.path_rtt_ms)
+    }
+
     /// Failures with the same error, together: `(repetitions, error)` in
     /// order of first occurrence.
     pub fn failures_by_error(&self) -> Vec<(Vec<u32>, &str)> {
@@ -392,6 +399,20 @@ mod tests {
         assert_eq!(diff.verdict, Verdict::Worse);
         let resumed = find(&summaries, "broadband", "ttfb", "h3", Some("resumed"));
         assert_eq!(resumed.vs_baseline.unwrap().verdict, Verdict::Better);
+    }
+
+    #[test]
+    fn first_byte_medians_are_counted_in_path_round_trips() {
+        let summaries = summarize(&fixture::results());
+        // broadband's path RTT in the fixture is 20 ms; h3 cold median 73 ms.
+        let cold = find(&summaries, "broadband", "ttfb", "h3", Some("cold"));
+        assert!((cold.median_rtts().unwrap() - 73.0 / 20.0).abs() < 1e-9);
+        let rps = find(&summaries, "broadband", "rps-1k", "h3", None);
+        assert_eq!(
+            rps.median_rtts(),
+            None,
+            "only ttfb cells are counted in round trips"
+        );
     }
 
     #[test]

@@ -176,7 +176,7 @@ fn row(summary: &CellSummary) -> Vec<String> {
         protocol,
         stats.map_or(0, |s| s.n).to_string(),
         summary.failed().to_string(),
-        maybe(stats.map(|s| s.median)),
+        median_with_rtts(summary),
         maybe(stats.map(|s| s.p90)),
         maybe(stats.map(|s| s.p99)),
         maybe(stats.map(|s| s.min)),
@@ -185,6 +185,15 @@ fn row(summary: &CellSummary) -> Vec<String> {
         versus,
         maybe(summary.latency.as_ref().map(|l| l.p99_ms)),
     ]
+}
+
+/// The median, and for ttfb cells its size in path round trips.
+fn median_with_rtts(summary: &CellSummary) -> String {
+    let median = maybe(summary.stats.as_ref().map(|s| s.median));
+    match summary.median_rtts() {
+        Some(rtts) => format!("{median} ({rtts:.1} RTT)"),
+        None => median,
+    }
 }
 
 fn failure_lines(block: &[&CellSummary]) -> String {
