@@ -1,0 +1,266 @@
+//! End-to-end: `h3lab load` against `h3lab serve` across `h3lab net run`,
+//! the way a user runs them. HTTP/2 (TCP) and HTTP/3 (QUIC) cross the same
+//! emulated path; bulk downloads must fill the configured rate, and small
+//! requests must complete through every built-in profile. Needs root for
+//! the namespaces; skips with a message otherwise (CI runs as root).
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+
+use common::{root_or_skip, EXE};
+use serde_json::Value;
+
+/// One `h3lab load` run inside the client namespace.
+struct LoadRun {
+    proto: &'static str,
+    url_path: String,
+    requests: u64,
+}
+
+/// What one `h3lab net run` left behind.
+struct Outcome {
+    /// Link statistics (`--stats`).
+    link: Value,
+    /// One `h3lab.load/1` report per load run, in the order given.
+    loads: Vec<Value>,
+}
+
+/// Runs `h3lab serve` in the server namespace and the loads (side by side)
+/// in the client namespace of `h3lab net run LINK_ARGS`. The client waits
+/// for the server's banner, so no request races the server's start.
+fn net_run(link_args: &[&str], loads: &[LoadRun], timeouts: &[&str]) -> Outcome {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str| dir.path().join(name);
+    let (banner, cert, stats) = (file("banner"), file("cert.pem"), file("link.json"));
+    let server = format!(
+        "exec {EXE} serve --listen $H3LAB_SERVER_IP:0 --san $H3LAB_SERVER_IP \
+         --write-cert {} > {}",
+        cert.display(),
+        banner.display()
+    );
+    let load_commands: Vec<String> = loads
+        .iter()
+        .enumerate()
+        .map(|(i, load)| {
+            format!(
+                "{EXE} load https://$addr{} --proto {} -n {} -c 1 -m 1 --ca {} --json {} -q {} & \
+                 pids=\"$pids $!\"",
+                load.url_path,
+                load.proto,
+                load.requests,
+                cert.display(),
+                file(&format!("load{i}.json")).display(),
+                timeouts.join(" ")
+            )
+        })
+        .collect();
+    let client = format!(
+        "i=0; until grep -q '^listening' {banner} 2>/dev/null; do \
+           i=$((i+1)); [ $i -gt 400 ] && {{ echo 'the server never listened' >&2; exit 97; }}; \
+           sleep 0.025; done
+         addr=$(awk '/^listening/ {{print $3}}' {banner})
+         pids=''
+         {loads}
+         status=0; for pid in $pids; do wait $pid || status=1; done; exit $status",
+        banner = banner.display(),
+        loads = load_commands.join("\n"),
+    );
+    let output = Command::new(EXE)
+        .args(["net", "run"])
+        .args(link_args)
+        .arg("--stats")
+        .arg(&stats)
+        .args(["--server-cmd", &server, "--", "sh", "-c", &client])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "h3lab net run {link_args:?} failed: {}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let loads = (0..loads.len())
+        .map(|i| read_json(&file(&format!("load{i}.json"))))
+        .collect();
+    let link = if stats.metadata().map(|m| m.len() > 0).unwrap_or(false) {
+        read_json(&stats)
+    } else {
+        Value::Null // plain loopback: no link, no statistics
+    };
+    Outcome { link, loads }
+}
+
+fn read_json(path: &PathBuf) -> Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|err| panic!("reading {}: {err}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn number(value: &Value, field: &str) -> f64 {
+    value[field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no number `{field}` in {value}"))
+}
+
+/// Every request completed with the exact body, none failed.
+fn assert_complete(report: &Value, requests: u64, body_bytes: u64, context: &str) {
+    let summary = format!(
+        "{context}: completed {} failed {} body {} errors {}",
+        report["completed"], report["failed"], report["body_bytes"], report["first_errors"]
+    );
+    assert_eq!(report["completed"].as_u64(), Some(requests), "{summary}");
+    assert_eq!(report["failed"].as_u64(), Some(0), "{summary}");
+    assert_eq!(
+        report["status_counts"]["200"].as_u64(),
+        Some(requests),
+        "{summary}"
+    );
+    assert_eq!(
+        report["body_bytes"].as_u64(),
+        Some(requests * body_bytes),
+        "{summary}"
+    );
+}
+
+const BULK_RATE: f64 = 20e6;
+/// About 2.4 s at 20 Mbit/s: long enough that connection set-up and the
+/// ramp-up (a few 10 ms round trips) cost well under 5 %.
+const BULK_BYTES: u64 = 6_000_000;
+
+/// Downloads [`BULK_BYTES`] over `proto` through a 20 Mbit/s, 10 ms path
+/// and checks the link-level delivered rate: every byte the down direction
+/// put on the wire (IP packets: payload, TLS/QUIC and TCP/UDP/IP headers,
+/// retransmissions) divided by the load run's wall time (connection
+/// set-up to the last body byte). Set-up and ramp-up are in the
+/// denominator, so this can only understate the steady rate; the link
+/// never sends faster than configured, so it cannot exceed it either.
+fn bulk_download_fills_the_link(proto: &'static str) {
+    let load = LoadRun {
+        proto,
+        url_path: format!("/bytes/{BULK_BYTES}"),
+        requests: 1,
+    };
+    let outcome = net_run(
+        &[
+            "--rtt", "10ms", "--down", "20mbit", "--up", "20mbit", "--loss", "0%",
+        ],
+        &[load],
+        &["--timeout", "30s"],
+    );
+    let report = &outcome.loads[0];
+    assert_complete(report, 1, BULK_BYTES, proto);
+    let seconds = number(report, "duration_s");
+    let down = &outcome.link["down"];
+    let link_rate = number(down, "bytes_out") * 8.0 / seconds;
+    let goodput = BULK_BYTES as f64 * 8.0 / seconds;
+    eprintln!(
+        "{proto}: link delivered {:.2} Mbit/s of {:.0} configured (goodput {:.2} Mbit/s, {:.2} s)",
+        link_rate / 1e6,
+        BULK_RATE / 1e6,
+        goodput / 1e6,
+        seconds
+    );
+    assert!(
+        (link_rate / BULK_RATE - 1.0).abs() < 0.05,
+        "{proto}: link delivered {:.2} Mbit/s on a {:.0} Mbit/s link",
+        link_rate / 1e6,
+        BULK_RATE / 1e6
+    );
+    assert!(goodput < link_rate, "goodput above the link rate");
+}
+
+#[test]
+fn bulk_h3_download_fills_the_configured_rate() {
+    if root_or_skip("bulk_h3_download_fills_the_configured_rate") {
+        bulk_download_fills_the_link("h3");
+    }
+}
+
+#[test]
+fn bulk_h2_download_fills_the_configured_rate() {
+    if root_or_skip("bulk_h2_download_fills_the_configured_rate") {
+        bulk_download_fills_the_link("h2");
+    }
+}
+
+const SMALL_REQUESTS: u64 = 3;
+/// Several packets per response, so lossy profiles exercise recovery.
+const SMALL_BYTES: u64 = 20_000;
+/// Profiles run this many at a time (2 cores; the longest ones first).
+const PARALLEL_PROFILES: usize = 4;
+
+#[test]
+fn h2_and_h3_requests_complete_through_every_profile() {
+    if !root_or_skip("h2_and_h3_requests_complete_through_every_profile") {
+        return;
+    }
+    let mut profiles: Vec<linkem::Profile> = linkem::profiles();
+    // Workers pop from the end: longest round trips first, so they overlap
+    // with the short ones.
+    profiles.sort_by_key(|p| p.settings.as_ref().map(|s| s.rtt));
+    let queue = Mutex::new(profiles);
+    let failures = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..PARALLEL_PROFILES {
+            scope.spawn(|| loop {
+                let Some(profile) = queue.lock().unwrap().pop() else {
+                    return;
+                };
+                let run = std::panic::catch_unwind(|| requests_complete_through(&profile));
+                if let Err(panic) = run {
+                    let message = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .unwrap_or_else(|| "panicked".into());
+                    failures
+                        .lock()
+                        .unwrap()
+                        .push(format!("{}: {message}", profile.name));
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn requests_complete_through(profile: &linkem::Profile) {
+    let loads = ["h2", "h3"].map(|proto| LoadRun {
+        proto,
+        url_path: format!("/bytes/{SMALL_BYTES}"),
+        requests: SMALL_REQUESTS,
+    });
+    // Lossy long paths (satellite: 500 ms, 5 %; lte-poor: 15 %) need
+    // several retransmission timeouts; the limits keep the run bounded.
+    let started = std::time::Instant::now();
+    let outcome = net_run(
+        &["--profile", profile.name],
+        &loads,
+        &["--timeout", "60s", "--connect-timeout", "30s"],
+    );
+    for (load, report) in loads.iter().zip(&outcome.loads) {
+        let context = format!("{} over {}", load.proto, profile.name);
+        assert_complete(report, SMALL_REQUESTS, SMALL_BYTES, &context);
+    }
+    match &profile.settings {
+        None => assert!(outcome.link.is_null(), "loopback wrote link statistics"),
+        Some(_) => {
+            // Both protocols really crossed the emulated link.
+            let down = number(&outcome.link["down"], "bytes_out");
+            let least = (2 * SMALL_REQUESTS * SMALL_BYTES) as f64;
+            assert!(
+                down >= least,
+                "{}: only {down} bytes crossed the link",
+                profile.name
+            );
+        }
+    }
+    eprintln!(
+        "{}: {SMALL_REQUESTS} h2 + {SMALL_REQUESTS} h3 requests in {:.1} s",
+        profile.name,
+        started.elapsed().as_secs_f64()
+    );
+}
