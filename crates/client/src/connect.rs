@@ -2,14 +2,15 @@
 //! connection yields.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes};
 use http::StatusCode;
 use http_body_util::{BodyExt, Full};
-use hyper::client::conn::{http1, http2};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper::client::conn::http1;
+use hyper_util::rt::TokioIo;
 use quinn::crypto::rustls::QuicClientConfig;
 use rustls::pki_types::ServerName;
 use rustls::HandshakeKind;
@@ -21,6 +22,11 @@ use tokio_rustls::TlsConnector;
 use crate::error::{error_chain, ClientError, ErrorKind};
 use crate::request::RequestTemplate;
 use crate::target::{Proto, Scheme, Target};
+
+/// HTTP/2 receive windows (hyper's client defaults): large enough that a
+/// bulk download is not paced by WINDOW_UPDATE round trips.
+const H2_STREAM_WINDOW: u32 = 2 * 1024 * 1024;
+const H2_CONNECTION_WINDOW: u32 = 5 * 1024 * 1024;
 
 /// How long each phase of connection set-up took.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -134,13 +140,21 @@ impl Connector {
     async fn connect_h2(&self) -> Result<Connection, ClientError> {
         let (tcp, tcp_time) = self.connect_tcp().await?;
         let (tls, timing) = self.handshake_tls(tcp, tcp_time).await?;
-        let (send, conn) = http2::Builder::new(TokioExecutor::new())
-            .handshake(TokioIo::new(tls))
+        let (send, conn) = h2::client::Builder::new()
+            .initial_window_size(H2_STREAM_WINDOW)
+            .initial_connection_window_size(H2_CONNECTION_WINDOW)
+            .enable_push(false)
+            .handshake::<_, Bytes>(tls)
             .await
-            .map_err(ClientError::from_hyper)?;
-        tokio::spawn(conn);
+            .map_err(ClientError::from_h2)?;
+        let closed = Arc::new(AtomicBool::new(false));
+        let driver_closed = closed.clone();
+        tokio::spawn(async move {
+            let _ = conn.await;
+            driver_closed.store(true, Ordering::Relaxed);
+        });
         let sender = Sender {
-            inner: SenderInner::H2(send),
+            inner: SenderInner::H2 { send, closed },
         };
         Ok(Connection { sender, timing })
     }
@@ -385,7 +399,13 @@ pub struct Sender {
 
 enum SenderInner {
     H1(http1::SendRequest<Full<Bytes>>),
-    H2(http2::SendRequest<Full<Bytes>>),
+    /// h2 directly rather than through hyper: hyper's client spawns a task
+    /// and passes two channels per request, which cost more CPU than the
+    /// whole HTTP/2 exchange. `closed` is set when the connection ends.
+    H2 {
+        send: h2::client::SendRequest<Bytes>,
+        closed: Arc<AtomicBool>,
+    },
     H3 {
         send: h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>,
         conn: quinn::Connection,
@@ -397,7 +417,10 @@ impl Sender {
     pub fn try_clone(&self) -> Option<Sender> {
         let inner = match &self.inner {
             SenderInner::H1(_) => return None,
-            SenderInner::H2(send) => SenderInner::H2(send.clone()),
+            SenderInner::H2 { send, closed } => SenderInner::H2 {
+                send: send.clone(),
+                closed: closed.clone(),
+            },
             SenderInner::H3 { send, conn } => SenderInner::H3 {
                 send: send.clone(),
                 conn: conn.clone(),
@@ -410,7 +433,7 @@ impl Sender {
     pub fn is_closed(&self) -> bool {
         match &self.inner {
             SenderInner::H1(send) => send.is_closed(),
-            SenderInner::H2(send) => send.is_closed(),
+            SenderInner::H2 { closed, .. } => closed.load(Ordering::Relaxed),
             SenderInner::H3 { conn, .. } => conn.close_reason().is_some(),
         }
     }
@@ -426,17 +449,38 @@ impl Sender {
                     .map_err(ClientError::from_hyper)?;
                 Ok(Response::hyper(response))
             }
-            SenderInner::H2(send) => {
-                send.ready().await.map_err(closed_before_send)?;
-                let response = send
-                    .send_request(template.h2())
-                    .await
-                    .map_err(ClientError::from_hyper)?;
-                Ok(Response::hyper(response))
-            }
+            SenderInner::H2 { send, .. } => send_h2(send, template).await,
             SenderInner::H3 { send, .. } => send_h3(send, template).await,
         }
     }
+}
+
+async fn send_h2(
+    send: &mut h2::client::SendRequest<Bytes>,
+    template: &RequestTemplate,
+) -> Result<Response, ClientError> {
+    std::future::poll_fn(|cx| send.poll_ready(cx))
+        .await
+        .map_err(|err| {
+            ClientError::closed_before_send(format!("HTTP/2 connection closed: {err}"))
+        })?;
+    let end_of_stream = template.body().is_empty();
+    let (response, mut body) = send
+        .send_request(template.multiplexed(), end_of_stream)
+        .map_err(|err| match err.is_go_away() || err.is_io() {
+            true => ClientError::closed_before_send(format!("HTTP/2 connection closed: {err}")),
+            false => ClientError::from_h2(err),
+        })?;
+    if !end_of_stream {
+        // h2 queues what the peer's window does not admit yet.
+        body.send_data(template.body().clone(), true)
+            .map_err(ClientError::from_h2)?;
+    }
+    let response = response.await.map_err(ClientError::from_h2)?;
+    Ok(Response {
+        status: response.status(),
+        body: Body::H2(response.into_body()),
+    })
 }
 
 fn closed_before_send(err: hyper::Error) -> ClientError {
@@ -448,7 +492,7 @@ async fn send_h3(
     template: &RequestTemplate,
 ) -> Result<Response, ClientError> {
     let mut stream = send
-        .send_request(template.h3())
+        .send_request(template.multiplexed())
         .await
         .map_err(ClientError::from_h3_stream)?;
     if !template.body().is_empty() {
@@ -479,6 +523,7 @@ pub struct Response {
 #[allow(clippy::large_enum_variant)]
 enum Body {
     Hyper(hyper::body::Incoming),
+    H2(h2::RecvStream),
     H3(h3::client::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>),
 }
 
@@ -504,6 +549,16 @@ impl Response {
                     if let Some(data) = frame.data_ref() {
                         received += data.len() as u64;
                     }
+                }
+            }
+            Body::H2(mut body) => {
+                while let Some(data) = body.data().await {
+                    let data = data.map_err(ClientError::from_h2)?;
+                    received += data.len() as u64;
+                    // Hand the window back so the peer may send on.
+                    body.flow_control()
+                        .release_capacity(data.len())
+                        .map_err(ClientError::from_h2)?;
                 }
             }
             Body::H3(mut stream) => {

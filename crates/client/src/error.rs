@@ -77,6 +77,17 @@ impl ClientError {
         ClientError::new(kind, error_chain(&err))
     }
 
+    pub(crate) fn from_h2(err: h2::Error) -> ClientError {
+        let kind = if err.is_io() || err.is_remote() {
+            ErrorKind::Reset
+        } else {
+            // h2 found the peer breaking the protocol, or refused a request
+            // it could not encode.
+            ErrorKind::Protocol
+        };
+        ClientError::new(kind, format!("HTTP/2: {}", error_chain(&err)))
+    }
+
     pub(crate) fn from_h3_stream(err: h3::error::StreamError) -> ClientError {
         use h3::error::{ConnectionError, StreamError};
         let kind = match &err {

@@ -49,31 +49,22 @@ impl RequestTemplate {
 
     /// HTTP/1.1 form: origin-form target plus a Host header.
     pub(crate) fn h1(&self) -> Request<Full<Bytes>> {
-        let mut request = self.with_body(self.origin_uri.clone());
+        let mut request = Request::new(Full::new(self.body.clone()));
+        *request.method_mut() = self.method.clone();
+        *request.uri_mut() = self.origin_uri.clone();
+        *request.headers_mut() = self.headers.clone();
         if !self.headers.contains_key(HOST) {
             request.headers_mut().insert(HOST, self.host.clone());
         }
         request
     }
 
-    /// HTTP/2 form: the absolute URI supplies :scheme and :authority.
-    pub(crate) fn h2(&self) -> Request<Full<Bytes>> {
-        self.with_body(self.absolute_uri.clone())
-    }
-
-    /// HTTP/3 form: headers only; the body is sent as DATA afterwards.
-    pub(crate) fn h3(&self) -> Request<()> {
+    /// HTTP/2 and HTTP/3 form: headers only, the absolute URI supplies
+    /// :scheme and :authority; the body is sent as DATA afterwards.
+    pub(crate) fn multiplexed(&self) -> Request<()> {
         let mut request = Request::new(());
         *request.method_mut() = self.method.clone();
         *request.uri_mut() = self.absolute_uri.clone();
-        *request.headers_mut() = self.headers.clone();
-        request
-    }
-
-    fn with_body(&self, uri: Uri) -> Request<Full<Bytes>> {
-        let mut request = Request::new(Full::new(self.body.clone()));
-        *request.method_mut() = self.method.clone();
-        *request.uri_mut() = uri;
         *request.headers_mut() = self.headers.clone();
         request
     }
@@ -106,16 +97,16 @@ mod tests {
     }
 
     #[test]
-    fn h2_and_h3_carry_the_absolute_uri() {
+    fn multiplexed_form_carries_the_absolute_uri() {
         let template = template(HeaderMap::new());
         assert_eq!(
-            template.h2().uri().to_string(),
+            template.multiplexed().uri().to_string(),
             "https://example.test:4433/echo?x=1"
         );
         assert_eq!(
-            template.h3().uri().authority().unwrap().as_str(),
+            template.multiplexed().uri().authority().unwrap().as_str(),
             "example.test:4433"
         );
-        assert!(!template.h2().headers().contains_key(HOST));
+        assert!(!template.multiplexed().headers().contains_key(HOST));
     }
 }

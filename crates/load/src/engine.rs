@@ -3,6 +3,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use h3lab_client::{
     Target,
 };
 use http::StatusCode;
-use tokio::time::{sleep, sleep_until, timeout};
+use tokio::time::{sleep, sleep_until, Sleep};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::LoadConfig;
@@ -367,6 +368,9 @@ impl Worker {
     /// tells whether this connection ever carried a response: a request
     /// refused by a connection that did is retried elsewhere, uncounted.
     async fn request_loop(&self, mut sender: Sender, answered: &Cell<bool>) -> LoopEnd {
+        let timeout = self.plan.request_timeout;
+        let watchdog = sleep(timeout);
+        tokio::pin!(watchdog);
         loop {
             if sender.is_closed() {
                 return LoopEnd::ConnectionLost;
@@ -380,11 +384,11 @@ impl Worker {
             let sent_at = Instant::now();
             self.note_sent(&ticket, sent_at);
             self.in_flight.set(self.in_flight.get() + 1);
-            let outcome = timeout(
-                self.plan.request_timeout,
-                exchange(&mut sender, &self.plan.template),
-            )
-            .await;
+            let outcome = tokio::select! {
+                biased;
+                result = exchange(&mut sender, &self.plan.template) => Ok(result),
+                () = expire(watchdog.as_mut(), sent_at + timeout) => Err(()),
+            };
             self.in_flight.set(self.in_flight.get() - 1);
             match outcome {
                 Ok(Ok(exchange)) => {
@@ -480,6 +484,19 @@ impl Worker {
         if let Some(handshake) = timing.handshake {
             tally.handshake.record(handshake);
         }
+    }
+}
+
+/// Resolves at `due`. The slot's one timer is moved forward only when it
+/// fires early, so a request costs no timer insertion and removal, as a
+/// `tokio::time::timeout` per request would.
+async fn expire(mut watchdog: Pin<&mut Sleep>, due: Instant) {
+    loop {
+        watchdog.as_mut().await;
+        if Instant::now() >= due {
+            return;
+        }
+        watchdog.as_mut().reset(due.into());
     }
 }
 

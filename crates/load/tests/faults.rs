@@ -145,3 +145,33 @@ fn cancel_stops_promptly_with_partial_results() {
         assert_eq!(json["interrupted"], true);
     }
 }
+
+#[test]
+fn slow_response_is_a_timeout_on_every_protocol() {
+    let server = TestServer::start();
+    for proto in PROTOS {
+        let mut config = server.config("/delay/3000", proto);
+        config.connections = 1;
+        config.requests = Some(2);
+        config.request_timeout = Duration::from_millis(300);
+        let report = h3lab_load::run(&config, CancellationToken::new()).unwrap();
+        assert_eq!(report.completed, 0, "{proto}\n{report}");
+        assert_eq!(report.errors.timeout, 2, "{proto}\n{report}");
+    }
+}
+
+#[test]
+fn timeout_counts_per_request_not_per_connection() {
+    // Ten 100 ms requests in a row on one stream take far longer than the
+    // 600 ms timeout together, but none of them alone comes close.
+    let server = TestServer::start();
+    for proto in PROTOS {
+        let mut config = server.config("/delay/100", proto);
+        config.connections = 1;
+        config.requests = Some(10);
+        config.request_timeout = Duration::from_millis(600);
+        let report = h3lab_load::run(&config, CancellationToken::new()).unwrap();
+        assert_eq!(report.completed, 10, "{proto}\n{report}");
+        assert_eq!(report.errors.timeout, 0, "{proto}\n{report}");
+    }
+}
