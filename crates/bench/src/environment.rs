@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::results::Environment;
+use crate::suite::Suite;
 
 /// sysctls recorded with every run.
 const SYSCTLS: &[&str] = &[
@@ -19,8 +20,8 @@ const SYSCTLS: &[&str] = &[
     "net/core/default_qdisc",
 ];
 
-/// Reads the environment of this machine now.
-pub fn capture() -> Environment {
+/// Reads the environment of this machine now, for a run of `suite`.
+pub fn capture(suite: &Suite) -> Environment {
     let sysctls: BTreeMap<String, String> = SYSCTLS
         .iter()
         .map(|key| {
@@ -36,8 +37,10 @@ pub fn capture() -> Environment {
         cpu_model: cpu_model(),
         cpu_count: std::thread::available_parallelism().map_or(0, |n| n.get()),
         tcp_congestion_control: sysctls["net.ipv4.tcp_congestion_control"].clone(),
-        // quinn's default controller; h3lab does not change it.
-        quic_congestion_control: "cubic (quinn default)".to_string(),
+        quic_congestion_control: match &suite.target.server_cmd {
+            None => format!("{} (quinn, built-in server)", suite.target.quic_cc.as_str()),
+            Some(_) => "set by the custom server".to_string(),
+        },
         udp_gso: udp_gso(),
         sysctls,
         library_versions: library_versions(),
@@ -114,7 +117,13 @@ mod tests {
 
     #[test]
     fn capture_reads_this_machine() {
-        let env = capture();
+        let suite = crate::presets::preset("default").unwrap();
+        let env = capture(&suite);
+        assert!(
+            env.quic_congestion_control.starts_with("cubic"),
+            "{}",
+            env.quic_congestion_control
+        );
         assert!(env.cpu_count >= 1);
         assert_ne!(env.kernel, "unknown");
         assert!(env.sysctls.contains_key("net.core.rmem_max"));

@@ -61,7 +61,7 @@ pub fn new_results(suite: &Suite, ctx: &RunContext) -> Results {
     Results {
         schema: RESULTS_SCHEMA.to_string(),
         suite: suite_info(suite, ctx),
-        environment: environment::capture(),
+        environment: environment::capture(suite),
         started_at: now_rfc3339(),
         finished_at: None,
         interrupted: false,

@@ -13,7 +13,7 @@ use linkem::run::Placement;
 
 use crate::cell::{command_for, spawn};
 use crate::process::Supervised;
-use crate::suite::Suite;
+use crate::suite::{Suite, Target};
 
 /// How long a server may take to start listening.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
@@ -37,13 +37,7 @@ pub fn start(
 ) -> anyhow::Result<ServerProcess> {
     let ip = server_ip(placement);
     match &suite.target.server_cmd {
-        None => start_builtin(
-            placement,
-            exe,
-            scratch,
-            ip,
-            suite.target.port.unwrap_or(DEFAULT_PORT),
-        ),
+        None => start_builtin(placement, exe, scratch, ip, &suite.target),
         Some(shell) => start_custom(
             placement,
             shell,
@@ -65,13 +59,12 @@ fn start_builtin(
     exe: &Path,
     scratch: &Path,
     ip: IpAddr,
-    port: u16,
+    target: &Target,
 ) -> anyhow::Result<ServerProcess> {
     // On loopback other programs own ports: let the server pick one.
-    let port = if matches!(placement, Placement::Loopback) {
-        0
-    } else {
-        port
+    let port = match placement {
+        Placement::Loopback => 0,
+        Placement::Emulated(_) => target.port.unwrap_or(DEFAULT_PORT),
     };
     let cert = scratch.join("server-cert.pem");
     let mut command = command_for(placement, true, exe);
@@ -83,6 +76,8 @@ fn start_builtin(
         .arg(ip.to_string())
         .arg("--write-cert")
         .arg(&cert)
+        .arg("--quic-cc")
+        .arg(target.quic_cc.as_str())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut process = spawn(command, "built-in server (h3lab serve)")?;

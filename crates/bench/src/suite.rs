@@ -196,6 +196,30 @@ pub struct Target {
     pub server_cmd: Option<String>,
     /// Port the server listens on (TCP and UDP); 443 by default.
     pub port: Option<u16>,
+    /// The built-in server's QUIC congestion controller: `cubic` (default,
+    /// like Linux TCP's), `newreno` or `bbr`.
+    #[serde(default)]
+    pub quic_cc: QuicCc,
+}
+
+/// QUIC congestion controllers of the built-in server (quinn's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QuicCc {
+    #[default]
+    Cubic,
+    Newreno,
+    Bbr,
+}
+
+impl QuicCc {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QuicCc::Cubic => "cubic",
+            QuicCc::Newreno => "newreno",
+            QuicCc::Bbr => "bbr",
+        }
+    }
 }
 
 /// A path defined in the suite itself, starting from a built-in profile.

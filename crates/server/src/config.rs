@@ -20,6 +20,29 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// Extra subject alternative names for a generated certificate (DNS names or IPs).
     pub extra_sans: Vec<String>,
+    /// The QUIC congestion controller (TCP's is the kernel's).
+    pub quic_congestion: QuicCongestion,
+}
+
+/// Congestion controllers quinn offers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum QuicCongestion {
+    /// quinn's default, as Linux TCP's.
+    #[default]
+    Cubic,
+    NewReno,
+    /// quinn's experimental BBR (v1).
+    Bbr,
+}
+
+impl QuicCongestion {
+    pub fn name(self) -> &'static str {
+        match self {
+            QuicCongestion::Cubic => "cubic",
+            QuicCongestion::NewReno => "newreno",
+            QuicCongestion::Bbr => "bbr",
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -31,6 +54,7 @@ impl Default for ServerConfig {
             root: None,
             limits: Limits::default(),
             extra_sans: Vec::new(),
+            quic_congestion: QuicCongestion::default(),
         }
     }
 }

@@ -27,7 +27,7 @@ use anyhow::{bail, Context, Result};
 use http::HeaderValue;
 use tracing::warn;
 
-pub use config::{Limits, ServerConfig, TlsSource, MIN_HEADER_BYTES};
+pub use config::{Limits, QuicCongestion, ServerConfig, TlsSource, MIN_HEADER_BYTES};
 pub use routes::{route, Protocol, Rejection, Route, RouteLimits, StaticPath};
 
 use lifecycle::{Admission, Lifecycle};
@@ -123,7 +123,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     let listener = tokio::net::TcpListener::from_std(sockets.tcp)?;
 
     let endpoint = match (sockets.udp, &tls) {
-        (Some(udp), Some(tls)) => Some(quic::endpoint(udp, tls.quic_config()?, &config.limits)?),
+        (Some(udp), Some(tls)) => Some(quic::endpoint(
+            udp,
+            tls.quic_config()?,
+            &config.limits,
+            config.quic_congestion,
+        )?),
         _ => None,
     };
     lifecycle.tasks.spawn(tcp.accept_loop(listener));

@@ -10,12 +10,13 @@ use h3::error::Code;
 use h3::server::{RequestResolver, RequestStream};
 use http::Response;
 use http_body_util::BodyExt;
+use quinn::congestion::{BbrConfig, ControllerFactory, CubicConfig, NewRenoConfig};
 use quinn::{Endpoint, EndpointConfig, Incoming, TransportConfig, VarInt};
 use tokio::sync::OwnedSemaphorePermit;
 use tracing::debug;
 
 use crate::body::ReplyBody;
-use crate::config::Limits;
+use crate::config::{Limits, QuicCongestion};
 use crate::lifecycle::{Admission, Lifecycle};
 use crate::respond::{declared_length, EchoBody, Handler};
 use crate::routes::Protocol;
@@ -34,8 +35,10 @@ pub fn endpoint(
     socket: std::net::UdpSocket,
     crypto: quinn::crypto::rustls::QuicServerConfig,
     limits: &Limits,
+    congestion: QuicCongestion,
 ) -> Result<Endpoint> {
     let mut transport = TransportConfig::default();
+    transport.congestion_controller_factory(congestion_factory(congestion));
     transport
         .max_concurrent_bidi_streams(VarInt::from_u32(limits.max_streams_per_connection))
         .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
@@ -51,6 +54,14 @@ pub fn endpoint(
         socket,
         runtime,
     )?)
+}
+
+fn congestion_factory(congestion: QuicCongestion) -> Arc<dyn ControllerFactory + Send + Sync> {
+    match congestion {
+        QuicCongestion::Cubic => Arc::new(CubicConfig::default()),
+        QuicCongestion::NewReno => Arc::new(NewRenoConfig::default()),
+        QuicCongestion::Bbr => Arc::new(BbrConfig::default()),
+    }
 }
 
 pub struct QuicShell {

@@ -7,8 +7,15 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use h3lab_server::{Limits, RunningServer, ServerConfig, TlsSource};
+use h3lab_server::{Limits, QuicCongestion, RunningServer, ServerConfig, TlsSource};
 use tokio::signal::unix::{signal, SignalKind};
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum QuicCcArg {
+    Cubic,
+    Newreno,
+    Bbr,
+}
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -27,6 +34,9 @@ pub struct Args {
     /// Write the certificate as PEM here, for clients' --ca.
     #[arg(long, value_name = "PATH")]
     write_cert: Option<PathBuf>,
+    /// QUIC congestion controller for HTTP/3 (TCP uses the kernel's).
+    #[arg(long, value_enum, default_value = "cubic")]
+    quic_cc: QuicCcArg,
     /// Serve HTTP/1.1 and h2c on TCP without TLS (no HTTP/3).
     #[arg(long, conflicts_with_all = ["cert", "key", "sans", "write_cert"])]
     cleartext: bool,
@@ -77,6 +87,11 @@ impl Args {
                 shutdown_grace: Duration::from_millis(self.shutdown_grace_ms),
             },
             extra_sans: self.sans,
+            quic_congestion: match self.quic_cc {
+                QuicCcArg::Cubic => QuicCongestion::Cubic,
+                QuicCcArg::Newreno => QuicCongestion::NewReno,
+                QuicCcArg::Bbr => QuicCongestion::Bbr,
+            },
         }
     }
 }

@@ -3,10 +3,10 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use h3lab_server::Limits;
+use h3lab_server::{Limits, QuicCongestion, ServerConfig};
 use http::{HeaderMap, HeaderValue, StatusCode};
 
-use crate::common::{connect, full, start, streamed, Proto, PROTOCOLS};
+use crate::common::{connect, full, start, streamed, test_config, Proto, PROTOCOLS};
 
 const BODY_LIMIT: u64 = 64 * 1024;
 const RESPONSE_LIMIT: u64 = 8 * 1024 * 1024;
@@ -197,5 +197,24 @@ async fn delay_waits_at_least_the_requested_time() {
         assert_eq!(reply.status, StatusCode::OK);
         assert_eq!(&reply.body[..], b"{\"delay_ms\":150}\n");
         client.close();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_quic_congestion_controller_serves_h3() {
+    for congestion in [
+        QuicCongestion::Cubic,
+        QuicCongestion::NewReno,
+        QuicCongestion::Bbr,
+    ] {
+        let config = ServerConfig {
+            quic_congestion: congestion,
+            ..test_config(None, limits())
+        };
+        let server = h3lab_server::start(config).await.unwrap();
+        let mut client = connect(&server, Proto::H3).await;
+        let reply = client.get("/bytes/300000").await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", congestion.name());
+        assert_eq!(reply.body.len(), 300_000, "{}", congestion.name());
     }
 }
