@@ -59,6 +59,7 @@ pub fn render_html(results: &Results) -> String {
                 (summary_section(results, &summaries, &colours))
                 (plots_section(&conditions))
                 (environment_section(results))
+                (link_section(results))
                 footer {
                     "Schema " code { (results.schema) } ". Plots: plotly.js 4.1.1 (MIT licence), embedded; "
                     "this file needs no network. Statistics: percentiles by linear interpolation between "
@@ -516,6 +517,56 @@ fn environment_section(results: &Results) -> Markup {
     }
 }
 
+/// What the emulated link did in each cell: proof of the configured loss
+/// and queueing, per direction (down = server to client).
+fn link_section(results: &Results) -> Markup {
+    let emulated: Vec<_> = results.cells.iter().filter(|c| c.link.is_some()).collect();
+    if emulated.is_empty() {
+        return html! {};
+    }
+    let count = |dir: &serde_json::Value, key: &str| dir[key].as_u64().unwrap_or(0);
+    let loss_pct = |dir: &serde_json::Value| {
+        let offered = count(dir, "packets_in");
+        match offered {
+            0 => "–".to_string(),
+            n => format!(
+                "{:.2} %",
+                count(dir, "dropped_loss") as f64 / n as f64 * 100.0
+            ),
+        }
+    };
+    html! {
+        section #link {
+            h2 { "Emulated link" }
+            details {
+                summary { "Per cell and direction: packets offered and delivered, drops by cause, queueing delay (" (emulated.len()) " cells)" }
+                table.summary {
+                    thead { tr {
+                        th { "profile" } th { "workload" } th { "proto" } th { "rep" } th { "seed" }
+                        th { "down in" } th { "down out" } th { "down loss" } th { "down queue drops" } th { "down queue p99 ms" }
+                        th { "up in" } th { "up out" } th { "up loss" } th { "up queue drops" }
+                    } }
+                    tbody {
+                        @for cell in &emulated {
+                            @let link = cell.link.as_ref().expect("filtered on link");
+                            @let (down, up) = (&link["down"], &link["up"]);
+                            tr {
+                                td { (cell.profile) } td { (cell.workload) @if let Some(mode) = &cell.mode { " (" (mode) ")" } }
+                                td { (cell.protocol) } td.num { (cell.repetition) } td.num { (link["seed"]) }
+                                td.num { (count(down, "packets_in")) } td.num { (count(down, "packets_out")) }
+                                td.num { (loss_pct(down)) } td.num { (count(down, "dropped_queue")) }
+                                td.num { (down["queue_delay"]["p99_ms"].as_f64().map_or("–".to_string(), |v| format!("{v:.2}"))) }
+                                td.num { (count(up, "packets_in")) } td.num { (count(up, "packets_out")) }
+                                td.num { (loss_pct(up)) } td.num { (count(up, "dropped_queue")) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -542,6 +593,26 @@ mod tests {
         let start = page.find(marker).unwrap() + marker.len();
         let end = start + page[start..].find("</script>").unwrap();
         serde_json::from_str(&page[start..end]).unwrap()
+    }
+
+    #[test]
+    fn link_statistics_show_the_loss_each_direction_saw() {
+        let mut results = fixture::results();
+        assert!(
+            !render_html(&results).contains("Emulated link"),
+            "no section without link stats"
+        );
+        results.cells[0].link = Some(serde_json::json!({
+            "seed": 7,
+            "down": {"packets_in": 1000, "packets_out": 970, "dropped_loss": 20, "dropped_queue": 10,
+                     "queue_delay": {"p99_ms": 3.5}},
+            "up": {"packets_in": 400, "packets_out": 398, "dropped_loss": 2, "dropped_queue": 0},
+        }));
+        let page = render_html(&results);
+        assert!(page.contains("Emulated link"));
+        assert!(page.contains("2.00 %"), "20 of 1000 down packets lost");
+        assert!(page.contains("0.50 %"), "2 of 400 up packets lost");
+        assert!(page.contains("3.50"), "queue delay p99");
     }
 
     #[test]
