@@ -25,7 +25,8 @@ pub struct CapacityReport {
     pub forwarded_mbit_s: f64,
     /// The configured upstream rate, if limited.
     pub configured_mbit_s: Option<f64>,
-    /// Forwarding-thread CPU time per packet read.
+    /// Forwarding-thread CPU time per packet read (whole run, both
+    /// directions).
     pub cpu_us_per_packet: f64,
     /// Share of one core the forwarding thread used.
     pub forwarder_cpu_share: f64,
@@ -84,6 +85,9 @@ pub fn measure(settings: &LinkSettings, duration: Duration) -> anyhow::Result<Ca
     let up = &stats.up;
     let read = up.packets_in - start_stats.up.packets_in;
     let forwarded = up.packets_out - start_stats.up.packets_out;
+    // The forwarding thread serves both directions; count what it read in
+    // both (the sink sends nothing back, so this is nearly all upstream).
+    let packets_read = stats.up.packets_in + stats.down.packets_in;
     Ok(CapacityReport {
         seconds,
         offered_pps: sent as f64 / seconds,
@@ -91,8 +95,8 @@ pub fn measure(settings: &LinkSettings, duration: Duration) -> anyhow::Result<Ca
         forwarded_pps: forwarded as f64 / seconds,
         forwarded_mbit_s: (up.bytes_out - start_stats.up.bytes_out) as f64 * 8.0 / seconds / 1e6,
         configured_mbit_s: settings.up.mean_bits_per_sec().map(|bits| bits / 1e6),
-        cpu_us_per_packet: up.forwarder_cpu_s * 1e6 / read.max(1) as f64,
-        forwarder_cpu_share: up.forwarder_cpu_s / stats.elapsed_s,
+        cpu_us_per_packet: stats.forwarder_cpu_s * 1e6 / packets_read.max(1) as f64,
+        forwarder_cpu_share: stats.forwarder_cpu_s / stats.elapsed_s,
         dropped_queue: up.dropped_queue,
         dropped_loss: up.dropped_loss,
     })

@@ -87,8 +87,6 @@ pub struct DirectionStats {
     pub dropped_queue: u64,
     pub duplicated: u64,
     pub queue_delay: DelayHistogram,
-    /// CPU time the forwarding thread used (0 for the pure model).
-    pub forwarder_cpu_s: f64,
 }
 
 impl DirectionStats {
@@ -130,6 +128,9 @@ pub struct LinkStats {
     pub up: DirectionStats,
     /// Server to client.
     pub down: DirectionStats,
+    /// CPU time of the thread forwarding both directions.
+    #[serde(default)]
+    pub forwarder_cpu_s: f64,
     pub seed: u64,
     pub elapsed_s: f64,
 }

@@ -1,5 +1,5 @@
 //! The I/O shell: two namespaces joined through TUN devices, with one
-//! forwarding thread per direction driving the pure model.
+//! forwarding thread driving the pure model of both directions.
 
 mod forward;
 mod netns;
@@ -7,11 +7,11 @@ mod tun;
 
 use std::ffi::OsStr;
 use std::net::Ipv4Addr;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -22,7 +22,7 @@ pub use netns::{cleanup_stale, PREFIX as NAMESPACE_PREFIX};
 use crate::config::{DirectionConfig, LinkConfig, RateSpec};
 use crate::model::{Direction, LossModel, Pipe, Way};
 use crate::stats::LinkStats;
-use forward::{Forwarder, Packet};
+use forward::{Clock, Forwarder, Lane, Published};
 use netns::Namespace;
 
 /// The client's address (RFC 2544 benchmarking range).
@@ -34,10 +34,11 @@ pub const SERVER_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
 /// stops forwarding and removes both namespaces and their devices.
 pub struct EmulatedPath {
     config: LinkConfig,
-    up: Arc<Mutex<Pipe<Packet>>>,
-    down: Arc<Mutex<Pipe<Packet>>>,
+    /// Statistics as last published by the forwarding thread.
+    published: Arc<Mutex<Published>>,
     stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<()>>,
+    /// The forwarding thread; it returns its final statistics.
+    thread: Option<JoinHandle<Published>>,
     epoch: Instant,
     // Dropped after the threads are joined (fields drop in order).
     client: Namespace,
@@ -63,40 +64,29 @@ impl EmulatedPath {
         let server_tun = Arc::new(server.tun().try_clone()?);
         let epoch = Instant::now();
         let stop = Arc::new(AtomicBool::new(false));
-        let up = Arc::new(Mutex::new(Pipe::new(Direction::new(
-            &config.up,
-            config.seed,
-            Way::Up,
-        ))));
-        let down = Arc::new(Mutex::new(Pipe::new(Direction::new(
-            &config.down,
-            config.seed,
-            Way::Down,
-        ))));
-        let mut threads = Vec::new();
-        for (name, from, to, pipe) in [
-            ("linkem-up", &client_tun, &server_tun, &up),
-            ("linkem-down", &server_tun, &client_tun, &down),
-        ] {
-            let forwarder = Forwarder {
-                from: from.clone(),
-                to: to.clone(),
-                pipe: pipe.clone(),
-                epoch,
-                stop: stop.clone(),
-            };
-            threads.push(
-                std::thread::Builder::new()
-                    .name(name.into())
-                    .spawn(move || forwarder.run())?,
-            );
-        }
+        let published = Arc::new(Mutex::new(Published::default()));
+        let lane = |from: &Arc<OwnedFd>, to: &Arc<OwnedFd>, settings, way| Lane {
+            from: from.clone(),
+            to: to.clone(),
+            pipe: Pipe::new(Direction::new(settings, config.seed, way)),
+        };
+        let forwarder = Forwarder {
+            lanes: [
+                lane(&client_tun, &server_tun, &config.up, Way::Up),
+                lane(&server_tun, &client_tun, &config.down, Way::Down),
+            ],
+            published: published.clone(),
+            clock: Clock(epoch),
+            stop: stop.clone(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("linkem-forward".into())
+            .spawn(move || forwarder.run())?;
         Ok(EmulatedPath {
             config,
-            up,
-            down,
+            published,
             stop,
-            threads,
+            thread: Some(thread),
             epoch,
             client,
             server,
@@ -170,23 +160,19 @@ impl EmulatedPath {
         spawn_in(&self.server, work)
     }
 
-    /// A snapshot of the statistics so far.
+    /// The statistics as of the forwarding thread's last publication (at
+    /// most about 20 ms ago); [`EmulatedPath::shutdown`] returns the exact
+    /// final ones.
     pub fn stats(&self) -> LinkStats {
+        let published = self
+            .published
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         LinkStats {
-            up: self
-                .up
-                .lock()
-                .expect("pipe lock")
-                .direction()
-                .stats()
-                .clone(),
-            down: self
-                .down
-                .lock()
-                .expect("pipe lock")
-                .direction()
-                .stats()
-                .clone(),
+            up: published.up,
+            down: published.down,
+            forwarder_cpu_s: published.cpu_s,
             seed: self.config.seed,
             elapsed_s: self.epoch.elapsed().as_secs_f64(),
         }
@@ -198,12 +184,21 @@ impl EmulatedPath {
         Ok(self.stats())
     }
 
+    /// Stops and joins the thread, keeping its final statistics (if it
+    /// panicked, its last publication stays).
     fn stop_forwarding(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        for thread in self.threads.drain(..) {
-            if thread.join().is_err() {
-                tracing::error!("a linkem forwarding thread panicked");
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
+        match thread.join() {
+            Ok(last) => {
+                *self
+                    .published
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = last
             }
+            Err(_) => tracing::error!("the linkem forwarding thread panicked"),
         }
     }
 }
