@@ -11,6 +11,16 @@ use serde_json::Value;
 
 use common::{root_or_skip, EXE};
 
+/// Emulated runs one at a time: on 2 cores, parallel runs would disturb the
+/// timing the physics test checks.
+static EMULATED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    EMULATED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Runs `h3lab bench` on `suite`; also says whether it left namespaces.
 fn bench(suite: &str, out: &Path) -> (Output, bool) {
     let file = out.with_extension("toml");
@@ -64,6 +74,7 @@ fn first_byte_takes_three_two_and_one_round_trips() {
     if !root_or_skip("first_byte_takes_three_two_and_one_round_trips") {
         return;
     }
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("physics");
     let (output, _) = bench(
@@ -108,6 +119,7 @@ fn a_small_suite_writes_json_csv_and_html_with_every_cell() {
     if !root_or_skip("a_small_suite_writes_json_csv_and_html_with_every_cell") {
         return;
     }
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("small");
     let (output, left_behind) = bench(
@@ -173,6 +185,7 @@ fn a_failing_cell_is_recorded_with_its_error_and_the_rest_still_runs() {
     if !root_or_skip("a_failing_cell_is_recorded_with_its_error_and_the_rest_still_runs") {
         return;
     }
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("failing");
     // Both fail: a plain-HTTP server speaks no TLS and has no UDP listener.
@@ -221,6 +234,7 @@ fn ctrl_c_keeps_the_finished_cells_and_cleans_up() {
     if !root_or_skip("ctrl_c_keeps_the_finished_cells_and_cleans_up") {
         return;
     }
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("interrupted");
     let suite = dir.path().join("interrupted.toml");
