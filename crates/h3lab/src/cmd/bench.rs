@@ -223,17 +223,21 @@ fn progress_bar(cells: &[CellSpec]) -> ProgressBar {
     bar
 }
 
-/// Rough wall time of a cell: set-up plus the workload's own length.
+/// Rough wall time of a cell: set-up plus the workload's own length on the
+/// profile's path (custom profiles count as a 50 Mbit/s, 50 ms path).
 fn estimated_seconds(cell: &CellSpec) -> f64 {
     const SETUP_S: f64 = 1.0;
-    let rtt_s = linkem::profile(&cell.profile)
-        .ok()
-        .and_then(|p| p.settings)
-        .map_or(0.0, |s| s.rtt as f64 / 1e9);
+    let (rtt_s, down_bits_per_s) = match linkem::profile(&cell.profile) {
+        Ok(profile) => profile.settings.map_or((0.0, 10e9), |s| {
+            let rate = s.down.mean_bits_per_sec().unwrap_or(10e9);
+            (s.rtt as f64 / 1e9, rate)
+        }),
+        Err(_) => (0.05, 50e6),
+    };
     SETUP_S
         + match &cell.workload {
             Workload::Rps { duration, .. } => duration.0.as_secs_f64(),
-            Workload::Download { size, .. } => size.0 as f64 * 8.0 / 50e6 + 20.0 * rtt_s,
+            Workload::Download { size, .. } => size.0 as f64 * 8.0 / down_bits_per_s + 20.0 * rtt_s,
             Workload::Ttfb { samples, .. } => f64::from(samples.0 + 1) * 4.0 * rtt_s,
         }
 }
