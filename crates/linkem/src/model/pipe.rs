@@ -70,6 +70,15 @@ impl<P: Clone> Pipe<P> {
         }));
     }
 
+    /// Packets waiting to leave.
+    pub fn len(&self) -> usize {
+        self.due.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.due.is_empty()
+    }
+
     /// When the next packet leaves, if any is waiting.
     pub fn next_due(&self) -> Option<Nanos> {
         self.due.peek().map(|Reverse(next)| next.at)
@@ -127,9 +136,12 @@ mod tests {
             dropped += u64::from(pipe.push(id, 1500, now).is_some());
         }
         while let Some(at) = pipe.next_due() {
+            let waiting = pipe.len();
             assert_eq!(pipe.pop_due(at - 1), None, "left before its time");
+            assert_eq!(pipe.len(), waiting);
             out.push((at, pipe.pop_due(at).unwrap()));
         }
+        assert!(pipe.is_empty());
         let stats = pipe.direction().stats();
         assert_eq!(stats.packets_in, u64::from(n));
         assert_eq!(stats.dropped_loss + stats.dropped_queue, dropped);

@@ -7,13 +7,13 @@
 //! switch), more than forwarding a packet, so the number of wake-ups
 //! decides what a busy path costs; one thread wakes once for a data
 //! packet and the ACK going the other way. It owns both pipes outright
-//! (no lock on the packet path) and publishes a copy of the statistics
-//! now and then; its final statistics are what it returns when joined.
+//! (no lock on the packet path) and copies the statistics out only when
+//! asked ([`Snapshots`]) and when it stops.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use crate::model::{Nanos, Pipe};
 use crate::stats::DirectionStats;
@@ -26,8 +26,6 @@ const BUFFER_BYTES: usize = 2048;
 const READ_BATCH: usize = 256;
 /// Longest sleep, so a stop request is noticed promptly.
 const MAX_SLEEP: Nanos = 10_000_000;
-/// How often the statistics (and the thread's CPU time) are published.
-const PUBLISH_EVERY: Nanos = 20_000_000;
 /// Timer wake-ups come late by a roughly steady amount (tens of
 /// microseconds in a VM, even at real-time priority); the thread learns it
 /// and sets its alarm that much early. This caps the estimate, and so the
@@ -35,12 +33,16 @@ const PUBLISH_EVERY: Nanos = 20_000_000;
 const MAX_LATENESS: Nanos = 100_000;
 /// The starting estimate of that lateness.
 const INITIAL_LATENESS: Nanos = 20_000;
-/// Deadlines this close are spun for instead of slept for.
+/// Deadlines this much beyond the lateness estimate are still spun for.
 const SPIN_LIMIT: Nanos = 3_000;
-/// Deadlines this close mean a busy link: the thread sleeps this long
-/// without waking for each arrival, so packets in the meantime are stamped
-/// or written up to this much (plus the wake-up lateness) late.
+/// A deadline this close while [`BUSY_IN_FLIGHT`] packets are in flight
+/// means a busy link: the thread sleeps this long without waking for each
+/// arrival, so packets in the meantime are stamped or written up to this
+/// much (plus the wake-up lateness) late.
 const COALESCE: Nanos = 50_000;
+/// Packets in flight (both directions) from which a link counts as busy;
+/// interactive exchanges (a request, its ACK, the response) stay below.
+const BUSY_IN_FLIGHT: usize = 8;
 
 /// A packet buffer; recycled through a free list so the steady state
 /// allocates nothing.
@@ -57,18 +59,62 @@ pub struct Lane {
     pub pipe: Pipe<Packet>,
 }
 
-/// What the thread publishes: both directions and its own CPU time.
+/// The statistics of both directions and the thread's own CPU time.
 #[derive(Debug, Clone, Default)]
-pub struct Published {
+pub struct Snapshot {
     pub up: DirectionStats,
     pub down: DirectionStats,
     pub cpu_s: f64,
+    /// Counts the copies made, so a requester knows a fresh one arrived.
+    serial: u64,
+}
+
+/// Statistics handed out by the forwarding thread on request: copying the
+/// histograms takes long enough to make a packet late, so it happens
+/// only when someone asks, and when the thread stops.
+#[derive(Default)]
+pub struct Snapshots {
+    wanted: AtomicBool,
+    latest: Mutex<Snapshot>,
+    fresh: Condvar,
+}
+
+impl Snapshots {
+    /// Asks the running thread for a copy and waits for it (it wakes at
+    /// least every [`MAX_SLEEP`]); after `patience`, returns the last one.
+    pub fn request(&self, patience: Duration) -> Snapshot {
+        let latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+        let serial = latest.serial;
+        self.wanted.store(true, Ordering::Release);
+        let (latest, _) = self
+            .fresh
+            .wait_timeout_while(latest, patience, |latest| latest.serial == serial)
+            .unwrap_or_else(PoisonError::into_inner);
+        latest.clone()
+    }
+
+    /// The last copy, without asking (the final one once the thread ended).
+    pub fn latest(&self) -> Snapshot {
+        self.latest
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn store(&self, lanes: &[Lane; 2]) {
+        let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+        latest.up.clone_from(lanes[0].pipe.direction().stats());
+        latest.down.clone_from(lanes[1].pipe.direction().stats());
+        latest.cpu_s = thread_cpu_seconds();
+        latest.serial += 1;
+        self.fresh.notify_all();
+    }
 }
 
 pub struct Forwarder {
     /// Up (client to server), then down.
     pub lanes: [Lane; 2],
-    pub published: Arc<Mutex<Published>>,
+    pub snapshots: Arc<Snapshots>,
     pub clock: Clock,
     pub stop: Arc<AtomicBool>,
 }
@@ -84,15 +130,15 @@ impl Clock {
 }
 
 impl Forwarder {
-    /// Forwards until stopped; returns the final statistics.
-    pub fn run(mut self) -> Published {
+    /// Forwards until stopped, then leaves the final statistics in
+    /// [`Snapshots::latest`].
+    pub fn run(mut self) {
         // Wake within microseconds of the deadline instead of the default
         // 50 us slack.
         let _ = nix::sys::prctl::set_timerslack(1);
         raise_priority();
         let mut free: Vec<Packet> = Vec::new();
         let mut lateness = INITIAL_LATENESS;
-        let mut last_publish = 0;
         while !self.stop.load(Ordering::Relaxed) {
             for lane in &mut self.lanes {
                 lane.read_arrivals(&mut free, self.clock);
@@ -100,26 +146,12 @@ impl Forwarder {
             for lane in &mut self.lanes {
                 lane.write_due(&mut free, self.clock);
             }
-            let now = self.clock.now();
-            if now - last_publish >= PUBLISH_EVERY {
-                self.publish();
-                last_publish = now;
+            if self.snapshots.wanted.swap(false, Ordering::Acquire) {
+                self.snapshots.store(&self.lanes);
             }
             self.wait(&mut lateness);
         }
-        self.publish();
-        self.published.lock().expect("stats lock").clone()
-    }
-
-    fn publish(&self) {
-        let mut published = self.published.lock().expect("stats lock");
-        published
-            .up
-            .clone_from(self.lanes[0].pipe.direction().stats());
-        published
-            .down
-            .clone_from(self.lanes[1].pipe.direction().stats());
-        published.cpu_s = thread_cpu_seconds();
+        self.snapshots.store(&self.lanes);
     }
 
     fn next_due(&self) -> Option<Nanos> {
@@ -129,9 +161,10 @@ impl Forwarder {
             .min()
     }
 
-    /// Sleeps until a packet arrives or the next one is due. A deadline a
-    /// few microseconds away is spun for. One within [`COALESCE`] means a
-    /// busy link: the thread sleeps that long without waking for arrivals,
+    /// Sleeps until a packet arrives or the next one is due. A deadline
+    /// nearer than the timer's lateness is spun for (watching for
+    /// arrivals). A near deadline with many packets in flight means a busy
+    /// link: the thread sleeps [`COALESCE`] without waking for arrivals,
     /// then reads and writes everything in one batch, like a NIC
     /// coalescing interrupts. A farther deadline is slept for while
     /// watching for arrivals, with the alarm set early by the learned
@@ -143,15 +176,15 @@ impl Forwarder {
         };
         let now = self.clock.now();
         let remaining = due.saturating_sub(now);
-        if remaining <= SPIN_LIMIT {
-            self.spin_until(due);
-            return;
-        }
-        if remaining <= COALESCE {
+        if remaining <= COALESCE && self.in_flight() >= BUSY_IN_FLIGHT {
             sleep(COALESCE);
             return;
         }
-        let nap = remaining.saturating_sub(*lateness).min(MAX_SLEEP);
+        if remaining <= *lateness + SPIN_LIMIT {
+            self.spin_until(due);
+            return;
+        }
+        let nap = (remaining - *lateness).min(MAX_SLEEP);
         if self.poll(nap) {
             return; // a packet arrived: read it first
         }
@@ -163,8 +196,13 @@ impl Forwarder {
         }
     }
 
+    fn in_flight(&self) -> usize {
+        self.lanes.iter().map(|lane| lane.pipe.len()).sum()
+    }
+
+    /// Spins until `due` or until a packet arrives.
     fn spin_until(&self, due: Nanos) {
-        while self.clock.now() < due {
+        while self.clock.now() < due && !self.poll(0) {
             std::hint::spin_loop();
         }
     }

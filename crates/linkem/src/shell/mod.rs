@@ -11,9 +11,9 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
@@ -22,7 +22,7 @@ pub use netns::{cleanup_stale, PREFIX as NAMESPACE_PREFIX};
 use crate::config::{DirectionConfig, LinkConfig, RateSpec};
 use crate::model::{Direction, LossModel, Pipe, Way};
 use crate::stats::LinkStats;
-use forward::{Clock, Forwarder, Lane, Published};
+use forward::{Clock, Forwarder, Lane, Snapshots};
 use netns::Namespace;
 
 /// The client's address (RFC 2544 benchmarking range).
@@ -30,15 +30,17 @@ pub const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 /// The server's address.
 pub const SERVER_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
 
+/// How long [`EmulatedPath::stats`] waits for the forwarding thread.
+const STATS_PATIENCE: Duration = Duration::from_millis(200);
+
 /// A running emulated path. Dropping it (or [`EmulatedPath::shutdown`])
 /// stops forwarding and removes both namespaces and their devices.
 pub struct EmulatedPath {
     config: LinkConfig,
-    /// Statistics as last published by the forwarding thread.
-    published: Arc<Mutex<Published>>,
+    snapshots: Arc<Snapshots>,
     stop: Arc<AtomicBool>,
-    /// The forwarding thread; it returns its final statistics.
-    thread: Option<JoinHandle<Published>>,
+    /// The forwarding thread, until stopped.
+    thread: Option<JoinHandle<()>>,
     epoch: Instant,
     // Dropped after the threads are joined (fields drop in order).
     client: Namespace,
@@ -64,7 +66,7 @@ impl EmulatedPath {
         let server_tun = Arc::new(server.tun().try_clone()?);
         let epoch = Instant::now();
         let stop = Arc::new(AtomicBool::new(false));
-        let published = Arc::new(Mutex::new(Published::default()));
+        let snapshots = Arc::new(Snapshots::default());
         let lane = |from: &Arc<OwnedFd>, to: &Arc<OwnedFd>, settings, way| Lane {
             from: from.clone(),
             to: to.clone(),
@@ -75,7 +77,7 @@ impl EmulatedPath {
                 lane(&client_tun, &server_tun, &config.up, Way::Up),
                 lane(&server_tun, &client_tun, &config.down, Way::Down),
             ],
-            published: published.clone(),
+            snapshots: snapshots.clone(),
             clock: Clock(epoch),
             stop: stop.clone(),
         };
@@ -84,7 +86,7 @@ impl EmulatedPath {
             .spawn(move || forwarder.run())?;
         Ok(EmulatedPath {
             config,
-            published,
+            snapshots,
             stop,
             thread: Some(thread),
             epoch,
@@ -160,19 +162,18 @@ impl EmulatedPath {
         spawn_in(&self.server, work)
     }
 
-    /// The statistics as of the forwarding thread's last publication (at
-    /// most about 20 ms ago); [`EmulatedPath::shutdown`] returns the exact
-    /// final ones.
+    /// The statistics so far, copied by the forwarding thread on request
+    /// (it answers within about 10 ms); after [`EmulatedPath::shutdown`],
+    /// the final ones.
     pub fn stats(&self) -> LinkStats {
-        let published = self
-            .published
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let snapshot = match self.thread {
+            Some(_) => self.snapshots.request(STATS_PATIENCE),
+            None => self.snapshots.latest(),
+        };
         LinkStats {
-            up: published.up,
-            down: published.down,
-            forwarder_cpu_s: published.cpu_s,
+            up: snapshot.up,
+            down: snapshot.down,
+            forwarder_cpu_s: snapshot.cpu_s,
             seed: self.config.seed,
             elapsed_s: self.epoch.elapsed().as_secs_f64(),
         }
@@ -184,21 +185,14 @@ impl EmulatedPath {
         Ok(self.stats())
     }
 
-    /// Stops and joins the thread, keeping its final statistics (if it
-    /// panicked, its last publication stays).
+    /// Stops and joins the thread, which leaves its final statistics (if
+    /// it panicked, its last copy stays).
     fn stop_forwarding(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        let Some(thread) = self.thread.take() else {
-            return;
-        };
-        match thread.join() {
-            Ok(last) => {
-                *self
-                    .published
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner) = last
+        if let Some(thread) = self.thread.take() {
+            if thread.join().is_err() {
+                tracing::error!("the linkem forwarding thread panicked");
             }
-            Err(_) => tracing::error!("the linkem forwarding thread panicked"),
         }
     }
 }
