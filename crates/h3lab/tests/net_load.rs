@@ -239,7 +239,7 @@ fn requests_complete_through(profile: &linkem::Profile) {
     let outcome = net_run(
         &["--profile", profile.name],
         &loads,
-        &["--timeout", "60s", "--connect-timeout", "30s"],
+        &["--timeout", "60s", "--connect-timeout", "60s"],
     );
     for (load, report) in loads.iter().zip(&outcome.loads) {
         let context = format!("{} over {}", load.proto, profile.name);
