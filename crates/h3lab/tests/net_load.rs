@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
@@ -29,10 +30,14 @@ struct Outcome {
 }
 
 /// Runs `h3lab serve` in the server namespace and the loads (side by side)
-/// in the client namespace of `h3lab net run LINK_ARGS`. The client waits
-/// for the server's banner, so no request races the server's start.
-fn net_run(link_args: &[&str], loads: &[LoadRun], timeouts: &[&str]) -> Outcome {
+/// in the client namespace of `h3lab net run LINK_ARGS`, all as `user`
+/// (a uid) when given. The client waits for the server's banner, so no
+/// request races the server's start.
+fn net_run(user: Option<u32>, link_args: &[&str], loads: &[LoadRun], timeouts: &[&str]) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
+    if let Some(uid) = user {
+        std::os::unix::fs::chown(dir.path(), Some(uid), None).unwrap();
+    }
     let file = |name: &str| dir.path().join(name);
     let (banner, cert, stats) = (file("banner"), file("cert.pem"), file("link.json"));
     let server = format!(
@@ -68,7 +73,11 @@ fn net_run(link_args: &[&str], loads: &[LoadRun], timeouts: &[&str]) -> Outcome 
         banner = banner.display(),
         loads = load_commands.join("\n"),
     );
-    let output = Command::new(EXE)
+    let mut command = Command::new(EXE);
+    if let Some(uid) = user {
+        command.uid(uid).gid(uid);
+    }
+    let output = command
         .args(["net", "run"])
         .args(link_args)
         .arg("--stats")
@@ -144,6 +153,7 @@ fn bulk_download_fills_the_link(proto: &'static str) {
         requests: 1,
     };
     let outcome = net_run(
+        None,
         &[
             "--rtt", "10ms", "--down", "20mbit", "--up", "20mbit", "--loss", "0%",
         ],
@@ -237,6 +247,7 @@ fn requests_complete_through(profile: &linkem::Profile) {
     // several retransmission timeouts; the limits keep the run bounded.
     let started = std::time::Instant::now();
     let outcome = net_run(
+        None,
         &["--profile", profile.name],
         &loads,
         &["--timeout", "60s", "--connect-timeout", "60s"],
@@ -263,4 +274,40 @@ fn requests_complete_through(profile: &linkem::Profile) {
         profile.name,
         started.elapsed().as_secs_f64()
     );
+}
+
+/// `nobody`'s uid (and, on Debian, its group `nogroup`'s gid).
+const NOBODY: u32 = 65534;
+
+#[test]
+fn without_root_the_path_lives_in_user_namespaces() {
+    if !root_or_skip("without_root_the_path_lives_in_user_namespaces") {
+        return; // root is needed to become another user
+    }
+    let allowed = std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
+        .map(|n| n.trim() != "0")
+        .unwrap_or(false);
+    if !allowed {
+        eprintln!(
+            "skipping: unprivileged user namespaces are disabled (user.max_user_namespaces = 0)"
+        );
+        return;
+    }
+    let loads = ["h2", "h3"].map(|proto| LoadRun {
+        proto,
+        url_path: format!("/bytes/{SMALL_BYTES}"),
+        requests: SMALL_REQUESTS,
+    });
+    let outcome = net_run(
+        Some(NOBODY),
+        &["--rtt", "20ms", "--down", "20mbit", "--up", "5mbit"],
+        &loads,
+        &["--timeout", "30s"],
+    );
+    for (load, report) in loads.iter().zip(&outcome.loads) {
+        assert_complete(report, SMALL_REQUESTS, SMALL_BYTES, load.proto);
+    }
+    let down = number(&outcome.link["down"], "bytes_out");
+    let least = (2 * SMALL_REQUESTS * SMALL_BYTES) as f64;
+    assert!(down >= least, "only {down} bytes crossed the link");
 }

@@ -4,6 +4,7 @@
 mod forward;
 mod netns;
 mod tun;
+mod userns;
 
 use std::ffi::OsStr;
 use std::net::Ipv4Addr;
@@ -52,16 +53,26 @@ impl EmulatedPath {
     /// path and starts forwarding.
     pub fn start(config: LinkConfig) -> anyhow::Result<EmulatedPath> {
         validate(&config)?;
-        if !nix::unistd::geteuid().is_root() {
-            anyhow::bail!(
-                "emulating a link needs root or CAP_NET_ADMIN to create network namespaces; \
-                 run it with sudo (unprivileged user namespaces are not supported)"
-            );
-        }
-        cleanup_stale().context("removing stale h3lab namespaces")?;
         let (client_name, server_name) = netns::fresh_names();
-        let client = Namespace::create(&client_name, &CLIENT_IP.to_string())?;
-        let server = Namespace::create(&server_name, &SERVER_IP.to_string())?;
+        let (client, server) = if nix::unistd::geteuid().is_root() {
+            cleanup_stale().context("removing stale h3lab namespaces")?;
+            (
+                Namespace::create(&client_name, &CLIENT_IP.to_string())?,
+                Namespace::create(&server_name, &SERVER_IP.to_string())?,
+            )
+        } else {
+            let unprivileged = |name: &str, address: Ipv4Addr| {
+                Namespace::create_unprivileged(name, &address.to_string()).with_context(|| {
+                    "emulating a link needs root, or unprivileged user namespaces \
+                     (user.max_user_namespaces > 0, kernel.unprivileged_userns_clone = 1); \
+                     run it with sudo or enable them"
+                })
+            };
+            (
+                unprivileged(&client_name, CLIENT_IP)?,
+                unprivileged(&server_name, SERVER_IP)?,
+            )
+        };
         let client_tun = Arc::new(client.tun().try_clone()?);
         let server_tun = Arc::new(server.tun().try_clone()?);
         let epoch = Instant::now();
@@ -128,16 +139,18 @@ impl EmulatedPath {
         command
             .env("H3LAB_SERVER_IP", SERVER_IP.to_string())
             .env("H3LAB_CLIENT_IP", CLIENT_IP.to_string());
-        let handle = namespace.handle().as_raw_fd();
+        let net = namespace.handle().as_raw_fd();
+        let user = namespace.user().map(|user| user.as_raw_fd());
         // SAFETY: the closure only calls setns(2), which is async-signal-
-        // safe; `handle` stays open while `self` lives, and the fd is
+        // safe; the descriptors stay open while `self` lives, and are
         // inherited by the forked child before exec.
         unsafe {
-            command.pre_exec(move || {
-                if libc::setns(handle, libc::CLONE_NEWNET) != 0 {
-                    return Err(std::io::Error::last_os_error());
+            command.pre_exec(move || match user {
+                Some(user) => userns::enter(user, net),
+                None if libc::setns(net, libc::CLONE_NEWNET) != 0 => {
+                    Err(std::io::Error::last_os_error())
                 }
-                Ok(())
+                None => Ok(()),
             });
         }
         command
@@ -208,6 +221,12 @@ where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
+    anyhow::ensure!(
+        namespace.user().is_none(),
+        "running work on a thread inside the emulated path needs root (a \
+         multithreaded process cannot join a user namespace); run it with sudo, \
+         or run a program there with `h3lab net run`"
+    );
     let handle = namespace.handle().try_clone()?;
     let name = namespace.name().to_string();
     Ok(std::thread::Builder::new()

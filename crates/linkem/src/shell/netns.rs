@@ -3,14 +3,15 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use anyhow::Context;
 use nix::sched::{setns, CloneFlags};
 
-use super::tun;
+use super::{tun, userns};
 
 /// Prefix of every namespace h3lab creates: `h3lab-<pid>-<n>-c|s`.
 pub const PREFIX: &str = "h3lab-";
@@ -35,12 +36,28 @@ pub fn fresh_names() -> (String, String) {
 pub struct Namespace {
     name: String,
     handle: File,
+    /// The user namespace owning it, when made without root (then it has
+    /// no name under /run/netns and vanishes with its last descriptor).
+    user: Option<OwnedFd>,
     tun: OwnedFd,
 }
 
+/// Loopback up; the TUN device up with `address`/24.
+fn configuration(address: &str) -> String {
+    format!(
+        "link set lo up\n\
+         link set {DEVICE} mtu 1500 txqueuelen {TX_QUEUE_PACKETS} up\n\
+         addr add {address}/24 dev {DEVICE}\n"
+    )
+}
+
 fn ip(args: &[&str], batch: Option<&str>) -> anyhow::Result<()> {
-    let mut child = Command::new("ip")
-        .args(args)
+    run_ip(Command::new("ip").args(args), batch)
+}
+
+/// Runs an `ip` command, feeding it `batch` on stdin.
+fn run_ip(command: &mut Command, batch: Option<&str>) -> anyhow::Result<()> {
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -58,7 +75,11 @@ fn ip(args: &[&str], batch: Option<&str>) -> anyhow::Result<()> {
     if !output.status.success() {
         anyhow::bail!(
             "`ip {}` failed: {}",
-            args.join(" "),
+            command
+                .get_args()
+                .map(|arg| arg.to_string_lossy())
+                .collect::<Vec<_>>()
+                .join(" "),
             String::from_utf8_lossy(&output.stderr).trim()
         );
     }
@@ -86,19 +107,38 @@ impl Namespace {
             .with_context(|| format!("cannot open namespace {name}"))?;
         let tun = create_tun_inside(&handle)
             .with_context(|| format!("cannot create TUN device in namespace {name}"))?;
-        ip(
-            &["-n", name, "-batch", "-"],
-            Some(&format!(
-                "link set lo up\n\
-                 link set {DEVICE} mtu 1500 txqueuelen {TX_QUEUE_PACKETS} up\n\
-                 addr add {address}/24 dev {DEVICE}\n"
-            )),
-        )?;
+        ip(&["-n", name, "-batch", "-"], Some(&configuration(address)))?;
         std::mem::forget(partial);
         Ok(Namespace {
             name: name.to_string(),
             handle,
+            user: None,
             tun,
+        })
+    }
+
+    /// Like [`Namespace::create`] without root: the namespace belongs to a
+    /// new user namespace in which the caller is root. `name` is only a
+    /// label (nothing appears in `ip netns list`).
+    pub fn create_unprivileged(name: &str, address: &str) -> anyhow::Result<Namespace> {
+        let handles = userns::create(DEVICE)?;
+        let (user, net) = (handles.user.as_raw_fd(), handles.net.as_raw_fd());
+        let mut configure = Command::new("ip");
+        // SAFETY: `enter` makes only setns(2) calls, on descriptors that
+        // stay open until the child has been waited for.
+        unsafe {
+            configure.pre_exec(move || userns::enter(user, net));
+        }
+        run_ip(
+            configure.args(["-batch", "-"]),
+            Some(&configuration(address)),
+        )
+        .with_context(|| format!("cannot configure namespace {name}"))?;
+        Ok(Namespace {
+            name: name.to_string(),
+            handle: File::from(handles.net),
+            user: Some(handles.user),
+            tun: handles.tun,
         })
     }
 
@@ -113,11 +153,18 @@ impl Namespace {
     pub fn tun(&self) -> &OwnedFd {
         &self.tun
     }
+
+    /// The owning user namespace, for namespaces made without root.
+    pub fn user(&self) -> Option<&OwnedFd> {
+        self.user.as_ref()
+    }
 }
 
 impl Drop for Namespace {
     fn drop(&mut self) {
-        delete(&self.name);
+        if self.user.is_none() {
+            delete(&self.name);
+        }
     }
 }
 

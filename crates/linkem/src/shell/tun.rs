@@ -1,46 +1,65 @@
 //! A TUN device from /dev/net/tun: plain IP packets, no packet-info header,
 //! no offloads (each read is one real packet of at most the MTU).
 
-use std::fs::OpenOptions;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// `_IOW('T', 202, int)` from linux/if_tun.h.
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 
+/// The `ifreq` that TUNSETIFF takes.
 #[repr(C)]
-struct InterfaceRequest {
+pub struct InterfaceRequest {
     name: [u8; libc::IFNAMSIZ],
     flags: libc::c_short,
     _pad: [u8; 22],
 }
 
+impl InterfaceRequest {
+    /// A request for TUN device `name`: plain IP packets, no packet info.
+    pub fn tun(name: &str) -> io::Result<InterfaceRequest> {
+        if name.len() >= libc::IFNAMSIZ {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "interface name too long",
+            ));
+        }
+        let mut request = InterfaceRequest {
+            name: [0; libc::IFNAMSIZ],
+            flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short,
+            _pad: [0; 22],
+        };
+        request.name[..name.len()].copy_from_slice(name.as_bytes());
+        Ok(request)
+    }
+}
+
 /// Creates TUN device `name` in the calling thread's network namespace and
 /// returns its non-blocking file descriptor; the device lives as long as it.
 pub fn open(name: &str) -> io::Result<OwnedFd> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open("/dev/net/tun")?;
-    let mut request = InterfaceRequest {
-        name: [0; libc::IFNAMSIZ],
-        flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short,
-        _pad: [0; 22],
+    open_raw(&InterfaceRequest::tun(name)?)
+}
+
+/// [`open`] with a prepared request, in plain system calls (no allocation),
+/// so a forked child may call it.
+pub fn open_raw(request: &InterfaceRequest) -> io::Result<OwnedFd> {
+    // SAFETY: a NUL-terminated path; the result is checked.
+    let fd = unsafe {
+        libc::open(
+            c"/dev/net/tun".as_ptr(),
+            libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
     };
-    if name.len() >= libc::IFNAMSIZ {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "interface name too long",
-        ));
-    }
-    request.name[..name.len()].copy_from_slice(name.as_bytes());
-    // SAFETY: TUNSETIFF reads an `ifreq`-sized struct we own for the call.
-    if unsafe { libc::ioctl(file.as_raw_fd(), TUNSETIFF as _, &mut request) } < 0 {
+    if fd < 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(file.into())
+    // SAFETY: `fd` was just opened and is owned by nothing else.
+    let file = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: TUNSETIFF reads an `ifreq`-sized struct valid for the call.
+    if unsafe { libc::ioctl(file.as_raw_fd(), TUNSETIFF as _, request) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(file)
 }
 
 /// Reads one packet; `Ok(None)` when none is waiting.
