@@ -378,7 +378,12 @@ fn quic_connect_error(err: quinn::ConnectionError, addr: SocketAddr) -> ClientEr
 
 /// Certificate problems get the fix; other TLS failures keep their detail.
 fn tls_failure(addr: SocketAddr, detail: &str) -> ClientError {
-    let hint = if detail.to_ascii_lowercase().contains("certificate") {
+    let hint = if detail.contains("CaUsedAsEndEntity") {
+        "; the server's certificate says it is a CA (basicConstraints CA:TRUE), which \
+         TLS refuses as a server certificate even with --ca: give the server a leaf \
+         certificate (e.g. openssl req -x509 ... -addext basicConstraints=critical,CA:FALSE) \
+         or use --insecure"
+    } else if detail.to_ascii_lowercase().contains("certificate") {
         "; use --insecure or --ca FILE to trust the server's certificate"
     } else if detail.to_ascii_lowercase().contains("application") {
         "; the server does not offer this protocol in ALPN, try another --proto"
@@ -476,7 +481,17 @@ async fn send_h2(
         body.send_data(template.body().clone(), true)
             .map_err(ClientError::from_h2)?;
     }
-    let response = response.await.map_err(ClientError::from_h2)?;
+    let response = response.await.map_err(|err| {
+        if err.is_remote() && (err.is_go_away() || err.reason() == Some(h2::Reason::REFUSED_STREAM))
+        {
+            // Above the GOAWAY's last stream id, or refused: the server
+            // did not process it (RFC 9113 8.7), so it may go elsewhere.
+            // nginx does this after keepalive_requests.
+            ClientError::closed_before_send(format!("HTTP/2 request not processed: {err}"))
+        } else {
+            ClientError::from_h2(err)
+        }
+    })?;
     Ok(Response {
         status: response.status(),
         body: Body::H2(response.into_body()),
@@ -572,5 +587,26 @@ impl Response {
             }
         }
         Ok(received)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_failures_name_the_fix() {
+        let addr: SocketAddr = "127.0.0.1:443".parse().unwrap();
+        let ca = tls_failure(
+            addr,
+            "invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))",
+        );
+        assert!(ca.to_string().contains("CA:FALSE"), "{ca}");
+        let unknown = tls_failure(addr, "invalid peer certificate: UnknownIssuer");
+        assert!(
+            unknown.to_string().contains("--insecure or --ca FILE"),
+            "{unknown}"
+        );
+        assert_eq!(unknown.kind(), ErrorKind::Tls);
     }
 }
