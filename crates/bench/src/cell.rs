@@ -17,7 +17,7 @@ use crate::process::Supervised;
 use crate::results::{CellRecord, CpuUse, Metric, Outcome};
 use crate::runner::RunContext;
 use crate::server;
-use crate::suite::{Protocol, RpsMetric, Suite, TtfbMode, Workload};
+use crate::suite::{DownloadMetric, Load, Protocol, RpsMetric, Suite, TtfbMode, Workload};
 
 /// One cell of the matrix, at one repetition.
 #[derive(Debug, Clone)]
@@ -136,8 +136,8 @@ fn fill_from_client(
 
 fn is_throughput(spec: &CellSpec) -> bool {
     matches!(
-        spec.workload,
-        Workload::Rps {
+        spec.workload.load,
+        Load::Rps {
             metric: RpsMetric::Throughput,
             ..
         }
@@ -147,20 +147,22 @@ fn is_throughput(spec: &CellSpec) -> bool {
 /// The cell's primary figure from a load report.
 fn load_figure(spec: &CellSpec, report: &h3lab_load::LoadReport) -> anyhow::Result<f64> {
     let ms = |us: u64| us as f64 / 1000.0;
-    match &spec.workload {
-        Workload::Rps {
+    match &spec.workload.load {
+        Load::Rps {
             metric: RpsMetric::Throughput,
             ..
         } => Ok(report.requests_per_sec),
-        Workload::Rps {
+        Load::Rps {
             metric: RpsMetric::P50,
             ..
         } => Ok(ms(report.latency_us.quantile(0.5))),
-        Workload::Rps {
+        Load::Rps {
             metric: RpsMetric::P99,
             ..
         } => Ok(ms(report.latency_us.quantile(0.99))),
-        Workload::Download { streams, .. } => {
+        Load::Download {
+            streams, metric, ..
+        } => {
             if report.failed > 0 || report.completed < u64::from(streams.0) {
                 bail!(
                     "download incomplete: {} of {} streams finished; {}",
@@ -169,9 +171,12 @@ fn load_figure(spec: &CellSpec, report: &h3lab_load::LoadReport) -> anyhow::Resu
                     first_error(report)
                 );
             }
-            Ok(report.duration_s)
+            Ok(match metric {
+                DownloadMetric::Time => report.duration_s,
+                DownloadMetric::RequestsPerSecond => f64::from(streams.0) / report.duration_s,
+            })
         }
-        Workload::Ttfb { .. } => bail!("a ttfb cell got a load report"),
+        Load::Ttfb { .. } => bail!("a ttfb cell got a load report"),
     }
 }
 
@@ -186,21 +191,28 @@ fn first_error(report: &h3lab_load::LoadReport) -> String {
 
 /// The record before anything ran: names, the metric's unit and direction.
 fn empty_record(spec: &CellSpec) -> CellRecord {
-    let (name, unit, higher_is_better) = match &spec.workload {
-        Workload::Rps {
+    let (name, unit, higher_is_better) = match &spec.workload.load {
+        Load::Rps {
             metric: RpsMetric::Throughput,
             ..
         } => ("requests_per_s", "req/s", true),
-        Workload::Rps {
+        Load::Rps {
             metric: RpsMetric::P50,
             ..
         } => ("latency_p50_ms", "ms", false),
-        Workload::Rps {
+        Load::Rps {
             metric: RpsMetric::P99,
             ..
         } => ("latency_p99_ms", "ms", false),
-        Workload::Download { .. } => ("download_s", "s", false),
-        Workload::Ttfb { .. } => ("ttfb_ms", "ms", false),
+        Load::Download {
+            metric: DownloadMetric::Time,
+            ..
+        } => ("download_s", "s", false),
+        Load::Download {
+            metric: DownloadMetric::RequestsPerSecond,
+            ..
+        } => ("requests_per_s", "req/s", true),
+        Load::Ttfb { .. } => ("ttfb_ms", "ms", false),
     };
     CellRecord {
         profile: spec.profile.clone(),

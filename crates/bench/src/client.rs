@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cell::{command_for, spawn, CellSpec};
 use crate::server::ServerProcess;
-use crate::suite::{Protocol, Workload};
+use crate::suite::{Load, Protocol};
 
 /// Schema of the `h3lab probe ttfb --json` document.
 pub const TTFB_SCHEMA: &str = "h3lab.ttfb/1";
@@ -75,8 +75,8 @@ pub fn run(
     let json = scratch.join("client.json");
     let base = format!("https://{}", server.addr);
     let mut command = command_for(placement, false, exe);
-    let budget = match &spec.workload {
-        Workload::Rps {
+    let budget = match &spec.workload.load {
+        Load::Rps {
             size,
             connections,
             streams,
@@ -96,19 +96,30 @@ pub fn run(
             }
             duration.0 + warmup + Duration::from_secs(60)
         }
-        Workload::Download { size, streams, .. } => {
+        Load::Download {
+            size,
+            streams,
+            connections,
+            ..
+        } => {
             command.arg("load").arg(format!("{base}/bytes/{}", size.0));
             // h1 has no multiplexing: parallel streams need connections.
-            let connections = if spec.protocol == Protocol::H1 {
-                streams.0
-            } else {
-                1
+            let connections = match (spec.protocol, connections) {
+                (Protocol::H1, _) => streams.0,
+                (_, Some(connections)) => connections.0.min(streams.0),
+                (_, None) => 1,
             };
-            command.args(["-c", &connections.to_string(), "-m", &streams.0.to_string()]);
+            let per_connection = streams.0.div_ceil(connections);
+            command.args([
+                "-c",
+                &connections.to_string(),
+                "-m",
+                &per_connection.to_string(),
+            ]);
             command.args(["-n", &streams.0.to_string(), "--timeout", "900s"]);
             Duration::from_secs(960)
         }
-        Workload::Ttfb { samples, .. } => {
+        Load::Ttfb { samples, .. } => {
             let mode = spec.mode.context("a ttfb cell needs a mode")?;
             command.args(["probe", "ttfb", &format!("{base}/bytes/1")]);
             command.args(["--mode", mode.as_str(), "--samples", &samples.0.to_string()]);
@@ -139,8 +150,8 @@ pub fn run(
             exit.code
         )
     })?;
-    match spec.workload {
-        Workload::Ttfb { .. } => {
+    match spec.workload.load {
+        Load::Ttfb { .. } => {
             let probe: TtfbReport =
                 serde_json::from_str(&text).context("reading the ttfb probe report")?;
             if exit.code != 0 {

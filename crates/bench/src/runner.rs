@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::cell::{self, CellSpec};
 use crate::environment;
 use crate::results::{CellRecord, Results, StudyClaim, SuiteInfo, RESULTS_SCHEMA};
-use crate::suite::{Suite, Workload};
+use crate::suite::{Load, Suite, Workload};
 
 /// What a run needs besides the suite.
 pub struct RunContext {
@@ -29,7 +29,7 @@ pub fn plan(suite: &Suite) -> Vec<CellSpec> {
     let mut cells = Vec::new();
     for repetition in 0..suite.repetitions.0 {
         for profile in &suite.profiles {
-            for workload in &suite.workloads {
+            for workload in suite.workloads.iter().filter(|w| w.runs_on(profile)) {
                 for mode in modes_of(workload) {
                     for &protocol in &suite.protocols {
                         if mode.is_none_or(|m| m.applies_to(protocol)) {
@@ -50,8 +50,8 @@ pub fn plan(suite: &Suite) -> Vec<CellSpec> {
 }
 
 fn modes_of(workload: &Workload) -> Vec<Option<crate::suite::TtfbMode>> {
-    match workload {
-        Workload::Ttfb { modes, .. } => modes.iter().copied().map(Some).collect(),
+    match &workload.load {
+        Load::Ttfb { modes, .. } => modes.iter().copied().map(Some).collect(),
         _ => vec![None],
     }
 }

@@ -106,6 +106,19 @@ impl Suite {
                 workload.name()
             );
         }
+        for workload in &self.workloads {
+            if let Some(stray) = workload
+                .profiles
+                .iter()
+                .find(|p| !self.profiles.contains(p))
+            {
+                anyhow::bail!(
+                    "suite `{}`: workload `{}` names profile `{stray}`, which is not in the suite's `profiles`",
+                    self.name,
+                    workload.name
+                );
+            }
+        }
         for profile in &self.profiles {
             if self.custom_profile(profile).is_none() {
                 linkem::profile(profile).map_err(|e| {
@@ -240,12 +253,20 @@ pub struct CustomProfile {
     pub trace_up: Option<String>,
 }
 
-/// One kind of measurement, with its parameters.
+/// One measurement of the suite: its name, where it runs and what it does.
 #[derive(Debug, Clone)]
-pub enum Workload {
+pub struct Workload {
+    pub name: String,
+    /// Profiles it runs on; empty means all of the suite's.
+    pub profiles: Vec<String>,
+    pub load: Load,
+}
+
+/// What a workload measures, with its parameters.
+#[derive(Debug, Clone)]
+pub enum Load {
     /// Requests per second for a payload size at a concurrency.
     Rps {
-        name: String,
         /// Response body size.
         size: ByteSize,
         connections: Count,
@@ -255,15 +276,17 @@ pub enum Workload {
         /// What this workload's figure is: throughput or a latency quantile.
         metric: RpsMetric,
     },
-    /// Time to download one body of `size` over `streams` parallel streams.
+    /// `streams` bodies of `size` downloaded in parallel.
     Download {
-        name: String,
         size: ByteSize,
         streams: Count,
+        /// Connections carrying the streams; default one for h2/h3 and one
+        /// per stream for h1.
+        connections: Option<Count>,
+        metric: DownloadMetric,
     },
     /// Time to the first response byte on a new connection.
     Ttfb {
-        name: String,
         modes: Vec<TtfbMode>,
         /// New connections measured per repetition.
         samples: Count,
@@ -278,11 +301,13 @@ pub enum Workload {
 struct WorkloadTable {
     kind: WorkloadKind,
     name: String,
+    #[serde(default)]
+    profiles: Vec<String>,
     size: Option<ByteSize>,
     connections: Option<Count>,
     streams: Option<Count>,
     duration: Option<HumanDuration>,
-    metric: Option<RpsMetric>,
+    metric: Option<String>,
     modes: Option<Vec<TtfbMode>>,
     samples: Option<Count>,
 }
@@ -305,43 +330,55 @@ impl<'de> Deserialize<'de> for Workload {
 
 impl WorkloadTable {
     fn into_workload(self) -> Result<Workload, String> {
-        let name = self.name;
-        let needs = |what: &str| format!("{} workload `{name}` needs `{what}`", self.kind.as_str());
+        let name = &self.name;
+        let kind = self.kind.as_str();
+        let needs = |what: &str| format!("{kind} workload `{name}` needs `{what}`");
         let stray = |keys: &[(&str, bool)]| match keys.iter().find(|(_, present)| *present) {
             Some((key, _)) => Err(format!(
-                "`{key}` does not apply to {} workload `{name}`",
-                self.kind.as_str()
+                "`{key}` does not apply to {kind} workload `{name}`"
             )),
             None => Ok(()),
         };
-        match self.kind {
+        let metric = |choices: &[&str]| match &self.metric {
+            Some(m) if !choices.contains(&m.as_str()) => Err(format!(
+                "{kind} workload `{name}`: metric `{m}` is not one of {}",
+                choices.join(", ")
+            )),
+            m => Ok(m.clone().unwrap_or_else(|| choices[0].to_string())),
+        };
+        let load = match self.kind {
             WorkloadKind::Rps => {
                 stray(&[
                     ("modes", self.modes.is_some()),
                     ("samples", self.samples.is_some()),
                 ])?;
-                Ok(Workload::Rps {
+                Load::Rps {
                     size: self.size.ok_or_else(|| needs("size"))?,
                     connections: self.connections.unwrap_or(Count(10)),
                     streams: self.streams.unwrap_or(Count(1)),
                     duration: self.duration.ok_or_else(|| needs("duration"))?,
-                    metric: self.metric.unwrap_or_default(),
-                    name,
-                })
+                    metric: match metric(&["throughput", "p50", "p99"])?.as_str() {
+                        "p50" => RpsMetric::P50,
+                        "p99" => RpsMetric::P99,
+                        _ => RpsMetric::Throughput,
+                    },
+                }
             }
             WorkloadKind::Download => {
                 stray(&[
-                    ("connections", self.connections.is_some()),
                     ("duration", self.duration.is_some()),
-                    ("metric", self.metric.is_some()),
                     ("modes", self.modes.is_some()),
                     ("samples", self.samples.is_some()),
                 ])?;
-                Ok(Workload::Download {
+                Load::Download {
                     size: self.size.ok_or_else(|| needs("size"))?,
                     streams: self.streams.unwrap_or(Count(1)),
-                    name,
-                })
+                    connections: self.connections,
+                    metric: match metric(&["time", "rps"])?.as_str() {
+                        "rps" => DownloadMetric::RequestsPerSecond,
+                        _ => DownloadMetric::Time,
+                    },
+                }
             }
             WorkloadKind::Ttfb => {
                 stray(&[
@@ -353,19 +390,24 @@ impl WorkloadTable {
                 ])?;
                 let modes = self
                     .modes
+                    .clone()
                     .unwrap_or_else(|| vec![TtfbMode::Cold, TtfbMode::Resumed, TtfbMode::ZeroRtt]);
                 if modes.is_empty() {
                     return Err(format!(
                         "ttfb workload `{name}` has no `modes`; use some of cold, resumed, 0rtt"
                     ));
                 }
-                Ok(Workload::Ttfb {
+                Load::Ttfb {
                     modes,
                     samples: self.samples.unwrap_or(Count(5)),
-                    name,
-                })
+                }
             }
-        }
+        };
+        Ok(Workload {
+            name: self.name,
+            profiles: self.profiles,
+            load,
+        })
     }
 }
 
@@ -381,25 +423,34 @@ impl WorkloadKind {
 
 impl Workload {
     pub fn name(&self) -> &str {
-        match self {
-            Workload::Rps { name, .. }
-            | Workload::Download { name, .. }
-            | Workload::Ttfb { name, .. } => name,
-        }
+        &self.name
     }
 
     pub fn kind(&self) -> &'static str {
-        match self {
-            Workload::Rps { .. } => "rps",
-            Workload::Download { .. } => "download",
-            Workload::Ttfb { .. } => "ttfb",
+        match self.load {
+            Load::Rps { .. } => "rps",
+            Load::Download { .. } => "download",
+            Load::Ttfb { .. } => "ttfb",
         }
+    }
+
+    /// Whether this workload runs on `profile`.
+    pub fn runs_on(&self, profile: &str) -> bool {
+        self.profiles.is_empty() || self.profiles.iter().any(|p| p == profile)
     }
 }
 
+/// The figure a download workload reports per repetition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DownloadMetric {
+    /// Seconds until every stream finished.
+    Time,
+    /// Streams finished per second: `streams / time`.
+    RequestsPerSecond,
+}
+
 /// The figure an rps workload reports per repetition.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum RpsMetric {
     #[default]
     Throughput,
@@ -513,14 +564,13 @@ duration = "2s"
         let suite = Suite::from_toml(MINIMAL).unwrap();
         assert_eq!(suite.repetitions, Count(3));
         assert_eq!(suite.baseline, Protocol::H2);
-        match &suite.workloads[0] {
-            Workload::Rps {
+        match &suite.workloads[0].load {
+            Load::Rps {
                 size,
                 connections,
                 streams,
                 duration,
                 metric,
-                ..
             } => {
                 assert_eq!(size.0, 1000);
                 assert_eq!(*connections, Count(10));
@@ -590,6 +640,50 @@ duration = "2s"
         );
         let err = error_of(&MINIMAL.replace("size = \"1KB\"\n", ""));
         assert!(err.contains("needs `size`"), "{err}");
+    }
+
+    #[test]
+    fn metrics_must_fit_the_kind() {
+        let text = format!("{MINIMAL}\n[[workload]]\nkind = \"download\"\nname = \"dl\"\nsize = \"1MB\"\nstreams = 4\nmetric = \"rps\"\n");
+        let suite = Suite::from_toml(&text).unwrap();
+        match &suite.workloads[1].load {
+            Load::Download {
+                streams,
+                metric,
+                connections,
+                ..
+            } => {
+                assert_eq!(
+                    (*streams, *metric, *connections),
+                    (Count(4), DownloadMetric::RequestsPerSecond, None)
+                );
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+        let err = error_of(&text.replace("metric = \"rps\"", "metric = \"p99\""));
+        assert!(
+            err.contains("metric `p99` is not one of time, rps"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn workload_profiles_must_be_suite_profiles() {
+        let text = MINIMAL.replace(
+            "duration = \"2s\"",
+            "duration = \"2s\"\nprofiles = [\"satellite\"]",
+        );
+        let err = error_of(&text);
+        assert!(
+            err.contains("workload `api` names profile `satellite`"),
+            "{err}"
+        );
+        let ok = Suite::from_toml(&text.replace(
+            "profiles = [\"broadband\"]",
+            "profiles = [\"broadband\", \"satellite\"]",
+        ))
+        .unwrap();
+        assert!(ok.workloads[0].runs_on("satellite") && !ok.workloads[0].runs_on("broadband"));
     }
 
     #[test]

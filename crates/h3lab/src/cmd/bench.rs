@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use h3lab_bench::results::{Outcome, Results};
 use h3lab_bench::runner::{self, RunContext};
-use h3lab_bench::suite::{Suite, Workload};
+use h3lab_bench::suite::{Load, Suite};
 use h3lab_bench::{presets, CellSpec};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -235,9 +235,11 @@ fn estimated_seconds(cell: &CellSpec) -> f64 {
         Err(_) => (0.05, 50e6),
     };
     SETUP_S
-        + match &cell.workload {
-            Workload::Rps { duration, .. } => duration.0.as_secs_f64(),
-            Workload::Download { size, .. } => size.0 as f64 * 8.0 / down_bits_per_s + 20.0 * rtt_s,
-            Workload::Ttfb { samples, .. } => f64::from(samples.0 + 1) * 4.0 * rtt_s,
+        + match &cell.workload.load {
+            Load::Rps { duration, .. } => duration.0.as_secs_f64(),
+            Load::Download { size, streams, .. } => {
+                (size.0 * u64::from(streams.0)) as f64 * 8.0 / down_bits_per_s + 20.0 * rtt_s
+            }
+            Load::Ttfb { samples, .. } => f64::from(samples.0 + 1) * 4.0 * rtt_s,
         }
 }
