@@ -364,15 +364,15 @@ fn claim_card(comparison: &ClaimComparison) -> Markup {
             }
             ul.directions {
                 @for pair in &comparison.pairs {
-                    @let class = match pair.agrees() { Some(true) => "agrees", Some(false) => "differs", None => "unknown" };
+                    @let class = match pair.agrees() {
+                        Some(true) => "agrees",
+                        Some(false) if pair.clearly_differs() => "differs",
+                        _ => "unknown",
+                    };
                     li class=(class) {
                         strong { (pair.subject) " vs " (pair.other) }
                         ": published " (describe(pair.published)) ", ours " (describe(pair.ours)) " → "
-                        strong { @match pair.agrees() {
-                            Some(true) => "direction agrees",
-                            Some(false) => "direction DIFFERS",
-                            None => "direction unknown (missing data)",
-                        } }
+                        strong { (pair.verdict()) }
                     }
                 }
             }

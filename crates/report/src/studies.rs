@@ -32,6 +32,10 @@ pub struct PairDirection {
     pub ours: Option<RelativeDiff>,
 }
 
+/// A measured difference smaller than this (in %) names no direction: on a
+/// shared 2-core machine repetitions spread by about that much.
+pub const NOISE_PERCENT: f64 = 5.0;
+
 impl PairDirection {
     /// `Some(true)` when both say the same protocol is better (or both tie),
     /// `None` when either side is missing.
@@ -39,21 +43,32 @@ impl PairDirection {
         Some(self.published?.verdict == self.ours?.verdict)
     }
 
+    /// A disagreement that is not just our difference being within noise.
+    pub fn clearly_differs(&self) -> bool {
+        self.agrees() == Some(false) && self.ours.is_some_and(|d| d.percent.abs() >= NOISE_PERCENT)
+    }
+
+    /// The verdict in words, e.g. `direction agrees`.
+    pub fn verdict(&self) -> &'static str {
+        match self.agrees() {
+            Some(true) => "direction agrees",
+            Some(false) if self.clearly_differs() => "direction DIFFERS",
+            Some(false) => "ours within ±5 %: no clear direction",
+            None => "direction unknown (missing data)",
+        }
+    }
+
     /// e.g. `h3 vs h2: published -29.2 % better, ours -12.0 % better: direction agrees`.
     pub fn describe(&self) -> String {
         let side =
             |diff: Option<RelativeDiff>| diff.map_or_else(|| "no data".into(), |d| d.describe());
-        let verdict = match self.agrees() {
-            Some(true) => "direction agrees",
-            Some(false) => "direction DIFFERS",
-            None => "direction unknown (missing data)",
-        };
         format!(
-            "{} vs {}: published {}, ours {}: {verdict}",
+            "{} vs {}: published {}, ours {}: {}",
             self.subject,
             self.other,
             side(self.published),
-            side(self.ours)
+            side(self.ours),
+            self.verdict()
         )
     }
 }
@@ -68,7 +83,7 @@ pub struct ClaimComparison<'a> {
 impl ClaimComparison<'_> {
     /// True when any pair's direction differs, so the caveat must be shown.
     pub fn differs(&self) -> bool {
-        self.pairs.iter().any(|p| p.agrees() == Some(false))
+        self.pairs.iter().any(PairDirection::clearly_differs)
     }
 }
 
@@ -185,6 +200,29 @@ mod tests {
         assert_eq!(pair.agrees(), Some(false));
         assert!(cold.differs());
         assert!(pair.describe().ends_with("direction DIFFERS"));
+    }
+
+    #[test]
+    fn a_small_opposite_difference_names_no_direction() {
+        let published = RelativeDiff::new(120.0, 115.0, false);
+        let small = PairDirection {
+            subject: "h1".into(),
+            other: "h2".into(),
+            published,
+            ours: RelativeDiff::new(61.9, 63.9, false),
+        };
+        assert_eq!(small.agrees(), Some(false));
+        assert!(!small.clearly_differs(), "-3.1 % is within noise");
+        assert!(
+            small.describe().ends_with("no clear direction"),
+            "{}",
+            small.describe()
+        );
+        let large = PairDirection {
+            ours: RelativeDiff::new(50.0, 63.9, false),
+            ..small
+        };
+        assert!(large.clearly_differs());
     }
 
     #[test]
