@@ -5,6 +5,7 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -41,7 +42,9 @@ struct Browser {
 
 impl Browser {
     fn launch(chromium: &str, origin: &str, spki: &str, profile: &std::path::Path) -> Browser {
+        // Its own process group, so Drop can stop its helper processes too.
         let mut child = Command::new(chromium)
+            .process_group(0)
             .args([
                 "--headless",
                 "--no-sandbox",
@@ -157,7 +160,8 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        let group = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
         let _ = self.child.wait();
     }
 }
