@@ -3,12 +3,14 @@
 # requests/s and requests per client CPU-second, for h1, h2 and h3, each
 # case run REPS times interleaved, medians reported. See docs/peer-bench.md.
 #
-# Settings (environment): REQUESTS=20000 CONNS=10 STREAMS=10 THREADS=2 REPS=3
+# Settings (environment): REQUESTS=100000 (large enough that start-up CPU,
+# ~60 ms for oha, hardly counts) CONNS=10 STREAMS=10 THREADS=2 REPS=3
 # URL_PATH=/bytes/1000 RUN_TIMEOUT=90 (seconds per run) OUT=DIR (keep raw output)
-# NO_BUILD=1 (measure target/release/h3lab as it is).
+# NO_BUILD=1 (measure target/release/h3lab as it is), BASELINE=PATH (also
+# measure another h3lab binary, e.g. an older build, as the tool "base").
 set -euo pipefail
 
-REQUESTS=${REQUESTS:-20000}
+REQUESTS=${REQUESTS:-100000}
 CONNS=${CONNS:-10}
 STREAMS=${STREAMS:-10}
 THREADS=${THREADS:-2}
@@ -39,6 +41,10 @@ oha=$(command -v oha || true)
 [[ -z $oha && -x $HOME/.cargo/bin/oha ]] && oha=$HOME/.cargo/bin/oha
 h2load=$(command -v h2load || true)
 tools=(h3lab)
+if [[ -n ${BASELINE:-} ]]; then
+    [[ -x $BASELINE ]] || die "BASELINE=$BASELINE is not an executable h3lab binary"
+    tools+=(base)
+fi
 if [[ -n $oha ]]; then tools+=(oha); else
     echo "oha not found: skipping it; install with: cargo install oha --features http3" >&2
 fi
@@ -75,7 +81,10 @@ run_case() {
     local tool=$1 proto=$2 base=$3 streams=$STREAMS cmd
     [[ $proto == h1 ]] && streams=1
     case $tool in
-    h3lab) cmd=("$h3lab" load "$url" --insecure -q --proto "$proto" -n "$REQUESTS" -c "$CONNS"
+    h3lab | base)
+        local binary=$h3lab
+        [[ $tool == base ]] && binary=$BASELINE
+        cmd=("$binary" load "$url" --insecure -q --proto "$proto" -n "$REQUESTS" -c "$CONNS"
         -m "$streams" --threads "$THREADS" --json "$base.json") ;;
     oha)
         local version=${proto#h}
@@ -114,7 +123,7 @@ out, reps, requested, cases = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), s
 
 def parse(tool, base):
     """(responses with status < 400, duration in s as the tool measured it)"""
-    if tool == "h3lab":
+    if tool in ("h3lab", "base"):
         report = json.load(open(base + ".json"))
         good = sum(n for code, n in report["status_counts"].items() if int(code) < 400)
         return good, report["duration_s"]
@@ -160,7 +169,7 @@ for (tool, proto), (rates, per_cpu, notes) in rows.items():
 print("\nratios of medians (h3lab / peer): req/s, req/CPU-s")
 for proto in ("h1", "h2", "h3"):
     ours = rows.get(("h3lab", proto))
-    for peer in ("oha", "h2load"):
+    for peer in ("base", "oha", "h2load"):
         theirs = rows.get((peer, proto))
         if not ours or not theirs or not all((ours[0], ours[1], theirs[0], theirs[1])):
             continue
