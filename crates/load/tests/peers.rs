@@ -40,7 +40,7 @@ fn free_port() -> u16 {
     }
 }
 
-/// A server process, killed and reaped when dropped.
+/// A server process, stopped and reaped when dropped.
 struct Server {
     child: Child,
     log: PathBuf,
@@ -81,7 +81,18 @@ impl Server {
 }
 
 impl Drop for Server {
+    /// SIGTERM first: nginx's master stops its workers only then (after a
+    /// SIGKILL they would live on); SIGKILL if it is not gone in 5 s.
     fn drop(&mut self) {
+        // SAFETY: kill only sends a signal to our own child's pid.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
