@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use crate::results::Environment;
-use crate::suite::Suite;
+use h3lab_server::QuicCongestion;
+
+use crate::suite::{QuicCc, Suite};
 
 /// sysctls recorded with every run.
 const SYSCTLS: &[&str] = &[
@@ -37,13 +39,25 @@ pub fn capture(suite: &Suite) -> Environment {
         cpu_model: cpu_model(),
         cpu_count: std::thread::available_parallelism().map_or(0, |n| n.get()),
         tcp_congestion_control: sysctls["net.ipv4.tcp_congestion_control"].clone(),
-        quic_congestion_control: match &suite.target.server_cmd {
-            None => format!("{} (quinn, built-in server)", suite.target.quic_cc.as_str()),
-            Some(_) => "set by the custom server".to_string(),
-        },
+        quic_congestion_control: quic_congestion_control(suite),
         udp_gso: udp_gso(),
         sysctls,
         library_versions: library_versions(),
+    }
+}
+
+/// The built-in server's QUIC controller, resolving `auto` the way the
+/// server does (it runs in a fresh namespace, which inherits this default).
+fn quic_congestion_control(suite: &Suite) -> String {
+    if suite.target.server_cmd.is_some() {
+        return "set by the custom server".to_string();
+    }
+    match suite.target.quic_cc {
+        QuicCc::Auto => {
+            let (quic, tcp) = QuicCongestion::matching_kernel();
+            format!("{} (quinn; auto: same family as TCP's {tcp})", quic.name())
+        }
+        chosen => format!("{} (quinn; set by the suite)", chosen.as_str()),
     }
 }
 
@@ -119,10 +133,11 @@ mod tests {
     fn capture_reads_this_machine() {
         let suite = crate::presets::preset("default").unwrap();
         let env = capture(&suite);
+        let tcp = &env.tcp_congestion_control;
+        let quic = &env.quic_congestion_control;
         assert!(
-            env.quic_congestion_control.starts_with("cubic"),
-            "{}",
-            env.quic_congestion_control
+            quic.contains(&format!("TCP's {tcp}")),
+            "{quic} names the TCP controller it follows"
         );
         assert!(env.cpu_count >= 1);
         assert_ne!(env.kernel, "unknown");

@@ -209,8 +209,9 @@ pub struct Target {
     pub server_cmd: Option<String>,
     /// Port the server listens on (TCP and UDP); 443 by default.
     pub port: Option<u16>,
-    /// The built-in server's QUIC congestion controller: `cubic` (default,
-    /// like Linux TCP's), `newreno` or `bbr`.
+    /// The built-in server's QUIC congestion controller: `auto` (default:
+    /// the family of the kernel's TCP controller, so h2 and h3 run the same
+    /// congestion control), `cubic`, `newreno` or `bbr`.
     #[serde(default)]
     pub quic_cc: QuicCc,
 }
@@ -220,6 +221,7 @@ pub struct Target {
 #[serde(rename_all = "lowercase")]
 pub enum QuicCc {
     #[default]
+    Auto,
     Cubic,
     Newreno,
     Bbr,
@@ -228,6 +230,7 @@ pub enum QuicCc {
 impl QuicCc {
     pub fn as_str(self) -> &'static str {
         match self {
+            QuicCc::Auto => "auto",
             QuicCc::Cubic => "cubic",
             QuicCc::Newreno => "newreno",
             QuicCc::Bbr => "bbr",

@@ -12,6 +12,8 @@ use tokio::signal::unix::{signal, SignalKind};
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum QuicCcArg {
+    /// The same family as the kernel's TCP controller (bbr, reno, else cubic).
+    Auto,
     Cubic,
     Newreno,
     Bbr,
@@ -35,7 +37,7 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     write_cert: Option<PathBuf>,
     /// QUIC congestion controller for HTTP/3 (TCP uses the kernel's).
-    #[arg(long, value_enum, default_value = "cubic")]
+    #[arg(long, value_enum, default_value = "auto")]
     quic_cc: QuicCcArg,
     /// Serve HTTP/1.1 and h2c on TCP without TLS (no HTTP/3).
     #[arg(long, conflicts_with_all = ["cert", "key", "sans", "write_cert"])]
@@ -88,6 +90,7 @@ impl Args {
             },
             extra_sans: self.sans,
             quic_congestion: match self.quic_cc {
+                QuicCcArg::Auto => QuicCongestion::matching_kernel().0,
                 QuicCcArg::Cubic => QuicCongestion::Cubic,
                 QuicCcArg::Newreno => QuicCongestion::NewReno,
                 QuicCcArg::Bbr => QuicCongestion::Bbr,
@@ -106,7 +109,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
 async fn serve(args: Args) -> Result<ExitCode> {
     let write_cert = args.write_cert.clone();
-    let server = h3lab_server::start(args.server_config()).await?;
+    let config = args.server_config();
+    let congestion = config.quic_congestion;
+    let server = h3lab_server::start(config).await?;
     if let (Some(path), Some(pem)) = (&write_cert, server.cert_pem()) {
         std::fs::write(path, pem).with_context(|| {
             format!(
@@ -115,7 +120,7 @@ async fn serve(args: Args) -> Result<ExitCode> {
             )
         })?;
     }
-    print_banner(&server)?;
+    print_banner(&server, congestion)?;
     wait_for_stop_signal().await?;
     eprintln!("shutting down: finishing in-flight requests");
     let summary = server.shutdown().await;
@@ -123,10 +128,14 @@ async fn serve(args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_banner(server: &RunningServer) -> Result<()> {
+fn print_banner(server: &RunningServer, congestion: QuicCongestion) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     for line in server.banner() {
         writeln!(stdout, "{line}")?;
+    }
+    if server.serves_h3() {
+        let (_, tcp) = QuicCongestion::matching_kernel();
+        writeln!(stdout, "quic-cc: {} (kernel TCP: {tcp})", congestion.name())?;
     }
     stdout.flush()?;
     Ok(())
