@@ -17,14 +17,16 @@ use crate::process::Supervised;
 use crate::results::{CellRecord, CpuUse, Metric, Outcome};
 use crate::runner::RunContext;
 use crate::server;
-use crate::suite::{DownloadMetric, Load, Protocol, RpsMetric, Suite, TtfbMode, Workload};
+use h3lab_client::Proto;
+
+use crate::suite::{DownloadMetric, Load, RpsMetric, Suite, TtfbMode, Workload};
 
 /// One cell of the matrix, at one repetition.
 #[derive(Debug, Clone)]
 pub struct CellSpec {
     pub profile: String,
     pub workload: Workload,
-    pub protocol: Protocol,
+    pub protocol: Proto,
     pub mode: Option<TtfbMode>,
     pub repetition: u32,
 }

@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::cell::{command_for, spawn, CellSpec};
 use crate::server::ServerProcess;
-use crate::suite::{Load, Protocol};
+use h3lab_client::Proto;
+
+use crate::suite::Load;
 
 /// Schema of the `h3lab probe ttfb --json` document.
 pub const TTFB_SCHEMA: &str = "h3lab.ttfb/1";
@@ -105,7 +107,7 @@ pub fn run(
             command.arg("load").arg(format!("{base}/bytes/{}", size.0));
             // h1 has no multiplexing: parallel streams need connections.
             let connections = match (spec.protocol, connections) {
-                (Protocol::H1, _) => streams.0,
+                (Proto::H1, _) => streams.0,
                 (_, Some(connections)) => connections.0.min(streams.0),
                 (_, None) => 1,
             };
@@ -127,7 +129,7 @@ pub fn run(
         }
     };
     command
-        .args(["--proto", spec.protocol.as_str(), "--json"])
+        .args(["--proto", spec.protocol.name(), "--json"])
         .arg(&json);
     command.arg("--quiet");
     match &server.cert {

@@ -147,7 +147,7 @@ fn now_rfc3339() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::Protocol;
+    use h3lab_client::Proto;
 
     #[test]
     fn plan_interleaves_protocols_and_skips_zero_rtt_for_tcp() {
@@ -174,9 +174,6 @@ modes = ["cold", "0rtt"]
             ["0coldh2", "0coldh3", "00rtth3", "1coldh2", "1coldh3", "10rtth3"]
         );
         assert!(cells.iter().all(|c| c.mode.unwrap().applies_to(c.protocol)));
-        assert_eq!(
-            cells.iter().filter(|c| c.protocol == Protocol::H3).count(),
-            4
-        );
+        assert_eq!(cells.iter().filter(|c| c.protocol == Proto::H3).count(), 4);
     }
 }

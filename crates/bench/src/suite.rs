@@ -6,9 +6,9 @@
 //! errors point at the offending line.
 
 use std::fmt;
-use std::str::FromStr;
 use std::time::Duration;
 
+use h3lab_client::Proto;
 use serde::{Deserialize, Deserializer};
 
 /// A parsed, validated suite.
@@ -18,7 +18,7 @@ pub struct Suite {
     pub name: String,
     #[serde(default)]
     pub description: String,
-    pub protocols: Vec<Protocol>,
+    pub protocols: Vec<Proto>,
     /// Built-in profile names or names of `[[profile]]` tables below.
     pub profiles: Vec<String>,
     #[serde(default = "default_repetitions")]
@@ -30,7 +30,7 @@ pub struct Suite {
     pub warmup: HumanDuration,
     /// Protocol the relative differences are computed against.
     #[serde(default = "default_baseline")]
-    pub baseline: Protocol,
+    pub baseline: Proto,
     #[serde(default)]
     pub target: Target,
     #[serde(default, rename = "profile")]
@@ -68,8 +68,8 @@ fn default_seed() -> u64 {
     1
 }
 
-fn default_baseline() -> Protocol {
-    Protocol::H2
+fn default_baseline() -> Proto {
+    Proto::H2
 }
 
 impl Suite {
@@ -151,50 +151,6 @@ impl Suite {
     /// The custom profile called `name`, if the suite defines one.
     pub fn custom_profile(&self, name: &str) -> Option<&CustomProfile> {
         self.custom_profiles.iter().find(|p| p.name == name)
-    }
-}
-
-/// An HTTP version under test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Protocol {
-    H1,
-    H2,
-    H3,
-}
-
-impl Protocol {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Protocol::H1 => "h1",
-            Protocol::H2 => "h2",
-            Protocol::H3 => "h3",
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Protocol {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?
-            .parse()
-            .map_err(serde::de::Error::custom)
-    }
-}
-
-impl fmt::Display for Protocol {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Protocol {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "h1" => Ok(Protocol::H1),
-            "h2" => Ok(Protocol::H2),
-            "h3" => Ok(Protocol::H3),
-            other => Err(format!("unknown protocol `{other}`; use h1, h2 or h3")),
-        }
     }
 }
 
@@ -485,8 +441,8 @@ impl TtfbMode {
     }
 
     /// Whether `protocol` can start a connection this way.
-    pub fn applies_to(self, protocol: Protocol) -> bool {
-        self != TtfbMode::ZeroRtt || protocol == Protocol::H3
+    pub fn applies_to(self, protocol: Proto) -> bool {
+        self != TtfbMode::ZeroRtt || protocol == Proto::H3
     }
 }
 
@@ -566,7 +522,7 @@ duration = "2s"
     fn minimal_suite_gets_defaults() {
         let suite = Suite::from_toml(MINIMAL).unwrap();
         assert_eq!(suite.repetitions, Count(3));
-        assert_eq!(suite.baseline, Protocol::H2);
+        assert_eq!(suite.baseline, Proto::H2);
         match &suite.workloads[0].load {
             Load::Rps {
                 size,
@@ -697,8 +653,8 @@ duration = "2s"
 
     #[test]
     fn zero_rtt_applies_to_h3_only() {
-        assert!(TtfbMode::ZeroRtt.applies_to(Protocol::H3));
-        assert!(!TtfbMode::ZeroRtt.applies_to(Protocol::H2));
-        assert!(TtfbMode::Resumed.applies_to(Protocol::H1));
+        assert!(TtfbMode::ZeroRtt.applies_to(Proto::H3));
+        assert!(!TtfbMode::ZeroRtt.applies_to(Proto::H2));
+        assert!(TtfbMode::Resumed.applies_to(Proto::H1));
     }
 }

@@ -51,6 +51,15 @@ impl fmt::Display for Proto {
     }
 }
 
+/// In suite files and JSON, a protocol is written as `h1`, `h2` or `h3`.
+impl<'de> serde::Deserialize<'de> for Proto {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Proto, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse()
+            .map_err(|err: anyhow::Error| serde::de::Error::custom(err))
+    }
+}
+
 impl FromStr for Proto {
     type Err = anyhow::Error;
 
