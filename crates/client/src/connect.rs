@@ -193,10 +193,13 @@ impl Connector {
     /// connection, the instant the response head arrived, and whether the
     /// server accepted the early data (`false` also when no ticket was
     /// usable and a full handshake ran instead).
+    /// Also returns the connection's `Sender`: h3 closes a connection
+    /// whose last sender is dropped, so the caller keeps it until the body
+    /// is drained.
     pub(crate) async fn connect_h3_early(
         &self,
         template: &RequestTemplate,
-    ) -> Result<(Response, ConnectTiming, bool), ClientError> {
+    ) -> Result<(Response, Sender, ConnectTiming, bool), ClientError> {
         let quic = self
             .quic
             .as_ref()
@@ -231,7 +234,7 @@ impl Connector {
             handshake: Some(start.elapsed()),
             resumed: accepted.then_some(true),
         };
-        Ok((response, timing, accepted))
+        Ok((response, sender, timing, accepted))
     }
 
     fn no_quic_answer(&self) -> ClientError {

@@ -84,7 +84,8 @@ async fn measure_on(
 ) -> anyhow::Result<TtfbSample> {
     let start = Instant::now();
     if mode == TtfbMode::ZeroRtt {
-        let (response, timing, accepted) = connector.connect_h3_early(template).await?;
+        // `_sender` keeps the connection open until the body is drained.
+        let (response, _sender, timing, accepted) = connector.connect_h3_early(template).await?;
         let ttfb = start.elapsed();
         let status = response.status();
         return Ok(TtfbSample {

@@ -8,7 +8,16 @@ use common::{TestServer, PROTOS};
 use h3lab_client::{measure_ttfb, Proto, Target, TlsOptions, TtfbMode, TtfbSample};
 
 fn measure(server: &TestServer, proto: Proto, mode: TtfbMode) -> anyhow::Result<TtfbSample> {
-    let target = Target::parse(&server.url("/bytes/321")).unwrap();
+    measure_path(server, "/bytes/321", proto, mode)
+}
+
+fn measure_path(
+    server: &TestServer,
+    path: &str,
+    proto: Proto,
+    mode: TtfbMode,
+) -> anyhow::Result<TtfbSample> {
+    let target = Target::parse(&server.url(path)).unwrap();
     let tls = TlsOptions {
         insecure: true,
         ca_file: None,
@@ -64,6 +73,17 @@ fn h3_zero_rtt_is_accepted_and_reported() {
     assert_eq!(sample.resumed, Some(true));
     assert_eq!(sample.status, 200);
     assert_eq!(sample.body_bytes, 321);
+}
+
+/// The body arrives after the response head: the connection must stay open
+/// until it is drained (h3 closes a connection whose last sender is gone).
+#[test]
+fn a_zero_rtt_body_longer_than_the_head_is_received_whole() {
+    let server = TestServer::start();
+    for mode in [TtfbMode::Cold, TtfbMode::ZeroRtt] {
+        let sample = measure_path(&server, "/bytes/4000000", Proto::H3, mode).unwrap();
+        assert_eq!(sample.body_bytes, 4_000_000, "{mode:?}");
+    }
 }
 
 #[test]
