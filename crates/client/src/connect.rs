@@ -160,20 +160,8 @@ impl Connector {
     }
 
     async fn connect_h3(&self) -> Result<Connection, ClientError> {
-        let quic = self
-            .quic
-            .as_ref()
-            .expect("h3 connectors own a QUIC endpoint");
         let start = Instant::now();
-        let connecting = quic
-            .endpoint
-            .connect_with(quic.config.clone(), self.addr, self.target.host())
-            .map_err(|err| {
-                ClientError::new(
-                    ErrorKind::Connect,
-                    format!("QUIC connect to {}: {err}", self.addr),
-                )
-            })?;
+        let connecting = self.start_quic()?;
         let conn = match timeout(self.connect_timeout, connecting).await {
             Err(_) => return Err(self.no_quic_answer()),
             Ok(Err(quinn::ConnectionError::TimedOut)) => return Err(self.no_quic_answer()),
@@ -190,30 +178,16 @@ impl Connector {
     }
 
     /// h3 with the request in 0-RTT when a ticket allows it. Returns the
-    /// connection, the instant the response head arrived, and whether the
-    /// server accepted the early data (`false` also when no ticket was
-    /// usable and a full handshake ran instead).
-    /// Also returns the connection's `Sender`: h3 closes a connection
+    /// response head, the connection's `Sender` (h3 closes a connection
     /// whose last sender is dropped, so the caller keeps it until the body
-    /// is drained.
+    /// is drained), the timing, and whether the server accepted the early
+    /// data.
     pub(crate) async fn connect_h3_early(
         &self,
         template: &RequestTemplate,
     ) -> Result<(Response, Sender, ConnectTiming, bool), ClientError> {
-        let quic = self
-            .quic
-            .as_ref()
-            .ok_or_else(|| ClientError::new(ErrorKind::Protocol, "0-RTT needs --proto h3"))?;
         let start = Instant::now();
-        let connecting = quic
-            .endpoint
-            .connect_with(quic.config.clone(), self.addr, self.target.host())
-            .map_err(|err| {
-                ClientError::new(
-                    ErrorKind::Connect,
-                    format!("QUIC connect to {}: {err}", self.addr),
-                )
-            })?;
+        let connecting = self.start_quic()?;
         let (conn, accepted) = match connecting.into_0rtt() {
             Ok(early) => early,
             Err(_) => {
@@ -235,6 +209,22 @@ impl Connector {
             resumed: accepted.then_some(true),
         };
         Ok((response, sender, timing, accepted))
+    }
+
+    /// Starts a QUIC handshake from this connector's endpoint.
+    fn start_quic(&self) -> Result<quinn::Connecting, ClientError> {
+        let quic = self
+            .quic
+            .as_ref()
+            .ok_or_else(|| ClientError::new(ErrorKind::Protocol, "QUIC needs --proto h3"))?;
+        quic.endpoint
+            .connect_with(quic.config.clone(), self.addr, self.target.host())
+            .map_err(|err| {
+                ClientError::new(
+                    ErrorKind::Connect,
+                    format!("QUIC connect to {}: {err}", self.addr),
+                )
+            })
     }
 
     fn no_quic_answer(&self) -> ClientError {

@@ -77,6 +77,15 @@ fn loopback_base() -> Duration {
     base
 }
 
+/// A TCP listener on an ephemeral port of the server namespace.
+fn listener_in_server(path: &EmulatedPath) -> TcpListener {
+    let server_ip = path.server_ip();
+    path.spawn_in_server(move || TcpListener::bind((server_ip, 0)).unwrap())
+        .unwrap()
+        .join()
+        .unwrap()
+}
+
 #[test]
 fn tcp_round_trip_matches_the_configured_rtt() {
     if !have_root() {
@@ -84,12 +93,7 @@ fn tcp_round_trip_matches_the_configured_rtt() {
     }
     let rtt = Duration::from_millis(40);
     let path = EmulatedPath::start(settings("40ms", "50mbit", "10mbit").build()).unwrap();
-    let server_ip = path.server_ip();
-    let listener = path
-        .spawn_in_server(move || TcpListener::bind((server_ip, 0)).unwrap())
-        .unwrap()
-        .join()
-        .unwrap();
+    let listener = listener_in_server(&path);
     let addr = listener.local_addr().unwrap();
     let server = std::thread::spawn(move || echo_once(listener));
     let measured = path
@@ -157,12 +161,7 @@ fn bulk_tcp_download_reaches_the_configured_rate() {
     }
     let rate = 40e6;
     let path = EmulatedPath::start(settings("20ms", "40mbit", "10mbit").build()).unwrap();
-    let server_ip = path.server_ip();
-    let listener = path
-        .spawn_in_server(move || TcpListener::bind((server_ip, 0)).unwrap())
-        .unwrap()
-        .join()
-        .unwrap();
+    let listener = listener_in_server(&path);
     let addr = listener.local_addr().unwrap();
     let sender = std::thread::spawn(move || {
         let (mut stream, _) = listener.accept().unwrap();
