@@ -2,8 +2,10 @@
 //! deadline, stopped with SIGTERM then SIGKILL, and reaped with `wait4` so
 //! the CPU time each used is known.
 
+use std::io::{BufRead, BufReader};
 use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{killpg, Signal};
@@ -24,11 +26,27 @@ pub struct Exit {
 pub struct Supervised {
     child: Child,
     exit: Option<Exit>,
+    /// Drains a piped stderr while the child runs (a full pipe would block
+    /// it) and yields the last line.
+    stderr_tail: Option<JoinHandle<Option<String>>>,
 }
 
 impl Supervised {
-    pub fn new(child: Child) -> Supervised {
-        Supervised { child, exit: None }
+    pub fn new(mut child: Child) -> Supervised {
+        let stderr_tail = child.stderr.take().map(|stderr| {
+            std::thread::spawn(move || {
+                BufReader::new(stderr)
+                    .lines()
+                    .map_while(Result::ok)
+                    .filter(|line| !line.trim().is_empty())
+                    .last()
+            })
+        });
+        Supervised {
+            child,
+            exit: None,
+            stderr_tail,
+        }
     }
 
     /// How the child ended, if it has.
@@ -81,17 +99,15 @@ impl Supervised {
     }
 
     /// The last line the child wrote to its piped stderr, as `: line`
-    /// (empty when there is none), to append to an error message.
+    /// (empty when there is none), to append to an error message. Call it
+    /// once the child has ended: it waits for the pipe to close.
     pub fn last_stderr_line(&mut self) -> String {
-        use std::io::Read;
-        let mut text = String::new();
-        if let Some(mut stderr) = self.child.stderr.take() {
-            let _ = stderr.read_to_string(&mut text);
-        }
-        match text.trim().lines().last() {
-            Some(line) => format!(": {line}"),
-            None => String::new(),
-        }
+        let line = self
+            .stderr_tail
+            .take()
+            .and_then(|tail| tail.join().ok().flatten());
+        line.map(|line| format!(": {}", line.trim()))
+            .unwrap_or_default()
     }
 
     /// Signals the child's process group: children are spawned as group
@@ -164,6 +180,31 @@ mod tests {
             .unwrap();
         assert_eq!(exit.code, 3);
         assert!(exit.cpu_s > 0.0, "a busy loop used no CPU? {exit:?}");
+    }
+
+    #[test]
+    fn a_chatty_child_is_not_blocked_by_its_stderr_pipe() {
+        // 1 MB on stderr: far more than a pipe holds unread.
+        let child = Command::new("sh")
+            .process_group(0)
+            .args([
+                "-c",
+                "head -c 1000000 /dev/zero | tr '\\0' 'x' >&2; echo >&2; echo last words >&2",
+            ])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut supervised = Supervised::new(child);
+        let exit = supervised.wait_until(
+            Instant::now() + Duration::from_secs(30),
+            &AtomicBool::new(false),
+        );
+        assert_eq!(
+            exit.map(|e| e.code),
+            Some(0),
+            "the child finished instead of blocking"
+        );
+        assert_eq!(supervised.last_stderr_line(), ": last words");
     }
 
     #[test]
