@@ -105,6 +105,10 @@ pub struct Limits {
     pub max_delay: Duration,
     /// How long shutdown waits for in-flight requests before closing everything.
     pub shutdown_grace: Duration,
+    /// Longest time from a connection's first packet to being ready for
+    /// requests: the TLS handshake on TCP; the QUIC handshake up to 0.5-RTT
+    /// and HTTP/3's set-up on UDP. Past it the connection is closed.
+    pub handshake_timeout: Duration,
 }
 
 /// hyper refuses an HTTP/1.1 read buffer smaller than this.
@@ -120,6 +124,7 @@ impl Default for Limits {
             max_response_bytes: 64 * 1024 * 1024 * 1024,
             max_delay: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(5),
+            handshake_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -136,6 +141,9 @@ impl Limits {
         }
         if self.max_streams_per_connection == 0 {
             bail!("max streams per connection is 0; pass --max-streams 1 or more");
+        }
+        if self.handshake_timeout.is_zero() {
+            bail!("handshake timeout is 0; pass --handshake-timeout of at least 1ms, e.g. 10s");
         }
         if self.max_connections == 0 {
             bail!("max connections is 0; pass --max-connections 1 or more");

@@ -11,9 +11,10 @@ use h3::server::{RequestResolver, RequestStream};
 use http::Response;
 use http_body_util::BodyExt;
 use quinn::congestion::{BbrConfig, ControllerFactory, CubicConfig, NewRenoConfig};
-use quinn::{Endpoint, EndpointConfig, Incoming, TransportConfig, VarInt};
+use quinn::{Connecting, Connection, Endpoint, EndpointConfig, Incoming, TransportConfig, VarInt};
 use tokio::sync::OwnedSemaphorePermit;
-use tracing::debug;
+use tokio::time::{timeout_at, Instant};
+use tracing::{debug, warn};
 
 use crate::body::ReplyBody;
 use crate::config::{Limits, QuicCongestion};
@@ -64,6 +65,18 @@ fn congestion_factory(congestion: QuicCongestion) -> Arc<dyn ControllerFactory +
     }
 }
 
+/// Why a connection never got as far as serving requests.
+enum SetupFailure {
+    Quic(quinn::ConnectionError),
+    Http3(h3::error::ConnectionError),
+    /// Still open: the caller closes it with [`SETUP_TIMEOUT_CODE`].
+    TimedOut(Connection),
+}
+
+/// The application error code a connection is closed with when its
+/// HTTP/3 set-up outlives the handshake timeout.
+const SETUP_TIMEOUT_CODE: Code = Code::H3_INTERNAL_ERROR;
+
 pub struct QuicShell {
     pub handler: Arc<Handler>,
     pub admission: Admission,
@@ -93,32 +106,68 @@ impl QuicShell {
     }
 
     async fn serve(&self, incoming: Incoming, _slot: OwnedSemaphorePermit) {
+        let peer = incoming.remote_address();
         let connecting = match incoming.accept() {
             Ok(connecting) => connecting,
             Err(err) => return debug!(%err, "QUIC connection failed before the handshake"),
         };
-        // 0.5-RTT: answer requests (including 0-RTT ones) before the client's
-        // Finished arrives, which is what makes resumed requests fast.
-        let connection = match connecting.into_0rtt() {
-            Ok((connection, _accepted)) => connection,
-            Err(connecting) => match connecting.await {
-                Ok(connection) => connection,
-                Err(err) => return debug!(%err, "QUIC handshake failed"),
-            },
+        let (connection, h3) = match self.set_up(connecting).await {
+            Ok(ready) => ready,
+            Err(SetupFailure::Quic(err)) => return debug!(%peer, %err, "QUIC handshake failed"),
+            Err(SetupFailure::Http3(err)) => return debug!(%peer, %err, "HTTP/3 setup failed"),
+            Err(SetupFailure::TimedOut(connection)) => {
+                let timeout = self.handler.limits.handshake_timeout;
+                warn!(%peer, ?timeout, "HTTP/3 setup did not finish in time; closing the connection");
+                let reason = format!("HTTP/3 setup did not finish within {timeout:?}");
+                connection.close(
+                    VarInt::from_u64(SETUP_TIMEOUT_CODE.value()).unwrap_or_default(),
+                    reason.as_bytes(),
+                );
+                return;
+            }
         };
-        let h3 = h3::server::builder()
-            .max_field_section_size(self.handler.limits.max_header_bytes as u64)
-            .build(h3_quinn::Connection::new(connection.clone()))
-            .await;
-        match h3 {
-            Ok(h3) => self.serve_requests(h3).await,
-            Err(err) => return debug!(%err, "HTTP/3 setup failed"),
-        }
+        self.serve_requests(h3).await;
         // GOAWAY is sent and every request answered. Closing now would discard
         // response bytes still queued in quinn, so let the client close first.
         tokio::select! {
             _ = connection.closed() => {}
             _ = self.lifecycle.hard.cancelled() => {}
+        }
+    }
+
+    /// The QUIC handshake as far as 0.5-RTT, then HTTP/3's control and
+    /// QPACK streams, all within the handshake timeout.
+    async fn set_up(
+        &self,
+        mut connecting: Connecting,
+    ) -> Result<(Connection, H3Connection), SetupFailure> {
+        let deadline = Instant::now() + self.handler.limits.handshake_timeout;
+        // The client's transport parameters come with its ClientHello, which
+        // may span several Initial packets (Chromium's does). HTTP/3 opened
+        // before they arrive finds a limit of 0 unidirectional streams, and
+        // quinn does not wake the opener when the parameters raise it, so
+        // set-up would wait forever. The handshake data is ready as soon as
+        // the whole ClientHello is in, which costs no round trip: 0.5-RTT
+        // answers and 0-RTT requests keep their timing.
+        let ready = timeout_at(deadline, connecting.handshake_data())
+            .await
+            .map(|data| data.map(drop));
+        let connection = match connecting.into_0rtt() {
+            Ok((connection, _accepted)) => connection,
+            Err(connecting) => connecting.await.map_err(SetupFailure::Quic)?,
+        };
+        match ready {
+            Err(_) => return Err(SetupFailure::TimedOut(connection)),
+            Ok(Err(err)) => return Err(SetupFailure::Quic(err)),
+            Ok(Ok(())) => {}
+        }
+        let mut builder = h3::server::builder();
+        builder.max_field_section_size(self.handler.limits.max_header_bytes as u64);
+        let build = builder.build(h3_quinn::Connection::new(connection.clone()));
+        match timeout_at(deadline, build).await {
+            Err(_) => Err(SetupFailure::TimedOut(connection)),
+            Ok(Err(err)) => Err(SetupFailure::Http3(err)),
+            Ok(Ok(h3)) => Ok((connection, h3)),
         }
     }
 

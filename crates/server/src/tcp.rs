@@ -23,7 +23,6 @@ use crate::lifecycle::{Admission, Lifecycle, TcpTicket};
 use crate::respond::{declared_length, EchoBody, Handler};
 use crate::routes::Protocol;
 
-const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// A client over the connection limit gets this long to read its 503s.
 const BUSY_LINGER: Duration = Duration::from_secs(5);
@@ -106,10 +105,13 @@ impl TcpShell {
                 .serve_http(TokioIo::new(stream), &self.cleartext, ticket.busy)
                 .await;
         };
-        let tls = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream))
-            .await
-            .context("TLS handshake timed out")?
-            .context("TLS handshake failed")?;
+        let tls = tokio::time::timeout(
+            self.handler.limits.handshake_timeout,
+            acceptor.accept(stream),
+        )
+        .await
+        .context("TLS handshake timed out")?
+        .context("TLS handshake failed")?;
         let builder = match tls.get_ref().1.alpn_protocol() {
             Some(b"h2") => &self.h2_only,
             _ => &self.h1_only,

@@ -66,6 +66,10 @@ pub struct Args {
     /// On SIGINT/SIGTERM, how long in-flight requests may still run.
     #[arg(long, value_name = "MS", default_value_t = Limits::default().shutdown_grace.as_millis() as u64)]
     shutdown_grace_ms: u64,
+    /// Longest time a new connection may take to be ready for requests (TLS
+    /// handshake on TCP; QUIC handshake and HTTP/3 set-up on UDP), e.g. 10s.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    handshake_timeout: Duration,
 }
 
 impl Args {
@@ -87,6 +91,7 @@ impl Args {
                 max_response_bytes: self.max_response_bytes,
                 max_delay: Duration::from_millis(self.max_delay_ms),
                 shutdown_grace: Duration::from_millis(self.shutdown_grace_ms),
+                handshake_timeout: self.handshake_timeout,
             },
             extra_sans: self.sans,
             quic_congestion: match self.quic_cc {

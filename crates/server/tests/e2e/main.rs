@@ -3,7 +3,9 @@
 
 mod common;
 mod endpoints;
+mod h3_setup;
 mod limits;
+mod relay;
 mod resumption;
 mod shutdown;
 mod static_files;
