@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use common::{root_or_skip, EXE};
+use common::EXE;
 
 /// Emulated runs one at a time: on 2 cores, parallel runs would disturb the
 /// timing the physics test checks.
@@ -71,7 +71,7 @@ fn median_ttfb(results: &Value, protocol: &str, mode: &str) -> f64 {
 
 #[test]
 fn first_byte_takes_three_two_and_one_round_trips() {
-    if !root_or_skip("first_byte_takes_three_two_and_one_round_trips") {
+    if !h3lab_testenv::root() {
         return;
     }
     let _serial = one_at_a_time();
@@ -116,7 +116,7 @@ samples = 3
 
 #[test]
 fn a_small_suite_writes_json_csv_and_html_with_every_cell() {
-    if !root_or_skip("a_small_suite_writes_json_csv_and_html_with_every_cell") {
+    if !h3lab_testenv::root() {
         return;
     }
     let _serial = one_at_a_time();
@@ -182,7 +182,7 @@ size = "300KB"
 
 #[test]
 fn a_failing_cell_is_recorded_with_its_error_and_the_rest_still_runs() {
-    if !root_or_skip("a_failing_cell_is_recorded_with_its_error_and_the_rest_still_runs") {
+    if !h3lab_testenv::root() {
         return;
     }
     let _serial = one_at_a_time();
@@ -231,7 +231,7 @@ samples = 1
 
 #[test]
 fn ctrl_c_keeps_the_finished_cells_and_cleans_up() {
-    if !root_or_skip("ctrl_c_keeps_the_finished_cells_and_cleans_up") {
+    if !h3lab_testenv::root() {
         return;
     }
     let _serial = one_at_a_time();

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
 
-use common::{root_or_skip, EXE};
+use common::EXE;
 use serde_json::Value;
 
 /// One `h3lab load` run inside the client namespace.
@@ -184,14 +184,14 @@ fn bulk_download_fills_the_link(proto: &'static str) {
 
 #[test]
 fn bulk_h3_download_fills_the_configured_rate() {
-    if root_or_skip("bulk_h3_download_fills_the_configured_rate") {
+    if h3lab_testenv::root() {
         bulk_download_fills_the_link("h3");
     }
 }
 
 #[test]
 fn bulk_h2_download_fills_the_configured_rate() {
-    if root_or_skip("bulk_h2_download_fills_the_configured_rate") {
+    if h3lab_testenv::root() {
         bulk_download_fills_the_link("h2");
     }
 }
@@ -204,7 +204,7 @@ const PARALLEL_PROFILES: usize = 4;
 
 #[test]
 fn h2_and_h3_requests_complete_through_every_profile() {
-    if !root_or_skip("h2_and_h3_requests_complete_through_every_profile") {
+    if !h3lab_testenv::root() {
         return;
     }
     let mut profiles: Vec<linkem::Profile> = linkem::profiles();
@@ -281,16 +281,8 @@ const NOBODY: u32 = 65534;
 
 #[test]
 fn without_root_the_path_lives_in_user_namespaces() {
-    if !root_or_skip("without_root_the_path_lives_in_user_namespaces") {
-        return; // root is needed to become another user
-    }
-    let allowed = std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
-        .map(|n| n.trim() != "0")
-        .unwrap_or(false);
-    if !allowed {
-        eprintln!(
-            "skipping: unprivileged user namespaces are disabled (user.max_user_namespaces = 0)"
-        );
+    // Root is needed to become another user.
+    if !h3lab_testenv::root() || !h3lab_testenv::unprivileged_namespaces() {
         return;
     }
     let loads = ["h2", "h3"].map(|proto| LoadRun {

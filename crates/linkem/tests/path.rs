@@ -1,6 +1,6 @@
 //! End-to-end tests of the emulated path: real TCP and UDP through the
-//! namespaces and TUN devices. They need root (CI runs them as root) and
-//! skip with a message otherwise. Each uses its own namespaces, so they can
+//! namespaces and TUN devices. They need root: without it they skip with a
+//! message, and fail in CI. Each uses its own namespaces, so they can
 //! run in parallel; transfers are small and at modest rates.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -12,14 +12,6 @@ use std::time::{Duration, Instant};
 use linkem::config::{parse_rate, parse_time};
 use linkem::model::{LossModel, QueueLimit};
 use linkem::{EmulatedPath, LinkSettings, RateSpec};
-
-fn have_root() -> bool {
-    let root = nix::unistd::geteuid().is_root();
-    if !root {
-        eprintln!("skipping: emulated-path tests need root (CI runs them as root)");
-    }
-    root
-}
 
 fn settings(rtt: &str, down: &str, up: &str) -> LinkSettings {
     LinkSettings {
@@ -88,7 +80,7 @@ fn listener_in_server(path: &EmulatedPath) -> TcpListener {
 
 #[test]
 fn tcp_round_trip_matches_the_configured_rtt() {
-    if !have_root() {
+    if !h3lab_testenv::root() {
         return;
     }
     let rtt = Duration::from_millis(40);
@@ -156,7 +148,7 @@ fn rate_of(bytes: u64) -> f64 {
 
 #[test]
 fn bulk_tcp_download_reaches_the_configured_rate() {
-    if !have_root() {
+    if !h3lab_testenv::root() {
         return;
     }
     let rate = 40e6;
@@ -246,7 +238,7 @@ fn udp_download(
 
 #[test]
 fn bulk_udp_download_reaches_the_configured_rate() {
-    if !have_root() {
+    if !h3lab_testenv::root() {
         return;
     }
     let rate = 30e6;
@@ -274,7 +266,7 @@ fn bulk_udp_download_reaches_the_configured_rate() {
 
 #[test]
 fn configured_loss_shows_in_the_link_statistics() {
-    if !have_root() {
+    if !h3lab_testenv::root() {
         return;
     }
     let p = 0.05;
@@ -326,7 +318,7 @@ fn hold_path_child() {
 
 #[test]
 fn killed_run_is_cleaned_up_by_the_next_run() {
-    if !have_root() {
+    if !h3lab_testenv::root() {
         return;
     }
     let mut child = Command::new(std::env::current_exe().unwrap())

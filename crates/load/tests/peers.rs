@@ -1,7 +1,7 @@
 //! `h3lab load` against servers other than its own: Caddy (h1, h2, and h3
-//! over quic-go) and nginx (h1, h2). Each test skips with a message when
-//! its server is not installed (CI has neither); set H3LAB_CADDY or
-//! H3LAB_NGINX to a binary to use one outside the usual places.
+//! over quic-go) and nginx (h1, h2). `.ci/run` installs both; elsewhere a
+//! test skips with a message when its server is missing. H3LAB_CADDY or
+//! H3LAB_NGINX name a binary outside the usual places.
 
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
@@ -13,21 +13,6 @@ use h3lab_load::{CancellationToken, LoadConfig, LoadReport};
 
 const BODY_BYTES: usize = 1000;
 const REQUESTS: u64 = 2000;
-
-/// The server binary: `$env_var`, else `name` on PATH, else `fallbacks`.
-fn find_binary(env_var: &str, name: &str, fallbacks: &[&str]) -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os(env_var) {
-        return Some(PathBuf::from(path));
-    }
-    let on_path = std::env::var_os("PATH")
-        .map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
-        .unwrap_or_default();
-    on_path
-        .into_iter()
-        .map(|dir| dir.join(name))
-        .chain(fallbacks.iter().map(PathBuf::from))
-        .find(|candidate| candidate.is_file())
-}
 
 /// A port free on loopback for both TCP and UDP (h3 shares the TCP port).
 fn free_port() -> u16 {
@@ -171,8 +156,7 @@ fn check_report(proto: Proto, report: &LoadReport) {
 
 #[test]
 fn caddy_h1_h2_h3() {
-    let Some(caddy) = find_binary("H3LAB_CADDY", "caddy", &["/root/go/bin/caddy"]) else {
-        eprintln!("SKIP: caddy not found (install: go install github.com/caddyserver/caddy/v2/cmd/caddy@latest, or set H3LAB_CADDY)");
+    let Some(caddy) = h3lab_testenv::caddy() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -209,10 +193,7 @@ fn caddy_h1_h2_h3() {
 
 #[test]
 fn nginx_h1_h2_with_connections_closed_every_100_requests() {
-    let Some(nginx) = find_binary("H3LAB_NGINX", "nginx", &["/usr/sbin/nginx"]) else {
-        eprintln!(
-            "SKIP: nginx not found (install: apt-get install nginx-light, or set H3LAB_NGINX)"
-        );
+    let Some(nginx) = h3lab_testenv::nginx() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -1,8 +1,8 @@
 //! Renders a report.html in headless Chromium and checks that every plot
 //! drew (plotly's SVG is in the DOM) and that the screenshot is a real page.
 //!
-//! Needs `/usr/bin/chromium` (`apt-get install chromium`): it fails without
-//! it under CI (CI=true) and skips with a message elsewhere.
+//! Needs Chromium (`apt-get install chromium`): it fails without it under CI
+//! (CI=true) and skips with a message elsewhere.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,21 +19,14 @@ use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-const CHROMIUM: &str = "/usr/bin/chromium";
 /// Upper bound on one Chromium run, so a hung browser cannot hang the test.
 const CHROMIUM_DEADLINE: Duration = Duration::from_secs(180);
 
 #[test]
 fn report_renders_with_all_plots_in_chromium() {
-    if !Path::new(CHROMIUM).exists() {
-        let message =
-            format!("{CHROMIUM} not found: run `apt-get install chromium` to render report.html");
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{message}");
-        }
-        eprintln!("skipping: {message}");
+    let Some(browser) = h3lab_testenv::chromium() else {
         return;
-    }
+    };
     let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("h3lab-report-render");
     let results = synthetic_results();
     h3lab_report::write_all(&results, &out_dir).expect("write report");
@@ -43,7 +36,7 @@ fn report_renders_with_all_plots_in_chromium() {
     // 2 profiles × 3 workloads violins + CDFs for the 4 conditions with histograms.
     assert_eq!(plot_ids.len(), 10, "{plot_ids:?}");
 
-    let run = chromium(&["--dump-dom"], &report);
+    let run = chromium(&browser, &["--dump-dom"], &report);
     for id in &plot_ids {
         let drawn = plot_markup(&run.stdout, id);
         // plotly's SVG: the layer, a trace group and a drawn path for each plot.
@@ -74,6 +67,7 @@ fn report_renders_with_all_plots_in_chromium() {
     let screenshot = out_dir.join("report.png");
     let _ = std::fs::remove_file(&screenshot);
     chromium(
+        &browser,
         &[
             &format!("--screenshot={}", screenshot.display()),
             "--window-size=1400,3000",
@@ -112,22 +106,13 @@ impl ChromiumRun {
 }
 
 /// Runs headless Chromium on `page` with a fresh profile.
-fn chromium(extra: &[&str], page: &Path) -> ChromiumRun {
+fn chromium(browser: &Path, extra: &[&str], page: &Path) -> ChromiumRun {
     let profile = tempfile::tempdir().unwrap();
     let log_path = profile.path().join("chromium.log");
     let log_file = std::fs::File::create(&log_path).unwrap();
-    let mut child = Command::new(CHROMIUM)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--virtual-time-budget=10000",
-            "--enable-logging=stderr",
-        ])
+    let mut child = Command::new(browser)
+        .args(h3lab_testenv::CHROMIUM_HEADLESS)
+        .args(["--virtual-time-budget=10000", "--enable-logging=stderr"])
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .args(extra)
         .arg(format!("file://{}", page.display()))

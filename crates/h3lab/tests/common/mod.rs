@@ -1,8 +1,8 @@
-//! Shared pieces of the binary's end-to-end tests: a running `h3lab serve`
-//! and the checks that decide whether an environment-dependent test runs.
+//! Shared pieces of the binary's end-to-end tests: a running `h3lab serve`.
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -20,12 +20,14 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn start() -> Server {
+    /// `h3lab serve` with `args` added to its defaults.
+    pub fn start(args: &[&OsStr]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let cert = dir.path().join("cert.pem");
         let mut child = Command::new(EXE)
             .args(["serve", "--listen", "127.0.0.1:0", "--write-cert"])
             .arg(&cert)
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -63,28 +65,4 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// True when running as root; otherwise prints why the test is skipped.
-pub fn root_or_skip(test: &str) -> bool {
-    let root = nix::unistd::geteuid().is_root();
-    if !root {
-        eprintln!("skipping {test}: needs root for network namespaces (CI runs as root)");
-    }
-    root
-}
-
-/// Chromium's path; in CI its absence is a failure, elsewhere a skip.
-pub fn chromium_or_skip() -> Option<String> {
-    let path = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists());
-    if path.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "Chromium is missing: `apt-get install chromium` (.ci/run does)"
-        );
-        eprintln!("skipping: Chromium is not installed (apt-get install chromium)");
-    }
-    path.map(str::to_string)
 }

@@ -299,12 +299,10 @@ mod tests {
 
     #[test]
     fn real_traces_parse_with_their_documented_rates() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
-        let file = dir.join("Verizon-LTE-short.down");
-        if !file.exists() {
-            eprintln!("skipping: {} not present", file.display());
+        let Some(file) = h3lab_testenv::shared_file("traces/Verizon-LTE-short.down") else {
             return;
-        }
+        };
+        let dir = file.parent().unwrap();
         let t = Trace::load(&file).unwrap();
         // The traces README gives 5.03 Mbit/s.
         assert!((t.mean_bits_per_sec() / 5.03e6 - 1.0).abs() < 0.01);

@@ -62,11 +62,8 @@ impl EmulatedPath {
             )
         } else {
             let unprivileged = |name: &str, address: Ipv4Addr| {
-                Namespace::create_unprivileged(name, &address.to_string()).with_context(|| {
-                    "emulating a link needs root, or unprivileged user namespaces \
-                     (user.max_user_namespaces > 0, kernel.unprivileged_userns_clone = 1); \
-                     run it with sudo or enable them"
-                })
+                Namespace::create_unprivileged(name, &address.to_string())
+                    .context("emulating a link without root")
             };
             (
                 unprivileged(&client_name, CLIENT_IP)?,

@@ -43,26 +43,93 @@ pub fn create(device: &str) -> anyhow::Result<Handles> {
     // data prepared before the fork.
     unsafe {
         child.pre_exec(move || {
-            check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET))?;
-            write_file(c"/proc/self/setgroups", b"deny")?;
-            write_file(c"/proc/self/uid_map", uid_map.as_bytes())?;
-            write_file(c"/proc/self/gid_map", gid_map.as_bytes())?;
-            let tun = tun::open_raw(&request)?;
+            let at = |step: Step| move |err: io::Error| step.report(socket, err);
+            check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET))
+                .map_err(at(Step::Unshare))?;
+            write_file(c"/proc/self/setgroups", b"deny").map_err(at(Step::MapIds))?;
+            write_file(c"/proc/self/uid_map", uid_map.as_bytes()).map_err(at(Step::MapIds))?;
+            write_file(c"/proc/self/gid_map", gid_map.as_bytes()).map_err(at(Step::MapIds))?;
+            let tun = tun::open_raw(&request).map_err(at(Step::OpenTun))?;
             // Best effort, as for root: router solicitations and MLD
             // reports must not cross the link.
             let _ = write_file(&disable_ipv6, b"1");
-            let user = open_read(c"/proc/self/ns/user")?;
-            let net = open_read(c"/proc/self/ns/net")?;
+            let user = open_read(c"/proc/self/ns/user").map_err(at(Step::PassBack))?;
+            let net = open_read(c"/proc/self/ns/net").map_err(at(Step::PassBack))?;
             send_fds(socket, [user.as_raw_fd(), net.as_raw_fd(), tun.as_raw_fd()])
+                .map_err(at(Step::PassBack))
         });
     }
-    let status = child
-        .status()
-        .context("cannot create an unprivileged user namespace")?;
+    let status = match child.status() {
+        Ok(status) => status,
+        Err(err) => return Err(Step::failed(&ours, err)),
+    };
     anyhow::ensure!(status.success(), "the namespace helper failed: {status}");
     drop(theirs);
     let [user, net, tun] = receive_fds(&ours)?;
     Ok(Handles { user, net, tun })
+}
+
+/// The helper's steps, so a failure names the one that failed and its fix.
+#[derive(Clone, Copy)]
+enum Step {
+    Unshare = 1,
+    MapIds,
+    OpenTun,
+    PassBack,
+}
+
+impl Step {
+    /// In the forked child: tells the parent which step failed.
+    fn report(self, socket: RawFd, err: io::Error) -> io::Error {
+        let byte = self as u8;
+        // SAFETY: a one-byte write from a live buffer; failure only loses detail.
+        unsafe { libc::write(socket, (&byte as *const u8).cast(), 1) };
+        err
+    }
+
+    /// In the parent: the child's error, explained by the step it reported.
+    fn failed(socket: &UnixStream, err: io::Error) -> anyhow::Error {
+        let mut byte = [0u8; 1];
+        let reported = socket.set_nonblocking(true).is_ok()
+            && io::Read::read(&mut &*socket, &mut byte).is_ok_and(|n| n == 1);
+        let step = [Step::Unshare, Step::MapIds, Step::OpenTun, Step::PassBack]
+            .into_iter()
+            .find(|step| reported && *step as u8 == byte[0]);
+        let uid = nix::unistd::geteuid();
+        match step {
+            Some(Step::Unshare) => anyhow::anyhow!(
+                "cannot create an unprivileged user namespace: {err}; enable them \
+                 (sysctl -w user.max_user_namespaces=15000 kernel.unprivileged_userns_clone=1) \
+                 or run as root"
+            ),
+            Some(Step::MapIds) => anyhow::anyhow!(
+                "the user namespace was created, but mapping uid {uid} to root inside it failed: \
+                 {err}; run as root"
+            ),
+            Some(Step::OpenTun) => anyhow::anyhow!(
+                "the user namespace was created, but opening /dev/net/tun inside it failed: \
+                 {err}; {}",
+                tun_fix()
+            ),
+            Some(Step::PassBack) | None => {
+                anyhow::anyhow!("the namespace helper could not hand back its namespaces: {err}")
+            }
+        }
+    }
+}
+
+/// What lets an unprivileged user open the TUN device.
+fn tun_fix() -> String {
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::metadata("/dev/net/tun") {
+        Ok(meta) if meta.permissions().mode() & 0o006 != 0o006 => format!(
+            "/dev/net/tun is mode {:o}, which only its owner may open: \
+             `chmod 0666 /dev/net/tun` (most distributions' default), or run as root",
+            meta.permissions().mode() & 0o777
+        ),
+        Ok(_) => "run as root".to_string(),
+        Err(err) => format!("/dev/net/tun: {err}; load the module (`modprobe tun`) or run as root"),
+    }
 }
 
 /// Enters the user namespace, then the network namespace: for a forked

@@ -1,0 +1,182 @@
+//! Whether a test that needs something from the machine can run: root,
+//! unprivileged user namespaces with an open TUN device, Chromium, Caddy,
+//! nginx, the shared traces. One rule everywhere: in CI (`CI=true`) a
+//! missing precondition fails the test, naming what is missing and how to
+//! provide it (`.ci/run` provides all of them); on a developer's machine the
+//! test prints that message and skips.
+//!
+//! Not for fixtures or test logic: only the decision whether a test runs.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// Flags every headless Chromium run in the tests needs on these machines:
+/// no sandbox (root), no GPU, and no background traffic to the internet.
+pub const CHROMIUM_HEADLESS: &[&str] = &[
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+];
+
+/// True when running under CI (`CI=true` or `CI=1`), where nothing skips.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|value| value == "true" || value == "1")
+}
+
+/// Root, for network namespaces, veth and TUN devices.
+pub fn root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    runs(root.then_some(()).ok_or_else(|| {
+        "needs root for network namespaces (run the tests as root, as .ci/run does)".to_string()
+    }))
+    .is_some()
+}
+
+/// Unprivileged user namespaces that can hold a TUN device: the kernel
+/// allows them, and `/dev/net/tun` is readable and writable by everyone
+/// (a device of mode 0600 cannot be opened from inside one).
+pub fn unprivileged_namespaces() -> bool {
+    runs(unprivileged_namespaces_problem().map_or(Ok(()), Err)).is_some()
+}
+
+fn unprivileged_namespaces_problem() -> Option<String> {
+    let disabled =
+        |path: &str| std::fs::read_to_string(path).is_ok_and(|value| value.trim() == "0");
+    if disabled("/proc/sys/user/max_user_namespaces") {
+        return Some(
+            "unprivileged user namespaces are disabled: `sysctl -w user.max_user_namespaces=15000`"
+                .to_string(),
+        );
+    }
+    if disabled("/proc/sys/kernel/unprivileged_userns_clone") {
+        return Some(
+            "unprivileged user namespaces are disabled: `sysctl -w kernel.unprivileged_userns_clone=1`"
+                .to_string(),
+        );
+    }
+    match std::fs::metadata("/dev/net/tun") {
+        Err(err) => Some(format!(
+            "/dev/net/tun: {err} (load the tun module: `modprobe tun`)"
+        )),
+        Ok(meta) if meta.permissions().mode() & 0o006 != 0o006 => Some(format!(
+            "/dev/net/tun is mode {:o}, so other users cannot open it: `chmod 0666 /dev/net/tun` \
+             (.ci/run does)",
+            meta.permissions().mode() & 0o777
+        )),
+        Ok(_) => None,
+    }
+}
+
+/// Chromium's path.
+pub fn chromium() -> Option<PathBuf> {
+    runs(find(
+        "H3LAB_CHROMIUM",
+        &["chromium", "chromium-browser"],
+        &[],
+        "Chromium is not installed: `apt-get install chromium` (.ci/run does), or set H3LAB_CHROMIUM",
+    ))
+}
+
+/// Caddy's path: on PATH or where `go install` puts it.
+pub fn caddy() -> Option<PathBuf> {
+    let go_bin = std::env::var_os("HOME").map(|home| Path::new(&home).join("go/bin/caddy"));
+    let fallbacks: Vec<PathBuf> = go_bin.into_iter().collect();
+    runs(find(
+        "H3LAB_CADDY",
+        &["caddy"],
+        &fallbacks,
+        "Caddy is not installed: `go install github.com/caddyserver/caddy/v2/cmd/caddy@v2.11.9` \
+         (.ci/run does), or set H3LAB_CADDY",
+    ))
+}
+
+/// nginx's path.
+pub fn nginx() -> Option<PathBuf> {
+    runs(find(
+        "H3LAB_NGINX",
+        &["nginx"],
+        &[PathBuf::from("/usr/sbin/nginx")],
+        "nginx is not installed: `apt-get install nginx` (.ci/run does), or set H3LAB_NGINX",
+    ))
+}
+
+/// A file of `../shared` (the traces, the studies) beside the repository.
+pub fn shared_file(relative: &str) -> Option<PathBuf> {
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
+    let path = shared.join(relative);
+    let found = path.exists().then_some(path.clone());
+    runs(found.ok_or_else(|| {
+        format!(
+            "{} is missing: check out the shared folder beside the repository",
+            path.display()
+        )
+    }))
+}
+
+/// `Ok` runs the test; `Err` fails it in CI and skips it elsewhere.
+fn runs<T>(precondition: Result<T, String>) -> Option<T> {
+    match precondition {
+        Ok(value) => Some(value),
+        Err(problem) => {
+            let thread = std::thread::current();
+            let test = thread.name().unwrap_or("this test");
+            assert!(!in_ci(), "{test} cannot run in CI: {problem}");
+            eprintln!("skipping {test}: {problem}");
+            None
+        }
+    }
+}
+
+/// `$env_var`, else the first of `names` on PATH, else the first existing
+/// `fallbacks`.
+fn find(
+    env_var: &str,
+    names: &[&str],
+    fallbacks: &[PathBuf],
+    missing: &str,
+) -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os(env_var) {
+        let path = PathBuf::from(path);
+        return match path.is_file() {
+            true => Ok(path),
+            false => Err(format!("{env_var}={} is not a file", path.display())),
+        };
+    }
+    let on_path: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|path| std::env::split_paths(&path).collect())
+        .unwrap_or_default();
+    names
+        .iter()
+        .flat_map(|name| on_path.iter().map(move |dir| dir.join(name)))
+        .chain(fallbacks.iter().cloned())
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| missing.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_met_precondition_runs_the_test() {
+        assert_eq!(runs::<u8>(Ok(7)), Some(7));
+    }
+
+    #[test]
+    fn a_binary_is_found_on_path_before_the_fallbacks() {
+        let found = find("H3LAB_TESTENV_UNSET", &["sh"], &[], "missing").unwrap();
+        assert!(found.ends_with("sh"), "{}", found.display());
+        let missing = find(
+            "H3LAB_TESTENV_UNSET",
+            &["no-such-binary-h3lab"],
+            &[],
+            "nope",
+        );
+        assert_eq!(missing.unwrap_err(), "nope");
+    }
+}
