@@ -17,7 +17,7 @@ use h3lab_client::Proto;
 use crate::suite::Load;
 
 /// Schema of the `h3lab probe ttfb --json` document.
-pub const TTFB_SCHEMA: &str = "h3lab.ttfb/1";
+pub const TTFB_SCHEMA: &str = "h3lab.ttfb/2";
 
 /// What `h3lab probe ttfb` measured: one sample per new connection.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -34,12 +34,13 @@ pub struct TtfbReport {
 pub struct TtfbSample {
     /// Connection start to the first byte of the response head.
     pub ttfb_ms: f64,
-    /// TCP connect (h1/h2); 0 for h3.
-    pub tcp_connect_ms: f64,
-    /// TLS handshake after TCP, or the QUIC handshake.
-    pub handshake_ms: f64,
-    /// The TLS/QUIC session was resumed from a ticket.
-    pub resumed: bool,
+    /// TCP connect (h1/h2); null for h3, which has none.
+    pub tcp_connect_ms: Option<f64>,
+    /// TLS handshake after TCP, or the QUIC handshake; null for cleartext.
+    pub handshake_ms: Option<f64>,
+    /// The TLS/QUIC session was resumed from a ticket; null for cleartext,
+    /// which has no TLS.
+    pub resumed: Option<bool>,
     /// The request went out as 0-RTT early data and the server accepted it.
     pub early_data_accepted: bool,
 }

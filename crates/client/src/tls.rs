@@ -5,13 +5,15 @@
 use std::fs::File;
 use std::io::BufReader;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::{self, CryptoProvider};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 use crate::target::Proto;
 
@@ -30,27 +32,53 @@ pub fn client_tls_config(
     options: &TlsOptions,
     proto: Proto,
 ) -> anyhow::Result<Arc<rustls::ClientConfig>> {
+    Ok(counted_client_tls_config(options, proto)?.0)
+}
+
+/// Counts the full handshakes made with one client config. rustls checks
+/// the server's certificate only when the server sends one, and a resumed
+/// TLS 1.3 handshake sends none. So a handshake during which the count did
+/// not move was resumed: a fact from the handshake itself, for QUIC too,
+/// where quinn does not expose rustls' handshake kind. Meaningful only
+/// while one handshake at a time runs on the config.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FullHandshakes(Arc<AtomicU64>);
+
+impl FullHandshakes {
+    pub(crate) fn count(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// [`client_tls_config`], with the counter of its full handshakes.
+pub(crate) fn counted_client_tls_config(
+    options: &TlsOptions,
+    proto: Proto,
+) -> anyhow::Result<(Arc<rustls::ClientConfig>, FullHandshakes)> {
     let provider = Arc::new(crypto::ring::default_provider());
     let versions: &[&rustls::SupportedProtocolVersion] = match proto {
         Proto::H3 => &[&rustls::version::TLS13],
         Proto::H1 | Proto::H2 => &[&rustls::version::TLS13, &rustls::version::TLS12],
     };
-    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_protocol_versions(versions)
-        .context("building the TLS configuration")?;
-    let mut config = if options.insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate { provider }))
-            .with_no_client_auth()
-    } else {
-        builder
-            .with_root_certificates(load_roots(options)?)
-            .with_no_client_auth()
+    let trust = match options.insecure {
+        true => Trust::Any,
+        false => Trust::from_roots(load_roots(options)?, &provider)?,
     };
+    let full_handshakes = FullHandshakes::default();
+    let verifier = CountingVerifier {
+        trust,
+        provider: provider.clone(),
+        full_handshakes: full_handshakes.clone(),
+    };
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .context("building the TLS configuration")?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth();
     config.alpn_protocols = vec![proto.alpn().to_vec()];
     config.enable_early_data = proto == Proto::H3;
-    Ok(Arc::new(config))
+    Ok((Arc::new(config), full_handshakes))
 }
 
 /// Roots from `--ca`; without it the store is empty, so a handshake fails
@@ -79,22 +107,58 @@ fn load_roots(options: &TlsOptions) -> anyhow::Result<RootCertStore> {
     Ok(roots)
 }
 
-/// `--insecure`: trust any certificate but still verify handshake signatures.
+/// Which server certificates are trusted.
 #[derive(Debug)]
-struct AcceptAnyCertificate {
-    provider: Arc<CryptoProvider>,
+enum Trust {
+    /// `--insecure`: any certificate (handshake signatures are still checked).
+    Any,
+    /// Certificates that chain to the `--ca` roots.
+    Roots(Arc<WebPkiServerVerifier>),
+    /// Neither `--ca` nor `--insecure`: none, so the handshake fails with
+    /// an unknown-issuer error whose message names both flags.
+    Nothing,
 }
 
-impl ServerCertVerifier for AcceptAnyCertificate {
+impl Trust {
+    fn from_roots(roots: RootCertStore, provider: &Arc<CryptoProvider>) -> anyhow::Result<Trust> {
+        if roots.is_empty() {
+            return Ok(Trust::Nothing);
+        }
+        let verifier =
+            WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                .build()
+                .context("building the certificate verifier from --ca")?;
+        Ok(Trust::Roots(verifier))
+    }
+}
+
+/// Checks the server's certificate as [`Trust`] says, and counts the checks.
+#[derive(Debug)]
+struct CountingVerifier {
+    trust: Trust,
+    provider: Arc<CryptoProvider>,
+    full_handshakes: FullHandshakes,
+}
+
+impl ServerCertVerifier for CountingVerifier {
     fn verify_server_cert(
         &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
+        self.full_handshakes.0.fetch_add(1, Ordering::SeqCst);
+        match &self.trust {
+            Trust::Any => Ok(ServerCertVerified::assertion()),
+            Trust::Roots(roots) => {
+                roots.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+            }
+            Trust::Nothing => Err(rustls::Error::InvalidCertificate(
+                CertificateError::UnknownIssuer,
+            )),
+        }
     }
 
     fn verify_tls12_signature(

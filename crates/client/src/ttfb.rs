@@ -12,7 +12,7 @@ use crate::connect::Connector;
 use crate::error::{ClientError, ErrorKind};
 use crate::request::RequestTemplate;
 use crate::target::{Proto, Target};
-use crate::tls::{client_tls_config, TlsOptions};
+use crate::tls::{counted_client_tls_config, TlsOptions};
 
 /// How the measured connection starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,8 +34,9 @@ pub struct TtfbSample {
     pub ttfb: Duration,
     pub tcp_connect: Option<Duration>,
     pub handshake: Option<Duration>,
-    /// TLS resumed a session: from rustls for h1/h2; for h3 only known
-    /// when 0-RTT was accepted (quinn does not expose the handshake kind).
+    /// TLS resumed a session: from rustls for h1/h2, and for h3 from
+    /// whether the server's certificate was sent and checked. `None` for
+    /// cleartext HTTP/1.1, which has no TLS.
     pub resumed: Option<bool>,
     /// h3 0-RTT: whether the server accepted the early request.
     pub zero_rtt_accepted: Option<bool>,
@@ -58,7 +59,7 @@ pub async fn measure_ttfb(
         );
     }
     let addr: SocketAddr = target.resolve().await?;
-    let config = client_tls_config(tls, proto)?;
+    let (config, full_handshakes) = counted_client_tls_config(tls, proto)?;
     let connector = Connector::new(
         Arc::new(target.clone()),
         addr,
@@ -70,9 +71,16 @@ pub async fn measure_ttfb(
     if mode != TtfbMode::Cold {
         prime(&connector, &template).await?;
     }
+    let before = full_handshakes.count();
     let sample = measure_on(&connector, &template, proto, mode).await;
     connector.close().await;
-    sample
+    let mut sample = sample?;
+    if proto == Proto::H3 {
+        // One connection at a time, so the count moved only if this one
+        // made a full handshake.
+        sample.resumed = Some(full_handshakes.count() == before);
+    }
+    Ok(sample)
 }
 
 /// The measured connection itself, after any priming.

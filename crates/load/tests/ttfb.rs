@@ -42,12 +42,7 @@ fn cold_connections_do_not_resume() {
         let sample = measure(&server, proto, TtfbMode::Cold).unwrap();
         assert_eq!(sample.status, 200, "{proto}");
         assert_eq!(sample.body_bytes, 321, "{proto}");
-        let expected = if proto == Proto::H3 {
-            None
-        } else {
-            Some(false)
-        };
-        assert_eq!(sample.resumed, expected, "{proto}");
+        assert_eq!(sample.resumed, Some(false), "{proto}");
         assert!(
             sample.ttfb >= sample.handshake.unwrap(),
             "{proto}: {sample:?}"
@@ -56,9 +51,9 @@ fn cold_connections_do_not_resume() {
 }
 
 #[test]
-fn resumed_tcp_connections_say_so() {
+fn resumed_connections_say_so_on_every_protocol() {
     let server = TestServer::start();
-    for proto in [Proto::H1, Proto::H2] {
+    for proto in PROTOS {
         let sample = measure(&server, proto, TtfbMode::Resumed).unwrap();
         assert_eq!(sample.resumed, Some(true), "{proto}");
         assert_eq!(sample.body_bytes, 321, "{proto}");

@@ -46,7 +46,7 @@ struct TtfbArgs {
     /// Connection set-up timeout.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     connect_timeout: Duration,
-    /// Also write the samples as JSON (schema h3lab.ttfb/1) to FILE.
+    /// Also write the samples as JSON (schema h3lab.ttfb/2, docs/results-schema.md) to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     /// Print only the summary line.
@@ -117,10 +117,10 @@ fn ttfb(args: TtfbArgs) -> anyhow::Result<ExitCode> {
         match measured.and_then(|s| checked(s, args.mode)) {
             Ok(sample) => {
                 if !args.quiet {
-                    println!(
-                        "ttfb {:8.2} ms  (handshake {:.2} ms)",
-                        sample.ttfb_ms, sample.handshake_ms
-                    );
+                    let handshake = sample
+                        .handshake_ms
+                        .map_or(String::new(), |ms| format!("  (handshake {ms:.2} ms)"));
+                    println!("ttfb {:8.2} ms{handshake}", sample.ttfb_ms);
                 }
                 report.samples.push(sample);
             }
@@ -165,18 +165,24 @@ fn checked(sample: h3lab_client::TtfbSample, mode: ModeArg) -> anyhow::Result<Tt
              check that the server enables early data (max_early_data_size) and issues tickets"
         );
     }
-    if matches!(mode, ModeArg::Resumed) {
-        anyhow::ensure!(
-            sample.resumed != Some(false),
-            "the TLS session was not resumed; check that the server issues session tickets"
-        );
+    if matches!(mode, ModeArg::Resumed | ModeArg::ZeroRtt) {
+        match sample.resumed {
+            Some(true) => {}
+            Some(false) => anyhow::bail!(
+                "the TLS session was not resumed (the server sent its certificate again); \
+                 check that the server issues session tickets"
+            ),
+            None => anyhow::bail!(
+                "resumption needs TLS, and this URL is cleartext: probe an https:// URL"
+            ),
+        }
     }
-    let ms = |d: Option<Duration>| d.map_or(0.0, |d| d.as_secs_f64() * 1e3);
+    let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1e3);
     Ok(TtfbSample {
         ttfb_ms: sample.ttfb.as_secs_f64() * 1e3,
         tcp_connect_ms: ms(sample.tcp_connect),
         handshake_ms: ms(sample.handshake),
-        resumed: sample.resumed.unwrap_or(matches!(mode, ModeArg::ZeroRtt)),
+        resumed: sample.resumed,
         early_data_accepted: sample.zero_rtt_accepted == Some(true),
     })
 }
