@@ -2,7 +2,7 @@
 //! datagrams: the server must not open its control and QPACK streams before
 //! the client's transport parameters allow it, or it waits forever.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use h3lab_server::{Limits, RunningServer};
@@ -91,8 +91,16 @@ async fn a_split_client_hello_with_0rtt_is_answered_from_early_data() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// On one thread, so the server's tasks log to this test's subscriber.
+#[tokio::test(flavor = "current_thread")]
 async fn http3_setup_that_cannot_finish_is_closed_at_the_handshake_timeout() {
+    let logs = CapturedLogs::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(logs.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::WARN)
+        .finish();
+    let _logging = tracing::subscriber::set_default(subscriber);
     let limits = Limits {
         handshake_timeout: Duration::from_millis(500),
         ..Limits::default()
@@ -128,4 +136,39 @@ async fn http3_setup_that_cannot_finish_is_closed_at_the_handshake_timeout() {
         reason.contains("HTTP/3 setup did not finish within 500ms"),
         "{reason}"
     );
+    let logged = logs.text();
+    let peer = endpoint.local_addr().unwrap().to_string();
+    assert!(
+        logged.contains("WARN") && logged.contains(&peer) && logged.contains("HTTP/3 setup"),
+        "no warning naming the peer {peer}: {logged:?}"
+    );
+}
+
+/// Log lines written by the server, for assertions.
+#[derive(Clone, Default)]
+struct CapturedLogs(Arc<Mutex<Vec<u8>>>);
+
+impl CapturedLogs {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for CapturedLogs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for CapturedLogs {
+    type Writer = CapturedLogs;
+
+    fn make_writer(&'a self) -> CapturedLogs {
+        self.clone()
+    }
 }
