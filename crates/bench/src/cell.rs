@@ -14,12 +14,13 @@ use linkem::EmulatedPath;
 
 use crate::client::{self, ClientRun};
 use crate::process::Supervised;
-use crate::results::{CellRecord, CpuUse, Metric, Outcome};
 use crate::runner::RunContext;
 use crate::server;
-use h3lab_client::Proto;
+use h3lab_results::bench::{CellRecord, CpuUse, Metric, Outcome};
+use h3lab_results::load::LoadReport;
+use h3lab_results::{Proto, TtfbMode};
 
-use crate::suite::{DownloadMetric, Load, RpsMetric, Suite, TtfbMode, Workload};
+use crate::suite::{DownloadMetric, Load, RpsMetric, Suite, Workload};
 
 /// One cell of the matrix, at one repetition.
 #[derive(Debug, Clone)]
@@ -34,10 +35,7 @@ pub struct CellSpec {
 impl CellSpec {
     /// A short label for progress lines: `broadband api-1KB h3 #2`.
     pub fn label(&self) -> String {
-        let mode = self
-            .mode
-            .map(|m| format!(" {}", m.as_str()))
-            .unwrap_or_default();
+        let mode = self.mode.map(|m| format!(" {m}")).unwrap_or_default();
         format!(
             "{} {}{} {} #{}",
             self.profile,
@@ -147,7 +145,7 @@ fn is_throughput(spec: &CellSpec) -> bool {
 }
 
 /// The cell's primary figure from a load report.
-fn load_figure(spec: &CellSpec, report: &h3lab_load::LoadReport) -> anyhow::Result<f64> {
+fn load_figure(spec: &CellSpec, report: &LoadReport) -> anyhow::Result<f64> {
     let ms = |us: u64| us as f64 / 1000.0;
     match &spec.workload.load {
         Load::Rps {
@@ -182,7 +180,7 @@ fn load_figure(spec: &CellSpec, report: &h3lab_load::LoadReport) -> anyhow::Resu
     }
 }
 
-fn first_error(report: &h3lab_load::LoadReport) -> String {
+fn first_error(report: &LoadReport) -> String {
     report
         .first_errors
         .iter()
@@ -221,7 +219,7 @@ fn empty_record(spec: &CellSpec) -> CellRecord {
         workload: spec.workload.name().to_string(),
         kind: spec.workload.kind().to_string(),
         protocol: spec.protocol.to_string(),
-        mode: spec.mode.map(|m| m.as_str().to_string()),
+        mode: spec.mode.map(|m| m.name().to_string()),
         repetition: spec.repetition,
         path_rtt_ms: 0.0,
         outcome: Outcome::Ok,

@@ -8,53 +8,19 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use linkem::run::Placement;
-use serde::{Deserialize, Serialize};
 
 use crate::cell::{command_for, spawn, CellSpec};
 use crate::server::ServerProcess;
-use h3lab_client::Proto;
+use h3lab_results::load::LoadReport;
+use h3lab_results::ttfb::TtfbReport;
+use h3lab_results::Proto;
 
 use crate::suite::Load;
 
-/// Schema of the `h3lab probe ttfb --json` document.
-pub const TTFB_SCHEMA: &str = "h3lab.ttfb/2";
-
-/// What `h3lab probe ttfb` measured: one sample per new connection.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TtfbReport {
-    pub schema: String,
-    pub url: String,
-    pub proto: String,
-    pub mode: String,
-    pub samples: Vec<TtfbSample>,
-}
-
-/// One new connection's time to first response byte.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TtfbSample {
-    /// Connection start to the first byte of the response head.
-    pub ttfb_ms: f64,
-    /// TCP connect (h1/h2); null for h3, which has none.
-    pub tcp_connect_ms: Option<f64>,
-    /// TLS handshake after TCP, or the QUIC handshake; null for cleartext.
-    pub handshake_ms: Option<f64>,
-    /// The TLS/QUIC session was resumed from a ticket; null for cleartext,
-    /// which has no TLS.
-    pub resumed: Option<bool>,
-    /// The request went out as 0-RTT early data and the server accepted it.
-    pub early_data_accepted: bool,
-}
-
 /// A finished client run.
 pub enum ClientRun {
-    Load {
-        report: Box<h3lab_load::LoadReport>,
-        cpu_s: f64,
-    },
-    Ttfb {
-        probe: TtfbReport,
-        cpu_s: f64,
-    },
+    Load { report: Box<LoadReport>, cpu_s: f64 },
+    Ttfb { probe: TtfbReport, cpu_s: f64 },
 }
 
 impl ClientRun {
@@ -125,7 +91,7 @@ pub fn run(
         Load::Ttfb { samples, .. } => {
             let mode = spec.mode.context("a ttfb cell needs a mode")?;
             command.args(["probe", "ttfb", &format!("{base}/bytes/1")]);
-            command.args(["--mode", mode.as_str(), "--samples", &samples.0.to_string()]);
+            command.args(["--mode", mode.name(), "--samples", &samples.0.to_string()]);
             Duration::from_secs(30) * (samples.0 + 1) * 2
         }
     };

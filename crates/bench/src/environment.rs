@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::results::Environment;
-use h3lab_server::QuicCongestion;
+use h3lab_results::bench::Environment;
+use h3lab_results::QuicCongestion;
 
-use crate::suite::{QuicCc, Suite};
+use crate::suite::Suite;
 
 /// sysctls recorded with every run.
 const SYSCTLS: &[&str] = &[
@@ -39,7 +39,10 @@ pub fn capture(suite: &Suite) -> Environment {
         cpu_model: cpu_model(),
         cpu_count: std::thread::available_parallelism().map_or(0, |n| n.get()),
         tcp_congestion_control: sysctls["net.ipv4.tcp_congestion_control"].clone(),
-        quic_congestion_control: quic_congestion_control(suite),
+        quic_congestion_control: quic_congestion_control(
+            suite,
+            &sysctls["net.ipv4.tcp_congestion_control"],
+        ),
         udp_gso: udp_gso(),
         sysctls,
         library_versions: library_versions(),
@@ -48,16 +51,16 @@ pub fn capture(suite: &Suite) -> Environment {
 
 /// The built-in server's QUIC controller, resolving `auto` the way the
 /// server does (it runs in a fresh namespace, which inherits this default).
-fn quic_congestion_control(suite: &Suite) -> String {
+fn quic_congestion_control(suite: &Suite, tcp: &str) -> String {
     if suite.target.server_cmd.is_some() {
         return "set by the custom server".to_string();
     }
     match suite.target.quic_cc {
-        QuicCc::Auto => {
-            let (quic, tcp) = QuicCongestion::matching_kernel();
-            format!("{} (quinn; auto: same family as TCP's {tcp})", quic.name())
+        QuicCongestion::Auto => {
+            let quic = QuicCongestion::Auto.resolved(tcp);
+            format!("{quic} (quinn; auto: same family as TCP's {tcp})")
         }
-        chosen => format!("{} (quinn; set by the suite)", chosen.as_str()),
+        chosen => format!("{chosen} (quinn; set by the suite)"),
     }
 }
 

@@ -10,7 +10,6 @@ mod environment;
 pub mod presets;
 mod process;
 mod profile;
-pub mod results;
 pub mod runner;
 mod server;
 pub mod suite;

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use crate::cell::{self, CellSpec};
 use crate::environment;
-use crate::results::{CellRecord, Results, StudyClaim, SuiteInfo, RESULTS_SCHEMA};
 use crate::suite::{Load, Suite, Workload};
+use h3lab_results::bench::{CellRecord, Results, StudyClaim, SuiteInfo, RESULTS_SCHEMA};
 
 /// What a run needs besides the suite.
 pub struct RunContext {
@@ -49,7 +49,7 @@ pub fn plan(suite: &Suite) -> Vec<CellSpec> {
     cells
 }
 
-fn modes_of(workload: &Workload) -> Vec<Option<crate::suite::TtfbMode>> {
+fn modes_of(workload: &Workload) -> Vec<Option<h3lab_results::TtfbMode>> {
     match &workload.load {
         Load::Ttfb { modes, .. } => modes.iter().copied().map(Some).collect(),
         _ => vec![None],
@@ -147,7 +147,7 @@ fn now_rfc3339() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use h3lab_client::Proto;
+    use h3lab_results::Proto;
 
     #[test]
     fn plan_interleaves_protocols_and_skips_zero_rtt_for_tcp() {
@@ -167,7 +167,7 @@ modes = ["cold", "0rtt"]
         let cells = plan(&suite);
         let labels: Vec<String> = cells
             .iter()
-            .map(|c| format!("{}{}{}", c.repetition, c.mode.unwrap().as_str(), c.protocol))
+            .map(|c| format!("{}{}{}", c.repetition, c.mode.unwrap(), c.protocol))
             .collect();
         assert_eq!(
             labels,

@@ -77,7 +77,7 @@ fn start_builtin(
         .arg("--write-cert")
         .arg(&cert)
         .arg("--quic-cc")
-        .arg(target.quic_cc.as_str())
+        .arg(target.quic_cc.name())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut process = spawn(command, "built-in server (h3lab serve)")?;

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use h3lab_client::Proto;
+use h3lab_results::{Proto, QuicCongestion, TtfbMode};
 use serde::{Deserialize, Deserializer};
 
 /// A parsed, validated suite.
@@ -156,7 +156,7 @@ impl Suite {
 
 /// Where requests go: the built-in server, or any server a command starts
 /// in the server namespace.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Target {
     /// Shell command started in the server namespace (`sh -c`); the built-in
@@ -168,28 +168,20 @@ pub struct Target {
     /// The built-in server's QUIC congestion controller: `auto` (default:
     /// the family of the kernel's TCP controller, so h2 and h3 run the same
     /// congestion control), `cubic`, `newreno` or `bbr`.
-    #[serde(default)]
-    pub quic_cc: QuicCc,
+    #[serde(default = "follow_tcp")]
+    pub quic_cc: QuicCongestion,
 }
 
-/// QUIC congestion controllers of the built-in server (quinn's).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum QuicCc {
-    #[default]
-    Auto,
-    Cubic,
-    Newreno,
-    Bbr,
+fn follow_tcp() -> QuicCongestion {
+    QuicCongestion::Auto
 }
 
-impl QuicCc {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            QuicCc::Auto => "auto",
-            QuicCc::Cubic => "cubic",
-            QuicCc::Newreno => "newreno",
-            QuicCc::Bbr => "bbr",
+impl Default for Target {
+    fn default() -> Target {
+        Target {
+            server_cmd: None,
+            port: None,
+            quic_cc: follow_tcp(),
         }
     }
 }
@@ -417,35 +409,6 @@ pub enum RpsMetric {
     P99,
 }
 
-/// How a ttfb connection starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-pub enum TtfbMode {
-    /// Full handshake, no prior state.
-    #[serde(rename = "cold")]
-    Cold,
-    /// TLS 1.3 / QUIC session resumption from a ticket.
-    #[serde(rename = "resumed")]
-    Resumed,
-    /// Request sent in 0-RTT early data (h3 only).
-    #[serde(rename = "0rtt")]
-    ZeroRtt,
-}
-
-impl TtfbMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TtfbMode::Cold => "cold",
-            TtfbMode::Resumed => "resumed",
-            TtfbMode::ZeroRtt => "0rtt",
-        }
-    }
-
-    /// Whether `protocol` can start a connection this way.
-    pub fn applies_to(self, protocol: Proto) -> bool {
-        self != TtfbMode::ZeroRtt || protocol == Proto::H3
-    }
-}
-
 /// A positive whole number (repetitions, connections, samples).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Count(pub u32);
@@ -649,12 +612,5 @@ duration = "2s"
     fn duplicate_workload_names_are_rejected() {
         let text = format!("{MINIMAL}\n[[workload]]\nkind = \"ttfb\"\nname = \"api\"\n");
         assert!(error_of(&text).contains("two workloads"));
-    }
-
-    #[test]
-    fn zero_rtt_applies_to_h3_only() {
-        assert!(TtfbMode::ZeroRtt.applies_to(Proto::H3));
-        assert!(!TtfbMode::ZeroRtt.applies_to(Proto::H2));
-        assert!(TtfbMode::Resumed.applies_to(Proto::H1));
     }
 }

@@ -19,9 +19,11 @@ use tokio::net::TcpStream;
 use tokio::time::timeout;
 use tokio_rustls::TlsConnector;
 
-use crate::error::{error_chain, ClientError, ErrorKind};
+use crate::error::{error_chain, ClientError};
 use crate::request::RequestTemplate;
-use crate::target::{Proto, Scheme, Target};
+use h3lab_results::{ErrorKind, Proto};
+
+use crate::target::{Scheme, Target};
 
 /// HTTP/2 receive windows (hyper's client defaults): large enough that a
 /// bulk download is not paced by WINDOW_UPDATE round trips.

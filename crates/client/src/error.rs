@@ -2,32 +2,7 @@
 
 use std::fmt;
 
-/// Why a connection or request failed, in the categories load reports use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ErrorKind {
-    /// TCP connect refused/unreachable, or no QUIC answer.
-    Connect,
-    /// TLS or QUIC crypto handshake failed (e.g. untrusted certificate).
-    Tls,
-    /// The peer reset or closed the connection or stream.
-    Reset,
-    /// A connect or request deadline passed.
-    Timeout,
-    /// The peer spoke the protocol wrongly (or we could not build a request).
-    Protocol,
-}
-
-impl ErrorKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            ErrorKind::Connect => "connect",
-            ErrorKind::Tls => "tls",
-            ErrorKind::Reset => "reset",
-            ErrorKind::Timeout => "timeout",
-            ErrorKind::Protocol => "protocol",
-        }
-    }
-}
+use h3lab_results::ErrorKind;
 
 /// A classified failure with a one-line message for people.
 #[derive(Debug, Clone)]

@@ -14,8 +14,8 @@ mod tls;
 mod ttfb;
 
 pub use connect::{ConnectTiming, Connection, Connector, Response, Sender};
-pub use error::{ClientError, ErrorKind};
+pub use error::ClientError;
 pub use request::RequestTemplate;
-pub use target::{Proto, Scheme, Target};
+pub use target::{Scheme, Target};
 pub use tls::{client_tls_config, TlsOptions};
-pub use ttfb::{measure_ttfb, TtfbMode, TtfbSample};
+pub use ttfb::measure_ttfb;

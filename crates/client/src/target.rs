@@ -7,76 +7,28 @@ use std::str::FromStr;
 use anyhow::{anyhow, bail, Context};
 use http::uri::{Authority, PathAndQuery, Uri};
 
-use crate::error::{ClientError, ErrorKind};
+use h3lab_results::{ErrorKind, Proto};
 
-/// The HTTP version a connector speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Proto {
-    H1,
-    H2,
-    H3,
+use crate::error::ClientError;
+
+/// The URL's scheme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// Cleartext `http://` (HTTP/1.1 only).
+    Http,
+    /// `https://`: TLS on TCP, or QUIC.
+    Https,
 }
 
-impl Proto {
-    /// The ALPN token offered in the TLS handshake.
-    pub fn alpn(self) -> &'static [u8] {
-        match self {
-            Proto::H1 => b"http/1.1",
-            Proto::H2 => b"h2",
-            Proto::H3 => b"h3",
-        }
-    }
-
+impl Scheme {
     /// The protocol used when the user does not choose one: h2 for
     /// `https://` (what browsers negotiate first), h1 for cleartext `http://`.
-    pub fn default_for(scheme: Scheme) -> Proto {
-        match scheme {
+    pub fn default_proto(self) -> Proto {
+        match self {
             Scheme::Https => Proto::H2,
             Scheme::Http => Proto::H1,
         }
     }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Proto::H1 => "h1",
-            Proto::H2 => "h2",
-            Proto::H3 => "h3",
-        }
-    }
-}
-
-impl fmt::Display for Proto {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// In suite files and JSON, a protocol is written as `h1`, `h2` or `h3`.
-impl<'de> serde::Deserialize<'de> for Proto {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Proto, D::Error> {
-        let text = String::deserialize(d)?;
-        text.parse()
-            .map_err(|err: anyhow::Error| serde::de::Error::custom(err))
-    }
-}
-
-impl FromStr for Proto {
-    type Err = anyhow::Error;
-
-    fn from_str(s: &str) -> anyhow::Result<Proto> {
-        match s {
-            "h1" => Ok(Proto::H1),
-            "h2" => Ok(Proto::H2),
-            "h3" => Ok(Proto::H3),
-            other => bail!("unknown protocol `{other}`: use h1, h2 or h3"),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scheme {
-    Http,
-    Https,
 }
 
 /// A validated `http(s)://host[:port]/path?query` URL.
@@ -260,13 +212,7 @@ mod tests {
         assert!(target.check_proto(Proto::H1).is_ok());
         let err = target.check_proto(Proto::H3).unwrap_err().to_string();
         assert!(err.contains("use an https:// URL"), "{err}");
-        assert_eq!(Proto::default_for(target.scheme()), Proto::H1);
-        assert_eq!(Proto::default_for(Scheme::Https), Proto::H2);
-    }
-
-    #[test]
-    fn unknown_protocol_names_the_choices() {
-        let err = "h4".parse::<Proto>().unwrap_err().to_string();
-        assert!(err.contains("h1, h2 or h3"), "{err}");
+        assert_eq!(target.scheme().default_proto(), Proto::H1);
+        assert_eq!(Scheme::Https.default_proto(), Proto::H2);
     }
 }

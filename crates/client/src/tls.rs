@@ -15,7 +15,7 @@ use rustls::crypto::{self, CryptoProvider};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
-use crate::target::Proto;
+use h3lab_results::Proto;
 
 /// How the server's certificate is trusted.
 #[derive(Debug, Clone, Default)]

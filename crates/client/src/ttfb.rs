@@ -6,46 +6,22 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::{HeaderMap, Method, StatusCode};
+use http::{HeaderMap, Method};
 
-use crate::connect::Connector;
-use crate::error::{ClientError, ErrorKind};
+use h3lab_results::ttfb::TtfbSample;
+use h3lab_results::{ErrorKind, Proto, TtfbMode};
+
+use crate::connect::{ConnectTiming, Connector};
+use crate::error::ClientError;
 use crate::request::RequestTemplate;
-use crate::target::{Proto, Target};
+use crate::target::Target;
 use crate::tls::{counted_client_tls_config, TlsOptions};
 
-/// How the measured connection starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TtfbMode {
-    /// No session to resume: a full handshake.
-    Cold,
-    /// A priming connection first leaves a session ticket to resume.
-    Resumed,
-    /// h3 only: resume and send the request as 0-RTT early data.
-    ZeroRtt,
-}
-
-/// One TTFB measurement and what really happened on the wire.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TtfbSample {
-    pub proto: Proto,
-    pub mode: TtfbMode,
-    /// Connection start (DNS excluded) to the response head.
-    pub ttfb: Duration,
-    pub tcp_connect: Option<Duration>,
-    pub handshake: Option<Duration>,
-    /// TLS resumed a session: from rustls for h1/h2, and for h3 from
-    /// whether the server's certificate was sent and checked. `None` for
-    /// cleartext HTTP/1.1, which has no TLS.
-    pub resumed: Option<bool>,
-    /// h3 0-RTT: whether the server accepted the early request.
-    pub zero_rtt_accepted: Option<bool>,
-    pub status: StatusCode,
-    pub body_bytes: u64,
-}
-
 /// Measures `GET target` on a new connection. Uses its own TLS session
-/// store, so a `Cold` sample never resumes by accident.
+/// store, so a `Cold` sample never resumes by accident. A sample whose
+/// connection did not start the way `mode` claims, or whose response was
+/// not a success, is an error ([`TtfbSample::check`]), never a mislabelled
+/// figure.
 pub async fn measure_ttfb(
     target: &Target,
     proto: Proto,
@@ -72,7 +48,7 @@ pub async fn measure_ttfb(
         prime(&connector, &template).await?;
     }
     let before = full_handshakes.count();
-    let sample = measure_on(&connector, &template, proto, mode).await;
+    let sample = measure_on(&connector, &template, mode).await;
     connector.close().await;
     let mut sample = sample?;
     if proto == Proto::H3 {
@@ -80,6 +56,7 @@ pub async fn measure_ttfb(
         // made a full handshake.
         sample.resumed = Some(full_handshakes.count() == before);
     }
+    sample.check(mode).map_err(anyhow::Error::msg)?;
     Ok(sample)
 }
 
@@ -87,7 +64,6 @@ pub async fn measure_ttfb(
 async fn measure_on(
     connector: &Connector,
     template: &RequestTemplate,
-    proto: Proto,
     mode: TtfbMode,
 ) -> anyhow::Result<TtfbSample> {
     let start = Instant::now();
@@ -95,34 +71,40 @@ async fn measure_on(
         // `_sender` keeps the connection open until the body is drained.
         let (response, _sender, timing, accepted) = connector.connect_h3_early(template).await?;
         let ttfb = start.elapsed();
-        let status = response.status();
-        return Ok(TtfbSample {
-            proto,
-            mode,
+        let status = response.status().as_u16();
+        return Ok(sample(
             ttfb,
-            tcp_connect: None,
-            handshake: timing.handshake,
-            resumed: timing.resumed,
-            zero_rtt_accepted: Some(accepted),
+            timing,
+            Some(accepted),
             status,
-            body_bytes: response.drain().await?,
-        });
+            response.drain().await?,
+        ));
     }
     let mut connection = connector.connect().await?;
     let response = connection.sender.send(template).await?;
     let ttfb = start.elapsed();
-    let status = response.status();
-    Ok(TtfbSample {
-        proto,
-        mode,
-        ttfb,
-        tcp_connect: connection.timing.tcp_connect,
-        handshake: connection.timing.handshake,
-        resumed: connection.timing.resumed,
-        zero_rtt_accepted: None,
+    let status = response.status().as_u16();
+    let body_bytes = response.drain().await?;
+    Ok(sample(ttfb, connection.timing, None, status, body_bytes))
+}
+
+fn sample(
+    ttfb: Duration,
+    timing: ConnectTiming,
+    early_data_accepted: Option<bool>,
+    status: u16,
+    body_bytes: u64,
+) -> TtfbSample {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    TtfbSample {
+        ttfb_ms: ms(ttfb),
+        tcp_connect_ms: timing.tcp_connect.map(ms),
+        handshake_ms: timing.handshake.map(ms),
+        resumed: timing.resumed,
+        early_data_accepted,
         status,
-        body_bytes: response.drain().await?,
-    })
+        body_bytes,
+    }
 }
 
 /// A full request on a throw-away connection, so the server's session

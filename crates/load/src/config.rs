@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 use bytes::Bytes;
-use h3lab_client::{Proto, Target, TlsOptions};
+use h3lab_client::{Target, TlsOptions};
+use h3lab_results::Proto;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::Method;
 
@@ -42,7 +43,7 @@ impl LoadConfig {
     /// A closed-model run of [`DEFAULT_REQUESTS`] over 10 connections with
     /// the protocol the URL's scheme suggests.
     pub fn new(target: Target) -> LoadConfig {
-        let proto = Proto::default_for(target.scheme());
+        let proto = target.scheme().default_proto();
         LoadConfig {
             target,
             proto,

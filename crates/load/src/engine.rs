@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context};
 use futures::stream::{FuturesUnordered, StreamExt};
 use h3lab_client::{
-    client_tls_config, ClientError, ConnectTiming, Connector, Proto, RequestTemplate, Sender,
-    Target,
+    client_tls_config, ClientError, ConnectTiming, Connector, RequestTemplate, Sender, Target,
 };
+use h3lab_results::load::LoadReport;
+use h3lab_results::{ErrorKind, Proto};
 use http::StatusCode;
 use tokio::time::{sleep, sleep_until, Sleep};
 use tokio_util::sync::CancellationToken;
@@ -23,9 +24,9 @@ use tokio_util::sync::CancellationToken;
 use crate::config::LoadConfig;
 use crate::cpu::CpuTime;
 use crate::progress::Progress;
-use crate::report::{LoadReport, RunShape, RunTotals};
+use crate::report::{self, RunShape, RunTotals};
 use crate::schedule::{Schedule, Ticket};
-use crate::tally::{ErrorKind, Tally};
+use crate::tally::Tally;
 
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
@@ -80,7 +81,7 @@ pub fn run(config: &LoadConfig, cancel: CancellationToken) -> anyhow::Result<Loa
     }
     let shape = RunShape {
         url: config.target.to_string(),
-        proto: config.proto.to_string(),
+        proto: config.proto,
         connections: config.connections,
         streams: config.streams,
         threads,
@@ -98,7 +99,7 @@ pub fn run(config: &LoadConfig, cancel: CancellationToken) -> anyhow::Result<Loa
         user_s: cpu.user.as_secs_f64(),
         sys_s: cpu.sys.as_secs_f64(),
     };
-    Ok(LoadReport::build(shape, tally, totals))
+    Ok(report::build(shape, tally, totals))
 }
 
 async fn preflight(config: &LoadConfig) -> anyhow::Result<SocketAddr> {
@@ -452,7 +453,7 @@ impl Worker {
     }
 
     fn record_error(&self, ticket: &Ticket, err: &ClientError) {
-        self.record_failure(ticket, err.kind().into(), || err.to_string());
+        self.record_failure(ticket, err.kind(), || err.to_string());
     }
 
     fn record_timeout(&self, ticket: &Ticket) {

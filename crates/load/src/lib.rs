@@ -9,7 +9,6 @@
 mod config;
 mod cpu;
 mod engine;
-mod histogram;
 mod progress;
 mod report;
 mod schedule;
@@ -17,7 +16,4 @@ mod tally;
 
 pub use config::{parse_body, parse_duration, parse_header, LoadConfig, DEFAULT_REQUESTS};
 pub use engine::run;
-pub use histogram::Micros;
-pub use report::{Cpu, ErrorCounts, LoadReport, Model, OpenModel, Outcome, Warmup, SCHEMA};
-pub use tally::ErrorKind;
 pub use tokio_util::sync::CancellationToken;

@@ -4,46 +4,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::histogram::Micros;
-use crate::report::ErrorCounts;
-
-/// Error categories of a load report: the client's plus `bad_status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ErrorKind {
-    Connect,
-    Tls,
-    Reset,
-    Timeout,
-    Protocol,
-    /// A response with status 400 or above.
-    BadStatus,
-}
-
-impl ErrorKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            ErrorKind::Connect => "connect",
-            ErrorKind::Tls => "tls",
-            ErrorKind::Reset => "reset",
-            ErrorKind::Timeout => "timeout",
-            ErrorKind::Protocol => "protocol",
-            ErrorKind::BadStatus => "bad_status",
-        }
-    }
-}
-
-impl From<h3lab_client::ErrorKind> for ErrorKind {
-    fn from(kind: h3lab_client::ErrorKind) -> ErrorKind {
-        use h3lab_client::ErrorKind as Client;
-        match kind {
-            Client::Connect => ErrorKind::Connect,
-            Client::Tls => ErrorKind::Tls,
-            Client::Reset => ErrorKind::Reset,
-            Client::Timeout => ErrorKind::Timeout,
-            Client::Protocol => ErrorKind::Protocol,
-        }
-    }
-}
+use h3lab_results::load::ErrorCounts;
+use h3lab_results::{ErrorKind, Micros};
 
 /// Status codes are three digits; index them directly.
 const STATUS_SLOTS: usize = 1000;

@@ -6,8 +6,10 @@ use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
 use common::{TestServer, PROTOS};
-use h3lab_client::{Proto, Target, TlsOptions};
-use h3lab_load::{CancellationToken, LoadConfig, Outcome};
+use h3lab_client::{Target, TlsOptions};
+use h3lab_load::{CancellationToken, LoadConfig};
+use h3lab_results::load::Outcome;
+use h3lab_results::Proto;
 
 fn run_err(config: &LoadConfig) -> String {
     format!(

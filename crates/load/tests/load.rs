@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::{TestServer, PROTOS};
-use h3lab_client::Proto;
-use h3lab_load::{CancellationToken, LoadReport, Model, Outcome};
+use h3lab_load::CancellationToken;
+use h3lab_results::load::{LoadReport, Model, Outcome};
+use h3lab_results::Proto;
 
 fn run(config: &h3lab_load::LoadConfig) -> LoadReport {
     h3lab_load::run(config, CancellationToken::new()).unwrap()

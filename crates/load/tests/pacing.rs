@@ -5,8 +5,9 @@ mod common;
 use std::time::Duration;
 
 use common::TestServer;
-use h3lab_client::Proto;
-use h3lab_load::{CancellationToken, Model};
+use h3lab_load::CancellationToken;
+use h3lab_results::load::Model;
+use h3lab_results::Proto;
 
 /// 200 req/s for 3 s must send 600 requests within ±5 %.
 fn paced_run_hits_the_rate(proto: Proto) {

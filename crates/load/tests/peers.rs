@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use h3lab_client::{Proto, Target, TlsOptions};
-use h3lab_load::{CancellationToken, LoadConfig, LoadReport};
+use h3lab_client::{Target, TlsOptions};
+use h3lab_load::{CancellationToken, LoadConfig};
+use h3lab_results::load::LoadReport;
+use h3lab_results::Proto;
 
 const BODY_BYTES: usize = 1000;
 const REQUESTS: u64 = 2000;

@@ -5,7 +5,9 @@ mod common;
 use std::time::Duration;
 
 use common::{TestServer, PROTOS};
-use h3lab_client::{measure_ttfb, Proto, Target, TlsOptions, TtfbMode, TtfbSample};
+use h3lab_client::{measure_ttfb, Target, TlsOptions};
+use h3lab_results::ttfb::TtfbSample;
+use h3lab_results::{Proto, TtfbMode};
 
 fn measure(server: &TestServer, proto: Proto, mode: TtfbMode) -> anyhow::Result<TtfbSample> {
     measure_path(server, "/bytes/321", proto, mode)
@@ -44,7 +46,7 @@ fn cold_connections_do_not_resume() {
         assert_eq!(sample.body_bytes, 321, "{proto}");
         assert_eq!(sample.resumed, Some(false), "{proto}");
         assert!(
-            sample.ttfb >= sample.handshake.unwrap(),
+            sample.ttfb_ms >= sample.handshake_ms.unwrap(),
             "{proto}: {sample:?}"
         );
     }
@@ -64,7 +66,7 @@ fn resumed_connections_say_so_on_every_protocol() {
 fn h3_zero_rtt_is_accepted_and_reported() {
     let server = TestServer::start();
     let sample = measure(&server, Proto::H3, TtfbMode::ZeroRtt).unwrap();
-    assert_eq!(sample.zero_rtt_accepted, Some(true), "{sample:?}");
+    assert_eq!(sample.early_data_accepted, Some(true), "{sample:?}");
     assert_eq!(sample.resumed, Some(true));
     assert_eq!(sample.status, 200);
     assert_eq!(sample.body_bytes, 321);

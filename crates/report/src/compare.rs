@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use h3lab_bench::results::Results;
+use h3lab_results::bench::Results;
 
 use crate::format::maybe;
 use crate::stats::{RelativeDiff, SampleStats};
@@ -152,7 +152,7 @@ mod tests {
     use crate::fixture;
     use crate::stats::Verdict;
     use crate::table::TABLE_WIDTH;
-    use h3lab_bench::results::Outcome;
+    use h3lab_results::bench::Outcome;
 
     /// The fixture with broadband h3 rps-1k doubled and a cell only b has.
     fn faster_run() -> Results {

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use h3lab_bench::results::{
+use h3lab_results::bench::{
     CellRecord, CpuUse, Environment, Metric, Outcome, Results, StudyClaim, SuiteInfo,
     RESULTS_SCHEMA,
 };

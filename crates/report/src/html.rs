@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use h3lab_bench::results::Results;
+use h3lab_results::bench::Results;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use serde::Serialize;
 
@@ -230,7 +230,7 @@ fn samples_by_cell(results: &Results) -> BTreeMap<CellKey, Vec<f64>> {
     for record in results
         .cells
         .iter()
-        .filter(|r| r.outcome == h3lab_bench::results::Outcome::Ok)
+        .filter(|r| r.outcome == h3lab_results::bench::Outcome::Ok)
     {
         let key = CellKey {
             profile: record.profile.clone(),
@@ -682,7 +682,7 @@ mod tests {
     fn condition_without_success_gets_no_empty_plot() {
         let mut results = fixture::results();
         for record in results.cells.iter_mut().filter(|r| r.profile == "cellular") {
-            record.outcome = h3lab_bench::results::Outcome::Failed {
+            record.outcome = h3lab_results::bench::Outcome::Failed {
                 error: "no route".into(),
             };
         }

@@ -24,7 +24,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use h3lab_bench::results::{Results, RESULTS_SCHEMA};
+use h3lab_results::bench::{Results, RESULTS_SCHEMA};
 
 pub use compare::{cell_changes, compare, CellChange};
 pub use csv_out::write_csv;

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use h3lab_bench::results::StudyClaim;
+use h3lab_results::bench::StudyClaim;
 
 use crate::stats::RelativeDiff;
 use crate::summary::{CellKey, CellSummary};

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use h3lab_bench::results::{CellRecord, Outcome, Results};
+use h3lab_results::bench::{CellRecord, Outcome, Results};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 

@@ -4,7 +4,7 @@
 use comfy_table::{
     presets, CellAlignment, ColumnConstraint, ContentArrangement, Table, TableComponent, Width,
 };
-use h3lab_bench::results::Results;
+use h3lab_results::bench::Results;
 
 use crate::format::{fraction_as_percent, maybe, short};
 use crate::studies::compare_claims;

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use h3lab_bench::results::{
+use h3lab_results::bench::{
     CellRecord, CpuUse, Environment, Metric, Outcome, Results, StudyClaim, SuiteInfo,
     RESULTS_SCHEMA,
 };

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
+use h3lab_results::QuicCongestion;
 
 /// Everything [`crate::start`] needs to run a server.
 #[derive(Clone, Debug)]
@@ -20,49 +21,17 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// Extra subject alternative names for a generated certificate (DNS names or IPs).
     pub extra_sans: Vec<String>,
-    /// The QUIC congestion controller (TCP's is the kernel's; see
-    /// [`QuicCongestion::matching_kernel`] to pick the same family).
+    /// The QUIC congestion controller (TCP's is the kernel's; `Auto` picks
+    /// the same family, see [`kernel_tcp_congestion`]).
     pub quic_congestion: QuicCongestion,
 }
 
-/// Congestion controllers quinn offers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum QuicCongestion {
-    /// quinn's default.
-    #[default]
-    Cubic,
-    NewReno,
-    /// quinn's experimental BBR (v1).
-    Bbr,
-}
-
-impl QuicCongestion {
-    pub fn name(self) -> &'static str {
-        match self {
-            QuicCongestion::Cubic => "cubic",
-            QuicCongestion::NewReno => "newreno",
-            QuicCongestion::Bbr => "bbr",
-        }
-    }
-
-    /// The quinn controller of the same family as the Linux TCP controller
-    /// `tcp` (`bbr`, `reno`, `cubic`...), so h2 and h3 are compared under
-    /// the same congestion control; Cubic when quinn has no match.
-    pub fn matching_tcp(tcp: &str) -> QuicCongestion {
-        match tcp.trim() {
-            name if name.starts_with("bbr") => QuicCongestion::Bbr,
-            "reno" => QuicCongestion::NewReno,
-            _ => QuicCongestion::Cubic,
-        }
-    }
-
-    /// The controller matching this network namespace's TCP default, and
-    /// that TCP controller's name (`unknown` when it cannot be read).
-    pub fn matching_kernel() -> (QuicCongestion, String) {
-        let tcp = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
-            .map_or_else(|_| "unknown".to_string(), |s| s.trim().to_string());
-        (QuicCongestion::matching_tcp(&tcp), tcp)
-    }
+/// The kernel's default TCP congestion controller in this network
+/// namespace (`unknown` when it cannot be read), which
+/// [`QuicCongestion::Auto`] follows.
+pub fn kernel_tcp_congestion() -> String {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+        .map_or_else(|_| "unknown".to_string(), |s| s.trim().to_string())
 }
 
 impl Default for ServerConfig {
@@ -154,18 +123,6 @@ impl Limits {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn quic_controller_follows_the_tcp_family() {
-        assert_eq!(QuicCongestion::matching_tcp("bbr\n"), QuicCongestion::Bbr);
-        assert_eq!(QuicCongestion::matching_tcp("bbr2"), QuicCongestion::Bbr);
-        assert_eq!(
-            QuicCongestion::matching_tcp("reno"),
-            QuicCongestion::NewReno
-        );
-        assert_eq!(QuicCongestion::matching_tcp("cubic"), QuicCongestion::Cubic);
-        assert_eq!(QuicCongestion::matching_tcp("vegas"), QuicCongestion::Cubic);
-    }
-
     use super::*;
 
     #[test]

@@ -27,8 +27,7 @@ use anyhow::{bail, Context, Result};
 use http::HeaderValue;
 use tracing::warn;
 
-pub use config::{Limits, QuicCongestion, ServerConfig, TlsSource, MIN_HEADER_BYTES};
-pub use routes::{route, Protocol, Rejection, Route, RouteLimits, StaticPath};
+pub use config::{kernel_tcp_congestion, Limits, ServerConfig, TlsSource, MIN_HEADER_BYTES};
 
 use lifecycle::{Admission, Lifecycle};
 use quic::QuicShell;

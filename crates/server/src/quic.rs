@@ -17,10 +17,11 @@ use tokio::time::{timeout_at, Instant};
 use tracing::{debug, warn};
 
 use crate::body::ReplyBody;
-use crate::config::{Limits, QuicCongestion};
+use h3lab_results::{Proto, QuicCongestion};
+
+use crate::config::{kernel_tcp_congestion, Limits};
 use crate::lifecycle::{Admission, Lifecycle};
 use crate::respond::{declared_length, EchoBody, Handler};
-use crate::routes::Protocol;
 
 /// Per-stream and send windows sized above a 1 Gbit/s x 100 ms path (12.5 MB)
 /// so a single transfer is not window-limited.
@@ -58,8 +59,9 @@ pub fn endpoint(
 }
 
 fn congestion_factory(congestion: QuicCongestion) -> Arc<dyn ControllerFactory + Send + Sync> {
-    match congestion {
-        QuicCongestion::Cubic => Arc::new(CubicConfig::default()),
+    match congestion.resolved(&kernel_tcp_congestion()) {
+        // `resolved` never answers `Auto`.
+        QuicCongestion::Cubic | QuicCongestion::Auto => Arc::new(CubicConfig::default()),
         QuicCongestion::NewReno => Arc::new(NewRenoConfig::default()),
         QuicCongestion::Bbr => Arc::new(BbrConfig::default()),
     }
@@ -206,7 +208,7 @@ async fn serve_request(
     let declared = declared_length(request.headers());
     let response = handler
         .handle(
-            Protocol::H3,
+            Proto::H3,
             request.method(),
             request.uri(),
             request.headers(),

@@ -17,7 +17,9 @@ use http_body::Body;
 use crate::body::ReplyBody;
 use crate::config::Limits;
 use crate::pattern::PatternCursor;
-use crate::routes::{route, Protocol, Rejection, Route, RouteLimits, StaticPath};
+use h3lab_results::Proto;
+
+use crate::routes::{route, Rejection, Route, RouteLimits, StaticPath};
 use crate::ServeSummary;
 
 const SERVER_NAME: &str = concat!("h3lab/", env!("CARGO_PKG_VERSION"));
@@ -67,11 +69,11 @@ impl Stats {
         self.in_flight.load(Ordering::Relaxed)
     }
 
-    fn record(&self, protocol: Protocol) {
+    fn record(&self, protocol: Proto) {
         let counter = match protocol {
-            Protocol::H1 => &self.h1,
-            Protocol::H2 => &self.h2,
-            Protocol::H3 => &self.h3,
+            Proto::H1 => &self.h1,
+            Proto::H2 => &self.h2,
+            Proto::H3 => &self.h3,
         };
         counter.fetch_add(1, Ordering::Relaxed);
     }
@@ -101,7 +103,7 @@ impl Handler {
     /// request; it is not called for other routes.
     pub async fn handle<F, Fut>(
         &self,
-        protocol: Protocol,
+        protocol: Proto,
         method: &Method,
         uri: &Uri,
         headers: &HeaderMap,
@@ -136,7 +138,7 @@ impl Handler {
     }
 
     /// The answer on a TCP connection beyond the connection limit.
-    pub fn busy(&self, protocol: Protocol) -> Response<ReplyBody> {
+    pub fn busy(&self, protocol: Proto) -> Response<ReplyBody> {
         let mut response = plain(
             StatusCode::SERVICE_UNAVAILABLE,
             "server is at its connection limit; retry later or raise --max-connections",
@@ -148,14 +150,14 @@ impl Handler {
         response
     }
 
-    fn finish_headers(&self, protocol: Protocol, response: &mut Response<ReplyBody>) {
+    fn finish_headers(&self, protocol: Proto, response: &mut Response<ReplyBody>) {
         let length = response.body().size_hint().exact();
         let headers = response.headers_mut();
         headers.insert(SERVER, HeaderValue::from_static(SERVER_NAME));
         if let Some(length) = length {
             headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
         }
-        if let (Some(alt_svc), true) = (&self.alt_svc, protocol != Protocol::H3) {
+        if let (Some(alt_svc), true) = (&self.alt_svc, protocol != Proto::H3) {
             headers.insert(ALT_SVC, alt_svc.clone());
         }
     }
@@ -256,10 +258,10 @@ fn json(text: String) -> Response<ReplyBody> {
     with_type(Response::new(ReplyBody::full(text)), "application/json")
 }
 
-fn health(protocol: Protocol) -> Response<ReplyBody> {
+fn health(protocol: Proto) -> Response<ReplyBody> {
     let body = serde_json::json!({
         "status": "ok",
-        "protocol": protocol.as_str(),
+        "protocol": protocol.name(),
         "version": env!("CARGO_PKG_VERSION"),
     });
     json(format!("{body}\n"))

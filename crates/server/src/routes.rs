@@ -1,34 +1,9 @@
 //! Request routing as a pure function of method and path: no I/O, no clock.
 
-use std::fmt;
 use std::time::Duration;
 
 use http::Method;
 use percent_encoding::percent_decode_str;
-
-/// The HTTP version a request arrived over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Protocol {
-    H1,
-    H2,
-    H3,
-}
-
-impl Protocol {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Protocol::H1 => "h1",
-            Protocol::H2 => "h2",
-            Protocol::H3 => "h3",
-        }
-    }
-}
-
-impl fmt::Display for Protocol {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// The bounds routing checks parameters against.
 #[derive(Clone, Copy, Debug)]

@@ -21,7 +21,7 @@ use crate::body::ReplyBody;
 use crate::config::Limits;
 use crate::lifecycle::{Admission, Lifecycle, TcpTicket};
 use crate::respond::{declared_length, EchoBody, Handler};
-use crate::routes::Protocol;
+use h3lab_results::Proto;
 
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// A client over the connection limit gets this long to read its 503s.
@@ -169,8 +169,8 @@ fn builder(limits: &Limits) -> Builder {
 
 async fn respond(handler: &Handler, request: Request<Incoming>, busy: bool) -> Response<ReplyBody> {
     let protocol = match request.version() {
-        Version::HTTP_2 => Protocol::H2,
-        _ => Protocol::H1,
+        Version::HTTP_2 => Proto::H2,
+        _ => Proto::H1,
     };
     if busy {
         return handler.busy(protocol);

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use h3lab_bench::results::{Outcome, Results};
 use h3lab_bench::runner::{self, RunContext};
 use h3lab_bench::suite::{Load, Suite};
 use h3lab_bench::{presets, CellSpec};
+use h3lab_results::bench::{Outcome, Results};
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(clap::Args)]

@@ -6,25 +6,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
-use h3lab_client::{Proto, Target, TlsOptions};
-use h3lab_load::{CancellationToken, LoadConfig, Outcome};
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-pub enum ProtoArg {
-    H1,
-    H2,
-    H3,
-}
-
-impl From<ProtoArg> for Proto {
-    fn from(arg: ProtoArg) -> Proto {
-        match arg {
-            ProtoArg::H1 => Proto::H1,
-            ProtoArg::H2 => Proto::H2,
-            ProtoArg::H3 => Proto::H3,
-        }
-    }
-}
+use h3lab_client::{Target, TlsOptions};
+use h3lab_load::{CancellationToken, LoadConfig};
+use h3lab_results::load::Outcome;
+use h3lab_results::Proto;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -32,7 +17,7 @@ pub struct Args {
     pub url: String,
     /// Protocol [default: h2 for https://, h1 for http://].
     #[arg(long, value_enum)]
-    pub proto: Option<ProtoArg>,
+    pub proto: Option<Proto>,
     /// Concurrent connections.
     #[arg(short = 'c', long, default_value_t = 10)]
     pub connections: usize,
@@ -109,7 +94,7 @@ fn load_config(args: Args) -> anyhow::Result<LoadConfig> {
     let target = Target::parse(&args.url)?;
     let mut config = LoadConfig::new(target);
     if let Some(proto) = args.proto {
-        config.proto = proto.into();
+        config.proto = proto;
     }
     config.connections = args.connections;
     config.streams = args.streams;

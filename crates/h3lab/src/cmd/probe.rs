@@ -6,10 +6,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use h3lab_bench::client::{TtfbReport, TtfbSample, TTFB_SCHEMA};
-use h3lab_client::{measure_ttfb, Proto, Target, TlsOptions, TtfbMode};
-
-use super::load::ProtoArg;
+use h3lab_client::{measure_ttfb, Target, TlsOptions};
+use h3lab_results::ttfb::{TtfbReport, TTFB_SCHEMA};
+use h3lab_results::{Proto, TtfbMode};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -29,11 +28,11 @@ struct TtfbArgs {
     url: String,
     /// Protocol [default: h2].
     #[arg(long, value_enum, default_value = "h2")]
-    proto: ProtoArg,
+    proto: Proto,
     /// cold: full handshake; resumed: TLS/QUIC session resumption; 0rtt: the
     /// request in 0-RTT early data (h3 only).
     #[arg(long, value_enum, default_value = "cold")]
-    mode: ModeArg,
+    mode: TtfbMode,
     /// New connections to measure.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     samples: u32,
@@ -54,32 +53,6 @@ struct TtfbArgs {
     quiet: bool,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum ModeArg {
-    Cold,
-    Resumed,
-    #[value(name = "0rtt")]
-    ZeroRtt,
-}
-
-impl ModeArg {
-    fn mode(self) -> TtfbMode {
-        match self {
-            ModeArg::Cold => TtfbMode::Cold,
-            ModeArg::Resumed => TtfbMode::Resumed,
-            ModeArg::ZeroRtt => TtfbMode::ZeroRtt,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            ModeArg::Cold => "cold",
-            ModeArg::Resumed => "resumed",
-            ModeArg::ZeroRtt => "0rtt",
-        }
-    }
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.probe {
         Probe::Ttfb(args) => ttfb(args),
@@ -88,7 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn ttfb(args: TtfbArgs) -> anyhow::Result<ExitCode> {
     let target = Target::parse(&args.url)?;
-    let proto = Proto::from(args.proto);
+    let proto = args.proto;
     target.check_proto(proto)?;
     let tls = TlsOptions {
         insecure: args.insecure,
@@ -101,8 +74,8 @@ fn ttfb(args: TtfbArgs) -> anyhow::Result<ExitCode> {
     let mut report = TtfbReport {
         schema: TTFB_SCHEMA.to_string(),
         url: args.url.clone(),
-        proto: proto.name().to_string(),
-        mode: args.mode.name().to_string(),
+        proto,
+        mode: args.mode,
         samples: Vec::new(),
     };
     let mut failure = None;
@@ -110,11 +83,11 @@ fn ttfb(args: TtfbArgs) -> anyhow::Result<ExitCode> {
         let measured = runtime.block_on(measure_ttfb(
             &target,
             proto,
-            args.mode.mode(),
+            args.mode,
             &tls,
             args.connect_timeout,
         ));
-        match measured.and_then(|s| checked(s, args.mode)) {
+        match measured {
             Ok(sample) => {
                 if !args.quiet {
                     let handshake = sample
@@ -148,43 +121,6 @@ fn ttfb(args: TtfbArgs) -> anyhow::Result<ExitCode> {
         ))),
         None => Ok(ExitCode::SUCCESS),
     }
-}
-
-/// A sample as recorded, refused when the connection did not start the way
-/// the mode claims (a "0-RTT" figure from a full handshake would mislead).
-fn checked(sample: h3lab_client::TtfbSample, mode: ModeArg) -> anyhow::Result<TtfbSample> {
-    anyhow::ensure!(
-        sample.status.is_success(),
-        "the server answered {}; probe a URL that returns 2xx",
-        sample.status
-    );
-    if matches!(mode, ModeArg::ZeroRtt) {
-        anyhow::ensure!(
-            sample.zero_rtt_accepted == Some(true),
-            "the server did not accept 0-RTT early data, so this was no 0-RTT connection; \
-             check that the server enables early data (max_early_data_size) and issues tickets"
-        );
-    }
-    if matches!(mode, ModeArg::Resumed | ModeArg::ZeroRtt) {
-        match sample.resumed {
-            Some(true) => {}
-            Some(false) => anyhow::bail!(
-                "the TLS session was not resumed (the server sent its certificate again); \
-                 check that the server issues session tickets"
-            ),
-            None => anyhow::bail!(
-                "resumption needs TLS, and this URL is cleartext: probe an https:// URL"
-            ),
-        }
-    }
-    let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1e3);
-    Ok(TtfbSample {
-        ttfb_ms: sample.ttfb.as_secs_f64() * 1e3,
-        tcp_connect_ms: ms(sample.tcp_connect),
-        handshake_ms: ms(sample.handshake),
-        resumed: sample.resumed,
-        early_data_accepted: sample.zero_rtt_accepted == Some(true),
-    })
 }
 
 fn print_summary(report: &TtfbReport) {

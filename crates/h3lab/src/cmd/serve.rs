@@ -7,17 +7,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use h3lab_server::{Limits, QuicCongestion, RunningServer, ServerConfig, TlsSource};
+use h3lab_results::QuicCongestion;
+use h3lab_server::{kernel_tcp_congestion, Limits, RunningServer, ServerConfig, TlsSource};
 use tokio::signal::unix::{signal, SignalKind};
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum QuicCcArg {
-    /// The same family as the kernel's TCP controller (bbr, reno, else cubic).
-    Auto,
-    Cubic,
-    Newreno,
-    Bbr,
-}
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -36,9 +28,10 @@ pub struct Args {
     /// Write the certificate as PEM here, for clients' --ca.
     #[arg(long, value_name = "PATH")]
     write_cert: Option<PathBuf>,
-    /// QUIC congestion controller for HTTP/3 (TCP uses the kernel's).
+    /// QUIC congestion controller for HTTP/3 (TCP uses the kernel's); auto
+    /// picks the family of the kernel's TCP controller (bbr, reno, else cubic).
     #[arg(long, value_enum, default_value = "auto")]
-    quic_cc: QuicCcArg,
+    quic_cc: QuicCongestion,
     /// Serve HTTP/1.1 and h2c on TCP without TLS (no HTTP/3).
     #[arg(long, conflicts_with_all = ["cert", "key", "sans", "write_cert"])]
     cleartext: bool,
@@ -94,12 +87,7 @@ impl Args {
                 handshake_timeout: self.handshake_timeout,
             },
             extra_sans: self.sans,
-            quic_congestion: match self.quic_cc {
-                QuicCcArg::Auto => QuicCongestion::matching_kernel().0,
-                QuicCcArg::Cubic => QuicCongestion::Cubic,
-                QuicCcArg::Newreno => QuicCongestion::NewReno,
-                QuicCcArg::Bbr => QuicCongestion::Bbr,
-            },
+            quic_congestion: self.quic_cc,
         }
     }
 }
@@ -139,8 +127,12 @@ fn print_banner(server: &RunningServer, congestion: QuicCongestion) -> Result<()
         writeln!(stdout, "{line}")?;
     }
     if server.serves_h3() {
-        let (_, tcp) = QuicCongestion::matching_kernel();
-        writeln!(stdout, "quic-cc: {} (kernel TCP: {tcp})", congestion.name())?;
+        let tcp = kernel_tcp_congestion();
+        writeln!(
+            stdout,
+            "quic-cc: {} (kernel TCP: {tcp})",
+            congestion.resolved(&tcp)
+        )?;
     }
     stdout.flush()?;
     Ok(())

@@ -5,8 +5,9 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use h3lab_client::{Proto, Target, TlsOptions};
+use h3lab_client::{Target, TlsOptions};
 use h3lab_load::LoadConfig;
+use h3lab_results::Proto;
 use h3lab_server::{RunningServer, ServerConfig};
 
 pub const PROTOS: [Proto; 3] = [Proto::H1, Proto::H2, Proto::H3];

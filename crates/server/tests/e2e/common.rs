@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures::future::poll_fn;
+pub use h3lab_results::Proto;
 use h3lab_server::{Limits, RunningServer, ServerConfig};
 use http::{HeaderMap, Request, StatusCode};
 use http_body_util::combinators::UnsyncBoxBody;
@@ -19,23 +20,6 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 pub const PROTOCOLS: [Proto; 3] = [Proto::H1, Proto::H2, Proto::H3];
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Proto {
-    H1,
-    H2,
-    H3,
-}
-
-impl Proto {
-    pub fn name(self) -> &'static str {
-        match self {
-            Proto::H1 => "h1",
-            Proto::H2 => "h2",
-            Proto::H3 => "h3",
-        }
-    }
-}
 
 #[derive(Debug)]
 pub struct Reply {

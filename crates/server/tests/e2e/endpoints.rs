@@ -3,7 +3,8 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use h3lab_server::{Limits, QuicCongestion, ServerConfig};
+use h3lab_results::QuicCongestion;
+use h3lab_server::{Limits, ServerConfig};
 use http::{HeaderMap, HeaderValue, StatusCode};
 
 use crate::common::{connect, full, start, streamed, test_config, Proto, PROTOCOLS};

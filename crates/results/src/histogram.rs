@@ -23,6 +23,7 @@ impl Default for Micros {
 }
 
 impl Micros {
+    /// Records one duration, in whole microseconds (at least 1).
     pub fn record(&mut self, duration: Duration) {
         let micros = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
         // `record` grows the auto-resizing histogram; `saturating_record`
@@ -32,12 +33,14 @@ impl Micros {
         }
     }
 
+    /// Adds every value recorded in `other` to this histogram.
     pub fn add(&mut self, other: &Micros) {
         self.0
             .add(&other.0)
             .expect("auto-resizing histograms always accept each other");
     }
 
+    /// Number of values recorded.
     pub fn count(&self) -> u64 {
         self.0.len()
     }
@@ -50,6 +53,7 @@ impl Micros {
         self.0.value_at_quantile(quantile)
     }
 
+    /// Largest value recorded, in microseconds.
     pub fn max(&self) -> u64 {
         self.0.max()
     }

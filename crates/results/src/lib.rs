@@ -1,0 +1,19 @@
+//! What h3lab measures, as data: the versioned JSON schemas every command
+//! writes and reads (`h3lab.results/1`, `h3lab.load/1`, `h3lab.ttfb/2`), the
+//! mergeable latency histogram they carry, and the shared vocabulary
+//! (protocol, QUIC congestion controller, handshake mode, error kind).
+//!
+//! Not for: measuring, running or drawing anything. It sits at the bottom of
+//! the workspace, so it knows nothing of sockets, processes or HTML, and
+//! every other crate can depend on it.
+
+#![warn(missing_docs)]
+
+pub mod bench;
+mod histogram;
+pub mod load;
+pub mod ttfb;
+mod vocab;
+
+pub use histogram::Micros;
+pub use vocab::{ErrorKind, Proto, QuicCongestion, TtfbMode, UnknownName};

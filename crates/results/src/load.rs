@@ -1,0 +1,467 @@
+//! The result of a load run: one versioned, mergeable JSON document
+//! (`h3lab.load/1`, see docs/load-schema.md) and its text rendering.
+
+use std::collections::BTreeMap;
+use std::fmt::{self, Write as _};
+
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+
+use crate::histogram::Micros;
+use crate::vocab::{ErrorKind, Proto};
+
+/// Schema identifier of a [`LoadReport`].
+pub const LOAD_SCHEMA: &str = "h3lab.load/1";
+
+/// Everything one run (or several merged runs) measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadReport {
+    /// Schema identifier, always `h3lab.load/1`.
+    pub schema: String,
+    /// The target URL.
+    pub url: String,
+    /// The protocol used.
+    pub proto: Proto,
+    /// `closed` (connections x streams loop) or `open` (fixed rate).
+    pub model: Model,
+    /// Number of connections.
+    pub connections: usize,
+    /// Streams per connection.
+    pub streams_per_connection: usize,
+    /// Worker threads actually used.
+    pub threads: usize,
+    /// Stopped early by Ctrl-C; the figures cover the time until then.
+    pub interrupted: bool,
+    /// Measured wall time, warm-up excluded.
+    pub duration_s: f64,
+    /// Responses received in full, whatever their status.
+    pub completed: u64,
+    /// Attempts that got no complete response (connect, tls, reset, timeout, protocol).
+    pub failed: u64,
+    /// Response body bytes received.
+    pub body_bytes: u64,
+    /// Completed responses per second (`completed` / `duration_s`).
+    pub requests_per_sec: f64,
+    /// Body bytes per second (`body_bytes` / `duration_s`).
+    pub body_bytes_per_sec: f64,
+    /// Request start (open model: intended start) to last body byte.
+    pub latency_us: Micros,
+    /// Request start (open model: intended start) to response head.
+    pub ttfb_us: Micros,
+    /// TCP handshake of each connection opened, in µs (empty for h3).
+    pub tcp_connect_us: Micros,
+    /// TLS handshake after TCP, or the whole QUIC handshake.
+    pub handshake_us: Micros,
+    /// Number of responses per HTTP status code.
+    pub status_counts: BTreeMap<u16, u64>,
+    /// Failed attempts and error statuses, counted by kind.
+    pub errors: ErrorCounts,
+    /// The first message seen for each error kind.
+    pub first_errors: BTreeMap<String, String>,
+    /// Connections made, warm-up ones included.
+    pub connections_opened: u64,
+    /// Connections re-opened after the peer closed or broke one.
+    pub reconnects: u64,
+    /// Requests cut off by the end of a timed run or by Ctrl-C.
+    pub aborted_in_flight: u64,
+    /// Closed model with -n: requests never attempted because the run was
+    /// interrupted or the server stayed unreachable (every connection gave
+    /// up after 5 failed connects in a row).
+    pub not_attempted: u64,
+    /// Pacing figures; `None` in the closed model.
+    pub open_model: Option<OpenModel>,
+    /// CPU time of the load generator's worker threads.
+    pub cpu: Cpu,
+    /// The excluded warm-up phase; `None` without `--warmup`.
+    pub warmup: Option<Warmup>,
+}
+
+/// How requests are issued: closed loops or a fixed rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Model {
+    /// Connections x streams loops, each sending its next request when the previous one finished.
+    Closed,
+    /// Requests due at a fixed rate, latency measured from the intended send time.
+    Open,
+}
+
+/// Failed attempts and error statuses, counted by kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorCounts {
+    /// Connect failures (refused, unreachable, no QUIC answer).
+    pub connect: u64,
+    /// TLS handshake failures (e.g. untrusted certificate).
+    pub tls: u64,
+    /// Peer closed or reset the connection or stream (GOAWAY in flight).
+    pub reset: u64,
+    /// No complete response within `--timeout`.
+    pub timeout: u64,
+    /// Malformed responses.
+    pub protocol: u64,
+    /// Responses with status 400 or above (also in `status_counts`).
+    pub bad_status: u64,
+}
+
+/// Pacing figures of an open-model run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpenModel {
+    /// Target rate (`--rate`), in requests per second.
+    pub target_rate: f64,
+    /// Requests sent (measured ones).
+    pub sent: u64,
+    /// Achieved rate in requests per second (`sent` / `duration_s`).
+    pub achieved_rate: f64,
+    /// Sent more than 1 ms after their intended time.
+    pub late: u64,
+    /// How late the late ones were.
+    pub lag_us: Micros,
+    /// Due before the end but never sent.
+    pub unsent: u64,
+}
+
+/// CPU the load generator's worker threads used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cpu {
+    /// User CPU time, in seconds.
+    pub user_s: f64,
+    /// System CPU time, in seconds.
+    pub sys_s: f64,
+    /// Completed requests per CPU-second (`completed` / (`user_s` + `sys_s`)).
+    pub requests_per_cpu_s: f64,
+}
+
+/// The excluded warm-up phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Warmup {
+    /// Wall time of the warm-up, in seconds.
+    pub duration_s: f64,
+    /// Responses received in full during warm-up.
+    pub completed: u64,
+    /// Attempts that got no complete response during warm-up.
+    pub failed: u64,
+    /// Request start to last body byte during warm-up, in µs.
+    pub latency_us: Micros,
+}
+
+/// How a run ended, for the exit code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every attempt got a complete response.
+    Success,
+    /// Stopped early by Ctrl-C.
+    Interrupted,
+    /// One line naming how many attempts failed, by kind.
+    Failed(String),
+}
+
+impl LoadReport {
+    /// Reads a report written with `--json`.
+    pub fn from_json(text: &str) -> anyhow::Result<LoadReport> {
+        let report: LoadReport = serde_json::from_str(text).context("not an h3lab load report")?;
+        if report.schema != LOAD_SCHEMA {
+            bail!(
+                "report schema is `{}`, this h3lab reads `{LOAD_SCHEMA}`",
+                report.schema
+            );
+        }
+        Ok(report)
+    }
+
+    /// Serializes the report as pretty-printed JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a report always serializes")
+    }
+
+    /// Combines runs that loaded the same target side by side (e.g. from
+    /// several machines): counts and histograms add up, the duration is
+    /// the longest one, rates are recomputed from the totals.
+    pub fn merge(&mut self, other: &LoadReport) -> anyhow::Result<()> {
+        if other.schema != self.schema || other.model != self.model || other.proto != self.proto {
+            bail!(
+                "cannot merge a {} {} report into a {} {} one: merge runs of one protocol and model",
+                other.proto,
+                other.model,
+                self.proto,
+                self.model
+            );
+        }
+        self.connections += other.connections;
+        self.threads += other.threads;
+        self.interrupted |= other.interrupted;
+        self.duration_s = self.duration_s.max(other.duration_s);
+        self.completed += other.completed;
+        self.failed += other.failed;
+        self.body_bytes += other.body_bytes;
+        self.latency_us.add(&other.latency_us);
+        self.ttfb_us.add(&other.ttfb_us);
+        self.tcp_connect_us.add(&other.tcp_connect_us);
+        self.handshake_us.add(&other.handshake_us);
+        for (status, count) in &other.status_counts {
+            *self.status_counts.entry(*status).or_default() += count;
+        }
+        self.errors.add(&other.errors);
+        for (kind, message) in &other.first_errors {
+            self.first_errors
+                .entry(kind.clone())
+                .or_insert_with(|| message.clone());
+        }
+        self.connections_opened += other.connections_opened;
+        self.reconnects += other.reconnects;
+        self.aborted_in_flight += other.aborted_in_flight;
+        self.not_attempted += other.not_attempted;
+        if let (Some(mine), Some(theirs)) = (&mut self.open_model, &other.open_model) {
+            mine.target_rate += theirs.target_rate;
+            mine.sent += theirs.sent;
+            mine.late += theirs.late;
+            mine.lag_us.add(&theirs.lag_us);
+            mine.unsent += theirs.unsent;
+        }
+        self.cpu.user_s += other.cpu.user_s;
+        self.cpu.sys_s += other.cpu.sys_s;
+        self.warmup = match (self.warmup.take(), &other.warmup) {
+            (Some(mut mine), Some(theirs)) => {
+                mine.duration_s = mine.duration_s.max(theirs.duration_s);
+                mine.completed += theirs.completed;
+                mine.failed += theirs.failed;
+                mine.latency_us.add(&theirs.latency_us);
+                Some(mine)
+            }
+            (mine, theirs) => mine.or_else(|| theirs.clone()),
+        };
+        self.derive_rates();
+        Ok(())
+    }
+
+    /// Recomputes the per-second and per-CPU-second rates from the totals.
+    pub fn derive_rates(&mut self) {
+        let per_second = |count: f64| {
+            if self.duration_s > 0.0 {
+                count / self.duration_s
+            } else {
+                0.0
+            }
+        };
+        self.requests_per_sec = per_second(self.completed as f64);
+        self.body_bytes_per_sec = per_second(self.body_bytes as f64);
+        if let Some(open) = &mut self.open_model {
+            open.achieved_rate = per_second(open.sent as f64);
+        }
+        let cpu_s = self.cpu.user_s + self.cpu.sys_s;
+        self.cpu.requests_per_cpu_s = if cpu_s > 0.0 {
+            self.completed as f64 / cpu_s
+        } else {
+            0.0
+        };
+    }
+
+    /// Interrupted beats failed: Ctrl-C is what the user asked for.
+    pub fn outcome(&self) -> Outcome {
+        if self.interrupted {
+            return Outcome::Interrupted;
+        }
+        if self.failed == 0 {
+            return Outcome::Success;
+        }
+        let attempts = self.completed + self.failed;
+        let mut line = format!(
+            "{} of {attempts} requests failed ({})",
+            self.failed,
+            self.errors.transport_breakdown()
+        );
+        if self.not_attempted > 0 {
+            let _ = write!(
+                line,
+                "; {} more never attempted: the server stayed unreachable",
+                self.not_attempted
+            );
+        }
+        if let Some((kind, message)) = self
+            .first_errors
+            .iter()
+            .find(|(kind, _)| *kind != "bad_status")
+        {
+            let _ = write!(line, "; first {kind} error: {message}");
+        }
+        Outcome::Failed(line)
+    }
+}
+
+impl ErrorCounts {
+    /// Attempts that got no complete response (every kind but `bad_status`).
+    pub fn transport_failures(&self) -> u64 {
+        self.connect + self.tls + self.reset + self.timeout + self.protocol
+    }
+
+    fn add(&mut self, other: &ErrorCounts) {
+        self.connect += other.connect;
+        self.tls += other.tls;
+        self.reset += other.reset;
+        self.timeout += other.timeout;
+        self.protocol += other.protocol;
+        self.bad_status += other.bad_status;
+    }
+
+    fn pairs(&self) -> [(ErrorKind, u64); 6] {
+        [
+            (ErrorKind::Connect, self.connect),
+            (ErrorKind::Tls, self.tls),
+            (ErrorKind::Reset, self.reset),
+            (ErrorKind::Timeout, self.timeout),
+            (ErrorKind::Protocol, self.protocol),
+            (ErrorKind::BadStatus, self.bad_status),
+        ]
+    }
+
+    fn transport_breakdown(&self) -> String {
+        self.pairs()
+            .iter()
+            .filter(|(kind, count)| *count > 0 && *kind != ErrorKind::BadStatus)
+            .map(|(kind, count)| format!("{} {count}", kind.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl fmt::Display for Model {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Model::Closed => "closed",
+            Model::Open => "open",
+        })
+    }
+}
+
+fn ms(micros: u64) -> String {
+    format!("{:.2} ms", micros as f64 / 1000.0)
+}
+
+fn percentiles(histogram: &Micros) -> String {
+    if histogram.count() == 0 {
+        return "none".to_string();
+    }
+    format!(
+        "p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
+        ms(histogram.quantile(0.5)),
+        ms(histogram.quantile(0.9)),
+        ms(histogram.quantile(0.99)),
+        ms(histogram.quantile(0.999)),
+        ms(histogram.max())
+    )
+}
+
+fn bytes_per_sec(rate: f64) -> String {
+    match rate {
+        r if r >= 1e9 => format!("{:.2} GB/s", r / 1e9),
+        r if r >= 1e6 => format!("{:.2} MB/s", r / 1e6),
+        r if r >= 1e3 => format!("{:.2} kB/s", r / 1e3),
+        r => format!("{r:.0} B/s"),
+    }
+}
+
+impl fmt::Display for LoadReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let from = match self.model {
+            Model::Closed => "closed model: from actual send",
+            Model::Open => "open model: from intended send, corrected for coordinated omission",
+        };
+        writeln!(
+            f,
+            "{} over {}, {} model, {} connections x {} streams, {} threads{}",
+            self.url,
+            self.proto,
+            self.model,
+            self.connections,
+            self.streams_per_connection,
+            self.threads,
+            if self.interrupted {
+                " (INTERRUPTED: partial results)"
+            } else {
+                ""
+            }
+        )?;
+        writeln!(
+            f,
+            "  requests:  {} completed, {} failed in {:.3} s = {:.1} req/s",
+            self.completed, self.failed, self.duration_s, self.requests_per_sec
+        )?;
+        writeln!(
+            f,
+            "  body:      {} bytes = {}",
+            self.body_bytes,
+            bytes_per_sec(self.body_bytes_per_sec)
+        )?;
+        writeln!(f, "  latency:   {} ({from})", percentiles(&self.latency_us))?;
+        writeln!(f, "  ttfb:      {}", percentiles(&self.ttfb_us))?;
+        if self.tcp_connect_us.count() > 0 {
+            writeln!(f, "  tcp:       {}", percentiles(&self.tcp_connect_us))?;
+        }
+        writeln!(f, "  handshake: {}", percentiles(&self.handshake_us))?;
+        writeln!(
+            f,
+            "  conns:     {} opened, {} reconnects, {} requests cut off in flight, {} never attempted",
+            self.connections_opened, self.reconnects, self.aborted_in_flight, self.not_attempted
+        )?;
+        let statuses: Vec<String> = self
+            .status_counts
+            .iter()
+            .map(|(status, count)| format!("{status} x{count}"))
+            .collect();
+        writeln!(
+            f,
+            "  status:    {}",
+            if statuses.is_empty() {
+                "none".to_string()
+            } else {
+                statuses.join(", ")
+            }
+        )?;
+        let errors: Vec<String> = self
+            .errors
+            .pairs()
+            .iter()
+            .filter(|(_, count)| *count > 0)
+            .map(|(kind, count)| format!("{} {count}", kind.name()))
+            .collect();
+        writeln!(
+            f,
+            "  errors:    {}",
+            if errors.is_empty() {
+                "none".to_string()
+            } else {
+                errors.join(", ")
+            }
+        )?;
+        for (kind, message) in &self.first_errors {
+            writeln!(f, "    first {kind}: {message}")?;
+        }
+        if let Some(open) = &self.open_model {
+            writeln!(
+                f,
+                "  pacing:    target {:.1} req/s, sent {} = {:.1} req/s, {} late (>1 ms; lag {}), {} never sent",
+                open.target_rate,
+                open.sent,
+                open.achieved_rate,
+                open.late,
+                percentiles(&open.lag_us),
+                open.unsent
+            )?;
+        }
+        writeln!(
+            f,
+            "  cpu:       user {:.3} s + sys {:.3} s = {:.0} requests per CPU-second",
+            self.cpu.user_s, self.cpu.sys_s, self.cpu.requests_per_cpu_s
+        )?;
+        if let Some(warmup) = &self.warmup {
+            writeln!(
+                f,
+                "  warm-up:   {:.3} s excluded: {} completed, {} failed, latency {}",
+                warmup.duration_s,
+                warmup.completed,
+                warmup.failed,
+                percentiles(&warmup.latency_us)
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,141 @@
+//! The ttfb probe record (`h3lab.ttfb/2`, docs/results-schema.md): one
+//! sample per new connection, each saying how its handshake really went.
+
+use serde::{Deserialize, Serialize};
+
+use crate::vocab::{Proto, TtfbMode};
+
+/// Schema identifier of a [`TtfbReport`].
+pub const TTFB_SCHEMA: &str = "h3lab.ttfb/2";
+
+/// What `h3lab probe ttfb` measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TtfbReport {
+    /// Always [`TTFB_SCHEMA`].
+    pub schema: String,
+    /// The URL requested.
+    pub url: String,
+    /// The protocol of every connection.
+    pub proto: Proto,
+    /// How every connection started.
+    pub mode: TtfbMode,
+    /// One per new connection, in the order measured.
+    pub samples: Vec<TtfbSample>,
+}
+
+/// One new connection's time to the first response byte.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TtfbSample {
+    /// Connection start (DNS excluded) to the first byte of the response head.
+    pub ttfb_ms: f64,
+    /// TCP connect (h1/h2); null for h3, which has none.
+    pub tcp_connect_ms: Option<f64>,
+    /// TLS handshake after TCP, or the QUIC handshake; null for cleartext.
+    pub handshake_ms: Option<f64>,
+    /// The handshake resumed a TLS session; null for cleartext, which has
+    /// no TLS.
+    pub resumed: Option<bool>,
+    /// Whether the server accepted the request sent as 0-RTT early data;
+    /// null when none was sent.
+    pub early_data_accepted: Option<bool>,
+    /// The response's status code.
+    pub status: u16,
+    /// Response body bytes received.
+    pub body_bytes: u64,
+}
+
+impl TtfbSample {
+    /// Refuses a sample whose connection did not start the way `mode`
+    /// claims (a "0-RTT" figure from a full handshake would mislead), or
+    /// whose response was not a success.
+    pub fn check(&self, mode: TtfbMode) -> Result<(), String> {
+        if !(200..300).contains(&self.status) {
+            return Err(format!(
+                "the server answered {}; probe a URL that returns 2xx",
+                self.status
+            ));
+        }
+        if mode == TtfbMode::ZeroRtt && self.early_data_accepted != Some(true) {
+            return Err(
+                "the server did not accept 0-RTT early data, so this was no 0-RTT \
+                 connection; check that the server enables early data (max_early_data_size) \
+                 and issues tickets"
+                    .to_string(),
+            );
+        }
+        if mode != TtfbMode::Cold {
+            match self.resumed {
+                Some(true) => {}
+                Some(false) => {
+                    return Err("the TLS session was not resumed (the server sent its \
+                         certificate again); check that the server issues session tickets"
+                        .to_string())
+                }
+                None => {
+                    return Err("resumption needs TLS, and this URL is cleartext: probe an \
+                         https:// URL"
+                        .to_string())
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> TtfbSample {
+        TtfbSample {
+            ttfb_ms: 20.0,
+            tcp_connect_ms: None,
+            handshake_ms: Some(10.0),
+            resumed: Some(true),
+            early_data_accepted: Some(true),
+            status: 200,
+            body_bytes: 1,
+        }
+    }
+
+    #[test]
+    fn a_sample_that_is_what_its_mode_claims_passes() {
+        for mode in TtfbMode::ALL {
+            assert_eq!(sample().check(*mode), Ok(()), "{mode}");
+        }
+    }
+
+    #[test]
+    fn mislabelled_samples_are_refused() {
+        let full = TtfbSample {
+            resumed: Some(false),
+            ..sample()
+        };
+        assert!(full
+            .check(TtfbMode::Resumed)
+            .unwrap_err()
+            .contains("not resumed"));
+        assert_eq!(full.check(TtfbMode::Cold), Ok(()));
+        let rejected = TtfbSample {
+            early_data_accepted: Some(false),
+            ..sample()
+        };
+        assert!(rejected
+            .check(TtfbMode::ZeroRtt)
+            .unwrap_err()
+            .contains("0-RTT"));
+        let cleartext = TtfbSample {
+            resumed: None,
+            ..sample()
+        };
+        assert!(cleartext
+            .check(TtfbMode::Resumed)
+            .unwrap_err()
+            .contains("https://"));
+        let missing = TtfbSample {
+            status: 404,
+            ..sample()
+        };
+        assert!(missing.check(TtfbMode::Cold).unwrap_err().contains("404"));
+    }
+}
