@@ -4,47 +4,31 @@
 //! never a missing or made-up figure.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use h3lab_results::bench::{CellRecord, CpuUse, Metric, Outcome};
+use h3lab_results::load::LoadReport;
 use linkem::run::Placement;
 use linkem::EmulatedPath;
 
 use crate::client::{self, ClientRun};
-use crate::process::Supervised;
-use crate::runner::RunContext;
 use crate::server;
-use h3lab_results::bench::{CellRecord, CpuUse, Metric, Outcome};
-use h3lab_results::load::LoadReport;
-use h3lab_results::{Proto, TtfbMode};
+use crate::spec::CellSpec;
+use crate::suite::{DownloadMetric, Load, RpsMetric, Suite};
 
-use crate::suite::{DownloadMetric, Load, RpsMetric, Suite, Workload};
-
-/// One cell of the matrix, at one repetition.
-#[derive(Debug, Clone)]
-pub struct CellSpec {
-    pub profile: String,
-    pub workload: Workload,
-    pub protocol: Proto,
-    pub mode: Option<TtfbMode>,
-    pub repetition: u32,
-}
-
-impl CellSpec {
-    /// A short label for progress lines: `broadband api-1KB h3 #2`.
-    pub fn label(&self) -> String {
-        let mode = self.mode.map(|m| format!(" {m}")).unwrap_or_default();
-        format!(
-            "{} {}{} {} #{}",
-            self.profile,
-            self.workload.name(),
-            mode,
-            self.protocol,
-            self.repetition + 1
-        )
-    }
+/// What a run needs besides the suite.
+pub struct RunContext {
+    /// The `h3lab` executable, started as server and client in the namespaces.
+    pub exe: PathBuf,
+    /// Scratch space for certificates and client reports.
+    pub scratch: PathBuf,
+    /// Set by Ctrl-C: the runner stops after the current cell.
+    pub stop: Arc<AtomicBool>,
+    /// The preset the suite came from, if any.
+    pub preset: Option<String>,
 }
 
 /// Runs the cell; failures are recorded, not returned.
@@ -250,26 +234,4 @@ fn cell_dir(scratch: &Path, spec: &CellSpec) -> anyhow::Result<PathBuf> {
     let dir = scratch.join(name);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     Ok(dir)
-}
-
-/// A command for `placement`'s client or server side.
-pub fn command_for(placement: &Placement<'_>, server_side: bool, program: &Path) -> Command {
-    let mut command = match placement {
-        Placement::Emulated(path) if server_side => path.server_command(program),
-        Placement::Emulated(path) => path.client_command(program),
-        Placement::Loopback => Command::new(program),
-    };
-    command.stdin(Stdio::null());
-    command
-}
-
-/// Spawns `command` in its own process group (so a terminal's Ctrl-C
-/// reaches only h3lab, which then stops children in order).
-pub fn spawn(mut command: Command, what: &str) -> anyhow::Result<Supervised> {
-    use std::os::unix::process::CommandExt;
-    let child = command
-        .process_group(0)
-        .spawn()
-        .with_context(|| format!("cannot start the {what}"))?;
-    Ok(Supervised::new(child))
 }

@@ -7,10 +7,11 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use linkem::run::Placement;
+use linkem::run::{Placement, Side};
 
-use crate::cell::{command_for, spawn, CellSpec};
+use crate::process;
 use crate::server::ServerProcess;
+use crate::spec::CellSpec;
 use h3lab_results::load::LoadReport;
 use h3lab_results::ttfb::TtfbReport;
 use h3lab_results::Proto;
@@ -43,7 +44,7 @@ pub fn run(
 ) -> anyhow::Result<ClientRun> {
     let json = scratch.join("client.json");
     let base = format!("https://{}", server.addr);
-    let mut command = command_for(placement, false, exe);
+    let mut command = process::command(placement, Side::Client, exe);
     let budget = match &spec.workload.load {
         Load::Rps {
             size,
@@ -104,8 +105,10 @@ pub fn run(
         None => command.arg("--insecure"),
     };
     command.stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut process = spawn(command, "client")?;
-    let exit = match process.wait_until(Instant::now() + budget, stop) {
+    let mut process = process::spawn(command, "client")?;
+    // On Ctrl-C the client gets SIGINT and writes what it gathered; it is
+    // killed only at the budget's end.
+    let exit = match process.wait_until(Some(Instant::now() + budget), stop, budget) {
         Some(exit) => exit,
         None => {
             process.stop(Duration::from_secs(2));

@@ -12,6 +12,7 @@ mod process;
 mod profile;
 pub mod runner;
 mod server;
+mod spec;
 pub mod suite;
 
-pub use cell::CellSpec;
+pub use spec::CellSpec;

@@ -3,26 +3,15 @@
 //! repetition → profile → workload → mode → protocol, so the protocols of one
 //! condition run back to back and slow drifts of the machine hit them alike.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use crate::cell::{self, CellSpec};
+pub use crate::cell::RunContext;
+
+use crate::cell;
 use crate::environment;
+use crate::spec::CellSpec;
 use crate::suite::{Load, Suite, Workload};
 use h3lab_results::bench::{CellRecord, Results, StudyClaim, SuiteInfo, RESULTS_SCHEMA};
-
-/// What a run needs besides the suite.
-pub struct RunContext {
-    /// The `h3lab` executable, started as server and client in the namespaces.
-    pub exe: PathBuf,
-    /// Scratch space for certificates and client reports.
-    pub scratch: PathBuf,
-    /// Set by Ctrl-C: the runner stops after the current cell.
-    pub stop: Arc<AtomicBool>,
-    /// The preset the suite came from, if any.
-    pub preset: Option<String>,
-}
 
 /// Every cell of the suite, in run order.
 pub fn plan(suite: &Suite) -> Vec<CellSpec> {

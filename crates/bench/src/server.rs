@@ -2,17 +2,17 @@
 //! `h3lab serve`, or the suite's own command (e.g. Caddy).
 
 use std::io::{BufRead, BufReader};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use linkem::run::Placement;
+use linkem::run::{Placement, Side};
+use linkem::supervise::Supervised;
 
-use crate::cell::{command_for, spawn};
-use crate::process::Supervised;
+use crate::process;
 use crate::suite::{Suite, Target};
 
 /// How long a server may take to start listening.
@@ -35,7 +35,7 @@ pub fn start(
     exe: &Path,
     scratch: &Path,
 ) -> anyhow::Result<ServerProcess> {
-    let ip = server_ip(placement);
+    let ip = IpAddr::V4(placement.server_ip());
     match &suite.target.server_cmd {
         None => start_builtin(placement, exe, scratch, ip, &suite.target),
         Some(shell) => start_custom(
@@ -44,13 +44,6 @@ pub fn start(
             ip,
             suite.target.port.unwrap_or(DEFAULT_PORT),
         ),
-    }
-}
-
-fn server_ip(placement: &Placement<'_>) -> IpAddr {
-    match placement {
-        Placement::Emulated(path) => IpAddr::V4(path.server_ip()),
-        Placement::Loopback => IpAddr::V4(Ipv4Addr::LOCALHOST),
     }
 }
 
@@ -67,7 +60,7 @@ fn start_builtin(
         Placement::Emulated(_) => target.port.unwrap_or(DEFAULT_PORT),
     };
     let cert = scratch.join("server-cert.pem");
-    let mut command = command_for(placement, true, exe);
+    let mut command = process::command(placement, Side::Server, exe);
     command
         .arg("serve")
         .arg("--listen")
@@ -80,8 +73,8 @@ fn start_builtin(
         .arg(target.quic_cc.name())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut process = spawn(command, "built-in server (h3lab serve)")?;
-    let stdout = process.child_mut().stdout.take().context("server stdout")?;
+    let mut process = process::spawn(command, "built-in server (h3lab serve)")?;
+    let stdout = process.take_stdout().context("server stdout")?;
     let addr = wait_for_banner(stdout).map_err(|err| {
         process.stop(Duration::from_secs(1));
         anyhow!(
@@ -132,13 +125,13 @@ fn start_custom(
     let shell = shell
         .replace("{ip}", &ip.to_string())
         .replace("{port}", &port.to_string());
-    let mut command = command_for(placement, true, Path::new("sh"));
+    let mut command = process::command(placement, Side::Server, "sh");
     command
         .arg("-c")
         .arg(&shell)
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    let mut process = spawn(command, &format!("server command `{shell}`"))?;
+    let mut process = process::spawn(command, &format!("server command `{shell}`"))?;
     let addr = SocketAddr::new(ip, port);
     wait_until_listening(placement, addr, &mut process).map_err(|err| {
         process.stop(Duration::from_secs(1));

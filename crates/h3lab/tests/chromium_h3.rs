@@ -8,11 +8,9 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -20,6 +18,7 @@ use tungstenite::stream::MaybeTlsStream;
 use tungstenite::{Message, WebSocket};
 
 use common::Server;
+use linkem::supervise::{Group, Supervised};
 
 const DEFAULT_PAGES: usize = 30;
 
@@ -87,7 +86,8 @@ struct Loaded {
 }
 
 struct Browser {
-    child: Child,
+    /// Its process group is killed and reaped on drop.
+    _process: Supervised,
     socket: WebSocket<MaybeTlsStream<TcpStream>>,
     next_id: u64,
     session: String,
@@ -97,9 +97,8 @@ struct Browser {
 
 impl Browser {
     fn launch(chromium: &Path, origin: &str, spki: &str, profile: &Path) -> Browser {
-        // Its own process group, so Drop can stop its helper processes too.
-        let mut child = Command::new(chromium)
-            .process_group(0)
+        let mut command = Command::new(chromium);
+        command
             .args(h3lab_testenv::CHROMIUM_HEADLESS)
             .args(["--enable-quic", "--remote-debugging-port=0"])
             .arg(format!("--origin-to-force-quic-on={origin}"))
@@ -107,10 +106,10 @@ impl Browser {
             .arg(format!("--user-data-dir={}", profile.display()))
             .arg("about:blank")
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start chromium");
-        let ws_url = devtools_url(&mut child);
+            .stderr(Stdio::null());
+        // Its own process group, so its helper processes die with it.
+        let mut process = Supervised::spawn(command, Group::Own, "chromium").unwrap();
+        let ws_url = devtools_url(&mut process, profile);
         let (socket, _) = tungstenite::connect(ws_url.as_str()).expect("connect to DevTools");
         if let MaybeTlsStream::Plain(tcp) = socket.get_ref() {
             // Reads wake up to check their deadline instead of blocking forever.
@@ -118,7 +117,7 @@ impl Browser {
                 .expect("set a read timeout");
         }
         let mut browser = Browser {
-            child,
+            _process: process,
             socket,
             next_id: 0,
             session: String::new(),
@@ -243,26 +242,23 @@ impl Browser {
     }
 }
 
-impl Drop for Browser {
-    fn drop(&mut self) {
-        let group = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-        let _ = self.child.wait();
-    }
-}
-
-/// Chromium prints `DevTools listening on ws://...` on stderr once ready.
-fn devtools_url(child: &mut Child) -> String {
-    let stderr = child.stderr.take().expect("piped stderr");
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(url) = line.strip_prefix("DevTools listening on ") {
-                let _ = sender.send(url.trim().to_string());
-            }
+/// Chromium writes its DevTools port and path to `DevToolsActivePort` in
+/// the profile once it listens.
+fn devtools_url(process: &mut Supervised, profile: &Path) -> String {
+    let file = profile.join("DevToolsActivePort");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if let Some(exit) = process.poll() {
+            panic!(
+                "Chromium exited with code {} before DevTools listened",
+                exit.code
+            );
         }
-    });
-    receiver
-        .recv_timeout(Duration::from_secs(30))
-        .expect("Chromium did not start DevTools within 30s")
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        if let [port, path] = text.lines().collect::<Vec<_>>()[..] {
+            return format!("ws://127.0.0.1:{port}{path}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("Chromium did not start DevTools within 30s");
 }

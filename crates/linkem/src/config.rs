@@ -1,57 +1,11 @@
-//! Link settings as people write them (RTT, rates, loss...) and the
-//! per-direction configuration the model runs, plus the parsers for the
-//! command-line forms (`50mbit`, `20ms`, `1%`, `100p`, `gilbert:...`).
+//! Link settings as people write them (RTT, rates, loss...), turned into the
+//! configuration the model runs, plus the parsers for the command-line
+//! forms (`50mbit`, `20ms`, `1%`, `100p`, `gilbert:...`).
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
+pub use crate::model::{DirectionConfig, RateSpec, ReorderSpec};
 use crate::model::{GilbertElliott, Jitter, JitterShape, LossModel, Nanos, QueueLimit, Trace};
-
-/// The bottleneck service of one direction.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RateSpec {
-    Unlimited,
-    Fixed { bits_per_sec: u64 },
-    Trace(Trace),
-}
-
-impl Serialize for Trace {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.name())
-    }
-}
-
-impl RateSpec {
-    /// Mean rate in bits per second; `None` when unlimited.
-    pub fn mean_bits_per_sec(&self) -> Option<f64> {
-        match self {
-            RateSpec::Unlimited => None,
-            RateSpec::Fixed { bits_per_sec } => Some(*bits_per_sec as f64),
-            RateSpec::Trace(trace) => Some(trace.mean_bits_per_sec()),
-        }
-    }
-}
-
-/// Holding back a share of packets so later ones overtake them.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct ReorderSpec {
-    pub probability: f64,
-    pub extra_delay: Nanos,
-}
-
-/// Everything one direction of the model needs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DirectionConfig {
-    /// One-way propagation delay.
-    pub delay: Nanos,
-    pub jitter: Option<Jitter>,
-    pub rate: RateSpec,
-    pub queue: QueueLimit,
-    pub loss: LossModel,
-    pub reorder: Option<ReorderSpec>,
-    /// Probability that a packet is sent twice.
-    pub duplicate: f64,
-}
 
 /// Both directions of a path and the seed of every random choice.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -15,9 +15,9 @@ pub mod model;
 mod profiles;
 pub mod run;
 mod shell;
-mod stats;
+pub mod supervise;
 
-pub use config::{LinkConfig, LinkSettings, RateSpec};
+pub use config::{LinkConfig, LinkSettings};
+pub use model::{DelayHistogram, DirectionStats, LinkStats, RateSpec};
 pub use profiles::{profile, profiles, Profile};
 pub use shell::{cleanup_stale, EmulatedPath, CLIENT_IP, NAMESPACE_PREFIX, SERVER_IP};
-pub use stats::{DelayHistogram, DirectionStats, LinkStats};

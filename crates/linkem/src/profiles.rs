@@ -2,7 +2,8 @@
 
 use serde::Serialize;
 
-use crate::config::{LinkSettings, RateSpec};
+use crate::config::LinkSettings;
+use crate::model::RateSpec;
 use crate::model::{Jitter, JitterShape, LossModel, Nanos, MILLI};
 
 /// A named network condition.

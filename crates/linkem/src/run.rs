@@ -2,22 +2,21 @@
 //! does: the command in the client namespace, an optional server command in
 //! the server namespace, signals forwarded, everything stopped at the end.
 
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, Command, ExitStatus};
+use std::ffi::OsStr;
+use std::net::Ipv4Addr;
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
+use crate::supervise::{Exit, Group, Supervised};
 use crate::EmulatedPath;
 
 /// How long a stopped process gets between SIGTERM and SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(2);
-const POLL: Duration = Duration::from_millis(10);
 
 /// Set by SIGINT, SIGTERM or SIGHUP once [`Interrupted::install`] ran; the
 /// handlers replace the default "die at once", so cleanup always happens.
@@ -25,6 +24,7 @@ const POLL: Duration = Duration::from_millis(10);
 pub struct Interrupted(Arc<AtomicBool>);
 
 impl Interrupted {
+    /// Installs the handlers; the returned flag is shared by all clones.
     pub fn install() -> anyhow::Result<Interrupted> {
         let flag = Arc::new(AtomicBool::new(false));
         for signal in [SIGINT, SIGTERM, SIGHUP] {
@@ -34,124 +34,99 @@ impl Interrupted {
         Ok(Interrupted(flag))
     }
 
+    /// True once a signal arrived.
     pub fn is_set(&self) -> bool {
         self.0.load(Ordering::Relaxed)
+    }
+
+    /// The flag itself, for waits that watch it.
+    pub fn flag(&self) -> &AtomicBool {
+        &self.0
     }
 }
 
 /// Where the commands run: inside an emulated path, or plain loopback.
+/// Either way a command learns the addresses from `H3LAB_SERVER_IP` and
+/// `H3LAB_CLIENT_IP`.
 pub enum Placement<'a> {
+    /// The client and server namespaces of this path.
     Emulated(&'a EmulatedPath),
+    /// This network namespace, both addresses 127.0.0.1.
     Loopback,
 }
 
-impl Placement<'_> {
-    fn client(&self, program: &str) -> Command {
-        match self {
-            Placement::Emulated(path) => path.client_command(program),
-            Placement::Loopback => loopback_command(program),
-        }
-    }
-
-    fn server(&self, program: &str) -> Command {
-        match self {
-            Placement::Emulated(path) => path.server_command(program),
-            Placement::Loopback => loopback_command(program),
-        }
-    }
+/// Which end of the path a command runs at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The client namespace.
+    Client,
+    /// The server namespace.
+    Server,
 }
 
-fn loopback_command(program: &str) -> Command {
-    let mut command = Command::new(program);
-    command
-        .env("H3LAB_SERVER_IP", "127.0.0.1")
-        .env("H3LAB_CLIENT_IP", "127.0.0.1");
-    command
+impl Placement<'_> {
+    /// A command for `program` at `side`.
+    pub fn command(&self, side: Side, program: impl AsRef<OsStr>) -> Command {
+        match (self, side) {
+            (Placement::Emulated(path), Side::Client) => path.client_command(program),
+            (Placement::Emulated(path), Side::Server) => path.server_command(program),
+            (Placement::Loopback, _) => {
+                let mut command = Command::new(program);
+                command
+                    .env("H3LAB_SERVER_IP", "127.0.0.1")
+                    .env("H3LAB_CLIENT_IP", "127.0.0.1");
+                command
+            }
+        }
+    }
+
+    /// The server's address as clients reach it.
+    pub fn server_ip(&self) -> Ipv4Addr {
+        match self {
+            Placement::Emulated(path) => path.server_ip(),
+            Placement::Loopback => Ipv4Addr::LOCALHOST,
+        }
+    }
 }
 
 /// Runs `argv` (client side) and, if given, `server_shell` via `sh -c`
-/// (server side). Returns the client's exit status; stops the server
-/// (SIGTERM, then SIGKILL after [`GRACE`]) when the client ends or on a
-/// signal.
+/// (server side). Returns the client's exit; stops the server (SIGTERM,
+/// then SIGKILL after [`GRACE`]) when the client ends, and both on a signal.
 pub fn run_commands(
     placement: &Placement<'_>,
     argv: &[String],
     server_shell: Option<&str>,
     interrupted: &Interrupted,
-) -> anyhow::Result<ExitStatus> {
+) -> anyhow::Result<Exit> {
     let (program, args) = argv.split_first().context(
         "missing command: put the program to run after `--`, e.g. `h3lab net run --profile cellular -- curl http://$H3LAB_SERVER_IP/`",
     )?;
     let mut server = match server_shell {
         Some(shell) => {
-            // Its own process group: a terminal's Ctrl-C does not reach it,
-            // and stopping the group also stops what `sh -c` started.
-            let child = placement
-                .server("sh")
-                .args(["-c", shell])
-                .process_group(0)
-                .spawn()
-                .with_context(|| format!("cannot start server command `{shell}`"))?;
-            Some(child)
+            let mut command = placement.command(Side::Server, "sh");
+            command.args(["-c", shell]);
+            let what = format!("server command `{shell}`");
+            Some(Supervised::spawn(command, Group::Own, &what)?)
         }
         None => None,
     };
-    let client = placement
-        .client(program)
-        .args(args)
-        .spawn()
-        .with_context(|| format!("cannot run `{program}`; check the command after `--`"));
-    let status = client.and_then(|mut child| wait_or_stop(&mut child, interrupted, false));
+    let mut command = placement.command(Side::Client, program);
+    command.args(args);
+    let what = format!("command `{program}`; check the command after `--`");
+    let client = Supervised::spawn(command, Group::Terminal, &what);
+    let exit = client.map(|mut client| {
+        client
+            .wait_until(None, interrupted.flag(), GRACE)
+            .expect("without a deadline, waiting ends only when the child does")
+    });
     if let Some(server) = &mut server {
-        if let Ok(Some(early)) = server.try_wait() {
-            tracing::warn!("the server command ended before the client, with {early}");
+        if let Some(early) = server.poll() {
+            tracing::warn!(
+                "the server command ended before the client, with exit code {}",
+                early.code
+            );
         }
-        wait_or_stop(server, interrupted, true)?;
+        server.stop(GRACE);
     }
-    status
-}
-
-/// Waits for `child`; on a signal (or at once when `stop_now`) sends it
-/// SIGTERM, then SIGKILL after the grace period.
-fn wait_or_stop(
-    child: &mut Child,
-    interrupted: &Interrupted,
-    stop_now: bool,
-) -> anyhow::Result<ExitStatus> {
-    let mut term_sent: Option<Instant> = None;
-    loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(status);
-        }
-        let should_stop = stop_now || interrupted.is_set();
-        match term_sent {
-            None if should_stop => {
-                signal_group_or_child(child.id(), stop_now, Signal::SIGTERM);
-                term_sent = Some(Instant::now());
-            }
-            Some(at) if at.elapsed() >= GRACE => {
-                signal_group_or_child(child.id(), stop_now, Signal::SIGKILL);
-            }
-            _ => {}
-        }
-        std::thread::sleep(POLL);
-    }
-}
-
-fn signal_group_or_child(pid: u32, group: bool, signal: Signal) {
-    let pid = Pid::from_raw(pid as i32);
-    let _ = if group {
-        killpg(pid, signal)
-    } else {
-        nix::sys::signal::kill(pid, signal)
-    };
-}
-
-/// The exit code a shell would report: the code, or 128 + the signal.
-pub fn exit_code(status: ExitStatus) -> u8 {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => code as u8,
-        (None, Some(signal)) => 128u8.saturating_add(signal as u8),
-        (None, None) => 1,
-    }
+    exit
 }

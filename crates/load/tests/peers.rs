@@ -5,13 +5,14 @@
 
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use h3lab_client::{Target, TlsOptions};
 use h3lab_load::{CancellationToken, LoadConfig};
 use h3lab_results::load::LoadReport;
 use h3lab_results::Proto;
+use linkem::supervise::{Group, Supervised};
 
 const BODY_BYTES: usize = 1000;
 const REQUESTS: u64 = 2000;
@@ -29,20 +30,19 @@ fn free_port() -> u16 {
 
 /// A server process, stopped and reaped when dropped.
 struct Server {
-    child: Child,
+    process: Supervised,
     log: PathBuf,
 }
 
 impl Server {
-    fn spawn(command: &mut Command, log: PathBuf) -> Server {
+    fn spawn(mut command: Command, log: PathBuf) -> Server {
         let output = std::fs::File::create(&log).unwrap();
-        let child = command
+        command
             .stdin(Stdio::null())
             .stdout(output.try_clone().unwrap())
-            .stderr(output)
-            .spawn()
-            .unwrap_or_else(|err| panic!("starting {command:?}: {err}"));
-        Server { child, log }
+            .stderr(output);
+        let process = Supervised::spawn(command, Group::Own, "server").unwrap();
+        Server { process, log }
     }
 
     /// Waits (at most 20 s) until the server accepts TCP on `port`.
@@ -50,8 +50,12 @@ impl Server {
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let deadline = Instant::now() + Duration::from_secs(20);
         while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("server exited ({status}):\n{}", self.log_text());
+            if let Some(exit) = self.process.poll() {
+                panic!(
+                    "server exited with code {}:\n{}",
+                    exit.code,
+                    self.log_text()
+                );
             }
             assert!(
                 Instant::now() < deadline,
@@ -68,20 +72,10 @@ impl Server {
 }
 
 impl Drop for Server {
-    /// SIGTERM first: nginx's master stops its workers only then (after a
-    /// SIGKILL they would live on); SIGKILL if it is not gone in 5 s.
+    /// SIGTERM first, so nginx's master stops its workers; SIGKILL to the
+    /// whole group if it is not gone in 5 s.
     fn drop(&mut self) {
-        // SAFETY: kill only sends a signal to our own child's pid.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.process.stop(Duration::from_secs(5));
     }
 }
 
@@ -175,14 +169,13 @@ fn caddy_h1_h2_h3() {
         ),
     )
     .unwrap();
-    let mut server = Server::spawn(
-        Command::new(caddy)
-            .args(["run", "--adapter", "caddyfile", "--config"])
-            .arg(&caddyfile)
-            .env("XDG_DATA_HOME", dir.path().join("data"))
-            .env("XDG_CONFIG_HOME", dir.path().join("config")),
-        dir.path().join("caddy.log"),
-    );
+    let mut command = Command::new(caddy);
+    command
+        .args(["run", "--adapter", "caddyfile", "--config"])
+        .arg(&caddyfile)
+        .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env("XDG_CONFIG_HOME", dir.path().join("config"));
+    let mut server = Server::spawn(command, dir.path().join("caddy.log"));
     server.wait_listening(port);
     // `tls internal` signs with Caddy's own throw-away CA.
     let tls = TlsOptions {
@@ -226,13 +219,12 @@ fn nginx_h1_h2_with_connections_closed_every_100_requests() {
         .status()
         .unwrap();
     assert!(status.success());
-    let mut server = Server::spawn(
-        Command::new(nginx)
-            .arg("-c")
-            .arg(&config_path)
-            .args(["-g", "daemon off;"]),
-        dir.path().join("nginx.log"),
-    );
+    let mut command = Command::new(nginx);
+    command
+        .arg("-c")
+        .arg(&config_path)
+        .args(["-g", "daemon off;"]);
+    let mut server = Server::spawn(command, dir.path().join("nginx.log"));
     server.wait_listening(port);
     let tls = TlsOptions {
         insecure: false,

@@ -10,7 +10,7 @@ use linkem::config::{
     parse_jitter, parse_percent, parse_queue, parse_rate, parse_time, Overrides, ReorderSpec,
 };
 use linkem::model::{Jitter, Nanos, QueueLimit};
-use linkem::run::{exit_code, run_commands, Interrupted, Placement};
+use linkem::run::{run_commands, Interrupted, Placement};
 use linkem::{EmulatedPath, LinkSettings};
 
 #[derive(clap::Args)]
@@ -148,16 +148,16 @@ fn run_behind_link(args: RunArgs) -> anyhow::Result<ExitCode> {
         .transpose()?;
     let interrupted = Interrupted::install()?;
     let Some(settings) = settings else {
-        let status = run_commands(
+        let exit = run_commands(
             &Placement::Loopback,
             &args.command,
             args.server_cmd.as_deref(),
             &interrupted,
         )?;
-        return Ok(ExitCode::from(exit_code(status)));
+        return Ok(ExitCode::from(exit.shell_code()));
     };
     let path = EmulatedPath::start(settings.build())?;
-    let status = run_commands(
+    let exit = run_commands(
         &Placement::Emulated(&path),
         &args.command,
         args.server_cmd.as_deref(),
@@ -168,7 +168,7 @@ fn run_behind_link(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(file) = stats_file {
         serde_json::to_writer_pretty(file, &stats).context("writing the stats file")?;
     }
-    Ok(ExitCode::from(exit_code(status?)))
+    Ok(ExitCode::from(exit?.shell_code()))
 }
 
 /// The profile with the overrides applied; `None` means plain loopback

@@ -6,13 +6,16 @@ use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+use linkem::supervise::{Group, Supervised};
 
 pub const EXE: &str = env!("CARGO_BIN_EXE_h3lab");
 
 /// `h3lab serve` on an ephemeral loopback port; stopped on drop.
 pub struct Server {
-    child: Child,
+    /// Killed and reaped on drop.
+    _process: Supervised,
     pub addr: SocketAddr,
     pub spki: String,
     pub cert: PathBuf,
@@ -24,15 +27,15 @@ impl Server {
     pub fn start(args: &[&OsStr]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let cert = dir.path().join("cert.pem");
-        let mut child = Command::new(EXE)
+        let mut command = Command::new(EXE);
+        command
             .args(["serve", "--listen", "127.0.0.1:0", "--write-cert"])
             .arg(&cert)
             .args(args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start h3lab serve");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+            .stderr(Stdio::null());
+        let mut process = Supervised::spawn(command, Group::Own, "h3lab serve").unwrap();
+        let mut lines = BufReader::new(process.take_stdout().unwrap()).lines();
         let mut field = |prefix: &str| -> String {
             let line = lines.next().expect("server banner").unwrap();
             line.strip_prefix(prefix)
@@ -51,18 +54,11 @@ impl Server {
         // Keep draining stdout so the server never writes into a closed pipe.
         std::thread::spawn(move || lines.for_each(drop));
         Server {
-            child,
+            _process: process,
             addr,
             spki,
             cert,
             _dir: dir,
         }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }

@@ -5,8 +5,8 @@ use super::{
     stream, Delay, DropCause, Duplicate, Impairment, Loss, Nanos, Queue, Rate, Reorder, Stage,
     Verdict, Way,
 };
-use crate::config::{DirectionConfig, RateSpec};
-use crate::stats::DirectionStats;
+use crate::model::DirectionStats;
+use crate::model::{DirectionConfig, RateSpec};
 
 /// What becomes of a packet offered to a direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,7 +113,7 @@ fn step(stage: &mut dyn Stage, len: u32, at: Nanos, copies: &mut u8) -> Result<N
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ReorderSpec;
+    use crate::model::ReorderSpec;
     use crate::model::{Jitter, JitterShape, LossModel, QueueLimit, MILLI};
 
     fn config() -> DirectionConfig {

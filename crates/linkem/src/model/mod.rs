@@ -1,4 +1,5 @@
-//! The pure link model: stages that decide whether and when a packet leaves.
+//! The pure link model: stages that decide whether and when a packet leaves,
+//! what they are given, and what they count.
 //!
 //! Time is a plain number of nanoseconds since the path started ([`Nanos`]);
 //! nothing here reads a clock, a socket or a file descriptor, so every
@@ -7,16 +8,20 @@
 mod delay;
 mod direction;
 mod loss;
+mod params;
 mod pipe;
 mod queue;
 mod rate;
+mod stats;
 
 pub use delay::{Delay, Duplicate, Jitter, JitterShape, Reorder};
 pub use direction::{Direction, Fate};
 pub use loss::{GilbertElliott, Loss, LossModel};
+pub use params::{DirectionConfig, RateSpec, ReorderSpec};
 pub use pipe::Pipe;
 pub use queue::{Queue, QueueLimit};
 pub use rate::{Rate, Trace, TRACE_OPPORTUNITY_BYTES};
+pub use stats::{DelayHistogram, DirectionStats, LinkStats};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

@@ -106,7 +106,7 @@ impl<P: Clone> Pipe<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{DirectionConfig, RateSpec, ReorderSpec};
+    use crate::model::{DirectionConfig, RateSpec, ReorderSpec};
     use crate::model::{LossModel, QueueLimit, Way, MILLI};
 
     fn pipe(reorder: Option<ReorderSpec>, duplicate: f64) -> Pipe<u32> {

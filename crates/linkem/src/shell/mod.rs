@@ -20,9 +20,10 @@ use anyhow::Context;
 
 pub use netns::{cleanup_stale, PREFIX as NAMESPACE_PREFIX};
 
-use crate::config::{DirectionConfig, LinkConfig, RateSpec};
+use crate::config::LinkConfig;
+use crate::model::LinkStats;
 use crate::model::{Direction, LossModel, Pipe, Way};
-use crate::stats::LinkStats;
+use crate::model::{DirectionConfig, RateSpec};
 use forward::{Clock, Forwarder, Lane, Snapshots};
 use netns::Namespace;
 

@@ -5,7 +5,7 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::model::{DropCause, Nanos};
+use super::{DropCause, Nanos};
 
 /// Queueing delays (time from arrival at the bottleneck queue until the
 /// bottleneck lets the packet go, its own serialization included).

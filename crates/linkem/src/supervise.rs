@@ -1,0 +1,294 @@
+//! The one process supervisor of h3lab: every child it starts (servers,
+//! clients, the program `h3lab net run` runs) is waited for with a
+//! deadline, asked to stop and then killed, always reaped with `wait4` so
+//! the CPU time it used is known, and killed when its handle is dropped.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdout, Command};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::unistd::Pid;
+
+const POLL: Duration = Duration::from_millis(5);
+
+/// Which process group a child joins, which decides how it is signalled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    /// Its own group: a terminal's Ctrl-C reaches only h3lab, which then
+    /// stops children in order; signals reach everything the child started
+    /// (what a `sh -c` runs). Asked to stop with SIGINT, so it can write
+    /// what it gathered.
+    Own,
+    /// The terminal's group, for a program the user runs interactively:
+    /// it keeps its terminal and sees the terminal's Ctrl-C itself. Asked
+    /// to stop with SIGTERM.
+    Terminal,
+}
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Exit {
+    /// Exit code, or 128 + signal number when a signal ended it.
+    pub code: i32,
+    /// User + system CPU seconds the child used.
+    pub cpu_s: f64,
+}
+
+impl Exit {
+    /// The code as a shell reports it, for this process's own exit.
+    pub fn shell_code(self) -> u8 {
+        u8::try_from(self.code).unwrap_or(1)
+    }
+}
+
+/// A child that is always reaped: dropping it kills and reaps it.
+pub struct Supervised {
+    child: Child,
+    group: Group,
+    exit: Option<Exit>,
+    /// Drains a piped stderr while the child runs (a full pipe would block
+    /// it) and yields the last line.
+    stderr_tail: Option<JoinHandle<Option<String>>>,
+}
+
+impl Supervised {
+    /// Starts `command` in `group`; `what` names it in the error.
+    pub fn spawn(mut command: Command, group: Group, what: &str) -> anyhow::Result<Supervised> {
+        if group == Group::Own {
+            command.process_group(0);
+        }
+        let mut child = command
+            .spawn()
+            .with_context(|| format!("cannot start the {what}"))?;
+        let stderr_tail = child.stderr.take().map(|stderr| {
+            std::thread::spawn(move || {
+                BufReader::new(stderr)
+                    .lines()
+                    .map_while(Result::ok)
+                    .filter(|line| !line.trim().is_empty())
+                    .last()
+            })
+        });
+        Ok(Supervised {
+            child,
+            group,
+            exit: None,
+            stderr_tail,
+        })
+    }
+
+    /// How the child ended, if it has.
+    pub fn poll(&mut self) -> Option<Exit> {
+        self.try_reap(false)
+    }
+
+    /// The child's piped stdout, for the caller to read.
+    pub fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.child.stdout.take()
+    }
+
+    /// The child's process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits until the child exits, or `deadline` passes (`None`). Once
+    /// `stop` is set the child is asked to stop (see [`Group`]), and killed
+    /// if it still runs `grace` later.
+    pub fn wait_until(
+        &mut self,
+        deadline: Option<Instant>,
+        stop: &AtomicBool,
+        grace: Duration,
+    ) -> Option<Exit> {
+        let mut asked: Option<Instant> = None;
+        loop {
+            if let Some(exit) = self.try_reap(false) {
+                return Some(exit);
+            }
+            match asked {
+                None if stop.load(Ordering::Relaxed) => {
+                    self.signal(match self.group {
+                        Group::Own => Signal::SIGINT,
+                        Group::Terminal => Signal::SIGTERM,
+                    });
+                    asked = Some(Instant::now());
+                }
+                Some(at) if at.elapsed() >= grace => self.signal(Signal::SIGKILL),
+                _ => {}
+            }
+            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                return None;
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// SIGTERM, then SIGKILL after `grace`; returns how it ended.
+    pub fn stop(&mut self, grace: Duration) -> Exit {
+        if let Some(exit) = self.try_reap(false) {
+            return exit;
+        }
+        self.signal(Signal::SIGTERM);
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if let Some(exit) = self.try_reap(false) {
+                return exit;
+            }
+            std::thread::sleep(POLL);
+        }
+        self.signal(Signal::SIGKILL);
+        self.try_reap(true).unwrap_or(Exit {
+            code: 137,
+            cpu_s: 0.0,
+        })
+    }
+
+    /// The last line the child wrote to its piped stderr, as `: line`
+    /// (empty when there is none), to append to an error message. Call it
+    /// once the child has ended: it waits for the pipe to close.
+    pub fn last_stderr_line(&mut self) -> String {
+        let line = self
+            .stderr_tail
+            .take()
+            .and_then(|tail| tail.join().ok().flatten());
+        line.map(|line| format!(": {}", line.trim()))
+            .unwrap_or_default()
+    }
+
+    /// Signals the child's group when it leads one, else the child.
+    fn signal(&self, signal: Signal) {
+        let pid = Pid::from_raw(self.child.id() as i32);
+        // The child may be gone already; then there is nothing to do.
+        let _ = match self.group {
+            Group::Own => killpg(pid, signal),
+            Group::Terminal => kill(pid, signal),
+        };
+    }
+
+    fn try_reap(&mut self, block: bool) -> Option<Exit> {
+        if self.exit.is_some() {
+            return self.exit;
+        }
+        let mut status = 0;
+        // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let flags = if block { 0 } else { libc::WNOHANG };
+        // SAFETY: plain wait4(2) on our own child with valid out-pointers.
+        let pid = unsafe { libc::wait4(self.child.id() as i32, &mut status, flags, &mut usage) };
+        if pid <= 0 {
+            return None;
+        }
+        let code = if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            128 + libc::WTERMSIG(status)
+        };
+        self.exit = Some(Exit {
+            code,
+            cpu_s: seconds(usage.ru_utime) + seconds(usage.ru_stime),
+        });
+        self.exit
+    }
+}
+
+impl Drop for Supervised {
+    fn drop(&mut self) {
+        if self.exit.is_none() {
+            self.signal(Signal::SIGKILL);
+            self.try_reap(true);
+        }
+    }
+}
+
+fn seconds(time: libc::timeval) -> f64 {
+    time.tv_sec as f64 + time.tv_usec as f64 / 1e6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SOON: Duration = Duration::from_secs(30);
+
+    fn sh(script: &str) -> Command {
+        let mut command = Command::new("sh");
+        command.args(["-c", script]);
+        command
+    }
+
+    fn in_time() -> Option<Instant> {
+        Some(Instant::now() + SOON)
+    }
+
+    #[test]
+    fn exit_code_and_cpu_are_reported() {
+        let script = "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exit 3";
+        let mut child = Supervised::spawn(sh(script), Group::Own, "loop").unwrap();
+        let exit = child
+            .wait_until(in_time(), &AtomicBool::new(false), SOON)
+            .unwrap();
+        assert_eq!(exit.code, 3);
+        assert!(exit.cpu_s > 0.0, "a busy loop used no CPU? {exit:?}");
+    }
+
+    #[test]
+    fn a_chatty_child_is_not_blocked_by_its_stderr_pipe() {
+        // 1 MB on stderr: far more than a pipe holds unread.
+        let mut command =
+            sh("head -c 1000000 /dev/zero | tr '\\0' 'x' >&2; echo >&2; echo last words >&2");
+        command.stderr(std::process::Stdio::piped());
+        let mut child = Supervised::spawn(command, Group::Own, "chatty").unwrap();
+        let exit = child.wait_until(in_time(), &AtomicBool::new(false), SOON);
+        assert_eq!(
+            exit.map(|e| e.code),
+            Some(0),
+            "the child finished instead of blocking"
+        );
+        assert_eq!(child.last_stderr_line(), ": last words");
+    }
+
+    #[test]
+    fn deadline_passes_and_stop_kills_a_stubborn_child() {
+        let command = sh("trap '' TERM; exec sleep 30");
+        let mut child = Supervised::spawn(command, Group::Own, "stubborn").unwrap();
+        let soon = Some(Instant::now() + Duration::from_millis(50));
+        assert!(child
+            .wait_until(soon, &AtomicBool::new(false), SOON)
+            .is_none());
+        let exit = child.stop(Duration::from_millis(100));
+        assert_eq!(exit.code, 128 + libc::SIGKILL);
+    }
+
+    #[test]
+    fn a_stopped_child_of_its_own_group_is_asked_with_sigint() {
+        let mut child = Supervised::spawn(sh("exec sleep 30"), Group::Own, "sleeper").unwrap();
+        let exit = child
+            .wait_until(None, &AtomicBool::new(true), SOON)
+            .unwrap();
+        assert_eq!(exit.code, 128 + libc::SIGINT);
+    }
+
+    #[test]
+    fn a_terminal_child_is_asked_with_sigterm_then_killed_after_the_grace() {
+        let ready = std::env::temp_dir().join(format!("linkem-deaf-{}", std::process::id()));
+        let _ = std::fs::remove_file(&ready);
+        let script = format!("trap '' TERM INT; touch {}; exec sleep 30", ready.display());
+        let mut child = Supervised::spawn(sh(&script), Group::Terminal, "deaf").unwrap();
+        // Signals sent before the traps are set would end it too early.
+        while !ready.exists() {
+            assert!(child.poll().is_none(), "the script failed");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let exit = child
+            .wait_until(None, &AtomicBool::new(true), Duration::from_millis(100))
+            .unwrap();
+        std::fs::remove_file(&ready).unwrap();
+        assert_eq!(exit.code, 128 + libc::SIGKILL);
+    }
+}
