@@ -1,6 +1,8 @@
-//! Errors sorted into the kinds a load report counts.
+//! Errors sorted into the kinds a load report counts, with the fix named
+//! where there is one.
 
 use std::fmt;
+use std::net::SocketAddr;
 
 use h3lab_results::ErrorKind;
 
@@ -103,4 +105,70 @@ pub(crate) fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
         source = inner.source();
     }
     text
+}
+
+/// QUIC carries TLS alerts as transport error codes 0x100-0x1ff.
+fn is_crypto_code(code: quinn::TransportErrorCode) -> bool {
+    (0x100..0x200).contains(&u64::from(code))
+}
+
+pub(crate) fn quic_connect_error(err: quinn::ConnectionError, addr: SocketAddr) -> ClientError {
+    use quinn::ConnectionError as E;
+    match &err {
+        E::TransportError(transport) if is_crypto_code(transport.code) => {
+            tls_failure(addr, &err.to_string())
+        }
+        E::ConnectionClosed(close) if is_crypto_code(close.error_code) => {
+            tls_failure(addr, &err.to_string())
+        }
+        E::VersionMismatch | E::TransportError(_) => ClientError::new(
+            ErrorKind::Protocol,
+            format!("QUIC handshake with {addr}: {err}"),
+        ),
+        _ => ClientError::new(
+            ErrorKind::Connect,
+            format!("QUIC handshake with {addr}: {err}"),
+        ),
+    }
+}
+
+/// Certificate problems get the fix; other TLS failures keep their detail.
+pub(crate) fn tls_failure(addr: SocketAddr, detail: &str) -> ClientError {
+    let hint = if detail.contains("CaUsedAsEndEntity") {
+        "; the server's certificate says it is a CA (basicConstraints CA:TRUE), which \
+         TLS refuses as a server certificate even with --ca: give the server a leaf \
+         certificate (e.g. openssl req -x509 ... -addext basicConstraints=critical,CA:FALSE) \
+         or use --insecure"
+    } else if detail.to_ascii_lowercase().contains("certificate") {
+        "; use --insecure or --ca FILE to trust the server's certificate"
+    } else if detail.to_ascii_lowercase().contains("application") {
+        "; the server does not offer this protocol in ALPN, try another --proto"
+    } else {
+        ""
+    };
+    ClientError::new(
+        ErrorKind::Tls,
+        format!("TLS handshake with {addr} failed: {detail}{hint}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_failures_name_the_fix() {
+        let addr: SocketAddr = "127.0.0.1:443".parse().unwrap();
+        let ca = tls_failure(
+            addr,
+            "invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))",
+        );
+        assert!(ca.to_string().contains("CA:FALSE"), "{ca}");
+        let unknown = tls_failure(addr, "invalid peer certificate: UnknownIssuer");
+        assert!(
+            unknown.to_string().contains("--insecure or --ca FILE"),
+            "{unknown}"
+        );
+        assert_eq!(unknown.kind(), ErrorKind::Tls);
+    }
 }

@@ -9,13 +9,17 @@
 mod connect;
 mod error;
 mod request;
+mod response;
+mod send;
 mod target;
 mod tls;
 mod ttfb;
 
-pub use connect::{ConnectTiming, Connection, Connector, Response, Sender};
+pub use connect::{ConnectTiming, Connection, Connector};
 pub use error::ClientError;
 pub use request::RequestTemplate;
+pub use response::Response;
+pub use send::Sender;
 pub use target::{Scheme, Target};
 pub use tls::{client_tls_config, TlsOptions};
 pub use ttfb::measure_ttfb;

@@ -1,0 +1,138 @@
+//! Sending requests on an open connection: one handle type over hyper's
+//! HTTP/1.1, h2 and h3.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::client::conn::http1;
+
+use crate::error::{error_chain, ClientError};
+use crate::request::RequestTemplate;
+use crate::response::Response;
+
+/// Sends requests on one connection. h2 and h3 handles can be cloned to run
+/// concurrent streams; an h1 handle carries one request at a time.
+pub struct Sender {
+    pub(crate) inner: SenderInner,
+}
+
+pub(crate) enum SenderInner {
+    H1(http1::SendRequest<Full<Bytes>>),
+    /// h2 directly rather than through hyper: hyper's client spawns a task
+    /// and passes two channels per request, which cost more CPU than the
+    /// whole HTTP/2 exchange. `closed` is set when the connection ends.
+    H2 {
+        send: h2::client::SendRequest<Bytes>,
+        closed: Arc<AtomicBool>,
+    },
+    H3 {
+        send: h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>,
+        conn: quinn::Connection,
+    },
+}
+
+impl Sender {
+    /// Another handle on the same connection (h2/h3); `None` for h1.
+    pub fn try_clone(&self) -> Option<Sender> {
+        let inner = match &self.inner {
+            SenderInner::H1(_) => return None,
+            SenderInner::H2 { send, closed } => SenderInner::H2 {
+                send: send.clone(),
+                closed: closed.clone(),
+            },
+            SenderInner::H3 { send, conn } => SenderInner::H3 {
+                send: send.clone(),
+                conn: conn.clone(),
+            },
+        };
+        Some(Sender { inner })
+    }
+
+    /// True once the connection can carry no more requests.
+    pub fn is_closed(&self) -> bool {
+        match &self.inner {
+            SenderInner::H1(send) => send.is_closed(),
+            SenderInner::H2 { closed, .. } => closed.load(Ordering::Relaxed),
+            SenderInner::H3 { conn, .. } => conn.close_reason().is_some(),
+        }
+    }
+
+    /// Sends one request and waits for the response head (its first byte).
+    pub async fn send(&mut self, template: &RequestTemplate) -> Result<Response, ClientError> {
+        match &mut self.inner {
+            SenderInner::H1(send) => {
+                send.ready().await.map_err(closed_before_send)?;
+                let response = send
+                    .send_request(template.h1())
+                    .await
+                    .map_err(ClientError::from_hyper)?;
+                Ok(Response::h1(response))
+            }
+            SenderInner::H2 { send, .. } => send_h2(send, template).await,
+            SenderInner::H3 { send, .. } => send_h3(send, template).await,
+        }
+    }
+}
+
+async fn send_h2(
+    send: &mut h2::client::SendRequest<Bytes>,
+    template: &RequestTemplate,
+) -> Result<Response, ClientError> {
+    std::future::poll_fn(|cx| send.poll_ready(cx))
+        .await
+        .map_err(|err| {
+            ClientError::closed_before_send(format!("HTTP/2 connection closed: {err}"))
+        })?;
+    let end_of_stream = template.body().is_empty();
+    let (response, mut body) = send
+        .send_request(template.multiplexed(), end_of_stream)
+        .map_err(|err| match err.is_go_away() || err.is_io() {
+            true => ClientError::closed_before_send(format!("HTTP/2 connection closed: {err}")),
+            false => ClientError::from_h2(err),
+        })?;
+    if !end_of_stream {
+        // h2 queues what the peer's window does not admit yet.
+        body.send_data(template.body().clone(), true)
+            .map_err(ClientError::from_h2)?;
+    }
+    let response = response.await.map_err(|err| {
+        if err.is_remote() && (err.is_go_away() || err.reason() == Some(h2::Reason::REFUSED_STREAM))
+        {
+            // Above the GOAWAY's last stream id, or refused: the server
+            // did not process it (RFC 9113 8.7), so it may go elsewhere.
+            // nginx does this after keepalive_requests.
+            ClientError::closed_before_send(format!("HTTP/2 request not processed: {err}"))
+        } else {
+            ClientError::from_h2(err)
+        }
+    })?;
+    Ok(Response::h2(response))
+}
+
+fn closed_before_send(err: hyper::Error) -> ClientError {
+    ClientError::closed_before_send(format!("connection closed: {}", error_chain(&err)))
+}
+
+async fn send_h3(
+    send: &mut h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>,
+    template: &RequestTemplate,
+) -> Result<Response, ClientError> {
+    let mut stream = send
+        .send_request(template.multiplexed())
+        .await
+        .map_err(ClientError::from_h3_stream)?;
+    if !template.body().is_empty() {
+        stream
+            .send_data(template.body().clone())
+            .await
+            .map_err(ClientError::from_h3_stream)?;
+    }
+    stream.finish().await.map_err(ClientError::from_h3_stream)?;
+    let head = stream
+        .recv_response()
+        .await
+        .map_err(ClientError::from_h3_stream)?;
+    Ok(Response::h3(head.status(), stream))
+}
