@@ -8,7 +8,11 @@ use std::sync::atomic::Ordering;
 pub use crate::cell::RunContext;
 
 use crate::cell;
+use anyhow::Context;
+use linkem::EmulatedPath;
+
 use crate::environment;
+use crate::profile;
 use crate::spec::CellSpec;
 use crate::suite::{Load, Suite, Workload};
 use h3lab_results::bench::{CellRecord, Results, StudyClaim, SuiteInfo, RESULTS_SCHEMA};
@@ -36,6 +40,43 @@ pub fn plan(suite: &Suite) -> Vec<CellSpec> {
         }
     }
     cells
+}
+
+/// Rough wall time of a cell: set-up plus the workload's own length on the
+/// profile's path.
+pub fn estimated_seconds(suite: &Suite, cell: &CellSpec) -> f64 {
+    const SETUP_S: f64 = 1.0;
+    let settings = profile::settings(suite, &cell.profile, suite.seed)
+        .ok()
+        .flatten();
+    let (rtt_s, down_bits_per_s) = settings.map_or((0.0, 10e9), |s| {
+        let rate = s.down.mean_bits_per_sec().unwrap_or(10e9);
+        (s.rtt as f64 / 1e9, rate)
+    });
+    SETUP_S
+        + match &cell.workload.load {
+            Load::Rps { duration, .. } => duration.0.as_secs_f64(),
+            Load::Download { size, streams, .. } => {
+                (size.0 * u64::from(streams.0)) as f64 * 8.0 / down_bits_per_s + 20.0 * rtt_s
+            }
+            Load::Ttfb { samples, .. } => f64::from(samples.0 + 1) * 4.0 * rtt_s,
+        }
+}
+
+/// Fails early, with linkem's explanation, when this process cannot build
+/// the suite's emulated paths (no root, and no usable unprivileged user
+/// namespaces), instead of failing every cell the same way.
+pub fn check_can_emulate(suite: &Suite) -> anyhow::Result<()> {
+    let Some(name) = suite.profiles.iter().find(|p| p.as_str() != "loopback") else {
+        return Ok(());
+    };
+    let Some(settings) = profile::settings(suite, name, suite.seed)? else {
+        return Ok(());
+    };
+    let path = EmulatedPath::start(settings.build())
+        .with_context(|| format!("`h3lab bench` cannot emulate profile `{name}`"))?;
+    path.shutdown()?;
+    Ok(())
 }
 
 fn modes_of(workload: &Workload) -> Vec<Option<h3lab_results::TtfbMode>> {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use h3lab_bench::runner::{self, RunContext};
-use h3lab_bench::suite::{Load, Suite};
+use h3lab_bench::suite::Suite;
 use h3lab_bench::{presets, CellSpec};
 use h3lab_results::bench::{Outcome, Results};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -62,7 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("{} cells", cells.len());
         return Ok(ExitCode::SUCCESS);
     }
-    check_privileges(&suite)?;
+    runner::check_can_emulate(&suite)?;
     let out = args.out.clone().unwrap_or_else(|| default_out_dir(&suite));
     run_suite(&suite, preset, &cells, &out)
 }
@@ -90,23 +90,15 @@ fn print_presets() -> anyhow::Result<()> {
     for name in presets::names() {
         let suite = presets::preset(name)?;
         let cells = runner::plan(&suite);
-        let minutes = cells.iter().map(estimated_seconds).sum::<f64>() / 60.0;
+        let minutes = cells
+            .iter()
+            .map(|cell| runner::estimated_seconds(&suite, cell))
+            .sum::<f64>()
+            / 60.0;
         println!("{name:<9} {} cells, about {minutes:.0} min", cells.len());
         println!("          {}\n", suite.description.replace('\n', " "));
     }
     println!("Run one with `h3lab bench --preset NAME`; `h3lab bench --show NAME` prints its suite file.");
-    Ok(())
-}
-
-/// Every emulated profile needs network namespaces, so root.
-fn check_privileges(suite: &Suite) -> anyhow::Result<()> {
-    let emulated = suite.profiles.iter().any(|p| p != "loopback");
-    if emulated && !nix::unistd::geteuid().is_root() {
-        anyhow::bail!(
-            "`h3lab bench` emulates network paths in network namespaces, which needs root \
-             (or CAP_NET_ADMIN): run it with sudo, or use only the `loopback` profile"
-        );
-    }
     Ok(())
 }
 
@@ -151,11 +143,11 @@ fn run_suite(
         cells.len(),
         out.display()
     );
-    let progress = progress_bar(cells);
+    let progress = progress_bar(suite, cells);
     let mut write_error = None;
     let mut index = 0;
     let results = runner::run(suite, &ctx, |results, record| {
-        progress.inc(estimated_seconds(&cells[index]).round() as u64);
+        progress.inc(runner::estimated_seconds(suite, &cells[index]).round() as u64);
         index += 1;
         if let Outcome::Failed { error } = &record.outcome {
             progress.println(format!(
@@ -207,8 +199,11 @@ fn exit_code(results: &Results, stop: &AtomicBool) -> ExitCode {
 
 /// A progress bar whose units are estimated seconds, so the ETA accounts
 /// for cells of very different lengths.
-fn progress_bar(cells: &[CellSpec]) -> ProgressBar {
-    let total: f64 = cells.iter().map(estimated_seconds).sum();
+fn progress_bar(suite: &Suite, cells: &[CellSpec]) -> ProgressBar {
+    let total: f64 = cells
+        .iter()
+        .map(|cell| runner::estimated_seconds(suite, cell))
+        .sum();
     let bar = ProgressBar::new(total.round() as u64);
     bar.set_style(
         ProgressStyle::with_template(
@@ -221,25 +216,4 @@ fn progress_bar(cells: &[CellSpec]) -> ProgressBar {
         bar.set_message(first.label());
     }
     bar
-}
-
-/// Rough wall time of a cell: set-up plus the workload's own length on the
-/// profile's path (custom profiles count as a 50 Mbit/s, 50 ms path).
-fn estimated_seconds(cell: &CellSpec) -> f64 {
-    const SETUP_S: f64 = 1.0;
-    let (rtt_s, down_bits_per_s) = match linkem::profile(&cell.profile) {
-        Ok(profile) => profile.settings.map_or((0.0, 10e9), |s| {
-            let rate = s.down.mean_bits_per_sec().unwrap_or(10e9);
-            (s.rtt as f64 / 1e9, rate)
-        }),
-        Err(_) => (0.05, 50e6),
-    };
-    SETUP_S
-        + match &cell.workload.load {
-            Load::Rps { duration, .. } => duration.0.as_secs_f64(),
-            Load::Download { size, streams, .. } => {
-                (size.0 * u64::from(streams.0)) as f64 * 8.0 / down_bits_per_s + 20.0 * rtt_s
-            }
-            Load::Ttfb { samples, .. } => f64::from(samples.0 + 1) * 4.0 * rtt_s,
-        }
 }
