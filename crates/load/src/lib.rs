@@ -9,10 +9,12 @@
 mod config;
 mod cpu;
 mod engine;
+mod plan;
 mod progress;
 mod report;
 mod schedule;
 mod tally;
+mod worker;
 
 pub use config::{parse_body, parse_duration, parse_header, LoadConfig, DEFAULT_REQUESTS};
 pub use engine::run;

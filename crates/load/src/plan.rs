@@ -1,0 +1,58 @@
+//! What the planner hands its workers: the run's shared, read-only facts
+//! and each worker's part of the load.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use h3lab_client::{client_tls_config, RequestTemplate, Target};
+use h3lab_results::Proto;
+
+use crate::config::LoadConfig;
+use crate::schedule::Schedule;
+
+/// Shared, read-only facts of the run.
+pub(crate) struct Plan {
+    pub(crate) target: Arc<Target>,
+    pub(crate) addr: SocketAddr,
+    pub(crate) proto: Proto,
+    pub(crate) tls: Arc<rustls::ClientConfig>,
+    pub(crate) template: RequestTemplate,
+    pub(crate) streams: usize,
+    pub(crate) request_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) start: Instant,
+    pub(crate) measure_start: Instant,
+    pub(crate) deadline: Option<Instant>,
+}
+
+impl Plan {
+    pub(crate) fn new(config: &LoadConfig, addr: SocketAddr) -> anyhow::Result<Plan> {
+        let start = Instant::now();
+        let measure_start = start + config.warmup;
+        Ok(Plan {
+            target: Arc::new(config.target.clone()),
+            addr,
+            proto: config.proto,
+            tls: client_tls_config(&config.tls, config.proto)?,
+            template: RequestTemplate::new(
+                &config.target,
+                config.method.clone(),
+                config.headers.clone(),
+                config.body.clone(),
+            ),
+            streams: config.streams,
+            request_timeout: config.request_timeout,
+            connect_timeout: config.connect_timeout,
+            start,
+            measure_start,
+            deadline: config.duration.map(|duration| measure_start + duration),
+        })
+    }
+}
+
+/// One worker's part of the run.
+pub(crate) struct Share {
+    pub(crate) connections: usize,
+    pub(crate) schedule: Schedule,
+}
