@@ -1,19 +1,21 @@
 //! `report.html`: one self-contained file (no network) with the run status,
 //! published-vs-ours tables, summary tables, violin and latency-CDF plots
 //! and the environment. Plots render client-side with the vendored
-//! plotly.js from JSON embedded in the page.
+//! plotly.js from JSON embedded in the page. This module writes the
+//! markup; the plot series and link statistics come from `page_data`.
 
 use std::collections::BTreeMap;
 
 use h3lab_results::bench::Results;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
-use serde::Serialize;
 
 use crate::format::{fraction_as_percent, maybe, number, short};
-use crate::histogram::cdf_points;
+use crate::page_data::{
+    conditions, link_rows, plot_data_json, protocol_colours, Condition, LinkRow,
+};
 use crate::stats::RelativeDiff;
 use crate::studies::{compare_claims, ClaimComparison};
-use crate::summary::{list_repetitions, merged_latency, summarize, CellKey, CellSummary};
+use crate::summary::{list_repetitions, summarize, CellSummary};
 use crate::table::profiles_in_order;
 
 /// plotly.js 4.1.1, cartesian bundle (MIT, licence in `assets/`).
@@ -24,25 +26,13 @@ const REPORT_CSS: &str = include_str!("../assets/report.css");
 /// Up to this many failed repetitions, their table is shown unfolded.
 const FAILURES_SHOWN_OPEN: usize = 10;
 
-/// Colour-blind-safe (Okabe–Ito) colours; h1/h2/h3 always get the same ones.
-const KNOWN_COLOURS: [(&str, &str); 3] = [("h1", "#e69f00"), ("h2", "#0072b2"), ("h3", "#009e73")];
-const EXTRA_COLOURS: [&str; 5] = ["#cc79a7", "#d55e00", "#56b4e9", "#7f7f7f", "#000000"];
-
 /// The whole report page.
 pub fn render_html(results: &Results) -> String {
     let summaries = summarize(results);
     let colours = protocol_colours(results);
     let conditions = conditions(results, &summaries);
     let claims = compare_claims(&results.studies, &summaries, &results.suite.baseline);
-    let plot_data = embedded_json(&PlotData {
-        colours: &colours,
-        violins: conditions
-            .iter()
-            .map(|c| &c.violin)
-            .filter(|v| !v.traces.is_empty())
-            .collect(),
-        cdfs: conditions.iter().filter_map(|c| c.cdf.as_ref()).collect(),
-    });
+    let plot_data = plot_data_json(&colours, &conditions);
     let page = html! {
         (DOCTYPE)
         html lang="en" {
@@ -75,178 +65,9 @@ pub fn render_html(results: &Results) -> String {
     page.into_string()
 }
 
-/// JSON safe inside a `<script>` element: `<`, `>` and `&` only occur in
-/// strings, where their `\u` escapes mean the same.
-fn embedded_json(value: &impl Serialize) -> String {
-    serde_json::to_string(value)
-        .expect("plot data holds only strings, finite numbers and string-keyed maps")
-        .replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026")
-}
-
-/// Colour of every protocol in the run.
-pub fn protocol_colours(results: &Results) -> BTreeMap<String, String> {
-    let mut names: Vec<&String> = results.suite.protocols.iter().collect();
-    names.extend(results.cells.iter().map(|c| &c.protocol));
-    let mut colours = BTreeMap::new();
-    let mut extra = EXTRA_COLOURS.iter().cycle();
-    for name in names {
-        if colours.contains_key(name) {
-            continue;
-        }
-        let known = KNOWN_COLOURS
-            .iter()
-            .find(|(p, _)| p == name)
-            .map(|(_, c)| *c);
-        let colour = known.or_else(|| extra.next().copied()).unwrap_or("#000000");
-        colours.insert(name.clone(), colour.to_string());
-    }
-    colours
-}
-
 fn protocol_badge(colours: &BTreeMap<String, String>, protocol: &str) -> Markup {
     let colour = colours.get(protocol).map_or("#000000", String::as_str);
     html! { span.proto style=(format!("--proto:{colour}")) { (protocol) } }
-}
-
-#[derive(Serialize)]
-struct PlotData<'a> {
-    colours: &'a BTreeMap<String, String>,
-    violins: Vec<&'a ViolinPlot>,
-    cdfs: Vec<&'a CdfPlot>,
-}
-
-/// One condition (profile × workload): its violin plot and, when latency
-/// histograms exist, its CDF.
-struct Condition {
-    profile: String,
-    workload: String,
-    violin: ViolinPlot,
-    cdf: Option<CdfPlot>,
-}
-
-#[derive(Serialize)]
-struct ViolinPlot {
-    id: String,
-    title: String,
-    axis: String,
-    grouped: bool,
-    traces: Vec<ViolinTrace>,
-}
-
-#[derive(Serialize)]
-struct ViolinTrace {
-    protocol: String,
-    category: String,
-    samples: Vec<f64>,
-}
-
-#[derive(Serialize)]
-struct CdfPlot {
-    id: String,
-    title: String,
-    traces: Vec<CdfTrace>,
-}
-
-#[derive(Serialize)]
-struct CdfTrace {
-    protocol: String,
-    name: String,
-    latency_ms: Vec<f64>,
-    fraction: Vec<f64>,
-}
-
-fn conditions(results: &Results, summaries: &[CellSummary]) -> Vec<Condition> {
-    let samples = samples_by_cell(results);
-    let histograms = merged_latency(results);
-    let mut conditions: Vec<Condition> = Vec::new();
-    for summary in summaries {
-        let key = &summary.key;
-        let index = match conditions
-            .iter()
-            .position(|c| c.profile == key.profile && c.workload == key.workload)
-        {
-            Some(index) => index,
-            None => {
-                conditions.push(new_condition(conditions.len(), summary));
-                conditions.len() - 1
-            }
-        };
-        let condition = &mut conditions[index];
-        if let Some(samples) = samples.get(key) {
-            condition.violin.grouped |= key.mode.is_some();
-            condition.violin.traces.push(ViolinTrace {
-                protocol: key.protocol.clone(),
-                category: key.mode.clone().unwrap_or_else(|| key.protocol.clone()),
-                samples: samples.clone(),
-            });
-        }
-        if let Some((_, histogram)) = histograms.iter().find(|(k, _)| k == key) {
-            let (latency_ms, fraction) = cdf_points(histogram).into_iter().unzip();
-            let cdf = condition.cdf.get_or_insert_with(|| CdfPlot {
-                id: format!("cdf-{index}"),
-                title: format!("{} · {}: request latency CDF", key.profile, key.workload),
-                traces: Vec::new(),
-            });
-            cdf.traces.push(CdfTrace {
-                protocol: key.protocol.clone(),
-                name: key.mode.as_ref().map_or_else(
-                    || key.protocol.clone(),
-                    |mode| format!("{} {mode}", key.protocol),
-                ),
-                latency_ms,
-                fraction,
-            });
-        }
-    }
-    conditions
-}
-
-fn new_condition(index: usize, summary: &CellSummary) -> Condition {
-    let key = &summary.key;
-    let direction = if summary.higher_is_better {
-        "higher is better"
-    } else {
-        "lower is better"
-    };
-    Condition {
-        profile: key.profile.clone(),
-        workload: key.workload.clone(),
-        violin: ViolinPlot {
-            id: format!("violin-{index}"),
-            title: format!("{} · {}: {}", key.profile, key.workload, summary.metric),
-            axis: format!("{} ({direction})", summary.unit),
-            grouped: false,
-            traces: Vec::new(),
-        },
-        cdf: None,
-    }
-}
-
-/// Finite metric samples of the successful repetitions, per cell.
-fn samples_by_cell(results: &Results) -> BTreeMap<CellKey, Vec<f64>> {
-    let mut samples: BTreeMap<CellKey, Vec<f64>> = BTreeMap::new();
-    for record in results
-        .cells
-        .iter()
-        .filter(|r| r.outcome == h3lab_results::bench::Outcome::Ok)
-    {
-        let key = CellKey {
-            profile: record.profile.clone(),
-            workload: record.workload.clone(),
-            protocol: record.protocol.clone(),
-            mode: record.mode.clone(),
-        };
-        let finite = record
-            .metric
-            .samples
-            .iter()
-            .copied()
-            .filter(|v| v.is_finite());
-        samples.entry(key).or_default().extend(finite);
-    }
-    samples
 }
 
 fn header(results: &Results) -> Markup {
@@ -480,7 +301,7 @@ fn plots_section(conditions: &[Condition]) -> Markup {
                 div.card.condition {
                     h3 { (condition.profile) " · " (condition.workload) }
                     div.plots {
-                        @if condition.violin.traces.is_empty() {
+                        @if condition.violin.is_empty() {
                             div.plot.empty { p { "No successful repetition in this condition." } }
                         } @else {
                             div.plot id=(condition.violin.id) {}
@@ -520,26 +341,15 @@ fn environment_section(results: &Results) -> Markup {
 /// What the emulated link did in each cell: proof of the configured loss
 /// and queueing, per direction (down = server to client).
 fn link_section(results: &Results) -> Markup {
-    let emulated: Vec<_> = results.cells.iter().filter(|c| c.link.is_some()).collect();
-    if emulated.is_empty() {
+    let rows = link_rows(results);
+    if rows.is_empty() {
         return html! {};
     }
-    let count = |dir: &serde_json::Value, key: &str| dir[key].as_u64().unwrap_or(0);
-    let loss_pct = |dir: &serde_json::Value| {
-        let offered = count(dir, "packets_in");
-        match offered {
-            0 => "–".to_string(),
-            n => format!(
-                "{:.2} %",
-                count(dir, "dropped_loss") as f64 / n as f64 * 100.0
-            ),
-        }
-    };
     html! {
         section #link {
             h2 { "Emulated link" }
             details {
-                summary { "Per cell and direction: packets offered and delivered, drops by cause, queueing delay (" (emulated.len()) " cells)" }
+                summary { "Per cell and direction: packets offered and delivered, drops by cause, queueing delay (" (rows.len()) " cells)" }
                 table.summary {
                     thead { tr {
                         th { "profile" } th { "workload" } th { "proto" } th { "rep" } th { "seed" }
@@ -547,17 +357,15 @@ fn link_section(results: &Results) -> Markup {
                         th { "up in" } th { "up out" } th { "up loss" } th { "up queue drops" }
                     } }
                     tbody {
-                        @for cell in &emulated {
-                            @let link = cell.link.as_ref().expect("filtered on link");
-                            @let (down, up) = (&link["down"], &link["up"]);
+                        @for LinkRow { cell, seed, down, up } in &rows {
                             tr {
                                 td { (cell.profile) } td { (cell.workload) @if let Some(mode) = &cell.mode { " (" (mode) ")" } }
-                                td { (cell.protocol) } td.num { (cell.repetition) } td.num { (link["seed"]) }
-                                td.num { (count(down, "packets_in")) } td.num { (count(down, "packets_out")) }
-                                td.num { (loss_pct(down)) } td.num { (count(down, "dropped_queue")) }
-                                td.num { (down["queue_delay"]["p99_ms"].as_f64().map_or("–".to_string(), |v| format!("{v:.2}"))) }
-                                td.num { (count(up, "packets_in")) } td.num { (count(up, "packets_out")) }
-                                td.num { (loss_pct(up)) } td.num { (count(up, "dropped_queue")) }
+                                td { (cell.protocol) } td.num { (cell.repetition) } td.num { (seed) }
+                                td.num { (down.packets_in) } td.num { (down.packets_out) }
+                                td.num { (loss(down.loss_pct)) } td.num { (down.dropped_queue) }
+                                td.num { (down.queue_delay_p99_ms.map_or("–".to_string(), |v| format!("{v:.2}"))) }
+                                td.num { (up.packets_in) } td.num { (up.packets_out) }
+                                td.num { (loss(up.loss_pct)) } td.num { (up.dropped_queue) }
                             }
                         }
                     }
@@ -567,166 +375,9 @@ fn link_section(results: &Results) -> Markup {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fixture;
-
-    /// The page with the bodies of its `<script>` elements removed.
-    fn markup_outside_scripts(page: &str) -> String {
-        let mut rest = page;
-        let mut outside = String::new();
-        while let Some(start) = rest.find("<script") {
-            let open_end = start + rest[start..].find('>').unwrap() + 1;
-            outside.push_str(&rest[..open_end]);
-            let close = open_end + rest[open_end..].find("</script>").unwrap();
-            rest = &rest[close..];
-            outside.push_str("</script>");
-            rest = &rest["</script>".len()..];
-        }
-        outside.push_str(rest);
-        outside
-    }
-
-    fn plot_data(page: &str) -> serde_json::Value {
-        let marker = r#"<script type="application/json" id="h3lab-plot-data">"#;
-        let start = page.find(marker).unwrap() + marker.len();
-        let end = start + page[start..].find("</script>").unwrap();
-        serde_json::from_str(&page[start..end]).unwrap()
-    }
-
-    #[test]
-    fn link_statistics_show_the_loss_each_direction_saw() {
-        let mut results = fixture::results();
-        assert!(
-            !render_html(&results).contains("Emulated link"),
-            "no section without link stats"
-        );
-        results.cells[0].link = Some(serde_json::json!({
-            "seed": 7,
-            "down": {"packets_in": 1000, "packets_out": 970, "dropped_loss": 20, "dropped_queue": 10,
-                     "queue_delay": {"p99_ms": 3.5}},
-            "up": {"packets_in": 400, "packets_out": 398, "dropped_loss": 2, "dropped_queue": 0},
-        }));
-        let page = render_html(&results);
-        assert!(page.contains("Emulated link"));
-        assert!(page.contains("2.00 %"), "20 of 1000 down packets lost");
-        assert!(page.contains("0.50 %"), "2 of 400 up packets lost");
-        assert!(page.contains("3.50"), "queue delay p99");
-    }
-
-    #[test]
-    fn vendored_plotly_can_be_inlined() {
-        assert!(!PLOTLY_JS.to_ascii_lowercase().contains("</script"));
-        assert!(!REPORT_JS.to_ascii_lowercase().contains("</script"));
-    }
-
-    #[test]
-    fn embeds_plot_data_for_every_condition() {
-        let page = render_html(&fixture::results());
-        let data = plot_data(&page);
-        let violins = data["violins"].as_array().unwrap();
-        let titles: Vec<&str> = violins
-            .iter()
-            .map(|v| v["title"].as_str().unwrap())
-            .collect();
-        assert_eq!(
-            titles,
-            [
-                "broadband · rps-1k: requests_per_s",
-                "broadband · ttfb: ttfb_ms",
-                "cellular · rps-1k: requests_per_s"
-            ]
-        );
-        let h3 = &violins[0]["traces"][2];
-        assert_eq!(h3["protocol"], "h3");
-        assert_eq!(h3["samples"], serde_json::json!([250.0, 240.0, 260.0]));
-        assert_eq!(violins[1]["grouped"], true);
-        assert_eq!(violins[1]["traces"].as_array().unwrap().len(), 4);
-
-        // Only broadband rps-1k has histograms: one CDF with three lines ending at 1.
-        let cdfs = data["cdfs"].as_array().unwrap();
-        assert_eq!(cdfs.len(), 1);
-        let lines = cdfs[0]["traces"].as_array().unwrap();
-        assert_eq!(lines.len(), 3);
-        for line in lines {
-            assert_eq!(line["fraction"].as_array().unwrap().last().unwrap(), 1.0);
-        }
-        assert_eq!(data["colours"]["h3"], "#009e73");
-
-        for plot in violins.iter().chain(cdfs) {
-            let id = plot["id"].as_str().unwrap();
-            assert!(
-                page.contains(&format!(r#"<div class="plot" id="{id}">"#)),
-                "no div for {id}"
-            );
-        }
-    }
-
-    #[test]
-    fn loads_nothing_from_the_network() {
-        let page = render_html(&fixture::results());
-        let markup = markup_outside_scripts(&page);
-        assert_eq!(markup.matches("<script").count(), 3);
-        for attribute in ["src=", "href="] {
-            assert!(
-                !markup.contains(attribute),
-                "{attribute} found in the markup"
-            );
-        }
-        assert!(!markup.contains("http://") && !markup.contains("https://"));
-        assert!(page.contains("Plotly.newPlot"));
-    }
-
-    #[test]
-    fn condition_without_success_gets_no_empty_plot() {
-        let mut results = fixture::results();
-        for record in results.cells.iter_mut().filter(|r| r.profile == "cellular") {
-            record.outcome = h3lab_results::bench::Outcome::Failed {
-                error: "no route".into(),
-            };
-        }
-        let page = render_html(&results);
-        let titles: Vec<String> = plot_data(&page)["violins"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v["title"].as_str().unwrap().to_string())
-            .collect();
-        assert!(
-            titles.iter().all(|t| !t.starts_with("cellular")),
-            "{titles:?}"
-        );
-        assert!(page.contains("No successful repetition in this condition."));
-        // 9 failed repetitions in 3 cells: one row per cell, shown unfolded.
-        assert_eq!(page.matches(">0, 1 and 2<").count(), 3);
-        assert!(page.contains("<details open><summary>"));
-    }
-
-    #[test]
-    fn user_text_is_escaped() {
-        let page = render_html(&fixture::results());
-        assert!(page.contains("Synthetic run for tests &lt;b&gt;not markup&lt;/b&gt;"));
-        // The caveat shows (its direction differs) but cannot close a script.
-        assert!(page.contains("ttfb caveat &lt;/script&gt;"));
-        assert!(!page.contains("<script>alert(1)"));
-    }
-
-    #[test]
-    fn shows_status_claims_and_environment() {
-        let mut results = fixture::results();
-        results.interrupted = true;
-        let page = render_html(&results);
-        assert!(page.contains("Interrupted."));
-        assert!(page.contains("connection refused"));
-        assert!(page.contains("direction agrees"));
-        assert!(page.contains("direction DIFFERS"));
-        assert!(
-            !page.contains("rps caveat"),
-            "the caveat shows only when the direction differs"
-        );
-        assert!(page.contains("net.core.rmem_max"));
-        assert!(page.contains("+19.0 % better"));
-        assert!(page.contains(r#"class="proto" style="--proto:#0072b2""#));
-    }
+fn loss(percent: Option<f64>) -> String {
+    percent.map_or_else(|| "–".to_string(), |p| format!("{p:.2} %"))
 }
+
+#[cfg(test)]
+mod tests;

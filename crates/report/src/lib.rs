@@ -10,6 +10,7 @@ mod csv_out;
 mod format;
 mod histogram;
 mod html;
+mod page_data;
 mod stats;
 mod studies;
 mod summary;

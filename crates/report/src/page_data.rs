@@ -1,0 +1,326 @@
+//! The values `report.html` shows, shaped from the results: protocol
+//! colours, one violin and one latency CDF per condition, the JSON the
+//! page's plots are drawn from, and the emulated link's statistics.
+//! `html` lays them out; nothing here writes markup.
+
+use std::collections::BTreeMap;
+
+use h3lab_results::bench::{CellRecord, Outcome, Results};
+use serde::Serialize;
+
+use crate::histogram::cdf_points;
+use crate::summary::{merged_latency, CellKey, CellSummary};
+
+/// Colour-blind-safe (Okabe–Ito) colours; h1/h2/h3 always get the same ones.
+const KNOWN_COLOURS: [(&str, &str); 3] = [("h1", "#e69f00"), ("h2", "#0072b2"), ("h3", "#009e73")];
+const EXTRA_COLOURS: [&str; 5] = ["#cc79a7", "#d55e00", "#56b4e9", "#7f7f7f", "#000000"];
+
+/// Colour of every protocol in the run.
+pub(crate) fn protocol_colours(results: &Results) -> BTreeMap<String, String> {
+    let mut names: Vec<&String> = results.suite.protocols.iter().collect();
+    names.extend(results.cells.iter().map(|c| &c.protocol));
+    let mut colours = BTreeMap::new();
+    let mut extra = EXTRA_COLOURS.iter().cycle();
+    for name in names {
+        if colours.contains_key(name) {
+            continue;
+        }
+        let known = KNOWN_COLOURS
+            .iter()
+            .find(|(p, _)| p == name)
+            .map(|(_, c)| *c);
+        let colour = known.or_else(|| extra.next().copied()).unwrap_or("#000000");
+        colours.insert(name.clone(), colour.to_string());
+    }
+    colours
+}
+
+#[derive(Serialize)]
+struct PlotData<'a> {
+    colours: &'a BTreeMap<String, String>,
+    violins: Vec<&'a ViolinPlot>,
+    cdfs: Vec<&'a CdfPlot>,
+}
+
+/// One condition (profile × workload): its violin plot and, when latency
+/// histograms exist, its CDF.
+pub(crate) struct Condition {
+    pub(crate) profile: String,
+    pub(crate) workload: String,
+    pub(crate) violin: ViolinPlot,
+    pub(crate) cdf: Option<CdfPlot>,
+}
+
+#[derive(Serialize)]
+pub(crate) struct ViolinPlot {
+    pub(crate) id: String,
+    title: String,
+    axis: String,
+    grouped: bool,
+    traces: Vec<ViolinTrace>,
+}
+
+impl ViolinPlot {
+    /// No successful repetition in the condition, so nothing to draw.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.traces.is_empty()
+    }
+}
+
+#[derive(Serialize)]
+struct ViolinTrace {
+    protocol: String,
+    category: String,
+    samples: Vec<f64>,
+}
+
+#[derive(Serialize)]
+pub(crate) struct CdfPlot {
+    pub(crate) id: String,
+    title: String,
+    traces: Vec<CdfTrace>,
+}
+
+#[derive(Serialize)]
+struct CdfTrace {
+    protocol: String,
+    name: String,
+    latency_ms: Vec<f64>,
+    fraction: Vec<f64>,
+}
+
+/// The conditions in the order their first cell is summarised.
+pub(crate) fn conditions(results: &Results, summaries: &[CellSummary]) -> Vec<Condition> {
+    let samples = samples_by_cell(results);
+    let histograms = merged_latency(results);
+    let mut conditions: Vec<Condition> = Vec::new();
+    for summary in summaries {
+        let key = &summary.key;
+        let index = match conditions
+            .iter()
+            .position(|c| c.profile == key.profile && c.workload == key.workload)
+        {
+            Some(index) => index,
+            None => {
+                conditions.push(new_condition(conditions.len(), summary));
+                conditions.len() - 1
+            }
+        };
+        let condition = &mut conditions[index];
+        if let Some(samples) = samples.get(key) {
+            condition.violin.grouped |= key.mode.is_some();
+            condition.violin.traces.push(ViolinTrace {
+                protocol: key.protocol.clone(),
+                category: key.mode.clone().unwrap_or_else(|| key.protocol.clone()),
+                samples: samples.clone(),
+            });
+        }
+        if let Some((_, histogram)) = histograms.iter().find(|(k, _)| k == key) {
+            let (latency_ms, fraction) = cdf_points(histogram).into_iter().unzip();
+            let cdf = condition.cdf.get_or_insert_with(|| CdfPlot {
+                id: format!("cdf-{index}"),
+                title: format!("{} · {}: request latency CDF", key.profile, key.workload),
+                traces: Vec::new(),
+            });
+            cdf.traces.push(CdfTrace {
+                protocol: key.protocol.clone(),
+                name: key.mode.as_ref().map_or_else(
+                    || key.protocol.clone(),
+                    |mode| format!("{} {mode}", key.protocol),
+                ),
+                latency_ms,
+                fraction,
+            });
+        }
+    }
+    conditions
+}
+
+fn new_condition(index: usize, summary: &CellSummary) -> Condition {
+    let key = &summary.key;
+    let direction = if summary.higher_is_better {
+        "higher is better"
+    } else {
+        "lower is better"
+    };
+    Condition {
+        profile: key.profile.clone(),
+        workload: key.workload.clone(),
+        violin: ViolinPlot {
+            id: format!("violin-{index}"),
+            title: format!("{} · {}: {}", key.profile, key.workload, summary.metric),
+            axis: format!("{} ({direction})", summary.unit),
+            grouped: false,
+            traces: Vec::new(),
+        },
+        cdf: None,
+    }
+}
+
+/// Finite metric samples of the successful repetitions, per cell.
+fn samples_by_cell(results: &Results) -> BTreeMap<CellKey, Vec<f64>> {
+    let mut samples: BTreeMap<CellKey, Vec<f64>> = BTreeMap::new();
+    for record in results.cells.iter().filter(|r| r.outcome == Outcome::Ok) {
+        let key = CellKey {
+            profile: record.profile.clone(),
+            workload: record.workload.clone(),
+            protocol: record.protocol.clone(),
+            mode: record.mode.clone(),
+        };
+        let finite = record
+            .metric
+            .samples
+            .iter()
+            .copied()
+            .filter(|v| v.is_finite());
+        samples.entry(key).or_default().extend(finite);
+    }
+    samples
+}
+
+/// The plots' data as JSON to embed in the page; conditions without a
+/// successful repetition get no violin rather than an empty one.
+pub(crate) fn plot_data_json(
+    colours: &BTreeMap<String, String>,
+    conditions: &[Condition],
+) -> String {
+    embedded_json(&PlotData {
+        colours,
+        violins: conditions
+            .iter()
+            .map(|c| &c.violin)
+            .filter(|v| !v.is_empty())
+            .collect(),
+        cdfs: conditions.iter().filter_map(|c| c.cdf.as_ref()).collect(),
+    })
+}
+
+/// JSON safe inside a `<script>` element: `<`, `>` and `&` only occur in
+/// strings, where their `\u` escapes mean the same.
+fn embedded_json(value: &impl Serialize) -> String {
+    serde_json::to_string(value)
+        .expect("plot data holds only strings, finite numbers and string-keyed maps")
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+}
+
+/// What the emulated link did to one cell's packets.
+pub(crate) struct LinkRow<'a> {
+    pub(crate) cell: &'a CellRecord,
+    pub(crate) seed: &'a serde_json::Value,
+    /// Server to client.
+    pub(crate) down: LinkDirection,
+    pub(crate) up: LinkDirection,
+}
+
+/// One direction's counters. Missing counters read as 0, since the link
+/// statistics are free-form JSON.
+pub(crate) struct LinkDirection {
+    pub(crate) packets_in: u64,
+    pub(crate) packets_out: u64,
+    /// Configured loss as a share of the packets offered; `None` when
+    /// nothing was offered.
+    pub(crate) loss_pct: Option<f64>,
+    pub(crate) dropped_queue: u64,
+    pub(crate) queue_delay_p99_ms: Option<f64>,
+}
+
+impl LinkDirection {
+    fn of(stats: &serde_json::Value) -> Self {
+        let count = |key: &str| stats[key].as_u64().unwrap_or(0);
+        let packets_in = count("packets_in");
+        LinkDirection {
+            packets_in,
+            packets_out: count("packets_out"),
+            loss_pct: match packets_in {
+                0 => None,
+                n => Some(count("dropped_loss") as f64 / n as f64 * 100.0),
+            },
+            dropped_queue: count("dropped_queue"),
+            queue_delay_p99_ms: stats["queue_delay"]["p99_ms"].as_f64(),
+        }
+    }
+}
+
+/// The cells that ran over an emulated link, in recording order.
+pub(crate) fn link_rows(results: &Results) -> Vec<LinkRow<'_>> {
+    results
+        .cells
+        .iter()
+        .filter_map(|cell| {
+            let link = cell.link.as_ref()?;
+            Some(LinkRow {
+                cell,
+                seed: &link["seed"],
+                down: LinkDirection::of(&link["down"]),
+                up: LinkDirection::of(&link["up"]),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture;
+    use crate::summary::summarize;
+
+    fn plot_data(results: &Results) -> serde_json::Value {
+        let conditions = conditions(results, &summarize(results));
+        serde_json::from_str(&plot_data_json(&protocol_colours(results), &conditions)).unwrap()
+    }
+
+    #[test]
+    fn plot_data_covers_every_condition() {
+        let data = plot_data(&fixture::results());
+        let violins = data["violins"].as_array().unwrap();
+        let titles: Vec<&str> = violins
+            .iter()
+            .map(|v| v["title"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            titles,
+            [
+                "broadband · rps-1k: requests_per_s",
+                "broadband · ttfb: ttfb_ms",
+                "cellular · rps-1k: requests_per_s"
+            ]
+        );
+        let h3 = &violins[0]["traces"][2];
+        assert_eq!(h3["protocol"], "h3");
+        assert_eq!(h3["samples"], serde_json::json!([250.0, 240.0, 260.0]));
+        assert_eq!(violins[1]["grouped"], true);
+        assert_eq!(violins[1]["traces"].as_array().unwrap().len(), 4);
+
+        // Only broadband rps-1k has histograms: one CDF with three lines ending at 1.
+        let cdfs = data["cdfs"].as_array().unwrap();
+        assert_eq!(cdfs.len(), 1);
+        let lines = cdfs[0]["traces"].as_array().unwrap();
+        assert_eq!(lines.len(), 3);
+        for line in lines {
+            assert_eq!(line["fraction"].as_array().unwrap().last().unwrap(), 1.0);
+        }
+        assert_eq!(data["colours"]["h3"], "#009e73");
+    }
+
+    #[test]
+    fn condition_without_success_gets_no_violin() {
+        let mut results = fixture::results();
+        for record in results.cells.iter_mut().filter(|r| r.profile == "cellular") {
+            record.outcome = Outcome::Failed {
+                error: "no route".into(),
+            };
+        }
+        let titles: Vec<String> = plot_data(&results)["violins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["title"].as_str().unwrap().to_string())
+            .collect();
+        assert!(
+            titles.iter().all(|t| !t.starts_with("cellular")),
+            "{titles:?}"
+        );
+    }
+}
