@@ -5,6 +5,8 @@
 //! It does not measure anything or run cells (that is `h3lab-bench`), and
 //! it never touches the network: the plotting library is embedded.
 
+#![warn(missing_docs)]
+
 mod compare;
 mod csv_out;
 mod format;
@@ -27,14 +29,12 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use h3lab_results::bench::{Results, RESULTS_SCHEMA};
 
-pub use compare::{cell_changes, compare, CellChange};
-pub use csv_out::write_csv;
-pub use histogram::LatencySummary;
-pub use html::render_html;
-pub use stats::{RelativeDiff, SampleStats, Verdict};
-pub use studies::{compare_claims, ClaimComparison, ClaimRow, PairDirection};
-pub use summary::{summarize, CellKey, CellSummary, Failure};
+pub use compare::compare;
 pub use table::terminal_table;
+
+use csv_out::write_csv;
+use html::render_html;
+use summary::summarize;
 
 /// Writes `results.json`, `results.csv` and `report.html` into `out_dir`
 /// (created if missing). Each file is written to a temporary file in the
