@@ -32,7 +32,7 @@ pub struct RunContext {
 }
 
 /// Runs the cell; failures are recorded, not returned.
-pub fn run(suite: &Suite, spec: &CellSpec, ctx: &RunContext) -> CellRecord {
+pub(crate) fn run(suite: &Suite, spec: &CellSpec, ctx: &RunContext) -> CellRecord {
     let started = Instant::now();
     let mut record = empty_record(spec);
     if let Err(err) = measure(suite, spec, ctx, &mut record) {

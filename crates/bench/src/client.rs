@@ -19,13 +19,13 @@ use h3lab_results::Proto;
 use crate::suite::Load;
 
 /// A finished client run.
-pub enum ClientRun {
+pub(crate) enum ClientRun {
     Load { report: Box<LoadReport>, cpu_s: f64 },
     Ttfb { probe: TtfbReport, cpu_s: f64 },
 }
 
 impl ClientRun {
-    pub fn cpu_s(&self) -> f64 {
+    pub(crate) fn cpu_s(&self) -> f64 {
         match self {
             ClientRun::Load { cpu_s, .. } | ClientRun::Ttfb { cpu_s, .. } => *cpu_s,
         }
@@ -33,7 +33,7 @@ impl ClientRun {
 }
 
 /// Runs the cell's client against `server` and reads its JSON report.
-pub fn run(
+pub(crate) fn run(
     spec: &CellSpec,
     placement: &Placement<'_>,
     exe: &Path,

@@ -23,7 +23,7 @@ const SYSCTLS: &[&str] = &[
 ];
 
 /// Reads the environment of this machine now, for a run of `suite`.
-pub fn capture(suite: &Suite) -> Environment {
+pub(crate) fn capture(suite: &Suite) -> Environment {
     let sysctls: BTreeMap<String, String> = SYSCTLS
         .iter()
         .map(|key| {

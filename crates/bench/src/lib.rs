@@ -4,8 +4,10 @@
 //! emulated paths and records what they measured. It does not draw or
 //! summarise results: that is `h3lab-report`'s job.
 
+#![warn(missing_docs)]
+
 mod cell;
-pub mod client;
+mod client;
 mod environment;
 pub mod presets;
 mod process;

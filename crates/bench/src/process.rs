@@ -8,7 +8,11 @@ use linkem::run::{Placement, Side};
 use linkem::supervise::{Group, Supervised};
 
 /// A command for `program` at `side` of `placement`.
-pub fn command(placement: &Placement<'_>, side: Side, program: impl AsRef<OsStr>) -> Command {
+pub(crate) fn command(
+    placement: &Placement<'_>,
+    side: Side,
+    program: impl AsRef<OsStr>,
+) -> Command {
     let mut command = placement.command(side, program);
     command.stdin(Stdio::null());
     command
@@ -16,6 +20,6 @@ pub fn command(placement: &Placement<'_>, side: Side, program: impl AsRef<OsStr>
 
 /// Starts `command` in its own process group, so a terminal's Ctrl-C
 /// reaches only h3lab, which then stops children in order.
-pub fn spawn(command: Command, what: &str) -> anyhow::Result<Supervised> {
+pub(crate) fn spawn(command: Command, what: &str) -> anyhow::Result<Supervised> {
     Supervised::spawn(command, Group::Own, what)
 }

@@ -8,7 +8,11 @@ use linkem::LinkSettings;
 use crate::suite::{CustomProfile, Suite};
 
 /// Settings for `name` with `seed`; `None` means plain loopback.
-pub fn settings(suite: &Suite, name: &str, seed: u64) -> anyhow::Result<Option<LinkSettings>> {
+pub(crate) fn settings(
+    suite: &Suite,
+    name: &str,
+    seed: u64,
+) -> anyhow::Result<Option<LinkSettings>> {
     let settings = match suite.custom_profile(name) {
         Some(custom) => {
             custom_settings(custom).with_context(|| format!("profile `{name}` in the suite"))?

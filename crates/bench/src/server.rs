@@ -20,16 +20,16 @@ const START_TIMEOUT: Duration = Duration::from_secs(15);
 const DEFAULT_PORT: u16 = 443;
 
 /// A running server and how to reach it.
-pub struct ServerProcess {
-    pub process: Supervised,
-    pub addr: SocketAddr,
+pub(crate) struct ServerProcess {
+    pub(crate) process: Supervised,
+    pub(crate) addr: SocketAddr,
     /// Certificate to trust; `None` means the client runs `--insecure`.
-    pub cert: Option<PathBuf>,
+    pub(crate) cert: Option<PathBuf>,
 }
 
 /// Starts the suite's target where `placement` puts servers and waits until
 /// it listens.
-pub fn start(
+pub(crate) fn start(
     suite: &Suite,
     placement: &Placement<'_>,
     exe: &Path,

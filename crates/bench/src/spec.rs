@@ -8,11 +8,11 @@ use crate::suite::Workload;
 /// One cell of the matrix, at one repetition.
 #[derive(Debug, Clone)]
 pub struct CellSpec {
-    pub profile: String,
-    pub workload: Workload,
-    pub protocol: Proto,
-    pub mode: Option<TtfbMode>,
-    pub repetition: u32,
+    pub(crate) profile: String,
+    pub(crate) workload: Workload,
+    pub(crate) protocol: Proto,
+    pub(crate) mode: Option<TtfbMode>,
+    pub(crate) repetition: u32,
 }
 
 impl CellSpec {

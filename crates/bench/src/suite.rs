@@ -5,7 +5,6 @@
 //! types below validate while they deserialize, so toml's span-carrying
 //! errors point at the offending line.
 
-use std::fmt;
 use std::time::Duration;
 
 use h3lab_results::{Proto, QuicCongestion, TtfbMode};
@@ -15,49 +14,51 @@ use serde::{Deserialize, Deserializer};
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Suite {
+    /// The suite's name (required); recorded in the results and shown in the report.
     pub name: String,
+    /// What the suite measures, in words; shown in the report.
     #[serde(default)]
     pub description: String,
-    pub protocols: Vec<Proto>,
+    pub(crate) protocols: Vec<Proto>,
     /// Built-in profile names or names of `[[profile]]` tables below.
-    pub profiles: Vec<String>,
+    pub(crate) profiles: Vec<String>,
     #[serde(default = "default_repetitions")]
-    pub repetitions: Count,
+    pub(crate) repetitions: Count,
     #[serde(default = "default_seed")]
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Excluded load before each rps measurement.
     #[serde(default)]
-    pub warmup: HumanDuration,
+    pub(crate) warmup: HumanDuration,
     /// Protocol the relative differences are computed against.
     #[serde(default = "default_baseline")]
-    pub baseline: Proto,
+    pub(crate) baseline: Proto,
     #[serde(default)]
-    pub target: Target,
+    pub(crate) target: Target,
     #[serde(default, rename = "profile")]
-    pub custom_profiles: Vec<CustomProfile>,
+    pub(crate) custom_profiles: Vec<CustomProfile>,
     #[serde(rename = "workload")]
-    pub workloads: Vec<Workload>,
+    pub(crate) workloads: Vec<Workload>,
     /// Figures from a published study, shown beside ours in the report.
     #[serde(default)]
-    pub published: Vec<PublishedFigure>,
+    pub(crate) published: Vec<PublishedFigure>,
 }
 
 /// A study's published figure for the cell `profile` × `workload` [× `mode`].
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PublishedFigure {
-    pub study: String,
-    pub label: String,
-    pub profile: String,
-    pub workload: String,
-    pub mode: Option<String>,
-    pub unit: String,
-    pub higher_is_better: bool,
-    pub h1: Option<f64>,
-    pub h2: Option<f64>,
-    pub h3: Option<f64>,
+pub(crate) struct PublishedFigure {
+    pub(crate) study: String,
+    pub(crate) label: String,
+    pub(crate) profile: String,
+    pub(crate) workload: String,
+    pub(crate) mode: Option<String>,
+    pub(crate) unit: String,
+    pub(crate) higher_is_better: bool,
+    pub(crate) h1: Option<f64>,
+    pub(crate) h2: Option<f64>,
+    pub(crate) h3: Option<f64>,
     /// Why our figure may differ; shown when the direction disagrees.
-    pub caveat: String,
+    pub(crate) caveat: String,
 }
 
 fn default_repetitions() -> Count {
@@ -149,7 +150,7 @@ impl Suite {
     }
 
     /// The custom profile called `name`, if the suite defines one.
-    pub fn custom_profile(&self, name: &str) -> Option<&CustomProfile> {
+    pub(crate) fn custom_profile(&self, name: &str) -> Option<&CustomProfile> {
         self.custom_profiles.iter().find(|p| p.name == name)
     }
 }
@@ -158,18 +159,18 @@ impl Suite {
 /// in the server namespace.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Target {
+pub(crate) struct Target {
     /// Shell command started in the server namespace (`sh -c`); the built-in
-    /// `h3lab serve` when absent. `{ip}`, `{port}` and `{cert}`/`{key}` are
-    /// replaced by the server address, port and a generated certificate.
-    pub server_cmd: Option<String>,
+    /// `h3lab serve` when absent. `{ip}` and `{port}` are replaced by the
+    /// server's address and port.
+    pub(crate) server_cmd: Option<String>,
     /// Port the server listens on (TCP and UDP); 443 by default.
-    pub port: Option<u16>,
+    pub(crate) port: Option<u16>,
     /// The built-in server's QUIC congestion controller: `auto` (default:
     /// the family of the kernel's TCP controller, so h2 and h3 run the same
     /// congestion control), `cubic`, `newreno` or `bbr`.
     #[serde(default = "follow_tcp")]
-    pub quic_cc: QuicCongestion,
+    pub(crate) quic_cc: QuicCongestion,
 }
 
 fn follow_tcp() -> QuicCongestion {
@@ -189,33 +190,33 @@ impl Default for Target {
 /// A path defined in the suite itself, starting from a built-in profile.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CustomProfile {
-    pub name: String,
+pub(crate) struct CustomProfile {
+    pub(crate) name: String,
     /// Built-in profile to start from; every field below overrides it.
-    pub base: Option<String>,
-    pub rtt: Option<String>,
-    pub down: Option<String>,
-    pub up: Option<String>,
-    pub loss: Option<String>,
-    pub loss_model: Option<String>,
-    pub jitter: Option<String>,
-    pub queue: Option<String>,
-    pub trace_down: Option<String>,
-    pub trace_up: Option<String>,
+    pub(crate) base: Option<String>,
+    pub(crate) rtt: Option<String>,
+    pub(crate) down: Option<String>,
+    pub(crate) up: Option<String>,
+    pub(crate) loss: Option<String>,
+    pub(crate) loss_model: Option<String>,
+    pub(crate) jitter: Option<String>,
+    pub(crate) queue: Option<String>,
+    pub(crate) trace_down: Option<String>,
+    pub(crate) trace_up: Option<String>,
 }
 
 /// One measurement of the suite: its name, where it runs and what it does.
 #[derive(Debug, Clone)]
-pub struct Workload {
-    pub name: String,
+pub(crate) struct Workload {
+    pub(crate) name: String,
     /// Profiles it runs on; empty means all of the suite's.
-    pub profiles: Vec<String>,
-    pub load: Load,
+    pub(crate) profiles: Vec<String>,
+    pub(crate) load: Load,
 }
 
 /// What a workload measures, with its parameters.
 #[derive(Debug, Clone)]
-pub enum Load {
+pub(crate) enum Load {
     /// Requests per second for a payload size at a concurrency.
     Rps {
         /// Response body size.
@@ -373,11 +374,11 @@ impl WorkloadKind {
 }
 
 impl Workload {
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self.load {
             Load::Rps { .. } => "rps",
             Load::Download { .. } => "download",
@@ -386,14 +387,14 @@ impl Workload {
     }
 
     /// Whether this workload runs on `profile`.
-    pub fn runs_on(&self, profile: &str) -> bool {
+    pub(crate) fn runs_on(&self, profile: &str) -> bool {
         self.profiles.is_empty() || self.profiles.iter().any(|p| p == profile)
     }
 }
 
 /// The figure a download workload reports per repetition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DownloadMetric {
+pub(crate) enum DownloadMetric {
     /// Seconds until every stream finished.
     Time,
     /// Streams finished per second: `streams / time`.
@@ -401,9 +402,8 @@ pub enum DownloadMetric {
 }
 
 /// The figure an rps workload reports per repetition.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum RpsMetric {
-    #[default]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RpsMetric {
     Throughput,
     P50,
     P99,
@@ -411,7 +411,7 @@ pub enum RpsMetric {
 
 /// A positive whole number (repetitions, connections, samples).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Count(pub u32);
+pub(crate) struct Count(pub(crate) u32);
 
 impl<'de> Deserialize<'de> for Count {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -427,7 +427,7 @@ impl<'de> Deserialize<'de> for Count {
 
 /// A byte count written as `1KB`, `10MB`, `1GiB` (SI and binary units).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ByteSize(pub u64);
+pub(crate) struct ByteSize(pub(crate) u64);
 
 impl<'de> Deserialize<'de> for ByteSize {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -442,15 +442,9 @@ impl<'de> Deserialize<'de> for ByteSize {
     }
 }
 
-impl fmt::Display for ByteSize {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", bytesize::ByteSize(self.0).display().si())
-    }
-}
-
 /// A duration written as `500ms`, `3s`, `1m`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct HumanDuration(pub Duration);
+pub(crate) struct HumanDuration(pub(crate) Duration);
 
 impl<'de> Deserialize<'de> for HumanDuration {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

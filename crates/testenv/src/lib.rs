@@ -7,6 +7,8 @@
 //!
 //! Not for fixtures or test logic: only the decision whether a test runs.
 
+#![warn(missing_docs)]
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
