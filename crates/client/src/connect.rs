@@ -39,12 +39,14 @@ pub struct ConnectTiming {
     pub handshake: Option<Duration>,
     /// Whether TLS resumed an earlier session. `None` when unknown: quinn
     /// does not expose the TLS handshake kind, and cleartext has no TLS.
-    pub resumed: Option<bool>,
+    pub(crate) resumed: Option<bool>,
 }
 
 /// A fresh connection: its request handle and set-up timing.
 pub struct Connection {
+    /// The handle requests are sent on.
     pub sender: Sender,
+    /// How long the connection's set-up took.
     pub timing: ConnectTiming,
 }
 
@@ -94,10 +96,6 @@ impl Connector {
         })
     }
 
-    pub fn proto(&self) -> Proto {
-        self.proto
-    }
-
     /// Closes every QUIC connection of this connector with code 0 and gives
     /// the CONNECTION_CLOSE a moment to leave, so the server frees them at
     /// once instead of waiting out its idle timeout. TCP connections close
@@ -107,10 +105,6 @@ impl Connector {
             quic.endpoint.close(0u32.into(), b"done");
             let _ = timeout(Duration::from_millis(100), quic.endpoint.wait_idle()).await;
         }
-    }
-
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
     }
 
     /// Opens a new connection and measures its set-up.

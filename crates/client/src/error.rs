@@ -15,7 +15,7 @@ pub struct ClientError {
 }
 
 impl ClientError {
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> ClientError {
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> ClientError {
         ClientError {
             kind,
             message: message.into(),
@@ -33,6 +33,7 @@ impl ClientError {
         }
     }
 
+    /// The kind a load report counts this failure under.
     pub fn kind(&self) -> ErrorKind {
         self.kind
     }

@@ -6,6 +6,8 @@
 //! Not for: scheduling load, recording statistics or following redirects;
 //! that is the job of `h3lab-load` and `h3lab-bench`.
 
+#![warn(missing_docs)]
+
 mod connect;
 mod error;
 mod request;

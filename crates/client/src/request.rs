@@ -20,6 +20,8 @@ pub struct RequestTemplate {
 }
 
 impl RequestTemplate {
+    /// The request for `target` with this method, these extra headers and
+    /// this body.
     pub fn new(
         target: &Target,
         method: Method,
@@ -39,11 +41,7 @@ impl RequestTemplate {
         }
     }
 
-    pub fn method(&self) -> &Method {
-        &self.method
-    }
-
-    pub fn body(&self) -> &Bytes {
+    pub(crate) fn body(&self) -> &Bytes {
         &self.body
     }
 

@@ -47,6 +47,7 @@ impl Response {
         }
     }
 
+    /// The response's status code.
     pub fn status(&self) -> StatusCode {
         self.status
     }

@@ -96,30 +96,32 @@ impl Target {
         Ok(())
     }
 
+    /// The URL's scheme.
     pub fn scheme(&self) -> Scheme {
         self.scheme
     }
 
     /// Host name or IP address (no brackets), used for DNS and TLS SNI.
-    pub fn host(&self) -> &str {
+    pub(crate) fn host(&self) -> &str {
         &self.host
     }
 
-    pub fn port(&self) -> u16 {
+    #[cfg(test)]
+    pub(crate) fn port(&self) -> u16 {
         self.port
     }
 
     /// `host[:port]` as written in the URL: the Host / :authority value.
-    pub fn authority(&self) -> &Authority {
+    pub(crate) fn authority(&self) -> &Authority {
         &self.authority
     }
 
-    pub fn path_and_query(&self) -> &PathAndQuery {
+    pub(crate) fn path_and_query(&self) -> &PathAndQuery {
         &self.path_and_query
     }
 
     /// The absolute URI, as HTTP/2 and HTTP/3 requests carry it.
-    pub fn absolute_uri(&self) -> Uri {
+    pub(crate) fn absolute_uri(&self) -> Uri {
         let scheme = match self.scheme {
             Scheme::Https => "https",
             Scheme::Http => "http",

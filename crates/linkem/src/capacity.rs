@@ -14,24 +14,27 @@ use crate::{EmulatedPath, LinkSettings};
 /// What the benchmark measured on the upstream (client to server) link.
 #[derive(Debug, Clone, Serialize)]
 pub struct CapacityReport {
-    pub seconds: f64,
+    /// How long the sender blasted, in seconds.
+    seconds: f64,
     /// Datagrams the sender handed to the kernel per second.
-    pub offered_pps: f64,
+    offered_pps: f64,
     /// Packets the forwarder read from the client's TUN per second.
-    pub read_pps: f64,
+    read_pps: f64,
     /// Packets the forwarder wrote into the server's TUN per second.
     pub forwarded_pps: f64,
-    /// Wire rate forwarded (1500-byte packets).
+    /// Wire rate forwarded (1500-byte packets), in Mbit/s.
     pub forwarded_mbit_s: f64,
-    /// The configured upstream rate, if limited.
+    /// The configured upstream rate in Mbit/s, if limited.
     pub configured_mbit_s: Option<f64>,
-    /// Forwarding-thread CPU time per packet read (whole run, both
-    /// directions).
+    /// Forwarding-thread CPU time per packet read, in microseconds (whole
+    /// run, both directions).
     pub cpu_us_per_packet: f64,
     /// Share of one core the forwarding thread used.
     pub forwarder_cpu_share: f64,
-    pub dropped_queue: u64,
-    pub dropped_loss: u64,
+    /// Upstream packets dropped because the queue was full.
+    dropped_queue: u64,
+    /// Upstream packets dropped by random loss.
+    dropped_loss: u64,
 }
 
 /// Full-size datagram payload: 1472 + 8 (UDP) + 20 (IP) = 1500 bytes.

@@ -4,39 +4,50 @@
 
 use serde::Serialize;
 
-pub use crate::model::{DirectionConfig, RateSpec, ReorderSpec};
+pub use crate::model::ReorderSpec;
+use crate::model::{DirectionConfig, RateSpec};
 use crate::model::{GilbertElliott, Jitter, JitterShape, LossModel, Nanos, QueueLimit, Trace};
 
 /// Both directions of a path and the seed of every random choice.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LinkConfig {
     /// Client to server.
-    pub up: DirectionConfig,
+    pub(crate) up: DirectionConfig,
     /// Server to client.
-    pub down: DirectionConfig,
-    pub seed: u64,
+    pub(crate) down: DirectionConfig,
+    /// Seed of every random choice on the path.
+    pub(crate) seed: u64,
 }
 
 /// Smallest default queue, so low-BDP paths still absorb a burst.
-pub const DEFAULT_QUEUE_FLOOR_BYTES: u64 = 64 * 1024;
+const DEFAULT_QUEUE_FLOOR_BYTES: u64 = 64 * 1024;
 
 /// A path as people describe it. `build` turns it into a [`LinkConfig`]:
 /// half the RTT each way; the loss model, jitter, reordering and
 /// duplication apply to each direction independently (so a round trip sees
 /// about twice the loss); without an explicit queue, each direction gets a
 /// drop-tail byte limit of one bandwidth-delay product (its rate times the
-/// RTT) with a floor of [`DEFAULT_QUEUE_FLOOR_BYTES`].
+/// RTT) with a floor of `DEFAULT_QUEUE_FLOOR_BYTES` (64 KiB).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LinkSettings {
+    /// Round-trip time the path adds, in nanoseconds (half each way).
     pub rtt: Nanos,
+    /// Server-to-client bottleneck.
     pub down: RateSpec,
+    /// Client-to-server bottleneck.
     pub up: RateSpec,
+    /// Random loss, applied to each direction independently.
     pub loss: LossModel,
     /// Per-direction jitter of the one-way delay.
     pub jitter: Option<Jitter>,
+    /// Drop-tail queue limit per direction; `None`: one bandwidth-delay
+    /// product, as above.
     pub queue: Option<QueueLimit>,
+    /// Reordering per direction; `None` never reorders.
     pub reorder: Option<ReorderSpec>,
+    /// Probability that a packet is sent twice, per direction.
     pub duplicate: f64,
+    /// Seed of every random choice on the path.
     pub seed: u64,
 }
 
@@ -58,6 +69,7 @@ impl Default for LinkSettings {
 }
 
 impl LinkSettings {
+    /// The configuration the model runs (see the type's description).
     pub fn build(&self) -> LinkConfig {
         LinkConfig {
             up: self.direction(&self.up),
@@ -200,7 +212,7 @@ pub fn parse_jitter(text: &str) -> anyhow::Result<Jitter> {
 /// A loss model: `bernoulli` (uses `loss` as its probability) or
 /// `gilbert:p,r,1-h,1-k`, four percentages as in netem's gemodel:
 /// P(good->bad), P(bad->good), loss in the good state, loss in the bad state.
-pub fn parse_loss_model(text: &str, loss: f64) -> anyhow::Result<LossModel> {
+fn parse_loss_model(text: &str, loss: f64) -> anyhow::Result<LossModel> {
     let text = text.trim();
     if text.eq_ignore_ascii_case("bernoulli") {
         return Ok(LossModel::Bernoulli { p: loss });
@@ -322,19 +334,30 @@ mod tests {
 /// replaces the profile's value.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
+    /// Round-trip time, in nanoseconds.
     pub rtt: Option<Nanos>,
+    /// Fixed server-to-client rate, in bits/s.
     pub down: Option<u64>,
+    /// Fixed client-to-server rate, in bits/s.
     pub up: Option<u64>,
+    /// Bernoulli loss probability per direction (a fraction, 0 to 1).
     pub loss: Option<f64>,
-    /// `bernoulli` or `gilbert:...`, see [`parse_loss_model`].
+    /// `bernoulli` (probability from `loss`, else the profile's mean loss) or
+    /// `gilbert:p,r,1-h,1-k` (four percentages, as in netem's gemodel).
     pub loss_model: Option<String>,
+    /// Jitter of the one-way delay, per direction.
     pub jitter: Option<Jitter>,
+    /// Drop-tail queue limit per direction.
     pub queue: Option<QueueLimit>,
+    /// Reordering per direction.
     pub reorder: Option<ReorderSpec>,
+    /// Duplication probability per direction (a fraction, 0 to 1).
     pub duplicate: Option<f64>,
     /// Mahimahi trace files; each replaces the fixed rate of its direction.
     pub trace_down: Option<std::path::PathBuf>,
+    /// Upstream Mahimahi trace file (see `trace_down`).
     pub trace_up: Option<std::path::PathBuf>,
+    /// Seed of every random choice on the path.
     pub seed: Option<u64>,
 }
 

@@ -9,6 +9,8 @@
 //! It is not a traffic generator, a measurement tool or a general-purpose
 //! network simulator: it only carries packets between the two namespaces.
 
+#![warn(missing_docs)]
+
 pub mod capacity;
 pub mod config;
 pub mod model;
@@ -17,7 +19,7 @@ pub mod run;
 mod shell;
 pub mod supervise;
 
-pub use config::{LinkConfig, LinkSettings};
-pub use model::{DelayHistogram, DirectionStats, LinkStats, RateSpec};
+pub use config::LinkSettings;
+pub use model::RateSpec;
 pub use profiles::{profile, profiles, Profile};
-pub use shell::{cleanup_stale, EmulatedPath, CLIENT_IP, NAMESPACE_PREFIX, SERVER_IP};
+pub use shell::{cleanup_stale, EmulatedPath};

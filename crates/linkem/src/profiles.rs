@@ -9,9 +9,10 @@ use crate::model::{Jitter, JitterShape, LossModel, Nanos, MILLI};
 /// A named network condition.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Profile {
+    /// The name `--profile` takes, e.g. `cellular`.
     pub name: &'static str,
     /// Where the figures come from.
-    pub source: &'static str,
+    pub(crate) source: &'static str,
     /// `None` for `loopback`: no emulation, no namespaces.
     pub settings: Option<LinkSettings>,
 }

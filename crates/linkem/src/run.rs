@@ -5,7 +5,7 @@
 use std::ffi::OsStr;
 use std::net::Ipv4Addr;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ use crate::supervise::{Exit, Group, Supervised};
 use crate::EmulatedPath;
 
 /// How long a stopped process gets between SIGTERM and SIGKILL.
-pub const GRACE: Duration = Duration::from_secs(2);
+const GRACE: Duration = Duration::from_secs(2);
 
 /// Set by SIGINT, SIGTERM or SIGHUP once [`Interrupted::install`] ran; the
 /// handlers replace the default "die at once", so cleanup always happens.
@@ -34,13 +34,8 @@ impl Interrupted {
         Ok(Interrupted(flag))
     }
 
-    /// True once a signal arrived.
-    pub fn is_set(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
-    }
-
     /// The flag itself, for waits that watch it.
-    pub fn flag(&self) -> &AtomicBool {
+    pub(crate) fn flag(&self) -> &AtomicBool {
         &self.0
     }
 }
@@ -91,7 +86,7 @@ impl Placement<'_> {
 
 /// Runs `argv` (client side) and, if given, `server_shell` via `sh -c`
 /// (server side). Returns the client's exit; stops the server (SIGTERM,
-/// then SIGKILL after [`GRACE`]) when the client ends, and both on a signal.
+/// then SIGKILL after `GRACE`, 2 s) when the client ends, and both on a signal.
 pub fn run_commands(
     placement: &Placement<'_>,
     argv: &[String],

@@ -92,11 +92,6 @@ impl Supervised {
         self.child.stdout.take()
     }
 
-    /// The child's process id.
-    pub fn id(&self) -> u32 {
-        self.child.id()
-    }
-
     /// Waits until the child exits, or `deadline` passes (`None`). Once
     /// `stop` is set the child is asked to stop (see [`Group`]), and killed
     /// if it still runs `grace` later.

@@ -10,13 +10,16 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::Method;
 
 /// Requests a run issues when neither a count nor a duration is given.
-pub const DEFAULT_REQUESTS: u64 = 200;
+pub(crate) const DEFAULT_REQUESTS: u64 = 200;
 
 /// A complete, validated description of one load run.
 #[derive(Debug, Clone)]
 pub struct LoadConfig {
-    pub target: Target,
+    /// The URL to load.
+    pub(crate) target: Target,
+    /// The protocol: h1, h2 or h3.
     pub proto: Proto,
+    /// Concurrent connections.
     pub connections: usize,
     /// Concurrent streams per connection (always 1 for h1).
     pub streams: usize,
@@ -26,12 +29,19 @@ pub struct LoadConfig {
     pub duration: Option<Duration>,
     /// Open model: requests per second, paced from intended send times.
     pub rate: Option<f64>,
+    /// HTTP method of every request.
     pub method: Method,
+    /// Extra headers sent with every request.
     pub headers: HeaderMap,
+    /// Body sent with every request.
     pub body: Bytes,
+    /// Which server certificates to trust.
     pub tls: TlsOptions,
+    /// Worker threads (at most one per connection is used).
     pub threads: usize,
+    /// How long one request may take, from its send to the last body byte.
     pub request_timeout: Duration,
+    /// How long connection set-up (TCP + TLS, or QUIC) may take.
     pub connect_timeout: Duration,
     /// Run this long first; those requests are reported apart.
     pub warmup: Duration,
@@ -40,7 +50,7 @@ pub struct LoadConfig {
 }
 
 impl LoadConfig {
-    /// A closed-model run of [`DEFAULT_REQUESTS`] over 10 connections with
+    /// A closed-model run of `DEFAULT_REQUESTS` (200) over 10 connections with
     /// the protocol the URL's scheme suggests.
     pub fn new(target: Target) -> LoadConfig {
         let proto = target.scheme().default_proto();

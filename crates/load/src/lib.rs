@@ -6,6 +6,8 @@
 //! Not for: connection set-up details (`h3lab-client`), network emulation
 //! (`linkem`) or comparing protocols across runs (`h3lab-bench`).
 
+#![warn(missing_docs)]
+
 mod config;
 mod cpu;
 mod engine;
@@ -16,6 +18,6 @@ mod schedule;
 mod tally;
 mod worker;
 
-pub use config::{parse_body, parse_duration, parse_header, LoadConfig, DEFAULT_REQUESTS};
+pub use config::{parse_body, parse_duration, parse_header, LoadConfig};
 pub use engine::run;
 pub use tokio_util::sync::CancellationToken;

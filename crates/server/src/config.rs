@@ -18,6 +18,7 @@ pub struct ServerConfig {
     pub cleartext: bool,
     /// Directory served under `/static/`; `None` makes every `/static/` path 404.
     pub root: Option<PathBuf>,
+    /// Resource limits the server enforces.
     pub limits: Limits,
     /// Extra subject alternative names for a generated certificate (DNS names or IPs).
     pub extra_sans: Vec<String>,
@@ -54,7 +55,12 @@ pub enum TlsSource {
     /// Generate a fresh self-signed certificate at start.
     SelfSigned,
     /// A PEM certificate chain and its PEM private key.
-    PemFiles { cert: PathBuf, key: PathBuf },
+    PemFiles {
+        /// The PEM certificate chain file.
+        cert: PathBuf,
+        /// The PEM private key file.
+        key: PathBuf,
+    },
 }
 
 /// Resource limits. Defaults suit a benchmark server on one machine.
@@ -81,7 +87,7 @@ pub struct Limits {
 }
 
 /// hyper refuses an HTTP/1.1 read buffer smaller than this.
-pub const MIN_HEADER_BYTES: usize = 8192;
+const MIN_HEADER_BYTES: usize = 8192;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -100,7 +106,7 @@ impl Default for Limits {
 
 impl Limits {
     /// Rejects values the protocol stacks cannot honour, naming the flag to change.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         if self.max_header_bytes < MIN_HEADER_BYTES || self.max_header_bytes > u32::MAX as usize {
             bail!(
                 "max header size {} is out of range; pass --max-header-bytes between {MIN_HEADER_BYTES} and {}",

@@ -6,11 +6,13 @@
 //! general-purpose web server: no virtual hosts, no compression, no range
 //! requests, no configuration files.
 
+#![warn(missing_docs)]
+
 mod bind;
 mod body;
 mod config;
 mod lifecycle;
-pub mod pattern;
+mod pattern;
 mod quic;
 mod respond;
 mod routes;
@@ -27,7 +29,7 @@ use anyhow::{bail, Context, Result};
 use http::HeaderValue;
 use tracing::warn;
 
-pub use config::{kernel_tcp_congestion, Limits, ServerConfig, TlsSource, MIN_HEADER_BYTES};
+pub use config::{kernel_tcp_congestion, Limits, ServerConfig, TlsSource};
 
 use lifecycle::{Admission, Lifecycle};
 use quic::QuicShell;
@@ -40,12 +42,16 @@ const CLOSE_WAIT: Duration = Duration::from_secs(1);
 /// Requests answered per protocol.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ServeSummary {
+    /// Requests answered over HTTP/1.1.
     pub h1: u64,
+    /// Requests answered over HTTP/2.
     pub h2: u64,
+    /// Requests answered over HTTP/3.
     pub h3: u64,
 }
 
 impl ServeSummary {
+    /// Requests answered over all three protocols.
     pub fn total(&self) -> u64 {
         self.h1 + self.h2 + self.h3
     }
@@ -177,12 +183,6 @@ impl RunningServer {
     /// Whether HTTP/3 is served (false in cleartext mode).
     pub fn serves_h3(&self) -> bool {
         self.endpoint.is_some()
-    }
-
-    /// Base64 SHA-256 of the certificate's SubjectPublicKeyInfo, the value
-    /// Chromium's `--ignore-certificate-errors-spki-list` takes. `None` in cleartext mode.
-    pub fn spki_sha256_base64(&self) -> Option<&str> {
-        self.trust.as_ref().map(|t| t.spki_sha256_base64.as_str())
     }
 
     /// The certificate chain as PEM, for a client's trust store. `None` in cleartext mode.

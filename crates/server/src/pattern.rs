@@ -25,7 +25,8 @@ const fn build_pattern() -> [u8; BUFFER_LEN] {
     buffer
 }
 
-/// The byte at `offset` in any `/bytes/{n}` response; clients use it to verify bodies.
+/// The byte at `offset` in any `/bytes/{n}` response, for checking bodies.
+#[cfg(test)]
 pub fn pattern_byte(offset: u64) -> u8 {
     (offset % PATTERN_PERIOD as u64) as u8
 }

@@ -10,7 +10,7 @@ use super::{Nanos, Stage, Verdict};
 /// The distribution jitter is drawn from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum JitterShape {
+pub(crate) enum JitterShape {
     /// Uniform in `[-amount, +amount]`.
     Uniform,
     /// Normal with standard deviation `amount`.
@@ -21,13 +21,14 @@ pub enum JitterShape {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Jitter {
     /// Half-width (uniform) or standard deviation (normal), in nanoseconds.
-    pub amount: Nanos,
-    pub shape: JitterShape,
+    pub(crate) amount: Nanos,
+    /// The distribution it is drawn from.
+    pub(crate) shape: JitterShape,
 }
 
 /// Fixed propagation delay plus jitter. Packets never overtake each other
 /// here: a packet leaves no earlier than the one before it.
-pub struct Delay {
+pub(crate) struct Delay {
     base: Nanos,
     jitter: Option<(Jitter, ChaCha8Rng)>,
     last_departure: Nanos,
@@ -67,7 +68,7 @@ impl Stage for Delay {
 
 /// Holds back a random share of packets by an extra delay, so later packets
 /// overtake them.
-pub struct Reorder {
+pub(crate) struct Reorder {
     probability: f64,
     extra: Nanos,
     rng: ChaCha8Rng,
@@ -94,7 +95,7 @@ impl Stage for Reorder {
 }
 
 /// Sends a random share of packets twice.
-pub struct Duplicate {
+pub(crate) struct Duplicate {
     probability: f64,
     rng: ChaCha8Rng,
 }

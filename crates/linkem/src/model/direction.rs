@@ -10,7 +10,7 @@ use crate::model::{DirectionConfig, RateSpec};
 
 /// What becomes of a packet offered to a direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fate {
+pub(crate) enum Fate {
     /// Leaves the link at `at`, `copies` times (2 when duplicated).
     Deliver {
         at: Nanos,
@@ -22,7 +22,7 @@ pub enum Fate {
 /// The stages of one direction, composed. Loss comes first, so a lost
 /// packet takes no capacity (as in netem); the queue's sojourn time is what
 /// the queueing-delay histogram records.
-pub struct Direction {
+pub(crate) struct Direction {
     loss: Loss,
     bottleneck: Queue<Rate>,
     egress: Vec<Box<dyn Stage>>,

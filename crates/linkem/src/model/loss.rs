@@ -10,18 +10,18 @@ use super::{DropCause, Nanos, Stage, Verdict};
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct GilbertElliott {
     /// P(good -> bad) per packet.
-    pub p: f64,
+    pub(crate) p: f64,
     /// P(bad -> good) per packet; the mean stay in the bad state is `1/r`.
-    pub r: f64,
+    pub(crate) r: f64,
     /// Loss probability in the good state (`1-h`).
-    pub loss_good: f64,
+    pub(crate) loss_good: f64,
     /// Loss probability in the bad state (`1-k`).
-    pub loss_bad: f64,
+    pub(crate) loss_bad: f64,
 }
 
 impl GilbertElliott {
     /// Long-run loss fraction: time share of each state times its loss.
-    pub fn mean_loss(&self) -> f64 {
+    pub(crate) fn mean_loss(&self) -> f64 {
         let total = self.p + self.r;
         if total == 0.0 {
             return self.loss_good;
@@ -35,14 +35,17 @@ impl GilbertElliott {
 #[serde(rename_all = "snake_case", tag = "model")]
 pub enum LossModel {
     /// Each packet is lost independently with this probability.
-    Bernoulli { p: f64 },
+    Bernoulli {
+        /// Loss probability per packet (0 to 1).
+        p: f64,
+    },
     /// Two-state bursty loss.
     Gilbert(GilbertElliott),
 }
 
 impl LossModel {
     /// No loss at all.
-    pub const NONE: LossModel = LossModel::Bernoulli { p: 0.0 };
+    pub(crate) const NONE: LossModel = LossModel::Bernoulli { p: 0.0 };
 
     /// Long-run loss fraction.
     pub fn mean_loss(&self) -> f64 {
@@ -54,7 +57,7 @@ impl LossModel {
 }
 
 /// The loss stage.
-pub struct Loss {
+pub(crate) struct Loss {
     model: LossModel,
     in_bad_state: bool,
     rng: ChaCha8Rng,

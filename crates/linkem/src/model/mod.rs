@@ -14,13 +14,20 @@ mod queue;
 mod rate;
 mod stats;
 
-pub use delay::{Delay, Duplicate, Jitter, JitterShape, Reorder};
-pub use direction::{Direction, Fate};
-pub use loss::{GilbertElliott, Loss, LossModel};
-pub use params::{DirectionConfig, RateSpec, ReorderSpec};
-pub use pipe::Pipe;
-pub use queue::{Queue, QueueLimit};
-pub use rate::{Rate, Trace, TRACE_OPPORTUNITY_BYTES};
+pub use delay::Jitter;
+pub(crate) use delay::JitterShape;
+use delay::{Delay, Duplicate, Reorder};
+pub(crate) use direction::Direction;
+use direction::Fate;
+use loss::Loss;
+pub use loss::{GilbertElliott, LossModel};
+pub(crate) use params::DirectionConfig;
+pub use params::{RateSpec, ReorderSpec};
+pub(crate) use pipe::Pipe;
+use queue::Queue;
+pub use queue::QueueLimit;
+use rate::Rate;
+pub use rate::Trace;
 pub use stats::{DelayHistogram, DirectionStats, LinkStats};
 
 use rand::SeedableRng;
@@ -31,12 +38,12 @@ use serde::{Deserialize, Serialize};
 pub type Nanos = u64;
 
 /// Nanoseconds in one millisecond.
-pub const MILLI: Nanos = 1_000_000;
+pub(crate) const MILLI: Nanos = 1_000_000;
 
 /// Why a packet was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum DropCause {
+pub(crate) enum DropCause {
     /// Random loss (Bernoulli or Gilbert-Elliott).
     Loss,
     /// The bottleneck queue was full (drop-tail).
@@ -45,7 +52,7 @@ pub enum DropCause {
 
 /// What a stage decided about one packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// The packet leaves the stage at this time.
     Pass(Nanos),
     /// The packet leaves at this time, together with an identical copy.
@@ -59,7 +66,7 @@ pub enum Verdict {
 /// Every stage answers the same question, so a direction is just stages in a
 /// row, each feeding its departure time to the next. Packets must be offered
 /// in arrival order (non-decreasing `at` for stages that keep FIFO state).
-pub trait Stage: Send {
+pub(crate) trait Stage: Send {
     /// A packet of `len` bytes reaches this stage at `at`.
     fn offer(&mut self, len: u32, at: Nanos) -> Verdict;
 }
@@ -67,7 +74,7 @@ pub trait Stage: Send {
 /// Which way packets travel; selects independent random streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Way {
+pub(crate) enum Way {
     /// Client to server.
     Up,
     /// Server to client.

@@ -9,8 +9,14 @@ use super::{Jitter, LossModel, Nanos, QueueLimit, Trace};
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RateSpec {
+    /// No rate limit.
     Unlimited,
-    Fixed { bits_per_sec: u64 },
+    /// Serialization at a fixed bit rate.
+    Fixed {
+        /// The rate, in bits/s.
+        bits_per_sec: u64,
+    },
+    /// Delivery opportunities from a Mahimahi trace.
     Trace(Trace),
 }
 
@@ -34,13 +40,15 @@ impl RateSpec {
 /// Holding back a share of packets so later ones overtake them.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct ReorderSpec {
+    /// Share of packets held back (0 to 1).
     pub probability: f64,
+    /// How long a held-back packet is delayed further, in nanoseconds.
     pub extra_delay: Nanos,
 }
 
 /// Everything one direction of the model needs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DirectionConfig {
+pub(crate) struct DirectionConfig {
     /// One-way propagation delay.
     pub delay: Nanos,
     pub jitter: Option<Jitter>,

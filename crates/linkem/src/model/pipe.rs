@@ -30,7 +30,7 @@ impl<P> Ord for Scheduled<P> {
 }
 
 /// Holds packets until their departure time; ties leave in arrival order.
-pub struct Pipe<P> {
+pub(crate) struct Pipe<P> {
     direction: Direction,
     due: BinaryHeap<Reverse<Scheduled<P>>>,
     seq: u64,
@@ -75,6 +75,7 @@ impl<P: Clone> Pipe<P> {
         self.due.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.due.is_empty()
     }
@@ -96,10 +97,6 @@ impl<P: Clone> Pipe<P> {
 
     pub fn direction(&self) -> &Direction {
         &self.direction
-    }
-
-    pub fn direction_mut(&mut self) -> &mut Direction {
-        &mut self.direction
     }
 }
 

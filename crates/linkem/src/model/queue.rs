@@ -10,15 +10,18 @@ use super::{DropCause, Nanos, Stage, Verdict};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QueueLimit {
+    /// At most this many packets.
     Packets(u64),
+    /// At most this many bytes.
     Bytes(u64),
+    /// No limit.
     Unlimited,
 }
 
 /// Drop-tail queue wrapping the stage that drains it (the rate). A packet
 /// counts as queued from its arrival until the inner stage lets it go, so
 /// the queue only knows its depth through the service it feeds.
-pub struct Queue<S> {
+pub(crate) struct Queue<S> {
     limit: QueueLimit,
     service: S,
     /// Departure times and sizes of admitted packets still inside, in order.

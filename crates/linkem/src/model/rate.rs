@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::{Nanos, Stage, Verdict, MILLI};
 
 /// Bytes one trace delivery opportunity can carry (Mahimahi's PACKET_SIZE).
-pub const TRACE_OPPORTUNITY_BYTES: u32 = 1500;
+const TRACE_OPPORTUNITY_BYTES: u32 = 1500;
 
 /// A Mahimahi link trace: one millisecond timestamp per line, each a chance
 /// to deliver 1500 bytes; the schedule repeats with period = last timestamp.
@@ -18,7 +18,7 @@ pub struct Trace {
 
 impl Trace {
     /// Parses trace text; `name` (usually the file path) appears in errors.
-    pub fn parse(name: &str, text: &str) -> anyhow::Result<Trace> {
+    pub(crate) fn parse(name: &str, text: &str) -> anyhow::Result<Trace> {
         let mut opportunities = Vec::new();
         for (index, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -54,7 +54,7 @@ impl Trace {
     }
 
     /// Reads and parses a trace file.
-    pub fn load(path: &Path) -> anyhow::Result<Trace> {
+    pub(crate) fn load(path: &Path) -> anyhow::Result<Trace> {
         let name = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|err| {
             anyhow::anyhow!("cannot read trace file {name}: {err}; give a readable Mahimahi trace")
@@ -62,12 +62,13 @@ impl Trace {
         Trace::parse(&name, &text)
     }
 
-    pub fn name(&self) -> &str {
+    /// The name given to [`Trace::parse`], usually the file path.
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
     /// Mean delivery rate over one period, in bits per second.
-    pub fn mean_bits_per_sec(&self) -> f64 {
+    pub(crate) fn mean_bits_per_sec(&self) -> f64 {
         let bits = self.opportunities_ms.len() as f64 * f64::from(TRACE_OPPORTUNITY_BYTES) * 8.0;
         bits / (self.period_ms() as f64 / 1000.0)
     }
@@ -100,17 +101,22 @@ impl Trace {
 }
 
 /// The bottleneck's service discipline. Serves packets in arrival order.
-pub enum Rate {
+pub(crate) enum Rate {
     /// No rate limit.
     Unlimited,
     /// Serialization at a fixed bit rate.
-    Fixed { bits_per_sec: u64, free_at: Nanos },
+    Fixed {
+        /// The rate, in bits/s.
+        bits_per_sec: u64,
+        /// When the link finishes sending what it has, in ns.
+        free_at: Nanos,
+    },
     /// Trace-driven delivery opportunities.
     Trace(TraceServer),
 }
 
 /// Progress through a trace.
-pub struct TraceServer {
+pub(crate) struct TraceServer {
     trace: Trace,
     /// First opportunity nobody has used yet.
     next_unused: u64,

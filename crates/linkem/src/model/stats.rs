@@ -22,10 +22,11 @@ impl Default for DelayHistogram {
 }
 
 impl DelayHistogram {
-    pub fn record(&mut self, delay: Nanos) {
+    pub(crate) fn record(&mut self, delay: Nanos) {
         self.0.saturating_record(delay.max(1));
     }
 
+    /// The underlying histogram, in nanoseconds.
     pub fn histogram(&self) -> &Histogram<u64> {
         &self.0
     }
@@ -79,28 +80,36 @@ impl<'de> Deserialize<'de> for DelayHistogram {
 /// What one direction did with its packets.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DirectionStats {
+    /// Packets offered to the direction.
     pub packets_in: u64,
-    pub bytes_in: u64,
+    /// Bytes offered to the direction.
+    pub(crate) bytes_in: u64,
+    /// Packets that left the direction (duplicates included).
     pub packets_out: u64,
-    pub bytes_out: u64,
+    /// Bytes that left the direction.
+    pub(crate) bytes_out: u64,
+    /// Packets dropped by random loss.
     pub dropped_loss: u64,
+    /// Packets dropped because the queue was full.
     pub dropped_queue: u64,
-    pub duplicated: u64,
+    /// Packets sent twice.
+    pub(crate) duplicated: u64,
+    /// Time spent in the bottleneck queue, serialization included.
     pub queue_delay: DelayHistogram,
 }
 
 impl DirectionStats {
-    pub fn record_in(&mut self, len: u32) {
+    pub(crate) fn record_in(&mut self, len: u32) {
         self.packets_in += 1;
         self.bytes_in += u64::from(len);
     }
 
-    pub fn record_out(&mut self, len: u32) {
+    pub(crate) fn record_out(&mut self, len: u32) {
         self.packets_out += 1;
         self.bytes_out += u64::from(len);
     }
 
-    pub fn record_drop(&mut self, cause: DropCause) {
+    pub(crate) fn record_drop(&mut self, cause: DropCause) {
         match cause {
             DropCause::Loss => self.dropped_loss += 1,
             DropCause::Queue => self.dropped_queue += 1,
@@ -130,9 +139,11 @@ pub struct LinkStats {
     pub down: DirectionStats,
     /// CPU time of the thread forwarding both directions.
     #[serde(default)]
-    pub forwarder_cpu_s: f64,
-    pub seed: u64,
-    pub elapsed_s: f64,
+    pub(crate) forwarder_cpu_s: f64,
+    /// The seed of the path's random choices.
+    pub(crate) seed: u64,
+    /// Seconds since the path started.
+    pub(crate) elapsed_s: f64,
 }
 
 impl LinkStats {

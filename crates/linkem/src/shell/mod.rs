@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-pub use netns::{cleanup_stale, PREFIX as NAMESPACE_PREFIX};
+pub use netns::cleanup_stale;
 
 use crate::config::LinkConfig;
 use crate::model::LinkStats;
@@ -28,9 +28,9 @@ use forward::{Clock, Forwarder, Lane, Snapshots};
 use netns::Namespace;
 
 /// The client's address (RFC 2544 benchmarking range).
-pub const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 /// The server's address.
-pub const SERVER_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+const SERVER_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
 
 /// How long [`EmulatedPath::stats`] waits for the forwarding thread.
 const STATS_PATIENCE: Duration = Duration::from_millis(200);
@@ -104,14 +104,17 @@ impl EmulatedPath {
         })
     }
 
-    pub fn config(&self) -> &LinkConfig {
+    /// The configuration the path was started with.
+    pub(crate) fn config(&self) -> &LinkConfig {
         &self.config
     }
 
+    /// The client's address inside the client namespace (198.18.0.1).
     pub fn client_ip(&self) -> Ipv4Addr {
         CLIENT_IP
     }
 
+    /// The server's address inside the server namespace (198.18.0.2).
     pub fn server_ip(&self) -> Ipv4Addr {
         SERVER_IP
     }
@@ -123,12 +126,12 @@ impl EmulatedPath {
 
     /// A command that runs inside the client namespace, with
     /// `H3LAB_SERVER_IP` and `H3LAB_CLIENT_IP` set.
-    pub fn client_command(&self, program: impl AsRef<OsStr>) -> Command {
+    pub(crate) fn client_command(&self, program: impl AsRef<OsStr>) -> Command {
         self.command_in(&self.client, program)
     }
 
     /// A command that runs inside the server namespace.
-    pub fn server_command(&self, program: impl AsRef<OsStr>) -> Command {
+    pub(crate) fn server_command(&self, program: impl AsRef<OsStr>) -> Command {
         self.command_in(&self.server, program)
     }
 
@@ -176,7 +179,7 @@ impl EmulatedPath {
     /// The statistics so far, copied by the forwarding thread on request
     /// (it answers within about 10 ms); after [`EmulatedPath::shutdown`],
     /// the final ones.
-    pub fn stats(&self) -> LinkStats {
+    pub(crate) fn stats(&self) -> LinkStats {
         let snapshot = match self.thread {
             Some(_) => self.snapshots.request(STATS_PATIENCE),
             None => self.snapshots.latest(),
