@@ -11,6 +11,7 @@
 mod config;
 mod cpu;
 mod engine;
+mod pacer;
 mod plan;
 mod progress;
 mod report;

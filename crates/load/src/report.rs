@@ -92,3 +92,55 @@ pub(crate) fn build(shape: RunShape, tally: Tally, totals: RunTotals) -> LoadRep
     report.derive_rates();
     report
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A 10 s open-model run on 2 threads whose sends lagged `lag_us` each.
+    fn paced_run(lag_us: u64, cpu_s: f64) -> LoadReport {
+        let mut tally = Tally::default();
+        for _ in 0..1000 {
+            tally.lag.record(Duration::from_micros(lag_us));
+        }
+        tally.sent = 1000;
+        let shape = RunShape {
+            url: "https://127.0.0.1/".to_string(),
+            proto: Proto::H1,
+            connections: 4,
+            streams: 1,
+            threads: 2,
+            target_rate: Some(100.0),
+        };
+        let totals = RunTotals {
+            duration_s: 10.0,
+            warmup_s: 0.0,
+            interrupted: false,
+            user_s: cpu_s,
+            sys_s: 0.0,
+        };
+        build(shape, tally, totals)
+    }
+
+    #[test]
+    fn sends_within_the_bounds_need_no_warning() {
+        assert_eq!(paced_run(15, 1.0).pacing_warning(), None);
+    }
+
+    #[test]
+    fn a_busy_generator_is_named_as_the_cause_of_lag() {
+        let warning = paced_run(900, 19.0).pacing_warning().unwrap();
+        assert!(warning.contains("busy 95 %"), "{warning}");
+        assert!(warning.contains("no CPU was left"), "{warning}");
+    }
+
+    #[test]
+    fn an_idle_generator_with_lag_points_at_connections_and_threads() {
+        let warning = paced_run(900, 1.0).pacing_warning().unwrap();
+        assert!(warning.contains("900 µs (p50)"), "{warning}");
+        assert!(warning.contains("raise -c or -m"), "{warning}");
+        assert!(warning.contains("2 per thread"), "{warning}");
+    }
+}

@@ -18,6 +18,7 @@ use tokio::time::{sleep, sleep_until, Sleep};
 use tokio_util::sync::CancellationToken;
 
 use crate::cpu::CpuTime;
+use crate::pacer::Pacer;
 use crate::plan::{Plan, Share};
 use crate::schedule::{Schedule, Ticket};
 use crate::tally::Tally;
@@ -50,8 +51,13 @@ pub(crate) fn run_worker(
         .build()
         .context("starting a worker runtime")?;
     let connections = share.connections;
+    let pacer = {
+        let _runtime = runtime.enter();
+        Pacer::new().context("creating the send timer (timerfd)")?
+    };
     let worker = Rc::new(Worker {
         plan,
+        pacer,
         schedule: RefCell::new(share.schedule),
         tally: RefCell::new(Tally::default()),
         in_flight: Cell::new(0),
@@ -74,6 +80,7 @@ pub(crate) fn run_worker(
 /// State of one worker thread; only its own tasks touch it.
 struct Worker {
     plan: Arc<Plan>,
+    pacer: Pacer,
     schedule: RefCell<Schedule>,
     tally: RefCell<Tally>,
     in_flight: Cell<u64>,
@@ -204,7 +211,7 @@ impl Worker {
                 return LoopEnd::Done;
             };
             if let Some(intended) = ticket.intended {
-                sleep_until(intended.into()).await;
+                self.pacer.sleep_until(intended).await;
             }
             let sent_at = Instant::now();
             self.note_sent(&ticket, sent_at);
@@ -252,9 +259,9 @@ impl Worker {
         let mut tally = self.tally.borrow_mut();
         tally.sent += 1;
         let lag = sent_at.saturating_duration_since(intended);
+        tally.lag.record(lag);
         if lag > LATE {
             tally.late += 1;
-            tally.lag.record(lag);
         }
     }
 

@@ -10,6 +10,14 @@ use serde::{Deserialize, Serialize};
 use crate::histogram::Micros;
 use crate::vocab::{ErrorKind, Proto};
 
+/// Open-model sends later than this at the median, in µs, put the
+/// generator's own delay into the latencies (see [`LoadReport::pacing_warning`]).
+pub const LAG_P50_BOUND_US: u64 = 20;
+/// The same bound at the 99th percentile, in µs.
+pub const LAG_P99_BOUND_US: u64 = 100;
+/// A generator whose threads were busy this share of the run had no CPU to spare.
+const BUSY_GENERATOR: f64 = 0.8;
+
 /// Schema identifier of a [`LoadReport`].
 pub const LOAD_SCHEMA: &str = "h3lab.load/1";
 
@@ -114,7 +122,8 @@ pub struct OpenModel {
     pub achieved_rate: f64,
     /// Sent more than 1 ms after their intended time.
     pub late: u64,
-    /// How late the late ones were.
+    /// How late every measured request left: the generator's own delay,
+    /// which the open model's latency includes.
     pub lag_us: Micros,
     /// Due before the end but never sent.
     pub unsent: u64,
@@ -253,6 +262,43 @@ impl LoadReport {
         } else {
             0.0
         };
+    }
+
+    /// A warning when open-model sends left later than the pacing bounds
+    /// ([`LAG_P50_BOUND_US`], [`LAG_P99_BOUND_US`]): the latencies then
+    /// include the generator's own delay. It names the likely cause.
+    pub fn pacing_warning(&self) -> Option<String> {
+        let open = self.open_model.as_ref()?;
+        let (p50, p99) = (open.lag_us.quantile(0.5), open.lag_us.quantile(0.99));
+        if open.lag_us.count() == 0 || (p50 <= LAG_P50_BOUND_US && p99 <= LAG_P99_BOUND_US) {
+            return None;
+        }
+        let thread_seconds = self.duration_s * self.threads as f64;
+        let busy = (self.cpu.user_s + self.cpu.sys_s) / thread_seconds.max(f64::MIN_POSITIVE);
+        let cause = if busy >= BUSY_GENERATOR {
+            format!(
+                "its {} threads were busy {:.0} % of the time: no CPU was left to send on \
+                 time; lower the rate, or run the generator where it has cores to spare",
+                self.threads,
+                busy * 100.0
+            )
+        } else {
+            format!(
+                "it had CPU to spare, so sends waited for a free stream: all {} connections \
+                 x {} streams were busy (a slow or stalled server, or too few of them; raise \
+                 -c or -m), or they waited behind the other connections of their thread \
+                 ({} per thread; raise --threads)",
+                self.connections,
+                self.streams_per_connection,
+                self.connections.div_ceil(self.threads.max(1))
+            )
+        };
+        Some(format!(
+            "warning: requests left {p50} µs (p50) and {p99} µs (p99) after their intended \
+             time, beyond the {LAG_P50_BOUND_US} and {LAG_P99_BOUND_US} µs the generator keeps \
+             when it can; latency, measured from the intended time, includes that delay. \
+             The generator: {cause}"
+        ))
     }
 
     /// Interrupted beats failed: Ctrl-C is what the user asked for.
@@ -438,13 +484,16 @@ impl fmt::Display for LoadReport {
         if let Some(open) = &self.open_model {
             writeln!(
                 f,
-                "  pacing:    target {:.1} req/s, sent {} = {:.1} req/s, {} late (>1 ms; lag {}), {} never sent",
-                open.target_rate,
-                open.sent,
-                open.achieved_rate,
-                open.late,
-                percentiles(&open.lag_us),
-                open.unsent
+                "  pacing:    target {:.1} req/s, sent {} = {:.1} req/s, {} never sent",
+                open.target_rate, open.sent, open.achieved_rate, open.unsent
+            )?;
+            writeln!(
+                f,
+                "  send lag:  p50 {} µs  p99 {} µs  max {} µs, {} sent more than 1 ms late",
+                open.lag_us.quantile(0.5),
+                open.lag_us.quantile(0.99),
+                open.lag_us.max(),
+                open.late
             )?;
         }
         writeln!(

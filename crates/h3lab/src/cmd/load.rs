@@ -76,6 +76,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     watch_ctrl_c(cancel.clone())?;
     let report = h3lab_load::run(&config, cancel)?;
     print!("{report}");
+    if let Some(warning) = report.pacing_warning() {
+        eprintln!("{warning}");
+    }
     if let Some(path) = json_path {
         std::fs::write(&path, report.to_json())
             .with_context(|| format!("writing the JSON report to {}", path.display()))?;
