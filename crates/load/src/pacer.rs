@@ -20,15 +20,14 @@ use tokio::io::Interest;
 /// millisecond timeout), so the coarse wait always ends before the due time.
 const COARSE_MARGIN: Duration = Duration::from_millis(3);
 
-/// Bounds of how long before the due time the timerfd wakes the worker,
-/// which then yields until the due time. Waking an idle thread takes the
-/// kernel tens of microseconds; a yield loop takes under one but burns the
-/// CPU it waits with. So the margin follows the lower edge of the wake-up
-/// latency the pacer sees: a wake delayed by other work on a busy thread
-/// would not be helped by waking earlier, only made more costly.
+/// How long before a due time the timerfd wakes the worker, which then
+/// yields until the due time: an eighth of the time between its sends,
+/// within these bounds. Waking an idle thread takes this VM's kernel tens of
+/// microseconds, and a thread that slept runs its first request slower
+/// (caches, CPU idle states); a yield loop is awake within a microsecond
+/// and warms the path. It costs the CPU it waits with, hence the eighth.
 const MIN_SPIN: Duration = Duration::from_micros(2);
 const MAX_SPIN: Duration = Duration::from_micros(60);
-const FIRST_SPIN: Duration = Duration::from_micros(20);
 
 /// A worker's precise timer. Several request loops may wait on it at once:
 /// it is armed for the earliest of their due times, and each woken loop
@@ -37,14 +36,14 @@ pub(crate) struct Pacer {
     timer: AsyncFd<OwnedFd>,
     /// The due time the timerfd is set for, if it has not fired since.
     armed: Cell<Option<Instant>>,
-    /// How early to wake before a due time: the recent wake-up latency.
-    spin: Cell<Duration>,
+    /// How early to wake before a due time.
+    spin: Duration,
 }
 
 impl Pacer {
     /// A timerfd on the monotonic clock (the one `Instant` reads), for the
-    /// current thread's tokio runtime.
-    pub(crate) fn new() -> io::Result<Pacer> {
+    /// current thread's tokio runtime, for sends `interval` apart.
+    pub(crate) fn new(interval: Duration) -> io::Result<Pacer> {
         // SAFETY: plain timerfd_create(2); the result is checked.
         let fd = unsafe {
             libc::timerfd_create(
@@ -64,7 +63,7 @@ impl Pacer {
         Ok(Pacer {
             timer,
             armed: Cell::new(None),
-            spin: Cell::new(FIRST_SPIN),
+            spin: (interval / 16).clamp(MIN_SPIN, MAX_SPIN),
         })
     }
 
@@ -75,17 +74,12 @@ impl Pacer {
                 tokio::time::sleep_until(coarse.into()).await;
             }
         }
-        let wake = due.checked_sub(self.spin.get()).unwrap_or(due);
-        let mut waited = false;
+        let wake = due.checked_sub(self.spin).unwrap_or(due);
         loop {
             let now = Instant::now();
             if now >= wake {
-                if waited {
-                    self.learn_wake_up_latency(now - wake);
-                }
                 break;
             }
-            waited = true;
             if self.arm(wake, now).is_err() {
                 return tokio::time::sleep_until(due.into()).await;
             }
@@ -103,19 +97,6 @@ impl Pacer {
         while Instant::now() < due {
             tokio::task::yield_now().await;
         }
-    }
-
-    /// Moves the margin towards `late`: a quarter of the way down, a
-    /// sixteenth of the way up, so it tracks the fastest wake-ups.
-    fn learn_wake_up_latency(&self, late: Duration) {
-        let target = late.clamp(MIN_SPIN, MAX_SPIN);
-        let spin = self.spin.get();
-        let next = if target < spin {
-            spin - (spin - target) / 4
-        } else {
-            spin + (target - spin) / 16
-        };
-        self.spin.set(next);
     }
 
     /// Sets the timer for `due` unless it already fires between now and then.
@@ -177,7 +158,7 @@ mod tests {
     #[test]
     fn it_never_returns_early() {
         runtime().block_on(async {
-            let pacer = Pacer::new().unwrap();
+            let pacer = Pacer::new(Duration::from_millis(1)).unwrap();
             for wait_us in [0, 50, 700, 2_500, 4_000] {
                 let due = Instant::now() + Duration::from_micros(wait_us);
                 pacer.sleep_until(due).await;
@@ -192,7 +173,7 @@ mod tests {
     #[test]
     fn loops_waiting_together_each_wake_at_or_after_their_own_time() {
         runtime().block_on(async {
-            let pacer = Pacer::new().unwrap();
+            let pacer = Pacer::new(Duration::from_millis(1)).unwrap();
             let start = Instant::now();
             // Out of order, and closer together than tokio's 1 ms tick.
             let offsets_us = [900u64, 300, 600, 3_500, 100, 5_000];

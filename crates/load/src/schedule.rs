@@ -68,6 +68,13 @@ impl Schedule {
         }
     }
 
+    /// Open model: the time between this worker's sends.
+    pub fn interval(&self) -> Option<Duration> {
+        self.pacing
+            .as_ref()
+            .map(|pacing| Duration::from_secs_f64(1.0 / pacing.rate))
+    }
+
     /// The next ticket, or `None` when this worker has issued all it may.
     pub fn next(&mut self, now: Instant) -> Option<Ticket> {
         if let Some(ticket) = self.retry.pop() {

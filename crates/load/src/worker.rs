@@ -53,7 +53,8 @@ pub(crate) fn run_worker(
     let connections = share.connections;
     let pacer = {
         let _runtime = runtime.enter();
-        Pacer::new().context("creating the send timer (timerfd)")?
+        let interval = share.schedule.interval().unwrap_or(Duration::MAX);
+        Pacer::new(interval).context("creating the send timer (timerfd)")?
     };
     let worker = Rc::new(Worker {
         plan,
