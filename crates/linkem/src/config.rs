@@ -5,8 +5,10 @@
 use serde::Serialize;
 
 pub use crate::model::ReorderSpec;
-use crate::model::{DirectionConfig, RateSpec};
-use crate::model::{GilbertElliott, Jitter, JitterShape, LossModel, Nanos, QueueLimit, Trace};
+use crate::model::{
+    DirectionConfig, GilbertElliott, Jitter, JitterShape, LossModel, Nanos, QueueLimit, RateSpec,
+    Trace,
+};
 
 /// Both directions of a path and the seed of every random choice.
 #[derive(Debug, Clone, PartialEq, Serialize)]

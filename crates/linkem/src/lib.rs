@@ -5,6 +5,8 @@
 //! loss, reordering, duplication) without kernel netem: two network
 //! namespaces joined by TUN devices, with this process forwarding packets
 //! through a pure, seeded link model. TCP and UDP cross the same path.
+//! It also holds h3lab's one process supervisor (`supervise`), which starts
+//! programs at either end of a path (`run`), stops them and reaps them.
 //!
 //! It is not a traffic generator, a measurement tool or a general-purpose
 //! network simulator: it only carries packets between the two namespaces.

@@ -3,8 +3,7 @@
 use serde::Serialize;
 
 use crate::config::LinkSettings;
-use crate::model::RateSpec;
-use crate::model::{Jitter, JitterShape, LossModel, Nanos, MILLI};
+use crate::model::{Jitter, JitterShape, LossModel, Nanos, RateSpec, MILLI};
 
 /// A named network condition.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -21,11 +21,11 @@ use tokio::io::Interest;
 const COARSE_MARGIN: Duration = Duration::from_millis(3);
 
 /// How long before a due time the timerfd wakes the worker, which then
-/// yields until the due time: an eighth of the time between its sends,
+/// yields until the due time: a sixteenth of the time between its sends,
 /// within these bounds. Waking an idle thread takes this VM's kernel tens of
 /// microseconds, and a thread that slept runs its first request slower
 /// (caches, CPU idle states); a yield loop is awake within a microsecond
-/// and warms the path. It costs the CPU it waits with, hence the eighth.
+/// and warms the path. It costs the CPU it waits with, hence the sixteenth.
 const MIN_SPIN: Duration = Duration::from_micros(2);
 const MAX_SPIN: Duration = Duration::from_micros(60);
 

@@ -5,8 +5,7 @@ use super::{
     stream, Delay, DropCause, Duplicate, Impairment, Loss, Nanos, Queue, Rate, Reorder, Stage,
     Verdict, Way,
 };
-use crate::model::DirectionStats;
-use crate::model::{DirectionConfig, RateSpec};
+use crate::model::{DirectionConfig, DirectionStats, RateSpec};
 
 /// What becomes of a packet offered to a direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,8 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::model::DirectionStats;
-use crate::model::{Nanos, Pipe};
+use crate::model::{DirectionStats, Nanos, Pipe};
 
 /// Largest packet read; the MTU is 1500 and there are no offloads, so this
 /// leaves room without ever truncating.

@@ -21,9 +21,7 @@ use anyhow::Context;
 pub use netns::cleanup_stale;
 
 use crate::config::LinkConfig;
-use crate::model::LinkStats;
-use crate::model::{Direction, LossModel, Pipe, Way};
-use crate::model::{DirectionConfig, RateSpec};
+use crate::model::{Direction, DirectionConfig, LinkStats, LossModel, Pipe, RateSpec, Way};
 use forward::{Clock, Forwarder, Lane, Snapshots};
 use netns::Namespace;
 
