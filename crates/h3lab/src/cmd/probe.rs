@@ -26,7 +26,7 @@ enum Probe {
 struct TtfbArgs {
     /// URL to request, e.g. https://127.0.0.1:8443/bytes/1.
     url: String,
-    /// Protocol [default: h2].
+    /// Protocol.
     #[arg(long, value_enum, default_value = "h2")]
     proto: Proto,
     /// cold: full handshake; resumed: TLS/QUIC session resumption; 0rtt: the
