@@ -37,8 +37,9 @@ pub struct ConnectTiming {
     /// TLS handshake after TCP, or the whole QUIC handshake; `None` for
     /// cleartext HTTP/1.1.
     pub handshake: Option<Duration>,
-    /// Whether TLS resumed an earlier session. `None` when unknown: quinn
-    /// does not expose the TLS handshake kind, and cleartext has no TLS.
+    /// Whether TLS resumed an earlier session, from rustls for h1/h2.
+    /// `None` for cleartext, and for h3: quinn does not expose the handshake
+    /// kind (the ttfb probe proves h3 resumption from the handshake itself).
     pub(crate) resumed: Option<bool>,
 }
 
@@ -201,7 +202,7 @@ impl Connector {
         let timing = ConnectTiming {
             tcp_connect: None,
             handshake: Some(start.elapsed()),
-            resumed: accepted.then_some(true),
+            resumed: None,
         };
         Ok((response, sender, timing, accepted))
     }

@@ -396,6 +396,14 @@ fn percentiles(histogram: &Micros) -> String {
     )
 }
 
+/// `items` joined by commas, or `none`.
+fn list_or_none(items: &[String]) -> String {
+    match items.is_empty() {
+        true => "none".to_string(),
+        false => items.join(", "),
+    }
+}
+
 fn bytes_per_sec(rate: f64) -> String {
     match rate {
         r if r >= 1e9 => format!("{:.2} GB/s", r / 1e9),
@@ -453,15 +461,7 @@ impl fmt::Display for LoadReport {
             .iter()
             .map(|(status, count)| format!("{status} x{count}"))
             .collect();
-        writeln!(
-            f,
-            "  status:    {}",
-            if statuses.is_empty() {
-                "none".to_string()
-            } else {
-                statuses.join(", ")
-            }
-        )?;
+        writeln!(f, "  status:    {}", list_or_none(&statuses))?;
         let errors: Vec<String> = self
             .errors
             .pairs()
@@ -469,15 +469,7 @@ impl fmt::Display for LoadReport {
             .filter(|(_, count)| *count > 0)
             .map(|(kind, count)| format!("{} {count}", kind.name()))
             .collect();
-        writeln!(
-            f,
-            "  errors:    {}",
-            if errors.is_empty() {
-                "none".to_string()
-            } else {
-                errors.join(", ")
-            }
-        )?;
+        writeln!(f, "  errors:    {}", list_or_none(&errors))?;
         for (kind, message) in &self.first_errors {
             writeln!(f, "    first {kind}: {message}")?;
         }

@@ -143,11 +143,16 @@ fn run_suite(
         cells.len(),
         out.display()
     );
-    let progress = progress_bar(suite, cells);
+    // Estimated once: a profile's settings may come from trace files.
+    let estimates: Vec<u64> = cells
+        .iter()
+        .map(|cell| runner::estimated_seconds(suite, cell).round() as u64)
+        .collect();
+    let progress = progress_bar(&estimates, cells);
     let mut write_error = None;
     let mut index = 0;
     let results = runner::run(suite, &ctx, |results, record| {
-        progress.inc(runner::estimated_seconds(suite, &cells[index]).round() as u64);
+        progress.inc(estimates[index]);
         index += 1;
         if let Outcome::Failed { error } = &record.outcome {
             progress.println(format!(
@@ -197,14 +202,10 @@ fn exit_code(results: &Results, stop: &AtomicBool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// A progress bar whose units are estimated seconds, so the ETA accounts
-/// for cells of very different lengths.
-fn progress_bar(suite: &Suite, cells: &[CellSpec]) -> ProgressBar {
-    let total: f64 = cells
-        .iter()
-        .map(|cell| runner::estimated_seconds(suite, cell))
-        .sum();
-    let bar = ProgressBar::new(total.round() as u64);
+/// A progress bar whose units are the cells' estimated seconds, so the ETA
+/// accounts for cells of very different lengths.
+fn progress_bar(estimates: &[u64], cells: &[CellSpec]) -> ProgressBar {
+    let bar = ProgressBar::new(estimates.iter().sum());
     bar.set_style(
         ProgressStyle::with_template(
             "{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta} {msg}",
