@@ -28,6 +28,11 @@ enum Command {
     Load(cmd::load::Args),
     /// Run commands behind an emulated network link (no netem needed).
     Net(cmd::net::Args),
+    /// Write deterministic synthetic sites shaped after the page-load studies.
+    Site(cmd::site::Args),
+    /// Load a whole page (HTML and every asset) and time it, with the built-in
+    /// loader or real Chromium.
+    Page(cmd::page::Args),
     /// Single-property probes: time to first byte cold, resumed and 0-RTT.
     Probe(cmd::probe::Args),
     /// Compare h1, h2 and h3 across network profiles and workloads (the main job).
@@ -45,6 +50,8 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd::serve::run(args),
         Command::Load(args) => cmd::load::run(args),
         Command::Net(args) => cmd::net::run(args),
+        Command::Site(args) => cmd::site::run(args),
+        Command::Page(args) => cmd::page::run(args),
         Command::Probe(args) => cmd::probe::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Report(args) => cmd::report::report(args),

@@ -1,7 +1,8 @@
 //! What h3lab measures, as data: the versioned JSON schemas every command
-//! writes and reads (`h3lab.results/1`, `h3lab.load/1`, `h3lab.ttfb/2`), the
-//! mergeable latency histogram they carry, and the shared vocabulary
-//! (protocol, QUIC congestion controller, handshake mode, error kind).
+//! writes and reads (`h3lab.results/1`, `h3lab.load/1`, `h3lab.ttfb/2`,
+//! `h3lab.page/1`), the mergeable latency histogram they carry, and the
+//! shared vocabulary (protocol, QUIC congestion controller, handshake mode,
+//! error kind, page loader, visit, resource kind).
 //!
 //! Not for: measuring, running or drawing anything. It sits at the bottom of
 //! the workspace, so it knows nothing of sockets, processes or HTML, and
@@ -12,8 +13,11 @@
 pub mod bench;
 mod histogram;
 pub mod load;
+pub mod page;
 pub mod ttfb;
 mod vocab;
 
 pub use histogram::Micros;
-pub use vocab::{ErrorKind, Proto, QuicCongestion, TtfbMode, UnknownName};
+pub use vocab::{
+    ErrorKind, Loader, Proto, QuicCongestion, ResourceKind, TtfbMode, UnknownName, Visit,
+};

@@ -109,6 +109,58 @@ impl Proto {
     }
 }
 
+/// What loads a page: h3lab's own browser-like loader, or real Chromium.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Loader {
+    /// The built-in loader: no browser, a browser's network behaviour.
+    #[default]
+    Builtin,
+    /// Headless Chromium driven over the DevTools protocol.
+    Chromium,
+}
+
+words!(Loader, "page loader", Builtin = "builtin", Chromium = "chromium");
+
+/// Whether a page load starts from nothing or reuses an earlier visit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Visit {
+    /// New connections (and, for Chromium, a new browser and profile).
+    #[default]
+    Cold,
+    /// Resumed TLS sessions, with 0-RTT where the protocol has it.
+    Warm,
+}
+
+words!(Visit, "visit", Cold = "cold", Warm = "warm");
+
+/// What a page's resource is, as the loader discovered it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ResourceKind {
+    /// The page's HTML.
+    Document,
+    /// A stylesheet (`<link rel=stylesheet>`, `@import`).
+    Stylesheet,
+    /// A script (`<script src>`, or loaded by a script).
+    Script,
+    /// A web font (`@font-face` `src: url()`).
+    Font,
+    /// An image (`<img>`, a CSS `url()` background).
+    Image,
+    /// Anything else.
+    Other,
+}
+
+words!(
+    ResourceKind,
+    "resource kind",
+    Document = "document",
+    Stylesheet = "stylesheet",
+    Script = "script",
+    Font = "font",
+    Image = "image",
+    Other = "other",
+);
+
 /// The congestion controller HTTP/3's QUIC uses (quinn's). TCP's is the
 /// kernel's, so `Auto` picks the family of the kernel's TCP controller and
 /// both protocols are compared under the same congestion control.

@@ -4,6 +4,8 @@
 pub mod bench;
 pub mod load;
 pub mod net;
+pub mod page;
 pub mod probe;
 pub mod report;
 pub mod serve;
+pub mod site;

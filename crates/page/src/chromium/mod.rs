@@ -1,0 +1,1 @@
+//! Headless Chromium over the DevTools protocol (being written).

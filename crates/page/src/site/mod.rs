@@ -1,0 +1,1 @@
+//! Synthetic sites shaped after the page-load studies (being written).
