@@ -173,6 +173,36 @@ impl Connector {
         Ok(Connection { sender, timing })
     }
 
+    /// A new connection that reuses an earlier session where it can: TLS
+    /// resumption for h1/h2 (from the shared session store), and for h3 a
+    /// connection usable at once in 0-RTT when a ticket allows it, so the
+    /// requests sent before the handshake completes travel as early data.
+    /// Without a ticket it is [`Connector::connect`].
+    pub async fn connect_early(&self) -> Result<Connection, ClientError> {
+        if self.proto != Proto::H3 {
+            return self.connect().await;
+        }
+        let start = Instant::now();
+        let connecting = self.start_quic()?;
+        let conn = match connecting.into_0rtt() {
+            Ok((conn, _accepted)) => conn,
+            Err(connecting) => match timeout(self.connect_timeout, connecting).await {
+                Err(_) | Ok(Err(quinn::ConnectionError::TimedOut)) => {
+                    return Err(self.no_quic_answer())
+                }
+                Ok(Err(err)) => return Err(quic_connect_error(err, self.addr)),
+                Ok(Ok(conn)) => conn,
+            },
+        };
+        let timing = ConnectTiming {
+            tcp_connect: None,
+            handshake: Some(start.elapsed()),
+            resumed: None,
+        };
+        let sender = start_h3(conn).await?;
+        Ok(Connection { sender, timing })
+    }
+
     /// h3 with the request in 0-RTT when a ticket allows it. Returns the
     /// response head, the connection's `Sender` (h3 closes a connection
     /// whose last sender is dropped, so the caller keeps it until the body

@@ -97,6 +97,7 @@ async fn send_h2(
         body.send_data(template.body().clone(), true)
             .map_err(ClientError::from_h2)?;
     }
+    let stream_id = u32::from(response.stream_id());
     let response = response.await.map_err(|err| {
         if err.is_remote() && (err.is_go_away() || err.reason() == Some(h2::Reason::REFUSED_STREAM))
         {
@@ -108,7 +109,7 @@ async fn send_h2(
             ClientError::from_h2(err)
         }
     })?;
-    Ok(Response::h2(response))
+    Ok(Response::h2(response, stream_id))
 }
 
 fn closed_before_send(err: hyper::Error) -> ClientError {
@@ -134,5 +135,5 @@ async fn send_h3(
         .recv_response()
         .await
         .map_err(ClientError::from_h3_stream)?;
-    Ok(Response::h3(head.status(), stream))
+    Ok(Response::h3(head, stream))
 }

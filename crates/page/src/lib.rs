@@ -9,4 +9,8 @@
 #![warn(missing_docs)]
 
 pub mod chromium;
+pub mod discover;
+pub mod har;
+pub mod loader;
+mod schedule;
 pub mod site;

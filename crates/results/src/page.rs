@@ -28,6 +28,8 @@ pub struct PageReport {
 /// One load of the page.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PageLoad {
+    /// Wall-clock start of the navigation, RFC 3339 in UTC (HAR needs it).
+    pub started_at: String,
     /// Page load time: from the start of the navigation until every
     /// resource is complete.
     pub load_ms: f64,
@@ -147,6 +149,7 @@ mod tests {
 
     fn load(ms: f64, resources: Vec<ResourceTiming>) -> PageLoad {
         PageLoad {
+            started_at: "2026-11-23T08:00:00.000Z".into(),
             load_ms: ms,
             resources,
             browser: None,
@@ -155,7 +158,14 @@ mod tests {
 
     #[test]
     fn bytes_and_connections_sum_the_waterfall() {
-        let page = load(5.0, vec![resource(Some(1), 10), resource(Some(2), 5), resource(Some(1), 1)]);
+        let page = load(
+            5.0,
+            vec![
+                resource(Some(1), 10),
+                resource(Some(2), 5),
+                resource(Some(1), 1),
+            ],
+        );
         assert_eq!(page.bytes(), 16);
         assert_eq!(page.connections(), Some(2));
         let unknown = load(5.0, vec![resource(Some(1), 10), resource(None, 5)]);
@@ -164,7 +174,8 @@ mod tests {
 
     #[test]
     fn median_load_is_the_lower_middle() {
-        let mut report = PageReport::new("https://a.test/", Proto::H3, Loader::Builtin, Visit::Cold);
+        let mut report =
+            PageReport::new("https://a.test/", Proto::H3, Loader::Builtin, Visit::Cold);
         assert_eq!(report.median_load(), None);
         for ms in [30.0, 10.0, 20.0, 40.0] {
             report.loads.push(load(ms, vec![]));

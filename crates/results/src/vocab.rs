@@ -119,7 +119,12 @@ pub enum Loader {
     Chromium,
 }
 
-words!(Loader, "page loader", Builtin = "builtin", Chromium = "chromium");
+words!(
+    Loader,
+    "page loader",
+    Builtin = "builtin",
+    Chromium = "chromium"
+);
 
 /// Whether a page load starts from nothing or reuses an earlier visit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

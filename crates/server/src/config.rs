@@ -18,6 +18,11 @@ pub struct ServerConfig {
     pub cleartext: bool,
     /// Directory served under `/static/`; `None` makes every `/static/` path 404.
     pub root: Option<PathBuf>,
+    /// Directory served at `/` (a site whose pages use absolute paths works
+    /// unchanged): every GET path the synthetic endpoints do not claim is a
+    /// file in it, and every answer is `Cache-Control: no-store`. `None`
+    /// makes such paths 404.
+    pub site: Option<PathBuf>,
     /// Resource limits the server enforces.
     pub limits: Limits,
     /// Extra subject alternative names for a generated certificate (DNS names or IPs).
@@ -42,6 +47,7 @@ impl Default for ServerConfig {
             tls: TlsSource::SelfSigned,
             cleartext: false,
             root: None,
+            site: None,
             limits: Limits::default(),
             extra_sans: Vec::new(),
             quic_congestion: QuicCongestion::default(),

@@ -1,6 +1,8 @@
 //! The h3lab reference server: HTTP/1.1 and HTTP/2 over TLS 1.3 on TCP and
 //! HTTP/3 over QUIC on UDP, on one port, with the same synthetic endpoints
-//! (`/health`, `/bytes/{n}`, `/delay/{ms}`, `/echo`, `/static/...`) on all three.
+//! (`/health`, `/bytes/{n}`, `/delay/{ms}`, `/echo`, `/static/...`) on all three,
+//! and optionally a site directory at `/` for page loads
+//! ([`ServerConfig::site`]).
 //!
 //! It is a known, measurable peer for h3lab's benchmarks and tests, not a
 //! general-purpose web server: no virtual hosts, no compression, no range
@@ -74,6 +76,7 @@ impl fmt::Display for ServeSummary {
 /// gracefully; dropping it stops it abruptly.
 pub struct RunningServer {
     local_addr: SocketAddr,
+    site: Option<PathBuf>,
     trust: Option<Trust>,
     endpoint: Option<quinn::Endpoint>,
     lifecycle: Lifecycle,
@@ -90,7 +93,16 @@ struct Trust {
 /// Binds, then serves in the background on the current tokio runtime.
 pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     config.limits.validate()?;
-    let root = config.root.as_deref().map(canonical_root).transpose()?;
+    let root = config
+        .root
+        .as_deref()
+        .map(|dir| canonical_dir(dir, "static root", "--root"));
+    let root = root.transpose()?;
+    let site = config
+        .site
+        .as_deref()
+        .map(|dir| canonical_dir(dir, "site directory", "--site"));
+    let site = site.transpose()?;
     let tls = match config.cleartext {
         true => None,
         false => Some(tls::TlsMaterial::load(
@@ -111,6 +123,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     let stats = Arc::new(Stats::default());
     let handler = Arc::new(Handler {
         root,
+        site: site.clone(),
         limits: config.limits.clone(),
         alt_svc,
         stats: stats.clone(),
@@ -147,6 +160,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     }
     Ok(RunningServer {
         local_addr,
+        site,
         trust: tls.map(|t| Trust {
             spki_sha256_base64: t.spki_sha256_base64,
             cert_pem: t.cert_pem,
@@ -158,17 +172,18 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     })
 }
 
-fn canonical_root(root: &Path) -> Result<PathBuf> {
-    let canonical = root.canonicalize().with_context(|| {
+/// `dir` made canonical, or an error naming `what` it is and the `flag` to fix.
+fn canonical_dir(dir: &Path, what: &str, flag: &str) -> Result<PathBuf> {
+    let canonical = dir.canonicalize().with_context(|| {
         format!(
-            "static root {} does not exist; pass an existing directory with --root",
-            root.display()
+            "{what} {} does not exist; pass an existing directory with {flag}",
+            dir.display()
         )
     })?;
     if !canonical.is_dir() {
         bail!(
-            "static root {} is not a directory; pass a directory with --root",
-            root.display()
+            "{what} {} is not a directory; pass a directory with {flag}",
+            dir.display()
         );
     }
     Ok(canonical)
@@ -203,7 +218,7 @@ impl RunningServer {
     /// The start-up lines `h3lab serve` prints, one item per line.
     pub fn banner(&self) -> Vec<String> {
         let addr = self.local_addr;
-        match &self.trust {
+        let mut lines = match &self.trust {
             Some(trust) => vec![
                 format!("listening: tcp+udp {addr} (h1,h2 over TLS 1.3; h3 over QUIC)"),
                 format!("spki-sha256: {}", trust.spki_sha256_base64),
@@ -211,7 +226,11 @@ impl RunningServer {
             None => vec![format!(
                 "listening: tcp {addr} (h1, h2c prior knowledge; cleartext, no h3)"
             )],
+        };
+        if let Some(site) = &self.site {
+            lines.push(format!("site: {} at /", site.display()));
         }
+        lines
     }
 
     /// Stops accepting, lets in-flight requests finish within the grace

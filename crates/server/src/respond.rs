@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::header::{
-    HeaderValue, ALLOW, ALT_SVC, CACHE_CONTROL, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE,
+    HeaderValue, ALLOW, ALT_SVC, CACHE_CONTROL, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, LOCATION,
     RETRY_AFTER, SERVER,
 };
 use http::{HeaderMap, Method, Response, StatusCode, Uri};
@@ -90,8 +90,10 @@ impl Stats {
 /// Shared, read-only request handling state.
 #[derive(Debug)]
 pub struct Handler {
-    /// Canonical static root.
+    /// Canonical static root, served under `/static/`.
     pub root: Option<PathBuf>,
+    /// Canonical site directory, served at `/`.
+    pub site: Option<PathBuf>,
     pub limits: Limits,
     /// `Alt-Svc` value for TCP responses; `None` when there is no HTTP/3.
     pub alt_svc: Option<HeaderValue>,
@@ -117,6 +119,7 @@ impl Handler {
         let route_limits = RouteLimits {
             max_response_bytes: self.limits.max_response_bytes,
             max_delay: self.limits.max_delay,
+            site: self.site.is_some(),
         };
         let mut response = match route(method, uri.path(), &route_limits) {
             Route::Health => health(protocol),
@@ -130,6 +133,7 @@ impl Handler {
             }
             Route::Echo => self.echo(headers, read_body).await,
             Route::Static(path) => self.static_file(&path).await,
+            Route::Site(path) => self.site_file(&path, uri).await,
             Route::Reject(rejection) => reject(rejection),
         };
         self.finish_headers(protocol, &mut response);
@@ -197,54 +201,130 @@ impl Handler {
                 "no static root; start the server with --root DIR",
             );
         };
-        let mut candidate = root.to_path_buf();
-        candidate.extend(&path.segments);
-        if path.wants_index {
+        let mut candidate = below(root, path);
+        let mut found = lookup(root, &candidate).await;
+        if let Ok(Lookup::Directory) = found {
             candidate.push("index.html");
+            found = lookup(root, &candidate).await;
         }
-        match open_inside(root, candidate).await {
-            Ok(Some((file, len, real))) => {
-                let mime = mime_guess::from_path(&real).first_or_octet_stream();
-                let mut response = Response::new(ReplyBody::file(file, len));
-                let headers = response.headers_mut();
-                if let Ok(value) = HeaderValue::from_str(mime.as_ref()) {
-                    headers.insert(CONTENT_TYPE, value);
-                }
-                headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-                response
-            }
-            Ok(None) => plain(StatusCode::NOT_FOUND, "no such file under the static root"),
-            Err(err) => plain(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                &format!("could not read the static file: {err}"),
-            ),
+        match found {
+            Ok(Lookup::File(file, len, real)) => file_response(file, len, &real, false),
+            Ok(_) => plain(StatusCode::NOT_FOUND, "no such file under the static root"),
+            Err(err) => unreadable(err),
         }
+    }
+
+    /// A file of the site, every answer `no-store`. A directory named
+    /// without its trailing slash is redirected (301) to the slash form, as
+    /// nginx does, so the relative links of its `index.html` resolve.
+    async fn site_file(&self, path: &StaticPath, uri: &Uri) -> Response<ReplyBody> {
+        let Some(site) = &self.site else {
+            return plain(
+                StatusCode::NOT_FOUND,
+                "no site; start the server with --site DIR",
+            );
+        };
+        let mut response = match lookup(site, &below(site, path)).await {
+            Ok(Lookup::File(file, len, real)) => file_response(file, len, &real, true),
+            Ok(Lookup::Directory) if !path.wants_index => slash_redirect(uri),
+            Ok(_) => plain(StatusCode::NOT_FOUND, "no such file in the site"),
+            Err(err) => unreadable(err),
+        };
+        let headers = response.headers_mut();
+        headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        response
     }
 }
 
-/// Opens `candidate` if it resolves (symlinks included) to a regular file
-/// under `root`; a directory means its `index.html`.
-async fn open_inside(
-    root: &Path,
-    candidate: PathBuf,
-) -> std::io::Result<Option<(tokio::fs::File, u64, PathBuf)>> {
-    let mut candidate = candidate;
-    for _ in 0..2 {
-        let Ok(real) = tokio::fs::canonicalize(&candidate).await else {
-            return Ok(None);
-        };
-        if !real.starts_with(root) {
-            return Ok(None);
-        }
-        let metadata = tokio::fs::metadata(&real).await?;
-        if metadata.is_dir() {
-            candidate = real.join("index.html");
-            continue;
-        }
-        let file = tokio::fs::File::open(&real).await?;
-        return Ok(Some((file, metadata.len(), real)));
+/// The file `path` names below `dir`; a trailing slash names its `index.html`.
+fn below(dir: &Path, path: &StaticPath) -> PathBuf {
+    let mut candidate = dir.to_path_buf();
+    candidate.extend(&path.segments);
+    if path.wants_index {
+        candidate.push("index.html");
     }
-    Ok(None)
+    candidate
+}
+
+/// What a path resolves to inside a served directory.
+enum Lookup {
+    File(tokio::fs::File, u64, PathBuf),
+    Directory,
+    /// Missing, or resolving (through symlinks) outside the directory.
+    Missing,
+}
+
+/// Resolves `candidate` (symlinks included) and opens it if it is a regular
+/// file inside `dir` (which is canonical).
+async fn lookup(dir: &Path, candidate: &Path) -> std::io::Result<Lookup> {
+    let Ok(real) = tokio::fs::canonicalize(candidate).await else {
+        return Ok(Lookup::Missing);
+    };
+    if !real.starts_with(dir) {
+        return Ok(Lookup::Missing);
+    }
+    let metadata = tokio::fs::metadata(&real).await?;
+    if metadata.is_dir() {
+        return Ok(Lookup::Directory);
+    }
+    let file = tokio::fs::File::open(&real).await?;
+    Ok(Lookup::File(file, metadata.len(), real))
+}
+
+fn file_response(
+    file: tokio::fs::File,
+    len: u64,
+    real: &Path,
+    charset: bool,
+) -> Response<ReplyBody> {
+    let mut response = Response::new(ReplyBody::file(file, len));
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, content_type(real, charset));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// The type for a file's extension (`application/octet-stream` if unknown).
+/// `.js` and `.mjs` are `text/javascript` (RFC 9239), `.woff2` `font/woff2`;
+/// with `charset`, HTML, CSS and JavaScript say `; charset=utf-8`.
+fn content_type(path: &Path, charset: bool) -> HeaderValue {
+    let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let essence = match extension.to_ascii_lowercase().as_str() {
+        "js" | "mjs" => "text/javascript".to_string(),
+        "woff2" => "font/woff2".to_string(),
+        _ => mime_guess::from_path(path)
+            .first_or_octet_stream()
+            .essence_str()
+            .to_string(),
+    };
+    let text = matches!(
+        essence.as_str(),
+        "text/html" | "text/css" | "text/javascript"
+    );
+    let value = match charset && text {
+        true => format!("{essence}; charset=utf-8"),
+        false => essence,
+    };
+    HeaderValue::from_str(&value).unwrap_or(HeaderValue::from_static("application/octet-stream"))
+}
+
+/// 301 to the same path with a trailing slash, the query kept.
+fn slash_redirect(uri: &Uri) -> Response<ReplyBody> {
+    let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
+    let target = format!("{}/{query}", uri.path());
+    let Ok(location) = HeaderValue::from_str(&target) else {
+        return plain(StatusCode::NOT_FOUND, "no such file in the site");
+    };
+    let mut response = plain(StatusCode::MOVED_PERMANENTLY, &format!("moved to {target}"));
+    response.headers_mut().insert(LOCATION, location);
+    response
+}
+
+fn unreadable(err: std::io::Error) -> Response<ReplyBody> {
+    plain(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        &format!("could not read the file: {err}"),
+    )
 }
 
 fn with_type(mut response: Response<ReplyBody>, content_type: &'static str) -> Response<ReplyBody> {

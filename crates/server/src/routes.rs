@@ -5,11 +5,14 @@ use std::time::Duration;
 use http::Method;
 use percent_encoding::percent_decode_str;
 
-/// The bounds routing checks parameters against.
+/// The bounds routing checks parameters against, and whether a site is
+/// served at `/`.
 #[derive(Clone, Copy, Debug)]
 pub struct RouteLimits {
     pub max_response_bytes: u64,
     pub max_delay: Duration,
+    /// Every GET path the synthetic endpoints do not claim is a file of the site.
+    pub site: bool,
 }
 
 /// What to do with a request.
@@ -21,6 +24,8 @@ pub enum Route {
     Echo,
     /// A file below the static root, as decoded path segments.
     Static(StaticPath),
+    /// A file of the site served at `/`, as decoded path segments.
+    Site(StaticPath),
     Reject(Rejection),
 }
 
@@ -32,7 +37,7 @@ pub enum Rejection {
     BadRequest(String),
 }
 
-/// Decoded, traversal-free path segments below the static root.
+/// Decoded, traversal-free path segments below the static root or the site.
 /// An empty list or a trailing slash means the directory's `index.html`.
 #[derive(Debug, PartialEq, Eq)]
 pub struct StaticPath {
@@ -41,6 +46,8 @@ pub struct StaticPath {
 }
 
 /// Decides the route for `method` and `path` (the URI path, query excluded).
+/// The synthetic endpoints come first, so a site's own `/health`, `/echo`,
+/// `/bytes/`, `/delay/` or `/static/` is shadowed by them.
 pub fn route(method: &Method, path: &str, limits: &RouteLimits) -> Route {
     if path == "/health" {
         return only(method, Method::GET, Route::Health);
@@ -55,9 +62,12 @@ pub fn route(method: &Method, path: &str, limits: &RouteLimits) -> Route {
         return only(method, Method::GET, delay_route(millis, limits));
     }
     if let Some(rest) = path.strip_prefix("/static/") {
-        return only(method, Method::GET, static_route(rest));
+        return only(method, Method::GET, file_route(rest, Route::Static));
     }
-    Route::Reject(Rejection::NotFound)
+    match (limits.site, path.strip_prefix('/')) {
+        (true, Some(rest)) => only(method, Method::GET, file_route(rest, Route::Site)),
+        _ => Route::Reject(Rejection::NotFound),
+    }
 }
 
 fn only(method: &Method, allowed: Method, route: Route) -> Route {
@@ -109,7 +119,14 @@ fn delay_route(millis: &str, limits: &RouteLimits) -> Route {
     }
 }
 
-fn static_route(rest: &str) -> Route {
+fn file_route(rest: &str, found: fn(StaticPath) -> Route) -> Route {
+    static_route(rest).map_or_else(Route::Reject, found)
+}
+
+/// Decodes `rest` (the path after the directory's URL prefix) into segments
+/// that cannot leave the directory: `.`, `..` and separators, even
+/// percent-encoded, are refused.
+fn static_route(rest: &str) -> Result<StaticPath, Rejection> {
     let mut segments = Vec::new();
     let raw: Vec<&str> = rest.split('/').collect();
     let wants_index = raw.last().is_some_and(|last| last.is_empty());
@@ -120,17 +137,19 @@ fn static_route(rest: &str) -> Route {
     };
     for segment in named {
         let Ok(decoded) = percent_decode_str(segment).decode_utf8() else {
-            return bad_request("static path is not valid UTF-8 after percent-decoding".into());
+            let message = "file path is not valid UTF-8 after percent-decoding";
+            return Err(Rejection::BadRequest(message.into()));
         };
         if decoded.is_empty() {
-            return Route::Reject(Rejection::NotFound);
+            return Err(Rejection::NotFound);
         }
         if decoded == "." || decoded == ".." || decoded.contains(['/', '\\', '\0']) {
-            return bad_request("static path must stay inside the static root".into());
+            let message = "file path must stay inside the served directory";
+            return Err(Rejection::BadRequest(message.into()));
         }
         segments.push(decoded.into_owned());
     }
-    Route::Static(StaticPath {
+    Ok(StaticPath {
         segments,
         wants_index,
     })
@@ -143,7 +162,24 @@ mod tests {
     const LIMITS: RouteLimits = RouteLimits {
         max_response_bytes: 1000,
         max_delay: Duration::from_secs(2),
+        site: false,
     };
+
+    const WITH_SITE: RouteLimits = RouteLimits {
+        site: true,
+        ..LIMITS
+    };
+
+    fn site_get(path: &str) -> Route {
+        route(&Method::GET, path, &WITH_SITE)
+    }
+
+    fn site_path(segments: &[&str], wants_index: bool) -> Route {
+        Route::Site(StaticPath {
+            segments: segments.iter().map(|s| s.to_string()).collect(),
+            wants_index,
+        })
+    }
 
     fn get(path: &str) -> Route {
         route(&Method::GET, path, &LIMITS)
@@ -237,5 +273,41 @@ mod tests {
         ] {
             assert!(is_bad_request(get(path)), "{path}");
         }
+    }
+
+    #[test]
+    fn with_a_site_other_get_paths_are_site_files() {
+        assert_eq!(site_get("/"), site_path(&[], true));
+        assert_eq!(site_get("/index.html"), site_path(&["index.html"], false));
+        assert_eq!(
+            site_get("/js/app-01.js"),
+            site_path(&["js", "app-01.js"], false)
+        );
+        assert_eq!(site_get("/docs"), site_path(&["docs"], false));
+        assert_eq!(site_get("/docs/"), site_path(&["docs"], true));
+        assert_eq!(site_get("/a%20b.txt"), site_path(&["a b.txt"], false));
+    }
+
+    #[test]
+    fn with_a_site_the_synthetic_endpoints_still_win() {
+        assert_eq!(site_get("/health"), Route::Health);
+        assert_eq!(site_get("/bytes/5"), Route::Bytes(5));
+        assert!(matches!(site_get("/static/x"), Route::Static(_)));
+        let get_only = Route::Reject(Rejection::MethodNotAllowed { allow: "GET" });
+        assert_eq!(route(&Method::POST, "/index.html", &WITH_SITE), get_only);
+    }
+
+    #[test]
+    fn site_traversal_is_rejected_even_when_encoded() {
+        for path in [
+            "/../secret",
+            "/a/../../secret",
+            "/%2e%2e/secret",
+            "/..%2fsecret",
+            "/a%00b",
+        ] {
+            assert!(is_bad_request(site_get(path)), "{path}");
+        }
+        assert_eq!(site_get("//x"), Route::Reject(Rejection::NotFound));
     }
 }

@@ -1,6 +1,6 @@
 //! Whether a test that needs something from the machine can run: root,
 //! unprivileged user namespaces with an open TUN device, Chromium, Caddy,
-//! nginx, the shared traces. One rule everywhere: in CI (`CI=true`) a
+//! nginx, a real documentation site, the shared traces. One rule everywhere: in CI (`CI=true`) a
 //! missing precondition fails the test, naming what is missing and how to
 //! provide it (`.ci/run` provides all of them); on a developer's machine the
 //! test prints that message and skips.
@@ -105,6 +105,25 @@ pub fn nginx() -> Option<PathBuf> {
         &[PathBuf::from("/usr/sbin/nginx")],
         "nginx is not installed: `apt-get install nginx` (.ci/run does), or set H3LAB_NGINX",
     ))
+}
+
+/// A real static documentation site, for loading real pages: Debian's
+/// `cargo-doc` package installs rustdoc's HTML for Cargo's dependencies
+/// (`syn`, `quote`, `proc_macro2`, ...; about 24 MB, 860 files of HTML,
+/// CSS, JavaScript, woff2 fonts, SVG and PNG) in `/usr/share/doc/cargo/doc`.
+/// Its pages link with relative paths and need nothing outside it.
+/// `H3LAB_DOC_SITE` points at another copy.
+pub fn doc_site() -> Option<PathBuf> {
+    let dir = std::env::var_os("H3LAB_DOC_SITE")
+        .map_or_else(|| PathBuf::from("/usr/share/doc/cargo/doc"), PathBuf::from);
+    let found = dir.join("syn/index.html").is_file().then_some(dir.clone());
+    runs(found.ok_or_else(|| {
+        format!(
+            "the documentation site is not in {}: `apt-get install cargo-doc` (.ci/run does), \
+             or set H3LAB_DOC_SITE",
+            dir.display()
+        )
+    }))
 }
 
 /// A file of `../shared` (the traces, the studies) beside the repository.

@@ -1,10 +1,223 @@
-//! `h3lab page` (being written).
+//! `h3lab page URL`: loads a whole page (its HTML and every asset) and
+//! times it, with the built-in loader or real Chromium; prints each load,
+//! a summary and the median load's waterfall, and writes JSON and HAR.
 
+use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use h3lab_client::TlsOptions;
+use h3lab_page::chromium::{ChromiumOptions, Trust};
+use h3lab_page::loader::LoaderOptions;
+use h3lab_results::page::{PageLoad, PageReport};
+use h3lab_results::{Loader, Proto, Visit};
+use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The page, e.g. https://127.0.0.1:8443/ (from `h3lab serve --site DIR`).
+    url: String,
+    /// Protocol of every request.
+    #[arg(long, value_enum, default_value = "h3")]
+    proto: Proto,
+    /// builtin: h3lab's browser-like loader (no browser needed); chromium:
+    /// real headless Chromium over the DevTools protocol.
+    #[arg(long, value_enum, default_value = "builtin")]
+    browser: Loader,
+    /// cold: new connections (a new browser and profile) for every load;
+    /// warm: one priming load, then loads that resume the session (0-RTT
+    /// on h3 with the built-in loader) or reload in the same browser.
+    #[arg(long, value_enum, default_value = "cold")]
+    visit: Visit,
+    /// Page loads to measure.
+    #[arg(short = 'n', long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    loads: u32,
+    /// Accept any server certificate.
+    #[arg(long)]
+    insecure: bool,
+    /// Trust the certificate(s) in this PEM file (for Chromium: its first
+    /// certificate's key is pinned).
+    #[arg(long, value_name = "FILE")]
+    ca: Option<PathBuf>,
+    /// Chromium only: trust the key with this base64 SHA-256 SPKI pin (what
+    /// `h3lab serve` prints as spki-sha256).
+    #[arg(long, value_name = "BASE64")]
+    spki: Option<String>,
+    /// Chromium only: the browser binary (default: chromium on PATH).
+    #[arg(long, value_name = "PATH")]
+    chromium: Option<PathBuf>,
+    /// Connection set-up timeout (built-in loader).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    connect_timeout: Duration,
+    /// One page load may take this long before the run fails.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    timeout: Duration,
+    /// Write every load as JSON (schema h3lab.page/1, docs/results-schema.md).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write every load's waterfall as HAR 1.2.
+    #[arg(long, value_name = "FILE")]
+    har: Option<PathBuf>,
+    /// Print only the summary line.
+    #[arg(short, long)]
+    quiet: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("h3lab page is being written")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    check_flags(&args)?;
+    let bar = progress_bar(&args);
+    let mut on_load = |load: &PageLoad| {
+        if !args.quiet {
+            // The line is built before suspend, which holds the bar's lock.
+            let line = describe_load(bar.position() + 1, args.loads, load);
+            bar.suspend(|| eprintln!("{line}"));
+        }
+        bar.inc(1);
+    };
+    let outcome = match args.browser {
+        Loader::Builtin => {
+            h3lab_page::loader::load_page(&args.url, &loader_options(&args), &mut on_load)
+        }
+        Loader::Chromium => {
+            h3lab_page::chromium::load_page(&args.url, &chromium_options(&args), &mut on_load)
+        }
+    };
+    bar.finish_and_clear();
+    let report = outcome?;
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report)?;
+        std::fs::write(path, text)
+            .with_context(|| format!("writing the JSON report {}", path.display()))?;
+    }
+    if let Some(path) = &args.har {
+        h3lab_page::har::write_har(&report, path)?;
+    }
+    if !args.quiet {
+        if let Some(median) = report.median_load() {
+            print_waterfall(&report.loads[median]);
+        }
+    }
+    println!("{}", summary(&report));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check_flags(args: &Args) -> anyhow::Result<()> {
+    let chromium_only = [
+        ("--spki", args.spki.is_some()),
+        ("--chromium", args.chromium.is_some()),
+    ];
+    for (flag, given) in chromium_only {
+        if given && args.browser != Loader::Chromium {
+            anyhow::bail!("{flag} applies to --browser chromium only");
+        }
+    }
+    if args.insecure && (args.ca.is_some() || args.spki.is_some()) {
+        anyhow::bail!("--insecure trusts any certificate; drop it, or drop --ca/--spki");
+    }
+    Ok(())
+}
+
+fn loader_options(args: &Args) -> LoaderOptions {
+    LoaderOptions {
+        proto: args.proto,
+        tls: TlsOptions {
+            insecure: args.insecure,
+            ca_file: args.ca.clone(),
+        },
+        visit: args.visit,
+        loads: args.loads,
+        connect_timeout: args.connect_timeout,
+        load_timeout: args.timeout,
+    }
+}
+
+fn chromium_options(args: &Args) -> ChromiumOptions {
+    let trust = match (&args.spki, &args.ca) {
+        (Some(spki), _) => Trust::SpkiSha256Base64(spki.clone()),
+        (None, Some(ca)) => Trust::CaFile(ca.clone()),
+        (None, None) => Trust::Insecure,
+    };
+    ChromiumOptions {
+        binary: args.chromium.clone(),
+        proto: args.proto,
+        trust,
+        visit: args.visit,
+        loads: args.loads,
+        navigation_timeout: args.timeout,
+    }
+}
+
+fn progress_bar(args: &Args) -> ProgressBar {
+    if args.quiet || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(u64::from(args.loads));
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} loads, ETA {eta}")
+            .expect("a valid progress template"),
+    );
+    bar
+}
+
+fn describe_load(n: u64, of: u32, load: &PageLoad) -> String {
+    let connections = load.connections().map_or("? connections".to_string(), |c| {
+        format!("{c} connection(s)")
+    });
+    format!(
+        "load {n}/{of}: {:.1} ms, {} resources, {:.1} KB, {connections}",
+        load.load_ms,
+        load.resources.len(),
+        load.bytes() as f64 / 1e3
+    )
+}
+
+/// One line: median, min and max page-load time over the loads.
+fn summary(report: &PageReport) -> String {
+    let mut times: Vec<f64> = report.loads.iter().map(|l| l.load_ms).collect();
+    times.sort_by(f64::total_cmp);
+    let median = report
+        .median_load()
+        .map_or(f64::NAN, |i| report.loads[i].load_ms);
+    format!(
+        "{} {} {} page load over {}: median {:.1} ms, min {:.1} ms, max {:.1} ms ({} loads)",
+        report.url,
+        report.loader,
+        report.visit,
+        report.proto,
+        median,
+        times.first().copied().unwrap_or(f64::NAN),
+        times.last().copied().unwrap_or(f64::NAN),
+        times.len()
+    )
+}
+
+/// The median load's waterfall as text: one row per resource, its bar
+/// spanning request to last byte, `=` waiting for the first byte and `#`
+/// receiving.
+fn print_waterfall(load: &PageLoad) {
+    const WIDTH: f64 = 40.0;
+    const ROWS: usize = 40;
+    let scale = WIDTH / load.load_ms.max(1e-9);
+    println!("waterfall of the median load ({:.1} ms):", load.load_ms);
+    for row in load.resources.iter().take(ROWS) {
+        let at = |ms: f64| ((ms * scale).round() as usize).min(WIDTH as usize);
+        let (start, first, end) = (at(row.start_ms), at(row.ttfb_ms), at(row.end_ms));
+        let bar = format!(
+            "{}{}{}",
+            " ".repeat(start),
+            "=".repeat(first.saturating_sub(start)),
+            "#".repeat(end.saturating_sub(first).max(1))
+        );
+        let name = row.url.rsplit('/').next().unwrap_or(&row.url);
+        println!(
+            "  {name:<28.28} {:>8.1} ms {:>9} B  |{bar:<41}|",
+            row.end_ms - row.start_ms,
+            row.bytes
+        );
+    }
+    if load.resources.len() > ROWS {
+        println!("  … {} more in --json/--har", load.resources.len() - ROWS);
+    }
 }

@@ -38,6 +38,12 @@ pub struct Args {
     /// Directory served under /static/.
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
+    /// Directory served at / (e.g. from `h3lab site gen`): every GET path
+    /// other than the synthetic endpoints is a file in it, a directory's
+    /// index.html answers for it (without the trailing slash: a 301 to it),
+    /// and every answer is Cache-Control: no-store.
+    #[arg(long, value_name = "DIR")]
+    site: Option<PathBuf>,
     /// Largest request header block in bytes (h1 buffer, h2 header list, h3 field section).
     #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_header_bytes)]
     max_header_bytes: usize,
@@ -76,6 +82,7 @@ impl Args {
             tls,
             cleartext: self.cleartext,
             root: self.root,
+            site: self.site,
             limits: Limits {
                 max_header_bytes: self.max_header_bytes,
                 max_body_bytes: self.max_body_bytes,

@@ -1,10 +1,67 @@
-//! `h3lab site` (being written).
+//! `h3lab site gen`: write a deterministic synthetic site (the page-load
+//! studies' shapes) for `h3lab serve --site`.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(clap::Args)]
-pub struct Args {}
+use h3lab_page::site::{self, Shape, SiteSummary};
+use h3lab_results::ResourceKind;
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("h3lab site is being written")
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// Generate a site: small, content, spa (study C) or cms (study E).
+    Gen(GenArgs),
+}
+
+#[derive(clap::Args)]
+struct GenArgs {
+    /// The site's shape: small, content, spa or cms.
+    shape: Shape,
+    /// Directory to write (created if missing; an earlier generated site is replaced).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Seed for the file sizes and filler; the same shape and seed give the same bytes.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seed: u64,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Command::Gen(args) => generate(args),
+    }
+}
+
+fn generate(args: GenArgs) -> anyhow::Result<ExitCode> {
+    let summary = site::generate(args.shape, args.seed, &args.out)?;
+    println!(
+        "site {} (seed {}) in {}",
+        summary.shape,
+        summary.seed,
+        args.out.display()
+    );
+    print_summary(&summary);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_summary(summary: &SiteSummary) {
+    use ResourceKind::*;
+    for kind in [Document, Stylesheet, Font, Script, Image, Other] {
+        let count = summary.count(kind);
+        if count > 0 {
+            let bytes = summary.bytes(kind);
+            println!("  {:<11} {count:>4} files {bytes:>11} bytes", kind.name());
+        }
+    }
+    let assets = summary.files.len() - summary.count(Document);
+    println!(
+        "  {:<11} {assets:>4} files {:>11} bytes (assets; the document not counted)",
+        "total",
+        summary.total_bytes()
+    );
 }

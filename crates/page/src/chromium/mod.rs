@@ -1,1 +1,360 @@
-//! Headless Chromium over the DevTools protocol (being written).
+//! Headless Chromium as a page loader, driven over the DevTools protocol.
+//!
+//! [`load_page`] loads one URL a number of times and returns every load as
+//! a [`PageLoad`] with its waterfall, built from Chromium's own `Network.*`
+//! events. Three parts, each testable alone:
+//!
+//! - `devtools`: the websocket client (send, call, read with a deadline);
+//! - `browser`: finding and starting Chromium (its flags), attaching to a
+//!   page, collecting one navigation's events;
+//! - `events`: the sans-I/O part, [`page_load_from_events`], which turns
+//!   those events into a [`PageLoad`] and decides whether the load failed.
+//!
+//! # Protocols
+//!
+//! | proto | flags |
+//! | --- | --- |
+//! | h3 | `--enable-quic --origin-to-force-quic-on=HOST:PORT` (QUIC from the first request, no Alt-Svc round) |
+//! | h2 | `--disable-quic` |
+//! | h1 | `--disable-quic --disable-http2` (ALPN offers only `http/1.1`) |
+//!
+//! Every response's `response.protocol` must be the requested one (`h3`,
+//! `h2`, `http/1.1`); one that is not fails the run with its URL. Only the
+//! page's origin is forced onto QUIC, so under h3 a resource from another
+//! origin comes over TCP and fails the run: that is deliberate, a page
+//! measured "over h3" is all h3 or not measured.
+//!
+//! # Trust
+//!
+//! [`Trust::SpkiSha256Base64`] and [`Trust::CaFile`] pass
+//! `--ignore-certificate-errors-spki-list`, which Chromium honours for TCP
+//! and QUIC alike (a certificate whose key matches is accepted whatever its
+//! issuer or names). [`Trust::Insecure`] passes
+//! `--ignore-certificate-errors`, which Chromium applies to TCP only: over
+//! QUIC an untrusted certificate still fails the handshake
+//! (`net::ERR_QUIC_PROTOCOL_ERROR`; checked with Chromium 156 and a
+//! self-signed certificate), so an h3 run with `Insecure` works only against
+//! a certificate Chromium trusts anyway, and its failure says to pin the
+//! certificate instead.
+//!
+//! # Visits
+//!
+//! Cold: every load starts a new browser with a new profile in a temporary
+//! directory, so no connection, TLS session, QUIC token or cache survives.
+//! Warm: one browser; a priming load (not reported), then each measured
+//! load navigates `about:blank` and then the page again. Chromium keeps the
+//! priming load's connections open (h1/h2 pooled sockets, the QUIC session)
+//! and reuses them, so warm loads skip the handshake entirely rather than
+//! resuming it (seen over h3 on loopback: every warm response had
+//! `connectionReused: true`); only a connection that closed in between
+//! (idle timeout) is opened again, resuming its TLS session. In both visits the HTTP cache is off
+//! (`Network.setCacheDisabled`), so every resource crosses the network.
+//!
+//! # Definitions
+//!
+//! Zero is the document's `Network.requestWillBeSent` timestamp (the
+//! DevTools monotonic clock); every time is milliseconds after it.
+//! - `start_ms`: the resource's `requestWillBeSent`;
+//! - `ttfb_ms`: `response.timing.requestTime` + `receiveHeadersEnd` (the
+//!   response head arrived), else the `responseReceived` timestamp;
+//! - `end_ms`: `loadingFinished`;
+//! - `bytes`: the sum of `Network.dataReceived.dataLength`, the decoded
+//!   body bytes (headers and framing excluded);
+//! - `connection`: Chromium's `connectionId`, renumbered 1, 2, 3... in the
+//!   order resources were requested; `stream` is null (Chromium does not
+//!   say);
+//! - `render_blocking`: `renderBlockingBehavior == "Blocking"`;
+//! - `load_ms`: from the start of the navigation until every resource is
+//!   complete: the latest of every resource's `end_ms` and the load event;
+//! - browser timings: the load event and DOMContentLoaded from
+//!   `Page.loadEventFired` / `Page.domContentEventFired`; Navigation
+//!   Timing's `responseStart` and Largest Contentful Paint (a buffered
+//!   `PerformanceObserver`, read after the load event and the next frame;
+//!   null when nothing painted) moved from the page's `timeOrigin` onto the
+//!   same zero (see `events`).
+//!
+//! # Cleanup
+//!
+//! Chromium runs in its own process group; that group is killed and the
+//! profile removed when a load ends, fails or the caller unwinds. Chromium
+//! also gets `PR_SET_PDEATHSIG`, so it dies with h3lab on a Ctrl-C the caller
+//! does not handle or a kill.
+
+mod browser;
+mod devtools;
+mod events;
+
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use base64::Engine;
+use h3lab_results::page::{PageLoad, PageReport};
+use h3lab_results::{Loader, Proto, Visit};
+use sha2::{Digest, Sha256};
+
+pub use events::{page_load_from_events, protocol_name, PagePerformance};
+
+use browser::Browser;
+
+/// How Chromium loads the page.
+#[derive(Debug, Clone)]
+pub struct ChromiumOptions {
+    /// The browser; `None` finds `chromium`, `chromium-browser` or
+    /// `google-chrome` on PATH.
+    pub binary: Option<PathBuf>,
+    /// The protocol every response must come over.
+    pub proto: Proto,
+    /// How the server's certificate is trusted.
+    pub trust: Trust,
+    /// Cold (a new browser per load) or warm (one browser, primed).
+    pub visit: Visit,
+    /// Measured loads.
+    pub loads: u32,
+    /// A load without its load event and every response complete by then
+    /// fails the run.
+    pub navigation_timeout: Duration,
+}
+
+/// How Chromium trusts the server's certificate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trust {
+    /// Base64 SHA-256 of the certificate's SubjectPublicKeyInfo (what
+    /// `h3lab serve` prints as `spki-sha256:`).
+    SpkiSha256Base64(String),
+    /// A PEM file whose first certificate is the server's (self-signed)
+    /// certificate; its SPKI is pinned as above.
+    CaFile(PathBuf),
+    /// Accept any certificate over TCP (`--ignore-certificate-errors`).
+    /// Chromium does not apply it to QUIC: h3 needs a trusted certificate
+    /// or one of the pins above.
+    Insecure,
+}
+
+impl Trust {
+    /// The Chromium flag that carries this trust.
+    fn flag(&self) -> Result<String> {
+        Ok(match self {
+            Trust::SpkiSha256Base64(spki) => {
+                format!("--ignore-certificate-errors-spki-list={spki}")
+            }
+            Trust::CaFile(path) => {
+                let pem = std::fs::read(path).with_context(|| {
+                    format!(
+                        "cannot read the certificate {}; pass the server's PEM certificate",
+                        path.display()
+                    )
+                })?;
+                let spki = spki_sha256_base64(&pem)
+                    .with_context(|| format!("{} holds no usable certificate", path.display()))?;
+                format!("--ignore-certificate-errors-spki-list={spki}")
+            }
+            Trust::Insecure => "--ignore-certificate-errors".to_string(),
+        })
+    }
+}
+
+/// Base64 SHA-256 of the SubjectPublicKeyInfo of the first certificate in
+/// `pem`: Chromium's SPKI pin.
+pub fn spki_sha256_base64(pem: &[u8]) -> Result<String> {
+    let cert = rustls_pemfile::certs(&mut BufReader::new(pem))
+        .next()
+        .ok_or_else(|| anyhow!("no `BEGIN CERTIFICATE` block; pass a PEM certificate"))?
+        .context("the PEM certificate is malformed")?;
+    let parsed = webpki::EndEntityCert::try_from(&cert)
+        .map_err(|err| anyhow!("the certificate cannot be parsed: {err}"))?;
+    let spki = parsed.subject_public_key_info();
+    Ok(base64::engine::general_purpose::STANDARD.encode(Sha256::digest(spki.as_ref())))
+}
+
+/// Run in the page after its load event: Navigation Timing's
+/// `requestStart` and `responseStart` and the latest Largest Contentful
+/// Paint candidate, two frames later (so what rendering requests, such as
+/// CSS background images, has been requested too). A buffered observer gets the candidates so far in its
+/// first callback (Chromium does not hand them to `takeRecords`); a page
+/// that painted none gets no callback, hence the 500 ms fallback to null.
+const PERFORMANCE_SCRIPT: &str = r#"(async () => {
+  const frame = () => new Promise(resolve => {
+    const hidden = setTimeout(resolve, 200);
+    requestAnimationFrame(() => { clearTimeout(hidden); resolve(); });
+  });
+  await frame();
+  await frame();
+  const lcp = await new Promise(resolve => {
+    const none = setTimeout(() => resolve(null), 500);
+    try {
+      new PerformanceObserver((list, observer) => {
+        const entries = list.getEntries();
+        if (!entries.length) return;
+        clearTimeout(none);
+        observer.disconnect();
+        resolve(entries[entries.length - 1].startTime);
+      }).observe({type: 'largest-contentful-paint', buffered: true});
+    } catch (e) {
+      clearTimeout(none);
+      resolve(null);
+    }
+  });
+  const nav = performance.getEntriesByType('navigation')[0] || {};
+  return {requestStart: nav.requestStart ?? null, responseStart: nav.responseStart ?? null, lcp};
+})()"#;
+
+/// Loads `url` `options.loads` times and returns every load; `on_load` is
+/// called after each (for progress).
+///
+/// Fails, and stops, at the first load where a response came over another
+/// protocol than `options.proto`, a request failed, a response had a
+/// status of 400 or more, or the load did not complete within
+/// `options.navigation_timeout`. Nothing is retried.
+pub fn load_page(
+    url: &str,
+    options: &ChromiumOptions,
+    on_load: &mut dyn FnMut(&PageLoad),
+) -> Result<PageReport> {
+    let parsed = url::Url::parse(url)
+        .with_context(|| format!("{url} is not a URL; pass an absolute https:// URL"))?;
+    let host = parsed
+        .host_str()
+        .ok_or_else(|| anyhow!("{url} has no host; pass an absolute https:// URL"))?;
+    match (parsed.scheme(), options.proto) {
+        ("https", _) | ("http", Proto::H1) => {}
+        (scheme, proto) => {
+            bail!("{url}: {proto} needs an https:// URL, not {scheme}://; pass an https:// URL")
+        }
+    }
+    let port = parsed
+        .port_or_known_default()
+        .ok_or_else(|| anyhow!("{url} has no port"))?;
+    let binary = browser::find_binary(options.binary.as_deref())?;
+    let mut flags = browser::protocol_flags(options.proto, &format!("{host}:{port}"));
+    flags.push(options.trust.flag()?);
+
+    let report = run(url, options, &binary, &flags, on_load);
+    match (&options.trust, options.proto, report) {
+        (Trust::Insecure, Proto::H3, Err(err))
+            if format!("{err:#}").contains("ERR_QUIC_PROTOCOL_ERROR") =>
+        {
+            Err(err.context(
+                "Chromium does not apply --ignore-certificate-errors to QUIC, so an h3 run \
+                 cannot use a certificate Chromium does not trust; pass the server's \
+                 certificate (Trust::CaFile) or its SPKI hash (Trust::SpkiSha256Base64)",
+            ))
+        }
+        (_, _, report) => report,
+    }
+}
+
+/// The loads of [`load_page`], once its arguments are checked.
+fn run(
+    url: &str,
+    options: &ChromiumOptions,
+    binary: &Path,
+    flags: &[String],
+    on_load: &mut dyn FnMut(&PageLoad),
+) -> Result<PageReport> {
+    let mut report = PageReport::new(url, options.proto, Loader::Chromium, options.visit);
+    let total = options.loads;
+    let what = |n: u32| {
+        format!(
+            "Chromium load {n} of {total} of {url} over {}",
+            options.proto
+        )
+    };
+    match options.visit {
+        Visit::Cold => {
+            for n in 1..=total {
+                let mut browser = Browser::launch(binary, flags).with_context(|| what(n))?;
+                let load = measure(&mut browser, url, options).with_context(|| what(n))?;
+                drop(browser);
+                on_load(&load);
+                report.loads.push(load);
+            }
+        }
+        Visit::Warm => {
+            let mut browser = Browser::launch(binary, flags)?;
+            measure(&mut browser, url, options).with_context(|| {
+                format!("Chromium's priming load of {url} over {}", options.proto)
+            })?;
+            for n in 1..=total {
+                browser
+                    .navigate("about:blank", None, options.navigation_timeout)
+                    .with_context(|| what(n))?;
+                let load = measure(&mut browser, url, options).with_context(|| what(n))?;
+                on_load(&load);
+                report.loads.push(load);
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// One navigation to `url`, as a [`PageLoad`].
+fn measure(browser: &mut Browser, url: &str, options: &ChromiumOptions) -> Result<PageLoad> {
+    let (events, performance) =
+        browser.navigate(url, Some(PERFORMANCE_SCRIPT), options.navigation_timeout)?;
+    let performance = PagePerformance::from_json(&performance);
+    page_load_from_events(&events, options.proto, &performance).map_err(|err| anyhow!(err))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocol_flags_force_quic_or_turn_it_off() {
+        assert_eq!(
+            browser::protocol_flags(Proto::H3, "127.0.0.1:4433"),
+            ["--enable-quic", "--origin-to-force-quic-on=127.0.0.1:4433"]
+        );
+        assert_eq!(
+            browser::protocol_flags(Proto::H2, "x:1"),
+            ["--disable-quic"]
+        );
+        assert_eq!(
+            browser::protocol_flags(Proto::H1, "x:1"),
+            ["--disable-quic", "--disable-http2"]
+        );
+    }
+
+    #[test]
+    fn a_missing_binary_says_how_to_install_one() {
+        let err = browser::find_binary(Some("/no/such/chromium".as_ref())).unwrap_err();
+        assert!(err.to_string().contains("--chromium PATH"), "{err}");
+    }
+
+    #[test]
+    fn the_spki_pin_is_the_hash_of_the_certificates_public_key() {
+        use rcgen::PublicKeyData;
+        let generated = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let expected = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(
+            generated.signing_key.subject_public_key_info(),
+        ));
+        let pem = generated.cert.pem();
+        assert_eq!(spki_sha256_base64(pem.as_bytes()).unwrap(), expected);
+    }
+
+    #[test]
+    fn a_bad_certificate_file_is_named() {
+        let err = Trust::CaFile("/no/such/cert.pem".into())
+            .flag()
+            .unwrap_err();
+        assert!(err.to_string().contains("/no/such/cert.pem"), "{err}");
+        let err = spki_sha256_base64(b"not a certificate").unwrap_err();
+        assert!(err.to_string().contains("BEGIN CERTIFICATE"), "{err}");
+    }
+
+    #[test]
+    fn an_http_url_is_refused_for_h2_and_h3() {
+        let options = ChromiumOptions {
+            binary: Some("/no/such/chromium".into()),
+            proto: Proto::H3,
+            trust: Trust::Insecure,
+            visit: Visit::Cold,
+            loads: 1,
+            navigation_timeout: Duration::from_secs(1),
+        };
+        let err = load_page("http://127.0.0.1:1/", &options, &mut |_| {}).unwrap_err();
+        assert!(err.to_string().contains("needs an https:// URL"), "{err}");
+    }
+}

@@ -2,10 +2,12 @@
 //! h1, h2 and h3 clients.
 
 mod common;
+mod doc_site;
 mod endpoints;
 mod h3_setup;
 mod limits;
 mod relay;
 mod resumption;
 mod shutdown;
+mod site;
 mod static_files;

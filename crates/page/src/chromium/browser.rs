@@ -1,0 +1,300 @@
+//! One headless Chromium: finding the binary, its flags, starting it with
+//! a fresh profile in its own process group, attaching to a page over
+//! DevTools, and collecting the events of one navigation.
+//!
+//! Dropping a [`Browser`] closes DevTools, kills Chromium's whole process
+//! group and reaps it, then removes the profile. Chromium also dies with
+//! the thread that started it (`PR_SET_PDEATHSIG`), so a killed h3lab
+//! leaves no browser behind.
+
+use std::collections::HashSet;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use h3lab_results::Proto;
+use linkem::supervise::{Group, Supervised};
+use serde_json::{json, Value};
+
+use super::devtools::DevTools;
+
+/// Chromium must listen for DevTools by then.
+const STARTUP: Duration = Duration::from_secs(30);
+
+/// Any DevTools command but a navigation must be answered by then.
+const COMMAND: Duration = Duration::from_secs(30);
+
+/// Names tried on PATH, in order, when no binary is given.
+const NAMES: &[&str] = &["chromium", "chromium-browser", "google-chrome"];
+
+/// Flags of every run: headless, no GPU, no traffic of its own (updates,
+/// sync, first-run pages), DevTools on an ephemeral loopback port.
+const BASE_FLAGS: &[&str] = &[
+    "--headless",
+    "--disable-gpu",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--mute-audio",
+    "--remote-debugging-port=0",
+];
+
+/// The Chromium binary: `given`, else the first of [`NAMES`] on PATH.
+pub fn find_binary(given: Option<&Path>) -> Result<PathBuf> {
+    if let Some(path) = given {
+        if path.is_file() {
+            return Ok(path.to_path_buf());
+        }
+        bail!(
+            "Chromium binary {} does not exist; pass the path of chromium with --chromium PATH",
+            path.display()
+        );
+    }
+    let dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|path| std::env::split_paths(&path).collect())
+        .unwrap_or_default();
+    NAMES
+        .iter()
+        .flat_map(|name| dirs.iter().map(move |dir| dir.join(name)))
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| {
+            anyhow!(
+                "no Chromium found on PATH (tried {}); install it: apt-get install chromium \
+                 (Debian), apt-get install chromium-browser (Ubuntu), or pass --chromium PATH",
+                NAMES.join(", ")
+            )
+        })
+}
+
+/// The flags that choose the protocol and the certificate trust.
+///
+/// - h3: `--enable-quic --origin-to-force-quic-on=HOST:PORT`: QUIC from
+///   the first request, with no Alt-Svc discovery.
+/// - h2: `--disable-quic`: TCP + TLS, ALPN offers h2 and http/1.1.
+/// - h1: `--disable-quic --disable-http2`: ALPN offers only http/1.1.
+pub fn protocol_flags(proto: Proto, quic_origin: &str) -> Vec<String> {
+    match proto {
+        Proto::H3 => vec![
+            "--enable-quic".to_string(),
+            format!("--origin-to-force-quic-on={quic_origin}"),
+        ],
+        Proto::H2 => vec!["--disable-quic".to_string()],
+        Proto::H1 => vec!["--disable-quic".to_string(), "--disable-http2".to_string()],
+    }
+}
+
+/// A running Chromium with one page attached. Fields drop in order:
+/// DevTools, then the process group, then the profile.
+pub struct Browser {
+    devtools: DevTools,
+    session: String,
+    _process: Supervised,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    /// Starts `binary` with `flags` (besides the base ones) and a fresh
+    /// profile, opens a blank page and enables the Network and Page
+    /// domains with the HTTP cache disabled.
+    pub fn launch(binary: &Path, flags: &[String]) -> Result<Browser> {
+        let profile = tempfile::Builder::new()
+            .prefix("h3lab-chromium-")
+            .tempdir()
+            .context("cannot create a temporary Chromium profile")?;
+        let mut command = Command::new(binary);
+        command.args(BASE_FLAGS).args(flags);
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            // Chromium refuses to run as root with its sandbox on.
+            command.arg("--no-sandbox");
+        }
+        command
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("about:blank")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        // SAFETY: prctl is async-signal-safe; nothing else runs in the child.
+        unsafe {
+            command.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        // Its own process group, so its helper processes die with it.
+        let mut process = Supervised::spawn(command, Group::Own, "Chromium")
+            .with_context(|| format!("running {}", binary.display()))?;
+        let ws_url = devtools_url(&mut process, profile.path())?;
+        let mut devtools = DevTools::connect(&ws_url)?;
+        let deadline = Instant::now() + COMMAND;
+        let target = devtools.call(
+            None,
+            "Target.createTarget",
+            json!({"url": "about:blank"}),
+            deadline,
+        )?;
+        let attached = devtools.call(
+            None,
+            "Target.attachToTarget",
+            json!({"targetId": target["targetId"], "flatten": true}),
+            deadline,
+        )?;
+        let session = attached["sessionId"]
+            .as_str()
+            .ok_or_else(|| anyhow!("Chromium attached to the page without a session id"))?
+            .to_string();
+        let mut browser = Browser {
+            devtools,
+            session,
+            _process: process,
+            _profile: profile,
+        };
+        browser.call("Network.enable", json!({}))?;
+        browser.call("Network.setCacheDisabled", json!({"cacheDisabled": true}))?;
+        browser.call("Page.enable", json!({}))?;
+        Ok(browser)
+    }
+
+    /// Calls `method` in the page's session.
+    pub fn call(&mut self, method: &str, params: Value) -> Result<Value> {
+        self.devtools.call(
+            Some(&self.session),
+            method,
+            params,
+            Instant::now() + COMMAND,
+        )
+    }
+
+    /// Navigates to `url` and returns the page's `Network.*` and `Page.*`
+    /// events from then until the load event has fired, `after_load` (a
+    /// script, awaited) has run in the page, and every request has
+    /// finished or failed; with the script's value (null without one).
+    /// The script runs once the page has settled after its load event;
+    /// requests that rendering starts meanwhile (a CSS background image
+    /// laid out after the load event) are waited for too.
+    ///
+    /// Fails when that takes longer than `timeout` (a stalled load), naming
+    /// the requests still open, or when the navigation itself fails (e.g.
+    /// `net::ERR_QUIC_PROTOCOL_ERROR`).
+    pub fn navigate(
+        &mut self,
+        url: &str,
+        after_load: Option<&str>,
+        timeout: Duration,
+    ) -> Result<(Vec<Value>, Value)> {
+        self.devtools.forget_events();
+        let deadline = Instant::now() + timeout;
+        let session = self.session.clone();
+        let navigate = self
+            .devtools
+            .send(Some(&session), "Page.navigate", json!({"url": url}))?;
+        let mut events = Vec::new();
+        let mut open: Vec<(String, String)> = Vec::new();
+        let mut done: HashSet<String> = HashSet::new();
+        let mut loaded = false;
+        let mut script: Option<u64> = None;
+        let mut value: Option<Value> = None;
+        loop {
+            let settled = loaded && open.iter().all(|(id, _)| done.contains(id));
+            if settled {
+                match (after_load, script, value.take()) {
+                    (None, _, _) => return Ok((events, Value::Null)),
+                    (Some(_), Some(_), Some(value)) => return Ok((events, value)),
+                    (Some(expression), None, _) => {
+                        script = Some(self.devtools.send(
+                            Some(&session),
+                            "Runtime.evaluate",
+                            json!({"expression": expression, "awaitPromise": true, "returnByValue": true}),
+                        )?);
+                    }
+                    (Some(_), Some(_), None) => {}
+                }
+            }
+            let Some(message) = self.devtools.next_message(deadline)? else {
+                let open: Vec<&str> = open
+                    .iter()
+                    .filter(|(id, _)| !done.contains(id))
+                    .map(|(_, url)| url.as_str())
+                    .collect();
+                bail!(
+                    "the load of {url} stalled: {} within {timeout:?}; requests still open: [{}]",
+                    match (loaded, script) {
+                        (false, _) => "no load event",
+                        (true, Some(_)) if open.is_empty() => "the page's timings did not come",
+                        (true, _) => "not every request finished",
+                    },
+                    open.join(", ")
+                );
+            };
+            let id = message["id"].as_u64();
+            if id.is_some() && id == Some(navigate) {
+                if let Some(error) = message.get("error") {
+                    bail!("Chromium could not navigate to {url}: {error}");
+                }
+                if let Some(error) = message["result"]["errorText"].as_str() {
+                    bail!("Chromium could not load {url}: {error}");
+                }
+                continue;
+            }
+            if id.is_some() && id == script {
+                if let Some(error) = message.get("error") {
+                    bail!("Chromium could not run the timing script in {url}: {error}");
+                }
+                if let Some(exception) = message["result"].get("exceptionDetails") {
+                    bail!("the timing script failed in {url}: {exception}");
+                }
+                value = Some(message["result"]["result"]["value"].clone());
+                continue;
+            }
+            if message["sessionId"].as_str() != Some(session.as_str()) {
+                continue;
+            }
+            let method = message["method"].as_str().unwrap_or("");
+            let request = message["params"]["requestId"].as_str().unwrap_or("");
+            match method {
+                "Network.requestWillBeSent" => {
+                    let request_url = message["params"]["request"]["url"].as_str();
+                    open.push((request.to_string(), request_url.unwrap_or("").to_string()));
+                }
+                "Network.loadingFinished" | "Network.loadingFailed" => {
+                    done.insert(request.to_string());
+                }
+                "Page.loadEventFired" => loaded = true,
+                _ => {}
+            }
+            if method.starts_with("Network.") || method.starts_with("Page.") {
+                events.push(message);
+            }
+        }
+    }
+}
+
+/// Chromium writes its DevTools port and path to `DevToolsActivePort` in
+/// the profile once it listens.
+fn devtools_url(process: &mut Supervised, profile: &Path) -> Result<String> {
+    let file = profile.join("DevToolsActivePort");
+    let deadline = Instant::now() + STARTUP;
+    while Instant::now() < deadline {
+        if let Some(exit) = process.poll() {
+            bail!(
+                "Chromium exited with code {} before it listened for DevTools{}",
+                exit.code,
+                process.last_stderr_line()
+            );
+        }
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        if let [port, path] = text.lines().collect::<Vec<_>>()[..] {
+            return Ok(format!("ws://127.0.0.1:{port}{path}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    bail!("Chromium did not listen for DevTools within {STARTUP:?}")
+}

@@ -1,0 +1,542 @@
+//! The sans-I/O part of the Chromium loader: the DevTools events of one
+//! navigation, in the order Chromium sent them, become one [`PageLoad`].
+//! No browser, no clock, no socket: the unit tests feed it hand-written
+//! event JSON.
+//!
+//! Times: every DevTools `timestamp` is the browser's monotonic clock in
+//! seconds. The document's `Network.requestWillBeSent.timestamp` is zero;
+//! every other time is milliseconds after it. Times the page itself
+//! reports (Navigation Timing, Largest Contentful Paint) are relative to
+//! the page's `timeOrigin`; they are moved onto the same zero through the
+//! one moment both clocks record: the document's request was sent
+//! (DevTools `response.timing.requestTime + sendStart`, Navigation
+//! Timing's `requestStart`, both from the network stack's load timing).
+
+use std::collections::HashMap;
+
+use h3lab_results::page::{BrowserTimings, PageLoad, ResourceTiming};
+use h3lab_results::{Proto, ResourceKind};
+use serde_json::Value;
+
+/// What the page reported about itself after its load event (see
+/// [`super::PERFORMANCE_SCRIPT`]), all in milliseconds since its
+/// `timeOrigin`; any of them may be null.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PagePerformance {
+    /// Navigation Timing's `requestStart`.
+    pub request_start: Option<f64>,
+    /// Navigation Timing's `responseStart`.
+    pub response_start: Option<f64>,
+    /// The last `largest-contentful-paint` entry's `startTime`.
+    pub largest_contentful_paint: Option<f64>,
+}
+
+impl PagePerformance {
+    /// Reads the object the performance script returns.
+    pub fn from_json(value: &Value) -> PagePerformance {
+        let number = |key: &str| value[key].as_f64().filter(|v| v.is_finite() && *v >= 0.0);
+        PagePerformance {
+            request_start: number("requestStart").filter(|v| *v > 0.0),
+            response_start: number("responseStart").filter(|v| *v > 0.0),
+            largest_contentful_paint: number("lcp").filter(|v| *v > 0.0),
+        }
+    }
+}
+
+/// One resource while its events arrive.
+#[derive(Debug)]
+struct Row {
+    url: String,
+    kind: ResourceKind,
+    render_blocking: bool,
+    /// Seconds on the DevTools clock.
+    start: f64,
+    /// `wallTime` of the request: seconds since the Unix epoch.
+    wall_time: Option<f64>,
+    status: Option<u16>,
+    protocol: Option<String>,
+    /// Milliseconds on the DevTools clock.
+    ttfb_ms: Option<f64>,
+    /// Seconds on the DevTools clock.
+    end: Option<f64>,
+    bytes: u64,
+    connection: Option<u64>,
+    /// `response.timing.requestTime` (s) and `sendStart` (ms), for the
+    /// document's clock alignment.
+    request_time: Option<f64>,
+    send_start_ms: Option<f64>,
+}
+
+/// Turns the DevTools events of one navigation into a [`PageLoad`].
+///
+/// `events` are every `Network.*` and `Page.*` event of the page's session
+/// from `Page.navigate` on; other events are ignored. `requested` is the
+/// protocol every response must have come over. `performance` is what the
+/// page reported after its load event.
+///
+/// Fails, naming every offending URL, when a response came over another
+/// protocol, a request failed (`Network.loadingFailed`), a response had a
+/// status of 400 or more, a request never finished, or the load event is
+/// missing. Requests for other schemes than http(s) (`data:`, `blob:`)
+/// are not network resources and are left out, and so is the browser's
+/// own favicon request.
+pub fn page_load_from_events(
+    events: &[Value],
+    requested: Proto,
+    performance: &PagePerformance,
+) -> Result<PageLoad, String> {
+    let mut rows: HashMap<&str, Row> = HashMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    let mut document: Option<&str> = None;
+    let mut load_event: Option<f64> = None;
+    let mut dom_content_loaded: Option<f64> = None;
+    let mut problems: Vec<String> = Vec::new();
+    let expected = protocol_name(requested);
+    let check_response = |url: &str, response: &Value, problems: &mut Vec<String>| {
+        let protocol = response["protocol"].as_str().unwrap_or("unknown");
+        if protocol != expected {
+            problems.push(format!("{url} came over {protocol}, not {expected}"));
+        }
+        let status = response["status"].as_u64().unwrap_or(0);
+        if status >= 400 {
+            problems.push(format!("{url} answered status {status}"));
+        }
+    };
+
+    for event in events {
+        let params = &event["params"];
+        let timestamp = params["timestamp"].as_f64();
+        match event["method"].as_str().unwrap_or("") {
+            "Network.requestWillBeSent" => {
+                let (Some(id), Some(url), Some(timestamp)) = (
+                    params["requestId"].as_str(),
+                    params["request"]["url"].as_str(),
+                    timestamp,
+                ) else {
+                    continue;
+                };
+                if !(url.starts_with("https://") || url.starts_with("http://")) {
+                    continue;
+                }
+                if let Some(row) = rows.get_mut(id) {
+                    // A redirect: the same request continues at a new URL.
+                    if params["redirectResponse"].is_object() {
+                        check_response(&row.url, &params["redirectResponse"], &mut problems);
+                    }
+                    row.url = url.to_string();
+                    continue;
+                }
+                let kind = params["type"].as_str().map(resource_kind);
+                if document.is_some() && browser_request(params) {
+                    continue;
+                }
+                if document.is_none() && kind == Some(ResourceKind::Document) {
+                    document = Some(id);
+                }
+                rows.insert(
+                    id,
+                    Row {
+                        url: url.to_string(),
+                        kind: kind.unwrap_or(ResourceKind::Other),
+                        render_blocking: params["request"]["renderBlockingBehavior"].as_str()
+                            == Some("Blocking")
+                            || params["renderBlockingBehavior"].as_str() == Some("Blocking"),
+                        start: timestamp,
+                        wall_time: params["wallTime"].as_f64(),
+                        status: None,
+                        protocol: None,
+                        ttfb_ms: None,
+                        end: None,
+                        bytes: 0,
+                        connection: None,
+                        request_time: None,
+                        send_start_ms: None,
+                    },
+                );
+                order.push(id);
+            }
+            "Network.responseReceived" => {
+                let Some(row) = params["requestId"].as_str().and_then(|id| rows.get_mut(id)) else {
+                    continue;
+                };
+                let response = &params["response"];
+                check_response(&row.url, response, &mut problems);
+                if let Some(kind) = params["type"].as_str() {
+                    row.kind = resource_kind(kind);
+                }
+                row.status = response["status"].as_u64().map(|s| s as u16);
+                row.protocol = response["protocol"].as_str().map(str::to_string);
+                row.connection = response["connectionId"].as_f64().map(|c| c as u64);
+                let timing = &response["timing"];
+                row.request_time = timing["requestTime"].as_f64();
+                row.send_start_ms = timing["sendStart"].as_f64().filter(|v| *v >= 0.0);
+                let headers_end = timing["receiveHeadersEnd"].as_f64().filter(|v| *v >= 0.0);
+                row.ttfb_ms = match (row.request_time, headers_end) {
+                    (Some(request_time), Some(headers_end)) => {
+                        Some(request_time * 1000.0 + headers_end)
+                    }
+                    _ => timestamp.map(|t| t * 1000.0),
+                };
+            }
+            "Network.dataReceived" => {
+                if let Some(row) = params["requestId"].as_str().and_then(|id| rows.get_mut(id)) {
+                    row.bytes += params["dataLength"].as_u64().unwrap_or(0);
+                }
+            }
+            "Network.loadingFinished" => {
+                if let Some(row) = params["requestId"].as_str().and_then(|id| rows.get_mut(id)) {
+                    row.end = timestamp;
+                }
+            }
+            "Network.loadingFailed" => {
+                if let Some(row) = params["requestId"].as_str().and_then(|id| rows.get(id)) {
+                    let error = params["errorText"].as_str().unwrap_or("unknown error");
+                    let why = match params["blockedReason"].as_str() {
+                        Some(reason) => format!("{error}, blocked: {reason}"),
+                        None => error.to_string(),
+                    };
+                    problems.push(format!("{} failed to load: {why}", row.url));
+                }
+            }
+            "Page.loadEventFired" => load_event = load_event.or(timestamp),
+            "Page.domContentEventFired" => dom_content_loaded = dom_content_loaded.or(timestamp),
+            _ => {}
+        }
+    }
+
+    let Some(document) = document.and_then(|id| rows.get(id)) else {
+        return Err("Chromium reported no request for the page's document".to_string());
+    };
+    for id in &order {
+        let row = &rows[id];
+        if row.end.is_none() && !problems.iter().any(|p| p.starts_with(row.url.as_str())) {
+            problems.push(format!("{} never finished loading", row.url));
+        }
+    }
+    let Some(load_event) = load_event else {
+        problems.push("the page fired no load event".to_string());
+        return Err(problems.join("; "));
+    };
+    if !problems.is_empty() {
+        return Err(problems.join("; "));
+    }
+
+    let zero_ms = document.start * 1000.0;
+    let since = |seconds: f64| seconds * 1000.0 - zero_ms;
+    let mut connections: Vec<u64> = Vec::new();
+    let mut resources = Vec::with_capacity(order.len());
+    for id in &order {
+        let row = &rows[id];
+        let end = row.end.expect("checked above");
+        let connection = row.connection.map(|raw| {
+            let index = connections
+                .iter()
+                .position(|c| *c == raw)
+                .unwrap_or_else(|| {
+                    connections.push(raw);
+                    connections.len() - 1
+                });
+            index as u64 + 1
+        });
+        resources.push(ResourceTiming {
+            url: row.url.clone(),
+            kind: row.kind,
+            render_blocking: row.render_blocking,
+            status: row.status.unwrap_or(0),
+            protocol: row.protocol.clone(),
+            start_ms: since(row.start),
+            ttfb_ms: row.ttfb_ms.map_or(since(end), |ms| ms - zero_ms),
+            end_ms: since(end),
+            bytes: row.bytes,
+            connection,
+            stream: None,
+        });
+    }
+    let load_event_ms = since(load_event);
+    let load_ms = resources
+        .iter()
+        .map(|r| r.end_ms)
+        .fold(load_event_ms, f64::max);
+
+    // The page's timeOrigin on the DevTools clock, in ms after zero.
+    let origin_ms = match (
+        document.request_time,
+        document.send_start_ms,
+        performance.request_start,
+    ) {
+        (Some(request_time), Some(send_start), Some(request_start)) => {
+            Some(request_time * 1000.0 + send_start - request_start - zero_ms)
+        }
+        _ => None,
+    };
+    let page_time = |t: Option<f64>| Some(origin_ms? + t?);
+    let started_at = match document.wall_time {
+        Some(seconds) if seconds > 0.0 => humantime::format_rfc3339_millis(
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(seconds),
+        )
+        .to_string(),
+        _ => return Err("Chromium gave no wall-clock time for the document's request".to_string()),
+    };
+    Ok(PageLoad {
+        started_at,
+        load_ms,
+        resources,
+        browser: Some(BrowserTimings {
+            load_event_ms,
+            dom_content_loaded_ms: dom_content_loaded.map(since),
+            response_start_ms: page_time(performance.response_start),
+            largest_contentful_paint_ms: page_time(performance.largest_contentful_paint),
+        }),
+    })
+}
+
+/// A request the browser made for itself, not for the page: the favicon
+/// (type `Other`, initiator `other`). It is no resource of the page; a 404
+/// for it must not fail the load.
+fn browser_request(params: &Value) -> bool {
+    params["type"].as_str() == Some("Other")
+        && params["initiator"]["type"].as_str() == Some("other")
+}
+
+/// The protocol name Chromium reports for a response over `proto`.
+pub fn protocol_name(proto: Proto) -> &'static str {
+    match proto {
+        Proto::H1 => "http/1.1",
+        Proto::H2 => "h2",
+        Proto::H3 => "h3",
+    }
+}
+
+/// The DevTools `Network.ResourceType` as a [`ResourceKind`].
+fn resource_kind(devtools_type: &str) -> ResourceKind {
+    match devtools_type {
+        "Document" => ResourceKind::Document,
+        "Stylesheet" => ResourceKind::Stylesheet,
+        "Script" => ResourceKind::Script,
+        "Font" => ResourceKind::Font,
+        "Image" => ResourceKind::Image,
+        _ => ResourceKind::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const T0: f64 = 1000.0;
+
+    fn sent(id: &str, url: &str, kind: &str, at: f64, blocking: Option<&str>) -> Value {
+        let mut request = json!({"url": url, "method": "GET"});
+        if let Some(blocking) = blocking {
+            request["renderBlockingBehavior"] = json!(blocking);
+        }
+        json!({"method": "Network.requestWillBeSent", "params": {
+            "requestId": id, "loaderId": "L", "timestamp": T0 + at, "wallTime": 1.8e9 + at,
+            "type": kind, "request": request
+        }})
+    }
+
+    fn received(
+        id: &str,
+        kind: &str,
+        at: f64,
+        protocol: &str,
+        connection: u64,
+        status: u64,
+    ) -> Value {
+        json!({"method": "Network.responseReceived", "params": {
+            "requestId": id, "timestamp": T0 + at + 0.002, "type": kind,
+            "response": {
+                "url": "ignored", "status": status, "protocol": protocol, "connectionId": connection,
+                "timing": {"requestTime": T0 + at, "sendStart": 0.5, "receiveHeadersEnd": 1.5}
+            }
+        }})
+    }
+
+    fn data(id: &str, length: u64) -> Value {
+        json!({"method": "Network.dataReceived", "params": {
+            "requestId": id, "timestamp": T0, "dataLength": length, "encodedDataLength": 0
+        }})
+    }
+
+    fn finished(id: &str, at: f64) -> Value {
+        json!({"method": "Network.loadingFinished", "params": {
+            "requestId": id, "timestamp": T0 + at, "encodedDataLength": 123
+        }})
+    }
+
+    fn page(method: &str, at: f64) -> Value {
+        json!({"method": method, "params": {"timestamp": T0 + at}})
+    }
+
+    /// A page with a stylesheet and an image, all over `protocol`.
+    fn page_events(protocol: &str) -> Vec<Value> {
+        vec![
+            sent("D", "https://a.test/", "Document", 0.0, Some("NonBlocking")),
+            received("D", "Document", 0.001, protocol, 7, 200),
+            data("D", 300),
+            data("D", 100),
+            finished("D", 0.010),
+            sent(
+                "S",
+                "https://a.test/s.css",
+                "Stylesheet",
+                0.011,
+                Some("Blocking"),
+            ),
+            sent("I", "https://a.test/i.png", "Image", 0.012, None),
+            sent("X", "data:image/png;base64,AAAA", "Image", 0.012, None),
+            received("S", "Stylesheet", 0.011, protocol, 7, 200),
+            received("I", "Image", 0.012, protocol, 42, 200),
+            data("S", 50),
+            data("I", 1000),
+            finished("S", 0.020),
+            page("Page.domContentEventFired", 0.021),
+            page("Page.loadEventFired", 0.030),
+            finished("I", 0.040),
+        ]
+    }
+
+    #[test]
+    fn times_are_relative_to_the_documents_request_and_connections_renumbered() {
+        let performance = PagePerformance {
+            request_start: Some(5.0),
+            response_start: Some(7.0),
+            largest_contentful_paint: Some(25.0),
+        };
+        let load = page_load_from_events(&page_events("h3"), Proto::H3, &performance).unwrap();
+        let urls: Vec<&str> = load.resources.iter().map(|r| r.url.as_str()).collect();
+        assert_eq!(
+            urls,
+            [
+                "https://a.test/",
+                "https://a.test/s.css",
+                "https://a.test/i.png"
+            ]
+        );
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+        assert_eq!(load.started_at, "2027-01-15T08:00:00.000Z");
+        let document = &load.resources[0];
+        assert_eq!(document.kind, ResourceKind::Document);
+        assert!(close(document.start_ms, 0.0));
+        // requestTime = T0 + 1 ms, receiveHeadersEnd 1.5 ms after it.
+        assert!(close(document.ttfb_ms, 2.5), "{}", document.ttfb_ms);
+        assert!(close(document.end_ms, 10.0));
+        assert_eq!(document.bytes, 400);
+        assert_eq!(document.protocol.as_deref(), Some("h3"));
+        assert_eq!(document.stream, None);
+        let style = &load.resources[1];
+        assert!(style.render_blocking && !document.render_blocking);
+        assert_eq!(style.kind, ResourceKind::Stylesheet);
+        assert!(close(style.start_ms, 11.0) && close(style.end_ms, 20.0));
+        let image = &load.resources[2];
+        assert_eq!(image.kind, ResourceKind::Image);
+        assert!(!image.render_blocking);
+        assert_eq!(image.bytes, 1000);
+        let connections: Vec<_> = load.resources.iter().map(|r| r.connection).collect();
+        assert_eq!(connections, [Some(1), Some(1), Some(2)]);
+        assert_eq!(load.connections(), Some(2));
+        // The image finished after the load event: the load ends with it.
+        assert!(close(load.load_ms, 40.0), "{}", load.load_ms);
+        let browser = load.browser.unwrap();
+        assert!(close(browser.load_event_ms, 30.0));
+        assert!(close(browser.dom_content_loaded_ms.unwrap(), 21.0));
+        // The request was sent at 1 + 0.5 ms on our clock and at 5 ms on the
+        // page's: its timeOrigin is at -3.5 ms.
+        assert!(close(browser.response_start_ms.unwrap(), 3.5));
+        assert!(close(browser.largest_contentful_paint_ms.unwrap(), 21.5));
+    }
+
+    #[test]
+    fn page_times_are_null_when_the_page_did_not_report_them() {
+        let load =
+            page_load_from_events(&page_events("h2"), Proto::H2, &PagePerformance::default())
+                .unwrap();
+        let browser = load.browser.unwrap();
+        assert_eq!(browser.response_start_ms, None);
+        assert_eq!(browser.largest_contentful_paint_ms, None);
+        let performance = PagePerformance::from_json(&json!({
+            "requestStart": 3.0, "responseStart": 4.0, "lcp": null
+        }));
+        assert_eq!(performance.largest_contentful_paint, None);
+        assert_eq!(performance.response_start, Some(4.0));
+    }
+
+    #[test]
+    fn a_response_over_another_protocol_is_named_with_its_url() {
+        let mut events = page_events("h3");
+        events[9] = received("I", "Image", 0.012, "h2", 42, 200);
+        let err =
+            page_load_from_events(&events, Proto::H3, &PagePerformance::default()).unwrap_err();
+        assert_eq!(err, "https://a.test/i.png came over h2, not h3");
+        let err = page_load_from_events(&page_events("h2"), Proto::H1, &PagePerformance::default())
+            .unwrap_err();
+        assert!(
+            err.contains("https://a.test/s.css came over h2, not http/1.1"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_failed_request_or_bad_status_fails_the_load() {
+        let mut events = page_events("h3");
+        events[15] = json!({"method": "Network.loadingFailed", "params": {
+            "requestId": "I", "timestamp": T0 + 0.04, "type": "Image",
+            "errorText": "net::ERR_QUIC_PROTOCOL_ERROR", "canceled": false
+        }});
+        let err =
+            page_load_from_events(&events, Proto::H3, &PagePerformance::default()).unwrap_err();
+        assert_eq!(
+            err,
+            "https://a.test/i.png failed to load: net::ERR_QUIC_PROTOCOL_ERROR"
+        );
+        let mut events = page_events("h3");
+        events[8] = received("S", "Stylesheet", 0.011, "h3", 7, 404);
+        let err =
+            page_load_from_events(&events, Proto::H3, &PagePerformance::default()).unwrap_err();
+        assert_eq!(err, "https://a.test/s.css answered status 404");
+    }
+
+    #[test]
+    fn an_unfinished_request_or_missing_load_event_fails_the_load() {
+        let mut events = page_events("h3");
+        events.pop();
+        let err =
+            page_load_from_events(&events, Proto::H3, &PagePerformance::default()).unwrap_err();
+        assert_eq!(err, "https://a.test/i.png never finished loading");
+        let mut events = page_events("h3");
+        events.remove(14);
+        let err =
+            page_load_from_events(&events, Proto::H3, &PagePerformance::default()).unwrap_err();
+        assert_eq!(err, "the page fired no load event");
+        let err = page_load_from_events(&events[4..], Proto::H3, &PagePerformance::default())
+            .unwrap_err();
+        assert_eq!(err, "Chromium reported no request for the page's document");
+    }
+
+    #[test]
+    fn the_browsers_favicon_request_is_no_resource_of_the_page() {
+        let mut events = page_events("h3");
+        let mut favicon = sent("F", "https://a.test/favicon.ico", "Other", 0.031, None);
+        favicon["params"]["initiator"] = json!({"type": "other"});
+        events.push(favicon);
+        events.push(received("F", "Other", 0.031, "h3", 7, 404));
+        events.push(finished("F", 0.050));
+        let load = page_load_from_events(&events, Proto::H3, &PagePerformance::default()).unwrap();
+        assert_eq!(load.resources.len(), 3);
+        assert!((load.load_ms - 40.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_redirect_continues_the_same_resource() {
+        let mut events = page_events("h3");
+        let mut redirect = sent("S", "https://a.test/s2.css", "Stylesheet", 0.0115, None);
+        redirect["params"]["redirectResponse"] = json!({"status": 301, "protocol": "h3"});
+        events.insert(6, redirect);
+        let load = page_load_from_events(&events, Proto::H3, &PagePerformance::default()).unwrap();
+        assert_eq!(load.resources.len(), 3);
+        assert_eq!(load.resources[1].url, "https://a.test/s2.css");
+        assert!((load.resources[1].start_ms - 11.0).abs() < 1e-6);
+    }
+}

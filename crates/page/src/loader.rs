@@ -1,0 +1,502 @@
+//! The built-in loader: loads a page the way a browser's network stack
+//! does, with no browser. The document is parsed as it streams in, its
+//! stylesheets and module scripts once they arrive, and each discovery is
+//! queued at once; [`crate::schedule`] decides which request goes out on
+//! which connection. This file is the I/O shell around those pure parts.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{anyhow, bail, Context};
+use bytes::Bytes;
+use h3lab_client::{client_tls_config, Connector, RequestTemplate, Sender, Target, TlsOptions};
+use h3lab_results::page::{PageLoad, PageReport, ResourceTiming};
+use h3lab_results::{Loader, Proto, ResourceKind, Visit};
+use http::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
+use http::Method;
+use tokio::sync::{mpsc, OnceCell};
+use url::Url;
+
+use crate::discover::{css_references, module_imports, Discovery, HtmlScanner};
+use crate::schedule::{urgency, Dispatch, Schedule};
+
+/// A page with more resources than this is refused rather than loaded
+/// without end.
+const MAX_RESOURCES: usize = 10_000;
+
+/// Stylesheets and module scripts are kept whole to be scanned; a bigger
+/// one is scanned no further.
+const MAX_SCANNED_BYTES: usize = 16 << 20;
+
+/// How the built-in loader loads a page.
+#[derive(Debug, Clone)]
+pub struct LoaderOptions {
+    /// The protocol of every request.
+    pub proto: Proto,
+    /// How the server's certificate is trusted.
+    pub tls: TlsOptions,
+    /// Cold: new connections and no session to resume. Warm: one priming
+    /// load first, then every load resumes its TLS session, and h3 sends
+    /// its requests in 0-RTT.
+    pub visit: Visit,
+    /// Loads to measure.
+    pub loads: u32,
+    /// Set-up of one connection may take this long.
+    pub connect_timeout: Duration,
+    /// One whole page load may take this long.
+    pub load_timeout: Duration,
+}
+
+/// Loads the page at `url` `options.loads` times; `on_load` sees each load
+/// as it completes.
+pub fn load_page(
+    url: &str,
+    options: &LoaderOptions,
+    on_load: &mut dyn FnMut(&PageLoad),
+) -> anyhow::Result<PageReport> {
+    let page = Url::parse(url).with_context(|| format!("`{url}` is not a URL"))?;
+    Target::parse(url)?.check_proto(options.proto)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the tokio runtime")?;
+    let mut report = PageReport::new(url, options.proto, Loader::Builtin, options.visit);
+    runtime.block_on(async {
+        let warm = match options.visit {
+            Visit::Cold => None,
+            Visit::Warm => {
+                let tls = client_tls_config(&options.tls, options.proto)?;
+                load_once(&page, options, &tls, false)
+                    .await
+                    .context("the priming load of a warm run")?;
+                Some(tls)
+            }
+        };
+        for n in 1..=options.loads {
+            let (tls, early) = match &warm {
+                Some(tls) => (tls.clone(), true),
+                None => (client_tls_config(&options.tls, options.proto)?, false),
+            };
+            let load = load_once(&page, options, &tls, early)
+                .await
+                .with_context(|| format!("load {n} of {}", options.loads))?;
+            on_load(&load);
+            report.loads.push(load);
+        }
+        anyhow::Ok(())
+    })?;
+    Ok(report)
+}
+
+async fn load_once(
+    page: &Url,
+    options: &LoaderOptions,
+    tls: &Arc<rustls::ClientConfig>,
+    early: bool,
+) -> anyhow::Result<PageLoad> {
+    let started_at = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+    let mut load = PageLoader::new(options, tls.clone(), early);
+    let outcome = tokio::time::timeout(options.load_timeout, load.run(page)).await;
+    load.close().await;
+    let rows = match outcome {
+        Err(_) => bail!(
+            "the page did not finish loading within {:?} ({} of {} resources complete)",
+            options.load_timeout,
+            load.complete(),
+            load.schedule.resources().len()
+        ),
+        Ok(result) => result?,
+    };
+    let load_ms = rows.iter().map(|r| r.end_ms).fold(0.0, f64::max);
+    Ok(PageLoad {
+        started_at,
+        load_ms,
+        resources: rows,
+        browser: None,
+    })
+}
+
+/// What a fetch reports back to the load's loop.
+enum Event {
+    /// Resources the body revealed.
+    Found(Vec<Discovery>),
+    /// The resource is complete; an h1 connection comes back for reuse.
+    Done {
+        resource: usize,
+        timing: ResourceTiming,
+        h1: Option<Sender>,
+    },
+    Failed {
+        resource: usize,
+        error: String,
+    },
+}
+
+/// How a fetch gets its connection.
+enum Connection {
+    /// Open a new h1 connection.
+    NewH1(Arc<Connector>),
+    /// An idle h1 connection.
+    H1(Sender),
+    /// The origin's one h2/h3 connection, opened by whichever fetch gets
+    /// to it first.
+    Shared(Arc<Connector>, Arc<OnceCell<Result<Sender, String>>>),
+}
+
+struct PageLoader {
+    proto: Proto,
+    tls: Arc<rustls::ClientConfig>,
+    early: bool,
+    connect_timeout: Duration,
+    schedule: Schedule,
+    connectors: HashMap<String, Arc<Connector>>,
+    shared: HashMap<u64, Arc<OnceCell<Result<Sender, String>>>>,
+    idle_h1: HashMap<u64, Sender>,
+    /// Rows by resource index, in dispatch order once complete.
+    rows: Vec<(usize, ResourceTiming)>,
+    started: Instant,
+}
+
+impl PageLoader {
+    fn new(options: &LoaderOptions, tls: Arc<rustls::ClientConfig>, early: bool) -> PageLoader {
+        PageLoader {
+            proto: options.proto,
+            tls,
+            early,
+            connect_timeout: options.connect_timeout,
+            schedule: Schedule::new(options.proto),
+            connectors: HashMap::new(),
+            shared: HashMap::new(),
+            idle_h1: HashMap::new(),
+            rows: Vec::new(),
+            started: Instant::now(),
+        }
+    }
+
+    fn complete(&self) -> usize {
+        self.rows.len()
+    }
+
+    async fn run(&mut self, page: &Url) -> anyhow::Result<Vec<ResourceTiming>> {
+        let (events, mut inbox) = mpsc::unbounded_channel();
+        self.schedule.discover(Discovery {
+            url: page.clone(),
+            kind: ResourceKind::Document,
+            render_blocking: true,
+            module: false,
+        });
+        let mut order = Vec::new();
+        loop {
+            while let Some(dispatch) = self.schedule.next() {
+                order.push(dispatch.resource);
+                self.start(dispatch, &events).await?;
+            }
+            if self.schedule.is_done() {
+                break;
+            }
+            let event = inbox.recv().await.expect("the loop holds a sender");
+            self.handle(event)?;
+        }
+        self.check_statuses()?;
+        let mut rows: HashMap<usize, ResourceTiming> =
+            std::mem::take(&mut self.rows).into_iter().collect();
+        Ok(order.iter().filter_map(|i| rows.remove(i)).collect())
+    }
+
+    fn handle(&mut self, event: Event) -> anyhow::Result<()> {
+        match event {
+            Event::Found(found) => {
+                for discovery in found {
+                    self.schedule.discover(discovery);
+                }
+                if self.schedule.resources().len() > MAX_RESOURCES {
+                    bail!("the page has more than {MAX_RESOURCES} resources; h3lab loads pages up to that size");
+                }
+            }
+            Event::Done {
+                resource,
+                timing,
+                h1,
+            } => {
+                self.schedule.finished(resource);
+                if let (Some(sender), Some(connection)) = (h1, timing.connection) {
+                    self.idle_h1.insert(connection, sender);
+                }
+                self.rows.push((resource, timing));
+            }
+            Event::Failed { resource, error } => {
+                bail!("fetching {}: {error}", self.schedule.resource(resource).url)
+            }
+        }
+        Ok(())
+    }
+
+    /// A page with missing or failing resources is no page load to time.
+    fn check_statuses(&self) -> anyhow::Result<()> {
+        let failed: Vec<String> = self
+            .rows
+            .iter()
+            .filter(|(_, row)| row.status >= 400)
+            .map(|(_, row)| format!("{} ({})", row.url, row.status))
+            .collect();
+        if failed.is_empty() {
+            return Ok(());
+        }
+        Err(anyhow!(
+            "{} resource(s) answered with an error status: {}",
+            failed.len(),
+            failed.join(", ")
+        ))
+    }
+
+    async fn start(
+        &mut self,
+        dispatch: Dispatch,
+        events: &mpsc::UnboundedSender<Event>,
+    ) -> anyhow::Result<()> {
+        let discovery = self.schedule.resource(dispatch.resource).clone();
+        let connector = self.connector(&discovery.url).await?;
+        let connection = if self.proto != Proto::H1 {
+            let cell = self.shared.entry(dispatch.connection).or_default().clone();
+            Connection::Shared(connector, cell)
+        } else if dispatch.opens {
+            Connection::NewH1(connector)
+        } else {
+            let sender = self
+                .idle_h1
+                .remove(&dispatch.connection)
+                .context("an idle h1 connection")?;
+            Connection::H1(sender)
+        };
+        let fetch = Fetch {
+            resource: dispatch.resource,
+            connection_id: dispatch.connection,
+            discovery,
+            proto: self.proto,
+            early: self.early,
+            started: self.started,
+            events: events.clone(),
+        };
+        tokio::spawn(fetch.run(connection));
+        Ok(())
+    }
+
+    async fn connector(&mut self, url: &Url) -> anyhow::Result<Arc<Connector>> {
+        let origin = url.origin().ascii_serialization();
+        if let Some(connector) = self.connectors.get(&origin) {
+            return Ok(connector.clone());
+        }
+        let target = Arc::new(Target::parse(url.as_str())?);
+        let addr = target.resolve().await.map_err(|err| anyhow!("{err}"))?;
+        let connector = Connector::new(
+            target,
+            addr,
+            self.proto,
+            self.tls.clone(),
+            self.connect_timeout,
+        )?;
+        let connector = Arc::new(connector);
+        self.connectors.insert(origin, connector.clone());
+        Ok(connector)
+    }
+
+    /// Closes the QUIC connections at once, so the server does not wait
+    /// out its idle timeout; TCP connections close as their handles drop.
+    async fn close(&mut self) {
+        self.idle_h1.clear();
+        self.shared.clear();
+        for connector in self.connectors.values() {
+            connector.close().await;
+        }
+    }
+}
+
+/// One resource's request, from connection to last byte.
+struct Fetch {
+    resource: usize,
+    connection_id: u64,
+    discovery: Discovery,
+    proto: Proto,
+    early: bool,
+    started: Instant,
+    events: mpsc::UnboundedSender<Event>,
+}
+
+impl Fetch {
+    async fn run(self, connection: Connection) {
+        let resource = self.resource;
+        let events = self.events.clone();
+        if let Err(error) = self.fetch(connection).await {
+            let _ = events.send(Event::Failed { resource, error });
+        }
+    }
+
+    fn since_start(&self) -> f64 {
+        self.started.elapsed().as_secs_f64() * 1e3
+    }
+
+    async fn fetch(self, connection: Connection) -> Result<(), String> {
+        let start_ms = self.since_start();
+        let mut sender = self.sender(connection).await?;
+        let target = Target::parse(self.discovery.url.as_str()).map_err(|err| err.to_string())?;
+        let template = RequestTemplate::new(&target, Method::GET, self.headers(), Bytes::new());
+        let mut response = sender
+            .send(&template)
+            .await
+            .map_err(|err| err.to_string())?;
+        let ttfb_ms = self.since_start();
+        let status = response.status().as_u16();
+        let stream = response.stream_id();
+        let mut body = Body::for_resource(&self.discovery, response.headers());
+        let mut bytes = 0u64;
+        while let Some(chunk) = response.chunk().await.map_err(|err| err.to_string())? {
+            bytes += chunk.len() as u64;
+            self.report(body.feed(&chunk));
+        }
+        self.report(body.finish());
+        let timing = ResourceTiming {
+            url: self.discovery.url.to_string(),
+            kind: self.discovery.kind,
+            render_blocking: self.discovery.render_blocking,
+            status,
+            protocol: Some(protocol_label(self.proto).to_string()),
+            start_ms,
+            ttfb_ms,
+            end_ms: self.since_start(),
+            bytes,
+            connection: Some(self.connection_id),
+            stream,
+        };
+        let h1 = (self.proto == Proto::H1).then_some(sender);
+        let _ = self.events.send(Event::Done {
+            resource: self.resource,
+            timing,
+            h1,
+        });
+        Ok(())
+    }
+
+    fn report(&self, found: Vec<Discovery>) {
+        if !found.is_empty() {
+            let _ = self.events.send(Event::Found(found));
+        }
+    }
+
+    async fn sender(&self, connection: Connection) -> Result<Sender, String> {
+        match connection {
+            Connection::H1(sender) => Ok(sender),
+            Connection::NewH1(connector) => self.open(&connector).await,
+            Connection::Shared(connector, cell) => {
+                let shared = cell.get_or_init(|| self.open(&connector)).await;
+                let sender = shared.as_ref().map_err(Clone::clone)?;
+                sender
+                    .try_clone()
+                    .ok_or_else(|| "a multiplexed connection can be shared".to_string())
+            }
+        }
+    }
+
+    async fn open(&self, connector: &Connector) -> Result<Sender, String> {
+        let opened = match self.early {
+            true => connector.connect_early().await,
+            false => connector.connect().await,
+        };
+        opened.map(|c| c.sender).map_err(|err| err.to_string())
+    }
+
+    /// A browser's request headers, with the RFC 9218 priority the
+    /// schedule ordered the request by.
+    fn headers(&self) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        let accept = match self.discovery.kind {
+            ResourceKind::Document => "text/html,application/xhtml+xml,*/*;q=0.8",
+            ResourceKind::Stylesheet => "text/css,*/*;q=0.1",
+            ResourceKind::Image => "image/avif,image/webp,image/png,image/*,*/*;q=0.8",
+            _ => "*/*",
+        };
+        headers.insert(ACCEPT, HeaderValue::from_static(accept));
+        let urgency = urgency(&self.discovery);
+        let priority = match self.discovery.kind {
+            ResourceKind::Image => format!("u={urgency}, i"),
+            _ => format!("u={urgency}"),
+        };
+        headers.insert(
+            "priority",
+            HeaderValue::from_str(&priority).expect("a priority is a valid header value"),
+        );
+        headers
+    }
+}
+
+/// How ALPN and browsers name the protocol.
+fn protocol_label(proto: Proto) -> &'static str {
+    match proto {
+        Proto::H1 => "http/1.1",
+        Proto::H2 => "h2",
+        Proto::H3 => "h3",
+    }
+}
+
+/// What the loader does with a body while it arrives.
+enum Body {
+    /// HTML, scanned chunk by chunk.
+    Html(Box<HtmlScanner>),
+    /// A stylesheet or module script, scanned once whole.
+    Whole { text: Vec<u8>, base: Url, css: bool },
+    /// Counted only.
+    Opaque,
+}
+
+impl Body {
+    fn for_resource(discovery: &Discovery, headers: &HeaderMap) -> Body {
+        let content_type = headers
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        let base = discovery.url.clone();
+        match discovery.kind {
+            ResourceKind::Document if content_type.is_empty() || content_type.contains("html") => {
+                Body::Html(Box::new(HtmlScanner::new(&base)))
+            }
+            ResourceKind::Stylesheet => Body::Whole {
+                text: Vec::new(),
+                base,
+                css: true,
+            },
+            ResourceKind::Script if discovery.module => Body::Whole {
+                text: Vec::new(),
+                base,
+                css: false,
+            },
+            _ => Body::Opaque,
+        }
+    }
+
+    fn feed(&mut self, chunk: &[u8]) -> Vec<Discovery> {
+        match self {
+            Body::Html(scanner) => scanner.feed(chunk),
+            Body::Whole { text, .. } => {
+                let room = MAX_SCANNED_BYTES.saturating_sub(text.len());
+                text.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                Vec::new()
+            }
+            Body::Opaque => Vec::new(),
+        }
+    }
+
+    fn finish(self) -> Vec<Discovery> {
+        match self {
+            Body::Html(scanner) => scanner.finish(),
+            Body::Whole { text, base, css } => {
+                let text = String::from_utf8_lossy(&text);
+                match css {
+                    true => css_references(&text, &base),
+                    false => module_imports(&text, &base),
+                }
+            }
+            Body::Opaque => Vec::new(),
+        }
+    }
+}

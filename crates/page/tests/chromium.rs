@@ -1,0 +1,287 @@
+//! Real headless Chromium loads a small page (a stylesheet, a script, an
+//! image) from an in-process `h3lab-server` over h3, h2 and h1, and the
+//! waterfall it reports is checked against the files served. A page that
+//! pulls a resource from an origin not forced onto QUIC must fail an h3
+//! run, naming that resource.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use h3lab_page::chromium::{load_page, spki_sha256_base64, ChromiumOptions, Trust};
+use h3lab_results::page::PageReport;
+use h3lab_results::{Loader, Proto, ResourceKind, Visit};
+use h3lab_server::{RunningServer, ServerConfig, TlsSource};
+
+const STYLE: &str = "body { font: 16px sans-serif } #hero { color: rgb(1, 2, 3) }\n";
+const SCRIPT: &str = "document.getElementById('hero').dataset.ran = 'yes';\n";
+const IMAGE: &str = "<svg xmlns='http://www.w3.org/2000/svg' width='320' height='160'>\
+    <rect width='320' height='160' fill='#369'/></svg>\n";
+
+/// Two servers with the same certificate on two ports, serving one site.
+/// The servers drop (and stop) before their runtime.
+struct Fixture {
+    main: RunningServer,
+    other: RunningServer,
+    _runtime: tokio::runtime::Runtime,
+    cert: PathBuf,
+    chromium: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn start(chromium: PathBuf) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let generated =
+            rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])
+                .unwrap();
+        let cert = dir.path().join("cert.pem");
+        let key = dir.path().join("key.pem");
+        std::fs::write(&cert, generated.cert.pem()).unwrap();
+        std::fs::write(&key, generated.signing_key.serialize_pem()).unwrap();
+        let site = dir.path().join("site");
+        std::fs::create_dir(&site).unwrap();
+        std::fs::write(site.join("style.css"), STYLE).unwrap();
+        std::fs::write(site.join("app.js"), SCRIPT).unwrap();
+        std::fs::write(site.join("hero.svg"), IMAGE).unwrap();
+        std::fs::write(site.join("index.html"), page("hero.svg")).unwrap();
+        std::fs::write(site.join("broken.html"), page("missing.svg")).unwrap();
+
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let config = ServerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            tls: TlsSource::PemFiles {
+                cert: cert.clone(),
+                key,
+            },
+            root: Some(site.clone()),
+            ..ServerConfig::default()
+        };
+        let main = runtime
+            .block_on(h3lab_server::start(config.clone()))
+            .unwrap();
+        let other = runtime.block_on(h3lab_server::start(config)).unwrap();
+        // A page whose image is on the other origin (another port).
+        let foreign = format!("https://{}/static/hero.svg", other.local_addr());
+        std::fs::write(site.join("foreign.html"), page(&foreign)).unwrap();
+        Fixture {
+            _runtime: runtime,
+            main,
+            other,
+            cert,
+            chromium,
+            _dir: dir,
+        }
+    }
+
+    fn url(&self, page: &str) -> String {
+        format!("https://{}/static/{page}", self.main.local_addr())
+    }
+
+    fn options(&self, proto: Proto, visit: Visit, loads: u32) -> ChromiumOptions {
+        ChromiumOptions {
+            binary: Some(self.chromium.clone()),
+            proto,
+            trust: Trust::CaFile(self.cert.clone()),
+            visit,
+            loads,
+            navigation_timeout: Duration::from_secs(20),
+        }
+    }
+
+    fn file_size(&self, url: &str) -> u64 {
+        let name = url.rsplit('/').next().unwrap();
+        let site = self._dir.path().join("site");
+        std::fs::metadata(Path::new(&site).join(name))
+            .unwrap()
+            .len()
+    }
+
+    /// Every load has the page's four resources, all over `protocol`,
+    /// with the files' sizes, complete within `load_ms`.
+    fn check(&self, report: &PageReport, protocol: &str) {
+        for (n, load) in report.loads.iter().enumerate() {
+            let kinds: Vec<ResourceKind> = load.resources.iter().map(|r| r.kind).collect();
+            assert_eq!(
+                kinds,
+                [
+                    ResourceKind::Document,
+                    ResourceKind::Stylesheet,
+                    ResourceKind::Script,
+                    ResourceKind::Image
+                ],
+                "load {n}: {:#?}",
+                load.resources
+            );
+            assert!(load.load_ms > 0.0, "load {n}: {}", load.load_ms);
+            for resource in &load.resources {
+                assert_eq!(resource.protocol.as_deref(), Some(protocol), "{resource:?}");
+                assert_eq!(resource.status, 200, "{resource:?}");
+                assert_eq!(
+                    resource.bytes,
+                    self.file_size(&resource.url),
+                    "{resource:?}"
+                );
+                assert!(
+                    0.0 <= resource.start_ms
+                        && resource.start_ms <= resource.ttfb_ms
+                        && resource.ttfb_ms <= resource.end_ms
+                        && resource.end_ms <= load.load_ms,
+                    "times out of order in load {n}: {resource:?}, load_ms {}",
+                    load.load_ms
+                );
+                assert!(resource.connection.is_some() && resource.stream.is_none());
+            }
+            assert_eq!(load.resources[0].start_ms, 0.0);
+            assert!(load.resources[1].render_blocking, "{:?}", load.resources[1]);
+            let browser = load.browser.as_ref().expect("browser timings");
+            assert!(browser.load_event_ms > 0.0 && browser.load_event_ms <= load.load_ms);
+            let dcl = browser.dom_content_loaded_ms.expect("DOMContentLoaded");
+            assert!(dcl <= browser.load_event_ms);
+            let response_start = browser.response_start_ms.expect("responseStart");
+            assert!(
+                response_start > 0.0 && response_start <= load.resources[0].end_ms,
+                "{browser:?} {:?}",
+                load.resources[0]
+            );
+            let lcp = browser.largest_contentful_paint_ms.expect("an LCP");
+            assert!(lcp > 0.0, "{browser:?}");
+        }
+    }
+}
+
+fn page(image: &str) -> String {
+    format!(
+        "<!doctype html><html><head><title>h3lab</title>\
+         <link rel=stylesheet href=style.css><script src=app.js></script></head>\
+         <body><p id=hero>A page for Chromium.</p><img src=\"{image}\" width=320 height=160>\
+         </body></html>\n"
+    )
+}
+
+fn fixture() -> Option<Fixture> {
+    h3lab_testenv::chromium().map(Fixture::start)
+}
+
+#[test]
+fn h3_cold_loads_come_over_h3_with_the_files_bytes() {
+    let Some(fixture) = fixture() else { return };
+    let mut seen = 0;
+    let options = fixture.options(Proto::H3, Visit::Cold, 2);
+    let report = load_page(&fixture.url("index.html"), &options, &mut |_| seen += 1).unwrap();
+    assert_eq!(seen, 2);
+    assert_eq!(report.loads.len(), 2);
+    assert_eq!(
+        (report.loader, report.proto, report.visit),
+        (Loader::Chromium, Proto::H3, Visit::Cold)
+    );
+    fixture.check(&report, "h3");
+    // One QUIC connection carries the whole page.
+    for load in &report.loads {
+        assert_eq!(load.connections(), Some(1), "{:#?}", load.resources);
+    }
+    eprintln!(
+        "h3 cold: load_ms {:?}",
+        report.loads.iter().map(|l| l.load_ms).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn h2_and_h1_runs_speak_the_protocol_asked_for() {
+    let Some(fixture) = fixture() else { return };
+    for (proto, protocol) in [(Proto::H2, "h2"), (Proto::H1, "http/1.1")] {
+        let options = fixture.options(proto, Visit::Cold, 1);
+        let report = load_page(&fixture.url("index.html"), &options, &mut |_| {}).unwrap();
+        fixture.check(&report, protocol);
+        eprintln!("{protocol} cold: load_ms {}", report.loads[0].load_ms);
+    }
+    // Chromium may also ask for /favicon.ico outside the page (not a
+    // resource of the load), hence "at least".
+    let served = fixture.main.requests_served();
+    assert!(
+        served.h1 >= 4 && served.h2 >= 4 && served.h3 == 0,
+        "{served}"
+    );
+}
+
+#[test]
+fn warm_loads_reuse_one_primed_browser() {
+    let Some(fixture) = fixture() else { return };
+    let options = fixture.options(Proto::H3, Visit::Warm, 2);
+    let report = load_page(&fixture.url("index.html"), &options, &mut |_| {}).unwrap();
+    assert_eq!(report.loads.len(), 2);
+    fixture.check(&report, "h3");
+    // The priming load and both measured loads reached the server.
+    // (and perhaps /favicon.ico).
+    let served = fixture.main.requests_served();
+    assert!(served.h3 >= 12 && served.h1 + served.h2 == 0, "{served}");
+    eprintln!(
+        "h3 warm: load_ms {:?}",
+        report.loads.iter().map(|l| l.load_ms).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_resource_not_over_h3_fails_an_h3_run_and_is_named() {
+    let Some(fixture) = fixture() else { return };
+    let options = fixture.options(Proto::H3, Visit::Cold, 1);
+    let err = load_page(&fixture.url("foreign.html"), &options, &mut |_| {
+        panic!("the load must fail")
+    })
+    .unwrap_err();
+    let message = format!("{err:#}");
+    let foreign = format!("https://{}/static/hero.svg", fixture.other.local_addr());
+    assert!(
+        message.contains(&format!("{foreign} came over h2, not h3")),
+        "{message}"
+    );
+    // It did come, over TCP: the run failed on the protocol, not the fetch.
+    assert_eq!(fixture.other.requests_served().h2, 1);
+}
+
+#[test]
+fn a_missing_resource_fails_the_run_and_is_named() {
+    let Some(fixture) = fixture() else { return };
+    let options = fixture.options(Proto::H2, Visit::Cold, 1);
+    let err = load_page(&fixture.url("broken.html"), &options, &mut |_| {}).unwrap_err();
+    let message = format!("{err:#}");
+    assert!(
+        message.contains("/static/missing.svg answered status 404"),
+        "{message}"
+    );
+}
+
+/// `--ignore-certificate-errors` covers TCP but not QUIC in Chromium: an
+/// h2 run works with it, an h3 run fails and says what to pass instead.
+#[test]
+fn insecure_trust_works_over_tcp_and_an_h3_run_says_to_pin_the_certificate() {
+    let Some(fixture) = fixture() else { return };
+    let mut options = fixture.options(Proto::H2, Visit::Cold, 1);
+    options.trust = Trust::Insecure;
+    let report = load_page(&fixture.url("index.html"), &options, &mut |_| {}).unwrap();
+    fixture.check(&report, "h2");
+    options.proto = Proto::H3;
+    let err = load_page(&fixture.url("index.html"), &options, &mut |_| {}).unwrap_err();
+    let message = format!("{err:#}");
+    assert!(
+        message.contains("does not apply --ignore-certificate-errors to QUIC")
+            && message.contains("Trust::CaFile")
+            && message.contains("ERR_QUIC_PROTOCOL_ERROR"),
+        "{message}"
+    );
+}
+
+/// The SPKI pin computed from a certificate file is the one the server
+/// prints for its key (no browser needed).
+#[test]
+fn a_certificate_file_pins_the_servers_key() {
+    let fixture = Fixture::start(PathBuf::from("chromium-not-needed"));
+    let pem = std::fs::read(&fixture.cert).unwrap();
+    let banner = fixture.main.banner();
+    let printed = banner[1].strip_prefix("spki-sha256: ").unwrap();
+    assert_eq!(spki_sha256_base64(&pem).unwrap(), printed);
+}
