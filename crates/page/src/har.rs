@@ -145,6 +145,7 @@ mod tests {
                 row("https://a.test/a.png", 1500.5, 1530.0, 1560.0),
             ],
             browser: None,
+            skipped: Vec::new(),
         });
         let mut second = report.loads[0].clone();
         second.browser = Some(BrowserTimings {

@@ -99,7 +99,7 @@ async fn load_once(
     let mut load = PageLoader::new(options, tls.clone(), early);
     let outcome = tokio::time::timeout(options.load_timeout, load.run(page)).await;
     load.close().await;
-    let rows = match outcome {
+    let (rows, skipped) = match outcome {
         Err(_) => bail!(
             "the page did not finish loading within {:?} ({} of {} resources complete)",
             options.load_timeout,
@@ -114,6 +114,7 @@ async fn load_once(
         load_ms,
         resources: rows,
         browser: None,
+        skipped,
     })
 }
 
@@ -155,6 +156,10 @@ struct PageLoader {
     idle_h1: HashMap<u64, Sender>,
     /// Rows by resource index, in dispatch order once complete.
     rows: Vec<(usize, ResourceTiming)>,
+    /// The page's host: the only one requests go to.
+    host: Option<String>,
+    /// URLs on other hosts, each once.
+    skipped: Vec<String>,
     started: Instant,
 }
 
@@ -170,6 +175,8 @@ impl PageLoader {
             shared: HashMap::new(),
             idle_h1: HashMap::new(),
             rows: Vec::new(),
+            host: None,
+            skipped: Vec::new(),
             started: Instant::now(),
         }
     }
@@ -178,8 +185,11 @@ impl PageLoader {
         self.rows.len()
     }
 
-    async fn run(&mut self, page: &Url) -> anyhow::Result<Vec<ResourceTiming>> {
+    /// Loads the page; its waterfall in dispatch order, and the URLs on
+    /// other hosts that were left alone.
+    async fn run(&mut self, page: &Url) -> anyhow::Result<(Vec<ResourceTiming>, Vec<String>)> {
         let (events, mut inbox) = mpsc::unbounded_channel();
+        self.host = page.host_str().map(str::to_string);
         self.schedule.discover(Discovery {
             url: page.clone(),
             kind: ResourceKind::Document,
@@ -201,14 +211,19 @@ impl PageLoader {
         self.check_statuses()?;
         let mut rows: HashMap<usize, ResourceTiming> =
             std::mem::take(&mut self.rows).into_iter().collect();
-        Ok(order.iter().filter_map(|i| rows.remove(i)).collect())
+        let rows = order.iter().filter_map(|i| rows.remove(i)).collect();
+        Ok((rows, std::mem::take(&mut self.skipped)))
     }
 
     fn handle(&mut self, event: Event) -> anyhow::Result<()> {
         match event {
             Event::Found(found) => {
                 for discovery in found {
-                    self.schedule.discover(discovery);
+                    if discovery.url.host_str() != self.host.as_deref() {
+                        self.skip(discovery.url);
+                    } else {
+                        self.schedule.discover(discovery);
+                    }
                 }
                 if self.schedule.resources().len() > MAX_RESOURCES {
                     bail!("the page has more than {MAX_RESOURCES} resources; h3lab loads pages up to that size");
@@ -230,6 +245,15 @@ impl PageLoader {
             }
         }
         Ok(())
+    }
+
+    /// h3lab sends traffic only to the host under test: a resource on
+    /// another host is listed, not fetched.
+    fn skip(&mut self, url: Url) {
+        let url = url.to_string();
+        if !self.skipped.contains(&url) {
+            self.skipped.push(url);
+        }
     }
 
     /// A page with missing or failing resources is no page load to time.

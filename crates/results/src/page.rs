@@ -37,6 +37,10 @@ pub struct PageLoad {
     pub resources: Vec<ResourceTiming>,
     /// What only a browser knows; null for the built-in loader.
     pub browser: Option<BrowserTimings>,
+    /// URLs on other hosts than the page's, which h3lab never fetches (it
+    /// sends traffic only to the host under test); absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
 }
 
 impl PageLoad {
@@ -153,6 +157,7 @@ mod tests {
             load_ms: ms,
             resources,
             browser: None,
+            skipped: Vec::new(),
         }
     }
 

@@ -165,8 +165,12 @@ fn describe_load(n: u64, of: u32, load: &PageLoad) -> String {
     let connections = load.connections().map_or("? connections".to_string(), |c| {
         format!("{c} connection(s)")
     });
+    let skipped = match load.skipped.len() {
+        0 => String::new(),
+        n => format!(", {n} on other hosts not fetched"),
+    };
     format!(
-        "load {n}/{of}: {:.1} ms, {} resources, {:.1} KB, {connections}",
+        "load {n}/{of}: {:.1} ms, {} resources, {:.1} KB, {connections}{skipped}",
         load.load_ms,
         load.resources.len(),
         load.bytes() as f64 / 1e3

@@ -91,6 +91,8 @@ pub fn page_load_from_events(
     let mut load_event: Option<f64> = None;
     let mut dom_content_loaded: Option<f64> = None;
     let mut problems: Vec<String> = Vec::new();
+    let mut page_host: Option<String> = None;
+    let mut skipped: Vec<String> = Vec::new();
     let expected = protocol_name(requested);
     let check_response = |url: &str, response: &Value, problems: &mut Vec<String>| {
         let protocol = response["protocol"].as_str().unwrap_or("unknown");
@@ -132,6 +134,11 @@ pub fn page_load_from_events(
                 }
                 if document.is_none() && kind == Some(ResourceKind::Document) {
                     document = Some(id);
+                    page_host = host_of(url);
+                } else if host_of(url) != page_host {
+                    // Never fetched: the host resolver rules send it nowhere.
+                    skipped.push(url.to_string());
+                    continue;
                 }
                 rows.insert(
                     id,
@@ -287,7 +294,13 @@ pub fn page_load_from_events(
             response_start_ms: page_time(performance.response_start),
             largest_contentful_paint_ms: page_time(performance.largest_contentful_paint),
         }),
+        skipped,
     })
+}
+
+/// The host of `url`, which decides whether the page's host serves it.
+fn host_of(url: &str) -> Option<String> {
+    url::Url::parse(url).ok()?.host_str().map(str::to_string)
 }
 
 /// A request the browser made for itself, not for the page: the favicon

@@ -229,6 +229,10 @@ pub fn load_page(
     let binary = browser::find_binary(options.binary.as_deref())?;
     let mut flags = browser::protocol_flags(options.proto, &format!("{host}:{port}"));
     flags.push(options.trust.flag()?);
+    // Only the page's host resolves: no request leaves for a third party.
+    flags.push(format!(
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE {host}"
+    ));
 
     let report = run(url, options, &binary, &flags, on_load);
     match (&options.trust, options.proto, report) {

@@ -1,0 +1,305 @@
+//! The built-in loader against a live in-process `h3lab-server` serving
+//! generated sites and a real documentation site with `--site`: every
+//! file fetched exactly once with its exact size, the connection rules
+//! (at most 6 h1 connections, exactly one h2/h3 connection), HAR export,
+//! warm loads, and clear failures.
+
+use std::collections::{BTreeMap, HashSet};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use h3lab_client::TlsOptions;
+use h3lab_page::loader::{load_page, LoaderOptions};
+use h3lab_page::site::{generate, Shape, SiteSummary};
+use h3lab_results::page::{PageLoad, PageReport};
+use h3lab_results::{Proto, Visit};
+use h3lab_server::{RunningServer, ServerConfig, TlsSource};
+
+/// A server for one site directory, with a certificate the client trusts
+/// through `--ca`. The server drops (and stops) before its runtime.
+struct Served {
+    server: RunningServer,
+    _runtime: tokio::runtime::Runtime,
+    cert: PathBuf,
+    _certs: tempfile::TempDir,
+}
+
+impl Served {
+    fn site(dir: &Path) -> Served {
+        let certs = tempfile::tempdir().unwrap();
+        let generated =
+            rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])
+                .unwrap();
+        let cert = certs.path().join("cert.pem");
+        let key = certs.path().join("key.pem");
+        std::fs::write(&cert, generated.cert.pem()).unwrap();
+        std::fs::write(&key, generated.signing_key.serialize_pem()).unwrap();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let config = ServerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            tls: TlsSource::PemFiles {
+                cert: cert.clone(),
+                key,
+            },
+            site: Some(dir.to_path_buf()),
+            ..ServerConfig::default()
+        };
+        let server = runtime.block_on(h3lab_server::start(config)).unwrap();
+        Served {
+            server,
+            _runtime: runtime,
+            cert,
+            _certs: certs,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("https://{}{path}", self.server.local_addr())
+    }
+
+    fn options(&self, proto: Proto, visit: Visit, loads: u32) -> LoaderOptions {
+        LoaderOptions {
+            proto,
+            tls: TlsOptions {
+                insecure: false,
+                ca_file: Some(self.cert.clone()),
+            },
+            visit,
+            loads,
+            connect_timeout: Duration::from_secs(10),
+            load_timeout: Duration::from_secs(120),
+        }
+    }
+
+    fn load(&self, path: &str, proto: Proto, visit: Visit, loads: u32) -> PageReport {
+        let options = self.options(proto, visit, loads);
+        load_page(&self.url(path), &options, &mut |_| {})
+            .unwrap_or_else(|err| panic!("{proto} {visit} load of {path}: {err:#}"))
+    }
+}
+
+/// URL path → bytes of every resource of `load`; fails on a duplicate.
+fn fetched(load: &PageLoad) -> BTreeMap<String, u64> {
+    let mut paths = BTreeMap::new();
+    for row in &load.resources {
+        let path = url::Url::parse(&row.url).unwrap().path().to_string();
+        let path = if path == "/" {
+            "/index.html".into()
+        } else {
+            path
+        };
+        assert_eq!(row.status, 200, "{}", row.url);
+        assert!(
+            paths.insert(path, row.bytes).is_none(),
+            "{} was fetched twice",
+            row.url
+        );
+    }
+    paths
+}
+
+fn expected(summary: &SiteSummary) -> BTreeMap<String, u64> {
+    summary
+        .files
+        .iter()
+        .map(|f| (f.path.clone(), f.bytes))
+        .collect()
+}
+
+/// The connection rules, from the waterfall: h1 at most 6 connections
+/// with one request at a time on each; h2/h3 one connection, every
+/// request on its own stream.
+fn check_connections(load: &PageLoad, proto: Proto) {
+    let connections = load.connections().expect("every row names its connection");
+    match proto {
+        Proto::H1 => {
+            assert!(
+                (1..=6).contains(&connections),
+                "{connections} h1 connections"
+            );
+            for a in &load.resources {
+                for b in &load.resources {
+                    let overlap = a.url != b.url
+                        && a.connection == b.connection
+                        && a.start_ms < b.end_ms
+                        && b.start_ms < a.end_ms;
+                    assert!(
+                        !overlap,
+                        "{} and {} overlap on one h1 connection",
+                        a.url, b.url
+                    );
+                }
+            }
+        }
+        Proto::H2 | Proto::H3 => {
+            assert_eq!(connections, 1, "{proto} uses exactly one connection");
+            let streams: HashSet<Option<u64>> = load.resources.iter().map(|r| r.stream).collect();
+            assert_eq!(
+                streams.len(),
+                load.resources.len(),
+                "one stream per request"
+            );
+            assert!(!streams.contains(&None));
+        }
+    }
+}
+
+#[test]
+fn every_shape_loads_whole_over_every_protocol_by_the_connection_rules() {
+    for shape in Shape::ALL.iter().copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let summary = generate(shape, 7, dir.path()).unwrap();
+        let served = Served::site(dir.path());
+        for proto in [Proto::H1, Proto::H2, Proto::H3] {
+            let report = served.load("/", proto, Visit::Cold, 1);
+            let load = &report.loads[0];
+            assert_eq!(
+                fetched(load),
+                expected(&summary),
+                "{shape} over {proto}: every file once, with its size"
+            );
+            check_connections(load, proto);
+            let label = if proto == Proto::H1 {
+                "http/1.1"
+            } else {
+                proto.name()
+            };
+            assert!(load
+                .resources
+                .iter()
+                .all(|r| r.protocol.as_deref() == Some(label)));
+            let last = load.resources.iter().map(|r| r.end_ms).fold(0.0, f64::max);
+            assert_eq!(load.load_ms, last, "the load ends with its last byte");
+            for row in &load.resources {
+                assert!(
+                    row.start_ms <= row.ttfb_ms && row.ttfb_ms <= row.end_ms,
+                    "{row:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn many_h1_requests_spread_over_six_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    generate(Shape::Content, 1, dir.path()).unwrap();
+    let served = Served::site(dir.path());
+    let report = served.load("/", Proto::H1, Visit::Cold, 1);
+    // 105 assets found in one document: the loader opens all six.
+    assert_eq!(report.loads[0].connections(), Some(6));
+}
+
+#[test]
+fn warm_loads_resume_and_report_only_the_measured_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let summary = generate(Shape::Small, 3, dir.path()).unwrap();
+    let served = Served::site(dir.path());
+    for proto in [Proto::H1, Proto::H2, Proto::H3] {
+        let report = served.load("/", proto, Visit::Warm, 2);
+        assert_eq!(report.visit, Visit::Warm);
+        assert_eq!(
+            report.loads.len(),
+            2,
+            "{proto}: the priming load is not reported"
+        );
+        for load in &report.loads {
+            assert_eq!(fetched(load), expected(&summary), "{proto}");
+        }
+    }
+}
+
+#[test]
+fn the_har_of_a_real_load_reads_back_with_every_resource() {
+    let dir = tempfile::tempdir().unwrap();
+    let summary = generate(Shape::Cms, 1, dir.path()).unwrap();
+    let served = Served::site(dir.path());
+    let report = served.load("/", Proto::H3, Visit::Cold, 2);
+    let file = dir.path().join("page.har");
+    h3lab_page::har::write_har(&report, &file).unwrap();
+    let har = har::from_path(&file).expect("a valid HAR file");
+    let har::Spec::V1_2(log) = har.log else {
+        panic!("HAR 1.2 expected");
+    };
+    assert_eq!(log.pages.unwrap().len(), 2);
+    assert_eq!(log.entries.len(), 2 * summary.files.len());
+    let bytes: i64 = log
+        .entries
+        .iter()
+        .take(summary.files.len())
+        .map(|e| e.response.body_size)
+        .sum();
+    let files: u64 = summary.files.iter().map(|f| f.bytes).sum();
+    assert_eq!(bytes as u64, files);
+}
+
+#[test]
+fn a_real_documentation_site_loads_with_no_missing_resource() {
+    let Some(site) = h3lab_testenv::doc_site() else {
+        return;
+    };
+    let served = Served::site(&site);
+    let syn = served.load("/syn/index.html", Proto::H2, Visit::Cold, 1);
+    let badges = &syn.loads[0].skipped;
+    assert!(
+        badges.iter().any(|url| url.contains("img.shields.io")),
+        "syn's README badges live on another host and are listed, not fetched: {badges:?}"
+    );
+    for page in [
+        "/syn/index.html",
+        "/syn/struct.Ident.html",
+        "/quote/index.html",
+    ] {
+        for proto in [Proto::H2, Proto::H3] {
+            // A resource answered 404 fails the load, naming it.
+            let report = served.load(page, proto, Visit::Cold, 1);
+            let load = &report.loads[0];
+            assert!(load.resources.len() >= 5, "{page}: {:#?}", load.resources);
+            check_connections(load, proto);
+        }
+    }
+}
+
+#[test]
+fn a_missing_resource_fails_the_load_and_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("index.html"),
+        "<html><head><link rel=stylesheet href=/gone.css></head><body></body></html>",
+    )
+    .unwrap();
+    let served = Served::site(dir.path());
+    let options = served.options(Proto::H2, Visit::Cold, 1);
+    let err = load_page(&served.url("/"), &options, &mut |_| {}).unwrap_err();
+    let message = format!("{err:#}");
+    assert!(message.contains("/gone.css (404)"), "{message}");
+}
+
+#[test]
+fn an_unreachable_server_is_a_clear_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let options = LoaderOptions {
+        proto: Proto::H2,
+        tls: TlsOptions {
+            insecure: true,
+            ca_file: None,
+        },
+        visit: Visit::Cold,
+        loads: 1,
+        connect_timeout: Duration::from_secs(2),
+        load_timeout: Duration::from_secs(10),
+    };
+    let err = load_page(&format!("https://127.0.0.1:{port}/"), &options, &mut |_| {}).unwrap_err();
+    let message = format!("{err:#}");
+    assert!(message.contains(&format!("127.0.0.1:{port}")), "{message}");
+    assert!(message.contains("TCP connect"), "{message}");
+}
