@@ -55,7 +55,8 @@ pub fn load_page(
     options: &LoaderOptions,
     on_load: &mut dyn FnMut(&PageLoad),
 ) -> anyhow::Result<PageReport> {
-    let page = Url::parse(url).with_context(|| format!("`{url}` is not a URL"))?;
+    let page = Url::parse(url)
+        .with_context(|| format!("`{url}` is not a URL; pass an absolute https:// URL"))?;
     Target::parse(url)?.check_proto(options.proto)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -241,8 +241,8 @@ pub fn load_page(
         {
             Err(err.context(
                 "Chromium does not apply --ignore-certificate-errors to QUIC, so an h3 run \
-                 cannot use a certificate Chromium does not trust; pass the server's \
-                 certificate (Trust::CaFile) or its SPKI hash (Trust::SpkiSha256Base64)",
+                 cannot use a certificate Chromium does not trust; pin the server's key: \
+                 pass its certificate (--ca FILE) or its SPKI hash (--spki BASE64)",
             ))
         }
         (_, _, report) => report,
