@@ -31,7 +31,24 @@
     };
   }
 
+  // Grouped plots draw one trace per protocol spanning every category, so
+  // plotly places the protocols side by side within each category.
+  function byProtocol(traces) {
+    var merged = [];
+    var index = {};
+    traces.forEach(function (t) {
+      if (!(t.protocol in index)) {
+        index[t.protocol] = merged.length;
+        merged.push({ protocol: t.protocol, categories: [], samples: [] });
+      }
+      var m = merged[index[t.protocol]];
+      t.samples.forEach(function (v) { m.categories.push(t.category); m.samples.push(v); });
+    });
+    return merged;
+  }
+
   function drawViolin(plot) {
+    if (plot.grouped) { return drawGroupedViolin(plot); }
     var legendShown = {};
     var traces = plot.traces.map(function (t) {
       var first = !legendShown[t.protocol];
@@ -60,6 +77,36 @@
     layout.violinmode = plot.grouped ? "group" : "overlay";
     // Ungrouped violins are already labelled by protocol on the x axis.
     layout.showlegend = plot.grouped;
+    layout.yaxis = { title: { text: plot.axis }, zeroline: false, gridcolor: "#e4e7eb" };
+    layout.xaxis = { type: "category" };
+    return Plotly.newPlot(plot.id, traces, layout, config);
+  }
+
+  function drawGroupedViolin(plot) {
+    var traces = byProtocol(plot.traces).map(function (t) {
+      return {
+        type: "violin",
+        name: t.protocol,
+        legendgroup: t.protocol,
+        offsetgroup: t.protocol,
+        x: t.categories,
+        y: t.samples,
+        box: { visible: true, width: 0.25, fillcolor: "#ffffff", line: { color: "#333333" } },
+        meanline: { visible: true },
+        points: "all",
+        pointpos: 0,
+        jitter: 0.35,
+        marker: { color: colour(t.protocol), size: 4, opacity: 0.7, line: { width: 0.5, color: "#ffffff" } },
+        line: { color: colour(t.protocol), width: 1.5 },
+        fillcolor: translucent(colour(t.protocol), 0.3),
+        spanmode: "hard",
+        scalemode: "width",
+        hovertemplate: t.protocol + " %{x}: %{y}<extra></extra>"
+      };
+    });
+    var layout = baseLayout(plot.title);
+    layout.violinmode = "group";
+    layout.showlegend = true;
     layout.yaxis = { title: { text: plot.axis }, zeroline: false, gridcolor: "#e4e7eb" };
     layout.xaxis = { type: "category" };
     return Plotly.newPlot(plot.id, traces, layout, config);

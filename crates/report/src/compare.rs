@@ -269,4 +269,40 @@ mod tests {
             "{text}"
         );
     }
+
+    #[test]
+    fn page_cells_compare_like_any_cell() {
+        let a = fixture::with_pages();
+        let mut b = fixture::with_pages();
+        // cellular h3 loads twice as fast: 500..690 → 250..345, below a's range.
+        for record in b
+            .cells
+            .iter_mut()
+            .filter(|r| r.kind == "page" && r.profile == "cellular" && r.protocol == "h3")
+        {
+            record.metric.samples.iter_mut().for_each(|s| *s /= 2.0);
+        }
+        let changes = cell_changes(&a, &b);
+        let pages: Vec<&CellChange> = changes
+            .iter()
+            .filter(|c| c.key.workload == "page-small")
+            .collect();
+        assert_eq!(pages.len(), 4);
+        let faster = pages
+            .iter()
+            .find(|c| c.key.profile == "cellular" && c.key.protocol == "h3")
+            .unwrap();
+        assert_eq!(faster.unit, "ms");
+        assert_eq!(faster.change.unwrap().percent, -50.0);
+        assert_eq!(faster.change.unwrap().verdict, Verdict::Better);
+        assert!(faster.significant);
+        assert_eq!(
+            pages.iter().filter(|c| !c.significant).count(),
+            3,
+            "the other page cells are unchanged"
+        );
+        let text = compare(&a, &b);
+        assert!(text.contains("-50.0 % better"), "{text}");
+        assert!(text.contains("page-small"));
+    }
 }

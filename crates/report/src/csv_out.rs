@@ -185,4 +185,30 @@ mod tests {
         assert_eq!(header, rows(&summarize(&fixture::results())).0);
         assert!(header.iter().any(|name| name == "latency_p99_ms"));
     }
+
+    #[test]
+    fn page_cells_have_rows() {
+        let summaries = summarize(&fixture::with_pages());
+        let (header, rows) = rows(&summaries);
+        let column = |name: &str| header.iter().position(|h| h == name).unwrap();
+        let pages: Vec<&csv::StringRecord> = rows
+            .iter()
+            .filter(|r| &r[column("kind")] == "page")
+            .collect();
+        assert_eq!(pages.len(), 4);
+        let h2 = pages
+            .iter()
+            .find(|r| &r[column("profile")] == "broadband" && &r[column("protocol")] == "h2")
+            .unwrap();
+        assert_eq!(&h2[column("metric")], "page_load_ms");
+        assert_eq!(&h2[column("unit")], "ms");
+        assert_eq!(&h2[column("higher_is_better")], "false");
+        assert_eq!(&h2[column("n")], "20");
+        assert_eq!(&h2[column("median")], "395.0");
+        assert_eq!(&h2[column("min")], "300.0");
+        assert_eq!(&h2[column("max")], "490.0");
+        assert_eq!(&h2[column("requests")], "5");
+        assert_eq!(&h2[column("latency_p50_ms")], "");
+        assert_eq!(&h2[column("median_rtts")], "");
+    }
 }

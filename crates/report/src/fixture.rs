@@ -20,6 +20,9 @@ use h3lab_results::bench::{
     RESULTS_SCHEMA,
 };
 
+use h3lab_results::page::{PageLoad, PageReport, ResourceTiming};
+use h3lab_results::{Loader, Proto, ResourceKind, Visit};
+
 use crate::histogram::tests::encoded;
 
 pub(crate) fn results() -> Results {
@@ -177,4 +180,145 @@ fn ttfb_record(protocol: &str, mode: &str, rep: u32, samples: Vec<f64>) -> CellR
         latency_histogram: None,
         ..rps_record("broadband", protocol, rep, 0.0, None)
     }
+}
+
+/// [`results`] plus page-load cells of workload `page-small` in broadband
+/// (20 ms) and cellular (50 ms), h2 and h3, one repetition of 20 loads
+/// each, and a study-E-like claim on cellular (h3 faster). Samples, as
+/// sorted:
+///
+/// - broadband h2: 300, 310, …, 490 (step 10);
+/// - broadband h3: 250, 255, …, 340 (step 5) and one 1000;
+/// - cellular h2: 600, 620, …, 980 (step 20);
+/// - cellular h3: 500, 510, …, 690 (step 10).
+///
+/// Each record's client report holds the median load with a 5-resource
+/// waterfall (document, blocking stylesheet and script, font, image).
+pub(crate) fn with_pages() -> Results {
+    let mut results = results();
+    results.suite.workloads.push("page-small".into());
+    for (profile, protocol, first, step, outlier) in [
+        ("broadband", "h2", 300.0, 10.0, None),
+        ("broadband", "h3", 250.0, 5.0, Some(1000.0)),
+        ("cellular", "h2", 600.0, 20.0, None),
+        ("cellular", "h3", 500.0, 10.0, None),
+    ] {
+        let mut sorted: Vec<f64> = (0..20).map(|i| first + step * f64::from(i)).collect();
+        if let Some(outlier) = outlier {
+            sorted[19] = outlier;
+        }
+        // Recorded in load order, not sorted: 0, 7, 14, 1, 8, … (7 is coprime to 20).
+        let samples = (0..20).map(|i| sorted[i * 7 % 20]).collect();
+        results
+            .cells
+            .push(page_record(profile, protocol, samples, sorted[9]));
+    }
+    results.studies.push(StudyClaim {
+        study: "E. Page load across conditions".into(),
+        label: "median page load, lossy mobile".into(),
+        profile: "cellular".into(),
+        workload: "page-small".into(),
+        mode: None,
+        unit: "ms".into(),
+        higher_is_better: false,
+        published: BTreeMap::from([("h2".into(), 8940.0), ("h3".into(), 6028.0)]),
+        caveat: "page caveat".into(),
+    });
+    results
+}
+
+fn page_record(profile: &str, protocol: &str, samples: Vec<f64>, load_ms: f64) -> CellRecord {
+    let proto = if protocol == "h2" {
+        Proto::H2
+    } else {
+        Proto::H3
+    };
+    let mut report = PageReport::new("https://site.test/", proto, Loader::Builtin, Visit::Cold);
+    report.loads.push(PageLoad {
+        started_at: "2026-01-01T00:00:00Z".into(),
+        load_ms,
+        resources: waterfall(protocol, load_ms),
+        browser: None,
+        skipped: Vec::new(),
+    });
+    let load = &report.loads[0];
+    CellRecord {
+        workload: "page-small".into(),
+        kind: "page".into(),
+        metric: Metric {
+            name: "page_load_ms".into(),
+            unit: "ms".into(),
+            higher_is_better: false,
+            samples,
+        },
+        latency_histogram: None,
+        requests: load.resources.len() as u64,
+        errors: 0,
+        bytes: load.bytes(),
+        client_report: Some(serde_json::to_value(&report).unwrap()),
+        ..rps_record(profile, protocol, 0, 0.0, None)
+    }
+}
+
+/// Five resources ending at `load_ms`: the document, then a blocking
+/// stylesheet and script, then a font and an image.
+fn waterfall(protocol: &str, load_ms: f64) -> Vec<ResourceTiming> {
+    let at = |fraction: f64| load_ms * fraction;
+    let rows = [
+        ("/", ResourceKind::Document, false, 0.0, 0.2, 0.3, 4_000),
+        (
+            "/css/site.css",
+            ResourceKind::Stylesheet,
+            true,
+            0.3,
+            0.45,
+            0.5,
+            8_000,
+        ),
+        (
+            "/js/app.js",
+            ResourceKind::Script,
+            true,
+            0.3,
+            0.5,
+            0.7,
+            60_000,
+        ),
+        (
+            "/fonts/body.woff2",
+            ResourceKind::Font,
+            false,
+            0.5,
+            0.65,
+            0.8,
+            20_000,
+        ),
+        (
+            "/img/hero.jpg",
+            ResourceKind::Image,
+            false,
+            0.5,
+            0.7,
+            1.0,
+            120_000,
+        ),
+    ];
+    rows.iter()
+        .enumerate()
+        .map(
+            |(index, &(path, kind, blocking, start, ttfb, end, bytes))| ResourceTiming {
+                url: format!("https://site.test{path}"),
+                kind,
+                render_blocking: blocking,
+                status: 200,
+                protocol: Some(protocol.to_string()),
+                start_ms: at(start),
+                ttfb_ms: at(ttfb),
+                end_ms: at(end),
+                bytes,
+                connection: Some(1),
+                stream: Some(index as u64 * 4),
+            },
+        )
+        .collect()
 }

@@ -1,8 +1,10 @@
 //! `report.html`: one self-contained file (no network) with the run status,
-//! published-vs-ours tables, summary tables, violin and latency-CDF plots
-//! and the environment. Plots render client-side with the vendored
-//! plotly.js from JSON embedded in the page. This module writes the
-//! markup; the plot series and link statistics come from `page_data`.
+//! published-vs-ours tables, summary tables, violin and latency-CDF plots,
+//! page loads (violins, study E's columns, waterfalls; `html::pages`) and
+//! the environment. Plots render client-side with the vendored plotly.js
+//! from JSON embedded in the page; waterfalls are inline SVG. This module
+//! writes the markup; the plot series and link statistics come from
+//! `page_data`, the page-load view from `page_loads`.
 
 use std::collections::BTreeMap;
 
@@ -13,8 +15,9 @@ use crate::format::{fraction_as_percent, maybe, number, short};
 use crate::page_data::{
     conditions, link_rows, plot_data_json, protocol_colours, Condition, LinkRow,
 };
+use crate::page_loads::page_workloads;
 use crate::stats::RelativeDiff;
-use crate::studies::{compare_claims, ClaimComparison};
+use crate::studies::{compare_claims, ClaimComparison, Effect};
 use crate::summary::{list_repetitions, summarize, CellSummary};
 use crate::table::profiles_in_order;
 
@@ -32,7 +35,8 @@ pub fn render_html(results: &Results) -> String {
     let colours = protocol_colours(results);
     let conditions = conditions(results, &summaries);
     let claims = compare_claims(&results.studies, &summaries, &results.suite.baseline);
-    let plot_data = plot_data_json(&colours, &conditions);
+    let pages = page_workloads(results, &summaries);
+    let plot_data = plot_data_json(&colours, &conditions, pages.iter().map(|p| &p.violin));
     let page = html! {
         (DOCTYPE)
         html lang="en" {
@@ -47,7 +51,8 @@ pub fn render_html(results: &Results) -> String {
                 (status(results, &summaries))
                 @if !claims.is_empty() { (claims_section(&claims)) }
                 (summary_section(results, &summaries, &colours))
-                (plots_section(&conditions))
+                (pages::pages_section(&pages, &colours))
+                @if !conditions.is_empty() { (plots_section(&conditions)) }
                 (environment_section(results))
                 (link_section(results))
                 footer {
@@ -192,7 +197,8 @@ fn claim_card(comparison: &ClaimComparison) -> Markup {
                     };
                     li class=(class) {
                         strong { (pair.subject) " vs " (pair.other) }
-                        ": published " (describe(pair.published)) ", ours " (describe(pair.ours)) " → "
+                        ": published " (pair.published.as_ref().map_or_else(|| "no data".to_string(), Effect::describe))
+                        ", ours " (describe(pair.ours)) " → "
                         strong { (pair.verdict()) }
                     }
                 }
@@ -250,7 +256,7 @@ fn summary_table(
                         td {
                             @if first_of_workload {
                                 (summary.key.workload_label()) br;
-                                span.unit { (summary.unit) ", " (if summary.higher_is_better { "higher is better" } else { "lower is better" }) }
+                                span.unit { (summary.measure()) ", " (summary.unit) ", " (if summary.higher_is_better { "higher is better" } else { "lower is better" }) }
                             }
                         }
                         td.nowrap {
@@ -378,6 +384,8 @@ fn link_section(results: &Results) -> Markup {
 fn loss(percent: Option<f64>) -> String {
     percent.map_or_else(|| "–".to_string(), |p| format!("{p:.2} %"))
 }
+
+mod pages;
 
 #[cfg(test)]
 mod tests;

@@ -13,10 +13,12 @@ mod format;
 mod histogram;
 mod html;
 mod page_data;
+mod page_loads;
 mod stats;
 mod studies;
 mod summary;
 mod table;
+mod waterfall;
 
 #[cfg(test)]
 mod fixture;

@@ -1,7 +1,8 @@
 //! The values `report.html` shows, shaped from the results: protocol
 //! colours, one violin and one latency CDF per condition, the JSON the
 //! page's plots are drawn from, and the emulated link's statistics.
-//! `html` lays them out; nothing here writes markup.
+//! `html` lays them out; nothing here writes markup. Page-load cells get
+//! their own view (`page_loads`) and are left out of the conditions here.
 
 use std::collections::BTreeMap;
 
@@ -9,6 +10,7 @@ use h3lab_results::bench::{CellRecord, Outcome, Results};
 use serde::Serialize;
 
 use crate::histogram::cdf_points;
+use crate::page_loads::PAGE_KIND;
 use crate::summary::{merged_latency, CellKey, CellSummary};
 
 /// Colour-blind-safe (Okabe–Ito) colours; h1/h2/h3 always get the same ones.
@@ -61,6 +63,36 @@ pub(crate) struct ViolinPlot {
 }
 
 impl ViolinPlot {
+    /// An empty plot; `grouped` places one violin per protocol side by
+    /// side within each category.
+    pub(crate) fn new(id: String, title: String, axis: String, grouped: bool) -> ViolinPlot {
+        ViolinPlot {
+            id,
+            title,
+            axis,
+            grouped,
+            traces: Vec::new(),
+        }
+    }
+
+    /// Adds one protocol's samples in one category (x axis position).
+    pub(crate) fn push(&mut self, protocol: &str, category: &str, samples: Vec<f64>) {
+        self.traces.push(ViolinTrace {
+            protocol: protocol.to_string(),
+            category: category.to_string(),
+            samples,
+        });
+    }
+
+    /// The protocols and categories drawn, in order.
+    #[cfg(test)]
+    pub(crate) fn trace_names(&self) -> Vec<(&str, &str)> {
+        self.traces
+            .iter()
+            .map(|t| (t.protocol.as_str(), t.category.as_str()))
+            .collect()
+    }
+
     /// No successful repetition in the condition, so nothing to draw.
     pub(crate) fn is_empty(&self) -> bool {
         self.traces.is_empty()
@@ -89,12 +121,13 @@ struct CdfTrace {
     fraction: Vec<f64>,
 }
 
-/// The conditions in the order their first cell is summarised.
+/// The conditions in the order their first cell is summarised; page-load
+/// cells are not among them (see `page_loads`).
 pub(crate) fn conditions(results: &Results, summaries: &[CellSummary]) -> Vec<Condition> {
     let samples = samples_by_cell(results);
     let histograms = merged_latency(results);
     let mut conditions: Vec<Condition> = Vec::new();
-    for summary in summaries {
+    for summary in summaries.iter().filter(|s| s.kind != PAGE_KIND) {
         let key = &summary.key;
         let index = match conditions
             .iter()
@@ -146,19 +179,18 @@ fn new_condition(index: usize, summary: &CellSummary) -> Condition {
     Condition {
         profile: key.profile.clone(),
         workload: key.workload.clone(),
-        violin: ViolinPlot {
-            id: format!("violin-{index}"),
-            title: format!("{} · {}: {}", key.profile, key.workload, summary.metric),
-            axis: format!("{} ({direction})", summary.unit),
-            grouped: false,
-            traces: Vec::new(),
-        },
+        violin: ViolinPlot::new(
+            format!("violin-{index}"),
+            format!("{} · {}: {}", key.profile, key.workload, summary.metric),
+            format!("{} ({direction})", summary.unit),
+            false,
+        ),
         cdf: None,
     }
 }
 
 /// Finite metric samples of the successful repetitions, per cell.
-fn samples_by_cell(results: &Results) -> BTreeMap<CellKey, Vec<f64>> {
+pub(crate) fn samples_by_cell(results: &Results) -> BTreeMap<CellKey, Vec<f64>> {
     let mut samples: BTreeMap<CellKey, Vec<f64>> = BTreeMap::new();
     for record in results.cells.iter().filter(|r| r.outcome == Outcome::Ok) {
         let key = CellKey {
@@ -178,17 +210,20 @@ fn samples_by_cell(results: &Results) -> BTreeMap<CellKey, Vec<f64>> {
     samples
 }
 
-/// The plots' data as JSON to embed in the page; conditions without a
+/// The plots' data as JSON to embed in the page: the conditions' plots
+/// and `more_violins` (the page-load ones). Conditions without a
 /// successful repetition get no violin rather than an empty one.
-pub(crate) fn plot_data_json(
-    colours: &BTreeMap<String, String>,
-    conditions: &[Condition],
+pub(crate) fn plot_data_json<'a>(
+    colours: &'a BTreeMap<String, String>,
+    conditions: &'a [Condition],
+    more_violins: impl IntoIterator<Item = &'a ViolinPlot>,
 ) -> String {
     embedded_json(&PlotData {
         colours,
         violins: conditions
             .iter()
             .map(|c| &c.violin)
+            .chain(more_violins)
             .filter(|v| !v.is_empty())
             .collect(),
         cdfs: conditions.iter().filter_map(|c| c.cdf.as_ref()).collect(),
@@ -267,8 +302,15 @@ mod tests {
     use crate::summary::summarize;
 
     fn plot_data(results: &Results) -> serde_json::Value {
-        let conditions = conditions(results, &summarize(results));
-        serde_json::from_str(&plot_data_json(&protocol_colours(results), &conditions)).unwrap()
+        let summaries = summarize(results);
+        let conditions = conditions(results, &summaries);
+        let pages = crate::page_loads::page_workloads(results, &summaries);
+        let json = plot_data_json(
+            &protocol_colours(results),
+            &conditions,
+            pages.iter().map(|p| &p.violin),
+        );
+        serde_json::from_str(&json).unwrap()
     }
 
     #[test]

@@ -5,17 +5,24 @@
 //! published protocol against the suite's baseline protocol (e.g. h3 vs h2,
 //! h1 vs h2); when the baseline has no published figure, every pair of
 //! published protocols.
+//!
+//! A claim may publish a difference instead of values: a `published` key
+//! `a-b` (e.g. `"h2-h3": 200`, study C's "H3 loaded 200 ms faster than
+//! H2") is `a`'s value minus `b`'s in the claim's unit. It is compared as
+//! the pair `b` vs `a` with our median difference beside it.
 
 use std::collections::BTreeMap;
 
 use h3lab_results::bench::StudyClaim;
 
-use crate::stats::RelativeDiff;
+use crate::stats::{RelativeDiff, Verdict};
 use crate::summary::{CellKey, CellSummary};
 
-/// One protocol's published figure and our median for the same cell.
+/// One protocol's published figure and our median for the same cell (or,
+/// for a difference claim, the published difference and ours).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClaimRow {
+    /// A protocol, or `a − b` for a difference.
     pub protocol: String,
     pub published: f64,
     /// Our median, with its unit and sample count; `None` when the cell was
@@ -28,8 +35,44 @@ pub struct ClaimRow {
 pub struct PairDirection {
     pub subject: String,
     pub other: String,
-    pub published: Option<RelativeDiff>,
+    pub published: Option<Effect>,
     pub ours: Option<RelativeDiff>,
+}
+
+/// A published effect of subject against other: relative, from two
+/// published values, or absolute, from a published difference.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// From two published values.
+    Relative(RelativeDiff),
+    /// From a published difference: subject's value minus other's.
+    Absolute {
+        change: f64,
+        unit: String,
+        verdict: Verdict,
+    },
+}
+
+impl Effect {
+    /// Whether the subject is better.
+    pub fn verdict(&self) -> Verdict {
+        match self {
+            Effect::Relative(diff) => diff.verdict,
+            Effect::Absolute { verdict, .. } => *verdict,
+        }
+    }
+
+    /// e.g. `-29.2 % better` or `-200 ms better`.
+    pub fn describe(&self) -> String {
+        match self {
+            Effect::Relative(diff) => diff.describe(),
+            Effect::Absolute {
+                change,
+                unit,
+                verdict,
+            } => format!("{change:+} {unit} {}", verdict.word()),
+        }
+    }
 }
 
 /// A measured difference smaller than this (in %) names no direction: on a
@@ -40,7 +83,7 @@ impl PairDirection {
     /// `Some(true)` when both say the same protocol is better (or both tie),
     /// `None` when either side is missing.
     pub fn agrees(&self) -> Option<bool> {
-        Some(self.published?.verdict == self.ours?.verdict)
+        Some(self.published.as_ref()?.verdict() == self.ours?.verdict)
     }
 
     /// A disagreement that is not just our difference being within noise.
@@ -60,14 +103,15 @@ impl PairDirection {
 
     /// e.g. `h3 vs h2: published -29.2 % better, ours -12.0 % better: direction agrees`.
     pub fn describe(&self) -> String {
-        let side =
-            |diff: Option<RelativeDiff>| diff.map_or_else(|| "no data".into(), |d| d.describe());
+        let missing = || "no data".to_string();
         format!(
             "{} vs {}: published {}, ours {}: {}",
             self.subject,
             self.other,
-            side(self.published),
-            side(self.ours),
+            self.published
+                .as_ref()
+                .map_or_else(missing, Effect::describe),
+            self.ours.map_or_else(missing, |d| d.describe()),
             self.verdict()
         )
     }
@@ -97,6 +141,9 @@ pub fn compare_claims<'a>(
     claims
         .iter()
         .map(|claim| {
+            if let Some(differences) = differences(claim) {
+                return compare_difference(claim, &differences, &by_key);
+            }
             let ours = |protocol: &str| -> Option<&CellSummary> {
                 let key = CellKey {
                     profile: claim.profile.clone(),
@@ -125,7 +172,8 @@ pub fn compare_claims<'a>(
                         claim.published[&subject],
                         claim.published[&other],
                         claim.higher_is_better,
-                    ),
+                    )
+                    .map(Effect::Relative),
                     ours: our_difference(ours(&subject), ours(&other)),
                     subject,
                     other,
@@ -134,6 +182,77 @@ pub fn compare_claims<'a>(
             ClaimComparison { claim, rows, pairs }
         })
         .collect()
+}
+
+type ByKey<'s> = BTreeMap<&'s CellKey, &'s CellSummary>;
+
+/// Our summary of `protocol` in the claim's cell, when it has data.
+fn our_cell<'s>(claim: &StudyClaim, by_key: &ByKey<'s>, protocol: &str) -> Option<&'s CellSummary> {
+    let key = CellKey {
+        profile: claim.profile.clone(),
+        workload: claim.workload.clone(),
+        protocol: protocol.to_string(),
+        mode: claim.mode.clone(),
+    };
+    by_key.get(&key).copied().filter(|s| s.stats.is_some())
+}
+
+/// `(a, b, value)` for every `a-b` key when all keys are differences.
+fn differences(claim: &StudyClaim) -> Option<Vec<(String, String, f64)>> {
+    if claim.published.is_empty() {
+        return None;
+    }
+    claim
+        .published
+        .iter()
+        .map(|(key, &value)| {
+            let (a, b) = key.split_once('-')?;
+            (!a.is_empty() && !b.is_empty() && !b.contains('-'))
+                .then(|| (a.to_string(), b.to_string(), value))
+        })
+        .collect()
+}
+
+/// A claim publishing `a − b`: rows of published and our differences,
+/// and the pair `b` vs `a`.
+fn compare_difference<'a>(
+    claim: &'a StudyClaim,
+    differences: &[(String, String, f64)],
+    by_key: &ByKey,
+) -> ClaimComparison<'a> {
+    let mut rows = Vec::new();
+    let mut pairs = Vec::new();
+    for (a, b, value) in differences {
+        let (ours_a, ours_b) = (our_cell(claim, by_key, a), our_cell(claim, by_key, b));
+        let ours = ours_a.zip(ours_b).and_then(|(a, b)| {
+            let (sa, sb) = (a.stats.as_ref()?, b.stats.as_ref()?);
+            Some((sa.median - sb.median, a.unit.clone(), sa.n.min(sb.n)))
+        });
+        rows.push(ClaimRow {
+            protocol: format!("{a} − {b}"),
+            published: *value,
+            ours,
+        });
+        let change = -value;
+        let verdict = if change == 0.0 {
+            Verdict::Same
+        } else if (change > 0.0) == claim.higher_is_better {
+            Verdict::Better
+        } else {
+            Verdict::Worse
+        };
+        pairs.push(PairDirection {
+            subject: b.clone(),
+            other: a.clone(),
+            published: value.is_finite().then(|| Effect::Absolute {
+                change,
+                unit: claim.unit.clone(),
+                verdict,
+            }),
+            ours: our_difference(ours_b, ours_a),
+        });
+    }
+    ClaimComparison { claim, rows, pairs }
 }
 
 fn our_difference(
@@ -195,7 +314,7 @@ mod tests {
         // Published: h3 cold 2 RTT vs h2 3 RTT (better); ours 73 ms vs 63 ms (worse).
         let cold = &comparisons[1];
         let pair = &cold.pairs[0];
-        assert_eq!(pair.published.unwrap().verdict, Verdict::Better);
+        assert_eq!(pair.published.as_ref().unwrap().verdict(), Verdict::Better);
         assert_eq!(pair.ours.unwrap().verdict, Verdict::Worse);
         assert_eq!(pair.agrees(), Some(false));
         assert!(cold.differs());
@@ -204,7 +323,7 @@ mod tests {
 
     #[test]
     fn a_small_opposite_difference_names_no_direction() {
-        let published = RelativeDiff::new(120.0, 115.0, false);
+        let published = RelativeDiff::new(120.0, 115.0, false).map(Effect::Relative);
         let small = PairDirection {
             subject: "h1".into(),
             other: "h2".into(),
@@ -236,5 +355,39 @@ mod tests {
         assert_eq!(pair.ours, None);
         assert_eq!(pair.agrees(), None);
         assert!(comparisons[0].rows.iter().all(|r| r.ours.is_none()));
+    }
+
+    #[test]
+    fn a_published_difference_is_compared_as_a_pair() {
+        let mut results = fixture::with_pages();
+        // Study C style: "H3 loaded 200 ms faster than H2" on broadband.
+        let mut claim = results.studies.last().unwrap().clone();
+        claim.profile = "broadband".into();
+        claim.published = BTreeMap::from([("h2-h3".into(), 200.0)]);
+        results.studies = vec![claim];
+        let comparisons = compare_claims(&results.studies, &summarize(&results), "h2");
+        let comparison = &comparisons[0];
+        // Ours: h2 median 395 − h3 median 297.5 = 97.5 ms, 20 loads each.
+        assert_eq!(
+            comparison.rows,
+            [ClaimRow {
+                protocol: "h2 − h3".into(),
+                published: 200.0,
+                ours: Some((97.5, "ms".into(), 20)),
+            }]
+        );
+        let pair = &comparison.pairs[0];
+        assert_eq!((pair.subject.as_str(), pair.other.as_str()), ("h3", "h2"));
+        assert_eq!(pair.published.as_ref().unwrap().verdict(), Verdict::Better);
+        assert_eq!(pair.ours.unwrap().verdict, Verdict::Better);
+        assert_eq!(
+            pair.describe(),
+            "h3 vs h2: published -200 ms better, ours -24.7 % better: direction agrees"
+        );
+
+        // A published slow-down disagrees with ours.
+        results.studies[0].published = BTreeMap::from([("h2-h3".into(), -50.0)]);
+        let comparisons = compare_claims(&results.studies, &summarize(&results), "h2");
+        assert!(comparisons[0].differs());
     }
 }

@@ -57,7 +57,7 @@ pub struct Failure {
 #[derive(Debug, Clone, Serialize)]
 pub struct CellSummary {
     pub key: CellKey,
-    /// `rps`, `download` or `ttfb`.
+    /// `rps`, `download`, `ttfb` or `page`.
     pub kind: String,
     pub metric: String,
     pub unit: String,
@@ -87,6 +87,18 @@ pub struct CellSummary {
 impl CellSummary {
     pub fn failed(&self) -> usize {
         self.failures.len()
+    }
+
+    /// What the cell measures, in words (`page load` for a `page` cell);
+    /// the metric's name for a kind this report does not know.
+    pub fn measure(&self) -> &str {
+        match self.kind.as_str() {
+            "rps" => "request rate",
+            "download" => "download time",
+            "ttfb" => "time to first byte",
+            crate::page_loads::PAGE_KIND => "page load",
+            _ => &self.metric,
+        }
     }
 
     /// For time-to-first-byte cells on an emulated path: the median in
@@ -511,5 +523,23 @@ mod tests {
             .any(|p| p.contains("repetition 0") && p.contains("base64")));
         // The two readable histograms are still merged.
         assert_eq!(h1.latency.as_ref().unwrap().count, 20);
+    }
+
+    #[test]
+    fn page_cells_pool_every_load_and_lower_is_better() {
+        let summaries = summarize(&fixture::with_pages());
+        let h3 = find(&summaries, "cellular", "page-small", "h3", None);
+        assert_eq!(h3.kind, "page");
+        assert_eq!(h3.measure(), "page load");
+        assert_eq!(h3.unit, "ms");
+        let stats = h3.stats.as_ref().unwrap();
+        assert_eq!((stats.n, stats.median), (20, 595.0));
+        // h2 median (780 + 800) / 2 = 790; h3 595 is lower, so better.
+        let diff = h3.vs_baseline.unwrap();
+        assert!((diff.percent - (595.0 - 790.0) / 790.0 * 100.0).abs() < 1e-9);
+        assert_eq!(diff.verdict, Verdict::Better);
+        assert_eq!(h3.median_rtts(), None);
+        assert_eq!(h3.latency, None);
+        assert_eq!(h3.requests, 5);
     }
 }

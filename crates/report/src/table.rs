@@ -100,8 +100,9 @@ fn workload_groups(block: &[&CellSummary]) -> Vec<(String, Vec<Vec<String>>)> {
             "lower"
         };
         let heading = format!(
-            "{} ({}, {direction} is better)",
+            "{}: {} ({}, {direction} is better)",
             summary.key.workload_label(),
+            summary.measure(),
             summary.unit
         );
         match groups.last_mut() {
@@ -294,5 +295,35 @@ mod tests {
         let mut results = fixture::results();
         results.interrupted = true;
         assert!(terminal_table(&results).contains("INTERRUPTED"));
+    }
+
+    #[test]
+    fn page_cells_get_rows_named_page_load() {
+        let text = terminal_table(&fixture::with_pages());
+        assert!(
+            text.contains("page-small: page load (ms, lower is better)"),
+            "{text}"
+        );
+        assert!(text.contains("rps-1k: request rate (req/s, higher is better)"));
+        let rows: Vec<&str> = text
+            .lines()
+            .skip_while(|line| !line.starts_with("page-small"))
+            .skip(1)
+            .take(2)
+            .collect();
+        // broadband h2 (baseline): n 20, median 395; h3 median 297.5 is
+        // (297.5 − 395) / 395 = −24.7 % of it, better since lower is better.
+        assert!(
+            rows[0].trim_start().starts_with("h2*") && rows[0].contains("395.0"),
+            "{rows:?}"
+        );
+        assert!(
+            rows[1].contains("297.5") && rows[1].contains("-24.7 % better"),
+            "{rows:?}"
+        );
+        assert!(text
+            .lines()
+            .all(|l| l.chars().count() <= TABLE_WIDTH as usize));
+        assert!(text.contains("median page load, lossy mobile"));
     }
 }

@@ -33,14 +33,17 @@ fn report_renders_with_all_plots_in_chromium() {
     let report = out_dir.join("report.html");
     let html = std::fs::read_to_string(&report).unwrap();
     let plot_ids = plot_div_ids(&html);
-    // 2 profiles × 3 workloads violins + CDFs for the 4 conditions with histograms.
-    assert_eq!(plot_ids.len(), 10, "{plot_ids:?}");
+    // 2 profiles × 3 workloads violins + CDFs for the 4 conditions with
+    // histograms + one page-load violin.
+    assert_eq!(plot_ids.len(), 11, "{plot_ids:?}");
+    // 2 profiles × h2/h3 median-load waterfalls, inline SVG.
+    assert_eq!(html.matches(r#"<svg class="waterfall""#).count(), 4);
 
     let run = chromium(&browser, &["--dump-dom"], &report);
     for id in &plot_ids {
         let drawn = plot_markup(&run.stdout, id);
         // plotly's SVG: the layer, a trace group and a drawn path for each plot.
-        let expected: &[&str] = if id.starts_with("violin-") {
+        let expected: &[&str] = if id.contains("violin-") {
             &[
                 r#"class="main-svg""#,
                 r#"class="violinlayer"#,
@@ -63,6 +66,13 @@ fn report_renders_with_all_plots_in_chromium() {
             );
         }
     }
+
+    assert!(
+        !run.log.contains("Uncaught"),
+        "JavaScript error; chromium log:\n{}",
+        run.log_tail()
+    );
+    assert_eq!(run.stdout.matches(r#"class="wf-bar"#).count(), 4 * 6);
 
     let screenshot = out_dir.join("report.png");
     let _ = std::fs::remove_file(&screenshot);
@@ -146,13 +156,15 @@ fn chromium(browser: &Path, extra: &[&str], page: &Path) -> ChromiumRun {
     }
 }
 
-/// The ids of the plot divs, in page order.
+/// The ids of the plot divs (`plot` or `plot wide`), in page order.
 fn plot_div_ids(html: &str) -> Vec<String> {
-    let marker = r#"<div class="plot" id=""#;
+    let marker = r#"<div class="plot"#;
     html.match_indices(marker)
-        .map(|(at, _)| {
+        .filter_map(|(at, _)| {
             let rest = &html[at + marker.len()..];
-            rest[..rest.find('"').unwrap()].to_string()
+            let rest = &rest[rest.find('"')?..];
+            let rest = rest.strip_prefix(r#"" id=""#)?;
+            Some(rest[..rest.find('"').unwrap()].to_string())
         })
         .collect()
 }
@@ -282,6 +294,7 @@ fn synthetic_results() -> Results {
             }
         }
     }
+    cells.extend(page_cells(&mut rng));
     let failed = cells
         .iter_mut()
         .find(|c| c.profile == "cellular" && c.protocol == "h1" && c.repetition == 2)
@@ -300,7 +313,7 @@ fn synthetic_results() -> Results {
             description: "HTTP/1.1, HTTP/2 and HTTP/3 side by side on home broadband and cellular paths (study A).".into(),
             protocols: vec!["h1".into(), "h2".into(), "h3".into()],
             profiles: vec!["broadband".into(), "cellular".into()],
-            workloads: vec!["rps-1k".into(), "download-10m".into(), "ttfb".into()],
+            workloads: vec!["rps-1k".into(), "download-10m".into(), "ttfb".into(), "page-small".into()],
             repetitions: 3,
             seed: 1,
             warmup_s: 2.0,
@@ -347,6 +360,72 @@ fn synthetic_results() -> Results {
             },
         ],
     }
+}
+
+/// Page loads of a six-resource page: 2 profiles × h2/h3, one repetition
+/// of 20 loads, each with its median load's waterfall.
+fn page_cells(rng: &mut StdRng) -> Vec<CellRecord> {
+    let mut cells = Vec::new();
+    for (profile, rtt) in [("broadband", 20.0), ("cellular", 50.0)] {
+        for protocol in ["h2", "h3"] {
+            let round_trips = if protocol == "h3" { 7.0 } else { 8.0 };
+            let samples: Vec<f64> = (0..20)
+                .map(|_| rtt * round_trips * (1.0 + rng.random_range(0.0..0.3)))
+                .collect();
+            let mut sorted = samples.clone();
+            sorted.sort_by(f64::total_cmp);
+            let mut cell = record(
+                profile,
+                rtt,
+                "page-small",
+                "page",
+                protocol,
+                None,
+                0,
+                Metric {
+                    name: "page_load_ms".into(),
+                    unit: "ms".into(),
+                    higher_is_better: false,
+                    samples,
+                },
+                None,
+            );
+            cell.client_report = Some(page_report(protocol, sorted[9]));
+            cell.requests = 6;
+            cells.push(cell);
+        }
+    }
+    cells
+}
+
+/// An `h3lab.page/1` report with one load of six resources.
+fn page_report(protocol: &str, load_ms: f64) -> serde_json::Value {
+    let rows = [
+        ("/", "document", false, 0.0, 0.2, 0.3),
+        ("/css/site.css", "stylesheet", true, 0.3, 0.45, 0.5),
+        ("/js/app.js", "script", true, 0.3, 0.5, 0.7),
+        ("/fonts/body.woff2", "font", false, 0.5, 0.65, 0.8),
+        ("/img/hero.jpg", "image", false, 0.5, 0.7, 1.0),
+        ("/img/logo.svg", "image", false, 0.52, 0.6, 0.75),
+    ];
+    let resources: Vec<serde_json::Value> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, (path, kind, blocking, start, ttfb, end))| {
+            serde_json::json!({
+                "url": format!("https://site.test{path}"), "kind": kind,
+                "render_blocking": blocking, "status": 200, "protocol": protocol,
+                "start_ms": load_ms * start, "ttfb_ms": load_ms * ttfb, "end_ms": load_ms * end,
+                "bytes": 10_000 * (i + 1), "connection": 1, "stream": i * 4,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "schema": "h3lab.page/1", "url": "https://site.test/", "proto": protocol,
+        "loader": "builtin", "visit": "cold",
+        "loads": [{"started_at": "2026-01-01T10:00:00Z", "load_ms": load_ms,
+                   "resources": resources, "browser": null}],
+    })
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -62,7 +62,13 @@ fn embeds_plot_data_for_every_condition() {
     let page = render_html(&results);
     let data = plot_data(&page);
     let conditions = conditions(&results, &summarize(&results));
-    let json = plot_data_json(&protocol_colours(&results), &conditions);
+    let summaries = summarize(&results);
+    let pages = page_workloads(&results, &summaries);
+    let json = plot_data_json(
+        &protocol_colours(&results),
+        &conditions,
+        pages.iter().map(|p| &p.violin),
+    );
     assert_eq!(
         data,
         serde_json::from_str::<serde_json::Value>(&json).unwrap()
@@ -135,4 +141,161 @@ fn shows_status_claims_and_environment() {
     assert!(page.contains("net.core.rmem_max"));
     assert!(page.contains("+19.0 % better"));
     assert!(page.contains(r#"class="proto" style="--proto:#0072b2""#));
+}
+
+/// The markup between `start` and the next `end` after it.
+fn between<'a>(page: &'a str, start: &str, end: &str) -> &'a str {
+    let from = page
+        .find(start)
+        .unwrap_or_else(|| panic!("no {start} in the page"));
+    let to = from + page[from..].find(end).unwrap();
+    &page[from..to]
+}
+
+#[test]
+fn page_loads_get_a_violin_with_every_protocol_per_profile() {
+    let results = fixture::with_pages();
+    let page = render_html(&results);
+    let data = plot_data(&page);
+    let violin = data["violins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == "page-violin-0")
+        .expect("a page violin");
+    assert!(page.contains(r#"<div class="plot wide" id="page-violin-0">"#));
+    assert_eq!(violin["grouped"], true);
+    assert_eq!(violin["axis"], "ms (lower is better)");
+    let traces: Vec<(String, String, usize)> = violin["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["protocol"].as_str().unwrap().to_string(),
+                t["category"].as_str().unwrap().to_string(),
+                t["samples"].as_array().unwrap().len(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String, usize)> = [
+        ("h2", "broadband"),
+        ("h3", "broadband"),
+        ("h2", "cellular"),
+        ("h3", "cellular"),
+    ]
+    .iter()
+    .map(|(p, c)| (p.to_string(), c.to_string(), 20))
+    .collect();
+    assert_eq!(traces, expected);
+    // Page cells are not repeated among the per-condition distributions.
+    let other_ids: Vec<&str> = data["violins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        other_ids,
+        ["violin-0", "violin-1", "violin-2", "page-violin-0"]
+    );
+}
+
+#[test]
+fn page_columns_table_has_study_e_statistics() {
+    let page = render_html(&fixture::with_pages());
+    let table = between(&page, r#"<table class="summary page-columns">"#, "</table>");
+    let row = |n: usize, values: [f64; 6]| {
+        let mut cells = format!(r#"<td class="num">{n}</td>"#);
+        for (index, value) in values.iter().enumerate() {
+            let class = if index == 0 { "num strong" } else { "num" };
+            cells.push_str(&format!(r#"<td class="{class}">{}</td>"#, number(*value)));
+        }
+        cells
+    };
+    // broadband h2: 300, 310, …, 490. Median (390 + 400) / 2; mean the same;
+    // p90 h = 19 × 0.9 = 17.1 → 470 + 0.1 × 10; p99 h = 18.81 → 480 + 0.81 × 10.
+    let h2 = row(20, [395.0, 395.0, 471.0, 488.1, 300.0, 490.0]);
+    assert!(table.contains(&h2), "{h2} not in {table}");
+    // broadband h3: 250, 255, …, 340 and 1000. Median (295 + 300) / 2;
+    // mean (19 × 295 + 1000) / 20; p90 335 + 0.1 × 5; p99 340 + 0.81 × 660.
+    let h3 = row(20, [297.5, 330.25, 335.5, 874.6, 250.0, 1000.0]);
+    assert!(table.contains(&h3), "{h3} not in {table}");
+    // cellular h3: 500, 510, …, 690: median 595, p90 671, p99 688.1.
+    let cellular = row(20, [595.0, 595.0, 671.0, 688.1, 500.0, 690.0]);
+    assert!(table.contains(&cellular), "{cellular} not in {table}");
+    assert_eq!(table.matches("<tr").count(), 1 + 4, "header and 4 cells");
+    assert!(table.contains("path RTT 50 ms"));
+}
+
+#[test]
+fn page_waterfalls_one_per_protocol_with_one_bar_per_resource() {
+    let page = render_html(&fixture::with_pages());
+    let svgs: Vec<&str> = page
+        .match_indices(r#"<svg class="waterfall""#)
+        .map(|(at, _)| &page[at..at + page[at..].find("</svg>").unwrap()])
+        .collect();
+    assert_eq!(svgs.len(), 4, "2 profiles × h2 and h3");
+    for svg in &svgs {
+        assert_eq!(svg.matches(r#"class="wf-bar"#).count(), 5);
+        assert_eq!(svg.matches(r#"class="wf-bar blocking""#).count(), 2);
+        for path in ["/css/site.css", "/js/app.js", "/img/hero.jpg"] {
+            assert!(svg.contains(&format!(">{path}</text>")), "{path}");
+        }
+    }
+    let broadband = between(&page, "broadband · page-small: waterfalls", "</details>");
+    assert_eq!(broadband.matches(r#"<svg class="waterfall""#).count(), 2);
+    // The h2 median load is its 10th-smallest sample, 390 ms.
+    assert!(broadband.contains("median load 390.0 ms · 5 resources · 212.0 KB · 1 connection(s)"));
+    assert!(page.contains("render-blocking"));
+}
+
+#[test]
+fn a_page_cell_without_its_report_says_so() {
+    let mut results = fixture::with_pages();
+    for record in results.cells.iter_mut().filter(|r| r.kind == "page") {
+        record.client_report = None;
+    }
+    let page = render_html(&results);
+    assert_eq!(
+        page.matches("No waterfall: repetition 0 kept no page report.")
+            .count(),
+        4
+    );
+    assert!(!page.contains(r#"<svg class="waterfall""#));
+}
+
+#[test]
+fn page_report_loads_nothing_from_the_network() {
+    let page = render_html(&fixture::with_pages());
+    let markup = markup_outside_scripts(&page);
+    assert_eq!(markup.matches("<script").count(), 3);
+    for attribute in ["src=", "href=", "xlink:"] {
+        assert!(
+            !markup.contains(attribute),
+            "{attribute} found in the markup"
+        );
+    }
+}
+
+#[test]
+fn page_claims_compare_medians_lower_is_better() {
+    let mut results = fixture::with_pages();
+    let page = render_html(&results);
+    let card = between(&page, "median page load, lossy mobile", "</div>");
+    // Published h3 6028 vs h2 8940 ms; ours h3 595 vs h2 790 ms: both h3 faster.
+    assert!(card.contains("595.0 ms"), "{card}");
+    assert!(card.contains("direction agrees"), "{card}");
+
+    for record in results
+        .cells
+        .iter_mut()
+        .filter(|r| r.kind == "page" && r.profile == "cellular" && r.protocol == "h3")
+    {
+        record.metric.samples.iter_mut().for_each(|s| *s *= 2.0);
+    }
+    let page = render_html(&results);
+    let card = between(&page, "median page load, lossy mobile", "</div>");
+    assert!(card.contains("direction DIFFERS"), "{card}");
+    assert!(card.contains("page caveat"));
 }

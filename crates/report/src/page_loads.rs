@@ -1,0 +1,291 @@
+//! Page-load cells (`kind = "page"`): the report's view of one page
+//! workload. Per workload, one violin of every load time with the
+//! protocols side by side per profile (as study E drew them); per
+//! profile, the cells' statistics (study E's columns come straight from
+//! the summaries) and the median load of each protocol, whose waterfall
+//! `html` draws. Nothing here writes markup.
+
+use h3lab_results::bench::{CellRecord, Outcome, Results};
+use h3lab_results::page::{PageLoad, PageReport, PAGE_SCHEMA};
+
+use crate::page_data::{samples_by_cell, ViolinPlot};
+use crate::stats::{split_finite, SampleStats};
+use crate::summary::{CellKey, CellSummary};
+
+/// The `kind` of a page-load record.
+pub(crate) const PAGE_KIND: &str = "page";
+
+/// One page workload (a site) over every profile it ran in.
+pub(crate) struct PageWorkload<'a> {
+    pub(crate) workload: String,
+    /// Every load time, one violin per protocol in each profile.
+    pub(crate) violin: ViolinPlot,
+    /// The profiles in suite order.
+    pub(crate) conditions: Vec<PageCondition<'a>>,
+}
+
+/// One profile of a page workload.
+pub(crate) struct PageCondition<'a> {
+    pub(crate) profile: String,
+    pub(crate) path_rtt_ms: f64,
+    /// One per protocol, in suite order.
+    pub(crate) cells: Vec<PageCell<'a>>,
+    /// The longest median load's end: the waterfalls of one condition
+    /// share this time axis so they compare at a glance.
+    pub(crate) axis_ms: f64,
+}
+
+/// One protocol's page cell in one profile.
+pub(crate) struct PageCell<'a> {
+    pub(crate) summary: &'a CellSummary,
+    /// The median load and its waterfall, or why there is none.
+    pub(crate) median_load: Result<MedianLoad, String>,
+}
+
+/// The load a waterfall shows: the median load of the repetition whose
+/// median is the median of the cell's repetitions.
+pub(crate) struct MedianLoad {
+    pub(crate) repetition: u32,
+    /// Successful repetitions it was chosen from.
+    pub(crate) of_repetitions: usize,
+    pub(crate) load: PageLoad,
+}
+
+impl MedianLoad {
+    /// Where the load's last resource ended (or the load time, if later).
+    pub(crate) fn end_ms(&self) -> f64 {
+        self.load
+            .resources
+            .iter()
+            .map(|r| r.end_ms)
+            .filter(|v| v.is_finite())
+            .fold(self.load.load_ms, f64::max)
+    }
+}
+
+/// The page workloads in suite order; empty when the run has no page cell.
+pub(crate) fn page_workloads<'a>(
+    results: &Results,
+    summaries: &'a [CellSummary],
+) -> Vec<PageWorkload<'a>> {
+    let samples = samples_by_cell(results);
+    let mut workloads: Vec<PageWorkload<'a>> = Vec::new();
+    let mut pages: Vec<&CellSummary> = summaries.iter().filter(|s| s.kind == PAGE_KIND).collect();
+    // Summaries are profile-major; a page view is workload-major.
+    pages.sort_by_key(|s| workload_rank(summaries, &s.key.workload));
+    for summary in pages {
+        let key = &summary.key;
+        let index = match workloads.iter().position(|w| w.workload == key.workload) {
+            Some(index) => index,
+            None => {
+                workloads.push(new_workload(workloads.len(), &key.workload, summary));
+                workloads.len() - 1
+            }
+        };
+        let workload = &mut workloads[index];
+        if let Some(samples) = samples.get(key) {
+            workload
+                .violin
+                .push(&key.protocol, &key.profile, samples.clone());
+        }
+        add_cell(workload, summary, results);
+    }
+    workloads
+}
+
+fn workload_rank(summaries: &[CellSummary], workload: &str) -> usize {
+    summaries
+        .iter()
+        .position(|s| s.key.workload == workload)
+        .unwrap_or(usize::MAX)
+}
+
+fn new_workload<'a>(index: usize, workload: &str, summary: &CellSummary) -> PageWorkload<'a> {
+    PageWorkload {
+        workload: workload.to_string(),
+        violin: ViolinPlot::new(
+            format!("page-violin-{index}"),
+            format!("{workload}: page load time per profile"),
+            format!("{} (lower is better)", summary.unit),
+            true,
+        ),
+        conditions: Vec::new(),
+    }
+}
+
+fn add_cell<'a>(workload: &mut PageWorkload<'a>, summary: &'a CellSummary, results: &Results) {
+    let key = &summary.key;
+    let condition = match workload
+        .conditions
+        .iter()
+        .position(|c| c.profile == key.profile)
+    {
+        Some(index) => &mut workload.conditions[index],
+        None => {
+            workload.conditions.push(PageCondition {
+                profile: key.profile.clone(),
+                path_rtt_ms: summary.path_rtt_ms,
+                cells: Vec::new(),
+                axis_ms: 0.0,
+            });
+            workload.conditions.last_mut().expect("just pushed")
+        }
+    };
+    let median_load = median_load(results, key);
+    if let Ok(load) = &median_load {
+        condition.axis_ms = condition.axis_ms.max(load.end_ms());
+    }
+    condition.cells.push(PageCell {
+        summary,
+        median_load,
+    });
+}
+
+/// The median load of the cell `key`: among its successful repetitions
+/// with samples, the one whose median is the median (the lower middle for
+/// an even count), and from its `h3lab.page/1` client report the median
+/// load (the report normally holds only that one).
+pub(crate) fn median_load(results: &Results, key: &CellKey) -> Result<MedianLoad, String> {
+    let mut ranked: Vec<(f64, &CellRecord)> = results
+        .cells
+        .iter()
+        .filter(|r| r.outcome == Outcome::Ok && is_cell(r, key))
+        .filter_map(|r| {
+            let (samples, _) = split_finite(&r.metric.samples);
+            Some((SampleStats::of(&samples)?.median, r))
+        })
+        .collect();
+    if ranked.is_empty() {
+        return Err("no successful repetition with load times".to_string());
+    }
+    ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let of_repetitions = ranked.len();
+    let record = ranked[(of_repetitions - 1) / 2].1;
+    let report = page_report(record)?;
+    let index = report.median_load().ok_or_else(|| {
+        format!(
+            "repetition {}: its page report holds no load",
+            record.repetition
+        )
+    })?;
+    Ok(MedianLoad {
+        repetition: record.repetition,
+        of_repetitions,
+        load: report.loads[index].clone(),
+    })
+}
+
+fn is_cell(record: &CellRecord, key: &CellKey) -> bool {
+    record.profile == key.profile
+        && record.workload == key.workload
+        && record.protocol == key.protocol
+        && record.mode == key.mode
+}
+
+fn page_report(record: &CellRecord) -> Result<PageReport, String> {
+    let repetition = record.repetition;
+    let value = record
+        .client_report
+        .as_ref()
+        .ok_or_else(|| format!("repetition {repetition} kept no page report"))?;
+    let report: PageReport = serde_json::from_value(value.clone()).map_err(|err| {
+        format!(
+            "repetition {repetition}: its client report is not a readable {PAGE_SCHEMA} ({err})"
+        )
+    })?;
+    if report.schema != PAGE_SCHEMA {
+        return Err(format!(
+            "repetition {repetition}: client report has schema {:?}, not {PAGE_SCHEMA}",
+            report.schema
+        ));
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture;
+    use crate::summary::summarize;
+
+    #[test]
+    fn one_workload_with_a_violin_per_protocol_in_each_profile() {
+        let results = fixture::with_pages();
+        let summaries = summarize(&results);
+        let workloads = page_workloads(&results, &summaries);
+        assert_eq!(workloads.len(), 1);
+        let page = &workloads[0];
+        assert_eq!(page.workload, "page-small");
+        assert_eq!(
+            page.violin.trace_names(),
+            [
+                ("h2", "broadband"),
+                ("h3", "broadband"),
+                ("h2", "cellular"),
+                ("h3", "cellular")
+            ]
+        );
+        let profiles: Vec<&str> = page.conditions.iter().map(|c| c.profile.as_str()).collect();
+        assert_eq!(profiles, ["broadband", "cellular"]);
+        for condition in &page.conditions {
+            assert_eq!(condition.cells.len(), 2);
+            for cell in &condition.cells {
+                let load = cell.median_load.as_ref().unwrap();
+                assert_eq!(load.load.resources.len(), 5);
+            }
+        }
+    }
+
+    #[test]
+    fn the_waterfall_comes_from_the_median_repetition() {
+        let mut results = fixture::with_pages();
+        // Three repetitions of broadband h3 with medians 300, 100 and 200:
+        // the median repetition is the one with 200.
+        let template = results
+            .cells
+            .iter()
+            .find(|r| r.kind == PAGE_KIND && r.profile == "broadband" && r.protocol == "h3")
+            .unwrap()
+            .clone();
+        results
+            .cells
+            .retain(|r| !(r.kind == PAGE_KIND && r.profile == "broadband" && r.protocol == "h3"));
+        for (repetition, median) in [(0, 300.0), (1, 100.0), (2, 200.0)] {
+            let mut record = template.clone();
+            record.repetition = repetition;
+            record.metric.samples = vec![median - 1.0, median, median + 1.0];
+            let report = record.client_report.as_mut().unwrap();
+            report["loads"][0]["load_ms"] = serde_json::json!(median);
+            results.cells.push(record);
+        }
+        let key = CellKey {
+            profile: "broadband".into(),
+            workload: "page-small".into(),
+            protocol: "h3".into(),
+            mode: None,
+        };
+        let chosen = median_load(&results, &key).unwrap();
+        assert_eq!((chosen.repetition, chosen.of_repetitions), (2, 3));
+        assert_eq!(chosen.load.load_ms, 200.0);
+    }
+
+    #[test]
+    fn a_missing_or_foreign_report_is_named() {
+        let mut results = fixture::with_pages();
+        let key = CellKey {
+            profile: "cellular".into(),
+            workload: "page-small".into(),
+            protocol: "h2".into(),
+            mode: None,
+        };
+        let record = results.cells.iter_mut().find(|r| is_cell(r, &key)).unwrap();
+        record.client_report = None;
+        let err = median_load(&results, &key).err().unwrap();
+        assert!(err.contains("kept no page report"), "{err}");
+
+        let record = results.cells.iter_mut().find(|r| is_cell(r, &key)).unwrap();
+        record.client_report = Some(serde_json::json!({"schema": "h3lab.load/1"}));
+        let err = median_load(&results, &key).err().unwrap();
+        assert!(err.contains(PAGE_SCHEMA), "{err}");
+    }
+}
