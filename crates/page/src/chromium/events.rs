@@ -552,4 +552,15 @@ mod tests {
         assert_eq!(load.resources[1].url, "https://a.test/s2.css");
         assert!((load.resources[1].start_ms - 11.0).abs() < 1e-6);
     }
+    #[test]
+    fn resources_on_other_hosts_are_listed_as_skipped_and_their_failure_ignored() {
+        let mut events = page_events("h3");
+        events.push(sent("B", "https://badge.test/b.svg", "Image", 0.013, None));
+        events.push(json!({"method": "Network.loadingFailed", "params": {
+            "requestId": "B", "timestamp": T0 + 0.014, "errorText": "net::ERR_NAME_NOT_RESOLVED"
+        }}));
+        let load = page_load_from_events(&events, Proto::H3, &PagePerformance::default()).unwrap();
+        assert_eq!(load.resources.len(), 3);
+        assert_eq!(load.skipped, ["https://badge.test/b.svg"]);
+    }
 }
