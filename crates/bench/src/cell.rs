@@ -11,13 +11,14 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use h3lab_results::bench::{CellRecord, CpuUse, Metric, Outcome};
 use h3lab_results::load::LoadReport;
+use h3lab_results::page::PageReport;
 use linkem::run::Placement;
 use linkem::EmulatedPath;
 
 use crate::client::{self, ClientRun};
 use crate::server;
 use crate::spec::CellSpec;
-use crate::suite::{DownloadMetric, Load, RpsMetric, Suite};
+use crate::suite::{DownloadMetric, Load, RpsMetric, Site, Suite};
 
 /// What a run needs besides the suite.
 pub struct RunContext {
@@ -63,7 +64,8 @@ fn measure(
         None => Placement::Loopback,
     };
     let scratch = cell_dir(&ctx.scratch, spec)?;
-    let mut server = server::start(suite, &placement, &ctx.exe, &scratch)?;
+    let site = site_dir(suite, spec, &ctx.scratch)?;
+    let mut server = server::start(suite, &placement, &ctx.exe, &scratch, site.as_deref())?;
     let outcome = client::run(
         spec,
         &placement,
@@ -114,8 +116,74 @@ fn fill_from_client(
             record.metric.samples = probe.samples.iter().map(|s| s.ttfb_ms).collect();
             record.client_report = Some(serde_json::to_value(&probe)?);
         }
+        ClientRun::Page { report, .. } => {
+            let Load::Page { loads, .. } = &spec.workload.load else {
+                bail!("a {} cell got a page report", spec.workload.kind());
+            };
+            anyhow::ensure!(
+                report.loads.len() == loads.0 as usize,
+                "the page run reported {} of {} loads",
+                report.loads.len(),
+                loads.0
+            );
+            fill_from_page(*report, record)?;
+        }
     }
     Ok(())
+}
+
+/// A page cell's record from its client's report: every load time as a
+/// sample (in load order), the median load's resource count and bytes, and
+/// the report cut down to that one median load, which keeps its waterfall
+/// but keeps `results.json` small.
+fn fill_from_page(mut report: PageReport, record: &mut CellRecord) -> anyhow::Result<()> {
+    let median = report
+        .median_load()
+        .context("the page run reported no load")?;
+    record.metric.samples = report.loads.iter().map(|load| load.load_ms).collect();
+    let load = report.loads.swap_remove(median);
+    record.requests = load.resources.len() as u64;
+    record.errors = 0;
+    record.bytes = load.bytes();
+    record.latency_histogram = None;
+    record.ttfb_histogram = None;
+    report.loads = vec![load];
+    record.client_report = Some(serde_json::to_value(&report)?);
+    Ok(())
+}
+
+/// The directory the server of a page cell serves: the suite's own, or the
+/// synthetic site of its shape, generated from the suite's seed into the
+/// run's scratch space by the first cell that needs it. `None` for other
+/// workloads.
+fn site_dir(suite: &Suite, spec: &CellSpec, scratch: &Path) -> anyhow::Result<Option<PathBuf>> {
+    let Load::Page { site, .. } = &spec.workload.load else {
+        return Ok(None);
+    };
+    let shape = match site {
+        Site::Dir(dir) => {
+            let dir = dir
+                .canonicalize()
+                .with_context(|| format!("the site directory {} is gone", dir.display()))?;
+            return Ok(Some(dir));
+        }
+        Site::Shape(shape) => *shape,
+    };
+    let dir = scratch.join(format!("site-{shape}-{}", suite.seed));
+    if !dir.is_dir() {
+        // Generated aside and renamed into place: a site directory that
+        // exists is complete.
+        let partial = scratch.join(format!(".site-{shape}-{}.partial", suite.seed));
+        if partial.exists() {
+            std::fs::remove_dir_all(&partial)
+                .with_context(|| format!("cannot remove {}", partial.display()))?;
+        }
+        h3lab_site::generate(shape, suite.seed, &partial)
+            .with_context(|| format!("generating the `{shape}` site"))?;
+        std::fs::rename(&partial, &dir)
+            .with_context(|| format!("cannot move the site to {}", dir.display()))?;
+    }
+    Ok(Some(dir))
 }
 
 fn is_throughput(spec: &CellSpec) -> bool {
@@ -160,7 +228,9 @@ fn load_figure(spec: &CellSpec, report: &LoadReport) -> anyhow::Result<f64> {
                 DownloadMetric::RequestsPerSecond => f64::from(streams.0) / report.duration_s,
             })
         }
-        Load::Ttfb { .. } => bail!("a ttfb cell got a load report"),
+        Load::Ttfb { .. } | Load::Page { .. } => {
+            bail!("a {} cell got a load report", spec.workload.kind())
+        }
     }
 }
 
@@ -197,6 +267,7 @@ fn empty_record(spec: &CellSpec) -> CellRecord {
             ..
         } => ("requests_per_s", "req/s", true),
         Load::Ttfb { .. } => ("ttfb_ms", "ms", false),
+        Load::Page { .. } => ("page_load_ms", "ms", false),
     };
     CellRecord {
         profile: spec.profile.clone(),
@@ -234,4 +305,89 @@ fn cell_dir(scratch: &Path, spec: &CellSpec) -> anyhow::Result<PathBuf> {
     let dir = scratch.join(name);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use h3lab_results::page::{PageLoad, ResourceTiming};
+    use h3lab_results::{Loader, Proto, ResourceKind, Visit};
+
+    fn page_spec(loads: u32) -> CellSpec {
+        let suite = Suite::from_toml(&format!(
+            "name = \"t\"\nprotocols = [\"h3\"]\nprofiles = [\"loopback\"]\nrepetitions = 1\n\
+             [[workload]]\nkind = \"page\"\nname = \"p\"\nsite = \"small\"\nloads = {loads}\n"
+        ))
+        .unwrap();
+        crate::runner::plan(&suite).remove(0)
+    }
+
+    fn load(ms: f64, sizes: &[u64]) -> PageLoad {
+        PageLoad {
+            started_at: "2026-11-23T08:00:00.000Z".into(),
+            load_ms: ms,
+            resources: sizes
+                .iter()
+                .map(|&bytes| ResourceTiming {
+                    url: "https://a.test/x".into(),
+                    kind: ResourceKind::Script,
+                    render_blocking: false,
+                    status: 200,
+                    protocol: Some("h3".into()),
+                    start_ms: 0.0,
+                    ttfb_ms: 1.0,
+                    end_ms: ms,
+                    bytes,
+                    connection: Some(1),
+                    stream: None,
+                })
+                .collect(),
+            browser: None,
+            skipped: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_page_report_becomes_a_record_of_its_median_load() {
+        let spec = page_spec(3);
+        let mut report =
+            PageReport::new("https://a.test/", Proto::H3, Loader::Builtin, Visit::Cold);
+        report.loads = vec![
+            load(300.0, &[10, 20, 30]),
+            load(100.0, &[10, 20]),
+            load(200.0, &[5, 5, 5, 5]),
+        ];
+        let run = ClientRun::Page {
+            report: Box::new(report),
+            cpu_s: 0.5,
+        };
+        let mut record = empty_record(&spec);
+        fill_from_client(&spec, run, &mut record).unwrap();
+        assert_eq!(record.kind, "page");
+        assert_eq!(record.mode, None);
+        assert_eq!(record.metric.name, "page_load_ms");
+        assert_eq!(record.metric.unit, "ms");
+        assert!(!record.metric.higher_is_better);
+        assert_eq!(record.metric.samples, [300.0, 100.0, 200.0], "load order");
+        // The median load is the 200 ms one: 4 resources, 20 bytes.
+        assert_eq!((record.requests, record.errors, record.bytes), (4, 0, 20));
+        assert!(record.latency_histogram.is_none() && record.ttfb_histogram.is_none());
+        let kept: PageReport = serde_json::from_value(record.client_report.unwrap()).unwrap();
+        assert_eq!(kept.loads, [load(200.0, &[5, 5, 5, 5])]);
+        assert_eq!(kept.url, "https://a.test/");
+    }
+
+    #[test]
+    fn a_page_run_missing_loads_is_an_error() {
+        let spec = page_spec(3);
+        let mut report =
+            PageReport::new("https://a.test/", Proto::H3, Loader::Builtin, Visit::Cold);
+        report.loads = vec![load(100.0, &[1])];
+        let run = ClientRun::Page {
+            report: Box::new(report),
+            cpu_s: 0.0,
+        };
+        let err = fill_from_client(&spec, run, &mut empty_record(&spec)).unwrap_err();
+        assert!(err.to_string().contains("1 of 3 loads"), "{err}");
+    }
 }

@@ -1,5 +1,6 @@
-//! The client side of a cell: `h3lab load` (rps, download) or `h3lab probe
-//! ttfb` run in the client namespace, writing JSON that is read back here.
+//! The client side of a cell: `h3lab load` (rps, download), `h3lab probe
+//! ttfb` or `h3lab page` run in the client namespace, writing JSON that is
+//! read back here.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -13,6 +14,7 @@ use crate::process;
 use crate::server::ServerProcess;
 use crate::spec::CellSpec;
 use h3lab_results::load::LoadReport;
+use h3lab_results::page::PageReport;
 use h3lab_results::ttfb::TtfbReport;
 use h3lab_results::Proto;
 
@@ -22,15 +24,21 @@ use crate::suite::Load;
 pub(crate) enum ClientRun {
     Load { report: Box<LoadReport>, cpu_s: f64 },
     Ttfb { probe: TtfbReport, cpu_s: f64 },
+    Page { report: Box<PageReport>, cpu_s: f64 },
 }
 
 impl ClientRun {
     pub(crate) fn cpu_s(&self) -> f64 {
         match self {
-            ClientRun::Load { cpu_s, .. } | ClientRun::Ttfb { cpu_s, .. } => *cpu_s,
+            ClientRun::Load { cpu_s, .. }
+            | ClientRun::Ttfb { cpu_s, .. }
+            | ClientRun::Page { cpu_s, .. } => *cpu_s,
         }
     }
 }
+
+/// How long one page load may take before the page run fails.
+const PAGE_LOAD_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Runs the cell's client against `server` and reads its JSON report.
 pub(crate) fn run(
@@ -54,12 +62,12 @@ pub(crate) fn run(
             ..
         } => {
             command.arg("load").arg(format!("{base}/bytes/{}", size.0));
-            command.args([
-                "-c",
-                &connections.0.to_string(),
-                "-m",
-                &streams.0.to_string(),
-            ]);
+            // h1 has no multiplexing: one request at a time per connection.
+            let streams = match spec.protocol {
+                Proto::H1 => 1,
+                _ => streams.0,
+            };
+            command.args(["-c", &connections.0.to_string(), "-m", &streams.to_string()]);
             command.args(["-z", &format!("{}ms", duration.0.as_millis())]);
             if !warmup.is_zero() {
                 command.args(["--warmup", &format!("{}ms", warmup.as_millis())]);
@@ -95,6 +103,18 @@ pub(crate) fn run(
             command.args(["--mode", mode.name(), "--samples", &samples.0.to_string()]);
             Duration::from_secs(30) * (samples.0 + 1) * 2
         }
+        Load::Page {
+            loader,
+            visit,
+            loads,
+            ..
+        } => {
+            command.args(["page", &format!("{base}/")]);
+            command.args(["--browser", loader.name(), "--visit", visit.name()]);
+            command.args(["-n", &loads.0.to_string()]);
+            command.args(["--timeout", &format!("{}s", PAGE_LOAD_TIMEOUT.as_secs())]);
+            PAGE_LOAD_TIMEOUT * loads.0 + Duration::from_secs(60)
+        }
     };
     command
         .args(["--proto", spec.protocol.name(), "--json"])
@@ -123,6 +143,17 @@ pub(crate) fn run(
         )
     })?;
     match spec.workload.load {
+        Load::Page { .. } => {
+            if exit.code != 0 {
+                bail!("the page loads failed (exit code {}){stderr}", exit.code);
+            }
+            let report: PageReport =
+                serde_json::from_str(&text).context("reading the page report")?;
+            Ok(ClientRun::Page {
+                report: Box::new(report),
+                cpu_s: exit.cpu_s,
+            })
+        }
         Load::Ttfb { .. } => {
             let probe: TtfbReport =
                 serde_json::from_str(&text).context("reading the ttfb probe report")?;

@@ -9,7 +9,9 @@ const PRESETS: &[(&str, &str)] = &[
     ("default", include_str!("../presets/default.toml")),
     ("study-a", include_str!("../presets/study-a.toml")),
     ("study-b", include_str!("../presets/study-b.toml")),
+    ("study-c", include_str!("../presets/study-c.toml")),
     ("study-d", include_str!("../presets/study-d.toml")),
+    ("study-e", include_str!("../presets/study-e.toml")),
 ];
 
 /// Names of the built-in presets.
@@ -17,7 +19,7 @@ pub fn names() -> Vec<&'static str> {
     PRESETS.iter().map(|(name, _)| *name).collect()
 }
 
-/// The preset called `name` (`a`, `b`, `d` are accepted for `study-*`).
+/// The preset called `name` (`a` … `e` are accepted for `study-*`).
 pub fn preset(name: &str) -> anyhow::Result<Suite> {
     let wanted = name.to_ascii_lowercase();
     let text = PRESETS

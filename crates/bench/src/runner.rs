@@ -14,8 +14,9 @@ use linkem::EmulatedPath;
 use crate::environment;
 use crate::profile;
 use crate::spec::CellSpec;
-use crate::suite::{Load, Suite, Workload};
+use crate::suite::{Load, PublishedFigure, Site, Suite, Workload};
 use h3lab_results::bench::{CellRecord, Results, StudyClaim, SuiteInfo, RESULTS_SCHEMA};
+use h3lab_results::Visit;
 
 /// Every cell of the suite, in run order.
 pub fn plan(suite: &Suite) -> Vec<CellSpec> {
@@ -49,9 +50,9 @@ pub fn estimated_seconds(suite: &Suite, cell: &CellSpec) -> f64 {
     let settings = profile::settings(suite, &cell.profile, suite.seed)
         .ok()
         .flatten();
-    let (rtt_s, down_bits_per_s) = settings.map_or((0.0, 10e9), |s| {
+    let (rtt_s, down_bits_per_s, loss) = settings.map_or((0.0, 10e9, 0.0), |s| {
         let rate = s.down.mean_bits_per_sec().unwrap_or(10e9);
-        (s.rtt as f64 / 1e9, rate)
+        (s.rtt as f64 / 1e9, rate, s.loss.mean_loss())
     });
     SETUP_S
         + match &cell.workload.load {
@@ -60,7 +61,57 @@ pub fn estimated_seconds(suite: &Suite, cell: &CellSpec) -> f64 {
                 (size.0 * u64::from(streams.0)) as f64 * 8.0 / down_bits_per_s + 20.0 * rtt_s
             }
             Load::Ttfb { samples, .. } => f64::from(samples.0 + 1) * 4.0 * rtt_s,
+            Load::Page {
+                site, visit, loads, ..
+            } => {
+                let measured = f64::from(loads.0);
+                let primed = match visit {
+                    Visit::Cold => 0.0,
+                    Visit::Warm => 1.0,
+                };
+                let bytes = site_bytes(site, suite.seed) as f64;
+                (measured + primed) * page_load_seconds(bytes, rtt_s, down_bits_per_s, loss)
+            }
         }
+}
+
+/// Rough time of one page load: a few round trips for the handshake and
+/// the chain of discoveries (document, stylesheet or module, import), the
+/// bytes at the link's rate (the loader and the user-space link do not go
+/// much beyond a few hundred Mbit/s here), and retransmissions when the
+/// path loses packets.
+fn page_load_seconds(bytes: f64, rtt_s: f64, down_bits_per_s: f64, loss: f64) -> f64 {
+    const ROUND_TRIPS: f64 = 8.0;
+    const PER_LOAD_S: f64 = 0.05;
+    const FASTEST_BITS_PER_S: f64 = 300e6;
+    let rate = down_bits_per_s.min(FASTEST_BITS_PER_S);
+    (PER_LOAD_S + ROUND_TRIPS * rtt_s + bytes * 8.0 / rate) * (1.0 + 20.0 * loss)
+}
+
+/// Bytes of the page's site: the planned size of a shape, or the files of a
+/// directory (an unreadable one counts as empty: this is only an estimate).
+fn site_bytes(site: &Site, seed: u64) -> u64 {
+    match site {
+        Site::Shape(shape) => {
+            let plan = h3lab_site::plan(*shape, seed);
+            plan.files.iter().map(|file| file.bytes).sum()
+        }
+        Site::Dir(dir) => directory_bytes(dir),
+    }
+}
+
+fn directory_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.file_type() {
+            Ok(kind) if kind.is_dir() => directory_bytes(&entry.path()),
+            Ok(kind) if kind.is_file() => entry.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
 }
 
 /// Fails early, with linkem's explanation, when this process cannot build
@@ -154,18 +205,27 @@ fn study_claims(suite: &Suite) -> Vec<StudyClaim> {
         .iter()
         .map(|figure| StudyClaim {
             study: figure.study.clone(),
-            label: figure.label.clone(),
             profile: figure.profile.clone(),
             workload: figure.workload.clone(),
             mode: figure.mode.clone(),
             unit: figure.unit.clone(),
             higher_is_better: figure.higher_is_better,
-            published: [("h1", figure.h1), ("h2", figure.h2), ("h3", figure.h3)]
-                .into_iter()
-                .filter_map(|(proto, value)| value.map(|v| (proto.to_string(), v)))
-                .collect(),
+            published: published_values(figure),
+            label: figure.label.clone(),
             caveat: figure.caveat.clone(),
         })
+        .collect()
+}
+
+/// The published values per protocol, or a published difference as the
+/// one key `subject-other` (the report's convention, results-schema.md).
+fn published_values(figure: &PublishedFigure) -> std::collections::BTreeMap<String, f64> {
+    if let Some(d) = &figure.difference {
+        return [(format!("{}-{}", d.subject, d.other), d.value)].into();
+    }
+    [("h1", figure.h1), ("h2", figure.h2), ("h3", figure.h3)]
+        .into_iter()
+        .filter_map(|(proto, value)| value.map(|v| (proto.to_string(), v)))
         .collect()
 }
 
@@ -205,5 +265,69 @@ modes = ["cold", "0rtt"]
         );
         assert!(cells.iter().all(|c| c.mode.unwrap().applies_to(c.protocol)));
         assert_eq!(cells.iter().filter(|c| c.protocol == Proto::H3).count(), 4);
+    }
+
+    fn page_suite(profile: &str, site: &str, visit: &str, loads: u32) -> Suite {
+        Suite::from_toml(&format!(
+            "name = \"t\"\nprotocols = [\"h2\"]\nprofiles = [\"{profile}\"]\nrepetitions = 1\n\
+             [[workload]]\nkind = \"page\"\nname = \"p\"\nsite = \"{site}\"\nvisit = \"{visit}\"\nloads = {loads}\n"
+        ))
+        .unwrap()
+    }
+
+    fn estimate(suite: &Suite) -> f64 {
+        let cells = plan(suite);
+        assert_eq!(cells.len(), 1);
+        estimated_seconds(suite, &cells[0])
+    }
+
+    #[test]
+    fn page_estimate_follows_loads_round_trips_bytes_and_loss() {
+        // small on broadband: 1 s set-up + 5 × (0.05 s + 8 × 20 ms + ~0.63 MB
+        // at 100 Mbit/s) × (1 + 20 × 0.1 %).
+        let small = estimate(&page_suite("broadband", "small", "cold", 5));
+        let bytes = h3lab_site::plan(h3lab_site::Shape::Small, 1)
+            .files
+            .iter()
+            .map(|f| f.bytes)
+            .sum::<u64>() as f64;
+        let per_load = (0.05 + 8.0 * 0.020 + bytes * 8.0 / 100e6) * 1.02;
+        assert!((small - (1.0 + 5.0 * per_load)).abs() < 1e-6, "{small}");
+        // Twice the loads, about twice the time; a warm visit adds its priming load.
+        let ten = estimate(&page_suite("broadband", "small", "cold", 10));
+        assert!((ten - 1.0 - 2.0 * (small - 1.0)).abs() < 1e-6);
+        let warm = estimate(&page_suite("broadband", "small", "warm", 5));
+        assert!((warm - 1.0 - 6.0 * per_load).abs() < 1e-6);
+        // Farther, bigger and lossier all take longer.
+        assert!(estimate(&page_suite("intercontinental", "small", "cold", 5)) > small);
+        assert!(estimate(&page_suite("broadband", "spa", "cold", 5)) > small);
+        let lossy = estimate(&page_suite("lte-poor", "cms", "cold", 5));
+        let clean = estimate(&page_suite("lte", "cms", "cold", 5));
+        assert!(lossy > 2.0 * clean, "{lossy} vs {clean}");
+    }
+
+    #[test]
+    fn default_preset_is_estimated_under_five_minutes() {
+        let suite = crate::presets::preset("default").unwrap();
+        let total: f64 = plan(&suite)
+            .iter()
+            .map(|cell| estimated_seconds(&suite, cell))
+            .sum();
+        assert!(total < 300.0, "default preset estimated at {total:.0} s");
+    }
+
+    #[test]
+    fn published_differences_become_one_subject_minus_other_value() {
+        let suite = crate::presets::preset("study-c").unwrap();
+        let claims = study_claims(&suite);
+        assert_eq!(
+            claims[0].label,
+            "Small site, New York (~30 ms): h3 faster than h2"
+        );
+        assert_eq!(claims[0].published.len(), 1);
+        assert_eq!(claims[0].published["h3-h2"], -200.0);
+        let study_e = study_claims(&crate::presets::preset("study-e").unwrap());
+        assert_eq!(study_e.len(), 6);
+        assert_eq!(study_e[5].published["h3"], 6028.0);
     }
 }

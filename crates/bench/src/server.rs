@@ -28,16 +28,21 @@ pub(crate) struct ServerProcess {
 }
 
 /// Starts the suite's target where `placement` puts servers and waits until
-/// it listens.
+/// it listens. `site` is a directory the built-in server serves at `/`
+/// (page workloads, which the suite allows with the built-in server only).
 pub(crate) fn start(
     suite: &Suite,
     placement: &Placement<'_>,
     exe: &Path,
     scratch: &Path,
+    site: Option<&Path>,
 ) -> anyhow::Result<ServerProcess> {
     let ip = IpAddr::V4(placement.server_ip());
     match &suite.target.server_cmd {
-        None => start_builtin(placement, exe, scratch, ip, &suite.target),
+        None => start_builtin(placement, exe, scratch, ip, &suite.target, site),
+        Some(_) if site.is_some() => {
+            bail!("a page workload needs the built-in server, which serves its site")
+        }
         Some(shell) => start_custom(
             placement,
             shell,
@@ -53,6 +58,7 @@ fn start_builtin(
     scratch: &Path,
     ip: IpAddr,
     target: &Target,
+    site: Option<&Path>,
 ) -> anyhow::Result<ServerProcess> {
     // On loopback other programs own ports: let the server pick one.
     let port = match placement {
@@ -70,9 +76,11 @@ fn start_builtin(
         .arg("--write-cert")
         .arg(&cert)
         .arg("--quic-cc")
-        .arg(target.quic_cc.name())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .arg(target.quic_cc.name());
+    if let Some(site) = site {
+        command.arg("--site").arg(site);
+    }
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut process = process::spawn(command, "built-in server (h3lab serve)")?;
     let stdout = process.take_stdout().context("server stdout")?;
     let addr = wait_for_banner(stdout).map_err(|err| {

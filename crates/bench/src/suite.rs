@@ -5,9 +5,11 @@
 //! types below validate while they deserialize, so toml's span-carrying
 //! errors point at the offending line.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
-use h3lab_results::{Proto, QuicCongestion, TtfbMode};
+use h3lab_results::{Loader, Proto, QuicCongestion, TtfbMode, Visit};
+use h3lab_site::Shape;
 use serde::{Deserialize, Deserializer};
 
 /// A parsed, validated suite.
@@ -57,8 +59,22 @@ pub(crate) struct PublishedFigure {
     pub(crate) h1: Option<f64>,
     pub(crate) h2: Option<f64>,
     pub(crate) h3: Option<f64>,
+    /// A published difference between two protocols, for studies that
+    /// give only that (e.g. "h3 loaded 200 ms faster than h2").
+    pub(crate) difference: Option<PublishedDifference>,
     /// Why our figure may differ; shown when the direction disagrees.
     pub(crate) caveat: String,
+}
+
+/// `subject − other = value` (in the figure's `unit`), as a study published
+/// it, e.g. `{ subject = "h3", other = "h2", value = -200.0 }` for "h3
+/// loaded 200 ms faster than h2".
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PublishedDifference {
+    pub(crate) subject: Proto,
+    pub(crate) other: Proto,
+    pub(crate) value: f64,
 }
 
 fn default_repetitions() -> Count {
@@ -120,6 +136,21 @@ impl Suite {
                 );
             }
         }
+        if let Some(command) = &self.target.server_cmd {
+            if let Some(page) = self
+                .workloads
+                .iter()
+                .find(|w| matches!(w.load, Load::Page { .. }))
+            {
+                anyhow::bail!(
+                    "suite `{}`: page workload `{}` needs the built-in server, which serves its site, \
+                     but [target] runs `{command}`; remove `server_cmd` or move the page workload \
+                     to a suite of its own",
+                    self.name,
+                    page.name
+                );
+            }
+        }
         for profile in &self.profiles {
             if self.custom_profile(profile).is_none() {
                 linkem::profile(profile).map_err(|e| {
@@ -145,6 +176,24 @@ impl Suite {
                 figure.label,
                 figure.workload
             );
+            if let Some(difference) = &figure.difference {
+                anyhow::ensure!(
+                    difference.subject != difference.other,
+                    "suite `{}`: published figure `{}` has a difference of {} against itself; \
+                     name two protocols, e.g. subject = \"h3\", other = \"h2\"",
+                    self.name,
+                    figure.label,
+                    difference.subject
+                );
+                for proto in [difference.subject, difference.other] {
+                    anyhow::ensure!(
+                        self.protocols.contains(&proto),
+                        "suite `{}`: published figure `{}` compares {proto}, which the suite does not run",
+                        self.name,
+                        figure.label
+                    );
+                }
+            }
         }
         Ok(())
     }
@@ -243,6 +292,55 @@ pub(crate) enum Load {
         /// New connections measured per repetition.
         samples: Count,
     },
+    /// Page loads of a site: its HTML and every asset it references.
+    Page {
+        site: Site,
+        loader: Loader,
+        visit: Visit,
+        /// Page loads measured per repetition.
+        loads: Count,
+    },
+}
+
+/// The site a page workload loads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Site {
+    /// A synthetic site of this shape, generated once per run from the
+    /// suite's seed.
+    Shape(Shape),
+    /// A static site already on disk, served at `/`.
+    Dir(PathBuf),
+}
+
+impl Site {
+    /// `small` etc. for a shape, or a directory holding a site; anything
+    /// else is an error that says how to get one.
+    fn parse(text: &str) -> Result<Site, String> {
+        if let Ok(shape) = text.parse::<Shape>() {
+            return Ok(Site::Shape(shape));
+        }
+        let dir = PathBuf::from(text);
+        if !dir.is_dir() {
+            return Err(format!(
+                "site `{text}` is neither a shape (small, content, spa, cms) \
+                 nor an existing directory; name a shape, or generate a site with \
+                 `h3lab site gen small --out DIR` and give its directory"
+            ));
+        }
+        if !dir.join("index.html").is_file() {
+            return Err(format!(
+                "site directory `{text}` has no index.html, so `/` has no page; \
+                 give the directory that holds the site's index.html"
+            ));
+        }
+        Ok(Site::Dir(dir))
+    }
+}
+
+impl<'de> Deserialize<'de> for Site {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Site::parse(&String::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
 }
 
 /// A `[[workload]]` table as written: one flat set of keys, so that toml
@@ -262,6 +360,10 @@ struct WorkloadTable {
     metric: Option<String>,
     modes: Option<Vec<TtfbMode>>,
     samples: Option<Count>,
+    site: Option<Site>,
+    loader: Option<Loader>,
+    visit: Option<Visit>,
+    loads: Option<Count>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -270,6 +372,7 @@ enum WorkloadKind {
     Rps,
     Download,
     Ttfb,
+    Page,
 }
 
 impl<'de> Deserialize<'de> for Workload {
@@ -303,6 +406,10 @@ impl WorkloadTable {
                 stray(&[
                     ("modes", self.modes.is_some()),
                     ("samples", self.samples.is_some()),
+                    ("site", self.site.is_some()),
+                    ("loader", self.loader.is_some()),
+                    ("visit", self.visit.is_some()),
+                    ("loads", self.loads.is_some()),
                 ])?;
                 Load::Rps {
                     size: self.size.ok_or_else(|| needs("size"))?,
@@ -321,6 +428,10 @@ impl WorkloadTable {
                     ("duration", self.duration.is_some()),
                     ("modes", self.modes.is_some()),
                     ("samples", self.samples.is_some()),
+                    ("site", self.site.is_some()),
+                    ("loader", self.loader.is_some()),
+                    ("visit", self.visit.is_some()),
+                    ("loads", self.loads.is_some()),
                 ])?;
                 Load::Download {
                     size: self.size.ok_or_else(|| needs("size"))?,
@@ -339,6 +450,10 @@ impl WorkloadTable {
                     ("streams", self.streams.is_some()),
                     ("duration", self.duration.is_some()),
                     ("metric", self.metric.is_some()),
+                    ("site", self.site.is_some()),
+                    ("loader", self.loader.is_some()),
+                    ("visit", self.visit.is_some()),
+                    ("loads", self.loads.is_some()),
                 ])?;
                 let modes = self
                     .modes
@@ -352,6 +467,29 @@ impl WorkloadTable {
                 Load::Ttfb {
                     modes,
                     samples: self.samples.unwrap_or(Count(5)),
+                }
+            }
+            WorkloadKind::Page => {
+                stray(&[
+                    ("size", self.size.is_some()),
+                    ("connections", self.connections.is_some()),
+                    ("streams", self.streams.is_some()),
+                    ("duration", self.duration.is_some()),
+                    ("metric", self.metric.is_some()),
+                    ("modes", self.modes.is_some()),
+                    ("samples", self.samples.is_some()),
+                ])?;
+                let site = self.site.clone().ok_or_else(|| {
+                    format!(
+                        "page workload `{name}` needs `site`: a shape (small, content, spa, cms) \
+                         or the directory of a static site"
+                    )
+                })?;
+                Load::Page {
+                    site,
+                    loader: self.loader.unwrap_or_default(),
+                    visit: self.visit.unwrap_or_default(),
+                    loads: self.loads.unwrap_or(Count(20)),
                 }
             }
         };
@@ -369,6 +507,7 @@ impl WorkloadKind {
             WorkloadKind::Rps => "rps",
             WorkloadKind::Download => "download",
             WorkloadKind::Ttfb => "ttfb",
+            WorkloadKind::Page => "page",
         }
     }
 }
@@ -383,6 +522,7 @@ impl Workload {
             Load::Rps { .. } => "rps",
             Load::Download { .. } => "download",
             Load::Ttfb { .. } => "ttfb",
+            Load::Page { .. } => "page",
         }
     }
 
@@ -606,5 +746,136 @@ duration = "2s"
     fn duplicate_workload_names_are_rejected() {
         let text = format!("{MINIMAL}\n[[workload]]\nkind = \"ttfb\"\nname = \"api\"\n");
         assert!(error_of(&text).contains("two workloads"));
+    }
+
+    const PAGE: &str = r#"
+name = "t"
+protocols = ["h2", "h3"]
+profiles = ["broadband"]
+
+[[workload]]
+kind = "page"
+name = "pages"
+site = "small"
+"#;
+
+    #[test]
+    fn page_workload_gets_defaults() {
+        let suite = Suite::from_toml(PAGE).unwrap();
+        assert_eq!(suite.workloads[0].kind(), "page");
+        match &suite.workloads[0].load {
+            Load::Page {
+                site,
+                loader,
+                visit,
+                loads,
+            } => {
+                assert_eq!(*site, Site::Shape(Shape::Small));
+                assert_eq!(
+                    (*loader, *visit, *loads),
+                    (Loader::Builtin, Visit::Cold, Count(20))
+                );
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+        let text = PAGE.replace(
+            "site = \"small\"",
+            "site = \"cms\"\nloader = \"chromium\"\nvisit = \"warm\"\nloads = 3",
+        );
+        match &Suite::from_toml(&text).unwrap().workloads[0].load {
+            Load::Page {
+                site,
+                loader,
+                visit,
+                loads,
+            } => {
+                assert_eq!(*site, Site::Shape(Shape::Cms));
+                assert_eq!(
+                    (*loader, *visit, *loads),
+                    (Loader::Chromium, Visit::Warm, Count(3))
+                );
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn page_workload_takes_a_site_directory() {
+        let dir = std::env::temp_dir().join(format!("h3lab-suite-site-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = PAGE.replace("\"small\"", &format!("{:?}", dir.display().to_string()));
+        let err = error_of(&text);
+        assert!(err.contains("has no index.html"), "{err}");
+        std::fs::write(dir.join("index.html"), "<html></html>").unwrap();
+        let suite = Suite::from_toml(&text).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        match &suite.workloads[0].load {
+            Load::Page { site, .. } => assert_eq!(*site, Site::Dir(dir)),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_page_workloads_are_rejected_with_their_line() {
+        let err = error_of(&PAGE.replace("\"small\"", "\"/no/such/site\""));
+        assert!(
+            err.contains("line 9")
+                && err.contains("neither a shape")
+                && err.contains("h3lab site gen"),
+            "{err}"
+        );
+        let err = error_of(&PAGE.replace("site = \"small\"", "site = \"small\"\nloads = 0"));
+        assert!(err.contains("line 10") && err.contains("positive"), "{err}");
+        let err =
+            error_of(&PAGE.replace("site = \"small\"", "site = \"small\"\nloader = \"firefox\""));
+        assert!(err.contains("line 10") && err.contains("firefox"), "{err}");
+        let err = error_of(&PAGE.replace("site = \"small\"", "site = \"small\"\nvisit = \"hot\""));
+        assert!(err.contains("line 10") && err.contains("hot"), "{err}");
+        let err = error_of(&PAGE.replace("site = \"small\"", "site = \"small\"\npages = 3"));
+        assert!(err.contains("line 10") && err.contains("pages"), "{err}");
+        let err = error_of(&PAGE.replace("site = \"small\"", "site = \"small\"\nsize = \"1KB\""));
+        assert!(
+            err.contains("line 6") && err.contains("`size` does not apply to page workload"),
+            "{err}"
+        );
+        let err = error_of(&PAGE.replace("site = \"small\"\n", ""));
+        assert!(err.contains("needs `site`"), "{err}");
+        let err = error_of(&MINIMAL.replace("duration = \"2s\"", "duration = \"2s\"\nloads = 3"));
+        assert!(err.contains("`loads` does not apply to rps"), "{err}");
+    }
+
+    #[test]
+    fn page_workloads_need_the_builtin_server() {
+        let text = format!("{PAGE}\n[target]\nserver_cmd = \"caddy run\"\n");
+        let err = error_of(&text);
+        assert!(
+            err.contains("page workload `pages` needs the built-in server")
+                && err.contains("server_cmd"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn published_differences_name_two_run_protocols() {
+        let figure = "\n[[published]]\nstudy = \"C\"\nlabel = \"small\"\nprofile = \"broadband\"\n\
+                      workload = \"pages\"\nunit = \"ms\"\nhigher_is_better = false\ncaveat = \"\"\n";
+        let ok = format!(
+            "{PAGE}{figure}difference = {{ subject = \"h3\", other = \"h2\", value = -200.0 }}\n"
+        );
+        let suite = Suite::from_toml(&ok).unwrap();
+        let difference = suite.published[0].difference.unwrap();
+        assert_eq!(
+            (difference.subject, difference.other, difference.value),
+            (Proto::H3, Proto::H2, -200.0)
+        );
+        let err = error_of(&ok.replace("\"h2\", value", "\"h1\", value"));
+        assert!(
+            err.contains("compares h1, which the suite does not run"),
+            "{err}"
+        );
+        let err = error_of(&ok.replace("\"h2\", value", "\"h3\", value"));
+        assert!(err.contains("against itself"), "{err}");
+        let err = error_of(&ok.replace("value = ", "amount = "));
+        assert!(err.contains("amount"), "{err}");
     }
 }

@@ -1,5 +1,6 @@
 //! End-to-end runs of `h3lab bench`: the files it writes, the physics of
-//! time to first byte on a 100 ms path, failing cells, Ctrl-C, bad suites.
+//! time to first byte on a 100 ms path, page loads, failing cells, Ctrl-C,
+//! bad suites.
 
 mod common;
 
@@ -181,6 +182,81 @@ size = "300KB"
 }
 
 #[test]
+fn page_cells_record_every_load_and_the_median_waterfall() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("pages");
+    let (output, left_behind) = bench(
+        r#"
+name = "pages"
+protocols = ["h1", "h2", "h3"]
+profiles = ["loopback", "broadband"]
+repetitions = 1
+seed = 7
+[[workload]]
+kind = "page"
+name = "small-page"
+site = "small"
+loads = 2
+"#,
+        &out,
+    );
+    assert!(output.status.success(), "bench failed: {}", stderr(&output));
+    // The site the bench generated from the suite's seed.
+    let site = h3lab_site::plan(h3lab_site::Shape::Small, 7);
+    assert_eq!(site.files[0].path, "/index.html");
+    let index_bytes = site.files[0].bytes;
+    assert_eq!(site.total_bytes(), 600_000);
+    let results = results(&out);
+    let cells = results["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2 * 3, "profiles × protocols");
+    for cell in cells {
+        assert_eq!(cell["outcome"]["status"], "ok", "{cell}");
+        assert_eq!(cell["kind"], "page");
+        assert!(cell["mode"].is_null());
+        assert_eq!(cell["metric"]["name"], "page_load_ms");
+        assert_eq!(cell["metric"]["unit"], "ms");
+        assert_eq!(cell["metric"]["higher_is_better"], false);
+        let samples = cell["metric"]["samples"].as_array().unwrap();
+        assert_eq!(samples.len(), 2, "one sample per load: {cell}");
+        assert!(samples.iter().all(|s| s.as_f64().unwrap() > 0.0), "{cell}");
+        assert_eq!(cell["requests"], 21, "20 assets + index.html: {cell}");
+        assert_eq!(cell["errors"], 0);
+        assert_eq!(
+            cell["bytes"].as_u64().unwrap(),
+            600_000 + index_bytes,
+            "every byte of the site: {cell}"
+        );
+        assert!(cell["latency_histogram"].is_null() && cell["ttfb_histogram"].is_null());
+        let report = &cell["client_report"];
+        assert_eq!(report["schema"], "h3lab.page/1");
+        assert_eq!(report["proto"], cell["protocol"]);
+        let loads = report["loads"].as_array().unwrap();
+        assert_eq!(loads.len(), 1, "only the median load is kept");
+        assert_eq!(loads[0]["resources"].as_array().unwrap().len(), 21);
+        let median = loads[0]["load_ms"].as_f64().unwrap();
+        assert!(
+            samples.iter().any(|s| s.as_f64().unwrap() == median),
+            "the kept load is one of the samples: {cell}"
+        );
+        assert_eq!(
+            cell["link"].is_null(),
+            cell["profile"] == "loopback",
+            "link stats only when emulated"
+        );
+        if cell["profile"] == "broadband" {
+            // At least the handshake and the document → module → import
+            // chain: several round trips of 20 ms.
+            assert!(median > 4.0 * 20.0, "{median} ms on broadband");
+        }
+    }
+    assert!(!left_behind, "namespaces left behind");
+}
+
+#[test]
 fn a_failing_cell_is_recorded_with_its_error_and_the_rest_still_runs() {
     if !h3lab_testenv::root() {
         return;
@@ -342,7 +418,9 @@ fn unknown_preset_lists_the_real_ones() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&list.stdout);
-    for name in ["default", "study-a", "study-b", "study-d"] {
+    for name in [
+        "default", "study-a", "study-b", "study-c", "study-d", "study-e",
+    ] {
         assert!(text.contains(name), "--list misses {name}:\n{text}");
     }
 }

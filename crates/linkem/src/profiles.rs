@@ -46,6 +46,17 @@ impl Profile {
 const HOME_STUDY: &str = "home broadband study (Node.js+quiche benchmark 2024-25)";
 const PAGE_LOAD_STUDY: &str = "page-load conditions study (Kiwee)";
 const DISTANCE_STUDY: &str = "page-load distance study (Request Metrics)";
+const REGIONAL: &str = "page-load distance study (Request Metrics): Minnesota to New York, \
+     ~30 ms RTT as the study estimated it, on its 200 Mbit/s line";
+const DC_LOCAL: &str = "page-load conditions study (Kiwee), Nuernberg DC client, same region \
+     as the server; the study gives no RTT or rate: ~5 ms and 1 Gbit/s are our estimates \
+     for a data-centre link";
+const DC_NORDIC: &str = "page-load conditions study (Kiwee), Helsinki DC client; the study \
+     gives no RTT or rate: ~25 ms (Nuernberg-Helsinki) and 1 Gbit/s are our estimates";
+const DC_TRANSATLANTIC: &str = "page-load conditions study (Kiwee), Virginia DC client; the study \
+     gives no RTT or rate: ~95 ms (Nuernberg-Virginia) and 1 Gbit/s are our estimates";
+const FIBER: &str = "page-load conditions study (Kiwee), Wroclaw fiber home line; the study \
+     gives no RTT or rate: 300/50 Mbit/s and ~20 ms to Nuernberg are our estimates";
 
 fn emulated(
     name: &'static str,
@@ -72,7 +83,9 @@ fn emulated(
     }
 }
 
-/// All built-in profiles, in order of the design table.
+/// All built-in profiles: loopback, then by study (DESIGN.md's table, with
+/// the page-load studies' data-centre, fiber and regional paths beside
+/// their other conditions), each study's paths nearest first.
 pub fn profiles() -> Vec<Profile> {
     let mut lte = emulated("lte", PAGE_LOAD_STUDY, 30, 10, 60, 0.0);
     // "60 ms +- jitter": uniform +-5 ms on each one-way delay.
@@ -99,6 +112,10 @@ pub fn profiles() -> Vec<Profile> {
             200,
             0.02,
         ),
+        emulated("dc-local", DC_LOCAL, 1000, 1000, 5, 0.0),
+        emulated("dc-nordic", DC_NORDIC, 1000, 1000, 25, 0.0),
+        emulated("dc-transatlantic", DC_TRANSATLANTIC, 1000, 1000, 95, 0.0),
+        emulated("fiber", FIBER, 300, 50, 20, 0.0),
         lte,
         emulated(
             "lte-poor",
@@ -108,6 +125,7 @@ pub fn profiles() -> Vec<Profile> {
             160,
             0.15,
         ),
+        emulated("regional", REGIONAL, 200, 200, 30, 0.0),
         emulated("transatlantic", DISTANCE_STUDY, 200, 200, 110, 0.0),
         emulated("intercontinental", DISTANCE_STUDY, 200, 200, 250, 0.0),
         emulated(
@@ -162,5 +180,28 @@ mod tests {
         assert_eq!(cellular.up.loss, LossModel::Bernoulli { p: 0.01 });
         assert!(profile("loopback").unwrap().settings.is_none());
         assert!(profile("lte").unwrap().settings.unwrap().jitter.is_some());
+    }
+
+    #[test]
+    fn page_load_study_paths_have_their_estimated_figures() {
+        let figures = |name: &str| {
+            let settings = profile(name).unwrap().settings.unwrap();
+            let mbit = |spec: &RateSpec| spec.mean_bits_per_sec().unwrap() / 1e6;
+            (
+                mbit(&settings.down),
+                mbit(&settings.up),
+                settings.rtt / MILLI,
+                settings.loss.mean_loss(),
+            )
+        };
+        assert_eq!(figures("regional"), (200.0, 200.0, 30, 0.0));
+        assert_eq!(figures("dc-local"), (1000.0, 1000.0, 5, 0.0));
+        assert_eq!(figures("dc-nordic"), (1000.0, 1000.0, 25, 0.0));
+        assert_eq!(figures("dc-transatlantic"), (1000.0, 1000.0, 95, 0.0));
+        assert_eq!(figures("fiber"), (300.0, 50.0, 20, 0.0));
+        for name in ["dc-local", "dc-nordic", "dc-transatlantic", "fiber"] {
+            let source = profile(name).unwrap().source;
+            assert!(source.contains("estimate"), "{name}: {source}");
+        }
     }
 }

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use h3lab_client::TlsOptions;
 use h3lab_page::loader::{load_page, LoaderOptions};
-use h3lab_page::site::{generate, Shape, SiteSummary};
 use h3lab_results::page::{PageLoad, PageReport};
 use h3lab_results::{Proto, Visit};
 use h3lab_server::{RunningServer, ServerConfig, TlsSource};
+use h3lab_site::{generate, Shape, SiteSummary};
 
 /// A server for one site directory, with a certificate the client trusts
 /// through `--ca`. The server drops (and stops) before its runtime.

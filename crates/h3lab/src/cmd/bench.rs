@@ -87,6 +87,9 @@ fn load_suite(args: &Args) -> anyhow::Result<(Suite, Option<String>)> {
 }
 
 fn print_presets() -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let mut text = String::new();
     for name in presets::names() {
         let suite = presets::preset(name)?;
         let cells = runner::plan(&suite);
@@ -95,11 +98,21 @@ fn print_presets() -> anyhow::Result<()> {
             .map(|cell| runner::estimated_seconds(&suite, cell))
             .sum::<f64>()
             / 60.0;
-        println!("{name:<9} {} cells, about {minutes:.0} min", cells.len());
-        println!("          {}\n", suite.description.replace('\n', " "));
+        text.push_str(&format!(
+            "{name:<9} {} cells, about {minutes:.0} min\n",
+            cells.len()
+        ));
+        text.push_str(&format!(
+            "          {}\n\n",
+            suite.description.replace('\n', " ")
+        ));
     }
-    println!("Run one with `h3lab bench --preset NAME`; `h3lab bench --show NAME` prints its suite file.");
-    Ok(())
+    text.push_str("Run one with `h3lab bench --preset NAME`; `h3lab bench --show NAME` prints its suite file.\n");
+    // A reader that stops early (`| head`) is not an error.
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => Err(err.into()),
+        _ => Ok(()),
+    }
 }
 
 fn default_out_dir(suite: &Suite) -> PathBuf {

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use h3lab_page::site::{self, Shape, SiteSummary};
 use h3lab_results::ResourceKind;
+use h3lab_site::{Shape, SiteSummary};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -38,7 +38,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn generate(args: GenArgs) -> anyhow::Result<ExitCode> {
-    let summary = site::generate(args.shape, args.seed, &args.out)?;
+    let summary = h3lab_site::generate(args.shape, args.seed, &args.out)?;
     println!(
         "site {} (seed {}) in {}",
         summary.shape,

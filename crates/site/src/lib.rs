@@ -56,6 +56,11 @@
 //! padded with a comment. Fonts start with the `wOF2` signature followed by
 //! seeded bytes: they have the size of a font but do not decode (a browser
 //! fetches them and then falls back to its own fonts).
+//!
+//! Not for: serving sites (`h3lab serve --site`) or loading them
+//! (`h3lab-page`).
+
+#![warn(missing_docs)]
 
 mod layout;
 mod render;
@@ -72,7 +77,7 @@ use h3lab_results::ResourceKind;
 
 use render::GENERATOR_MARK;
 
-/// A site shape from the page-load studies (see the [module docs](self)).
+/// A site shape from the page-load studies (see the [crate docs](crate)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
     /// Study C's small site: 10 scripts and 10 images, 600 KB.

@@ -4,8 +4,8 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::sizes::{exact_sizes, SizeRange};
-use super::Shape;
+use crate::sizes::{exact_sizes, SizeRange};
+use crate::Shape;
 
 /// A whole site before rendering.
 pub(super) struct Layout {

@@ -3,7 +3,7 @@ use std::path::Path;
 
 use h3lab_results::ResourceKind;
 
-use super::*;
+use crate::*;
 
 const KB: u64 = 1_000;
 const MB: u64 = 1_000_000;

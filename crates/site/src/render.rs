@@ -9,8 +9,8 @@ use h3lab_results::ResourceKind;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::layout::{Image, Layout, Load, Place, Script, Style};
-use super::SiteFile;
+use crate::layout::{Image, Layout, Load, Place, Script, Style};
+use crate::SiteFile;
 
 /// Marks an index page as generated, so `generate` may replace the site.
 pub(super) const GENERATOR_MARK: &str = "<meta name=generator content=\"h3lab site gen";
