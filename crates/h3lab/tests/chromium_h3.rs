@@ -9,6 +9,7 @@
 
 mod common;
 
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use h3lab_page::chromium::{load_page, ChromiumOptions, Trust};
@@ -54,8 +55,11 @@ fn chromium_loads_a_page_over_h3_every_time_with_fresh_profiles() {
     let mut done = 0;
     // A stall, a failed request or a response not over h3 ends the run
     // with an error naming it; nothing is retried.
-    let report = load_page(&url, &options, &mut |_| done += 1)
-        .unwrap_or_else(|err| panic!("after {done} of {pages} navigations: {err:#}"));
+    let report = load_page(&url, &options, &mut |_| {
+        done += 1;
+        ControlFlow::Continue(())
+    })
+    .unwrap_or_else(|err| panic!("after {done} of {pages} navigations: {err:#}"));
     assert_eq!(report.loads.len(), pages as usize);
     for (n, load) in report.loads.iter().enumerate() {
         let seen: Vec<(&str, ResourceKind, Option<&str>)> = load

@@ -5,6 +5,7 @@
 //! which connection. This file is the I/O shell around those pure parts.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -49,11 +50,11 @@ pub struct LoaderOptions {
 }
 
 /// Loads the page at `url` `options.loads` times; `on_load` sees each load
-/// as it completes.
+/// as it completes, and stops the run early by breaking.
 pub fn load_page(
     url: &str,
     options: &LoaderOptions,
-    on_load: &mut dyn FnMut(&PageLoad),
+    on_load: &mut dyn FnMut(&PageLoad) -> ControlFlow<()>,
 ) -> anyhow::Result<PageReport> {
     let page = Url::parse(url)
         .with_context(|| format!("`{url}` is not a URL; pass an absolute https:// URL"))?;
@@ -82,8 +83,11 @@ pub fn load_page(
             let load = load_once(&page, options, &tls, early)
                 .await
                 .with_context(|| format!("load {n} of {}", options.loads))?;
-            on_load(&load);
+            let flow = on_load(&load);
             report.loads.push(load);
+            if flow.is_break() {
+                break;
+            }
         }
         anyhow::Ok(())
     })?;

@@ -4,8 +4,10 @@
 //!
 //! The rules are a browser's: every URL is fetched once; HTTP/1.1 opens at
 //! most six connections per origin, each carrying one request at a time;
-//! HTTP/2 and HTTP/3 send every request at once on one connection per
-//! origin. Requests wait in priority order, render-blocking first.
+//! HTTP/2 and HTTP/3 use one connection per origin. Requests wait in
+//! priority order, render-blocking first, and delayable ones (images,
+//! deferred scripts) are held back as Chromium holds them: one at a time
+//! while render-blocking resources load, at most ten at once after.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -15,6 +17,26 @@ use crate::discover::Discovery;
 
 /// Browsers open at most this many HTTP/1.1 connections to one origin.
 pub const H1_CONNECTIONS_PER_ORIGIN: usize = 6;
+
+/// Delayable requests in flight at once, as Chromium's resource scheduler
+/// allows (`kDefaultMaxNumDelayableRequestsPerClient`).
+pub const DELAYABLE_IN_FLIGHT: usize = 10;
+
+/// ... and while render-blocking resources are still loading
+/// (`kMaxNumDelayableWhileLayoutBlocking`).
+pub const DELAYABLE_WHILE_LAYOUT_BLOCKED: usize = 1;
+
+/// A request a browser holds back while more important ones load: images
+/// and classic scripts that block nothing (`async`, `defer`). Chromium
+/// gives them low priority; module scripts, fonts and stylesheets it sends
+/// at once.
+pub fn delayable(discovery: &Discovery) -> bool {
+    match discovery.kind {
+        ResourceKind::Image | ResourceKind::Other => true,
+        ResourceKind::Script => !discovery.module && !discovery.render_blocking,
+        ResourceKind::Document | ResourceKind::Stylesheet | ResourceKind::Font => false,
+    }
+}
 
 /// A request's urgency, as in RFC 9218 (0 is the most urgent). The loader
 /// sends it as the `priority` header and orders its queues by it.
@@ -106,10 +128,16 @@ impl Schedule {
 
     /// The next request the rules allow now, if any.
     pub fn next(&mut self) -> Option<Dispatch> {
+        let delayable_allowed = self.delayable_budget() > 0;
         let multiplexed = self.multiplexed;
         let next_connection = &mut self.next_connection;
+        let resources = &self.resources;
         for origin in self.origins.values_mut() {
-            let Some(&(urgency, resource)) = origin.waiting.first() else {
+            let Some(&(urgency, resource)) = origin
+                .waiting
+                .iter()
+                .find(|(_, r)| delayable_allowed || !delayable(&resources[*r]))
+            else {
                 continue;
             };
             let (connection, opens) = if multiplexed {
@@ -133,6 +161,28 @@ impl Schedule {
             });
         }
         None
+    }
+
+    /// How many more delayable requests may start now: Chromium's resource
+    /// scheduler lets one at a time through while render-blocking resources
+    /// are still loading, and ten at once after.
+    fn delayable_budget(&self) -> usize {
+        let blocking = |r: &usize| self.resources[*r].render_blocking;
+        let layout_blocked = self.in_flight.keys().any(blocking)
+            || self
+                .origins
+                .values()
+                .any(|o| o.waiting.iter().any(|(_, r)| blocking(r)));
+        let limit = match layout_blocked {
+            true => DELAYABLE_WHILE_LAYOUT_BLOCKED,
+            false => DELAYABLE_IN_FLIGHT,
+        };
+        let flying = self
+            .in_flight
+            .keys()
+            .filter(|r| delayable(&self.resources[**r]))
+            .count();
+        limit.saturating_sub(flying)
     }
 
     /// The request for `resource` is complete (or failed): its h1
@@ -184,6 +234,16 @@ mod tests {
         )
     }
 
+    fn module(n: usize) -> Discovery {
+        let mut script = found(
+            &format!("https://a.test/js/{n}.js"),
+            ResourceKind::Script,
+            false,
+        );
+        script.module = true;
+        script
+    }
+
     fn drain(schedule: &mut Schedule) -> Vec<Dispatch> {
         std::iter::from_fn(|| schedule.next()).collect()
     }
@@ -202,9 +262,13 @@ mod tests {
         for proto in [Proto::H2, Proto::H3] {
             let mut schedule = Schedule::new(proto);
             for n in 0..50 {
-                schedule.discover(image(n));
+                schedule.discover(module(n));
             }
-            schedule.discover(found("https://b.test/x.js", ResourceKind::Script, false));
+            schedule.discover(found(
+                "https://b.test/x.css",
+                ResourceKind::Stylesheet,
+                false,
+            ));
             let sent = drain(&mut schedule);
             assert_eq!(sent.len(), 51);
             let opened: Vec<_> = sent.iter().filter(|d| d.opens).collect();
@@ -268,7 +332,52 @@ mod tests {
             .discover(found("https://a.test/f.woff2", ResourceKind::Font, false))
             .unwrap();
         let order: Vec<usize> = drain(&mut schedule).iter().map(|d| d.resource).collect();
-        assert_eq!(order, [css, font, 0, 1, 2, 3]);
+        // One image may go while the stylesheet blocks rendering.
+        assert_eq!(order, [css, font, 0]);
+        schedule.finished(css);
+        let order: Vec<usize> = drain(&mut schedule).iter().map(|d| d.resource).collect();
+        assert_eq!(
+            order,
+            [1, 2, 3, 4],
+            "the stylesheet's connection and three new ones"
+        );
+    }
+
+    #[test]
+    fn delayable_requests_wait_for_render_blocking_ones_then_go_ten_at_a_time() {
+        let mut schedule = Schedule::new(Proto::H2);
+        let css = schedule
+            .discover(found(
+                "https://a.test/a.css",
+                ResourceKind::Stylesheet,
+                true,
+            ))
+            .unwrap();
+        for n in 0..30 {
+            schedule.discover(image(n));
+        }
+        schedule.discover(module(1));
+        let deferred = schedule
+            .discover(found("https://a.test/d.js", ResourceKind::Script, false))
+            .unwrap();
+        let first: Vec<usize> = drain(&mut schedule).iter().map(|d| d.resource).collect();
+        // The module is not delayable; the deferred script, more urgent than
+        // the images, takes the one delayable slot.
+        assert_eq!(first, [css, 31, deferred]);
+        schedule.finished(deferred);
+        assert_eq!(
+            drain(&mut schedule).len(),
+            1,
+            "still one delayable at a time"
+        );
+        schedule.finished(css);
+        let burst = drain(&mut schedule);
+        assert_eq!(burst.len(), DELAYABLE_IN_FLIGHT - 1, "ten in flight in all");
+        assert!(burst
+            .iter()
+            .all(|d| schedule.resource(d.resource).kind == ResourceKind::Image));
+        schedule.finished(burst[0].resource);
+        assert_eq!(drain(&mut schedule).len(), 1);
     }
 
     #[test]

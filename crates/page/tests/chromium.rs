@@ -5,6 +5,7 @@
 //! run, naming that resource.
 
 use std::net::SocketAddr;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -172,7 +173,11 @@ fn h3_cold_loads_come_over_h3_with_the_files_bytes() {
     let Some(fixture) = fixture() else { return };
     let mut seen = 0;
     let options = fixture.options(Proto::H3, Visit::Cold, 2);
-    let report = load_page(&fixture.url("index.html"), &options, &mut |_| seen += 1).unwrap();
+    let report = load_page(&fixture.url("index.html"), &options, &mut |_| {
+        seen += 1;
+        ControlFlow::Continue(())
+    })
+    .unwrap();
     assert_eq!(seen, 2);
     assert_eq!(report.loads.len(), 2);
     assert_eq!(
@@ -195,7 +200,10 @@ fn h2_and_h1_runs_speak_the_protocol_asked_for() {
     let Some(fixture) = fixture() else { return };
     for (proto, protocol) in [(Proto::H2, "h2"), (Proto::H1, "http/1.1")] {
         let options = fixture.options(proto, Visit::Cold, 1);
-        let report = load_page(&fixture.url("index.html"), &options, &mut |_| {}).unwrap();
+        let report = load_page(&fixture.url("index.html"), &options, &mut |_| {
+            ControlFlow::Continue(())
+        })
+        .unwrap();
         fixture.check(&report, protocol);
         eprintln!("{protocol} cold: load_ms {}", report.loads[0].load_ms);
     }
@@ -212,7 +220,10 @@ fn h2_and_h1_runs_speak_the_protocol_asked_for() {
 fn warm_loads_reuse_one_primed_browser() {
     let Some(fixture) = fixture() else { return };
     let options = fixture.options(Proto::H3, Visit::Warm, 2);
-    let report = load_page(&fixture.url("index.html"), &options, &mut |_| {}).unwrap();
+    let report = load_page(&fixture.url("index.html"), &options, &mut |_| {
+        ControlFlow::Continue(())
+    })
+    .unwrap();
     assert_eq!(report.loads.len(), 2);
     fixture.check(&report, "h3");
     // The priming load and both measured loads reached the server.
@@ -247,7 +258,10 @@ fn a_resource_not_over_h3_fails_an_h3_run_and_is_named() {
 fn a_missing_resource_fails_the_run_and_is_named() {
     let Some(fixture) = fixture() else { return };
     let options = fixture.options(Proto::H2, Visit::Cold, 1);
-    let err = load_page(&fixture.url("broken.html"), &options, &mut |_| {}).unwrap_err();
+    let err = load_page(&fixture.url("broken.html"), &options, &mut |_| {
+        ControlFlow::Continue(())
+    })
+    .unwrap_err();
     let message = format!("{err:#}");
     assert!(
         message.contains("/static/missing.svg answered status 404"),
@@ -262,14 +276,20 @@ fn insecure_trust_works_over_tcp_and_an_h3_run_says_to_pin_the_certificate() {
     let Some(fixture) = fixture() else { return };
     let mut options = fixture.options(Proto::H2, Visit::Cold, 1);
     options.trust = Trust::Insecure;
-    let report = load_page(&fixture.url("index.html"), &options, &mut |_| {}).unwrap();
+    let report = load_page(&fixture.url("index.html"), &options, &mut |_| {
+        ControlFlow::Continue(())
+    })
+    .unwrap();
     fixture.check(&report, "h2");
     options.proto = Proto::H3;
-    let err = load_page(&fixture.url("index.html"), &options, &mut |_| {}).unwrap_err();
+    let err = load_page(&fixture.url("index.html"), &options, &mut |_| {
+        ControlFlow::Continue(())
+    })
+    .unwrap_err();
     let message = format!("{err:#}");
     assert!(
         message.contains("does not apply --ignore-certificate-errors to QUIC")
-            && message.contains("Trust::CaFile")
+            && message.contains("--ca FILE")
             && message.contains("ERR_QUIC_PROTOCOL_ERROR"),
         "{message}"
     );

@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -78,8 +79,12 @@ impl Served {
 
     fn load(&self, path: &str, proto: Proto, visit: Visit, loads: u32) -> PageReport {
         let options = self.options(proto, visit, loads);
-        load_page(&self.url(path), &options, &mut |_| {})
-            .unwrap_or_else(|err| panic!("{proto} {visit} load of {path}: {err:#}"))
+        load_page(
+            &self.url(path),
+            &options,
+            &mut |_| ControlFlow::Continue(()),
+        )
+        .unwrap_or_else(|err| panic!("{proto} {visit} load of {path}: {err:#}"))
     }
 }
 
@@ -275,7 +280,10 @@ fn a_missing_resource_fails_the_load_and_is_named() {
     .unwrap();
     let served = Served::site(dir.path());
     let options = served.options(Proto::H2, Visit::Cold, 1);
-    let err = load_page(&served.url("/"), &options, &mut |_| {}).unwrap_err();
+    let err = load_page(&served.url("/"), &options, &mut |_| {
+        ControlFlow::Continue(())
+    })
+    .unwrap_err();
     let message = format!("{err:#}");
     assert!(message.contains("/gone.css (404)"), "{message}");
 }
@@ -298,7 +306,10 @@ fn an_unreachable_server_is_a_clear_error() {
         connect_timeout: Duration::from_secs(2),
         load_timeout: Duration::from_secs(10),
     };
-    let err = load_page(&format!("https://127.0.0.1:{port}/"), &options, &mut |_| {}).unwrap_err();
+    let err = load_page(&format!("https://127.0.0.1:{port}/"), &options, &mut |_| {
+        ControlFlow::Continue(())
+    })
+    .unwrap_err();
     let message = format!("{err:#}");
     assert!(message.contains(&format!("127.0.0.1:{port}")), "{message}");
     assert!(message.contains("TCP connect"), "{message}");

@@ -3,8 +3,11 @@
 //! a summary and the median load's waterfall, and writes JSON and HAR.
 
 use std::io::IsTerminal;
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -14,6 +17,7 @@ use h3lab_page::loader::LoaderOptions;
 use h3lab_results::page::{PageLoad, PageReport};
 use h3lab_results::{Loader, Proto, Visit};
 use indicatif::{ProgressBar, ProgressStyle};
+use signal_hook::consts::{SIGINT, SIGTERM};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -67,7 +71,15 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     check_flags(&args)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    // Ctrl-C ends the run after the current load, keeping the loads so
+    // far; a second Ctrl-C ends it at once.
+    signal_hook::flag::register_conditional_shutdown(SIGINT, 130, stop.clone())?;
+    signal_hook::flag::register(SIGINT, stop.clone())?;
+    signal_hook::flag::register(SIGTERM, stop.clone())?;
     let bar = progress_bar(&args);
+    // Every load as it completes, so a run that fails later keeps them.
+    let mut gathered = PageReport::new(&args.url, args.proto, args.browser, args.visit);
     let mut on_load = |load: &PageLoad| {
         if !args.quiet {
             // The line is built before suspend, which holds the bar's lock.
@@ -75,6 +87,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             bar.suspend(|| eprintln!("{line}"));
         }
         bar.inc(1);
+        gathered.loads.push(load.clone());
+        match stop.load(Ordering::Relaxed) {
+            true => ControlFlow::Break(()),
+            false => ControlFlow::Continue(()),
+        }
     };
     let outcome = match args.browser {
         Loader::Builtin => {
@@ -85,14 +102,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     bar.finish_and_clear();
-    let report = outcome?;
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report)?;
-        std::fs::write(path, text)
-            .with_context(|| format!("writing the JSON report {}", path.display()))?;
-    }
-    if let Some(path) = &args.har {
-        h3lab_page::har::write_har(&report, path)?;
+    let (report, failure) = match outcome {
+        Ok(report) => (report, None),
+        Err(err) => (gathered, Some(err)),
+    };
+    write_files(&args, &report)?;
+    if let Some(err) = failure {
+        let kept = match (report.loads.len(), &args.json) {
+            (0, _) | (_, None) => String::new(),
+            (n, Some(path)) => format!(" ({n} completed load(s) written to {})", path.display()),
+        };
+        return Err(err.context(format!("the page run failed{kept}")));
     }
     if !args.quiet {
         if let Some(median) = report.median_load() {
@@ -100,7 +120,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     println!("{}", summary(&report));
-    Ok(ExitCode::SUCCESS)
+    let interrupted = report.loads.len() < args.loads as usize;
+    Ok(if interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `--json` and `--har`, with whatever loads there are.
+fn write_files(args: &Args, report: &PageReport) -> anyhow::Result<()> {
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(report)?;
+        std::fs::write(path, text)
+            .with_context(|| format!("writing the JSON report {}", path.display()))?;
+    }
+    if let Some(path) = &args.har {
+        h3lab_page::har::write_har(report, path)?;
+    }
+    Ok(())
 }
 
 fn check_flags(args: &Args) -> anyhow::Result<()> {

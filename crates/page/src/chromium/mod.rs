@@ -85,6 +85,7 @@ mod devtools;
 mod events;
 
 use std::io::BufReader;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -201,7 +202,7 @@ const PERFORMANCE_SCRIPT: &str = r#"(async () => {
 })()"#;
 
 /// Loads `url` `options.loads` times and returns every load; `on_load` is
-/// called after each (for progress).
+/// called after each (for progress), and stops the run early by breaking.
 ///
 /// Fails, and stops, at the first load where a response came over another
 /// protocol than `options.proto`, a request failed, a response had a
@@ -210,7 +211,7 @@ const PERFORMANCE_SCRIPT: &str = r#"(async () => {
 pub fn load_page(
     url: &str,
     options: &ChromiumOptions,
-    on_load: &mut dyn FnMut(&PageLoad),
+    on_load: &mut dyn FnMut(&PageLoad) -> ControlFlow<()>,
 ) -> Result<PageReport> {
     let parsed = url::Url::parse(url)
         .with_context(|| format!("{url} is not a URL; pass an absolute https:// URL"))?;
@@ -255,7 +256,7 @@ fn run(
     options: &ChromiumOptions,
     binary: &Path,
     flags: &[String],
-    on_load: &mut dyn FnMut(&PageLoad),
+    on_load: &mut dyn FnMut(&PageLoad) -> ControlFlow<()>,
 ) -> Result<PageReport> {
     let mut report = PageReport::new(url, options.proto, Loader::Chromium, options.visit);
     let total = options.loads;
@@ -271,8 +272,11 @@ fn run(
                 let mut browser = Browser::launch(binary, flags).with_context(|| what(n))?;
                 let load = measure(&mut browser, url, options).with_context(|| what(n))?;
                 drop(browser);
-                on_load(&load);
+                let flow = on_load(&load);
                 report.loads.push(load);
+                if flow.is_break() {
+                    break;
+                }
             }
         }
         Visit::Warm => {
@@ -285,8 +289,11 @@ fn run(
                     .navigate("about:blank", None, options.navigation_timeout)
                     .with_context(|| what(n))?;
                 let load = measure(&mut browser, url, options).with_context(|| what(n))?;
-                on_load(&load);
+                let flow = on_load(&load);
                 report.loads.push(load);
+                if flow.is_break() {
+                    break;
+                }
             }
         }
     }
@@ -358,7 +365,10 @@ mod tests {
             loads: 1,
             navigation_timeout: Duration::from_secs(1),
         };
-        let err = load_page("http://127.0.0.1:1/", &options, &mut |_| {}).unwrap_err();
+        let err = load_page("http://127.0.0.1:1/", &options, &mut |_| {
+            ControlFlow::Continue(())
+        })
+        .unwrap_err();
         assert!(err.to_string().contains("needs an https:// URL"), "{err}");
     }
 }
