@@ -389,7 +389,7 @@ impl Fetch {
             kind: self.discovery.kind,
             render_blocking: self.discovery.render_blocking,
             status,
-            protocol: Some(protocol_label(self.proto).to_string()),
+            protocol: Some(self.proto.alpn_name().to_string()),
             start_ms,
             ttfb_ms,
             end_ms: self.since_start(),
@@ -455,15 +455,6 @@ impl Fetch {
             HeaderValue::from_str(&priority).expect("a priority is a valid header value"),
         );
         headers
-    }
-}
-
-/// How ALPN and browsers name the protocol.
-fn protocol_label(proto: Proto) -> &'static str {
-    match proto {
-        Proto::H1 => "http/1.1",
-        Proto::H2 => "h2",
-        Proto::H3 => "h3",
     }
 }
 

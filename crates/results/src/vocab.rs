@@ -101,10 +101,16 @@ words!(Proto, "protocol", H1 = "h1", H2 = "h2", H3 = "h3");
 impl Proto {
     /// The ALPN token offered in the TLS handshake.
     pub fn alpn(self) -> &'static [u8] {
+        self.alpn_name().as_bytes()
+    }
+
+    /// The ALPN token as text: how browsers (DevTools' `protocol`) and
+    /// HAR name the protocol a response came over.
+    pub fn alpn_name(self) -> &'static str {
         match self {
-            Proto::H1 => b"http/1.1",
-            Proto::H2 => b"h2",
-            Proto::H3 => b"h3",
+            Proto::H1 => "http/1.1",
+            Proto::H2 => "h2",
+            Proto::H3 => "h3",
         }
     }
 }

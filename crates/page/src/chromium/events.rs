@@ -93,7 +93,7 @@ pub fn page_load_from_events(
     let mut problems: Vec<String> = Vec::new();
     let mut page_host: Option<String> = None;
     let mut skipped: Vec<String> = Vec::new();
-    let expected = protocol_name(requested);
+    let expected = requested.alpn_name();
     let check_response = |url: &str, response: &Value, problems: &mut Vec<String>| {
         let protocol = response["protocol"].as_str().unwrap_or("unknown");
         if protocol != expected {
@@ -309,15 +309,6 @@ fn host_of(url: &str) -> Option<String> {
 fn browser_request(params: &Value) -> bool {
     params["type"].as_str() == Some("Other")
         && params["initiator"]["type"].as_str() == Some("other")
-}
-
-/// The protocol name Chromium reports for a response over `proto`.
-pub fn protocol_name(proto: Proto) -> &'static str {
-    match proto {
-        Proto::H1 => "http/1.1",
-        Proto::H2 => "h2",
-        Proto::H3 => "h3",
-    }
 }
 
 /// The DevTools `Network.ResourceType` as a [`ResourceKind`].

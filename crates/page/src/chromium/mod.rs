@@ -95,7 +95,7 @@ use h3lab_results::page::{PageLoad, PageReport};
 use h3lab_results::{Loader, Proto, Visit};
 use sha2::{Digest, Sha256};
 
-pub use events::{page_load_from_events, protocol_name, PagePerformance};
+pub use events::{page_load_from_events, PagePerformance};
 
 use browser::Browser;
 
