@@ -157,13 +157,7 @@ impl Connector {
 
     async fn connect_h3(&self) -> Result<Connection, ClientError> {
         let start = Instant::now();
-        let connecting = self.start_quic()?;
-        let conn = match timeout(self.connect_timeout, connecting).await {
-            Err(_) => return Err(self.no_quic_answer()),
-            Ok(Err(quinn::ConnectionError::TimedOut)) => return Err(self.no_quic_answer()),
-            Ok(Err(err)) => return Err(quic_connect_error(err, self.addr)),
-            Ok(Ok(conn)) => conn,
-        };
+        let conn = self.finish_quic_handshake(self.start_quic()?).await?;
         let timing = ConnectTiming {
             tcp_connect: None,
             handshake: Some(start.elapsed()),
@@ -186,13 +180,7 @@ impl Connector {
         let connecting = self.start_quic()?;
         let conn = match connecting.into_0rtt() {
             Ok((conn, _accepted)) => conn,
-            Err(connecting) => match timeout(self.connect_timeout, connecting).await {
-                Err(_) | Ok(Err(quinn::ConnectionError::TimedOut)) => {
-                    return Err(self.no_quic_answer())
-                }
-                Ok(Err(err)) => return Err(quic_connect_error(err, self.addr)),
-                Ok(Ok(conn)) => conn,
-            },
+            Err(connecting) => self.finish_quic_handshake(connecting).await?,
         };
         let timing = ConnectTiming {
             tcp_connect: None,
@@ -235,6 +223,18 @@ impl Connector {
             resumed: None,
         };
         Ok((response, sender, timing, accepted))
+    }
+
+    /// Waits for a QUIC handshake to complete, within the connect timeout.
+    async fn finish_quic_handshake(
+        &self,
+        connecting: quinn::Connecting,
+    ) -> Result<quinn::Connection, ClientError> {
+        match timeout(self.connect_timeout, connecting).await {
+            Err(_) | Ok(Err(quinn::ConnectionError::TimedOut)) => Err(self.no_quic_answer()),
+            Ok(Err(err)) => Err(quic_connect_error(err, self.addr)),
+            Ok(Ok(conn)) => Ok(conn),
+        }
     }
 
     /// Starts a QUIC handshake from this connector's endpoint.
