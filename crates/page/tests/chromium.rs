@@ -4,7 +4,6 @@
 //! pulls a resource from an origin not forced onto QUIC must fail an h3
 //! run, naming that resource.
 
-use std::net::SocketAddr;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -12,7 +11,9 @@ use std::time::Duration;
 use h3lab_page::chromium::{load_page, spki_sha256_base64, ChromiumOptions, Trust};
 use h3lab_results::page::PageReport;
 use h3lab_results::{Loader, Proto, ResourceKind, Visit};
-use h3lab_server::{RunningServer, ServerConfig, TlsSource};
+use h3lab_server::{RunningServer, ServerConfig};
+
+mod common;
 
 const STYLE: &str = "body { font: 16px sans-serif } #hero { color: rgb(1, 2, 3) }\n";
 const SCRIPT: &str = "document.getElementById('hero').dataset.ran = 'yes';\n";
@@ -33,13 +34,7 @@ struct Fixture {
 impl Fixture {
     fn start(chromium: PathBuf) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
-        let generated =
-            rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])
-                .unwrap();
-        let cert = dir.path().join("cert.pem");
-        let key = dir.path().join("key.pem");
-        std::fs::write(&cert, generated.cert.pem()).unwrap();
-        std::fs::write(&key, generated.signing_key.serialize_pem()).unwrap();
+        let (config, cert) = common::server_config(dir.path());
         let site = dir.path().join("site");
         std::fs::create_dir(&site).unwrap();
         std::fs::write(site.join("style.css"), STYLE).unwrap();
@@ -48,19 +43,10 @@ impl Fixture {
         std::fs::write(site.join("index.html"), page("hero.svg")).unwrap();
         std::fs::write(site.join("broken.html"), page("missing.svg")).unwrap();
 
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = common::runtime();
         let config = ServerConfig {
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            tls: TlsSource::PemFiles {
-                cert: cert.clone(),
-                key,
-            },
             root: Some(site.clone()),
-            ..ServerConfig::default()
+            ..config
         };
         let main = runtime
             .block_on(h3lab_server::start(config.clone()))

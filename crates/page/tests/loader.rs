@@ -5,7 +5,6 @@
 //! warm loads, and clear failures.
 
 use std::collections::{BTreeMap, HashSet};
-use std::net::SocketAddr;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -14,7 +13,9 @@ use h3lab_client::TlsOptions;
 use h3lab_page::loader::{load_page, LoaderOptions};
 use h3lab_results::page::{PageLoad, PageReport};
 use h3lab_results::{Proto, Visit};
-use h3lab_server::{RunningServer, ServerConfig, TlsSource};
+use h3lab_server::{RunningServer, ServerConfig};
+
+mod common;
 use h3lab_site::{generate, Shape, SiteSummary};
 
 /// A server for one site directory, with a certificate the client trusts
@@ -29,27 +30,12 @@ struct Served {
 impl Served {
     fn site(dir: &Path) -> Served {
         let certs = tempfile::tempdir().unwrap();
-        let generated =
-            rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])
-                .unwrap();
-        let cert = certs.path().join("cert.pem");
-        let key = certs.path().join("key.pem");
-        std::fs::write(&cert, generated.cert.pem()).unwrap();
-        std::fs::write(&key, generated.signing_key.serialize_pem()).unwrap();
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
+        let (config, cert) = common::server_config(certs.path());
         let config = ServerConfig {
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            tls: TlsSource::PemFiles {
-                cert: cert.clone(),
-                key,
-            },
             site: Some(dir.to_path_buf()),
-            ..ServerConfig::default()
+            ..config
         };
+        let runtime = common::runtime();
         let server = runtime.block_on(h3lab_server::start(config)).unwrap();
         Served {
             server,

@@ -1,0 +1,37 @@
+//! What the page tests share: an in-process server's certificate and
+//! configuration, and the runtime it runs on.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use h3lab_server::{ServerConfig, TlsSource};
+
+/// A server configuration on 127.0.0.1 (port 0) with a self-signed
+/// certificate and key written into `dir`, and the certificate's path,
+/// which clients trust with `--ca`.
+pub fn server_config(dir: &Path) -> (ServerConfig, PathBuf) {
+    let generated =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
+    let cert = dir.join("cert.pem");
+    let key = dir.join("key.pem");
+    std::fs::write(&cert, generated.cert.pem()).unwrap();
+    std::fs::write(&key, generated.signing_key.serialize_pem()).unwrap();
+    let config = ServerConfig {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        tls: TlsSource::PemFiles {
+            cert: cert.clone(),
+            key,
+        },
+        ..ServerConfig::default()
+    };
+    (config, cert)
+}
+
+/// The runtime servers run on; a test keeps it until its servers drop.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
