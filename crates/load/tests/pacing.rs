@@ -4,16 +4,11 @@
 
 mod common;
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use common::TestServer;
-use h3lab_client::Target;
-use h3lab_load::{CancellationToken, LoadConfig};
+use h3lab_load::CancellationToken;
 use h3lab_results::load::Model;
 use h3lab_results::Proto;
 
@@ -95,118 +90,35 @@ fn overload_shows_up_as_late_requests_and_long_latency() {
 }
 
 /// The open model measures latency from the intended send time, so a
-/// generator that sends late charges its own lag to the server. Sent on
-/// time, at a rate the server answers easily, the open model's median is
-/// the closed model's.
+/// generator that sends late charges its own lag to the server. At a rate
+/// the server answers easily, sends leave on time: the median lag is under
+/// 0.1 ms (tokio's millisecond timer left them 1.2 ms late at the median).
 ///
-/// The server here never sleeps: a server that idles between sparse
-/// requests takes tens of microseconds longer to wake on this VM than one
-/// kept busy by a closed loop, which is real latency of a lightly loaded
-/// server but not the generator's; this test isolates the generator.
+/// This asserts the generator's own lag, not that the open model's median
+/// latency equals the closed model's. A client thread that idled between
+/// sparse requests takes the kernel longer to wake for the response than
+/// one a closed loop keeps busy: on one CI machine 177 against 73 µs, with
+/// sends 2 µs late. That gap is the machine's, not the generator's;
+/// `scripts/pacing-bench.sh` measures it.
 #[test]
-fn at_a_low_rate_open_model_latency_is_the_closed_model_latency() {
+fn at_a_low_rate_sends_leave_on_time() {
     let _turn = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let server = SpinningServer::start(1000);
-    let config = |requests: Option<u64>, rate: Option<f64>| {
-        let target = Target::parse(&format!("http://{}/", server.addr)).unwrap();
-        let mut config = LoadConfig::new(target);
-        config.proto = Proto::H1;
-        config.connections = 1;
-        config.threads = 1;
-        config.requests = requests;
-        config.rate = rate;
-        config.duration = rate.map(|_| Duration::from_secs(1));
-        config
-    };
-    let run = |config: LoadConfig| h3lab_load::run(&config, CancellationToken::new()).unwrap();
-    // Turns of each, interleaved, so slow drifts of the machine hit both.
-    let mut closed = run(config(Some(500), None));
-    let mut open = run(config(None, Some(500.0)));
-    for _ in 0..2 {
-        closed.merge(&run(config(Some(500), None))).unwrap();
-        open.merge(&run(config(None, Some(500.0)))).unwrap();
-    }
-    closed.merge(&run(config(Some(500), None))).unwrap();
-    assert_eq!(open.failed + closed.failed, 0, "{open}\n{closed}");
-    assert!(open.completed >= 1425, "{open}");
-    let closed_p50 = closed.latency_us.quantile(0.5) as i64;
-    let open_p50 = open.latency_us.quantile(0.5) as i64;
+    let server = TestServer::start();
+    let mut config = server.config("/bytes/1000", Proto::H1);
+    config.connections = 1;
+    config.threads = 1;
+    config.rate = Some(500.0);
+    config.duration = Some(Duration::from_secs(1));
+    let report = h3lab_load::run(&config, CancellationToken::new()).unwrap();
+    let open = report.open_model.as_ref().expect("open-model figures");
+    assert_eq!(report.failed, 0, "{report}");
+    assert!(open.sent >= 475, "{report}");
+    assert_eq!(open.lag_us.count(), open.sent, "{report}");
+    let lag_p50 = open.lag_us.quantile(0.5);
     assert!(
-        (open_p50 - closed_p50).abs() <= 100,
-        "open-model p50 {open_p50} µs, closed-model p50 {closed_p50} µs: more than 0.1 ms apart\n{open}"
+        lag_p50 <= 100,
+        "sends left {lag_p50} µs late at the median, more than 0.1 ms\n{report}"
     );
-}
-
-/// A cleartext HTTP/1.1 server that answers every request with `body_len`
-/// bytes and polls its sockets without ever sleeping, on one thread, so it
-/// answers as fast when requests are sparse as when they come back to back.
-struct SpinningServer {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl SpinningServer {
-    fn start(body_len: usize) -> SpinningServer {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let addr = listener.local_addr().unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let mut response =
-            format!("HTTP/1.1 200 OK\r\ncontent-length: {body_len}\r\n\r\n").into_bytes();
-        response.resize(response.len() + body_len, b'x');
-        let thread = std::thread::spawn(move || {
-            let mut connections: Vec<(TcpStream, Vec<u8>)> = Vec::new();
-            while !flag.load(Ordering::Relaxed) {
-                if let Ok((stream, _)) = listener.accept() {
-                    stream.set_nonblocking(true).unwrap();
-                    stream.set_nodelay(true).unwrap();
-                    connections.push((stream, Vec::new()));
-                }
-                connections.retain_mut(|(stream, pending)| answer(stream, pending, &response));
-                // Never asleep, so never slow to wake; but on a 2-core machine
-                // the generator may need this core, so hand it over at once.
-                std::thread::yield_now();
-            }
-        });
-        SpinningServer {
-            addr,
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for SpinningServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            thread.join().unwrap();
-        }
-    }
-}
-
-/// Reads what `stream` has and answers every complete request head in it
-/// (requests here have no body); false once the connection is over.
-fn answer(stream: &mut TcpStream, pending: &mut Vec<u8>, response: &[u8]) -> bool {
-    let mut buffer = [0u8; 4096];
-    match stream.read(&mut buffer) {
-        Ok(0) => return false,
-        Ok(read) => pending.extend_from_slice(&buffer[..read]),
-        Err(err) if err.kind() == ErrorKind::WouldBlock => return true,
-        Err(_) => return false,
-    }
-    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
-        pending.drain(..end + 4);
-        stream.set_nonblocking(false).unwrap();
-        let written = stream.write_all(response);
-        stream.set_nonblocking(true).unwrap();
-        if written.is_err() {
-            return false;
-        }
-    }
-    true
 }
