@@ -3,6 +3,7 @@
 //! they measured. Any failure becomes a `Failed` record carrying its error,
 //! never a missing or made-up figure.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -12,8 +13,9 @@ use anyhow::{bail, Context};
 use h3lab_results::bench::{CellRecord, CpuUse, Metric, Outcome};
 use h3lab_results::load::LoadReport;
 use h3lab_results::page::PageReport;
+use linkem::model::LinkStats;
 use linkem::run::Placement;
-use linkem::EmulatedPath;
+use linkem::{EmulatedPath, LinkSettings};
 
 use crate::client::{self, ClientRun};
 use crate::server;
@@ -32,11 +34,17 @@ pub struct RunContext {
     pub preset: Option<String>,
 }
 
-/// Runs the cell; failures are recorded, not returned.
-pub(crate) fn run(suite: &Suite, spec: &CellSpec, ctx: &RunContext) -> CellRecord {
+/// Runs the cell; failures are recorded, not returned. Fills
+/// `server_tuning` from the built-in server's banner if it is still empty.
+pub(crate) fn run(
+    suite: &Suite,
+    spec: &CellSpec,
+    ctx: &RunContext,
+    server_tuning: &mut Option<BTreeMap<String, String>>,
+) -> CellRecord {
     let started = Instant::now();
     let mut record = empty_record(spec);
-    if let Err(err) = measure(suite, spec, ctx, &mut record) {
+    if let Err(err) = measure(suite, spec, ctx, &mut record, server_tuning) {
         record.outcome = Outcome::Failed {
             error: format!("{err:#}"),
         };
@@ -51,12 +59,14 @@ fn measure(
     spec: &CellSpec,
     ctx: &RunContext,
     record: &mut CellRecord,
+    server_tuning: &mut Option<BTreeMap<String, String>>,
 ) -> anyhow::Result<()> {
     // The same seed for every protocol of a repetition: same loss pattern.
     let seed = suite.seed.wrapping_add(u64::from(spec.repetition));
     let settings = crate::profile::settings(suite, &spec.profile, seed)?;
     record.path_rtt_ms = settings.as_ref().map_or(0.0, |s| s.rtt as f64 / 1e6);
     let path = settings
+        .as_ref()
         .map(|s| EmulatedPath::start(s.build()))
         .transpose()?;
     let placement = match &path {
@@ -66,6 +76,9 @@ fn measure(
     let scratch = cell_dir(&ctx.scratch, spec)?;
     let site = site_dir(suite, spec, &ctx.scratch)?;
     let mut server = server::start(suite, &placement, &ctx.exe, &scratch, site.as_deref())?;
+    if server_tuning.is_none() {
+        server_tuning.clone_from(&server.tuning);
+    }
     let outcome = client::run(
         spec,
         &placement,
@@ -77,8 +90,8 @@ fn measure(
     );
     let server_exit = server.process.stop(Duration::from_secs(5));
     record.cpu.server_s = server_exit.cpu_s;
-    if let Some(path) = path {
-        record.link = Some(serde_json::to_value(path.shutdown()?)?);
+    if let (Some(path), Some(settings)) = (path, &settings) {
+        record.link = Some(link_record(path.shutdown()?, settings)?);
     }
     let run = outcome?;
     record.cpu.client_s = run.cpu_s();
@@ -87,6 +100,15 @@ fn measure(
         bail!("interrupted (Ctrl-C) during this cell");
     }
     Ok(())
+}
+
+/// `cells[].link`: the link's statistics, and under `settings` what the
+/// path was set to (loss direction included), so a record says on its own
+/// which way its loss applied.
+fn link_record(stats: LinkStats, settings: &LinkSettings) -> anyhow::Result<serde_json::Value> {
+    let mut link = serde_json::to_value(stats)?;
+    link["settings"] = serde_json::to_value(settings)?;
+    Ok(link)
 }
 
 fn fill_from_client(
@@ -312,6 +334,19 @@ mod tests {
     use super::*;
     use h3lab_results::page::{PageLoad, ResourceTiming};
     use h3lab_results::{Loader, Proto, ResourceKind, Visit};
+
+    #[test]
+    fn the_link_record_carries_the_settings_with_the_loss_direction() {
+        let settings = linkem::profile("cellular").unwrap().settings.unwrap();
+        let link = link_record(LinkStats::default(), &settings).unwrap();
+        let recorded = &link["settings"];
+        assert_eq!(recorded["loss_direction"], "down");
+        assert_eq!(recorded["loss"]["model"], "bernoulli");
+        assert_eq!(recorded["loss"]["p"], 0.01);
+        assert_eq!(recorded["rtt_ns"], 50_000_000);
+        assert_eq!(recorded["down"]["fixed"]["bits_per_sec"], 50_000_000);
+        assert!(link["down"]["packets_in"].is_u64(), "the statistics stay");
+    }
 
     fn page_spec(loads: u32) -> CellSpec {
         let suite = Suite::from_toml(&format!(

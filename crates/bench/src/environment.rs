@@ -46,6 +46,7 @@ pub(crate) fn capture(suite: &Suite) -> Environment {
         udp_gso: udp_gso(),
         sysctls,
         library_versions: library_versions(),
+        server_tuning: None,
     }
 }
 

@@ -33,6 +33,7 @@ fn custom_settings(custom: &CustomProfile) -> anyhow::Result<Option<LinkSettings
         up: custom.up.as_deref().map(parse_rate).transpose()?,
         loss: custom.loss.as_deref().map(parse_percent).transpose()?,
         loss_model: custom.loss_model.clone(),
+        loss_direction: custom.loss_direction,
         jitter: custom.jitter.as_deref().map(parse_jitter).transpose()?,
         queue: custom.queue.as_deref().map(parse_queue).transpose()?,
         trace_down: custom.trace_down.as_ref().map(Into::into),
@@ -45,6 +46,7 @@ fn custom_settings(custom: &CustomProfile) -> anyhow::Result<Option<LinkSettings
 #[cfg(test)]
 mod tests {
     use super::*;
+    use linkem::config::LossDirection;
 
     fn suite_with(profile_table: &str) -> Suite {
         Suite::from_toml(&format!(
@@ -64,6 +66,18 @@ mod tests {
         assert_eq!(settings.loss.mean_loss(), 0.0);
         assert_eq!(settings.down, cellular.down);
         assert_eq!(settings.seed, 7);
+    }
+
+    #[test]
+    fn custom_profile_keeps_its_base_direction_unless_it_names_one() {
+        let direction = |table: &str| settings(&suite_with(table), "p", 1).unwrap().unwrap();
+        let over_base = direction("base = \"cellular\"\nloss = \"3%\"\n");
+        assert_eq!(over_base.loss_direction, LossDirection::Down);
+        let named = direction("base = \"cellular\"\nloss_direction = \"both\"\n");
+        assert_eq!(named.loss_direction, LossDirection::Both);
+        assert_eq!(named.loss.mean_loss(), 0.01);
+        let ad_hoc = direction("loss = \"1%\"\nloss_direction = \"up\"\n");
+        assert_eq!(ad_hoc.loss_direction, LossDirection::Up);
     }
 
     #[test]

@@ -165,7 +165,7 @@ pub fn run(
             results.interrupted = true;
             break;
         }
-        let record = cell::run(suite, &spec, ctx);
+        let record = cell::run(suite, &spec, ctx, &mut results.environment.server_tuning);
         results.cells.push(record);
         if ctx.stop.load(Ordering::Relaxed) {
             results.interrupted = true;

@@ -1,6 +1,7 @@
 //! The target server of a cell, in the server namespace: the built-in
 //! `h3lab serve`, or the suite's own command (e.g. Caddy).
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -25,6 +26,9 @@ pub(crate) struct ServerProcess {
     pub(crate) addr: SocketAddr,
     /// Certificate to trust; `None` means the client runs `--insecure`.
     pub(crate) cert: Option<PathBuf>,
+    /// The built-in server's `tuning:` lines as name → value; `None` for a
+    /// custom server.
+    pub(crate) tuning: Option<BTreeMap<String, String>>,
 }
 
 /// Starts the suite's target where `placement` puts servers and waits until
@@ -83,7 +87,7 @@ fn start_builtin(
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut process = process::spawn(command, "built-in server (h3lab serve)")?;
     let stdout = process.take_stdout().context("server stdout")?;
-    let addr = wait_for_banner(stdout).map_err(|err| {
+    let (addr, tuning) = wait_for_banner(stdout).map_err(|err| {
         process.stop(Duration::from_secs(1));
         anyhow!(
             "the built-in server did not start: {err}{}",
@@ -94,19 +98,27 @@ fn start_builtin(
         process,
         addr,
         cert: Some(cert),
+        tuning: Some(tuning),
     })
 }
 
 /// Reads the server's stdout on a thread until its `listening:` line, so a
-/// silent server cannot block us past the timeout. The thread drains the
-/// pipe to the end: a closed pipe would make the server's next line fail.
-fn wait_for_banner(stdout: impl std::io::Read + Send + 'static) -> anyhow::Result<SocketAddr> {
+/// silent server cannot block us past the timeout, and returns the address
+/// with the `tuning:` lines printed before it. The thread drains the pipe
+/// to the end: a closed pipe would make the server's next line fail.
+fn wait_for_banner(
+    stdout: impl std::io::Read + Send + 'static,
+) -> anyhow::Result<(SocketAddr, BTreeMap<String, String>)> {
     let (sender, receiver) = mpsc::channel();
     std::thread::spawn(move || {
+        let mut tuning = BTreeMap::new();
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
+            if let Some((name, value)) = parse_tuning(&line) {
+                tuning.insert(name, value);
+            }
             if let Some(addr) = parse_banner(&line) {
-                let _ = sender.send(addr);
+                let _ = sender.send((addr, std::mem::take(&mut tuning)));
             }
         }
     });
@@ -122,6 +134,12 @@ fn parse_banner(line: &str) -> Option<SocketAddr> {
         .nth(1)?
         .parse()
         .ok()
+}
+
+/// `tuning: tls_records = dynamic (...)` → (`tls_records`, `dynamic (...)`).
+fn parse_tuning(line: &str) -> Option<(String, String)> {
+    let (name, value) = line.strip_prefix("tuning:")?.split_once(" = ")?;
+    Some((name.trim().to_string(), value.trim().to_string()))
 }
 
 fn start_custom(
@@ -152,6 +170,7 @@ fn start_custom(
         process,
         addr,
         cert: None,
+        tuning: None,
     })
 }
 
@@ -194,5 +213,15 @@ mod tests {
         let line = "listening: tcp+udp 198.18.0.2:443 (h1,h2 over TLS 1.3; h3 over QUIC)";
         assert_eq!(parse_banner(line), Some("198.18.0.2:443".parse().unwrap()));
         assert_eq!(parse_banner("spki-sha256: abc"), None);
+    }
+
+    #[test]
+    fn tuning_lines_give_name_and_value() {
+        let line = "tuning: h2_stream_window = 16777216 B";
+        assert_eq!(
+            parse_tuning(line),
+            Some(("h2_stream_window".into(), "16777216 B".into()))
+        );
+        assert_eq!(parse_tuning("listening: tcp+udp 1.2.3.4:443"), None);
     }
 }

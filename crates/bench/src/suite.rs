@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use h3lab_results::{Loader, Proto, QuicCongestion, TtfbMode, Visit};
 use h3lab_site::Shape;
+use linkem::config::LossDirection;
 use serde::{Deserialize, Deserializer};
 
 /// A parsed, validated suite.
@@ -248,6 +249,8 @@ pub(crate) struct CustomProfile {
     pub(crate) up: Option<String>,
     pub(crate) loss: Option<String>,
     pub(crate) loss_model: Option<String>,
+    /// `down`, `up` or `both`; checked here, so a bad one names its line.
+    pub(crate) loss_direction: Option<LossDirection>,
     pub(crate) jitter: Option<String>,
     pub(crate) queue: Option<String>,
     pub(crate) trace_down: Option<String>,
@@ -684,6 +687,42 @@ duration = "2s"
         assert_eq!(
             suite.custom_profile("dialup").unwrap().rtt.as_deref(),
             Some("300ms")
+        );
+    }
+
+    fn with_custom_profile(table: &str) -> String {
+        format!(
+            "{}\n[[profile]]\nname = \"dialup\"\n{table}",
+            MINIMAL.replace("broadband", "dialup")
+        )
+    }
+
+    #[test]
+    fn custom_profile_takes_a_loss_direction() {
+        for (value, expected) in [
+            ("down", LossDirection::Down),
+            ("up", LossDirection::Up),
+            ("both", LossDirection::Both),
+        ] {
+            let text = with_custom_profile(&format!("loss_direction = \"{value}\"\n"));
+            let suite = Suite::from_toml(&text).unwrap();
+            let profile = suite.custom_profile("dialup").unwrap();
+            assert_eq!(profile.loss_direction, Some(expected));
+        }
+        let suite = Suite::from_toml(&with_custom_profile("loss = \"1%\"\n")).unwrap();
+        assert_eq!(suite.custom_profile("dialup").unwrap().loss_direction, None);
+    }
+
+    #[test]
+    fn a_bad_loss_direction_is_rejected_with_its_line_and_the_accepted_values() {
+        let err = error_of(&with_custom_profile("loss_direction = \"sideways\"\n"));
+        assert!(
+            err.contains("line 14")
+                && err.contains("`sideways` is not a loss direction")
+                && ["`down`", "`up`", "`both`"]
+                    .iter()
+                    .all(|name| err.contains(name)),
+            "{err}"
         );
     }
 

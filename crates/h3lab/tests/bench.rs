@@ -167,6 +167,15 @@ size = "300KB"
             "link stats only when emulated"
         );
     }
+    let tuning = &results["environment"]["server_tuning"];
+    assert!(
+        tuning["tls_records"]
+            .as_str()
+            .unwrap()
+            .starts_with("dynamic"),
+        "the server's tuning is recorded: {tuning}"
+    );
+    assert!(tuning["h2_stream_window"].is_string(), "{tuning}");
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
     assert_eq!(
         csv.lines().count(),

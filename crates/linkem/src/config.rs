@@ -1,13 +1,15 @@
 //! Link settings as people write them (RTT, rates, loss...), turned into the
 //! configuration the model runs, plus the parsers for the command-line
-//! forms (`50mbit`, `20ms`, `1%`, `100p`, `gilbert:...`).
+//! forms (`50mbit`, `20ms`, `1%`, `100p`, `gilbert:...`, `down`).
 
-use serde::Serialize;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
 
 pub use crate::model::ReorderSpec;
 use crate::model::{
     DirectionConfig, GilbertElliott, Jitter, JitterShape, LossModel, Nanos, QueueLimit, RateSpec,
-    Trace,
+    Trace, Way,
 };
 
 /// Both directions of a path and the seed of every random choice.
@@ -24,22 +26,84 @@ pub struct LinkConfig {
 /// Smallest default queue, so low-BDP paths still absorb a burst.
 const DEFAULT_QUEUE_FLOOR_BYTES: u64 = 64 * 1024;
 
+/// Which way random loss drops packets. A `tc netem` loss sits on one
+/// interface's egress, so a published loss figure is one direction's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", try_from = "String")]
+pub enum LossDirection {
+    /// Server to client only, as netem on the server's egress: the default.
+    #[default]
+    Down,
+    /// Client to server only.
+    Up,
+    /// Each direction independently: a round trip sees about twice the loss.
+    Both,
+}
+
+impl LossDirection {
+    fn applies_to(self, way: Way) -> bool {
+        match self {
+            LossDirection::Down => way == Way::Down,
+            LossDirection::Up => way == Way::Up,
+            LossDirection::Both => true,
+        }
+    }
+
+    /// The value's name and what it means, e.g. `down: server to client`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            LossDirection::Down => "down: server to client",
+            LossDirection::Up => "up: client to server",
+            LossDirection::Both => "both: each way",
+        }
+    }
+}
+
+impl FromStr for LossDirection {
+    type Err = anyhow::Error;
+
+    /// `down`, `up` or `both`, in any case.
+    fn from_str(text: &str) -> anyhow::Result<LossDirection> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "down" => Ok(LossDirection::Down),
+            "up" => Ok(LossDirection::Up),
+            "both" => Ok(LossDirection::Both),
+            _ => anyhow::bail!(
+                "`{text}` is not a loss direction; write `down` (server to client), \
+                 `up` (client to server) or `both`"
+            ),
+        }
+    }
+}
+
+impl TryFrom<String> for LossDirection {
+    type Error = anyhow::Error;
+
+    fn try_from(text: String) -> anyhow::Result<LossDirection> {
+        text.parse()
+    }
+}
+
 /// A path as people describe it. `build` turns it into a [`LinkConfig`]:
-/// half the RTT each way; the loss model, jitter, reordering and
-/// duplication apply to each direction independently (so a round trip sees
-/// about twice the loss); without an explicit queue, each direction gets a
+/// half the RTT each way; the loss model drops packets in `loss_direction`
+/// only (the other way loses none at random; its queue still drops);
+/// jitter, reordering and duplication apply to each direction
+/// independently; without an explicit queue, each direction gets a
 /// drop-tail byte limit of one bandwidth-delay product (its rate times the
 /// RTT) with a floor of `DEFAULT_QUEUE_FLOOR_BYTES` (64 KiB).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LinkSettings {
     /// Round-trip time the path adds, in nanoseconds (half each way).
+    #[serde(rename = "rtt_ns")]
     pub rtt: Nanos,
     /// Server-to-client bottleneck.
     pub down: RateSpec,
     /// Client-to-server bottleneck.
     pub up: RateSpec,
-    /// Random loss, applied to each direction independently.
+    /// Random loss, in the direction(s) `loss_direction` names.
     pub loss: LossModel,
+    /// Which way `loss` drops packets.
+    pub loss_direction: LossDirection,
     /// Per-direction jitter of the one-way delay.
     pub jitter: Option<Jitter>,
     /// Drop-tail queue limit per direction; `None`: one bandwidth-delay
@@ -61,6 +125,7 @@ impl Default for LinkSettings {
             down: RateSpec::Unlimited,
             up: RateSpec::Unlimited,
             loss: LossModel::NONE,
+            loss_direction: LossDirection::default(),
             jitter: None,
             queue: None,
             reorder: None,
@@ -74,21 +139,29 @@ impl LinkSettings {
     /// The configuration the model runs (see the type's description).
     pub fn build(&self) -> LinkConfig {
         LinkConfig {
-            up: self.direction(&self.up),
-            down: self.direction(&self.down),
+            up: self.direction(Way::Up, &self.up),
+            down: self.direction(Way::Down, &self.down),
             seed: self.seed,
         }
     }
 
-    fn direction(&self, rate: &RateSpec) -> DirectionConfig {
+    fn direction(&self, way: Way, rate: &RateSpec) -> DirectionConfig {
         DirectionConfig {
             delay: self.rtt / 2,
             jitter: self.jitter,
             rate: rate.clone(),
             queue: self.queue.unwrap_or_else(|| self.default_queue(rate)),
-            loss: self.loss,
+            loss: self.loss_in(way),
             reorder: self.reorder,
             duplicate: self.duplicate,
+        }
+    }
+
+    fn loss_in(&self, way: Way) -> LossModel {
+        if self.loss_direction.applies_to(way) {
+            self.loss
+        } else {
+            LossModel::NONE
         }
     }
 
@@ -245,7 +318,7 @@ fn parse_loss_model(text: &str, loss: f64) -> anyhow::Result<LossModel> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::MILLI;
+    use crate::model::{Direction, DirectionStats, MILLI};
 
     #[test]
     fn rates_times_and_percentages_parse() {
@@ -329,6 +402,144 @@ mod tests {
             QueueLimit::Bytes(DEFAULT_QUEUE_FLOOR_BYTES)
         );
     }
+
+    #[test]
+    fn loss_directions_parse_and_bad_ones_name_the_accepted_values() {
+        assert_eq!(
+            "down".parse::<LossDirection>().unwrap(),
+            LossDirection::Down
+        );
+        assert_eq!(" UP ".parse::<LossDirection>().unwrap(), LossDirection::Up);
+        assert_eq!(
+            "both".parse::<LossDirection>().unwrap(),
+            LossDirection::Both
+        );
+        for bad in ["sideways", "", "downstream"] {
+            let message = format!("{:#}", bad.parse::<LossDirection>().unwrap_err());
+            assert!(
+                message.contains(&format!("`{bad}` is not a loss direction"))
+                    && ["`down`", "`up`", "`both`"]
+                        .iter()
+                        .all(|name| message.contains(name)),
+                "{message}"
+            );
+        }
+        assert_eq!(LossDirection::default(), LossDirection::Down);
+    }
+
+    const PACKETS: u64 = 20_000;
+
+    /// Offers `PACKETS` packets to each direction of the model `settings`
+    /// build, 1 ms apart in virtual time; returns the two directions' stats.
+    fn offer_both_ways(settings: &LinkSettings) -> (DirectionStats, DirectionStats) {
+        let config = settings.build();
+        let run = |direction_config: &DirectionConfig, way: Way| {
+            let mut direction = Direction::new(direction_config, config.seed, way);
+            for i in 0..PACKETS {
+                direction.offer(1500, i * MILLI);
+            }
+            direction.stats().clone()
+        };
+        (run(&config.up, Way::Up), run(&config.down, Way::Down))
+    }
+
+    /// Random-loss drops within 4 binomial standard deviations of `p`.
+    fn assert_loss_share(stats: &DirectionStats, p: f64) {
+        let n = stats.packets_in as f64;
+        let sigma = (n * p * (1.0 - p)).sqrt();
+        let lost = stats.dropped_loss as f64;
+        assert!(
+            (lost - n * p).abs() <= 4.0 * sigma,
+            "lost {lost} of {n}, expected {} +- {}",
+            n * p,
+            4.0 * sigma
+        );
+    }
+
+    fn lossy(direction: LossDirection, loss: LossModel) -> LinkSettings {
+        LinkSettings {
+            loss,
+            loss_direction: direction,
+            seed: 11,
+            ..LinkSettings::default()
+        }
+    }
+
+    const FIVE_PERCENT: LossModel = LossModel::Bernoulli { p: 0.05 };
+
+    #[test]
+    fn down_loss_drops_no_upstream_packets_but_the_queue_still_does() {
+        // Upstream: 1500 B every 1 ms into 6 Mbit/s (2 ms each) overflows
+        // its 10-packet queue; downstream is unlimited.
+        let settings = LinkSettings {
+            up: RateSpec::Fixed {
+                bits_per_sec: 6_000_000,
+            },
+            queue: Some(QueueLimit::Packets(10)),
+            ..lossy(LossDirection::Down, FIVE_PERCENT)
+        };
+        let (up, down) = offer_both_ways(&settings);
+        assert_eq!(up.dropped_loss, 0);
+        assert!(up.dropped_queue > 0, "the upstream queue never overflowed");
+        assert_eq!(down.packets_in, PACKETS);
+        assert_loss_share(&down, 0.05);
+    }
+
+    #[test]
+    fn up_loss_drops_no_downstream_packets() {
+        let (up, down) = offer_both_ways(&lossy(LossDirection::Up, FIVE_PERCENT));
+        assert_eq!(down.dropped_loss, 0);
+        assert_loss_share(&up, 0.05);
+    }
+
+    #[test]
+    fn both_loses_each_way_with_the_patterns_one_way_loss_gives() {
+        let (up, down) = offer_both_ways(&lossy(LossDirection::Both, FIVE_PERCENT));
+        assert_loss_share(&up, 0.05);
+        assert_loss_share(&down, 0.05);
+        // Turning one way's loss off leaves the other way's decisions as
+        // they were, so runs differing only in direction stay comparable.
+        let (_, down_only) = offer_both_ways(&lossy(LossDirection::Down, FIVE_PERCENT));
+        let (up_only, _) = offer_both_ways(&lossy(LossDirection::Up, FIVE_PERCENT));
+        assert_eq!(down_only, down);
+        assert_eq!(up_only, up);
+    }
+
+    #[test]
+    fn the_direction_applies_to_gilbert_loss_too() {
+        let bursty = LossModel::Gilbert(GilbertElliott {
+            p: 0.01,
+            r: 0.3,
+            loss_good: 0.0,
+            loss_bad: 1.0,
+        });
+        let (up, down) = offer_both_ways(&lossy(LossDirection::Down, bursty));
+        assert_eq!(up.dropped_loss, 0);
+        assert!(down.dropped_loss > 0);
+        let (up, down) = offer_both_ways(&lossy(LossDirection::Up, bursty));
+        assert!(up.dropped_loss > 0);
+        assert_eq!(down.dropped_loss, 0);
+    }
+
+    #[test]
+    fn overrides_keep_the_profile_direction_unless_given() {
+        let cellular = crate::profile("cellular").unwrap().settings;
+        let more_loss = Overrides {
+            loss: Some(0.02),
+            ..Overrides::default()
+        };
+        let settings = more_loss.apply(cellular.clone()).unwrap().unwrap();
+        assert_eq!(settings.loss_direction, LossDirection::Down);
+        let both = Overrides {
+            loss_direction: Some(LossDirection::Both),
+            ..more_loss.clone()
+        };
+        let settings = both.apply(cellular).unwrap().unwrap();
+        assert_eq!(settings.loss_direction, LossDirection::Both);
+        // Ad hoc loss on plain loopback starts from no impairment: down.
+        let ad_hoc = more_loss.apply(None).unwrap().unwrap();
+        assert_eq!(ad_hoc.loss_direction, LossDirection::Down);
+    }
 }
 
 /// Changes to a profile, as given on the command line (`h3lab net run
@@ -342,11 +553,13 @@ pub struct Overrides {
     pub down: Option<u64>,
     /// Fixed client-to-server rate, in bits/s.
     pub up: Option<u64>,
-    /// Bernoulli loss probability per direction (a fraction, 0 to 1).
+    /// Bernoulli loss probability (a fraction, 0 to 1) in the loss direction.
     pub loss: Option<f64>,
     /// `bernoulli` (probability from `loss`, else the profile's mean loss) or
     /// `gilbert:p,r,1-h,1-k` (four percentages, as in netem's gemodel).
     pub loss_model: Option<String>,
+    /// Which way the loss drops packets; the profile's when `None`.
+    pub loss_direction: Option<LossDirection>,
     /// Jitter of the one-way delay, per direction.
     pub jitter: Option<Jitter>,
     /// Drop-tail queue limit per direction.
@@ -370,6 +583,7 @@ impl Overrides {
             && self.up.is_none()
             && self.loss.is_none()
             && self.loss_model.is_none()
+            && self.loss_direction.is_none()
             && self.jitter.is_none()
             && self.queue.is_none()
             && self.reorder.is_none()
@@ -401,6 +615,7 @@ impl Overrides {
             settings.up = RateSpec::Trace(Trace::load(path)?);
         }
         settings.loss = self.loss_model(settings.loss)?;
+        settings.loss_direction = self.loss_direction.unwrap_or(settings.loss_direction);
         settings.jitter = self.jitter.or(settings.jitter);
         settings.queue = self.queue.or(settings.queue);
         settings.reorder = self.reorder.or(settings.reorder);

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::config::LinkSettings;
+use crate::config::{LinkSettings, LossDirection};
 use crate::model::{Jitter, JitterShape, LossModel, Nanos, RateSpec, MILLI};
 
 /// A named network condition.
@@ -31,20 +31,39 @@ impl Profile {
             .map(|j| format!(" +-{} ms jitter each way", j.amount as f64 / 1e6))
             .unwrap_or_default();
         format!(
-            "{:<17} down {}, up {}, RTT {} ms{}, loss {}% each way   [{}]",
+            "{:<17} down {}, up {}, RTT {} ms{}, {}   [{}]",
             self.name,
             rate(&settings.down),
             rate(&settings.up),
             settings.rtt as f64 / 1e6,
             jitter,
-            settings.loss.mean_loss() * 100.0,
+            describe_loss(settings),
             self.source
         )
     }
 }
 
-const HOME_STUDY: &str = "home broadband study (Node.js+quiche benchmark 2024-25)";
+/// `loss 1% (down: server to client)`, or `no loss`.
+fn describe_loss(settings: &LinkSettings) -> String {
+    let share = settings.loss.mean_loss();
+    if share == 0.0 {
+        return "no loss".to_string();
+    }
+    format!(
+        "loss {}% ({})",
+        share * 100.0,
+        settings.loss_direction.describe()
+    )
+}
+
+const HOME_STUDY: &str = "home broadband study (Node.js+quiche benchmark 2024-25); it does not \
+     say which way packets were lost: we assume downstream, as a netem loss on the server's egress";
+const MOBILE_STUDY: &str = "production mobile API study (tc: 200 ms RTT, 2 % loss); tc's loss \
+     sits on one interface's egress and the study does not say which: we assume the server's \
+     (downstream)";
 const PAGE_LOAD_STUDY: &str = "page-load conditions study (Kiwee)";
+const LTE_POOR: &str = "same page-load study (tc: +100 ms, ~15 % loss); tc's loss sits on one \
+     interface's egress and the study does not say which: we assume the server's (downstream)";
 const DISTANCE_STUDY: &str = "page-load distance study (Request Metrics)";
 const REGIONAL: &str = "page-load distance study (Request Metrics): Minnesota to New York, \
      ~30 ms RTT as the study estimated it, on its 200 Mbit/s line";
@@ -78,6 +97,9 @@ fn emulated(
                 bits_per_sec: up_mbit * 1_000_000,
             },
             loss: LossModel::Bernoulli { p: loss },
+            // Every lossy source's direction (see the sources), set here so
+            // the ad-hoc default can change without moving the profiles.
+            loss_direction: LossDirection::Down,
             ..LinkSettings::default()
         }),
     }
@@ -104,27 +126,13 @@ pub fn profiles() -> Vec<Profile> {
         emulated("broadband", HOME_STUDY, 100, 20, 20, 0.001),
         emulated("cellular", HOME_STUDY, 50, 10, 50, 0.01),
         emulated("satellite", HOME_STUDY, 10, 2, 500, 0.05),
-        emulated(
-            "mobile-lossy",
-            "production mobile API study",
-            20,
-            5,
-            200,
-            0.02,
-        ),
+        emulated("mobile-lossy", MOBILE_STUDY, 20, 5, 200, 0.02),
         emulated("dc-local", DC_LOCAL, 1000, 1000, 5, 0.0),
         emulated("dc-nordic", DC_NORDIC, 1000, 1000, 25, 0.0),
         emulated("dc-transatlantic", DC_TRANSATLANTIC, 1000, 1000, 95, 0.0),
         emulated("fiber", FIBER, 300, 50, 20, 0.0),
         lte,
-        emulated(
-            "lte-poor",
-            "same page-load study (+100 ms, ~15 % loss)",
-            30,
-            10,
-            160,
-            0.15,
-        ),
+        emulated("lte-poor", LTE_POOR, 30, 10, 160, 0.15),
         emulated("regional", REGIONAL, 200, 200, 30, 0.0),
         emulated("transatlantic", DISTANCE_STUDY, 200, 200, 110, 0.0),
         emulated("intercontinental", DISTANCE_STUDY, 200, 200, 250, 0.0),
@@ -177,7 +185,8 @@ mod tests {
                 bits_per_sec: 50_000_000
             }
         );
-        assert_eq!(cellular.up.loss, LossModel::Bernoulli { p: 0.01 });
+        assert_eq!(cellular.down.loss, LossModel::Bernoulli { p: 0.01 });
+        assert_eq!(cellular.up.loss, LossModel::NONE);
         assert!(profile("loopback").unwrap().settings.is_none());
         assert!(profile("lte").unwrap().settings.unwrap().jitter.is_some());
     }
@@ -203,5 +212,54 @@ mod tests {
             let source = profile(name).unwrap().source;
             assert!(source.contains("estimate"), "{name}: {source}");
         }
+    }
+
+    #[test]
+    fn lossy_profiles_lose_downstream_and_say_why() {
+        let lossy: Vec<Profile> = profiles()
+            .into_iter()
+            .filter(|p| {
+                p.settings
+                    .as_ref()
+                    .is_some_and(|s| s.loss.mean_loss() > 0.0)
+            })
+            .collect();
+        let names: Vec<&str> = lossy.iter().map(|p| p.name).collect();
+        assert_eq!(
+            names,
+            [
+                "broadband",
+                "cellular",
+                "satellite",
+                "mobile-lossy",
+                "lte-poor"
+            ]
+        );
+        for profile in &lossy {
+            let settings = profile.settings.as_ref().unwrap();
+            assert_eq!(
+                settings.loss_direction,
+                LossDirection::Down,
+                "{}",
+                profile.name
+            );
+            assert!(
+                profile.source.contains("we assume"),
+                "{}: {}",
+                profile.name,
+                profile.source
+            );
+        }
+    }
+
+    #[test]
+    fn the_listing_shows_the_loss_direction() {
+        let line = profile("cellular").unwrap().describe();
+        assert!(line.contains("loss 1% (down: server to client)"), "{line}");
+        let mut both = profile("cellular").unwrap();
+        both.settings.as_mut().unwrap().loss_direction = LossDirection::Both;
+        assert!(both.describe().contains("loss 1% (both: each way)"));
+        let lossless = profile("fiber").unwrap().describe();
+        assert!(lossless.contains("no loss"), "{lossless}");
     }
 }

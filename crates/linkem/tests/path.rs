@@ -9,7 +9,7 @@ use std::os::fd::AsRawFd;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use linkem::config::{parse_rate, parse_time};
+use linkem::config::{parse_rate, parse_time, LossDirection};
 use linkem::model::{LossModel, QueueLimit};
 use linkem::{EmulatedPath, LinkSettings, RateSpec};
 
@@ -264,27 +264,69 @@ fn bulk_udp_download_reaches_the_configured_rate() {
     assert!(stats.down.dropped_queue > 0, "the link was not saturated");
 }
 
+/// Datagrams `socket` receives until it has waited its read timeout.
+fn count_datagrams(socket: &UdpSocket) -> u64 {
+    let mut buf = [0u8; 2048];
+    let mut count = 0;
+    while socket.recv(&mut buf).is_ok() {
+        count += 1;
+    }
+    count
+}
+
+/// A UDP receiver in the server namespace and a blaster in the client
+/// namespace; returns the datagrams the receiver got.
+fn udp_upload(path: &EmulatedPath, count: u64, bits_per_sec: f64) -> u64 {
+    let server_ip = path.server_ip();
+    let receiver = path
+        .spawn_in_server(move || UdpSocket::bind((server_ip, 0)).unwrap())
+        .unwrap()
+        .join()
+        .unwrap();
+    let to = receiver.local_addr().unwrap();
+    receiver
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let counter = std::thread::spawn(move || count_datagrams(&receiver));
+    let client_ip = path.client_ip();
+    path.spawn_in_client(move || {
+        let socket = UdpSocket::bind((client_ip, 0)).unwrap();
+        blast(&socket, to, count, bits_per_sec);
+    })
+    .unwrap()
+    .join()
+    .unwrap();
+    counter.join().unwrap()
+}
+
 #[test]
-fn configured_loss_shows_in_the_link_statistics() {
+fn downstream_loss_shows_in_the_link_statistics_and_spares_upstream() {
     if !h3lab_testenv::root() {
         return;
     }
     let p = 0.05;
     let mut settings = settings("10ms", "50mbit", "50mbit");
     settings.loss = LossModel::Bernoulli { p };
+    settings.loss_direction = LossDirection::Down;
     settings.queue = Some(QueueLimit::Packets(10_000));
     settings.seed = 2026;
     let path = EmulatedPath::start(settings.build()).unwrap();
     let sent = 8000;
-    let received = udp_download(&path, sent, 20e6, |socket| {
-        let mut buf = [0u8; 2048];
-        let mut count = 0;
-        while socket.recv(&mut buf).is_ok() {
-            count += 1;
-        }
-        count
-    });
+    let received = udp_download(&path, sent, 20e6, count_datagrams);
+    let sent_up = 2000;
+    let received_up = udp_upload(&path, sent_up, 20e6);
     let stats = path.shutdown().unwrap();
+    let up = &stats.up;
+    assert_eq!(
+        up.packets_in, sent_up,
+        "every upstream datagram reached the link"
+    );
+    assert_eq!(
+        up.dropped_loss, 0,
+        "a downstream loss dropped upstream packets"
+    );
+    assert_eq!(up.packets_out, sent_up);
+    assert_eq!(received_up, sent_up);
     let down = &stats.down;
     assert_eq!(down.packets_in, sent, "every datagram reached the link");
     assert_eq!(down.dropped_queue, 0);

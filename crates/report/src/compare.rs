@@ -1,17 +1,18 @@
 //! `h3lab compare a.json b.json`: cells aligned by (profile, workload,
 //! protocol, mode), medians side by side and the relative change of b
-//! against a.
+//! against a, with its bootstrap interval over the two runs' repetitions.
 //!
-//! A change is flagged significant when the two runs' sample ranges do not
-//! overlap (b's min–max lies wholly above or below a's), i.e. the change is
-//! larger than the combined spread of both runs.
+//! A change is called better or worse only when the interval excludes zero
+//! ([`Difference::call`], the rule of the whole report); otherwise it is
+//! "no clear difference".
 
 use std::collections::BTreeMap;
 
 use h3lab_results::bench::Results;
 
+use crate::difference::Difference;
 use crate::format::maybe;
-use crate::stats::{RelativeDiff, SampleStats};
+use crate::stats::SampleStats;
 use crate::summary::{summarize, CellKey, CellSummary};
 use crate::table::{aligned, column_widths, rule};
 
@@ -22,11 +23,17 @@ pub struct CellChange {
     pub unit: String,
     pub a: Option<SampleStats>,
     pub b: Option<SampleStats>,
-    /// b's median against a's; `None` when a side has no data or the two
-    /// runs measured different metrics.
-    pub change: Option<RelativeDiff>,
-    pub significant: bool,
+    /// b's median against a's; `None` when a side has no data, a's median
+    /// is zero or the two runs measured different metrics.
+    pub change: Option<Difference>,
     pub note: Option<String>,
+}
+
+impl CellChange {
+    /// Whether b is clearly better or worse than a.
+    pub fn is_clear(&self) -> bool {
+        self.change.as_ref().is_some_and(|c| c.call().is_clear())
+    }
 }
 
 /// Aligns the cells of two runs, in a's order then b's new cells.
@@ -62,13 +69,9 @@ fn change_of(either: &CellSummary, a: Option<&CellSummary>, b: Option<&CellSumma
         _ => None,
     };
     let mut change = None;
-    let mut significant = false;
-    if note.is_none() {
+    if let (None, Some(a), Some(b)) = (&note, a, b) {
         match (&a_stats, &b_stats) {
-            (Some(a_s), Some(b_s)) => {
-                change = RelativeDiff::new(b_s.median, a_s.median, either.higher_is_better);
-                significant = b_s.min > a_s.max || b_s.max < a_s.min;
-            }
+            (Some(_), Some(_)) => change = b_against_a(a, b),
             (None, None) => note = Some("no data in either".to_string()),
             (None, Some(_)) => note = Some("no data in a".to_string()),
             (Some(_), None) => note = Some("no data in b".to_string()),
@@ -80,9 +83,17 @@ fn change_of(either: &CellSummary, a: Option<&CellSummary>, b: Option<&CellSumma
         a: a_stats,
         b: b_stats,
         change,
-        significant,
         note,
     }
+}
+
+fn b_against_a(a: &CellSummary, b: &CellSummary) -> Option<Difference> {
+    Difference::relative(
+        &b.samples_by_repetition,
+        &a.samples_by_repetition,
+        b.higher_is_better,
+        b.key.seed_against(&a.key),
+    )
 }
 
 /// Text report of two runs' differences, one block per profile.
@@ -90,7 +101,8 @@ pub fn compare(a: &Results, b: &Results) -> String {
     let changes = cell_changes(a, b);
     let mut out = format!(
         "a: {} (started {}, seed {})\nb: {} (started {}, seed {})\n\
-         change = b's median against a's; SIGNIFICANT = the two runs' min–max ranges do not overlap\n",
+         change = b's median against a's [95 % bootstrap interval over repetitions];\n\
+         better or worse only when the interval excludes zero (docs/statistics.md)\n",
         a.suite.name, a.started_at, a.suite.seed, b.suite.name, b.started_at, b.suite.seed
     );
     let header: Vec<String> = [
@@ -120,9 +132,9 @@ pub fn compare(a: &Results, b: &Results) -> String {
         out.push_str(&rule(&widths));
         out.push_str(&aligned(block, &widths, 3));
     }
-    let significant = changes.iter().filter(|c| c.significant).count();
+    let clear = changes.iter().filter(|c| c.is_clear()).count();
     out.push_str(&format!(
-        "\n{significant} of {} cell(s) changed beyond both runs' min–max spread.\n",
+        "\n{clear} of {} cell(s) changed clearly (interval excludes zero).\n",
         changes.len()
     ));
     out
@@ -131,8 +143,7 @@ pub fn compare(a: &Results, b: &Results) -> String {
 fn change_row(change: &CellChange) -> Vec<String> {
     let verdict = match (&change.change, &change.note) {
         (_, Some(note)) => note.clone(),
-        (Some(_), None) if change.significant => "SIGNIFICANT".to_string(),
-        (Some(_), None) => "within spread".to_string(),
+        (Some(difference), None) => difference.call().word().to_string(),
         (None, None) => "no ratio (zero median)".to_string(),
     };
     vec![
@@ -141,7 +152,10 @@ fn change_row(change: &CellChange) -> Vec<String> {
         change.unit.clone(),
         maybe(change.a.as_ref().map(|s| s.median)),
         maybe(change.b.as_ref().map(|s| s.median)),
-        change.change.map_or_else(|| "–".into(), |d| d.describe()),
+        change
+            .change
+            .as_ref()
+            .map_or_else(|| "–".into(), Difference::figure),
         verdict,
     ]
 }
@@ -149,8 +163,8 @@ fn change_row(change: &CellChange) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::difference::Call;
     use crate::fixture;
-    use crate::stats::Verdict;
     use crate::table::TABLE_WIDTH;
     use h3lab_results::bench::Outcome;
 
@@ -172,7 +186,7 @@ mod tests {
     }
 
     #[test]
-    fn aligns_cells_and_flags_changes_beyond_the_spread() {
+    fn aligns_cells_and_calls_changes_beyond_the_noise() {
         let a = fixture::results();
         let changes = cell_changes(&a, &faster_run());
         assert_eq!(changes.len(), 11);
@@ -183,18 +197,21 @@ mod tests {
                 c.key.profile == "broadband" && c.key.protocol == "h3" && c.key.workload == "rps-1k"
             })
             .unwrap();
-        assert_eq!(doubled.change.unwrap().percent, 100.0);
-        assert_eq!(doubled.change.unwrap().verdict, Verdict::Better);
-        assert!(doubled.significant);
+        let change = doubled.change.as_ref().unwrap();
+        assert_eq!(change.estimate, 100.0);
+        assert_eq!(change.call(), Call::Better);
+        assert!(doubled.is_clear());
 
+        // The same repetitions in both runs: a zero change inside the noise.
         let unchanged: Vec<&CellChange> = changes
             .iter()
-            .filter(|c| c.note.is_none() && !c.significant)
+            .filter(|c| c.note.is_none() && !c.is_clear())
             .collect();
         assert_eq!(unchanged.len(), 9);
-        assert!(unchanged
-            .iter()
-            .all(|c| c.change.unwrap().verdict == Verdict::Same));
+        assert!(unchanged.iter().all(|c| {
+            let change = c.change.as_ref().unwrap();
+            change.estimate == 0.0 && change.call() == Call::NoClearDifference
+        }));
 
         let failed_in_a = changes
             .iter()
@@ -211,7 +228,7 @@ mod tests {
     }
 
     #[test]
-    fn overlapping_ranges_are_not_significant() {
+    fn overlapping_repetitions_are_no_clear_difference() {
         let a = fixture::results();
         let mut b = fixture::results();
         // h2 broadband rps [200,210,220] → [215,225,235]: overlaps a's range.
@@ -229,8 +246,10 @@ mod tests {
                 c.key.protocol == "h2" && c.key.workload == "rps-1k" && c.key.profile == "broadband"
             })
             .unwrap();
-        assert!((shifted.change.unwrap().percent - 15.0 / 210.0 * 100.0).abs() < 1e-9);
-        assert!(!shifted.significant);
+        let change = shifted.change.as_ref().unwrap();
+        assert!((change.estimate - 15.0 / 210.0 * 100.0).abs() < 1e-9);
+        assert_eq!(change.call(), Call::NoClearDifference);
+        assert!(!shifted.is_clear());
     }
 
     #[test]
@@ -253,16 +272,28 @@ mod tests {
             .unwrap();
         assert_eq!(missing.note.as_deref(), Some("no data in b"));
         assert_eq!(missing.change, None);
-        assert!(!missing.significant);
+        assert!(!missing.is_clear());
     }
 
     #[test]
     fn text_report_names_the_verdicts() {
         let text = compare(&fixture::results(), &faster_run());
-        assert!(text.contains("+100.0 % better"));
-        assert!(text.contains("SIGNIFICANT"));
+        let line = |start: &str| {
+            text.lines()
+                .find(|line| line.starts_with(start))
+                .unwrap_or_else(|| panic!("no line {start:?} in {text}"))
+        };
+        // b's h3 [500, 480, 520] against a's [250, 240, 260]: from 480 / 260
+        // to 520 / 240.
+        let doubled = line("  rps-1k          h3");
+        assert!(doubled.contains(" +100.0 % [+84.6, +116.7] "), "{doubled}");
+        assert!(doubled.ends_with(" better"), "{doubled}");
+        // h2 [200, 210, 220] in both: from 200 / 220 to 220 / 200.
+        let same = line("  rps-1k          h2");
+        assert!(same.contains(" 0.0 % [-9.1, +10.0] "), "{same}");
+        assert!(same.ends_with(" no clear difference"), "{same}");
         assert!(text.contains("only in b"));
-        assert!(text.contains("1 of 11 cell(s) changed"));
+        assert!(text.contains("1 of 11 cell(s) changed clearly"));
         assert!(
             text.lines()
                 .all(|line| line.chars().count() <= TABLE_WIDTH as usize),
@@ -272,9 +303,10 @@ mod tests {
 
     #[test]
     fn page_cells_compare_like_any_cell() {
-        let a = fixture::with_pages();
-        let mut b = fixture::with_pages();
-        // cellular h3 loads twice as fast: 500..690 → 250..345, below a's range.
+        // cellular h3 loads twice as fast: 500..690 → 250..345, in both
+        // repetitions, below a's range.
+        let a = fixture::with_page_repetitions(2);
+        let mut b = fixture::with_page_repetitions(2);
         for record in b
             .cells
             .iter_mut()
@@ -293,16 +325,16 @@ mod tests {
             .find(|c| c.key.profile == "cellular" && c.key.protocol == "h3")
             .unwrap();
         assert_eq!(faster.unit, "ms");
-        assert_eq!(faster.change.unwrap().percent, -50.0);
-        assert_eq!(faster.change.unwrap().verdict, Verdict::Better);
-        assert!(faster.significant);
+        let change = faster.change.as_ref().unwrap();
+        assert_eq!(change.estimate, -50.0);
+        assert_eq!(change.call(), Call::Better);
         assert_eq!(
-            pages.iter().filter(|c| !c.significant).count(),
+            pages.iter().filter(|c| !c.is_clear()).count(),
             3,
             "the other page cells are unchanged"
         );
         let text = compare(&a, &b);
-        assert!(text.contains("-50.0 % better"), "{text}");
+        assert!(text.contains("-50.0 % [-50.5, -49.5]"), "{text}");
         assert!(text.contains("page-small"));
     }
 }

@@ -34,7 +34,10 @@ struct Row<'a> {
     max: Option<f64>,
     cv: Option<f64>,
     vs_baseline_pct: Option<f64>,
-    vs_baseline: Option<&'a str>,
+    /// The 95 % bootstrap interval of `vs_baseline_pct`.
+    vs_baseline_low_pct: Option<f64>,
+    vs_baseline_high_pct: Option<f64>,
+    vs_baseline: Option<&'static str>,
     latency_count: Option<u64>,
     latency_p50_ms: Option<f64>,
     latency_p90_ms: Option<f64>,
@@ -52,6 +55,7 @@ impl<'a> Row<'a> {
     fn of(s: &'a CellSummary) -> Row<'a> {
         let stats = s.stats.as_ref();
         let latency = s.latency.as_ref();
+        let interval = s.vs_baseline.as_ref().and_then(|d| d.interval);
         Row {
             profile: &s.key.profile,
             workload: &s.key.workload,
@@ -74,8 +78,10 @@ impl<'a> Row<'a> {
             min: stats.map(|st| st.min),
             max: stats.map(|st| st.max),
             cv: stats.and_then(|st| st.cv),
-            vs_baseline_pct: s.vs_baseline.map(|d| d.percent),
-            vs_baseline: s.vs_baseline.map(|d| d.verdict.word()),
+            vs_baseline_pct: s.vs_baseline.as_ref().map(|d| d.estimate),
+            vs_baseline_low_pct: interval.map(|(low, _)| low),
+            vs_baseline_high_pct: interval.map(|(_, high)| high),
+            vs_baseline: s.vs_baseline.as_ref().map(|d| d.call().word()),
             latency_count: latency.map(|l| l.count),
             latency_p50_ms: latency.map(|l| l.p50_ms),
             latency_p90_ms: latency.map(|l| l.p90_ms),
@@ -161,8 +167,11 @@ mod tests {
         assert_eq!(&h3[column("unit")], "req/s");
         assert_eq!(&h3[column("n")], "3");
         assert_eq!(&h3[column("vs_baseline")], "better");
-        let pct: f64 = h3[column("vs_baseline_pct")].parse().unwrap();
-        assert!((pct - 40.0 / 210.0 * 100.0).abs() < 1e-9);
+        let pct = |name: &str| -> f64 { h3[column(name)].parse().unwrap() };
+        assert!((pct("vs_baseline_pct") - 40.0 / 210.0 * 100.0).abs() < 1e-9);
+        // Three repetitions a side: from min h3 / max h2 to max h3 / min h2.
+        assert!((pct("vs_baseline_low_pct") - (240.0 / 220.0 - 1.0) * 100.0).abs() < 1e-9);
+        assert!((pct("vs_baseline_high_pct") - (260.0 / 200.0 - 1.0) * 100.0).abs() < 1e-9);
         let p50: f64 = h3[column("latency_p50_ms")].parse().unwrap();
         assert!((p50 - 20.0).abs() <= 0.02);
 

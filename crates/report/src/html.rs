@@ -11,14 +11,14 @@ use std::collections::BTreeMap;
 use h3lab_results::bench::Results;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
+use crate::difference::{Call, Difference};
 use crate::format::{fraction_as_percent, maybe, number, short};
 use crate::page_data::{
     conditions, link_rows, plot_data_json, protocol_colours, Condition, LinkRow,
 };
 use crate::page_loads::page_workloads;
-use crate::stats::RelativeDiff;
-use crate::studies::{compare_claims, ClaimComparison, Effect};
-use crate::summary::{list_repetitions, summarize, CellSummary};
+use crate::studies::{compare_claims, Agreement, ClaimComparison, Effect};
+use crate::summary::{list_repetitions, path_loss, summarize, CellSummary};
 use crate::table::profiles_in_order;
 
 /// plotly.js 4.1.1, cartesian bundle (MIT, licence in `assets/`).
@@ -59,7 +59,10 @@ pub fn render_html(results: &Results) -> String {
                     "Schema " code { (results.schema) } ". Plots: plotly.js 4.1.1 (MIT licence), embedded; "
                     "this file needs no network. Statistics: percentiles by linear interpolation between "
                     "closest ranks over all samples of the successful repetitions; CV = sample standard "
-                    "deviation ÷ mean; latency percentiles from the merged HdrHistograms."
+                    "deviation ÷ mean; latency percentiles from the merged HdrHistograms. Differences: "
+                    "95 % percentile-bootstrap interval of the difference of the medians, resampling "
+                    "whole repetitions (10 000 rounds, seeded from the cells compared); see "
+                    code { "docs/statistics.md" } "."
                 }
                 script type="application/json" id="h3lab-plot-data" { (PreEscaped(plot_data)) }
                 script { (PreEscaped(PLOTLY_JS)) }
@@ -190,16 +193,12 @@ fn claim_card(comparison: &ClaimComparison) -> Markup {
             }
             ul.directions {
                 @for pair in &comparison.pairs {
-                    @let class = match pair.agrees() {
-                        Some(true) => "agrees",
-                        Some(false) if pair.clearly_differs() => "differs",
-                        _ => "unknown",
-                    };
-                    li class=(class) {
+                    @let agreement = pair.agreement();
+                    li class=(agreement_class(agreement)) {
                         strong { (pair.subject) " vs " (pair.other) }
                         ": published " (pair.published.as_ref().map_or_else(|| "no data".to_string(), Effect::describe))
-                        ", ours " (describe(pair.ours)) " → "
-                        strong { (pair.verdict()) }
+                        ", ours " (pair.ours.as_ref().map_or_else(|| "no data".to_string(), Difference::figure)) " → "
+                        strong { (agreement.text()) }
                     }
                 }
             }
@@ -208,8 +207,23 @@ fn claim_card(comparison: &ClaimComparison) -> Markup {
     }
 }
 
-fn describe(diff: Option<RelativeDiff>) -> String {
-    diff.map_or_else(|| "no data".to_string(), |d| d.describe())
+fn agreement_class(agreement: Agreement) -> &'static str {
+    match agreement {
+        Agreement::Agrees => "agrees",
+        Agreement::Differs => "differs",
+        _ => "unknown",
+    }
+}
+
+/// The classes of a difference's cell: coloured only when clear. (maud
+/// writes a second `class` attribute, which browsers ignore, when one is
+/// added to `td.num`.)
+fn call_class(call: Call) -> &'static str {
+    match call {
+        Call::Better => "num better",
+        Call::Worse => "num worse",
+        Call::NoClearDifference | Call::TooFewRepetitions => "num muted",
+    }
 }
 
 fn summary_section(
@@ -221,10 +235,13 @@ fn summary_section(
         section #summary {
             h2 { "Summary" }
             p.hint { "Per cell, over all samples of its successful repetitions. "
-                "vs " (results.suite.baseline) ": the median's difference from the baseline protocol's median in the same condition." }
+                "vs " (results.suite.baseline) ": the median's difference from the baseline protocol's median in the same condition, "
+                "with its 95 % bootstrap interval over repetitions in brackets; better or worse only when the interval "
+                "excludes zero, else “no clear difference”; fewer than two repetitions on a side give no interval." }
             @for profile in profiles_in_order(summaries) {
                 @let block: Vec<&CellSummary> = summaries.iter().filter(|s| s.key.profile == profile).collect();
-                h3 { (profile) span.sub { " · path RTT " (short(block.first().map_or(0.0, |s| s.path_rtt_ms))) " ms" } }
+                h3 { (profile) span.sub { " · path RTT " (short(block.first().map_or(0.0, |s| s.path_rtt_ms))) " ms"
+                    @if let Some(loss) = path_loss(results, &profile) { " · " (loss) } } }
                 (summary_table(&block, &results.suite.baseline, colours))
             }
         }
@@ -264,7 +281,7 @@ fn summary_table(
                             @if summary.is_baseline { " " span.tag { "baseline" } }
                         }
                         td.num { (stats.map_or(0, |s| s.n)) }
-                        td.num class=(if summary.failed() > 0 { "bad" } else { "" }) { (summary.failed()) "/" (summary.repetitions) }
+                        td class=(if summary.failed() > 0 { "num bad" } else { "num" }) { (summary.failed()) "/" (summary.repetitions) }
                         td.num.strong {
                             (maybe(stats.map(|s| s.median)))
                             @if let Some(rtts) = summary.median_rtts() { br; span.unit { (format!("{rtts:.1} RTT")) } }
@@ -275,9 +292,9 @@ fn summary_table(
                         td.num { (maybe(stats.map(|s| s.min))) }
                         td.num { (maybe(stats.map(|s| s.max))) }
                         td.num { (fraction_as_percent(stats.and_then(|s| s.cv))) }
-                        @match (summary.is_baseline, summary.vs_baseline) {
+                        @match (summary.is_baseline, &summary.vs_baseline) {
                             (true, _) => td.num.muted { "baseline" },
-                            (false, Some(diff)) => td.num class=(diff.verdict.word()) { (diff.describe()) },
+                            (false, Some(diff)) => td class=(call_class(diff.call())) { (diff.describe()) },
                             (false, None) => td.num.muted { "–" },
                         }
                         td.num.lat { (maybe(latency.map(|l| l.p50_ms))) }
@@ -338,6 +355,10 @@ fn environment_section(results: &Results) -> Markup {
                     tr { th { "UDP GSO/GRO" } td { (env.udp_gso) } }
                     @for (name, value) in &env.sysctls { tr { th { code { (name) } } td { (value) } } }
                     @for (name, version) in &env.library_versions { tr { th { (name) } td { (version) } } }
+                    @match &env.server_tuning {
+                        Some(tuning) => { @for (name, value) in tuning { tr { th { "server " code { (name) } } td { (value) } } } },
+                        None => { tr { th { "server tuning" } td { "not known (a custom server, or not recorded)" } } },
+                    }
                 }
             }
         }

@@ -9,6 +9,7 @@
 
 mod compare;
 mod csv_out;
+mod difference;
 mod format;
 mod histogram;
 mod html;

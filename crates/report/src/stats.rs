@@ -1,5 +1,6 @@
-//! Descriptive statistics over a cell's samples and the relative difference
-//! against a baseline.
+//! Descriptive statistics over a cell's samples, and the relative
+//! difference of two single values such as published figures (measured
+//! differences, with their interval, are in `difference`).
 //!
 //! Percentiles use linear interpolation between closest ranks (Hyndman & Fan
 //! type 7, the default of numpy, R and spreadsheet `PERCENTILE.INC`): for
@@ -93,7 +94,8 @@ impl Verdict {
     }
 }
 
-/// Relative difference of a value against a reference value.
+/// Relative difference of a value against a reference value, both exact
+/// (published), so the direction is read off the sign.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct RelativeDiff {
     /// `(value − reference) / reference × 100`.

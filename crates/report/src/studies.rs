@@ -4,17 +4,21 @@
 //! Direction means which protocol of a pair is better. The pairs are every
 //! published protocol against the suite's baseline protocol (e.g. h3 vs h2,
 //! h1 vs h2); when the baseline has no published figure, every pair of
-//! published protocols.
+//! published protocols. Ours names a direction only when its bootstrap
+//! interval excludes zero ([`Difference::call`]), as everywhere else in
+//! the report.
 //!
 //! A claim may publish a difference instead of values: a `published` key
 //! `a-b` (e.g. `"h2-h3": 200`, study C's "H3 loaded 200 ms faster than
 //! H2") is `a`'s value minus `b`'s in the claim's unit. It is compared as
-//! the pair `b` vs `a` with our median difference beside it.
+//! the pair `b` vs `a`, with our median difference and its interval in
+//! the same unit.
 
 use std::collections::BTreeMap;
 
 use h3lab_results::bench::StudyClaim;
 
+use crate::difference::{Call, Difference};
 use crate::stats::{RelativeDiff, Verdict};
 use crate::summary::{CellKey, CellSummary};
 
@@ -30,13 +34,43 @@ pub struct ClaimRow {
     pub ours: Option<(f64, String, usize)>,
 }
 
-/// Subject against other: published and measured relative difference.
+/// Subject against other: the published effect and ours, relative for
+/// published values, absolute for a published difference.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PairDirection {
     pub subject: String,
     pub other: String,
     pub published: Option<Effect>,
-    pub ours: Option<RelativeDiff>,
+    pub ours: Option<Difference>,
+}
+
+/// How our difference of a pair relates to the published one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agreement {
+    /// Our interval excludes zero on the published side.
+    Agrees,
+    /// Our interval spans zero.
+    NoClearDifference,
+    /// Our interval excludes zero on the other side (or the study
+    /// published a tie).
+    Differs,
+    /// Fewer than two repetitions on a side of ours.
+    TooFewRepetitions,
+    /// A published figure or one of our cells is missing.
+    MissingData,
+}
+
+impl Agreement {
+    /// The verdict in words, e.g. `direction agrees`.
+    pub fn text(self) -> &'static str {
+        match self {
+            Agreement::Agrees => "direction agrees",
+            Agreement::NoClearDifference => "no clear difference",
+            Agreement::Differs => "direction DIFFERS",
+            Agreement::TooFewRepetitions => "too few repetitions",
+            Agreement::MissingData => "direction unknown (missing data)",
+        }
+    }
 }
 
 /// A published effect of subject against other: relative, from two
@@ -75,33 +109,22 @@ impl Effect {
     }
 }
 
-/// A measured difference smaller than this (in %) names no direction: on a
-/// shared 2-core machine repetitions spread by about that much.
-pub const NOISE_PERCENT: f64 = 5.0;
-
 impl PairDirection {
-    /// `Some(true)` when both say the same protocol is better (or both tie),
-    /// `None` when either side is missing.
-    pub fn agrees(&self) -> Option<bool> {
-        Some(self.published.as_ref()?.verdict() == self.ours?.verdict)
-    }
-
-    /// A disagreement that is not just our difference being within noise.
-    pub fn clearly_differs(&self) -> bool {
-        self.agrees() == Some(false) && self.ours.is_some_and(|d| d.percent.abs() >= NOISE_PERCENT)
-    }
-
-    /// The verdict in words, e.g. `direction agrees`.
-    pub fn verdict(&self) -> &'static str {
-        match self.agrees() {
-            Some(true) => "direction agrees",
-            Some(false) if self.clearly_differs() => "direction DIFFERS",
-            Some(false) => "ours within ±5 %: no clear direction",
-            None => "direction unknown (missing data)",
+    /// Our call, from [`Difference::call`], against the published direction.
+    pub fn agreement(&self) -> Agreement {
+        let (Some(published), Some(ours)) = (&self.published, &self.ours) else {
+            return Agreement::MissingData;
+        };
+        match (ours.call(), published.verdict()) {
+            (Call::TooFewRepetitions, _) => Agreement::TooFewRepetitions,
+            (Call::NoClearDifference, _) => Agreement::NoClearDifference,
+            (Call::Better, Verdict::Better) | (Call::Worse, Verdict::Worse) => Agreement::Agrees,
+            (Call::Better | Call::Worse, _) => Agreement::Differs,
         }
     }
 
-    /// e.g. `h3 vs h2: published -29.2 % better, ours -12.0 % better: direction agrees`.
+    /// e.g. `h3 vs h2: published -29.2 % better, ours -12.0 % [-15.1, -9.3]:
+    /// direction agrees`.
     pub fn describe(&self) -> String {
         let missing = || "no data".to_string();
         format!(
@@ -111,8 +134,8 @@ impl PairDirection {
             self.published
                 .as_ref()
                 .map_or_else(missing, Effect::describe),
-            self.ours.map_or_else(missing, |d| d.describe()),
-            self.verdict()
+            self.ours.as_ref().map_or_else(missing, Difference::figure),
+            self.agreement().text()
         )
     }
 }
@@ -127,7 +150,9 @@ pub struct ClaimComparison<'a> {
 impl ClaimComparison<'_> {
     /// True when any pair's direction differs, so the caveat must be shown.
     pub fn differs(&self) -> bool {
-        self.pairs.iter().any(PairDirection::clearly_differs)
+        self.pairs
+            .iter()
+            .any(|pair| pair.agreement() == Agreement::Differs)
     }
 }
 
@@ -144,15 +169,7 @@ pub fn compare_claims<'a>(
             if let Some(differences) = differences(claim) {
                 return compare_difference(claim, &differences, &by_key);
             }
-            let ours = |protocol: &str| -> Option<&CellSummary> {
-                let key = CellKey {
-                    profile: claim.profile.clone(),
-                    workload: claim.workload.clone(),
-                    protocol: protocol.to_string(),
-                    mode: claim.mode.clone(),
-                };
-                by_key.get(&key).copied().filter(|s| s.stats.is_some())
-            };
+            let ours = |protocol: &str| our_cell(claim, &by_key, protocol);
             let rows = claim
                 .published
                 .iter()
@@ -228,6 +245,15 @@ fn compare_difference<'a>(
             let (sa, sb) = (a.stats.as_ref()?, b.stats.as_ref()?);
             Some((sa.median - sb.median, a.unit.clone(), sa.n.min(sb.n)))
         });
+        let our_change = ours_b.zip(ours_a).and_then(|(subject, other)| {
+            Difference::absolute(
+                &subject.samples_by_repetition,
+                &other.samples_by_repetition,
+                &subject.unit,
+                subject.higher_is_better,
+                subject.key.seed_against(&other.key),
+            )
+        });
         rows.push(ClaimRow {
             protocol: format!("{a} − {b}"),
             published: *value,
@@ -249,21 +275,24 @@ fn compare_difference<'a>(
                 unit: claim.unit.clone(),
                 verdict,
             }),
-            ours: our_difference(ours_b, ours_a),
+            ours: our_change,
         });
     }
     ClaimComparison { claim, rows, pairs }
 }
 
+/// Our relative difference of subject against other, seeded like the
+/// summary's `vs_baseline` so the same pair shows the same interval.
 fn our_difference(
     subject: Option<&CellSummary>,
     other: Option<&CellSummary>,
-) -> Option<RelativeDiff> {
+) -> Option<Difference> {
     let (subject, other) = (subject?, other?);
-    RelativeDiff::new(
-        subject.stats.as_ref()?.median,
-        other.stats.as_ref()?.median,
+    Difference::relative(
+        &subject.samples_by_repetition,
+        &other.samples_by_repetition,
         subject.higher_is_better,
+        subject.key.seed_against(&other.key),
     )
 }
 
@@ -289,7 +318,6 @@ fn pairs_of(claim: &StudyClaim, baseline: &str) -> Vec<(String, String)> {
 mod tests {
     use super::*;
     use crate::fixture;
-    use crate::stats::Verdict;
     use crate::summary::summarize;
 
     #[test]
@@ -305,43 +333,71 @@ mod tests {
             .map(|p| (p.subject.as_str(), p.other.as_str()))
             .collect();
         assert_eq!(pairs, [("h1", "h2"), ("h3", "h2")]);
-        assert!(rps.pairs.iter().all(|p| p.agrees() == Some(true)));
+        assert!(rps.pairs.iter().all(|p| p.agreement() == Agreement::Agrees));
         assert!(!rps.differs());
         let h3 = rps.rows.iter().find(|r| r.protocol == "h3").unwrap();
         assert_eq!(h3.published, 42100.0);
         assert_eq!(h3.ours, Some((250.0, "req/s".to_string(), 3)));
+        // The same interval as the summary's vs_baseline of the same cell.
+        let summary = summaries
+            .iter()
+            .find(|s| {
+                s.key.profile == "broadband" && s.key.workload == "rps-1k" && s.key.protocol == "h3"
+            })
+            .unwrap();
+        assert_eq!(rps.pairs[1].ours, summary.vs_baseline);
 
-        // Published: h3 cold 2 RTT vs h2 3 RTT (better); ours 73 ms vs 63 ms (worse).
+        // Published: h3 cold 2 RTT vs h2 3 RTT (better); ours 73 ms vs 63 ms,
+        // every h3 repetition slower than every h2 one (clearly worse).
         let cold = &comparisons[1];
         let pair = &cold.pairs[0];
         assert_eq!(pair.published.as_ref().unwrap().verdict(), Verdict::Better);
-        assert_eq!(pair.ours.unwrap().verdict, Verdict::Worse);
-        assert_eq!(pair.agrees(), Some(false));
+        assert_eq!(pair.ours.as_ref().unwrap().call(), Call::Worse);
+        assert_eq!(pair.agreement(), Agreement::Differs);
         assert!(cold.differs());
         assert!(pair.describe().ends_with("direction DIFFERS"));
     }
 
-    #[test]
-    fn a_small_opposite_difference_names_no_direction() {
-        let published = RelativeDiff::new(120.0, 115.0, false).map(Effect::Relative);
-        let small = PairDirection {
+    /// Published h1 slower than h2 (120 vs 115 ms); ours from single-sample
+    /// repetitions.
+    fn h1_against_h2(h1: &[f64], h2: &[f64]) -> PairDirection {
+        let repetitions = |values: &[f64]| values.iter().map(|&v| vec![v]).collect::<Vec<_>>();
+        PairDirection {
             subject: "h1".into(),
             other: "h2".into(),
-            published,
-            ours: RelativeDiff::new(61.9, 63.9, false),
-        };
-        assert_eq!(small.agrees(), Some(false));
-        assert!(!small.clearly_differs(), "-3.1 % is within noise");
+            published: RelativeDiff::new(120.0, 115.0, false).map(Effect::Relative),
+            ours: Difference::relative(&repetitions(h1), &repetitions(h2), false, 1),
+        }
+    }
+
+    #[test]
+    fn an_opposite_difference_inside_the_noise_names_no_direction() {
+        // Ours: h1 median 61.9 below h2 63.9, but the ranges overlap.
+        let small = h1_against_h2(&[60.0, 61.9, 66.0], &[59.0, 63.9, 64.0]);
+        assert_eq!(small.ours.as_ref().unwrap().call(), Call::NoClearDifference);
+        assert_eq!(small.agreement(), Agreement::NoClearDifference);
         assert!(
-            small.describe().ends_with("no clear direction"),
+            small.describe().ends_with(": no clear difference"),
             "{}",
             small.describe()
         );
-        let large = PairDirection {
-            ours: RelativeDiff::new(50.0, 63.9, false),
-            ..small
-        };
-        assert!(large.clearly_differs());
+        // A clear gap on the other side of the published one differs...
+        let opposite = h1_against_h2(&[50.0, 51.0, 52.0], &[59.0, 63.9, 64.0]);
+        assert_eq!(opposite.agreement(), Agreement::Differs);
+        // ...and one on the published side agrees.
+        let same_side = h1_against_h2(&[70.0, 71.0, 72.0], &[59.0, 63.9, 64.0]);
+        assert_eq!(same_side.agreement(), Agreement::Agrees);
+    }
+
+    #[test]
+    fn one_repetition_is_too_few_to_compare_a_direction() {
+        let mut results = fixture::results();
+        results.cells.retain(|r| r.repetition == 0);
+        let comparisons = compare_claims(&results.studies, &summarize(&results), "h2");
+        let pair = &comparisons[1].pairs[0];
+        assert_eq!(pair.agreement(), Agreement::TooFewRepetitions);
+        assert!(!comparisons[1].differs());
+        assert!(pair.describe().ends_with(": too few repetitions"));
     }
 
     #[test]
@@ -353,13 +409,13 @@ mod tests {
         let pair = &comparisons[0].pairs[0];
         assert_eq!((pair.subject.as_str(), pair.other.as_str()), ("h3", "h1"));
         assert_eq!(pair.ours, None);
-        assert_eq!(pair.agrees(), None);
+        assert_eq!(pair.agreement(), Agreement::MissingData);
         assert!(comparisons[0].rows.iter().all(|r| r.ours.is_none()));
     }
 
     #[test]
     fn a_published_difference_is_compared_as_a_pair() {
-        let mut results = fixture::with_pages();
+        let mut results = fixture::with_page_repetitions(2);
         // Study C style: "H3 loaded 200 ms faster than H2" on broadband.
         let mut claim = results.studies.last().unwrap().clone();
         claim.profile = "broadband".into();
@@ -367,22 +423,32 @@ mod tests {
         results.studies = vec![claim];
         let comparisons = compare_claims(&results.studies, &summarize(&results), "h2");
         let comparison = &comparisons[0];
-        // Ours: h2 median 395 − h3 median 297.5 = 97.5 ms, 20 loads each.
-        assert_eq!(
-            comparison.rows,
-            [ClaimRow {
-                protocol: "h2 − h3".into(),
-                published: 200.0,
-                ours: Some((97.5, "ms".into(), 20)),
-            }]
-        );
+        // Ours: 40 loads each, repetition 1 is 1 % slower. Medians over both
+        // repetitions: h2 (393.9 + 400) / 2 = 396.95, h3 (297.95 + 300) / 2
+        // = 298.975; of repetition 0 alone h2 395, h3 297.5.
+        let (difference, unit, n) = comparison.rows[0].ours.clone().unwrap();
+        assert_eq!(comparison.rows[0].protocol, "h2 − h3");
+        assert_eq!(comparison.rows[0].published, 200.0);
+        assert!((difference - 97.975).abs() < 1e-9, "{difference}");
+        assert_eq!((unit.as_str(), n), ("ms", 40));
         let pair = &comparison.pairs[0];
         assert_eq!((pair.subject.as_str(), pair.other.as_str()), ("h3", "h2"));
         assert_eq!(pair.published.as_ref().unwrap().verdict(), Verdict::Better);
-        assert_eq!(pair.ours.unwrap().verdict, Verdict::Better);
+        let ours = pair.ours.as_ref().unwrap();
+        assert_eq!(ours.scale, crate::difference::Scale::Absolute);
+        assert!(
+            (ours.estimate + 97.975).abs() < 1e-9,
+            "h3 − h2 = −(h2 − h3)"
+        );
+        // Two repetitions a side: from h3's faster repetition drawn twice
+        // against h2's slower one drawn twice, to the reverse; in ms, as the
+        // published difference.
+        let (low, high) = ours.interval.unwrap();
+        assert!((low - (297.5 - 395.0 * 1.01)).abs() < 1e-9, "{low}");
+        assert!((high - (297.5 * 1.01 - 395.0)).abs() < 1e-9, "{high}");
         assert_eq!(
             pair.describe(),
-            "h3 vs h2: published -200 ms better, ours -24.7 % better: direction agrees"
+            "h3 vs h2: published -200 ms better, ours -97.97 ms [-101.4, -94.52]: direction agrees"
         );
 
         // A published slow-down disagrees with ours.

@@ -7,8 +7,9 @@ use h3lab_results::bench::{CellRecord, Outcome, Results};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::difference::{seed_for, Difference};
 use crate::histogram::{self, LatencySummary};
-use crate::stats::{split_finite, RelativeDiff, SampleStats};
+use crate::stats::{split_finite, SampleStats};
 
 /// Identifies a cell across repetitions and across runs.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -35,6 +36,21 @@ impl CellKey {
             protocol: protocol.to_string(),
             ..self.clone()
         }
+    }
+
+    /// The cell in words, `profile/workload/mode/protocol` (`-` for no
+    /// mode); it seeds the bootstrap of differences involving the cell.
+    pub fn name(&self) -> String {
+        let mode = self.mode.as_deref().unwrap_or("-");
+        format!(
+            "{}/{}/{mode}/{}",
+            self.profile, self.workload, self.protocol
+        )
+    }
+
+    /// The bootstrap seed for comparing this cell with `reference`.
+    pub fn seed_against(&self, reference: &CellKey) -> u64 {
+        seed_for(&self.name(), &reference.name())
     }
 
     /// Workload and mode in one label, e.g. `ttfb (0rtt)`.
@@ -68,10 +84,14 @@ pub struct CellSummary {
     pub failures: Vec<Failure>,
     /// Statistics of the metric samples of the successful repetitions.
     pub stats: Option<SampleStats>,
+    /// The finite metric samples of each successful repetition, what
+    /// differences are bootstrapped from.
+    pub samples_by_repetition: Vec<Vec<f64>>,
     /// True for the suite's baseline protocol.
     pub is_baseline: bool,
-    /// Median against the baseline protocol's median in the same condition.
-    pub vs_baseline: Option<RelativeDiff>,
+    /// Median against the baseline protocol's median in the same
+    /// condition, with its interval.
+    pub vs_baseline: Option<Difference>,
     /// Request latency merged over the successful repetitions.
     pub latency: Option<LatencySummary>,
     pub requests: u64,
@@ -136,6 +156,28 @@ pub fn list_repetitions(repetitions: &[u32]) -> String {
 
 /// Summaries of every cell, ordered as the suite lists profiles, workloads
 /// and protocols (unlisted names last, by first appearance).
+/// The random loss of `profile`'s path and the direction it applies to,
+/// e.g. `loss 1 % down`, from the link settings its cells recorded; `None`
+/// on a lossless path or when no cell recorded settings (loopback, or a run
+/// written before they were).
+pub fn path_loss(results: &Results, profile: &str) -> Option<String> {
+    let settings = results
+        .cells
+        .iter()
+        .filter(|cell| cell.profile == profile)
+        .find_map(|cell| cell.link.as_ref()?.get("settings"))?;
+    let direction = settings["loss_direction"].as_str()?;
+    let loss = &settings["loss"];
+    let amount = match loss["model"].as_str()? {
+        "bernoulli" => match loss["p"].as_f64()? {
+            0.0 => return None,
+            p => format!("{} %", crate::format::short(p * 100.0)),
+        },
+        model => format!("({model})"),
+    };
+    Some(format!("loss {amount} {direction}"))
+}
+
 pub fn summarize(results: &Results) -> Vec<CellSummary> {
     let mut summaries: Vec<CellSummary> = group_records(results)
         .into_iter()
@@ -234,12 +276,13 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
             metric.map_or("", |m| m.name.as_str())
         ));
     }
-    let raw: Vec<f64> = ok
+    let (samples_by_repetition, dropped): (Vec<Vec<f64>>, Vec<usize>) = ok
         .iter()
         .filter(|r| Some(r.metric.name.as_str()) == metric.map(|m| m.name.as_str()))
-        .flat_map(|r| r.metric.samples.iter().copied())
-        .collect();
-    let (samples, dropped) = split_finite(&raw);
+        .map(|r| split_finite(&r.metric.samples))
+        .unzip();
+    let samples = samples_by_repetition.concat();
+    let dropped: usize = dropped.iter().sum();
     if dropped > 0 {
         problems.push(format!("{dropped} non-finite sample(s) left out"));
     }
@@ -256,6 +299,7 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
         repetitions: records.len(),
         failures: failures(records),
         stats: SampleStats::of(&samples),
+        samples_by_repetition,
         vs_baseline: None,
         latency: merged.as_ref().and_then(LatencySummary::of),
         requests: ok.iter().map(|r| r.requests).sum(),
@@ -311,23 +355,26 @@ fn cpu_percent(ok: &[&CellRecord], seconds: impl Fn(&CellRecord) -> f64) -> Opti
 }
 
 fn fill_baseline_differences(summaries: &mut [CellSummary], baseline: &str) {
-    let baseline_medians: BTreeMap<CellKey, (String, f64)> = summaries
+    let baselines: BTreeMap<CellKey, (String, Vec<Vec<f64>>)> = summaries
         .iter()
         .filter(|s| s.is_baseline)
-        .filter_map(|s| Some((s.key.clone(), (s.metric.clone(), s.stats.as_ref()?.median))))
+        .map(|s| {
+            let samples = s.samples_by_repetition.clone();
+            (s.key.clone(), (s.metric.clone(), samples))
+        })
         .collect();
     for summary in summaries.iter_mut().filter(|s| !s.is_baseline) {
-        let Some(stats) = &summary.stats else {
-            continue;
-        };
-        let Some((metric, base_median)) =
-            baseline_medians.get(&summary.key.with_protocol(baseline))
-        else {
+        let reference_key = summary.key.with_protocol(baseline);
+        let Some((metric, reference)) = baselines.get(&reference_key) else {
             continue;
         };
         if *metric == summary.metric {
-            summary.vs_baseline =
-                RelativeDiff::new(stats.median, *base_median, summary.higher_is_better);
+            summary.vs_baseline = Difference::relative(
+                &summary.samples_by_repetition,
+                reference,
+                summary.higher_is_better,
+                summary.key.seed_against(&reference_key),
+            );
         }
     }
 }
@@ -335,8 +382,8 @@ fn fill_baseline_differences(summaries: &mut [CellSummary], baseline: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::difference::Call;
     use crate::fixture;
-    use crate::stats::Verdict;
 
     fn find<'a>(
         summaries: &'a [CellSummary],
@@ -393,24 +440,35 @@ mod tests {
         assert!(h2.is_baseline);
         assert_eq!(h2.vs_baseline, None);
 
+        // h3 [250, 240, 260] against h2 [200, 210, 220]: the ranges do not overlap.
         let h3 = find(&summaries, "broadband", "rps-1k", "h3", None);
         assert_eq!(h3.stats.as_ref().unwrap().median, 250.0);
-        let diff = h3.vs_baseline.unwrap();
-        assert!((diff.percent - (250.0 - 210.0) / 210.0 * 100.0).abs() < 1e-9);
-        assert_eq!(diff.verdict, Verdict::Better);
+        let diff = h3.vs_baseline.as_ref().unwrap();
+        assert!((diff.estimate - (250.0 - 210.0) / 210.0 * 100.0).abs() < 1e-9);
+        assert_eq!(diff.call(), Call::Better);
 
         let h1 = find(&summaries, "broadband", "rps-1k", "h1", None);
-        assert_eq!(h1.vs_baseline.unwrap().verdict, Verdict::Worse);
+        assert_eq!(h1.vs_baseline.as_ref().unwrap().call(), Call::Worse);
 
         // Lower is better: h3 cold medians 73 ms vs h2 63 ms.
         let cold = find(&summaries, "broadband", "ttfb", "h3", Some("cold"));
         let stats = cold.stats.as_ref().unwrap();
         assert_eq!((stats.n, stats.median), (6, 73.0));
-        let diff = cold.vs_baseline.unwrap();
-        assert!((diff.percent - 10.0 / 63.0 * 100.0).abs() < 1e-9);
-        assert_eq!(diff.verdict, Verdict::Worse);
+        assert_eq!(cold.samples_by_repetition.len(), 3, "two samples in each");
+        let diff = cold.vs_baseline.as_ref().unwrap();
+        assert!((diff.estimate - 10.0 / 63.0 * 100.0).abs() < 1e-9);
+        assert_eq!(diff.call(), Call::Worse);
         let resumed = find(&summaries, "broadband", "ttfb", "h3", Some("resumed"));
-        assert_eq!(resumed.vs_baseline.unwrap().verdict, Verdict::Better);
+        assert_eq!(resumed.vs_baseline.as_ref().unwrap().call(), Call::Better);
+    }
+
+    #[test]
+    fn overlapping_repetitions_against_the_baseline_are_no_clear_difference() {
+        let summaries = summarize(&fixture::with_h3_near_h2());
+        let h3 = find(&summaries, "broadband", "rps-1k", "h3", None);
+        let diff = h3.vs_baseline.as_ref().unwrap();
+        assert!(diff.estimate > 0.0);
+        assert_eq!(diff.call(), Call::NoClearDifference);
     }
 
     #[test]
@@ -534,12 +592,18 @@ mod tests {
         assert_eq!(h3.unit, "ms");
         let stats = h3.stats.as_ref().unwrap();
         assert_eq!((stats.n, stats.median), (20, 595.0));
-        // h2 median (780 + 800) / 2 = 790; h3 595 is lower, so better.
-        let diff = h3.vs_baseline.unwrap();
-        assert!((diff.percent - (595.0 - 790.0) / 790.0 * 100.0).abs() < 1e-9);
-        assert_eq!(diff.verdict, Verdict::Better);
+        // h2 median (780 + 800) / 2 = 790; h3 595 is lower, but 20 loads of
+        // one repetition each cannot tell how much repetitions vary.
+        let diff = h3.vs_baseline.as_ref().unwrap();
+        assert!((diff.estimate - (595.0 - 790.0) / 790.0 * 100.0).abs() < 1e-9);
+        assert_eq!(diff.call(), Call::TooFewRepetitions);
         assert_eq!(h3.median_rtts(), None);
         assert_eq!(h3.latency, None);
         assert_eq!(h3.requests, 5);
+
+        // A second repetition of each, a little slower, makes it clear.
+        let summaries = summarize(&fixture::with_page_repetitions(2));
+        let h3 = find(&summaries, "cellular", "page-small", "h3", None);
+        assert_eq!(h3.vs_baseline.as_ref().unwrap().call(), Call::Better);
     }
 }

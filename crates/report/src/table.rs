@@ -1,5 +1,8 @@
 //! The summary printed at the end of a run: one block per profile, at most
-//! 100 columns wide, the baseline marked and failures listed.
+//! 100 columns wide, the baseline marked and failures listed. Under each
+//! workload's rows, every protocol's difference from the baseline with its
+//! interval and verdict: on lines of their own, as the interval would not
+//! fit in a column.
 
 use comfy_table::{
     presets, CellAlignment, ColumnConstraint, ContentArrangement, Table, TableComponent, Width,
@@ -8,7 +11,7 @@ use h3lab_results::bench::Results;
 
 use crate::format::{fraction_as_percent, maybe, short};
 use crate::studies::compare_claims;
-use crate::summary::{list_repetitions, summarize, CellSummary};
+use crate::summary::{list_repetitions, path_loss, summarize, CellSummary};
 
 /// Width the table is laid out for.
 pub const TABLE_WIDTH: u16 = 100;
@@ -22,7 +25,13 @@ pub fn terminal_table(results: &Results) -> String {
             .iter()
             .filter(|s| s.key.profile == profile)
             .collect();
-        out.push_str(&profile_block(&profile, &block, &results.suite.baseline));
+        let loss = path_loss(results, &profile);
+        out.push_str(&profile_block(
+            &profile,
+            loss,
+            &block,
+            &results.suite.baseline,
+        ));
     }
     out.push_str(&claims_block(results, &summaries));
     out
@@ -36,6 +45,14 @@ fn run_header(results: &Results, summaries: &[CellSummary]) -> String {
         "h3lab bench: {} ({} repetition(s) recorded, {failed} failed; baseline {}, marked *)\n",
         suite.name, recorded, suite.baseline
     );
+    header.push_str(&wrapped(
+        0,
+        &format!(
+            "vs {}: difference of the medians [95 % bootstrap interval over repetitions]; \
+             better or worse only when the interval excludes zero (docs/statistics.md)",
+            suite.baseline
+        ),
+    ));
     if results.interrupted {
         header.push_str("INTERRUPTED: the run stopped early; the cells below are complete.\n");
     }
@@ -53,10 +70,16 @@ pub(crate) fn profiles_in_order(summaries: &[CellSummary]) -> Vec<String> {
     profiles
 }
 
-/// A profile's cells: one header, then per workload a heading line and one
-/// row per protocol. The workloads are separate comfy tables given the same
-/// column widths so they line up as one.
-fn profile_block(profile: &str, block: &[&CellSummary], baseline: &str) -> String {
+/// A profile's cells: one header, then per workload a heading line, one
+/// row per protocol and the differences from the baseline. The workloads
+/// are separate comfy tables given the same column widths so they line up
+/// as one.
+fn profile_block(
+    profile: &str,
+    loss: Option<String>,
+    block: &[&CellSummary],
+    baseline: &str,
+) -> String {
     let rtt = block.first().map_or(0.0, |s| s.path_rtt_ms);
     let header: Vec<String> = [
         "proto",
@@ -68,20 +91,24 @@ fn profile_block(profile: &str, block: &[&CellSummary], baseline: &str) -> Strin
         "min",
         "max",
         "cv",
-        &format!("vs {baseline}"),
         "p99 lat ms",
     ]
     .map(str::to_string)
     .to_vec();
     let groups = workload_groups(block);
-    let widths =
-        column_widths(std::iter::once(&header).chain(groups.iter().flat_map(|(_, rows)| rows)));
-    let mut out = format!("\n{profile} (path RTT {} ms)\n", short(rtt));
+    let rows: Vec<Vec<Vec<String>>> = groups
+        .iter()
+        .map(|(_, cells)| cells.iter().map(|summary| row(summary)).collect())
+        .collect();
+    let widths = column_widths(std::iter::once(&header).chain(rows.iter().flatten()));
+    let loss = loss.map_or(String::new(), |loss| format!(", {loss}"));
+    let mut out = format!("\n{profile} (path RTT {} ms{loss})\n", short(rtt));
     out.push_str(&aligned(vec![header], &widths, 1));
     out.push_str(&rule(&widths));
-    for (heading, rows) in groups {
+    for ((heading, cells), rows) in groups.iter().zip(rows) {
         out.push_str(&format!("{heading}\n"));
         out.push_str(&aligned(rows, &widths, 1));
+        out.push_str(&baseline_lines(cells, baseline));
     }
     out.push_str(&failure_lines(block));
     out
@@ -90,9 +117,9 @@ fn profile_block(profile: &str, block: &[&CellSummary], baseline: &str) -> Strin
 /// Spaces before every column.
 const COLUMN_GAP: usize = 2;
 
-/// Consecutive cells of one workload (and mode): a heading and their rows.
-fn workload_groups(block: &[&CellSummary]) -> Vec<(String, Vec<Vec<String>>)> {
-    let mut groups: Vec<(String, Vec<Vec<String>>)> = Vec::new();
+/// Consecutive cells of one workload (and mode), under their heading.
+fn workload_groups<'a>(block: &[&'a CellSummary]) -> Vec<(String, Vec<&'a CellSummary>)> {
+    let mut groups: Vec<(String, Vec<&CellSummary>)> = Vec::new();
     for summary in block {
         let direction = if summary.higher_is_better {
             "higher"
@@ -106,11 +133,30 @@ fn workload_groups(block: &[&CellSummary]) -> Vec<(String, Vec<Vec<String>>)> {
             summary.unit
         );
         match groups.last_mut() {
-            Some((last, rows)) if *last == heading => rows.push(row(summary)),
-            _ => groups.push((heading, vec![row(summary)])),
+            Some((last, cells)) if *last == heading => cells.push(summary),
+            _ => groups.push((heading, vec![summary])),
         }
     }
     groups
+}
+
+/// One line per protocol with a difference from the baseline, e.g.
+/// `h3 vs h2: +4.1 % [-8.2, +15.3] no clear difference`.
+fn baseline_lines(cells: &[&CellSummary], baseline: &str) -> String {
+    cells
+        .iter()
+        .filter_map(|summary| {
+            let difference = summary.vs_baseline.as_ref()?;
+            Some(wrapped(
+                COLUMN_GAP as u16,
+                &format!(
+                    "{} vs {baseline}: {}",
+                    summary.key.protocol,
+                    difference.describe()
+                ),
+            ))
+        })
+        .collect()
 }
 
 pub(crate) fn column_widths<'a>(rows: impl Iterator<Item = &'a Vec<String>>) -> Vec<u16> {
@@ -166,13 +212,6 @@ fn row(summary: &CellSummary) -> Vec<String> {
     } else {
         summary.key.protocol.clone()
     };
-    let versus = if summary.is_baseline {
-        "baseline".to_string()
-    } else {
-        summary
-            .vs_baseline
-            .map_or_else(|| "–".into(), |d| d.describe())
-    };
     vec![
         protocol,
         stats.map_or(0, |s| s.n).to_string(),
@@ -183,7 +222,6 @@ fn row(summary: &CellSummary) -> Vec<String> {
         maybe(stats.map(|s| s.min)),
         maybe(stats.map(|s| s.max)),
         fraction_as_percent(stats.and_then(|s| s.cv)),
-        versus,
         maybe(summary.latency.as_ref().map(|l| l.p99_ms)),
     ]
 }
@@ -272,6 +310,25 @@ mod tests {
     use crate::fixture;
 
     #[test]
+    fn a_profile_header_names_its_loss_and_direction() {
+        let mut results = fixture::results();
+        for cell in results.cells.iter_mut().filter(|c| c.profile == "cellular") {
+            cell.link = Some(serde_json::json!({"settings": {
+                "loss": {"model": "bernoulli", "p": 0.01},
+                "loss_direction": "down"
+            }}));
+        }
+        let text = terminal_table(&results);
+        assert!(
+            text.contains("cellular (path RTT 50 ms, loss 1 % down)"),
+            "{text}"
+        );
+        assert!(text.contains("broadband (path RTT 20 ms)\n"), "{text}");
+        let page = crate::html::render_html(&results);
+        assert!(page.contains(" · loss 1 % down"), "{page}");
+    }
+
+    #[test]
     fn fits_in_100_columns_and_shows_failures() {
         let text = terminal_table(&fixture::results());
         for line in text.lines() {
@@ -283,11 +340,35 @@ mod tests {
         assert!(text.contains("broadband (path RTT 20 ms)"));
         assert!(text.contains("cellular (path RTT 50 ms)"));
         assert!(text.contains("h2*"));
-        assert!(text.contains("+19.0 % better"));
+        assert!(text.contains("vs h2: difference of the medians [95 % bootstrap interval"));
+        // h3 [250, 240, 260] against h2 [200, 210, 220]; h1 [100, 110, 120].
+        assert!(
+            text.contains("\n  h3 vs h2: +19.0 % [+9.1, +30.0] better\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n  h1 vs h2: -47.6 % [-54.5, -40.0] worse\n"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("h2 vs h2"),
+            "the baseline has no difference line"
+        );
         assert!(text.contains("FAILED h1 rps-1k repetition 1: connection refused"));
         assert!(text.contains("direction DIFFERS"));
         assert!(text.contains("why it may differ: ttfb caveat"));
         assert!(!text.contains("INTERRUPTED"));
+    }
+
+    #[test]
+    fn a_difference_inside_the_noise_says_so() {
+        let text = terminal_table(&fixture::with_h3_near_h2());
+        // h3 [205, 215, 225] against h2 [200, 210, 220]: from 205 / 220 to 225 / 200.
+        assert!(
+            text.contains("\n  h3 vs h2: +2.4 % [-6.8, +12.5] no clear difference\n"),
+            "{text}"
+        );
+        assert!(!text.contains("h3 vs h2: +2.4 % [-6.8, +12.5] better"));
     }
 
     #[test]
@@ -309,18 +390,16 @@ mod tests {
             .lines()
             .skip_while(|line| !line.starts_with("page-small"))
             .skip(1)
-            .take(2)
+            .take(3)
             .collect();
         // broadband h2 (baseline): n 20, median 395; h3 median 297.5 is
-        // (297.5 − 395) / 395 = −24.7 % of it, better since lower is better.
+        // (297.5 − 395) / 395 = −24.7 % of it, but from one repetition each.
         assert!(
             rows[0].trim_start().starts_with("h2*") && rows[0].contains("395.0"),
             "{rows:?}"
         );
-        assert!(
-            rows[1].contains("297.5") && rows[1].contains("-24.7 % better"),
-            "{rows:?}"
-        );
+        assert!(rows[1].contains("297.5"), "{rows:?}");
+        assert_eq!(rows[2], "  h3 vs h2: -24.7 % (too few repetitions)");
         assert!(text
             .lines()
             .all(|l| l.chars().count() <= TABLE_WIDTH as usize));

@@ -77,6 +77,12 @@ pub struct Environment {
     pub udp_gso: String,
     /// Versions of the protocol libraries (quinn, h3, hyper, rustls, ...).
     pub library_versions: std::collections::BTreeMap<String, String>,
+    /// The built-in server's settings that decide results, as it printed
+    /// them at start (`tuning: NAME = VALUE`; docs/tuning.md). `None` for a
+    /// server started by `server_cmd`, whose settings h3lab cannot know, and
+    /// in runs written before it was recorded.
+    #[serde(default)]
+    pub server_tuning: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// One cell (profile × workload × protocol [× mode]) and one repetition.
@@ -114,7 +120,9 @@ pub struct CellRecord {
     pub bytes: u64,
     /// CPU seconds used by the load generator and the server.
     pub cpu: CpuUse,
-    /// The emulated link's statistics for this cell (absent on loopback).
+    /// The emulated link's statistics for this cell, and under `settings`
+    /// the path's settings, loss direction included (absent on loopback;
+    /// records written before the settings were added lack `settings`).
     pub link: Option<serde_json::Value>,
     /// The client's full report (`h3lab.load/1` or a ttfb probe record).
     pub client_report: Option<serde_json::Value>,

@@ -7,6 +7,8 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use h3lab_results::QuicCongestion;
 
+pub use crate::records::{DynamicRecords, TlsRecords};
+
 /// Everything [`crate::start`] needs to run a server.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -30,6 +32,8 @@ pub struct ServerConfig {
     /// The QUIC congestion controller (TCP's is the kernel's; `Auto` picks
     /// the same family, see [`kernel_tcp_congestion`]).
     pub quic_congestion: QuicCongestion,
+    /// How the TCP side (TLS records, socket, HTTP/2) is tuned.
+    pub tcp_tuning: TcpTuning,
 }
 
 /// The kernel's default TCP congestion controller in this network
@@ -51,7 +55,60 @@ impl Default for ServerConfig {
             limits: Limits::default(),
             extra_sans: Vec::new(),
             quic_congestion: QuicCongestion::default(),
+            tcp_tuning: TcpTuning::default(),
         }
+    }
+}
+
+/// The TCP side's settings that decide results, tuned as carefully as QUIC's
+/// (see docs/tuning.md). Every one is printed at start and recorded by bench.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpTuning {
+    /// TLS record sizes.
+    pub tls_records: TlsRecords,
+    /// `TCP_NOTSENT_LOWAT`: unsent bytes the socket holds before it stops
+    /// being writable; `None` leaves the kernel's default (no limit).
+    pub notsent_lowat: Option<u32>,
+    /// HTTP/2 receive window per stream, as large as QUIC's so uploads are
+    /// not window-limited.
+    pub h2_stream_window: u32,
+    /// HTTP/2 receive window per connection.
+    pub h2_connection_window: u32,
+    /// Bytes HTTP/2 buffers per stream ahead of the socket (hyper's
+    /// `max_send_buf_size`).
+    pub h2_send_buffer: usize,
+}
+
+impl Default for TcpTuning {
+    fn default() -> Self {
+        Self {
+            tls_records: TlsRecords::default(),
+            notsent_lowat: None,
+            h2_stream_window: 16 * 1024 * 1024,
+            h2_connection_window: 32 * 1024 * 1024,
+            h2_send_buffer: 1024 * 1024,
+        }
+    }
+}
+
+impl TcpTuning {
+    /// Each setting as `(name, value)`, for the banner and results.
+    pub fn settings(&self) -> Vec<(&'static str, String)> {
+        let notsent = match self.notsent_lowat {
+            Some(bytes) => format!("{bytes} B"),
+            None => "kernel default (no limit)".to_string(),
+        };
+        vec![
+            ("tls_records", self.tls_records.to_string()),
+            ("tcp_nodelay", "on".to_string()),
+            ("tcp_notsent_lowat", notsent),
+            ("h2_stream_window", format!("{} B", self.h2_stream_window)),
+            (
+                "h2_connection_window",
+                format!("{} B", self.h2_connection_window),
+            ),
+            ("h2_send_buffer", format!("{} B", self.h2_send_buffer)),
+        ]
     }
 }
 

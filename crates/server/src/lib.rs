@@ -16,6 +16,7 @@ mod config;
 mod lifecycle;
 mod pattern;
 mod quic;
+mod records;
 mod respond;
 mod routes;
 mod tcp;
@@ -31,7 +32,9 @@ use anyhow::{bail, Context, Result};
 use http::HeaderValue;
 use tracing::warn;
 
-pub use config::{kernel_tcp_congestion, Limits, ServerConfig, TlsSource};
+pub use config::{
+    kernel_tcp_congestion, DynamicRecords, Limits, ServerConfig, TcpTuning, TlsRecords, TlsSource,
+};
 
 use lifecycle::{Admission, Lifecycle};
 use quic::QuicShell;
@@ -82,6 +85,7 @@ pub struct RunningServer {
     lifecycle: Lifecycle,
     stats: Arc<Stats>,
     grace: Duration,
+    tuning: Vec<(&'static str, String)>,
 }
 
 /// What a client needs to trust the server's certificate.
@@ -137,9 +141,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         tcp_tls,
         admission.clone(),
         lifecycle.clone(),
+        config.tcp_tuning,
     ));
     let listener = tokio::net::TcpListener::from_std(sockets.tcp)?;
 
+    let serves_h3 = sockets.udp.is_some() && tls.is_some();
     let endpoint = match (sockets.udp, &tls) {
         (Some(udp), Some(tls)) => Some(quic::endpoint(
             udp,
@@ -169,7 +175,17 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         lifecycle,
         stats,
         grace: config.limits.shutdown_grace,
+        tuning: tuning_settings(&config.tcp_tuning, serves_h3),
     })
+}
+
+/// The settings that decide results: TCP's, and QUIC's when it serves h3.
+fn tuning_settings(tcp: &TcpTuning, serves_h3: bool) -> Vec<(&'static str, String)> {
+    let mut settings = tcp.settings();
+    if serves_h3 {
+        settings.extend(quic::settings());
+    }
+    settings
 }
 
 /// `dir` made canonical, or an error naming `what` it is and the `flag` to fix.
@@ -218,15 +234,20 @@ impl RunningServer {
     /// The start-up lines `h3lab serve` prints, one item per line.
     pub fn banner(&self) -> Vec<String> {
         let addr = self.local_addr;
-        let mut lines = match &self.trust {
-            Some(trust) => vec![
+        let mut lines: Vec<String> = self
+            .tuning
+            .iter()
+            .map(|(name, value)| format!("tuning: {name} = {value}"))
+            .collect();
+        match &self.trust {
+            Some(trust) => lines.extend([
                 format!("listening: tcp+udp {addr} (h1,h2 over TLS 1.3; h3 over QUIC)"),
                 format!("spki-sha256: {}", trust.spki_sha256_base64),
-            ],
-            None => vec![format!(
+            ]),
+            None => lines.push(format!(
                 "listening: tcp {addr} (h1, h2c prior knowledge; cleartext, no h3)"
-            )],
-        };
+            )),
+        }
         if let Some(site) = &self.site {
             lines.push(format!("site: {} at /", site.display()));
         }

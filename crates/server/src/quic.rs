@@ -29,6 +29,15 @@ const STREAM_WINDOW: u32 = 16 * 1024 * 1024;
 const SEND_WINDOW: u64 = 64 * 1024 * 1024;
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// QUIC's settings that decide results, as `(name, value)`, beside
+/// [`crate::TcpTuning::settings`].
+pub fn settings() -> Vec<(&'static str, String)> {
+    vec![
+        ("quic_stream_window", format!("{STREAM_WINDOW} B")),
+        ("quic_send_window", format!("{SEND_WINDOW} B")),
+    ]
+}
+
 type H3Connection = h3::server::Connection<h3_quinn::Connection, Bytes>;
 type H3Stream = RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
 

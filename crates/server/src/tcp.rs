@@ -18,8 +18,9 @@ use tokio_rustls::TlsAcceptor;
 use tracing::{debug, warn};
 
 use crate::body::ReplyBody;
-use crate::config::Limits;
+use crate::config::{Limits, TcpTuning};
 use crate::lifecycle::{Admission, Lifecycle, TcpTicket};
+use crate::records::SizedRecords;
 use crate::respond::{declared_length, EchoBody, Handler};
 use h3lab_results::Proto;
 
@@ -28,9 +29,6 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 const BUSY_LINGER: Duration = Duration::from_secs(5);
 /// After a failed accept (e.g. out of file descriptors), pause before retrying.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
-/// HTTP/2 receive windows, matched to the QUIC ones so uploads are not window-limited.
-const H2_STREAM_WINDOW: u32 = 16 * 1024 * 1024;
-const H2_CONNECTION_WINDOW: u32 = 32 * 1024 * 1024;
 
 /// Over the body limit, how much more of a request body is read and discarded
 /// before answering 413, and for how long at most.
@@ -44,6 +42,7 @@ pub struct TcpShell {
     tls: Option<TlsAcceptor>,
     admission: Admission,
     lifecycle: Lifecycle,
+    tuning: TcpTuning,
     /// Per negotiated protocol: ALPN h2, ALPN http/1.1 (or none), cleartext (h1 or h2c).
     h2_only: Builder,
     h1_only: Builder,
@@ -56,12 +55,14 @@ impl TcpShell {
         tls: Option<Arc<rustls::ServerConfig>>,
         admission: Admission,
         lifecycle: Lifecycle,
+        tuning: TcpTuning,
     ) -> Self {
         let limits = &handler.limits;
         Self {
-            h2_only: builder(limits).http2_only(),
-            h1_only: builder(limits).http1_only(),
-            cleartext: builder(limits),
+            h2_only: builder(limits, &tuning).http2_only(),
+            h1_only: builder(limits, &tuning).http1_only(),
+            cleartext: builder(limits, &tuning),
+            tuning,
             tls: tls.map(TlsAcceptor::from),
             handler,
             admission,
@@ -100,6 +101,9 @@ impl TcpShell {
     async fn serve(&self, stream: TcpStream, ticket: TcpTicket) -> Result<()> {
         // Responses are written whole; Nagle would only delay small ones.
         stream.set_nodelay(true)?;
+        if let Some(bytes) = self.tuning.notsent_lowat {
+            set_notsent_lowat(&stream, bytes)?;
+        }
         let Some(acceptor) = &self.tls else {
             return self
                 .serve_http(TokioIo::new(stream), &self.cleartext, ticket.busy)
@@ -116,6 +120,7 @@ impl TcpShell {
             Some(b"h2") => &self.h2_only,
             _ => &self.h1_only,
         };
+        let tls = SizedRecords::new(tls, self.tuning.tls_records);
         self.serve_http(TokioIo::new(tls), builder, ticket.busy)
             .await
     }
@@ -150,7 +155,7 @@ impl TcpShell {
     }
 }
 
-fn builder(limits: &Limits) -> Builder {
+fn builder(limits: &Limits, tuning: &TcpTuning) -> Builder {
     let mut builder = Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -162,9 +167,31 @@ fn builder(limits: &Limits) -> Builder {
         .timer(TokioTimer::new())
         .max_concurrent_streams(limits.max_streams_per_connection)
         .max_header_list_size(limits.max_header_bytes as u32)
-        .initial_stream_window_size(H2_STREAM_WINDOW)
-        .initial_connection_window_size(H2_CONNECTION_WINDOW);
+        .initial_stream_window_size(tuning.h2_stream_window)
+        .initial_connection_window_size(tuning.h2_connection_window)
+        .max_send_buf_size(tuning.h2_send_buffer);
     builder
+}
+
+/// `TCP_NOTSENT_LOWAT`, which socket2 does not wrap.
+fn set_notsent_lowat(stream: &TcpStream, bytes: u32) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let value = bytes as libc::c_int;
+    // SAFETY: setsockopt(2) on a socket we own, with a c_int option value
+    // and its size.
+    let status = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NOTSENT_LOWAT,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    match status {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
 }
 
 async fn respond(handler: &Handler, request: Request<Incoming>, busy: bool) -> Response<ReplyBody> {

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use linkem::config::{
-    parse_jitter, parse_percent, parse_queue, parse_rate, parse_time, Overrides, ReorderSpec,
+    parse_jitter, parse_percent, parse_queue, parse_rate, parse_time, LossDirection, Overrides,
+    ReorderSpec,
 };
 use linkem::model::{Jitter, Nanos, QueueLimit};
 use linkem::run::{run_commands, Interrupted, Placement};
@@ -47,12 +48,17 @@ struct RunArgs {
     /// Upstream (client to server) rate, e.g. 10mbit.
     #[arg(long, value_parser = parse_rate)]
     up: Option<u64>,
-    /// Random loss per direction, e.g. 1%.
+    /// Random loss, e.g. 1%, in the direction of --loss-direction.
     #[arg(long, value_parser = parse_percent)]
     loss: Option<f64>,
     /// `bernoulli` or `gilbert:P,R,LOSS_GOOD,LOSS_BAD` (four percentages).
     #[arg(long)]
     loss_model: Option<String>,
+    /// Which way random loss drops packets: down (server to client), up
+    /// (client to server) or both. Default: the profile's; without a
+    /// profile, down (as `netem loss` on the server's egress).
+    #[arg(long)]
+    loss_direction: Option<LossDirection>,
     /// Jitter per direction: 5ms, 5ms:uniform or 5ms:normal. Never reorders.
     #[arg(long, value_parser = parse_jitter)]
     jitter: Option<Jitter>,
@@ -184,6 +190,7 @@ fn settings_from(args: &RunArgs) -> anyhow::Result<Option<LinkSettings>> {
         up: args.up,
         loss: args.loss,
         loss_model: args.loss_model.clone(),
+        loss_direction: args.loss_direction,
         jitter: args.jitter,
         queue: args.queue,
         reorder: args.reorder,
@@ -220,4 +227,55 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         report.forwarder_cpu_share * 100.0
     );
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct RunCli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn run_args(flags: &[&str]) -> Result<RunArgs, clap::Error> {
+        let argv = ["net-run"].iter().chain(flags).chain(&["--", "true"]);
+        RunCli::try_parse_from(argv).map(|cli| cli.run)
+    }
+
+    fn loss_direction(flags: &[&str]) -> LossDirection {
+        let args = run_args(flags).unwrap();
+        settings_from(&args).unwrap().unwrap().loss_direction
+    }
+
+    #[test]
+    fn loss_direction_flag_sets_the_direction_over_the_default_and_the_profile() {
+        assert_eq!(loss_direction(&["--loss", "1%"]), LossDirection::Down);
+        for (value, expected) in [
+            ("down", LossDirection::Down),
+            ("up", LossDirection::Up),
+            ("both", LossDirection::Both),
+        ] {
+            let flags = ["--profile", "cellular", "--loss-direction", value];
+            assert_eq!(loss_direction(&flags), expected);
+        }
+    }
+
+    #[test]
+    fn a_bad_loss_direction_names_the_accepted_values() {
+        let Err(err) = run_args(&["--loss", "1%", "--loss-direction", "sideways"]) else {
+            panic!("`sideways` was accepted as a loss direction");
+        };
+        let message = err.to_string();
+        assert!(
+            message.contains("--loss-direction")
+                && message.contains("`sideways` is not a loss direction")
+                && ["`down`", "`up`", "`both`"]
+                    .iter()
+                    .all(|name| message.contains(name)),
+            "{message}"
+        );
+    }
 }

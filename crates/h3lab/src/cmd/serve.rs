@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use h3lab_results::QuicCongestion;
-use h3lab_server::{kernel_tcp_congestion, Limits, RunningServer, ServerConfig, TlsSource};
+use h3lab_server::{
+    kernel_tcp_congestion, Limits, RunningServer, ServerConfig, TcpTuning, TlsRecords, TlsSource,
+};
 use tokio::signal::unix::{signal, SignalKind};
 
 #[derive(clap::Args)]
@@ -69,6 +71,31 @@ pub struct Args {
     /// handshake on TCP; QUIC handshake and HTTP/3 set-up on UDP), e.g. 10s.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     handshake_timeout: Duration,
+    /// TLS record sizes on TCP: dynamic (small records first so a large
+    /// response's headers arrive in the first round trip, then 16 KB) or max
+    /// (16 KB from the start, as rustls and nginx do by default).
+    #[arg(long, value_enum, default_value = "dynamic")]
+    tls_records: RecordSizing,
+    /// TCP_NOTSENT_LOWAT in bytes: how much unsent data a TCP socket holds
+    /// before the server stops writing to it (default: the kernel's, no limit).
+    #[arg(long, value_name = "BYTES")]
+    tcp_notsent_lowat: Option<u32>,
+    /// HTTP/2 receive window per stream, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = TcpTuning::default().h2_stream_window)]
+    h2_stream_window: u32,
+    /// HTTP/2 receive window per connection, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = TcpTuning::default().h2_connection_window)]
+    h2_connection_window: u32,
+    /// Bytes HTTP/2 buffers per stream ahead of the socket.
+    #[arg(long, value_name = "BYTES", default_value_t = TcpTuning::default().h2_send_buffer)]
+    h2_send_buffer: usize,
+}
+
+/// `--tls-records`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum RecordSizing {
+    Dynamic,
+    Max,
 }
 
 impl Args {
@@ -95,6 +122,16 @@ impl Args {
             },
             extra_sans: self.sans,
             quic_congestion: self.quic_cc,
+            tcp_tuning: TcpTuning {
+                tls_records: match self.tls_records {
+                    RecordSizing::Dynamic => TlsRecords::default(),
+                    RecordSizing::Max => TlsRecords::Max,
+                },
+                notsent_lowat: self.tcp_notsent_lowat,
+                h2_stream_window: self.h2_stream_window,
+                h2_connection_window: self.h2_connection_window,
+                h2_send_buffer: self.h2_send_buffer,
+            },
         }
     }
 }

@@ -36,8 +36,13 @@ impl Server {
             .stderr(Stdio::null());
         let mut process = Supervised::spawn(command, Group::Own, "h3lab serve").unwrap();
         let mut lines = BufReader::new(process.take_stdout().unwrap()).lines();
+        // The banner's `tuning:` lines come first.
         let mut field = |prefix: &str| -> String {
-            let line = lines.next().expect("server banner").unwrap();
+            let line = lines
+                .by_ref()
+                .map(|line| line.unwrap())
+                .find(|line| !line.starts_with("tuning:"))
+                .expect("server banner");
             line.strip_prefix(prefix)
                 .unwrap_or_else(|| panic!("banner line {line:?}"))
                 .trim()

@@ -21,6 +21,7 @@ pub(crate) enum JitterShape {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Jitter {
     /// Half-width (uniform) or standard deviation (normal), in nanoseconds.
+    #[serde(rename = "amount_ns")]
     pub(crate) amount: Nanos,
     /// The distribution it is drawn from.
     pub(crate) shape: JitterShape,

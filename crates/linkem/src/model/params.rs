@@ -43,6 +43,7 @@ pub struct ReorderSpec {
     /// Share of packets held back (0 to 1).
     pub probability: f64,
     /// How long a held-back packet is delayed further, in nanoseconds.
+    #[serde(rename = "extra_delay_ns")]
     pub extra_delay: Nanos,
 }
 

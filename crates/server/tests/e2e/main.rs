@@ -11,3 +11,4 @@ mod resumption;
 mod shutdown;
 mod site;
 mod static_files;
+mod tls_records;

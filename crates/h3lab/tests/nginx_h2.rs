@@ -1,0 +1,177 @@
+//! A fair fight on TCP: on the same emulated path, `h3lab serve`'s HTTP/2
+//! is at least as fast as nginx's (Debian's package, started by the suite's
+//! `server_cmd`) to the first byte of a large response and for 2 MB and
+//! 10 MB downloads, and that first byte takes one round trip.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use common::EXE;
+
+/// The path's round trip, in ms (broadband's, with no loss so the two
+/// servers are compared on their own behaviour, not on where losses fell).
+const RTT_MS: f64 = 20.0;
+
+/// "At least as fast": h3lab's median may exceed nginx's by this share at
+/// most. Both run the same kernel TCP, so what remains between them is
+/// scheduling noise (repetitions here spread by under 1 %); a server-side
+/// handicap such as a first byte a round trip late shows as 100 %.
+const TOLERANCE: f64 = 0.05;
+
+const SUITE: &str = r#"
+name = "h2-cross-check"
+protocols = ["h2"]
+profiles = ["broadband-clean"]
+repetitions = 3
+[[profile]]
+name = "broadband-clean"
+base = "broadband"
+loss = "0%"
+[[workload]]
+kind = "download"
+name = "download-2MB"
+size = "2MB"
+[[workload]]
+kind = "download"
+name = "download-10MB"
+size = "10MB"
+"#;
+
+#[test]
+fn h3lab_h2_is_as_fast_as_nginx_h2_and_its_first_byte_takes_one_round_trip() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let Some(nginx) = h3lab_testenv::nginx() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = nginx_config(dir.path());
+    let nginx_target = format!(
+        "[target]\nserver_cmd = \"{} -c {} -g 'daemon off;'\"\nport = 443\n",
+        nginx.display(),
+        config.display()
+    );
+    let ours = run(&dir.path().join("h3lab"), SUITE);
+    let theirs = run(
+        &dir.path().join("nginx"),
+        &format!("{SUITE}\n{nginx_target}"),
+    );
+    assert!(
+        ours["environment"]["server_tuning"].is_object(),
+        "h3lab serve's tuning is recorded"
+    );
+    assert!(
+        theirs["environment"]["server_tuning"].is_null(),
+        "nginx's tuning is unknown, not guessed"
+    );
+    for workload in ["download-2MB", "download-10MB"] {
+        let (our_time, their_time) = (
+            median(&ours, workload, download_s),
+            median(&theirs, workload, download_s),
+        );
+        assert!(
+            our_time <= their_time * (1.0 + TOLERANCE),
+            "{workload}: h3lab h2 took {our_time:.3} s, nginx h2 {their_time:.3} s (medians of 3)"
+        );
+        let (our_first, their_first) = (
+            median(&ours, workload, first_byte_ms),
+            median(&theirs, workload, first_byte_ms),
+        );
+        assert!(
+            our_first <= their_first * (1.0 + TOLERANCE),
+            "{workload}: h3lab h2's first byte after {our_first:.1} ms, nginx's after {their_first:.1} ms"
+        );
+        assert!(
+            our_first <= 1.5 * RTT_MS,
+            "{workload}: h3lab h2's first byte after {our_first:.1} ms, more than one {RTT_MS} ms round trip"
+        );
+    }
+}
+
+/// Runs `h3lab bench` on `suite`, writing into `out`, and returns its results.
+fn run(out: &Path, suite: &str) -> Value {
+    let file = out.with_extension("toml");
+    std::fs::write(&file, suite).unwrap();
+    let output = Command::new(EXE)
+        .arg("bench")
+        .arg(&file)
+        .arg("--out")
+        .arg(out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run h3lab bench");
+    assert!(
+        output.status.success(),
+        "bench failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = std::fs::read_to_string(out.join("results.json")).expect("results.json written");
+    serde_json::from_str(&text).expect("results.json is JSON")
+}
+
+/// The median over a workload's repetitions of `figure`.
+fn median(results: &Value, workload: &str, figure: fn(&Value) -> f64) -> f64 {
+    let mut values: Vec<f64> = results["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|cell| cell["workload"] == workload)
+        .inspect(|cell| assert_eq!(cell["outcome"]["status"], "ok", "cell failed: {cell}"))
+        .map(figure)
+        .collect();
+    assert_eq!(values.len(), 3, "{workload}: three repetitions");
+    values.sort_by(f64::total_cmp);
+    values[1]
+}
+
+fn download_s(cell: &Value) -> f64 {
+    cell["metric"]["samples"][0].as_f64().unwrap()
+}
+
+/// From the request's send to the response's first byte, after the handshake.
+fn first_byte_ms(cell: &Value) -> f64 {
+    cell["client_report"]["ttfb_us"]["p50"].as_f64().unwrap() / 1000.0
+}
+
+/// An nginx configuration serving `/bytes/{n}` for both sizes over TLS 1.3
+/// with HTTP/2 on port 443 of the server namespace. Settings are Debian's
+/// defaults (`sendfile`, `tcp_nopush`, a 16 KB `ssl_buffer_size`).
+fn nginx_config(dir: &Path) -> std::path::PathBuf {
+    let root = dir.join("www");
+    std::fs::create_dir_all(root.join("bytes")).unwrap();
+    for size in [2_000_000usize, 10_000_000] {
+        let body: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+        std::fs::write(root.join("bytes").join(size.to_string()), body).unwrap();
+    }
+    let certified = rcgen::generate_simple_self_signed(vec!["h3lab".to_string()]).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, certified.cert.pem()).unwrap();
+    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
+    let d = dir.display();
+    let config = format!(
+        "worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\nevents {{}}\n\
+         http {{\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n\
+         \x20 client_body_temp_path {d}/body;\n  default_type application/octet-stream;\n\
+         \x20 server {{\n    listen 443 ssl http2;\n    ssl_protocols TLSv1.3;\n\
+         \x20   ssl_certificate {};\n    ssl_certificate_key {};\n    root {};\n  }}\n}}\n",
+        cert.display(),
+        key.display(),
+        root.display()
+    );
+    let path = dir.join("nginx.conf");
+    std::fs::write(&path, config).unwrap();
+    // Workers run as nobody when started as root: let them read the files.
+    let status = Command::new("chmod")
+        .args(["-R", "a+rX"])
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    path
+}
