@@ -21,6 +21,7 @@ use crate::client::{self, ClientRun};
 use crate::server;
 use crate::spec::CellSpec;
 use crate::suite::{DownloadMetric, Load, RpsMetric, Site, Suite};
+use crate::usage;
 
 /// What a run needs besides the suite.
 pub struct RunContext {
@@ -79,6 +80,7 @@ fn measure(
     if server_tuning.is_none() {
         server_tuning.clone_from(&server.tuning);
     }
+    let before = usage::Reading::now(&server.process, path.as_ref());
     let outcome = client::run(
         spec,
         &placement,
@@ -88,6 +90,8 @@ fn measure(
         suite.warmup.0,
         &ctx.stop,
     );
+    let after = usage::Reading::now(&server.process, path.as_ref());
+    usage::record_interval(&before, &after, &mut record.cpu);
     let server_exit = server.process.stop(Duration::from_secs(5));
     record.cpu.server_s = server_exit.cpu_s;
     if let (Some(path), Some(settings)) = (path, &settings) {

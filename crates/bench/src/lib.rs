@@ -16,5 +16,6 @@ pub mod runner;
 mod server;
 mod spec;
 pub mod suite;
+mod usage;
 
 pub use spec::CellSpec;

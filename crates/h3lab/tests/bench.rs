@@ -265,6 +265,47 @@ loads = 2
     assert!(!left_behind, "namespaces left behind");
 }
 
+/// A server whose process group keeps one core busy (a shell loop beside
+/// `h3lab serve`) while light first-byte probes run: the cell is marked,
+/// naming the server. Twenty probes last over a second, so the kernel's
+/// 10 ms CPU accounting ticks cannot move the share by more than 1 %.
+#[test]
+fn a_cell_whose_server_saturates_a_core_is_marked() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("saturated");
+    let suite = format!(
+        r#"
+name = "saturated"
+protocols = ["h2"]
+profiles = ["broadband"]
+repetitions = 1
+[target]
+server_cmd = "{EXE} serve --listen {{ip}}:{{port}} & while :; do :; done"
+port = 443
+[[workload]]
+kind = "ttfb"
+name = "hs"
+modes = ["cold"]
+samples = 20
+"#
+    );
+    let (output, left_behind) = bench(&suite, &out);
+    assert!(output.status.success(), "bench failed: {}", stderr(&output));
+    let cpu = &results(&out)["cells"][0]["cpu"];
+    let cores = cpu["server_interval_s"].as_f64().unwrap() / cpu["interval_s"].as_f64().unwrap();
+    assert!(cores >= 0.9, "the server's group used {cores} cores: {cpu}");
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        table.contains("! h2: server at") && table.contains("the figure may be the CPU's"),
+        "{table}"
+    );
+    assert!(!left_behind, "namespaces left behind");
+}
+
 #[test]
 fn a_failing_cell_is_recorded_with_its_error_and_the_rest_still_runs() {
     if !h3lab_testenv::root() {

@@ -87,6 +87,25 @@ impl Supervised {
         self.try_reap(false)
     }
 
+    /// CPU seconds used so far by the live processes of the child's own
+    /// process group (what a `sh -c` started included; processes that
+    /// already exited are not counted). `None` for a child in the
+    /// terminal's group, or when /proc cannot be read.
+    pub fn group_cpu_s(&self) -> Option<f64> {
+        if self.group != Group::Own {
+            return None;
+        }
+        let group = self.child.id().to_string();
+        // SAFETY: sysconf(3) has no preconditions.
+        let ticks_per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        let ticks: u64 = std::fs::read_dir("/proc")
+            .ok()?
+            .filter_map(|entry| std::fs::read_to_string(entry.ok()?.path().join("stat")).ok())
+            .filter_map(|stat| group_cpu_ticks(&stat, &group))
+            .sum();
+        Some(ticks as f64 / ticks_per_s)
+    }
+
     /// The child's piped stdout, for the caller to read.
     pub fn take_stdout(&mut self) -> Option<ChildStdout> {
         self.child.stdout.take()
@@ -205,6 +224,17 @@ fn seconds(time: libc::timeval) -> f64 {
     time.tv_sec as f64 + time.tv_usec as f64 / 1e6
 }
 
+/// User + system clock ticks of a /proc/PID/stat line if its process group
+/// is `group`. The fields after the command name (which may hold spaces
+/// and parentheses) are: state, ppid, pgrp, ..., utime (12th), stime.
+fn group_cpu_ticks(stat: &str, group: &str) -> Option<u64> {
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    if fields.get(2)? != &group {
+        return None;
+    }
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,6 +260,29 @@ mod tests {
             .unwrap();
         assert_eq!(exit.code, 3);
         assert!(exit.cpu_s > 0.0, "a busy loop used no CPU? {exit:?}");
+    }
+
+    #[test]
+    fn group_cpu_counts_a_busy_grandchild_while_it_lives() {
+        // The subshell loops, then sleeps: its CPU is the group's, not the
+        // parent shell's (which only waits).
+        let script = "(i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; sleep 20) & wait";
+        let mut child = Supervised::spawn(sh(script), Group::Own, "loop").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut used = 0.0;
+        while used < 0.05 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            used = child.group_cpu_s().unwrap();
+        }
+        child.stop(SOON);
+        assert!(used >= 0.05, "the group used {used} s");
+    }
+
+    #[test]
+    fn stat_lines_of_other_groups_are_not_counted() {
+        let stat = "42 (a (b) c) S 1 7 7 0 -1 4194304 100 0 0 0 30 12 0 0 20 0 1 0";
+        assert_eq!(group_cpu_ticks(stat, "7"), Some(42));
+        assert_eq!(group_cpu_ticks(stat, "8"), None);
     }
 
     #[test]

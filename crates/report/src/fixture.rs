@@ -130,7 +130,7 @@ pub(crate) fn results() -> Results {
     }
 }
 
-fn rps_record(
+pub(crate) fn rps_record(
     profile: &str,
     protocol: &str,
     rep: u32,
@@ -160,6 +160,7 @@ fn rps_record(
         cpu: CpuUse {
             client_s: 1.0,
             server_s: 0.5,
+            ..CpuUse::default()
         },
         link: None,
         client_report: None,

@@ -279,6 +279,11 @@ fn summary_table(
                         td.nowrap {
                             (protocol_badge(colours, &summary.key.protocol))
                             @if summary.is_baseline { " " span.tag { "baseline" } }
+                            @if !summary.bottlenecks.is_empty() {
+                                @let named: Vec<String> = summary.bottlenecks.iter().map(|b| b.describe()).collect();
+                                " " span.tag.bottleneck title=(named.join("; ")) { "CPU-bound?" }
+                                br; span.unit.bad { (named.join("; ")) }
+                            }
                         }
                         td.num { (stats.map_or(0, |s| s.n)) }
                         td class=(if summary.failed() > 0 { "num bad" } else { "num" }) { (summary.failed()) "/" (summary.repetitions) }

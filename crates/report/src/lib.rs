@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 
+mod bottleneck;
 mod compare;
 mod csv_out;
 mod difference;

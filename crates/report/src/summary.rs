@@ -7,6 +7,7 @@ use h3lab_results::bench::{CellRecord, Outcome, Results};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::bottleneck::{bottlenecks, Bottleneck};
 use crate::difference::{seed_for, Difference};
 use crate::histogram::{self, LatencySummary};
 use crate::stats::{split_finite, SampleStats};
@@ -99,6 +100,9 @@ pub struct CellSummary {
     /// CPU time ÷ wall time of the successful repetitions, in % of one core.
     pub client_cpu_pct: Option<f64>,
     pub server_cpu_pct: Option<f64>,
+    /// What ran short during the successful repetitions' measured
+    /// intervals: the figure may be the CPU's, not the protocol's.
+    pub bottlenecks: Vec<Bottleneck>,
     /// Data problems found while summarising (dropped samples, unreadable
     /// histograms, mixed metrics); shown beside the figures.
     pub problems: Vec<String>,
@@ -154,8 +158,6 @@ pub fn list_repetitions(repetitions: &[u32]) -> String {
     }
 }
 
-/// Summaries of every cell, ordered as the suite lists profiles, workloads
-/// and protocols (unlisted names last, by first appearance).
 /// The random loss of `profile`'s path and the direction it applies to,
 /// e.g. `loss 1 % down`, from the link settings its cells recorded; `None`
 /// on a lossless path or when no cell recorded settings (loopback, or a run
@@ -178,6 +180,8 @@ pub fn path_loss(results: &Results, profile: &str) -> Option<String> {
     Some(format!("loss {amount} {direction}"))
 }
 
+/// Summaries of every cell, ordered as the suite lists profiles, workloads
+/// and protocols (unlisted names last, by first appearance).
 pub fn summarize(results: &Results) -> Vec<CellSummary> {
     let mut summaries: Vec<CellSummary> = group_records(results)
         .into_iter()
@@ -306,6 +310,7 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
         request_errors: ok.iter().map(|r| r.errors).sum(),
         client_cpu_pct: cpu_percent(&ok, |r| r.cpu.client_s),
         server_cpu_pct: cpu_percent(&ok, |r| r.cpu.server_s),
+        bottlenecks: bottlenecks(&ok),
         problems,
         key,
     }

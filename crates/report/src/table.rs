@@ -109,6 +109,7 @@ fn profile_block(
         out.push_str(&format!("{heading}\n"));
         out.push_str(&aligned(rows, &widths, 1));
         out.push_str(&baseline_lines(cells, baseline));
+        out.push_str(&bottleneck_lines(cells));
     }
     out.push_str(&failure_lines(block));
     out
@@ -155,6 +156,26 @@ fn baseline_lines(cells: &[&CellSummary], baseline: &str) -> String {
                     difference.describe()
                 ),
             ))
+        })
+        .collect()
+}
+
+/// One line per marked cell, e.g. `! h3: server at 0.97 cores (repetition
+/// 1): the figure may be the CPU's, not the protocol's`.
+fn bottleneck_lines(cells: &[&CellSummary]) -> String {
+    cells
+        .iter()
+        .filter(|summary| !summary.bottlenecks.is_empty())
+        .map(|summary| {
+            let named: Vec<String> = summary.bottlenecks.iter().map(|b| b.describe()).collect();
+            wrapped(
+                COLUMN_GAP as u16,
+                &format!(
+                    "! {}: {}: the figure may be the CPU's, not the protocol's",
+                    summary.key.protocol,
+                    named.join(", ")
+                ),
+            )
         })
         .collect()
 }
@@ -207,11 +228,13 @@ pub(crate) fn rule(widths: &[u16]) -> String {
 
 fn row(summary: &CellSummary) -> Vec<String> {
     let stats = summary.stats.as_ref();
-    let protocol = if summary.is_baseline {
-        format!("{}*", summary.key.protocol)
+    let baseline = if summary.is_baseline { "*" } else { "" };
+    let bottleneck = if summary.bottlenecks.is_empty() {
+        ""
     } else {
-        summary.key.protocol.clone()
+        "!"
     };
+    let protocol = format!("{}{baseline}{bottleneck}", summary.key.protocol);
     vec![
         protocol,
         stats.map_or(0, |s| s.n).to_string(),
@@ -308,6 +331,33 @@ fn claims_block(results: &Results, summaries: &[CellSummary]) -> String {
 mod tests {
     use super::*;
     use crate::fixture;
+
+    #[test]
+    fn a_cell_near_a_full_core_is_marked_and_names_what_ran_short() {
+        let mut results = fixture::results();
+        for cell in results.cells.iter_mut() {
+            cell.cpu.interval_s = Some(2.0);
+            cell.cpu.machine_busy = Some(0.5);
+            cell.cpu.server_interval_s = Some(match cell.protocol.as_str() {
+                "h3" if cell.profile == "broadband" && cell.workload == "rps-1k" => 1.96,
+                _ => 0.4,
+            });
+        }
+        let text = terminal_table(&results);
+        assert!(text.contains("\n  h3!  "), "{text}");
+        assert!(
+            text.contains("! h3: server at 0.98 cores (repetitions"),
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("the figure may be the CPU's").count(),
+            1,
+            "{text}"
+        );
+        let page = crate::html::render_html(&results);
+        assert!(page.contains("CPU-bound?"), "{page}");
+        assert!(page.contains("server at 0.98 cores"), "{page}");
+    }
 
     #[test]
     fn a_profile_header_names_its_loss_and_direction() {

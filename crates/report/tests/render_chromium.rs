@@ -459,6 +459,7 @@ fn record(
         cpu: CpuUse {
             client_s: 6.0,
             server_s: 4.0,
+            ..CpuUse::default()
         },
         link: None,
         client_report: None,

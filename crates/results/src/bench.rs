@@ -156,13 +156,31 @@ pub struct Metric {
     pub samples: Vec<f64>,
 }
 
-/// CPU time used by one repetition.
+/// CPU time used by one repetition, whole and over its measured interval
+/// (the client's run), so a saturated CPU can be told from the protocol.
+/// The interval figures are `None` when they could not be read, and in
+/// runs written before they were recorded.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct CpuUse {
-    /// CPU seconds used by the load generator.
+    /// CPU seconds used by the load generator (its whole run).
     pub client_s: f64,
-    /// CPU seconds used by the server.
+    /// CPU seconds used by the server (from its start to its stop).
     pub server_s: f64,
+    /// Wall seconds of the measured interval: from the client's start to
+    /// its exit.
+    #[serde(default)]
+    pub interval_s: Option<f64>,
+    /// CPU seconds the server's processes used during the interval.
+    #[serde(default)]
+    pub server_interval_s: Option<f64>,
+    /// CPU seconds the link emulator's forwarding thread used during the
+    /// interval; `None` on loopback.
+    #[serde(default)]
+    pub emulator_interval_s: Option<f64>,
+    /// Share of all the machine's cores busy during the interval, 0 to 1,
+    /// from /proc/stat.
+    #[serde(default)]
+    pub machine_busy: Option<f64>,
 }
 
 /// A published figure for one protocol in one condition.

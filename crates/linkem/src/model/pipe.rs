@@ -91,7 +91,8 @@ impl<P: Clone> Pipe<P> {
             return None;
         }
         let Reverse(packet) = self.due.pop()?;
-        self.direction.stats_mut().record_out(packet.len);
+        let lateness = now - packet.at;
+        self.direction.stats_mut().record_out(packet.len, lateness);
         Some(packet.payload)
     }
 
@@ -145,6 +146,25 @@ mod tests {
         assert!(stats.dropped_loss > 0 && stats.dropped_queue > 0);
         assert_eq!(stats.packets_out, out.len() as u64);
         out
+    }
+
+    #[test]
+    fn packets_released_over_a_millisecond_late_are_counted() {
+        let mut pipe = pipe(None, 0.0);
+        let (mut late, mut now) = (0, 0);
+        for id in 0..200u32 {
+            if pipe.push(id, 1500, now).is_some() {
+                continue;
+            }
+            // Every other packet leaves 2 ms late; the rest exactly 1 ms,
+            // which is not beyond the bound.
+            let behind = if id % 2 == 0 { 2 * MILLI } else { MILLI };
+            late += u64::from(id % 2 == 0);
+            now = pipe.next_due().unwrap() + behind;
+            pipe.pop_due(now).unwrap();
+        }
+        let stats = pipe.direction().stats();
+        assert_eq!(stats.released_late, late, "{stats:?}");
     }
 
     #[test]

@@ -5,7 +5,12 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::{DropCause, Nanos};
+use super::{DropCause, Nanos, MILLI};
+
+/// A packet written this much after its departure time counts as late:
+/// the forwarding thread fell behind its schedule (its normal wake-up
+/// lateness and interrupt coalescing stay within a tenth of this).
+pub const LATE_RELEASE: Nanos = MILLI;
 
 /// Queueing delays (time from arrival at the bottleneck queue until the
 /// bottleneck lets the packet go, its own serialization included).
@@ -94,6 +99,10 @@ pub struct DirectionStats {
     pub dropped_queue: u64,
     /// Packets sent twice.
     pub(crate) duplicated: u64,
+    /// Packets that left more than [`LATE_RELEASE`] after their departure
+    /// time.
+    #[serde(default)]
+    pub released_late: u64,
     /// Time spent in the bottleneck queue, serialization included.
     pub queue_delay: DelayHistogram,
 }
@@ -104,9 +113,13 @@ impl DirectionStats {
         self.bytes_in += u64::from(len);
     }
 
-    pub(crate) fn record_out(&mut self, len: u32) {
+    /// A packet left `lateness` after its departure time.
+    pub(crate) fn record_out(&mut self, len: u32, lateness: Nanos) {
         self.packets_out += 1;
         self.bytes_out += u64::from(len);
+        if lateness > LATE_RELEASE {
+            self.released_late += 1;
+        }
     }
 
     pub(crate) fn record_drop(&mut self, cause: DropCause) {
@@ -118,7 +131,7 @@ impl DirectionStats {
 
     fn summary(&self) -> String {
         format!(
-            "{} pkts in, {} out, {} lost, {} queue drops, queue delay p50 {:.2} ms p99 {:.2} ms max {:.2} ms",
+            "{} pkts in, {} out, {} lost, {} queue drops, queue delay p50 {:.2} ms p99 {:.2} ms max {:.2} ms, {} sent over 1 ms late",
             self.packets_in,
             self.packets_out,
             self.dropped_loss,
@@ -126,6 +139,7 @@ impl DirectionStats {
             self.queue_delay.millis_at(0.5),
             self.queue_delay.millis_at(0.99),
             self.queue_delay.0.max() as f64 / 1e6,
+            self.released_late,
         )
     }
 }

@@ -191,6 +191,11 @@ impl EmulatedPath {
         }
     }
 
+    /// CPU seconds the forwarding thread has used so far.
+    pub fn forwarder_cpu_s(&self) -> f64 {
+        self.stats().forwarder_cpu_s
+    }
+
     /// Stops forwarding, removes the namespaces and returns the final stats.
     pub fn shutdown(mut self) -> anyhow::Result<LinkStats> {
         self.stop_forwarding();
