@@ -108,6 +108,22 @@ impl Connector {
         }
     }
 
+    /// Moves every QUIC connection of this connector to a new UDP socket
+    /// bound to `local` (port 0: any free port), as a client that changed
+    /// networks or ports does; the connections carry on over the new
+    /// path once the server validates it. Must be called inside the
+    /// connector's tokio runtime. TCP connections cannot move: an error.
+    pub fn rebind(&self, local: SocketAddr) -> anyhow::Result<()> {
+        let quic = self.quic.as_ref().ok_or_else(|| {
+            anyhow::anyhow!("only QUIC connections can move to a new address; use --proto h3")
+        })?;
+        let socket = std::net::UdpSocket::bind(local)
+            .map_err(|err| anyhow::anyhow!("binding a new UDP socket on {local}: {err}"))?;
+        quic.endpoint
+            .rebind(socket)
+            .map_err(|err| anyhow::anyhow!("moving the QUIC endpoint to {local}: {err}"))
+    }
+
     /// Opens a new connection and measures its set-up.
     pub async fn connect(&self) -> Result<Connection, ClientError> {
         match self.proto {

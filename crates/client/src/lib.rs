@@ -21,7 +21,7 @@ pub use connect::{ConnectTiming, Connection, Connector};
 pub use error::ClientError;
 pub use request::RequestTemplate;
 pub use response::Response;
-pub use send::Sender;
+pub use send::{PathFrames, Sender};
 pub use target::{Scheme, Target};
 pub use tls::{client_tls_config, TlsOptions};
 pub use ttfb::measure_ttfb;

@@ -33,6 +33,17 @@ pub(crate) enum SenderInner {
     },
 }
 
+/// Counts of a QUIC connection's path-validation frames (RFC 9000 8.2):
+/// a server that sees the client at a new address sends PATH_CHALLENGE
+/// there, and the client answers with PATH_RESPONSE.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PathFrames {
+    /// PATH_CHALLENGE frames received from the server.
+    pub challenges_received: u64,
+    /// PATH_RESPONSE frames sent to the server.
+    pub responses_sent: u64,
+}
+
 impl Sender {
     /// Another handle on the same connection (h2/h3); `None` for h1.
     pub fn try_clone(&self) -> Option<Sender> {
@@ -48,6 +59,19 @@ impl Sender {
             },
         };
         Some(Sender { inner })
+    }
+
+    /// The path-validation frames this QUIC connection has exchanged so
+    /// far; `None` for TCP.
+    pub fn path_frames(&self) -> Option<PathFrames> {
+        let SenderInner::H3 { conn, .. } = &self.inner else {
+            return None;
+        };
+        let stats = conn.stats();
+        Some(PathFrames {
+            challenges_received: stats.frame_rx.path_challenge,
+            responses_sent: stats.frame_tx.path_response,
+        })
     }
 
     /// True once the connection can carry no more requests.

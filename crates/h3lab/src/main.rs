@@ -33,7 +33,8 @@ enum Command {
     /// Load a whole page (HTML and every asset) and time it, with the built-in
     /// loader or real Chromium.
     Page(cmd::page::Args),
-    /// Single-property probes: time to first byte cold, resumed and 0-RTT.
+    /// Single-property probes: time to first byte cold, resumed and 0-RTT;
+    /// connection migration.
     Probe(cmd::probe::Args),
     /// Compare h1, h2 and h3 across network profiles and workloads (the main job).
     Bench(cmd::bench::Args),

@@ -24,4 +24,4 @@ pub mod supervise;
 pub use config::LinkSettings;
 pub use model::RateSpec;
 pub use profiles::{profile, profiles, Profile};
-pub use shell::{cleanup_stale, EmulatedPath};
+pub use shell::{cleanup_stale, EmulatedPath, PathControl};

@@ -34,6 +34,11 @@ impl Interrupted {
         Ok(Interrupted(flag))
     }
 
+    /// True once a signal arrived.
+    pub fn is_set(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The flag itself, for waits that watch it.
     pub(crate) fn flag(&self) -> &AtomicBool {
         &self.0

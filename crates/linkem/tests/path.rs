@@ -409,3 +409,85 @@ fn killed_run_is_cleaned_up_by_the_next_run() {
         "{listed}"
     );
 }
+
+/// A UDP socket bound at `bind` inside the client or server namespace; it
+/// stays there when used from this thread. Reads give up after 5 s.
+fn udp_socket_in(path: &EmulatedPath, server_side: bool, bind: SocketAddr) -> UdpSocket {
+    let make = move || UdpSocket::bind(bind).unwrap();
+    let socket = match server_side {
+        true => path.spawn_in_server(make),
+        false => path.spawn_in_client(make),
+    };
+    let socket = socket.unwrap().join().unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    socket
+}
+
+/// Sends `message` and returns it as received, with its sender.
+fn carry(from: &UdpSocket, to: &UdpSocket, message: &[u8]) -> (Vec<u8>, SocketAddr) {
+    from.send_to(message, to.local_addr().unwrap()).unwrap();
+    let mut buffer = [0u8; 64];
+    let (len, sender) = to.recv_from(&mut buffer).unwrap();
+    (buffer[..len].to_vec(), sender)
+}
+
+#[test]
+fn a_rebound_nat_gives_the_flow_a_new_port_and_forgets_the_old_one() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let path = EmulatedPath::start(settings("10ms", "10mbit", "10mbit").build()).unwrap();
+    let server = udp_socket_in(&path, true, (path.server_ip(), 0).into());
+    let client = udp_socket_in(&path, false, ([0, 0, 0, 0], 0).into());
+    let (_, before) = carry(&client, &server, b"before");
+    assert_eq!(before, client_address(&path, &client));
+    path.control().unwrap().rebind_nat();
+    let (message, after) = carry(&client, &server, b"after");
+    assert_eq!(message, b"after");
+    assert_eq!(after.ip(), before.ip());
+    assert_eq!(
+        after.port(),
+        before.port() ^ 0x8000,
+        "the new external port"
+    );
+    // The old mapping is gone: of these two in order, only the second,
+    // sent to the new external port, reaches the client.
+    server.send_to(b"to the old port", before).unwrap();
+    server.send_to(b"to the new port", after).unwrap();
+    let mut buffer = [0u8; 64];
+    let len = client.recv(&mut buffer).unwrap();
+    assert_eq!(&buffer[..len], b"to the new port");
+}
+
+/// The address and port the client socket's packets leave with.
+fn client_address(path: &EmulatedPath, socket: &UdpSocket) -> SocketAddr {
+    (path.client_ip(), socket.local_addr().unwrap().port()).into()
+}
+
+#[test]
+fn a_second_client_address_carries_traffic_after_the_first_is_removed() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let path = EmulatedPath::start(settings("10ms", "10mbit", "10mbit").build()).unwrap();
+    let second = path.add_client_address().unwrap();
+    assert_ne!(second, path.client_ip());
+    let server = udp_socket_in(&path, true, (path.server_ip(), 0).into());
+    let moved = udp_socket_in(&path, false, (second, 0).into());
+    let (_, sender) = carry(&moved, &server, b"from the second address");
+    assert_eq!(sender.ip(), second);
+    path.control()
+        .unwrap()
+        .remove_client_address(path.client_ip())
+        .unwrap();
+    let (_, sender) = carry(&moved, &server, b"after the handoff");
+    assert_eq!(sender.ip(), second);
+    let (reply, _) = carry(&server, &moved, b"reply");
+    assert_eq!(reply, b"reply");
+    // New sockets leave from the remaining address: its route survived.
+    let fresh = udp_socket_in(&path, false, ([0, 0, 0, 0], 0).into());
+    let (_, sender) = carry(&fresh, &server, b"new socket");
+    assert_eq!(sender.ip(), second);
+}

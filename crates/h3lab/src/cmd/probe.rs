@@ -1,5 +1,6 @@
 //! `h3lab probe`: single-property measurements. `probe ttfb` times the
-//! first response byte on new connections: cold, resumed, or 0-RTT (h3).
+//! first response byte on new connections: cold, resumed, or 0-RTT (h3);
+//! `probe migrate` moves the client to a new port or address mid-stream.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,8 +8,15 @@ use std::time::Duration;
 
 use anyhow::Context;
 use h3lab_client::{measure_ttfb, Target, TlsOptions};
+use h3lab_probe::report::{Claim, MigrateReport, ProtoResult};
+use h3lab_probe::scenario::{default_delay_threshold, default_request_timeout, Change, Scenario};
+use h3lab_probe::{ensure_root, run_migrate, MigrateOptions};
 use h3lab_results::ttfb::{TtfbReport, TTFB_SCHEMA};
 use h3lab_results::{Proto, TtfbMode};
+use linkem::config::{parse_percent, parse_rate, parse_time, Overrides};
+use linkem::model::Nanos;
+use linkem::run::Interrupted;
+use linkem::LinkSettings;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -20,6 +28,9 @@ pub struct Args {
 enum Probe {
     /// Time to the first response byte on new connections.
     Ttfb(TtfbArgs),
+    /// Move the client to a new port or address during a steady request
+    /// stream, on an emulated path: h3 migrates, TCP breaks (needs root).
+    Migrate(Box<MigrateArgs>),
 }
 
 #[derive(clap::Args)]
@@ -56,6 +67,7 @@ struct TtfbArgs {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.probe {
         Probe::Ttfb(args) => ttfb(args),
+        Probe::Migrate(args) => migrate(*args),
     }
 }
 
@@ -137,4 +149,189 @@ fn print_summary(report: &TtfbReport) {
         report.mode,
         values.len()
     );
+}
+
+#[derive(clap::Args)]
+struct MigrateArgs {
+    /// What changes at the switch: `port` (NAT rebinding) or `address` (a
+    /// network handoff to a second client address).
+    #[arg(long, default_value = "port")]
+    change: Change,
+    /// Protocols to run, each on a fresh path, e.g. h2,h3.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "h1,h2,h3")]
+    proto: Vec<Proto>,
+    /// Built-in network profile (see `h3lab net profiles`).
+    #[arg(long, default_value = "broadband")]
+    profile: String,
+    /// Round-trip time added by the path (replaces the profile's), e.g. 40ms.
+    #[arg(long, value_parser = parse_time)]
+    rtt: Option<Nanos>,
+    /// Downstream rate (replaces the profile's), e.g. 50mbit.
+    #[arg(long, value_parser = parse_rate)]
+    down: Option<u64>,
+    /// Upstream rate (replaces the profile's), e.g. 10mbit.
+    #[arg(long, value_parser = parse_rate)]
+    up: Option<u64>,
+    /// Random loss server to client (replaces the profile's), e.g. 1%.
+    #[arg(long, value_parser = parse_percent)]
+    loss: Option<f64>,
+    /// Seed of the path's random decisions.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Requests started per second.
+    #[arg(long, default_value_t = 50)]
+    rate: u32,
+    /// How long requests are started.
+    #[arg(long, default_value = "4s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// When the change happens, from the first request; default: half-way.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    switch_at: Option<Duration>,
+    /// Response body size of each request (`/bytes/N`).
+    #[arg(long, default_value_t = 1000)]
+    bytes: u64,
+    /// A request without a complete response this long after its
+    /// scheduled start fails; default: 8 RTT, at least 1 s.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    request_timeout: Option<Duration>,
+    /// A successful request slower than this counts as delayed; default:
+    /// 2 RTT, at least 10 ms.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    delay_threshold: Option<Duration>,
+    /// Also write the report as JSON (schema h3lab.migrate/1,
+    /// docs/results-schema.md) to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+fn migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
+    let settings = migrate_settings(&args)?;
+    let rtt = Duration::from_nanos(settings.rtt);
+    let scenario = Scenario {
+        change: args.change,
+        protos: args.proto.clone(),
+        rate_per_s: args.rate,
+        duration: args.duration,
+        switch_at: args.switch_at.unwrap_or(args.duration / 2),
+        body_bytes: args.bytes,
+        request_timeout: args
+            .request_timeout
+            .unwrap_or_else(|| default_request_timeout(rtt)),
+        delay_threshold: args
+            .delay_threshold
+            .unwrap_or_else(|| default_delay_threshold(rtt)),
+    };
+    scenario.validate()?;
+    ensure_root()?;
+    let options = MigrateOptions {
+        settings,
+        profile: Some(args.profile.clone()),
+        scenario,
+        exe: std::env::current_exe().context("cannot find the h3lab binary to start the server")?,
+    };
+    let interrupted = Interrupted::install()?;
+    print_migrate_header(&options);
+    let (report, failure) = run_migrate(&options, &interrupted, print_proto_result)?;
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report)?;
+        std::fs::write(path, text).with_context(|| {
+            format!(
+                "cannot write {}; pass a writable --json path",
+                path.display()
+            )
+        })?;
+    }
+    print_migrate_summary(&report);
+    match failure {
+        Some(err) => Err(err),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// The profile with the overrides applied; it must emulate a path.
+fn migrate_settings(args: &MigrateArgs) -> anyhow::Result<LinkSettings> {
+    let profile = linkem::profile(&args.profile)?;
+    let base = profile.settings.with_context(|| {
+        format!(
+            "profile `{}` emulates no path, and a migration needs one; pick another, e.g. `--profile broadband`",
+            args.profile
+        )
+    })?;
+    let overrides = Overrides {
+        rtt: args.rtt,
+        down: args.down,
+        up: args.up,
+        loss: args.loss,
+        seed: args.seed,
+        ..Overrides::default()
+    };
+    Ok(overrides
+        .apply(Some(base))?
+        .expect("a profile with settings stays emulated"))
+}
+
+fn print_migrate_header(options: &MigrateOptions) {
+    let scenario = &options.scenario;
+    println!(
+        "probe migrate: {} change at {:.2} s; {} req/s of /bytes/{} for {:.1} s; path {} (RTT {} ms); \
+         request timeout {} ms, delayed above {} ms",
+        scenario.change,
+        scenario.switch_at.as_secs_f64(),
+        scenario.rate_per_s,
+        scenario.body_bytes,
+        scenario.duration.as_secs_f64(),
+        options.profile.as_deref().unwrap_or("custom"),
+        options.settings.rtt / 1_000_000,
+        scenario.request_timeout.as_millis(),
+        scenario.delay_threshold.as_millis(),
+    );
+}
+
+fn print_proto_result(result: &ProtoResult) {
+    let s = &result.summary;
+    let ms = |value: Option<f64>| value.map_or("-".to_string(), |v| format!("{v:.0} ms"));
+    let validated = match result.path_validated {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "n/a (TCP)",
+    };
+    println!(
+        "{}: {} at {:.2} s\n    requests {}: ok {}, failed {}, delayed after the switch {} \
+         (before it {}); stall {:.0} ms\n    connections {} (broken {}); break detected after {}, \
+         reconnected after {}; new path validated: {validated}; survived: {}",
+        result.proto,
+        result.switch,
+        result.switched_at_s,
+        s.requests,
+        s.succeeded,
+        s.failed,
+        s.delayed_after_switch,
+        s.delayed_before_switch,
+        s.stall_ms,
+        s.connections_used,
+        s.connections_broken,
+        ms(s.break_detected_after_ms),
+        ms(s.reconnected_after_ms),
+        if s.survived { "yes" } else { "no" },
+    );
+}
+
+fn print_migrate_summary(report: &MigrateReport) {
+    println!("server-side migration count: unknown (the server exports no metrics yet)");
+    for Claim {
+        study,
+        claim,
+        theirs,
+        ours,
+        same_direction,
+        ..
+    } in &report.claims
+    {
+        let verdict = match same_direction {
+            Some(true) => "same direction",
+            Some(false) => "OTHER direction",
+            None => "not comparable",
+        };
+        println!("study {study}, {claim}: theirs {theirs}; ours {ours} ({verdict})");
+    }
 }

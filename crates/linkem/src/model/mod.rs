@@ -8,6 +8,7 @@
 mod delay;
 mod direction;
 mod loss;
+mod nat;
 mod params;
 mod pipe;
 mod queue;
@@ -21,6 +22,7 @@ pub(crate) use direction::Direction;
 use direction::Fate;
 use loss::Loss;
 pub use loss::{GilbertElliott, LossModel};
+pub(crate) use nat::{translate as nat_translate, NatVerdict};
 pub(crate) use params::DirectionConfig;
 pub use params::{RateSpec, ReorderSpec};
 pub(crate) use pipe::Pipe;

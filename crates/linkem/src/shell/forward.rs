@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::model::{DirectionStats, Nanos, Pipe};
+use crate::model::{nat_translate, DirectionStats, Nanos, NatVerdict, Pipe, Way};
 
 /// Largest packet read; the MTU is 1500 and there are no offloads, so this
 /// leaves room without ever truncating.
@@ -56,6 +56,10 @@ pub struct Lane {
     pub from: Arc<OwnedFd>,
     pub to: Arc<OwnedFd>,
     pub pipe: Pipe<Packet>,
+    pub way: Way,
+    /// Set once the path's NAT has rebound (see `model::nat`): from then on
+    /// every packet is translated as it arrives.
+    pub nat_rebound: Arc<AtomicBool>,
 }
 
 /// The statistics of both directions and the thread's own CPU time.
@@ -232,6 +236,10 @@ impl Lane {
             match super::tun::read_packet(&self.from, &mut packet.bytes) {
                 Ok(Some(len)) if len > 0 => {
                     packet.len = len;
+                    if !self.passes_nat(&mut packet) {
+                        free.push(packet);
+                        continue;
+                    }
                     if let Some(dropped) = self.pipe.push(packet, len as u32, clock.now()) {
                         free.push(dropped);
                     }
@@ -247,6 +255,12 @@ impl Lane {
                 }
             }
         }
+    }
+
+    /// False when the NAT has no mapping for the packet any more.
+    fn passes_nat(&self, packet: &mut Packet) -> bool {
+        !self.nat_rebound.load(Ordering::Relaxed)
+            || nat_translate(&mut packet.bytes[..packet.len], self.way) == NatVerdict::Forward
     }
 
     fn write_due(&mut self, free: &mut Vec<Packet>, clock: Clock) {

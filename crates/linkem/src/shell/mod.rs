@@ -27,6 +27,8 @@ use netns::Namespace;
 
 /// The client's address (RFC 2544 benchmarking range).
 const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+/// The client's second address, for a handoff ([`EmulatedPath::add_client_address`]).
+const SECOND_CLIENT_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 3);
 /// The server's address.
 const SERVER_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
 
@@ -39,6 +41,8 @@ pub struct EmulatedPath {
     config: LinkConfig,
     snapshots: Arc<Snapshots>,
     stop: Arc<AtomicBool>,
+    /// See [`PathControl::rebind_nat`].
+    nat_rebound: Arc<AtomicBool>,
     /// The forwarding thread, until stopped.
     thread: Option<JoinHandle<()>>,
     epoch: Instant,
@@ -74,10 +78,13 @@ impl EmulatedPath {
         let epoch = Instant::now();
         let stop = Arc::new(AtomicBool::new(false));
         let snapshots = Arc::new(Snapshots::default());
+        let nat_rebound = Arc::new(AtomicBool::new(false));
         let lane = |from: &Arc<OwnedFd>, to: &Arc<OwnedFd>, settings, way| Lane {
             from: from.clone(),
             to: to.clone(),
             pipe: Pipe::new(Direction::new(settings, config.seed, way)),
+            way,
+            nat_rebound: nat_rebound.clone(),
         };
         let forwarder = Forwarder {
             lanes: [
@@ -95,6 +102,7 @@ impl EmulatedPath {
             config,
             snapshots,
             stop,
+            nat_rebound,
             thread: Some(thread),
             epoch,
             client,
@@ -115,6 +123,36 @@ impl EmulatedPath {
     /// The server's address inside the server namespace (198.18.0.2).
     pub fn server_ip(&self) -> Ipv4Addr {
         SERVER_IP
+    }
+
+    /// Gives the client a second address, 198.18.0.3, in the same subnet
+    /// (the server's replies reach it through the same device), as when a
+    /// phone joins a second network. Removing the first address later
+    /// ([`PathControl::remove_client_address`]) leaves the second one
+    /// and its route in place. Needs root.
+    pub fn add_client_address(&self) -> anyhow::Result<Ipv4Addr> {
+        self.ensure_named("changing the client's addresses")?;
+        netns::promote_secondaries(self.client.handle())?;
+        netns::change_address(self.client.name(), "add", &SECOND_CLIENT_IP.to_string())?;
+        Ok(SECOND_CLIENT_IP)
+    }
+
+    /// A handle that changes the path while it runs, from any thread.
+    /// Needs root.
+    pub fn control(&self) -> anyhow::Result<PathControl> {
+        self.ensure_named("changing the path while it runs")?;
+        Ok(PathControl {
+            client_namespace: self.client.name().to_string(),
+            nat_rebound: self.nat_rebound.clone(),
+        })
+    }
+
+    fn ensure_named(&self, what: &str) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.client.user().is_none(),
+            "{what} needs root (the namespaces were made without it); run it with sudo"
+        );
+        Ok(())
     }
 
     /// Names of the (client, server) namespaces, for `ip netns exec`.
@@ -217,6 +255,29 @@ impl EmulatedPath {
 impl Drop for EmulatedPath {
     fn drop(&mut self) {
         self.stop_forwarding();
+    }
+}
+
+/// Changes to a running path: the events of a connection-migration test.
+#[derive(Clone)]
+pub struct PathControl {
+    client_namespace: String,
+    nat_rebound: Arc<AtomicBool>,
+}
+
+impl PathControl {
+    /// The path's NAT rebinds: from now on every client flow leaves with a
+    /// new external port, and packets to the old ports are dropped (see
+    /// `model::nat`). TCP connections open now break; QUIC can migrate.
+    pub fn rebind_nat(&self) {
+        self.nat_rebound.store(true, Ordering::Relaxed);
+    }
+
+    /// Removes one of the client's addresses, as when a phone leaves a
+    /// network: sockets bound to it can no longer send, and packets to it
+    /// are dropped on arrival.
+    pub fn remove_client_address(&self, address: Ipv4Addr) -> anyhow::Result<()> {
+        netns::change_address(&self.client_namespace, "del", &address.to_string())
     }
 }
 

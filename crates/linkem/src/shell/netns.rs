@@ -203,6 +203,27 @@ fn create_tun_inside(handle: &File) -> anyhow::Result<OwnedFd> {
     .map_err(|_| anyhow::anyhow!("the namespace thread panicked"))?
 }
 
+/// Adds (`add`) or removes (`del`) `address`/24 on the TUN device of
+/// namespace `name`.
+pub fn change_address(name: &str, action: &str, address: &str) -> anyhow::Result<()> {
+    let prefix = format!("{address}/24");
+    ip(&["-n", name, "addr", action, &prefix, "dev", DEVICE], None)
+}
+
+/// Makes deleting the device's first address promote the next one in
+/// its subnet (by default the kernel deletes them all, and the route
+/// with them).
+pub fn promote_secondaries(handle: &File) -> anyhow::Result<()> {
+    let handle = handle.try_clone()?;
+    std::thread::spawn(move || -> anyhow::Result<()> {
+        enter(&handle)?;
+        let setting = format!("/proc/sys/net/ipv4/conf/{DEVICE}/promote_secondaries");
+        std::fs::write(&setting, "1").with_context(|| format!("cannot write {setting}"))
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("the namespace thread panicked"))?
+}
+
 /// The pid in an h3lab namespace name, if it is one.
 fn owner_pid(name: &str) -> Option<i32> {
     name.strip_prefix(PREFIX)?.split('-').next()?.parse().ok()

@@ -1,0 +1,66 @@
+//! The versioned result of `probe migrate`: `h3lab.migrate/1`, documented
+//! in docs/results-schema.md.
+
+use h3lab_results::Proto;
+use serde::Serialize;
+
+pub use crate::claims::Claim;
+use crate::scenario::Change;
+use crate::summary::Summary;
+
+/// The schema name and version written into every report.
+pub const MIGRATE_SCHEMA: &str = "h3lab.migrate/1";
+
+/// A whole `probe migrate` run.
+#[derive(Debug, Clone, Serialize)]
+pub struct MigrateReport {
+    /// Always [`MIGRATE_SCHEMA`].
+    pub schema: &'static str,
+    /// What changed at the switch.
+    pub change: Change,
+    /// The built-in profile, if one was named.
+    pub profile: Option<String>,
+    /// The path's settings (RTT, rates, loss, seed) as run.
+    pub link: linkem::LinkSettings,
+    /// Requests started per second.
+    pub rate_per_s: u32,
+    /// How long requests were started, in seconds.
+    pub duration_s: f64,
+    /// When the switch was scheduled, from the first request, in seconds.
+    pub switch_at_s: f64,
+    /// Response body size of each request.
+    pub body_bytes: u64,
+    /// A request without a complete response after this long failed.
+    pub request_timeout_ms: f64,
+    /// A success slower than this was delayed.
+    pub delay_threshold_ms: f64,
+    /// One entry per protocol, in the order run.
+    pub protocols: Vec<ProtoResult>,
+    /// The studies' claims beside ours.
+    pub claims: Vec<Claim>,
+}
+
+/// One protocol's run on its own fresh path.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProtoResult {
+    /// The protocol.
+    pub proto: Proto,
+    /// How the change was made for this protocol, in words.
+    pub switch: String,
+    /// When the change took effect, from the first request, in seconds.
+    pub switched_at_s: f64,
+    /// Counts, stall, connections, detection and reconnection.
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// h3: whether the server validated the new path (the client received
+    /// PATH_CHALLENGE and sent PATH_RESPONSE after the switch on the
+    /// connection it started with); `None` for TCP.
+    pub path_validated: Option<bool>,
+    /// h3: PATH_CHALLENGE frames received after the switch.
+    pub path_challenges_received: Option<u64>,
+    /// h3: PATH_RESPONSE frames sent after the switch.
+    pub path_responses_sent: Option<u64>,
+    /// Migrations the server counted: not available yet (the server has
+    /// no metrics endpoint), so always `None`, never a guess.
+    pub server_migrations: Option<u64>,
+}

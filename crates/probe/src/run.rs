@@ -1,0 +1,324 @@
+//! The I/O shell of `probe migrate`: per protocol, a fresh emulated path,
+//! the built-in server in the server namespace, the client in the client
+//! namespace, then the summaries.
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use h3lab_client::{client_tls_config, Target, TlsOptions};
+use h3lab_results::Proto;
+use linkem::run::{Interrupted, Placement, Side};
+use linkem::supervise::{Group, Supervised};
+use linkem::{EmulatedPath, LinkSettings};
+
+use crate::claims;
+use crate::drive::{ConnectorParts, Gathered, Job, Switch};
+use crate::report::{MigrateReport, ProtoResult, MIGRATE_SCHEMA};
+use crate::scenario::{Change, Scenario};
+use crate::summary::summarise;
+
+/// How long the server may take to print its `listening:` line.
+const SERVER_START_TIMEOUT: Duration = Duration::from_secs(15);
+/// Between SIGTERM and SIGKILL for the server.
+const SERVER_GRACE: Duration = Duration::from_secs(2);
+const SERVER_PORT: u16 = 443;
+
+/// What `probe migrate` runs.
+#[derive(Debug, Clone)]
+pub struct MigrateOptions {
+    /// The emulated path.
+    pub settings: LinkSettings,
+    /// The built-in profile's name, if one was given, for the report.
+    pub profile: Option<String>,
+    /// The experiment.
+    pub scenario: Scenario,
+    /// The `h3lab` binary, started as `h3lab serve` in the server namespace.
+    pub exe: PathBuf,
+}
+
+/// Runs the scenario once per protocol, each on a fresh path, calling
+/// `on_result` after each. Stops early when interrupted or when a
+/// protocol's run fails; the report then holds the protocols done so far,
+/// and the failure comes beside it.
+pub fn run_migrate(
+    options: &MigrateOptions,
+    interrupted: &Interrupted,
+    mut on_result: impl FnMut(&ProtoResult),
+) -> anyhow::Result<(MigrateReport, Option<anyhow::Error>)> {
+    options.scenario.validate()?;
+    ensure_root()?;
+    let mut protocols = Vec::new();
+    let mut failure = None;
+    for &proto in &options.scenario.protos {
+        if interrupted.is_set() {
+            break;
+        }
+        match run_protocol(options, proto, interrupted) {
+            Ok(result) => {
+                on_result(&result);
+                protocols.push(result);
+            }
+            // A Ctrl-C also reaches the `ip` commands setting up the path:
+            // their failure then is the interruption's.
+            Err(_) if interrupted.is_set() => break,
+            Err(err) => {
+                failure = Some(err.context(format!("the {proto} run failed")));
+                break;
+            }
+        }
+    }
+    if failure.is_none() && interrupted.is_set() {
+        failure = Some(anyhow!(
+            "interrupted: the report holds the requests made so far"
+        ));
+    }
+    let summaries: Vec<_> = protocols.iter().map(|r| (r.proto, &r.summary)).collect();
+    let claims = claims::compare(&summaries);
+    let scenario = &options.scenario;
+    let report = MigrateReport {
+        schema: MIGRATE_SCHEMA,
+        change: scenario.change,
+        profile: options.profile.clone(),
+        link: options.settings.clone(),
+        rate_per_s: scenario.rate_per_s,
+        duration_s: scenario.duration.as_secs_f64(),
+        switch_at_s: scenario.switch_at.as_secs_f64(),
+        body_bytes: scenario.body_bytes,
+        request_timeout_ms: scenario.request_timeout.as_secs_f64() * 1e3,
+        delay_threshold_ms: scenario.delay_threshold.as_secs_f64() * 1e3,
+        protocols,
+        claims,
+    };
+    Ok((report, failure))
+}
+
+/// Fails with the fix unless the process is root, which the probe needs.
+pub fn ensure_root() -> anyhow::Result<()> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    anyhow::ensure!(
+        unsafe { libc::geteuid() } == 0,
+        "`probe migrate` needs root: it creates network namespaces and changes the \
+         client's addresses inside them; run it with sudo"
+    );
+    Ok(())
+}
+
+/// One protocol on its own path; the path and server go away at the end,
+/// whatever happened.
+fn run_protocol(
+    options: &MigrateOptions,
+    proto: Proto,
+    interrupted: &Interrupted,
+) -> anyhow::Result<ProtoResult> {
+    let path = EmulatedPath::start(options.settings.build())?;
+    let control = path.control()?;
+    let change = options.scenario.change;
+    let second = match change {
+        Change::Address => Some(path.add_client_address()?),
+        Change::Port => None,
+    };
+    let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
+    let cert = scratch.path().join("server-cert.pem");
+    let (mut server, addr) = start_server(&path, &options.exe, &cert)?;
+    let (switch, description) = switch_for(proto, change, path.client_ip(), second);
+    let job = Job {
+        proto,
+        connector_parts: connector_parts(addr, proto, options.scenario.body_bytes, &cert)?,
+        scenario: options.scenario.clone(),
+        switch,
+        control,
+        interrupted: interrupted.clone(),
+    };
+    let gathered = path
+        .spawn_in_client(move || job.run())?
+        .join()
+        .map_err(|_| anyhow!("the client thread panicked"))?;
+    server.stop(SERVER_GRACE);
+    Ok(result(proto, description, &gathered?, &options.scenario))
+}
+
+/// The change for `proto`, and the words for it. QUIC moves itself; a
+/// TCP connection cannot, so the path changes under it.
+fn switch_for(
+    proto: Proto,
+    change: Change,
+    client_ip: Ipv4Addr,
+    second: Option<Ipv4Addr>,
+) -> (Switch, String) {
+    match (proto, change, second) {
+        (Proto::H3, Change::Port, _) => (
+            Switch::Rebind {
+                local: (Ipv4Addr::UNSPECIFIED, 0).into(),
+                remove: None,
+            },
+            "the client's QUIC endpoint moved to a new UDP socket (a new port)".to_string(),
+        ),
+        (Proto::H3, Change::Address, Some(second)) => (
+            Switch::Rebind {
+                local: (second, 0).into(),
+                remove: Some(client_ip),
+            },
+            format!(
+                "the client's QUIC endpoint moved to a socket on {second}, then {client_ip} was removed"
+            ),
+        ),
+        (_, Change::Port, _) => (
+            Switch::RebindNat,
+            "the path's NAT rebound: the client's port left as a new one, \
+             packets to the old mapping were dropped"
+                .to_string(),
+        ),
+        (_, Change::Address, _) => (
+            Switch::RemoveAddress(client_ip),
+            format!(
+                "the client's address {client_ip} was removed; {} remained",
+                second.map_or("the second address".to_string(), |ip| ip.to_string())
+            ),
+        ),
+    }
+}
+
+fn connector_parts(
+    addr: SocketAddr,
+    proto: Proto,
+    body_bytes: u64,
+    cert: &Path,
+) -> anyhow::Result<ConnectorParts> {
+    let target = Target::parse(&format!("https://{addr}/bytes/{body_bytes}"))?;
+    let tls = TlsOptions {
+        insecure: false,
+        ca_file: Some(cert.to_path_buf()),
+    };
+    Ok(ConnectorParts {
+        target: Arc::new(target),
+        addr,
+        tls: client_tls_config(&tls, proto)?,
+    })
+}
+
+fn result(proto: Proto, switch: String, gathered: &Gathered, scenario: &Scenario) -> ProtoResult {
+    let summary = summarise(&gathered.observed, scenario.delay_threshold);
+    let frames = gathered.frames.map(|(before, after)| {
+        (
+            after.challenges_received - before.challenges_received,
+            after.responses_sent - before.responses_sent,
+        )
+    });
+    // h3 whose first connection broke: the new path was not validated on it.
+    let h3_frames = (proto == Proto::H3).then_some(frames.unwrap_or((0, 0)));
+    ProtoResult {
+        proto,
+        switch,
+        switched_at_s: gathered.observed.switched_at.as_secs_f64(),
+        summary,
+        path_validated: h3_frames.map(|(challenges, responses)| challenges > 0 && responses > 0),
+        path_challenges_received: h3_frames.map(|(challenges, _)| challenges),
+        path_responses_sent: h3_frames.map(|(_, responses)| responses),
+        server_migrations: None,
+    }
+}
+
+/// `h3lab serve` in the server namespace, once it listens.
+fn start_server(
+    path: &EmulatedPath,
+    exe: &Path,
+    cert: &Path,
+) -> anyhow::Result<(Supervised, SocketAddr)> {
+    let ip = path.server_ip();
+    let mut command = Placement::Emulated(path).command(Side::Server, exe);
+    command
+        .arg("serve")
+        .arg("--listen")
+        .arg(SocketAddr::from((ip, SERVER_PORT)).to_string())
+        .arg("--san")
+        .arg(ip.to_string())
+        .arg("--write-cert")
+        .arg(cert)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut server = Supervised::spawn(command, Group::Own, "built-in server (h3lab serve)")?;
+    let stdout = server.take_stdout().context("the server's stdout")?;
+    match wait_until_listening(stdout) {
+        Ok(addr) => Ok((server, addr)),
+        Err(err) => {
+            server.stop(SERVER_GRACE);
+            Err(anyhow!(
+                "the built-in server did not start: {err}{}",
+                server.last_stderr_line()
+            ))
+        }
+    }
+}
+
+/// Reads the server's stdout on a thread until its `listening:` line (the
+/// `tuning:` lines come first), and goes on draining it so the server
+/// never writes into a closed pipe.
+fn wait_until_listening(stdout: impl Read + Send + 'static) -> anyhow::Result<SocketAddr> {
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some(addr) = listening_address(&line) {
+                let _ = sender.send(addr);
+            }
+        }
+    });
+    receiver.recv_timeout(SERVER_START_TIMEOUT).map_err(|_| {
+        anyhow!(
+            "no `listening:` line within {} s",
+            SERVER_START_TIMEOUT.as_secs()
+        )
+    })
+}
+
+/// `listening: tcp+udp 198.18.0.2:443 (...)` → the address.
+fn listening_address(line: &str) -> Option<SocketAddr> {
+    line.strip_prefix("listening:")?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_listening_line_gives_the_address() {
+        let line = "listening: tcp+udp 198.18.0.2:443 (h1,h2 over TLS 1.3; h3 over QUIC)";
+        assert_eq!(
+            listening_address(line),
+            Some("198.18.0.2:443".parse().unwrap())
+        );
+        assert_eq!(listening_address("tuning: x = 1"), None);
+    }
+
+    #[test]
+    fn quic_moves_itself_and_tcp_has_the_path_change_under_it() {
+        let (client, second) = (Ipv4Addr::new(198, 18, 0, 1), Ipv4Addr::new(198, 18, 0, 3));
+        let switch = |proto, change| switch_for(proto, change, client, Some(second)).0;
+        assert!(matches!(
+            switch(Proto::H3, Change::Port),
+            Switch::Rebind { remove: None, .. }
+        ));
+        assert!(matches!(
+            switch(Proto::H3, Change::Address),
+            Switch::Rebind { local, remove: Some(old) } if local.ip() == second && old == client
+        ));
+        for proto in [Proto::H1, Proto::H2] {
+            assert!(matches!(switch(proto, Change::Port), Switch::RebindNat));
+            assert!(matches!(
+                switch(proto, Change::Address),
+                Switch::RemoveAddress(old) if old == client
+            ));
+        }
+    }
+}
