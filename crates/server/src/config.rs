@@ -135,8 +135,18 @@ pub struct Limits {
     pub max_body_bytes: u64,
     /// Concurrent streams a client may open per h2 or h3 connection.
     pub max_streams_per_connection: u32,
-    /// Open connections, TCP and QUIC together; beyond it TCP gets 503 and QUIC is refused.
-    pub max_connections: usize,
+    /// Open TCP connections; beyond it (or a peer's share) a connection gets
+    /// 503 while a 503 slot is free, else it is closed.
+    pub max_tcp_connections: usize,
+    /// The share of `max_tcp_connections` one peer address may hold.
+    pub max_tcp_connections_per_peer: usize,
+    /// Open QUIC connections; beyond it (or a peer's share) a connection is refused.
+    pub max_quic_connections: usize,
+    /// The share of `max_quic_connections` one peer address may hold.
+    pub max_quic_connections_per_peer: usize,
+    /// Unvalidated QUIC handshakes in progress beyond which new Initials
+    /// are answered with Retry (0: always).
+    pub quic_retry_threshold: usize,
     /// Largest `n` for `/bytes/{n}`; larger gets 400.
     pub max_response_bytes: u64,
     /// Longest `/delay/{ms}`; longer gets 400.
@@ -147,6 +157,11 @@ pub struct Limits {
     /// requests: the TLS handshake on TCP; the QUIC handshake up to 0.5-RTT
     /// and HTTP/3's set-up on UDP. Past it the connection is closed.
     pub handshake_timeout: Duration,
+    /// Longest time a connection with no request in flight may take to
+    /// deliver a complete request's headers, counted from being ready or
+    /// from its last response finishing. Past it the connection is closed
+    /// (h2 and h3 with GOAWAY first).
+    pub header_timeout: Duration,
 }
 
 /// hyper refuses an HTTP/1.1 read buffer smaller than this.
@@ -158,11 +173,16 @@ impl Default for Limits {
             max_header_bytes: 64 * 1024,
             max_body_bytes: 16 * 1024 * 1024,
             max_streams_per_connection: 256,
-            max_connections: 1024,
+            max_tcp_connections: 1024,
+            max_tcp_connections_per_peer: 512,
+            max_quic_connections: 1024,
+            max_quic_connections_per_peer: 512,
+            quic_retry_threshold: 256,
             max_response_bytes: 64 * 1024 * 1024 * 1024,
             max_delay: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(5),
             handshake_timeout: Duration::from_secs(10),
+            header_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -183,11 +203,38 @@ impl Limits {
         if self.handshake_timeout.is_zero() {
             bail!("handshake timeout is 0; pass --handshake-timeout of at least 1ms, e.g. 10s");
         }
-        if self.max_connections == 0 {
-            bail!("max connections is 0; pass --max-connections 1 or more");
+        if self.header_timeout.is_zero() {
+            bail!("header timeout is 0; pass --header-timeout of at least 1ms, e.g. 10s");
+        }
+        for (limit, per_peer, transport) in [
+            (
+                self.max_tcp_connections,
+                self.max_tcp_connections_per_peer,
+                "tcp",
+            ),
+            (
+                self.max_quic_connections,
+                self.max_quic_connections_per_peer,
+                "quic",
+            ),
+        ] {
+            check_connection_limits(limit, per_peer, transport)?;
         }
         Ok(())
     }
+}
+
+/// A limit of at least 1, and a share of it of at least 1 and at most all of it.
+fn check_connection_limits(limit: usize, per_peer: usize, transport: &str) -> Result<()> {
+    if limit == 0 {
+        bail!("max {transport} connections is 0; pass --max-{transport}-connections 1 or more");
+    }
+    if per_peer == 0 || per_peer > limit {
+        bail!(
+            "max {transport} connections per peer is {per_peer}; pass --max-{transport}-connections-per-peer between 1 and {limit}"
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -217,9 +264,21 @@ mod tests {
         };
         assert!(no_streams.validate().is_err());
         let no_connections = Limits {
-            max_connections: 0,
+            max_quic_connections: 0,
             ..Limits::default()
         };
-        assert!(no_connections.validate().is_err());
+        let err = no_connections.validate().unwrap_err().to_string();
+        assert!(err.contains("--max-quic-connections"), "{err}");
+    }
+
+    #[test]
+    fn a_share_larger_than_its_limit_names_the_flag() {
+        let limits = Limits {
+            max_tcp_connections: 10,
+            max_tcp_connections_per_peer: 11,
+            ..Limits::default()
+        };
+        let err = limits.validate().unwrap_err().to_string();
+        assert!(err.contains("--max-tcp-connections-per-peer"), "{err}");
     }
 }

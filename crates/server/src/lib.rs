@@ -10,9 +10,11 @@
 
 #![warn(missing_docs)]
 
+mod admission;
 mod bind;
 mod body;
 mod config;
+mod idle;
 mod lifecycle;
 mod pattern;
 mod quic;
@@ -32,11 +34,13 @@ use anyhow::{bail, Context, Result};
 use http::HeaderValue;
 use tracing::warn;
 
+pub use admission::DefenceCounts;
 pub use config::{
     kernel_tcp_congestion, DynamicRecords, Limits, ServerConfig, TcpTuning, TlsRecords, TlsSource,
 };
 
-use lifecycle::{Admission, Lifecycle};
+use admission::Admission;
+use lifecycle::Lifecycle;
 use quic::QuicShell;
 use respond::{Handler, Stats};
 use tcp::TcpShell;
@@ -84,6 +88,7 @@ pub struct RunningServer {
     endpoint: Option<quinn::Endpoint>,
     lifecycle: Lifecycle,
     stats: Arc<Stats>,
+    admission: Admission,
     grace: Duration,
     tuning: Vec<(&'static str, String)>,
 }
@@ -133,7 +138,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         stats: stats.clone(),
     });
     let lifecycle = Lifecycle::default();
-    let admission = Admission::new(config.limits.max_connections);
+    let admission = Admission::new(&config.limits);
 
     let tcp_tls = tls.as_ref().map(|t| t.tcp_config()).transpose()?;
     let tcp = Arc::new(TcpShell::new(
@@ -159,7 +164,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     if let Some(endpoint) = &endpoint {
         let quic = Arc::new(QuicShell {
             handler,
-            admission,
+            admission: admission.clone(),
             lifecycle: lifecycle.clone(),
         });
         lifecycle.tasks.spawn(quic.accept_loop(endpoint.clone()));
@@ -174,6 +179,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         endpoint,
         lifecycle,
         stats,
+        admission,
         grace: config.limits.shutdown_grace,
         tuning: tuning_settings(&config.tcp_tuning, serves_h3),
     })
@@ -229,6 +235,16 @@ impl RunningServer {
     /// Requests being handled right now (response not yet produced).
     pub fn requests_in_flight(&self) -> u64 {
         self.stats.in_flight()
+    }
+
+    /// What the server did to connections that overstepped a limit.
+    pub fn defence(&self) -> DefenceCounts {
+        self.admission.counters.snapshot()
+    }
+
+    /// Open TCP and QUIC connections holding a slot (503 ones not included).
+    pub fn open_connections(&self) -> (usize, usize) {
+        self.admission.open()
     }
 
     /// The start-up lines `h3lab serve` prints, one item per line.

@@ -11,16 +11,21 @@ use h3::server::{RequestResolver, RequestStream};
 use http::Response;
 use http_body_util::BodyExt;
 use quinn::congestion::{BbrConfig, ControllerFactory, CubicConfig, NewRenoConfig};
-use quinn::{Connecting, Connection, Endpoint, EndpointConfig, Incoming, TransportConfig, VarInt};
-use tokio::sync::OwnedSemaphorePermit;
-use tokio::time::{timeout_at, Instant};
+use quinn::{
+    Connecting, Connection, Endpoint, EndpointConfig, Incoming, TransportConfig, VarInt,
+    ZeroRttAccepted,
+};
+use tokio::time::{timeout, timeout_at, Instant};
+use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
 use crate::body::ReplyBody;
 use h3lab_results::{Proto, QuicCongestion};
 
+use crate::admission::{Admission, Counters, QuicAdmission, QuicTicket, Unvalidated};
 use crate::config::{kernel_tcp_congestion, Limits};
-use crate::lifecycle::{Admission, Lifecycle};
+use crate::idle::RequestWatch;
+use crate::lifecycle::Lifecycle;
 use crate::respond::{declared_length, EchoBody, Handler};
 
 /// Per-stream and send windows sized above a 1 Gbit/s x 100 ms path (12.5 MB)
@@ -28,6 +33,8 @@ use crate::respond::{declared_length, EchoBody, Handler};
 const STREAM_WINDOW: u32 = 16 * 1024 * 1024;
 const SEND_WINDOW: u64 = 64 * 1024 * 1024;
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// After an idle connection's GOAWAY, how long the client has to close it.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 /// QUIC's settings that decide results, as `(name, value)`, beside
 /// [`crate::TcpTuning::settings`].
@@ -103,30 +110,46 @@ impl QuicShell {
                 incoming = endpoint.accept() => incoming,
             };
             let Some(incoming) = incoming else { break };
-            let Some(slot) = self.admission.admit_quic() else {
-                debug!("connection limit reached; refusing QUIC connection");
-                incoming.refuse();
-                continue;
-            };
-            let shell = self.clone();
-            self.lifecycle
-                .tasks
-                .spawn(async move { shell.serve(incoming, slot).await });
+            self.admit(incoming);
         }
         endpoint.set_server_config(None);
     }
 
-    async fn serve(&self, incoming: Incoming, _slot: OwnedSemaphorePermit) {
+    /// Serves, retries or refuses one incoming connection.
+    fn admit(self: &Arc<Self>, incoming: Incoming) {
+        let peer = incoming.remote_address();
+        let validated = incoming.remote_address_validated();
+        match self.admission.admit_quic(peer.ip(), validated) {
+            QuicAdmission::Accept(ticket) => {
+                let shell = self.clone();
+                self.lifecycle
+                    .tasks
+                    .spawn(async move { shell.serve(incoming, ticket).await });
+            }
+            QuicAdmission::Retry => {
+                if let Err(err) = incoming.retry() {
+                    debug!(%peer, %err, "QUIC Retry not possible; ignoring the Initial");
+                }
+            }
+            QuicAdmission::Refuse => {
+                debug!(%peer, "connection limit or peer share reached; refusing QUIC connection");
+                incoming.refuse();
+            }
+        }
+    }
+
+    async fn serve(&self, incoming: Incoming, mut ticket: QuicTicket) {
         let peer = incoming.remote_address();
         let connecting = match incoming.accept() {
             Ok(connecting) => connecting,
             Err(err) => return debug!(%err, "QUIC connection failed before the handshake"),
         };
-        let (connection, h3) = match self.set_up(connecting).await {
+        let (connection, h3) = match self.set_up(connecting, ticket.unvalidated.take()).await {
             Ok(ready) => ready,
             Err(SetupFailure::Quic(err)) => return debug!(%peer, %err, "QUIC handshake failed"),
             Err(SetupFailure::Http3(err)) => return debug!(%peer, %err, "HTTP/3 setup failed"),
             Err(SetupFailure::TimedOut(connection)) => {
+                Counters::count(&self.admission.counters.handshake_timeouts);
                 let timeout = self.handler.limits.handshake_timeout;
                 warn!(%peer, ?timeout, "HTTP/3 setup did not finish in time; closing the connection");
                 let reason = format!("HTTP/3 setup did not finish within {timeout:?}");
@@ -137,12 +160,22 @@ impl QuicShell {
                 return;
             }
         };
-        self.serve_requests(h3).await;
+        let ended = self.serve_requests(h3).await;
         // GOAWAY is sent and every request answered. Closing now would discard
         // response bytes still queued in quinn, so let the client close first.
+        let close_grace = async {
+            match ended {
+                Ended::Idle => tokio::time::sleep(CLOSE_GRACE).await,
+                Ended::Otherwise => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = connection.closed() => {}
             _ = self.lifecycle.hard.cancelled() => {}
+            _ = close_grace => connection.close(
+                VarInt::from_u64(Code::H3_NO_ERROR.value()).unwrap_or_default(),
+                b"no request within the header timeout",
+            ),
         }
     }
 
@@ -151,6 +184,7 @@ impl QuicShell {
     async fn set_up(
         &self,
         mut connecting: Connecting,
+        unvalidated: Option<Unvalidated>,
     ) -> Result<(Connection, H3Connection), SetupFailure> {
         let deadline = Instant::now() + self.handler.limits.handshake_timeout;
         // The client's transport parameters come with its ClientHello, which
@@ -164,7 +198,11 @@ impl QuicShell {
             .await
             .map(|data| data.map(drop));
         let connection = match connecting.into_0rtt() {
-            Ok((connection, _accepted)) => connection,
+            Ok((connection, handshake_done)) => {
+                let watch = self.handshake_watch(&connection, deadline, unvalidated);
+                self.lifecycle.tasks.spawn(watch.finish(handshake_done));
+                connection
+            }
             Err(connecting) => connecting.await.map_err(SetupFailure::Quic)?,
         };
         match ready {
@@ -182,38 +220,108 @@ impl QuicShell {
         }
     }
 
-    async fn serve_requests(&self, mut h3: H3Connection) {
+    fn handshake_watch(
+        &self,
+        connection: &Connection,
+        deadline: Instant,
+        unvalidated: Option<Unvalidated>,
+    ) -> HandshakeWatch {
+        HandshakeWatch {
+            connection: connection.clone(),
+            deadline,
+            unvalidated,
+            counters: self.admission.counters.clone(),
+            hard: self.lifecycle.hard.clone(),
+        }
+    }
+
+    async fn serve_requests(&self, mut h3: H3Connection) -> Ended {
+        let watch = RequestWatch::new();
         let mut draining = false;
         loop {
             tokio::select! {
                 accepted = h3.accept() => match accepted {
                     Ok(Some(resolver)) => {
                         let handler = self.handler.clone();
-                        self.lifecycle.tasks.spawn(serve_request(handler, resolver));
+                        self.lifecycle.tasks.spawn(serve_request(handler, resolver, watch.clone()));
                     }
-                    Ok(None) => return,
-                    Err(err) => return debug!(%err, "HTTP/3 connection ended"),
+                    Ok(None) => return Ended::Otherwise,
+                    Err(err) => {
+                        debug!(%err, "HTTP/3 connection ended");
+                        return Ended::Otherwise;
+                    }
                 },
                 _ = self.lifecycle.graceful.cancelled(), if !draining => {
                     draining = true;
                     if let Err(err) = h3.shutdown(0).await {
-                        return debug!(%err, "HTTP/3 GOAWAY failed");
+                        debug!(%err, "HTTP/3 GOAWAY failed");
+                        return Ended::Otherwise;
                     }
                 }
-                _ = self.lifecycle.hard.cancelled() => return,
+                _ = watch.idle_for(self.handler.limits.header_timeout), if !draining => {
+                    Counters::count(&self.admission.counters.header_timeouts);
+                    if let Err(err) = h3.shutdown(0).await {
+                        debug!(%err, "HTTP/3 GOAWAY failed");
+                    }
+                    return Ended::Idle;
+                }
+                _ = self.lifecycle.hard.cancelled() => return Ended::Otherwise,
             }
         }
     }
 }
 
+/// Serving starts at 0.5-RTT, before the client has finished the handshake
+/// (and so proved its address); this bounds the rest of the handshake.
+struct HandshakeWatch {
+    connection: Connection,
+    deadline: Instant,
+    /// Released once the handshake is over, either way.
+    unvalidated: Option<Unvalidated>,
+    counters: Arc<Counters>,
+    hard: CancellationToken,
+}
+
+impl HandshakeWatch {
+    /// Closes the connection if `handshake_done` misses the deadline.
+    async fn finish(self, handshake_done: ZeroRttAccepted) {
+        tokio::select! {
+            finished = timeout_at(self.deadline, handshake_done) => {
+                if finished.is_err() {
+                    Counters::count(&self.counters.handshake_timeouts);
+                    debug!(peer = %self.connection.remote_address(), "QUIC handshake did not finish in time");
+                    self.connection.close(
+                        VarInt::from_u64(SETUP_TIMEOUT_CODE.value()).unwrap_or_default(),
+                        b"handshake did not finish within the handshake timeout",
+                    );
+                }
+            }
+            _ = self.hard.cancelled() => {}
+        }
+        drop(self.unvalidated);
+    }
+}
+
+/// How a connection's request loop ended.
+enum Ended {
+    /// No request came within the header timeout; GOAWAY is sent.
+    Idle,
+    /// The client closed, the connection failed or the server shut down.
+    Otherwise,
+}
+
 async fn serve_request(
     handler: Arc<Handler>,
     resolver: RequestResolver<h3_quinn::Connection, Bytes>,
+    watch: Arc<RequestWatch>,
 ) {
-    let (request, mut stream) = match resolver.resolve_request().await {
-        Ok(resolved) => resolved,
-        Err(err) => return debug!(%err, "HTTP/3 request headers unreadable"),
+    let header_timeout = handler.limits.header_timeout;
+    let (request, mut stream) = match timeout(header_timeout, resolver.resolve_request()).await {
+        Ok(Ok(resolved)) => resolved,
+        Ok(Err(err)) => return debug!(%err, "HTTP/3 request headers unreadable"),
+        Err(_) => return debug!(?header_timeout, "HTTP/3 request headers incomplete in time"),
     };
+    let _in_flight = watch.begin();
     let declared = declared_length(request.headers());
     let response = handler
         .handle(

@@ -145,7 +145,7 @@ impl Handler {
     pub fn busy(&self, protocol: Proto) -> Response<ReplyBody> {
         let mut response = plain(
             StatusCode::SERVICE_UNAVAILABLE,
-            "server is at its connection limit; retry later or raise --max-connections",
+            "server is at its TCP connection limit or this address's share of it; retry later or raise --max-tcp-connections or --max-tcp-connections-per-peer",
         );
         let headers = response.headers_mut();
         headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));

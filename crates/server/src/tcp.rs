@@ -17,16 +17,20 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, warn};
 
+use crate::admission::{Admission, Counters, TcpTicket};
 use crate::body::ReplyBody;
 use crate::config::{Limits, TcpTuning};
-use crate::lifecycle::{Admission, Lifecycle, TcpTicket};
+use crate::idle::{RequestWatch, Watched};
+use crate::lifecycle::Lifecycle;
 use crate::records::SizedRecords;
 use crate::respond::{declared_length, EchoBody, Handler};
 use h3lab_results::Proto;
 
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// A client over the connection limit gets this long to read its 503s.
 const BUSY_LINGER: Duration = Duration::from_secs(5);
+/// After a busy or idle connection is told to close (h2: GOAWAY), how long
+/// a response already under way may still take.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
 /// After a failed accept (e.g. out of file descriptors), pause before retrying.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
@@ -77,16 +81,16 @@ impl TcpShell {
                 _ = self.lifecycle.graceful.cancelled() => return,
                 accepted = listener.accept() => accepted,
             };
-            let stream = match accepted {
-                Ok((stream, _peer)) => stream,
+            let (stream, peer) = match accepted {
+                Ok(accepted) => accepted,
                 Err(err) => {
                     warn!(%err, "TCP accept failed");
                     tokio::time::sleep(ACCEPT_BACKOFF).await;
                     continue;
                 }
             };
-            let Some(ticket) = self.admission.admit_tcp() else {
-                debug!("connection limit and 503 slots full; closing new TCP connection");
+            let Some(ticket) = self.admission.admit_tcp(peer.ip()) else {
+                debug!(%peer, "connection limit and 503 slots full; closing new TCP connection");
                 continue;
             };
             let shell = self.clone();
@@ -109,13 +113,17 @@ impl TcpShell {
                 .serve_http(TokioIo::new(stream), &self.cleartext, ticket.busy)
                 .await;
         };
-        let tls = tokio::time::timeout(
+        let handshake = tokio::time::timeout(
             self.handler.limits.handshake_timeout,
             acceptor.accept(stream),
         )
-        .await
-        .context("TLS handshake timed out")?
-        .context("TLS handshake failed")?;
+        .await;
+        if handshake.is_err() {
+            Counters::count(&self.admission.counters.handshake_timeouts);
+        }
+        let tls = handshake
+            .context("TLS handshake timed out")?
+            .context("TLS handshake failed")?;
         let builder = match tls.get_ref().1.alpn_protocol() {
             Some(b"h2") => &self.h2_only,
             _ => &self.h1_only,
@@ -129,10 +137,16 @@ impl TcpShell {
     where
         I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
     {
+        let watch = RequestWatch::new();
         let handler = self.handler.clone();
+        let requests = watch.clone();
         let service = service_fn(move |request| {
             let handler = handler.clone();
-            async move { Ok::<_, Infallible>(respond(&handler, request, busy).await) }
+            let in_flight = requests.begin();
+            async move {
+                let response = respond(&handler, request, busy).await;
+                Ok::<_, Infallible>(response.map(|body| Watched::new(body, in_flight)))
+            }
         });
         let connection = builder.serve_connection(io, service);
         tokio::pin!(connection);
@@ -142,15 +156,26 @@ impl TcpShell {
                 false => std::future::pending().await,
             }
         };
-        tokio::select! {
+        let shutting_down = tokio::select! {
             served = connection.as_mut() => return served.map_err(|err| anyhow!(err)),
-            _ = self.lifecycle.graceful.cancelled() => {}
-            _ = busy_deadline => {}
-        }
+            _ = self.lifecycle.graceful.cancelled() => true,
+            _ = busy_deadline => false,
+            _ = watch.idle_for(self.handler.limits.header_timeout) => {
+                Counters::count(&self.admission.counters.header_timeouts);
+                false
+            }
+        };
         connection.as_mut().graceful_shutdown();
+        let close_grace = async {
+            match shutting_down {
+                true => std::future::pending().await,
+                false => tokio::time::sleep(CLOSE_GRACE).await,
+            }
+        };
         tokio::select! {
             served = connection.as_mut() => served.map_err(|err| anyhow!(err)),
             _ = self.lifecycle.hard.cancelled() => Ok(()),
+            _ = close_grace => Ok(()),
         }
     }
 }
@@ -160,7 +185,8 @@ fn builder(limits: &Limits, tuning: &TcpTuning) -> Builder {
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
+        // The header timeout is enforced for every protocol by `RequestWatch`.
+        .header_read_timeout(None)
         .max_buf_size(limits.max_header_bytes);
     builder
         .http2()

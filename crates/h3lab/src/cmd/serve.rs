@@ -58,9 +58,25 @@ pub struct Args {
     /// Concurrent streams per h2 or h3 connection.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_streams_per_connection)]
     max_streams: u32,
-    /// Open connections, TCP and QUIC together.
-    #[arg(long, value_name = "N", default_value_t = Limits::default().max_connections)]
-    max_connections: usize,
+    /// Open TCP connections (h1, h2); beyond it, or a peer address's share,
+    /// a connection gets 503 while one of 64 503-slots is free, else it is closed.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_tcp_connections)]
+    max_tcp_connections: usize,
+    /// The share of --max-tcp-connections one peer address may hold
+    /// (set it equal to the limit for one-address benchmarks that need more).
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_tcp_connections_per_peer)]
+    max_tcp_connections_per_peer: usize,
+    /// Open QUIC connections (h3); beyond it, or a peer address's share, a
+    /// connection is refused.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_quic_connections)]
+    max_quic_connections: usize,
+    /// The share of --max-quic-connections one peer address may hold.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_quic_connections_per_peer)]
+    max_quic_connections_per_peer: usize,
+    /// Unvalidated QUIC handshakes in progress beyond which new Initials are
+    /// answered with Retry, making clients prove their address (0: always).
+    #[arg(long, value_name = "N", default_value_t = Limits::default().quic_retry_threshold)]
+    quic_retry_threshold: usize,
     /// Longest /delay/{ms}; longer gets 400.
     #[arg(long, value_name = "MS", default_value_t = Limits::default().max_delay.as_millis() as u64)]
     max_delay_ms: u64,
@@ -71,6 +87,11 @@ pub struct Args {
     /// handshake on TCP; QUIC handshake and HTTP/3 set-up on UDP), e.g. 10s.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     handshake_timeout: Duration,
+    /// Longest time a connection with no request in flight may take to send
+    /// a complete request's headers, from being ready or from its last
+    /// response; past it the connection is closed (h2/h3: GOAWAY), e.g. 10s.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    header_timeout: Duration,
     /// TLS record sizes on TCP: dynamic (small records first so a large
     /// response's headers arrive in the first round trip, then 16 KB) or max
     /// (16 KB from the start, as rustls and nginx do by default).
@@ -114,11 +135,16 @@ impl Args {
                 max_header_bytes: self.max_header_bytes,
                 max_body_bytes: self.max_body_bytes,
                 max_streams_per_connection: self.max_streams,
-                max_connections: self.max_connections,
+                max_tcp_connections: self.max_tcp_connections,
+                max_tcp_connections_per_peer: self.max_tcp_connections_per_peer,
+                max_quic_connections: self.max_quic_connections,
+                max_quic_connections_per_peer: self.max_quic_connections_per_peer,
+                quic_retry_threshold: self.quic_retry_threshold,
                 max_response_bytes: self.max_response_bytes,
                 max_delay: Duration::from_millis(self.max_delay_ms),
                 shutdown_grace: Duration::from_millis(self.shutdown_grace_ms),
                 handshake_timeout: self.handshake_timeout,
+                header_timeout: self.header_timeout,
             },
             extra_sans: self.sans,
             quic_congestion: self.quic_cc,

@@ -128,6 +128,28 @@ pub async fn connect_tcp(
     proto: Proto,
 ) -> Client {
     let tcp = TcpStream::connect(addr).await.unwrap();
+    client_over(tcp, addr, config, proto).await
+}
+
+/// Like [`connect_tcp`], from another loopback address (another peer to the server).
+pub async fn connect_tcp_from(
+    local: std::net::IpAddr,
+    addr: SocketAddr,
+    config: Arc<rustls::ClientConfig>,
+    proto: Proto,
+) -> Client {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(SocketAddr::new(local, 0)).unwrap();
+    let tcp = socket.connect(addr).await.unwrap();
+    client_over(tcp, addr, config, proto).await
+}
+
+async fn client_over(
+    tcp: TcpStream,
+    addr: SocketAddr,
+    config: Arc<rustls::ClientConfig>,
+    proto: Proto,
+) -> Client {
     let name = ServerName::try_from("localhost").unwrap();
     let tls = TlsConnector::from(config).connect(name, tcp).await.unwrap();
     let session = tls.get_ref().1;
@@ -256,6 +278,16 @@ impl Client {
     /// The QUIC connection, for h3 clients.
     pub fn connection(&self) -> Option<quinn::Connection> {
         self.quic.as_ref().map(|(_, connection)| connection.clone())
+    }
+
+    /// Whether the server has closed the connection.
+    pub fn is_closed(&self) -> bool {
+        match (&self.sender, &self.quic) {
+            (Sender::H1(sender), _) => sender.is_closed(),
+            (Sender::H2(sender), _) => sender.is_closed(),
+            (Sender::H3(_), Some((_, connection))) => connection.close_reason().is_some(),
+            (Sender::H3(_), None) => unreachable!("an h3 client has a QUIC connection"),
+        }
     }
 
     /// Closes a QUIC connection cleanly; TCP clients close when dropped.

@@ -4,18 +4,38 @@ use bytes::Bytes;
 use h3lab_server::Limits;
 use http::{HeaderMap, HeaderValue, StatusCode};
 
+use std::time::Duration;
+
 use crate::common::{
-    connect, connect_tcp, eventually, full, h3_over, quic_endpoint, start, tcp_tls, Proto,
-    PROTOCOLS,
+    connect, connect_tcp, connect_tcp_from, eventually, full, h3_over, quic_endpoint, start,
+    tcp_tls, Proto, PROTOCOLS,
 };
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn over_the_connection_limit_tcp_gets_503_and_quic_is_refused() {
-    let limits = Limits {
-        max_connections: 1,
+fn one_connection_each() -> Limits {
+    Limits {
+        max_tcp_connections: 1,
+        max_tcp_connections_per_peer: 1,
+        max_quic_connections: 1,
+        max_quic_connections_per_peer: 1,
         ..Limits::default()
-    };
-    let server = start(None, limits).await;
+    }
+}
+
+fn assert_refused(refused: quinn::ConnectionError) {
+    match refused {
+        quinn::ConnectionError::ConnectionClosed(close) => {
+            assert_eq!(
+                close.error_code,
+                quinn::TransportErrorCode::CONNECTION_REFUSED
+            )
+        }
+        other => panic!("expected CONNECTION_REFUSED, got {other}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_each_transport_limit_tcp_gets_503_and_quic_is_refused() {
+    let server = start(None, one_connection_each()).await;
     let addr = server.local_addr();
     let mut first = connect(&server, Proto::H1).await;
     assert_eq!(first.get("/health").await.status, StatusCode::OK);
@@ -27,42 +47,66 @@ async fn over_the_connection_limit_tcp_gets_503_and_quic_is_refused() {
         assert_eq!(reply.header("retry-after"), Some("1"));
     }
 
+    // A full TCP side leaves QUIC's own slot free.
     let endpoint = quic_endpoint(&server);
-    let refused = endpoint
-        .connect(addr, "localhost")
-        .unwrap()
-        .await
-        .err()
-        .unwrap();
-    match refused {
-        quinn::ConnectionError::ConnectionClosed(close) => {
-            assert_eq!(
-                close.error_code,
-                quinn::TransportErrorCode::CONNECTION_REFUSED
-            )
-        }
-        other => panic!("expected CONNECTION_REFUSED, got {other}"),
-    }
-
-    drop(first);
-    let before = server.requests_served();
-    // The slot frees once the server notices the close; then QUIC gets in.
-    let mut admitted = None;
-    for _ in 0..100 {
-        if let Ok(connection) = endpoint.connect(addr, "localhost").unwrap().await {
-            admitted = Some(connection);
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
     let mut h3 = h3_over(
         &endpoint,
-        admitted.expect("QUIC admitted after the TCP client left"),
+        endpoint.connect(addr, "localhost").unwrap().await.unwrap(),
     )
     .await;
     assert_eq!(h3.get("/health").await.status, StatusCode::OK);
-    assert!(eventually(|| server.requests_served().h3 == before.h3 + 1).await);
+    let refused = endpoint.connect(addr, "localhost").unwrap().await.err();
+    assert_refused(refused.expect("a second QUIC connection is refused"));
+    assert_eq!(server.defence().quic_refused, 1);
+    assert_eq!(server.defence().tcp_busy, 2);
+
+    drop(first);
+    // The slot frees once the server notices the close; then TCP gets in.
+    assert!(eventually(|| server.open_connections().0 == 0).await);
+    let mut again = connect(&server, Proto::H2).await;
+    assert_eq!(again.get("/health").await.status, StatusCode::OK);
     h3.close();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_over_its_share_gets_503_while_another_address_is_served() {
+    let limits = Limits {
+        max_tcp_connections: 4,
+        max_tcp_connections_per_peer: 1,
+        ..Limits::default()
+    };
+    let server = start(None, limits).await;
+    let addr = server.local_addr();
+    let mut first = connect(&server, Proto::H1).await;
+    assert_eq!(first.get("/health").await.status, StatusCode::OK);
+    let mut over_share = connect(&server, Proto::H1).await;
+    let reply = over_share.get("/health").await;
+    assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
+    let other_peer = "127.0.0.2".parse().unwrap();
+    let mut other =
+        connect_tcp_from(other_peer, addr, tcp_tls(&server, Proto::H1), Proto::H1).await;
+    assert_eq!(other.get("/health").await.status, StatusCode::OK);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_without_a_request_is_closed_at_the_header_timeout() {
+    let limits = Limits {
+        header_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let server = start(None, limits).await;
+    for proto in PROTOCOLS {
+        let mut client = connect(&server, proto).await;
+        assert_eq!(
+            client.get("/health").await.status,
+            StatusCode::OK,
+            "{proto:?}"
+        );
+        let closed = eventually(|| client.is_closed()).await;
+        assert!(closed, "{proto:?}: idle connection still open");
+    }
+    assert_eq!(server.defence().header_timeouts, 3);
+    assert!(eventually(|| server.open_connections() == (0, 0)).await);
 }
 
 fn padded(len: usize) -> HeaderMap {

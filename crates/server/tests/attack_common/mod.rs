@@ -1,0 +1,227 @@
+//! Shared by the attack tests: a live server in its own runtime, the
+//! legitimate load of every protocol (h3lab's own load generator) and its
+//! quiet-versus-attack comparison, and the process's peak memory.
+//!
+//! Each attack is its own test binary, so the peak memory read from
+//! /proc/self/status belongs to that attack alone (server, attacker and load
+//! all run in this process).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use h3lab_client::{Target, TlsOptions};
+use h3lab_load::{CancellationToken, LoadConfig};
+use h3lab_results::Proto;
+use h3lab_server::{DefenceCounts, Limits, RunningServer, ServerConfig};
+
+pub const PROTOCOLS: [Proto; 3] = [Proto::H1, Proto::H2, Proto::H3];
+
+/// The attacker's source address: another loopback address, so the server
+/// sees it as a different peer from the legitimate load on 127.0.0.1.
+pub const ATTACKER: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+
+/// Short runs per protocol and phase; the comparison uses their median p99.
+const RUNS: usize = 7;
+/// Requests per run, over [`LOAD_CONNECTIONS`] connections.
+const REQUESTS_PER_RUN: u64 = 1000;
+pub const LOAD_CONNECTIONS: usize = 2;
+
+/// The attack tests' timeouts: short, so an attack is seen stopped within seconds.
+pub fn attack_limits() -> Limits {
+    Limits {
+        handshake_timeout: Duration::from_secs(4),
+        header_timeout: Duration::from_secs(4),
+        ..Limits::default()
+    }
+}
+
+/// The server on 127.0.0.1, port 0, in a runtime of its own.
+pub struct LiveServer {
+    server: Option<RunningServer>,
+    runtime: tokio::runtime::Runtime,
+    ca: tempfile::NamedTempFile,
+}
+
+impl LiveServer {
+    pub fn start(limits: Limits) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let config = ServerConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            limits,
+            ..ServerConfig::default()
+        };
+        let server = runtime.block_on(h3lab_server::start(config)).unwrap();
+        let mut ca = tempfile::NamedTempFile::new().unwrap();
+        ca.write_all(server.cert_pem().unwrap().as_bytes()).unwrap();
+        Self {
+            server: Some(server),
+            runtime,
+            ca,
+        }
+    }
+
+    fn server(&self) -> &RunningServer {
+        self.server.as_ref().expect("the server runs until drop")
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.server().local_addr()
+    }
+
+    pub fn cert_pem(&self) -> String {
+        self.server().cert_pem().unwrap().to_string()
+    }
+
+    pub fn defence(&self) -> DefenceCounts {
+        self.server().defence()
+    }
+
+    /// Open TCP and QUIC connections holding a slot.
+    pub fn open_connections(&self) -> (usize, usize) {
+        self.server().open_connections()
+    }
+
+    fn load_config(&self, proto: Proto) -> LoadConfig {
+        let url = format!("https://127.0.0.1:{}/bytes/1000", self.addr().port());
+        let mut config = LoadConfig::new(Target::parse(&url).unwrap());
+        config.proto = proto;
+        config.connections = LOAD_CONNECTIONS;
+        config.threads = 1;
+        config.requests = Some(REQUESTS_PER_RUN);
+        config.tls = TlsOptions {
+            insecure: false,
+            ca_file: Some(self.ca.path().to_path_buf()),
+        };
+        config.request_timeout = Duration::from_secs(5);
+        config.connect_timeout = Duration::from_secs(5);
+        config
+    }
+
+    /// One bounded legitimate run; every request must succeed. Its p99 in µs.
+    fn legitimate_p99(&self, proto: Proto) -> u64 {
+        let report = h3lab_load::run(&self.load_config(proto), CancellationToken::new()).unwrap();
+        assert_eq!(
+            report.failed, 0,
+            "{proto}: legitimate requests failed\n{report}"
+        );
+        assert_eq!(
+            report.status_counts,
+            BTreeMap::from([(200, REQUESTS_PER_RUN)]),
+            "{proto}: every legitimate request gets 200\n{report}"
+        );
+        report.latency_us.quantile(0.99)
+    }
+
+    /// [`RUNS`] rounds, each a quiet run of every protocol and then, inside
+    /// `attack_round` (which starts the attack, calls back to measure, and
+    /// stops it), a run of every protocol under attack. Interleaving keeps
+    /// other load on a shared machine from landing on one side only. Before
+    /// each quiet run the server must have no connection left open, so an
+    /// attack that is not stopped fails here. The median p99 per protocol,
+    /// quiet and under attack.
+    pub fn quiet_versus_attack(
+        &self,
+        mut attack_round: impl FnMut(&mut dyn FnMut()),
+    ) -> Comparison {
+        for proto in PROTOCOLS {
+            self.legitimate_p99(proto);
+        }
+        let (mut quiet, mut attack) = (Samples::default(), Samples::default());
+        for round in 0..RUNS {
+            self.wait_until_no_connections();
+            quiet.run_each(self, round);
+            attack_round(&mut || attack.run_each(self, round));
+        }
+        self.wait_until_no_connections();
+        Comparison { quiet, attack }
+    }
+
+    fn wait_until_no_connections(&self) {
+        let began = std::time::Instant::now();
+        while self.open_connections() != (0, 0) {
+            assert!(
+                began.elapsed() < DRAIN_LIMIT,
+                "connections still open {DRAIN_LIMIT:?} after the attack: {:?}",
+                self.open_connections()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// After an attack stops, the server must have closed every connection by
+/// then: the attack tests' timeouts plus the server's close grace and slack.
+const DRAIN_LIMIT: Duration = Duration::from_secs(10);
+
+/// p99s per protocol, one per run.
+#[derive(Default)]
+struct Samples(BTreeMap<Proto, Vec<u64>>);
+
+impl Samples {
+    /// One run of each protocol, starting with a different one each round
+    /// so that none always runs first, right after the attack starts.
+    fn run_each(&mut self, server: &LiveServer, round: usize) {
+        let mut order = PROTOCOLS;
+        order.rotate_left(round % PROTOCOLS.len());
+        for proto in order {
+            let p99 = server.legitimate_p99(proto);
+            self.0.entry(proto).or_default().push(p99);
+        }
+    }
+
+    fn median(&self, proto: Proto) -> u64 {
+        let mut runs = self.0[&proto].clone();
+        runs.sort_unstable();
+        runs[runs.len() / 2]
+    }
+}
+
+/// Legitimate p99s per protocol and run, in µs, quiet and under attack.
+pub struct Comparison {
+    quiet: Samples,
+    attack: Samples,
+}
+
+impl Comparison {
+    /// The rule: under attack, legitimate p99 stays within 2x of quiet.
+    pub fn assert_p99_within_twice(&self) {
+        let mut over = Vec::new();
+        for proto in PROTOCOLS {
+            let (quiet, attack) = (self.quiet.median(proto), self.attack.median(proto));
+            let runs = (&self.quiet.0[&proto], &self.attack.0[&proto]);
+            eprintln!(
+                "{proto}: median p99 quiet {quiet} µs, under attack {attack} µs (runs {runs:?})"
+            );
+            if attack > 2 * quiet {
+                over.push(format!(
+                    "{proto}: p99 under attack {attack} µs is more than twice the quiet {quiet} µs (runs {runs:?})"
+                ));
+            }
+        }
+        assert!(over.is_empty(), "{}", over.join("\n"));
+    }
+}
+
+impl Drop for LiveServer {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            self.runtime.block_on(server.shutdown());
+        }
+    }
+}
+
+/// This process's peak resident memory (VmHWM), in KiB.
+pub fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("/proc/self/status has VmHWM")
+}
