@@ -229,9 +229,14 @@ impl EmulatedPath {
         }
     }
 
-    /// CPU seconds the forwarding thread has used so far.
+    /// CPU seconds the forwarding thread has used so far, read from its
+    /// CPU clock without asking it: a statistics snapshot would pause
+    /// forwarding while it copies the histograms, and make packets late.
     pub fn forwarder_cpu_s(&self) -> f64 {
-        self.stats().forwarder_cpu_s
+        match &self.thread {
+            Some(thread) => thread_cpu_s(thread).unwrap_or(0.0),
+            None => self.snapshots.latest().cpu_s,
+        }
     }
 
     /// Stops forwarding, removes the namespaces and returns the final stats.
@@ -279,6 +284,26 @@ impl PathControl {
     pub fn remove_client_address(&self, address: Ipv4Addr) -> anyhow::Result<()> {
         netns::change_address(&self.client_namespace, "del", &address.to_string())
     }
+}
+
+/// CPU seconds of a running thread, from its POSIX CPU-time clock.
+fn thread_cpu_s(thread: &JoinHandle<()>) -> Option<f64> {
+    use std::os::unix::thread::JoinHandleExt;
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: the pthread is alive (joined only on stop, which needs
+    // `&mut self`), and `clock` is a valid out-pointer.
+    if unsafe { libc::pthread_getcpuclockid(thread.as_pthread_t(), &mut clock) } != 0 {
+        return None;
+    }
+    let mut time = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a clock id from pthread_getcpuclockid and a valid timespec.
+    if unsafe { libc::clock_gettime(clock, &mut time) } != 0 {
+        return None;
+    }
+    Some(time.tv_sec as f64 + time.tv_nsec as f64 / 1e9)
 }
 
 fn spawn_in<T, F>(namespace: &Namespace, work: F) -> anyhow::Result<JoinHandle<T>>
