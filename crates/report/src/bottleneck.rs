@@ -14,8 +14,11 @@ pub const NEAR_FULL_CORE: f64 = 0.9;
 /// The machine this busy (share of all cores) neared its total.
 pub const NEAR_FULL_MACHINE: f64 = 0.9;
 /// The emulator fell behind when this share of its packets or more left
-/// over a millisecond late (`released_late` in the link statistics).
+/// over a millisecond late (`released_late` in the link statistics)...
 pub const LATE_PACKETS: f64 = 0.01;
+/// ...and at least this many: one or two late packets of a short cell are
+/// a scheduling hiccup of the machine, not an emulator behind its schedule.
+pub const LATE_PACKETS_MIN: u64 = 10;
 
 /// What ran short.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -108,14 +111,16 @@ fn marks(record: &CellRecord) -> Vec<(Resource, f64)> {
 }
 
 /// Share of the link's delivered packets that left over 1 ms late, both
-/// directions together; `None` without link statistics.
+/// directions together; `None` without link statistics or with fewer than
+/// [`LATE_PACKETS_MIN`] late.
 fn late_share(record: &CellRecord) -> Option<f64> {
     let link = record.link.as_ref()?;
     let count = |field: &str| -> Option<u64> {
         Some(link["down"][field].as_u64()? + link["up"][field].as_u64()?)
     };
     let delivered = count("packets_out")?;
-    (delivered > 0).then(|| count("released_late").unwrap_or(0) as f64 / delivered as f64)
+    let late = count("released_late").unwrap_or(0);
+    (delivered > 0 && late >= LATE_PACKETS_MIN).then(|| late as f64 / delivered as f64)
 }
 
 #[cfg(test)]
@@ -184,6 +189,16 @@ mod tests {
             found[0].describe(),
             "link emulator behind: 1.5 % of packets over 1 ms late (repetition 1)"
         );
+    }
+
+    #[test]
+    fn a_few_late_packets_of_a_short_cell_are_not_a_backlog() {
+        let mut short = record(1, measured(0.2, 0.2, 0.3));
+        short.link = Some(serde_json::json!({
+            "down": {"packets_out": 30, "released_late": 2},
+            "up": {"packets_out": 18, "released_late": 0},
+        }));
+        assert!(bottlenecks(&[&short]).is_empty());
     }
 
     #[test]
