@@ -66,6 +66,9 @@ impl Default for ServerConfig {
 pub struct TcpTuning {
     /// TLS record sizes.
     pub tls_records: TlsRecords,
+    /// `TCP_CONGESTION` on every connection; `None` leaves the kernel's
+    /// default controller.
+    pub congestion: Option<TcpCongestion>,
     /// `TCP_NOTSENT_LOWAT`: unsent bytes the socket holds before it stops
     /// being writable; `None` leaves the kernel's default (no limit).
     pub notsent_lowat: Option<u32>,
@@ -83,6 +86,7 @@ impl Default for TcpTuning {
     fn default() -> Self {
         Self {
             tls_records: TlsRecords::default(),
+            congestion: None,
             notsent_lowat: None,
             h2_stream_window: 16 * 1024 * 1024,
             h2_connection_window: 32 * 1024 * 1024,
@@ -91,15 +95,63 @@ impl Default for TcpTuning {
     }
 }
 
+/// A TCP congestion controller the server sets per connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcpCongestion {
+    /// CUBIC, Linux's usual default.
+    Cubic,
+    /// BBR (the `tcp_bbr` module).
+    Bbr,
+    /// NewReno.
+    Reno,
+}
+
+impl TcpCongestion {
+    /// The kernel's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TcpCongestion::Cubic => "cubic",
+            TcpCongestion::Bbr => "bbr",
+            TcpCongestion::Reno => "reno",
+        }
+    }
+}
+
 impl TcpTuning {
+    /// Rejects a controller this kernel cannot set, naming the ones it can.
+    pub(crate) fn validate(&self) -> Result<()> {
+        let Some(chosen) = self.congestion else {
+            return Ok(());
+        };
+        let probe = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+        if probe.set_tcp_congestion(chosen.name().as_bytes()).is_err() {
+            let available =
+                std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+                    .unwrap_or_default();
+            bail!(
+                "this kernel cannot set TCP congestion control `{}` (available: {}); \
+                 load its module (e.g. modprobe tcp_{}) or pass another --tcp-cc",
+                chosen.name(),
+                available.trim(),
+                chosen.name()
+            );
+        }
+        Ok(())
+    }
+
     /// Each setting as `(name, value)`, for the banner and results.
     pub fn settings(&self) -> Vec<(&'static str, String)> {
         let notsent = match self.notsent_lowat {
             Some(bytes) => format!("{bytes} B"),
             None => "kernel default (no limit)".to_string(),
         };
+        let congestion = match self.congestion {
+            Some(chosen) => format!("{} (set per connection)", chosen.name()),
+            None => format!("kernel default ({})", kernel_tcp_congestion()),
+        };
         vec![
             ("tls_records", self.tls_records.to_string()),
+            ("tcp_congestion", congestion),
             ("tcp_nodelay", "on".to_string()),
             ("tcp_notsent_lowat", notsent),
             ("h2_stream_window", format!("{} B", self.h2_stream_window)),

@@ -36,7 +36,8 @@ use tracing::warn;
 
 pub use admission::DefenceCounts;
 pub use config::{
-    kernel_tcp_congestion, DynamicRecords, Limits, ServerConfig, TcpTuning, TlsRecords, TlsSource,
+    kernel_tcp_congestion, DynamicRecords, Limits, ServerConfig, TcpCongestion, TcpTuning,
+    TlsRecords, TlsSource,
 };
 
 use admission::Admission;
@@ -102,6 +103,7 @@ struct Trust {
 /// Binds, then serves in the background on the current tokio runtime.
 pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     config.limits.validate()?;
+    config.tcp_tuning.validate()?;
     let root = config
         .root
         .as_deref()

@@ -105,6 +105,9 @@ impl TcpShell {
     async fn serve(&self, stream: TcpStream, ticket: TcpTicket) -> Result<()> {
         // Responses are written whole; Nagle would only delay small ones.
         stream.set_nodelay(true)?;
+        if let Some(congestion) = self.tuning.congestion {
+            socket2::SockRef::from(&stream).set_tcp_congestion(congestion.name().as_bytes())?;
+        }
         if let Some(bytes) = self.tuning.notsent_lowat {
             set_notsent_lowat(&stream, bytes)?;
         }

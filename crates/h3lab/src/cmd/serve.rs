@@ -9,7 +9,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use h3lab_results::QuicCongestion;
 use h3lab_server::{
-    kernel_tcp_congestion, Limits, RunningServer, ServerConfig, TcpTuning, TlsRecords, TlsSource,
+    kernel_tcp_congestion, Limits, RunningServer, ServerConfig, TcpCongestion, TcpTuning,
+    TlsRecords, TlsSource,
 };
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -101,6 +102,10 @@ pub struct Args {
     /// before the server stops writing to it (default: the kernel's, no limit).
     #[arg(long, value_name = "BYTES")]
     tcp_notsent_lowat: Option<u32>,
+    /// TCP congestion controller set on every h1/h2 connection
+    /// (TCP_CONGESTION); default: the kernel's.
+    #[arg(long, value_enum)]
+    tcp_cc: Option<TcpCc>,
     /// HTTP/2 receive window per stream, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = TcpTuning::default().h2_stream_window)]
     h2_stream_window: u32,
@@ -110,6 +115,24 @@ pub struct Args {
     /// Bytes HTTP/2 buffers per stream ahead of the socket.
     #[arg(long, value_name = "BYTES", default_value_t = TcpTuning::default().h2_send_buffer)]
     h2_send_buffer: usize,
+}
+
+/// `--tcp-cc`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum TcpCc {
+    Cubic,
+    Bbr,
+    Reno,
+}
+
+impl From<TcpCc> for TcpCongestion {
+    fn from(cc: TcpCc) -> Self {
+        match cc {
+            TcpCc::Cubic => TcpCongestion::Cubic,
+            TcpCc::Bbr => TcpCongestion::Bbr,
+            TcpCc::Reno => TcpCongestion::Reno,
+        }
+    }
 }
 
 /// `--tls-records`.
@@ -153,6 +176,7 @@ impl Args {
                     RecordSizing::Dynamic => TlsRecords::default(),
                     RecordSizing::Max => TlsRecords::Max,
                 },
+                congestion: self.tcp_cc.map(TcpCongestion::from),
                 notsent_lowat: self.tcp_notsent_lowat,
                 h2_stream_window: self.h2_stream_window,
                 h2_connection_window: self.h2_connection_window,

@@ -11,4 +11,5 @@ mod resumption;
 mod shutdown;
 mod site;
 mod static_files;
+mod tcp_tuning;
 mod tls_records;
