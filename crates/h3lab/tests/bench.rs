@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use common::EXE;
+use common::{bench, namespaces_left, results, EXE};
 
 /// Emulated runs one at a time: on 2 cores, parallel runs would disturb the
 /// timing the physics test checks.
@@ -20,29 +20,6 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     EMULATED
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// Runs `h3lab bench` on `suite`; also says whether it left namespaces.
-fn bench(suite: &str, out: &Path) -> (Output, bool) {
-    let file = out.with_extension("toml");
-    std::fs::write(&file, suite).unwrap();
-    let child = Command::new(EXE)
-        .arg("bench")
-        .arg(&file)
-        .arg("--out")
-        .arg(out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run h3lab bench");
-    let pid = child.id();
-    let output = child.wait_with_output().unwrap();
-    (output, namespaces_left(pid))
-}
-
-fn results(out: &Path) -> Value {
-    let text = std::fs::read_to_string(out.join("results.json")).expect("results.json written");
-    serde_json::from_str(&text).expect("results.json is JSON")
 }
 
 fn stderr(output: &Output) -> String {
@@ -422,16 +399,6 @@ fn cells_written(out: &Path) -> usize {
         .and_then(|text| serde_json::from_str::<Value>(&text).ok())
         .and_then(|v| v["cells"].as_array().map(Vec::len))
         .unwrap_or(0)
-}
-
-/// Whether the (finished) h3lab process `pid` left namespaces behind;
-/// other tests' runs, going on in parallel, have other pids.
-fn namespaces_left(pid: u32) -> bool {
-    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    let prefix = format!("h3lab-{pid}-");
-    String::from_utf8_lossy(&list.stdout)
-        .lines()
-        .any(|line| line.starts_with(&prefix))
 }
 
 #[test]

@@ -6,11 +6,11 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
-use common::EXE;
+use common::{bench, results};
 
 /// The path's round trip, in ms (broadband's, with no loss so the two
 /// servers are compared on their own behaviour, not on where losses fell).
@@ -95,24 +95,13 @@ fn h3lab_h2_is_as_fast_as_nginx_h2_and_its_first_byte_takes_one_round_trip() {
 
 /// Runs `h3lab bench` on `suite`, writing into `out`, and returns its results.
 fn run(out: &Path, suite: &str) -> Value {
-    let file = out.with_extension("toml");
-    std::fs::write(&file, suite).unwrap();
-    let output = Command::new(EXE)
-        .arg("bench")
-        .arg(&file)
-        .arg("--out")
-        .arg(out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("run h3lab bench");
+    let (output, _) = bench(suite, out);
     assert!(
         output.status.success(),
         "bench failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let text = std::fs::read_to_string(out.join("results.json")).expect("results.json written");
-    serde_json::from_str(&text).expect("results.json is JSON")
+    results(out)
 }
 
 /// The median over a workload's repetitions of `figure`.

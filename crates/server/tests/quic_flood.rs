@@ -13,7 +13,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use attack_common::{attack_limits, peak_rss_kib, LiveServer, ATTACKER, LOAD_CONNECTIONS};
+use attack_common::{
+    attack_limits, peak_rss_kib, wait_for, LiveServer, ATTACKER, LOAD_CONNECTIONS,
+};
 use tokio::net::UdpSocket;
 use tokio_util::sync::CancellationToken;
 
@@ -196,14 +198,6 @@ fn sample_quic_slots(server: &LiveServer, stop: &AtomicUsize) -> usize {
         std::thread::sleep(Duration::from_millis(10));
     }
     most
-}
-
-fn wait_for(what: &str, limit: Duration, mut condition: impl FnMut() -> bool) {
-    let began = Instant::now();
-    while !condition() {
-        assert!(began.elapsed() < limit, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use attack_common::{attack_limits, peak_rss_kib, LiveServer, ATTACKER, LOAD_CONNECTIONS};
+use attack_common::{
+    attack_limits, peak_rss_kib, wait_for, LiveServer, ATTACKER, LOAD_CONNECTIONS,
+};
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
@@ -301,14 +303,6 @@ async fn send_slowly(writer: &mut (impl AsyncWrite + Unpin), opening: &[u8], eve
 async fn until_closed(reader: &mut (impl AsyncRead + Unpin)) {
     let mut buf = [0u8; 4096];
     while let Ok(1..) = reader.read(&mut buf).await {}
-}
-
-fn wait_for(what: &str, limit: Duration, mut condition: impl FnMut() -> bool) {
-    let began = Instant::now();
-    while !condition() {
-        assert!(began.elapsed() < limit, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

@@ -1,14 +1,16 @@
-//! Shared pieces of the binary's end-to-end tests: a running `h3lab serve`.
+//! Shared pieces of the binary's end-to-end tests: a running `h3lab serve`,
+//! and `h3lab bench` runs with their results.
 
 #![allow(dead_code)] // each test binary uses its own subset
 
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 
 use linkem::supervise::{Group, Supervised};
+use serde_json::Value;
 
 pub const EXE: &str = env!("CARGO_BIN_EXE_h3lab");
 
@@ -66,4 +68,37 @@ impl Server {
             _dir: dir,
         }
     }
+}
+
+/// Runs `h3lab bench` on `suite`; also says whether it left namespaces.
+pub fn bench(suite: &str, out: &Path) -> (Output, bool) {
+    let file = out.with_extension("toml");
+    std::fs::write(&file, suite).unwrap();
+    let child = Command::new(EXE)
+        .arg("bench")
+        .arg(&file)
+        .arg("--out")
+        .arg(out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run h3lab bench");
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
+    (output, namespaces_left(pid))
+}
+
+pub fn results(out: &Path) -> Value {
+    let text = std::fs::read_to_string(out.join("results.json")).expect("results.json written");
+    serde_json::from_str(&text).expect("results.json is JSON")
+}
+
+/// Whether the (finished) h3lab process `pid` left namespaces behind;
+/// other tests' runs, going on in parallel, have other pids.
+pub fn namespaces_left(pid: u32) -> bool {
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let prefix = format!("h3lab-{pid}-");
+    String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .any(|line| line.starts_with(&prefix))
 }

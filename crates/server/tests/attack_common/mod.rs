@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use h3lab_client::{Target, TlsOptions};
 use h3lab_load::{CancellationToken, LoadConfig};
@@ -224,4 +224,14 @@ pub fn peak_rss_kib() -> u64 {
         .find_map(|line| line.strip_prefix("VmHWM:"))
         .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("/proc/self/status has VmHWM")
+}
+
+/// Polls `condition` every 20 ms until it holds; fails the test naming
+/// `what` if it does not within `limit`.
+pub fn wait_for(what: &str, limit: Duration, mut condition: impl FnMut() -> bool) {
+    let began = Instant::now();
+    while !condition() {
+        assert!(began.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
