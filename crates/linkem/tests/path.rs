@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use linkem::config::{parse_rate, parse_time, LossDirection};
 use linkem::model::{LossModel, QueueLimit};
+use linkem::run::Side;
 use linkem::{EmulatedPath, LinkSettings, RateSpec};
 
 fn settings(rtt: &str, down: &str, up: &str) -> LinkSettings {
@@ -206,34 +207,45 @@ fn blast(socket: &UdpSocket, to: SocketAddr, count: u64, bits_per_sec: f64) {
     }
 }
 
-/// A UDP receiver in the client namespace and a blaster in the server
-/// namespace; returns the receiver's handle and the datagrams it got.
-fn udp_download(
+/// A UDP receiver on `receiver_side` of the path and a blaster on the
+/// other side; returns what `measure` made of the datagrams received.
+fn udp_transfer(
     path: &EmulatedPath,
+    receiver_side: Side,
     count: u64,
     bits_per_sec: f64,
     measure: impl FnOnce(&UdpSocket) -> u64 + Send + 'static,
 ) -> u64 {
-    let client_ip = path.client_ip();
-    let receiver = path
-        .spawn_in_client(move || UdpSocket::bind((client_ip, 0)).unwrap())
-        .unwrap()
-        .join()
-        .unwrap();
+    let (receiver_ip, sender_ip, sender_side) = match receiver_side {
+        Side::Client => (path.client_ip(), path.server_ip(), Side::Server),
+        Side::Server => (path.server_ip(), path.client_ip(), Side::Client),
+    };
+    let receiver = run_at(path, receiver_side, move || {
+        UdpSocket::bind((receiver_ip, 0)).unwrap()
+    });
     let to = receiver.local_addr().unwrap();
     receiver
         .set_read_timeout(Some(Duration::from_millis(500)))
         .unwrap();
     let counter = std::thread::spawn(move || measure(&receiver));
-    let server_ip = path.server_ip();
-    path.spawn_in_server(move || {
-        let socket = UdpSocket::bind((server_ip, 0)).unwrap();
+    run_at(path, sender_side, move || {
+        let socket = UdpSocket::bind((sender_ip, 0)).unwrap();
         blast(&socket, to, count, bits_per_sec);
-    })
-    .unwrap()
-    .join()
-    .unwrap();
+    });
     counter.join().unwrap()
+}
+
+/// Runs `work` on a thread in `side`'s namespace and returns its result.
+fn run_at<T: Send + 'static>(
+    path: &EmulatedPath,
+    side: Side,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let thread = match side {
+        Side::Client => path.spawn_in_client(work),
+        Side::Server => path.spawn_in_server(work),
+    };
+    thread.unwrap().join().unwrap()
 }
 
 #[test]
@@ -246,7 +258,7 @@ fn bulk_udp_download_reaches_the_configured_rate() {
     // Offer 30 % more than the link carries, for longer than the window.
     let duration = WINDOW_TO + Duration::from_millis(500);
     let count = (rate * 1.3 * duration.as_secs_f64() / 12_000.0) as u64;
-    let bytes = udp_download(&path, count, rate * 1.3, |socket| {
+    let bytes = udp_transfer(&path, Side::Client, count, rate * 1.3, |socket| {
         let mut read = |buf: &mut [u8]| socket.recv(buf).map(|n| n + 28).unwrap_or(0);
         receive_window(&mut read, WINDOW_FROM, WINDOW_TO)
     });
@@ -274,31 +286,6 @@ fn count_datagrams(socket: &UdpSocket) -> u64 {
     count
 }
 
-/// A UDP receiver in the server namespace and a blaster in the client
-/// namespace; returns the datagrams the receiver got.
-fn udp_upload(path: &EmulatedPath, count: u64, bits_per_sec: f64) -> u64 {
-    let server_ip = path.server_ip();
-    let receiver = path
-        .spawn_in_server(move || UdpSocket::bind((server_ip, 0)).unwrap())
-        .unwrap()
-        .join()
-        .unwrap();
-    let to = receiver.local_addr().unwrap();
-    receiver
-        .set_read_timeout(Some(Duration::from_millis(500)))
-        .unwrap();
-    let counter = std::thread::spawn(move || count_datagrams(&receiver));
-    let client_ip = path.client_ip();
-    path.spawn_in_client(move || {
-        let socket = UdpSocket::bind((client_ip, 0)).unwrap();
-        blast(&socket, to, count, bits_per_sec);
-    })
-    .unwrap()
-    .join()
-    .unwrap();
-    counter.join().unwrap()
-}
-
 #[test]
 fn downstream_loss_shows_in_the_link_statistics_and_spares_upstream() {
     if !h3lab_testenv::root() {
@@ -312,9 +299,9 @@ fn downstream_loss_shows_in_the_link_statistics_and_spares_upstream() {
     settings.seed = 2026;
     let path = EmulatedPath::start(settings.build()).unwrap();
     let sent = 8000;
-    let received = udp_download(&path, sent, 20e6, count_datagrams);
+    let received = udp_transfer(&path, Side::Client, sent, 20e6, count_datagrams);
     let sent_up = 2000;
-    let received_up = udp_upload(&path, sent_up, 20e6);
+    let received_up = udp_transfer(&path, Side::Server, sent_up, 20e6, count_datagrams);
     let stats = path.shutdown().unwrap();
     let up = &stats.up;
     assert_eq!(
