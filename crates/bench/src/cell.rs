@@ -18,6 +18,7 @@ use linkem::run::Placement;
 use linkem::{EmulatedPath, LinkSettings};
 
 use crate::client::{self, ClientRun};
+use crate::scrape;
 use crate::server;
 use crate::spec::CellSpec;
 use crate::suite::{DownloadMetric, Load, RpsMetric, Site, Suite};
@@ -92,12 +93,17 @@ fn measure(
     );
     let after = usage::Reading::now(&server.process, path.as_ref());
     usage::record_interval(&before, &after, &mut record.cpu);
+    let metrics = server
+        .metrics
+        .map(|addr| scrape::scrape(&placement, addr))
+        .transpose();
     let server_exit = server.process.stop(Duration::from_secs(5));
     record.cpu.server_s = server_exit.cpu_s;
     if let (Some(path), Some(settings)) = (path, &settings) {
         record.link = Some(link_record(path.shutdown()?, settings)?);
     }
     let run = outcome?;
+    record.server_metrics = metrics?;
     record.cpu.client_s = run.cpu_s();
     fill_from_client(spec, run, record)?;
     if ctx.stop.load(Ordering::Relaxed) {
@@ -318,6 +324,7 @@ fn empty_record(spec: &CellSpec) -> CellRecord {
         cpu: CpuUse::default(),
         link: None,
         client_report: None,
+        server_metrics: None,
         elapsed_s: 0.0,
     }
 }

@@ -13,6 +13,7 @@ pub mod presets;
 mod process;
 mod profile;
 pub mod runner;
+pub mod scrape;
 mod server;
 mod spec;
 pub mod suite;

@@ -13,6 +13,8 @@ use anyhow::{anyhow, bail, Context};
 use linkem::run::{Placement, Side};
 use linkem::supervise::Supervised;
 
+use h3lab_results::server_output::BannerLine;
+
 use crate::process;
 use crate::suite::{Suite, Target};
 
@@ -29,6 +31,9 @@ pub(crate) struct ServerProcess {
     /// The built-in server's `tuning:` lines as name → value; `None` for a
     /// custom server.
     pub(crate) tuning: Option<BTreeMap<String, String>>,
+    /// Where the built-in server serves `/metrics`, on the server side's own
+    /// loopback so that scraping sends nothing over the emulated link.
+    pub(crate) metrics: Option<SocketAddr>,
 }
 
 /// Starts the suite's target where `placement` puts servers and waits until
@@ -80,14 +85,16 @@ fn start_builtin(
         .arg("--write-cert")
         .arg(&cert)
         .arg("--quic-cc")
-        .arg(target.quic_cc.name());
+        .arg(target.quic_cc.name())
+        .arg("--metrics")
+        .arg("127.0.0.1:0");
     if let Some(site) = site {
         command.arg("--site").arg(site);
     }
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut process = process::spawn(command, "built-in server (h3lab serve)")?;
     let stdout = process.take_stdout().context("server stdout")?;
-    let (addr, tuning) = wait_for_banner(stdout).map_err(|err| {
+    let (addr, banner) = wait_for_banner(stdout).map_err(|err| {
         process.stop(Duration::from_secs(1));
         anyhow!(
             "the built-in server did not start: {err}{}",
@@ -98,48 +105,46 @@ fn start_builtin(
         process,
         addr,
         cert: Some(cert),
-        tuning: Some(tuning),
+        tuning: Some(banner.tuning),
+        metrics: banner.metrics,
     })
+}
+
+/// What the built-in server prints before its `listening:` line.
+#[derive(Default)]
+struct Banner {
+    tuning: BTreeMap<String, String>,
+    metrics: Option<SocketAddr>,
 }
 
 /// Reads the server's stdout on a thread until its `listening:` line, so a
 /// silent server cannot block us past the timeout, and returns the address
-/// with the `tuning:` lines printed before it. The thread drains the pipe
-/// to the end: a closed pipe would make the server's next line fail.
+/// with the `tuning:` and `metrics:` lines printed before it. The thread
+/// drains the pipe to the end: a closed pipe would make the server's next
+/// line fail.
 fn wait_for_banner(
     stdout: impl std::io::Read + Send + 'static,
-) -> anyhow::Result<(SocketAddr, BTreeMap<String, String>)> {
+) -> anyhow::Result<(SocketAddr, Banner)> {
     let (sender, receiver) = mpsc::channel();
     std::thread::spawn(move || {
-        let mut tuning = BTreeMap::new();
+        let mut banner = Banner::default();
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
-            if let Some((name, value)) = parse_tuning(&line) {
-                tuning.insert(name, value);
-            }
-            if let Some(addr) = parse_banner(&line) {
-                let _ = sender.send((addr, std::mem::take(&mut tuning)));
+            match BannerLine::parse(&line) {
+                BannerLine::Tuning(name, value) => {
+                    banner.tuning.insert(name, value);
+                }
+                BannerLine::Metrics(addr) => banner.metrics = Some(addr),
+                BannerLine::Listening(addr) => {
+                    let _ = sender.send((addr, std::mem::take(&mut banner)));
+                }
+                BannerLine::Other => {}
             }
         }
     });
     receiver
         .recv_timeout(START_TIMEOUT)
         .map_err(|_| anyhow!("no `listening:` line within {}s", START_TIMEOUT.as_secs()))
-}
-
-/// `listening: tcp+udp 198.18.0.2:443 (...)` → the address.
-fn parse_banner(line: &str) -> Option<SocketAddr> {
-    line.strip_prefix("listening:")?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
-/// `tuning: tls_records = dynamic (...)` → (`tls_records`, `dynamic (...)`).
-fn parse_tuning(line: &str) -> Option<(String, String)> {
-    let (name, value) = line.strip_prefix("tuning:")?.split_once(" = ")?;
-    Some((name.trim().to_string(), value.trim().to_string()))
 }
 
 fn start_custom(
@@ -171,6 +176,7 @@ fn start_custom(
         addr,
         cert: None,
         tuning: None,
+        metrics: None,
     })
 }
 
@@ -201,27 +207,5 @@ fn connects(placement: &Placement<'_>, addr: SocketAddr) -> anyhow::Result<bool>
     match placement {
         Placement::Emulated(path) => Ok(path.spawn_in_client(attempt)?.join().unwrap_or(false)),
         Placement::Loopback => Ok(attempt()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn banner_line_gives_the_address() {
-        let line = "listening: tcp+udp 198.18.0.2:443 (h1,h2 over TLS 1.3; h3 over QUIC)";
-        assert_eq!(parse_banner(line), Some("198.18.0.2:443".parse().unwrap()));
-        assert_eq!(parse_banner("spki-sha256: abc"), None);
-    }
-
-    #[test]
-    fn tuning_lines_give_name_and_value() {
-        let line = "tuning: h2_stream_window = 16777216 B";
-        assert_eq!(
-            parse_tuning(line),
-            Some(("h2_stream_window".into(), "16777216 B".into()))
-        );
-        assert_eq!(parse_tuning("listening: tcp+udp 1.2.3.4:443"), None);
     }
 }

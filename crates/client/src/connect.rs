@@ -1,6 +1,7 @@
 //! Timed connection set-up for h1, h2 and h3, each yielding a request handle.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -54,6 +55,8 @@ pub struct Connection {
 struct QuicClient {
     endpoint: quinn::Endpoint,
     config: quinn::ClientConfig,
+    /// Directory for one qlog file per connection, if any.
+    qlog: Option<PathBuf>,
 }
 
 /// Opens connections to one resolved address with one protocol.
@@ -122,6 +125,22 @@ impl Connector {
         quic.endpoint
             .rebind(socket)
             .map_err(|err| anyhow::anyhow!("moving the QUIC endpoint to {local}: {err}"))
+    }
+
+    /// Writes one qlog file per QUIC connection from now on into `dir`
+    /// (`client-PID-N.sqlog`), through quinn's qlog support. Does nothing
+    /// for TCP protocols.
+    pub fn log_qlog(&mut self, dir: PathBuf) -> anyhow::Result<()> {
+        std::fs::create_dir_all(&dir).map_err(|err| {
+            anyhow::anyhow!(
+                "cannot create the qlog directory {}: {err}; pass a writable --qlog DIR",
+                dir.display()
+            )
+        })?;
+        if let Some(quic) = &mut self.quic {
+            quic.qlog = Some(dir);
+        }
+        Ok(())
     }
 
     /// Opens a new connection and measures its set-up.
@@ -259,8 +278,13 @@ impl Connector {
             .quic
             .as_ref()
             .ok_or_else(|| ClientError::new(ErrorKind::Protocol, "QUIC needs --proto h3"))?;
+        let config = match &quic.qlog {
+            Some(dir) => qlog_config(&quic.config, dir)
+                .map_err(|err| ClientError::new(ErrorKind::Connect, format!("{err:#}")))?,
+            None => quic.config.clone(),
+        };
         quic.endpoint
-            .connect_with(quic.config.clone(), self.addr, self.target.host())
+            .connect_with(config, self.addr, self.target.host())
             .map_err(|err| {
                 ClientError::new(
                     ErrorKind::Connect,
@@ -361,7 +385,29 @@ fn quic_client(addr: SocketAddr, tls: &Arc<rustls::ClientConfig>) -> anyhow::Res
     Ok(QuicClient {
         endpoint,
         config: quinn::ClientConfig::new(Arc::new(crypto)),
+        qlog: None,
     })
+}
+
+/// `config` with a transport of its own that logs to a new qlog file in
+/// `dir`: quinn takes one qlog stream per transport configuration.
+fn qlog_config(
+    config: &quinn::ClientConfig,
+    dir: &std::path::Path,
+) -> anyhow::Result<quinn::ClientConfig> {
+    static CONNECTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = CONNECTIONS.fetch_add(1, Ordering::Relaxed) + 1;
+    let path = dir.join(format!("client-{}-{n:06}.sqlog", std::process::id()));
+    let file = std::fs::File::create(&path)
+        .map_err(|err| anyhow::anyhow!("cannot create the qlog file {}: {err}", path.display()))?;
+    let mut qlog = quinn::QlogConfig::default();
+    qlog.writer(Box::new(std::io::BufWriter::new(file)))
+        .title(Some(format!("h3lab client: connection {n}")));
+    let mut transport = quinn::TransportConfig::default();
+    transport.qlog_stream(qlog.into_stream());
+    let mut config = config.clone();
+    config.transport_config(Arc::new(transport));
+    Ok(config)
 }
 
 async fn start_h1<S>(io: S) -> Result<Sender, ClientError>

@@ -47,6 +47,8 @@ pub struct LoadConfig {
     pub warmup: Duration,
     /// Show a progress bar on stderr (only on a terminal, only after ~2 s).
     pub progress: bool,
+    /// h3: write one qlog file per connection into this directory.
+    pub qlog: Option<std::path::PathBuf>,
 }
 
 impl LoadConfig {
@@ -71,6 +73,7 @@ impl LoadConfig {
             connect_timeout: Duration::from_secs(5),
             warmup: Duration::ZERO,
             progress: false,
+            qlog: None,
         }
     }
 

@@ -24,6 +24,7 @@ pub(crate) struct Plan {
     pub(crate) start: Instant,
     pub(crate) measure_start: Instant,
     pub(crate) deadline: Option<Instant>,
+    pub(crate) qlog: Option<std::path::PathBuf>,
 }
 
 impl Plan {
@@ -42,6 +43,7 @@ impl Plan {
                 config.body.clone(),
             ),
             streams: config.streams,
+            qlog: config.qlog.clone(),
             request_timeout: config.request_timeout,
             connect_timeout: config.connect_timeout,
             start,

@@ -114,13 +114,17 @@ impl Worker {
         connections: usize,
         cancel: CancellationToken,
     ) -> anyhow::Result<Instant> {
-        let connector = Rc::new(Connector::new(
+        let mut connector = Connector::new(
             self.plan.target.clone(),
             self.plan.addr,
             self.plan.proto,
             self.plan.tls.clone(),
             self.plan.connect_timeout,
-        )?);
+        )?;
+        if let Some(dir) = &self.plan.qlog {
+            connector.log_qlog(dir.clone())?;
+        }
+        let connector = Rc::new(connector);
         // FuturesUnordered polls only the woken future; join_all would poll
         // every connection on each wake-up.
         let all = (0..connections)

@@ -147,3 +147,29 @@ fn json_report_is_versioned_and_complete() {
     assert!(json["latency_us"]["histogram"].as_str().unwrap().len() > 10);
     assert_eq!(json["errors"]["bad_status"], 0);
 }
+
+#[test]
+fn qlog_writes_one_file_per_h3_connection() {
+    let server = TestServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = server.config("/bytes/1000", Proto::H3);
+    config.requests = Some(20);
+    config.qlog = Some(dir.path().join("qlog"));
+    let report = run(&config);
+    assert_eq!(report.completed, 20, "{report}");
+    // The run has ended and its connections are gone, so every file is complete.
+    let files: Vec<_> = std::fs::read_dir(dir.path().join("qlog"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), report.connections_opened as usize, "{files:?}");
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            text.contains("\"qlog_format\":\"JSON-SEQ\""),
+            "{}",
+            file.display()
+        );
+        assert!(text.contains("packet_received"), "{}", file.display());
+    }
+}

@@ -60,7 +60,8 @@ pub struct ProtoResult {
     pub path_challenges_received: Option<u64>,
     /// h3: PATH_RESPONSE frames sent after the switch.
     pub path_responses_sent: Option<u64>,
-    /// Migrations the server counted: not available yet (the server has
-    /// no metrics endpoint), so always `None`, never a guess.
+    /// Migrations the server counted (`h3lab_quic_migrations_total` from
+    /// its metrics, read after the run; docs/metrics.md). A TCP connection
+    /// cannot migrate, so h1 and h2 runs read 0.
     pub server_migrations: Option<u64>,
 }

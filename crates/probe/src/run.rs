@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use h3lab_client::{client_tls_config, Target, TlsOptions};
+use h3lab_results::server_output::BannerLine;
 use h3lab_results::Proto;
 use linkem::run::{Interrupted, Placement, Side};
 use linkem::supervise::{Group, Supervised};
@@ -125,7 +126,7 @@ fn run_protocol(
     };
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let cert = scratch.path().join("server-cert.pem");
-    let (mut server, addr) = start_server(&path, &options.exe, &cert)?;
+    let (mut server, addr, metrics) = start_server(&path, &options.exe, &cert)?;
     let (switch, description) = switch_for(proto, change, path.client_ip(), second);
     let job = Job {
         proto,
@@ -139,8 +140,25 @@ fn run_protocol(
         .spawn_in_client(move || job.run())?
         .join()
         .map_err(|_| anyhow!("the client thread panicked"))?;
+    let migrations = server_migrations(&path, metrics);
     server.stop(SERVER_GRACE);
-    Ok(result(proto, description, &gathered?, &options.scenario))
+    let gathered = gathered?;
+    Ok(result(
+        proto,
+        description,
+        &gathered,
+        &options.scenario,
+        migrations?,
+    ))
+}
+
+/// The migrations the server counted (`h3lab_quic_migrations_total`).
+fn server_migrations(path: &EmulatedPath, metrics: SocketAddr) -> anyhow::Result<u64> {
+    let samples = h3lab_bench::scrape::scrape(&Placement::Emulated(path), metrics)?;
+    let migrations = samples
+        .get("h3lab_quic_migrations_total")
+        .context("the server's metrics have no h3lab_quic_migrations_total")?;
+    Ok(*migrations as u64)
 }
 
 /// The change for `proto`, and the words for it. QUIC moves itself; a
@@ -202,7 +220,13 @@ fn connector_parts(
     })
 }
 
-fn result(proto: Proto, switch: String, gathered: &Gathered, scenario: &Scenario) -> ProtoResult {
+fn result(
+    proto: Proto,
+    switch: String,
+    gathered: &Gathered,
+    scenario: &Scenario,
+    server_migrations: u64,
+) -> ProtoResult {
     let summary = summarise(&gathered.observed, scenario.delay_threshold);
     let frames = gathered.frames.map(|(before, after)| {
         (
@@ -220,16 +244,17 @@ fn result(proto: Proto, switch: String, gathered: &Gathered, scenario: &Scenario
         path_validated: h3_frames.map(|(challenges, responses)| challenges > 0 && responses > 0),
         path_challenges_received: h3_frames.map(|(challenges, _)| challenges),
         path_responses_sent: h3_frames.map(|(_, responses)| responses),
-        server_migrations: None,
+        server_migrations: Some(server_migrations),
     }
 }
 
-/// `h3lab serve` in the server namespace, once it listens.
+/// `h3lab serve` in the server namespace, once it listens: the process,
+/// its address and where its metrics are.
 fn start_server(
     path: &EmulatedPath,
     exe: &Path,
     cert: &Path,
-) -> anyhow::Result<(Supervised, SocketAddr)> {
+) -> anyhow::Result<(Supervised, SocketAddr, SocketAddr)> {
     let ip = path.server_ip();
     let mut command = Placement::Emulated(path).command(Side::Server, exe);
     command
@@ -240,13 +265,15 @@ fn start_server(
         .arg(ip.to_string())
         .arg("--write-cert")
         .arg(cert)
+        .arg("--metrics")
+        .arg("127.0.0.1:0")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut server = Supervised::spawn(command, Group::Own, "built-in server (h3lab serve)")?;
     let stdout = server.take_stdout().context("the server's stdout")?;
     match wait_until_listening(stdout) {
-        Ok(addr) => Ok((server, addr)),
+        Ok((addr, metrics)) => Ok((server, addr, metrics)),
         Err(err) => {
             server.stop(SERVER_GRACE);
             Err(anyhow!(
@@ -258,67 +285,32 @@ fn start_server(
 }
 
 /// Reads the server's stdout on a thread until its `listening:` line (the
-/// `tuning:` lines come first), and goes on draining it so the server
-/// never writes into a closed pipe.
-fn wait_until_listening(stdout: impl Read + Send + 'static) -> anyhow::Result<SocketAddr> {
+/// `tuning:` and `metrics:` lines come first), and goes on draining it so
+/// the server never writes into a closed pipe.
+fn wait_until_listening(
+    stdout: impl Read + Send + 'static,
+) -> anyhow::Result<(SocketAddr, SocketAddr)> {
     let (sender, receiver) = mpsc::channel();
     std::thread::spawn(move || {
+        let mut metrics = None;
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
-            if let Some(addr) = listening_address(&line) {
-                let _ = sender.send(addr);
+            match BannerLine::parse(&line) {
+                BannerLine::Metrics(addr) => metrics = Some(addr),
+                BannerLine::Listening(addr) => {
+                    let _ = sender.send(metrics.map(|metrics| (addr, metrics)));
+                }
+                _ => {}
             }
         }
     });
-    receiver.recv_timeout(SERVER_START_TIMEOUT).map_err(|_| {
-        anyhow!(
-            "no `listening:` line within {} s",
-            SERVER_START_TIMEOUT.as_secs()
-        )
-    })
-}
-
-/// `listening: tcp+udp 198.18.0.2:443 (...)` → the address.
-fn listening_address(line: &str) -> Option<SocketAddr> {
-    line.strip_prefix("listening:")?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_listening_line_gives_the_address() {
-        let line = "listening: tcp+udp 198.18.0.2:443 (h1,h2 over TLS 1.3; h3 over QUIC)";
-        assert_eq!(
-            listening_address(line),
-            Some("198.18.0.2:443".parse().unwrap())
-        );
-        assert_eq!(listening_address("tuning: x = 1"), None);
-    }
-
-    #[test]
-    fn quic_moves_itself_and_tcp_has_the_path_change_under_it() {
-        let (client, second) = (Ipv4Addr::new(198, 18, 0, 1), Ipv4Addr::new(198, 18, 0, 3));
-        let switch = |proto, change| switch_for(proto, change, client, Some(second)).0;
-        assert!(matches!(
-            switch(Proto::H3, Change::Port),
-            Switch::Rebind { remove: None, .. }
-        ));
-        assert!(matches!(
-            switch(Proto::H3, Change::Address),
-            Switch::Rebind { local, remove: Some(old) } if local.ip() == second && old == client
-        ));
-        for proto in [Proto::H1, Proto::H2] {
-            assert!(matches!(switch(proto, Change::Port), Switch::RebindNat));
-            assert!(matches!(
-                switch(proto, Change::Address),
-                Switch::RemoveAddress(old) if old == client
-            ));
-        }
-    }
+    receiver
+        .recv_timeout(SERVER_START_TIMEOUT)
+        .map_err(|_| {
+            anyhow!(
+                "no `listening:` line within {} s",
+                SERVER_START_TIMEOUT.as_secs()
+            )
+        })?
+        .context("the server printed no `metrics:` line before `listening:`")
 }

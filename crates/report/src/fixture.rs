@@ -164,6 +164,7 @@ pub(crate) fn rps_record(
         },
         link: None,
         client_report: None,
+        server_metrics: None,
         elapsed_s: 10.0,
     }
 }
@@ -295,6 +296,7 @@ fn page_record(profile: &str, protocol: &str, samples: Vec<f64>, load_ms: f64) -
         errors: 0,
         bytes: load.bytes(),
         client_report: Some(serde_json::to_value(&report).unwrap()),
+        server_metrics: None,
         ..rps_record(profile, protocol, 0, 0.0, None)
     }
 }

@@ -463,6 +463,7 @@ fn record(
         },
         link: None,
         client_report: None,
+        server_metrics: None,
         elapsed_s: 10.0,
     }
 }

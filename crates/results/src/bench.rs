@@ -126,6 +126,12 @@ pub struct CellRecord {
     pub link: Option<serde_json::Value>,
     /// The client's full report (`h3lab.load/1` or a ttfb probe record).
     pub client_report: Option<serde_json::Value>,
+    /// The built-in server's Prometheus metrics, scraped after the client's
+    /// run: each sample as `name{labels}` → value, histogram buckets left
+    /// out (docs/metrics.md). `None` for a server started by `server_cmd`,
+    /// and in runs written before metrics were recorded.
+    #[serde(default)]
+    pub server_metrics: Option<std::collections::BTreeMap<String, f64>>,
     /// Wall time of the repetition, in seconds.
     pub elapsed_s: f64,
 }

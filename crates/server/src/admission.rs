@@ -148,7 +148,7 @@ pub struct DefenceCounts {
     pub header_timeouts: u64,
 }
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub(crate) struct Counters {
     tcp_busy: AtomicU64,
     tcp_closed: AtomicU64,

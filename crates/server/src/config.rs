@@ -34,6 +34,12 @@ pub struct ServerConfig {
     pub quic_congestion: QuicCongestion,
     /// How the TCP side (TLS records, socket, HTTP/2) is tuned.
     pub tcp_tuning: TcpTuning,
+    /// Where to serve Prometheus metrics (`GET /metrics`, plain HTTP);
+    /// `None` serves none. Port 0 picks a free port.
+    pub metrics: Option<SocketAddr>,
+    /// Directory for one qlog file per QUIC connection (`server-N-PEER.sqlog`);
+    /// `None` writes none.
+    pub qlog: Option<PathBuf>,
 }
 
 /// The kernel's default TCP congestion controller in this network
@@ -56,6 +62,8 @@ impl Default for ServerConfig {
             extra_sans: Vec::new(),
             quic_congestion: QuicCongestion::default(),
             tcp_tuning: TcpTuning::default(),
+            metrics: None,
+            qlog: None,
         }
     }
 }

@@ -16,7 +16,9 @@ mod body;
 mod config;
 mod idle;
 mod lifecycle;
+mod metrics;
 mod pattern;
+mod qlog;
 mod quic;
 mod records;
 mod respond;
@@ -42,6 +44,7 @@ pub use config::{
 
 use admission::Admission;
 use lifecycle::Lifecycle;
+use metrics::Metrics;
 use quic::QuicShell;
 use respond::{Handler, Stats};
 use tcp::TcpShell;
@@ -89,6 +92,8 @@ pub struct RunningServer {
     endpoint: Option<quinn::Endpoint>,
     lifecycle: Lifecycle,
     stats: Arc<Stats>,
+    metrics: Arc<Metrics>,
+    metrics_addr: Option<SocketAddr>,
     admission: Admission,
     grace: Duration,
     tuning: Vec<(&'static str, String)>,
@@ -131,16 +136,18 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         ))?),
         None => None,
     };
+    let lifecycle = Lifecycle::default();
+    let admission = Admission::new(&config.limits);
     let stats = Arc::new(Stats::default());
+    let metrics = Arc::new(Metrics::new(admission.counters.clone()));
     let handler = Arc::new(Handler {
         root,
         site: site.clone(),
         limits: config.limits.clone(),
         alt_svc,
         stats: stats.clone(),
+        metrics: metrics.clone(),
     });
-    let lifecycle = Lifecycle::default();
-    let admission = Admission::new(&config.limits);
 
     let tcp_tls = tls.as_ref().map(|t| t.tcp_config()).transpose()?;
     let tcp = Arc::new(TcpShell::new(
@@ -153,14 +160,26 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     let listener = tokio::net::TcpListener::from_std(sockets.tcp)?;
 
     let serves_h3 = sockets.udp.is_some() && tls.is_some();
-    let endpoint = match (sockets.udp, &tls) {
-        (Some(udp), Some(tls)) => Some(quic::endpoint(
-            udp,
-            tls.quic_config()?,
-            &config.limits,
-            config.quic_congestion,
-        )?),
-        _ => None,
+    let (endpoint, qlog) = match (sockets.udp, &tls) {
+        (Some(udp), Some(tls)) => {
+            let crypto = Arc::new(metrics.meter_quic_tls(tls.quic_config()?));
+            let (limits, congestion) = (config.limits.clone(), config.quic_congestion);
+            let server = quic::server_config(crypto, quic::transport(&limits, congestion)?);
+            let qlog = config
+                .qlog
+                .clone()
+                .map(|dir| {
+                    let transport = move || quic::transport(&limits, congestion);
+                    qlog::QlogDir::new(dir, server.clone(), transport)
+                })
+                .transpose()?;
+            (Some(quic::endpoint(udp, server)?), qlog)
+        }
+        _ => (None, None),
+    };
+    let metrics_listener = match config.metrics {
+        Some(addr) => Some(bind_metrics(addr).await?),
+        None => None,
     };
     lifecycle.tasks.spawn(tcp.accept_loop(listener));
     if let Some(endpoint) = &endpoint {
@@ -168,9 +187,14 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
             handler,
             admission: admission.clone(),
             lifecycle: lifecycle.clone(),
+            qlog,
         });
         lifecycle.tasks.spawn(quic.accept_loop(endpoint.clone()));
     }
+    let metrics_addr = match metrics_listener {
+        Some(listener) => Some(serve_metrics(listener, &metrics, &lifecycle)?),
+        None => None,
+    };
     Ok(RunningServer {
         local_addr,
         site,
@@ -181,10 +205,30 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         endpoint,
         lifecycle,
         stats,
+        metrics,
+        metrics_addr,
         admission,
         grace: config.limits.shutdown_grace,
         tuning: tuning_settings(&config.tcp_tuning, serves_h3),
     })
+}
+
+async fn bind_metrics(addr: SocketAddr) -> Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr).await.with_context(|| {
+        format!("cannot listen for metrics on {addr}; pick a free address with --metrics")
+    })
+}
+
+/// Serves `/metrics` on `listener` in the background; answers its address.
+fn serve_metrics(
+    listener: tokio::net::TcpListener,
+    metrics: &Arc<Metrics>,
+    lifecycle: &Lifecycle,
+) -> Result<SocketAddr> {
+    let bound = listener.local_addr()?;
+    let serve = metrics::serve_metrics(listener, metrics.clone(), lifecycle.clone());
+    lifecycle.tasks.spawn(serve);
+    Ok(bound)
 }
 
 /// The settings that decide results: TCP's, and QUIC's when it serves h3.
@@ -239,6 +283,16 @@ impl RunningServer {
         self.stats.in_flight()
     }
 
+    /// Where `/metrics` is served, if it is.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
+    /// Every metric now, in the OpenMetrics text format `/metrics` serves.
+    pub fn metrics_text(&self) -> String {
+        self.metrics.encode()
+    }
+
     /// What the server did to connections that overstepped a limit.
     pub fn defence(&self) -> DefenceCounts {
         self.admission.counters.snapshot()
@@ -257,6 +311,9 @@ impl RunningServer {
             .iter()
             .map(|(name, value)| format!("tuning: {name} = {value}"))
             .collect();
+        if let Some(metrics) = self.metrics_addr {
+            lines.push(format!("metrics: http://{metrics}/metrics"));
+        }
         match &self.trust {
             Some(trust) => lines.extend([
                 format!("listening: tcp+udp {addr} (h1,h2 over TLS 1.3; h3 over QUIC)"),

@@ -19,13 +19,14 @@ use tokio::time::{timeout, timeout_at, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use crate::body::ReplyBody;
 use h3lab_results::{Proto, QuicCongestion};
 
 use crate::admission::{Admission, Counters, QuicAdmission, QuicTicket, Unvalidated};
 use crate::config::{kernel_tcp_congestion, Limits};
 use crate::idle::RequestWatch;
 use crate::lifecycle::Lifecycle;
+use crate::metrics::{ConnectionKind, MeteredBody, QuicTrack};
+use crate::qlog::QlogDir;
 use crate::respond::{declared_length, EchoBody, Handler};
 
 /// Per-stream and send windows sized above a 1 Gbit/s x 100 ms path (12.5 MB)
@@ -48,13 +49,9 @@ pub fn settings() -> Vec<(&'static str, String)> {
 type H3Connection = h3::server::Connection<h3_quinn::Connection, Bytes>;
 type H3Stream = RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
 
-/// A quinn endpoint on `socket` serving `crypto` with throughput-oriented transport settings.
-pub fn endpoint(
-    socket: std::net::UdpSocket,
-    crypto: quinn::crypto::rustls::QuicServerConfig,
-    limits: &Limits,
-    congestion: QuicCongestion,
-) -> Result<Endpoint> {
+/// Throughput-oriented transport settings, built afresh for each use
+/// (quinn's `TransportConfig` cannot be cloned).
+pub fn transport(limits: &Limits, congestion: QuicCongestion) -> Result<TransportConfig> {
     let mut transport = TransportConfig::default();
     transport.congestion_controller_factory(congestion_factory(congestion));
     transport
@@ -62,8 +59,21 @@ pub fn endpoint(
         .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
         .send_window(SEND_WINDOW)
         .max_idle_timeout(Some(IDLE_TIMEOUT.try_into()?));
-    let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    Ok(transport)
+}
+
+/// The server configuration: `crypto` with the [`transport`] settings.
+pub fn server_config(
+    crypto: Arc<dyn quinn::crypto::ServerConfig>,
+    transport: TransportConfig,
+) -> quinn::ServerConfig {
+    let mut server = quinn::ServerConfig::with_crypto(crypto);
     server.transport_config(Arc::new(transport));
+    server
+}
+
+/// A quinn endpoint on `socket` serving `server`.
+pub fn endpoint(socket: std::net::UdpSocket, server: quinn::ServerConfig) -> Result<Endpoint> {
     let runtime = quinn::default_runtime()
         .ok_or_else(|| anyhow!("the QUIC endpoint needs a tokio runtime"))?;
     Ok(Endpoint::new(
@@ -99,6 +109,8 @@ pub struct QuicShell {
     pub handler: Arc<Handler>,
     pub admission: Admission,
     pub lifecycle: Lifecycle,
+    /// `--qlog`: each connection gets a configuration logging to its own file.
+    pub qlog: Option<QlogDir>,
 }
 
 impl QuicShell {
@@ -140,7 +152,17 @@ impl QuicShell {
 
     async fn serve(&self, incoming: Incoming, mut ticket: QuicTicket) {
         let peer = incoming.remote_address();
-        let connecting = match incoming.accept() {
+        let accepted = match &self.qlog {
+            None => incoming.accept(),
+            Some(qlog) => match qlog.config_for(peer) {
+                Ok(config) => incoming.accept_with(config),
+                Err(err) => {
+                    warn!("{err:#}; accepting the connection without qlog");
+                    incoming.accept()
+                }
+            },
+        };
+        let connecting = match accepted {
             Ok(connecting) => connecting,
             Err(err) => return debug!(%err, "QUIC connection failed before the handshake"),
         };
@@ -160,7 +182,10 @@ impl QuicShell {
                 return;
             }
         };
-        let ended = self.serve_requests(h3).await;
+        let metrics = &self.handler.metrics;
+        let _open = metrics.connection(ConnectionKind::h3);
+        let track = metrics.track_quic(&connection);
+        let ended = self.serve_requests(h3, &track).await;
         // GOAWAY is sent and every request answered. Closing now would discard
         // response bytes still queued in quinn, so let the client close first.
         let close_grace = async {
@@ -235,13 +260,14 @@ impl QuicShell {
         }
     }
 
-    async fn serve_requests(&self, mut h3: H3Connection) -> Ended {
+    async fn serve_requests(&self, mut h3: H3Connection, track: &QuicTrack) -> Ended {
         let watch = RequestWatch::new();
         let mut draining = false;
         loop {
             tokio::select! {
                 accepted = h3.accept() => match accepted {
                     Ok(Some(resolver)) => {
+                        track.saw_request();
                         let handler = self.handler.clone();
                         self.lifecycle.tasks.spawn(serve_request(handler, resolver, watch.clone()));
                     }
@@ -358,7 +384,7 @@ async fn collect(stream: &mut H3Stream, declared: Option<u64>, limit: u64) -> Ec
     }
 }
 
-async fn send(stream: &mut H3Stream, response: Response<ReplyBody>) -> Result<()> {
+async fn send(stream: &mut H3Stream, response: Response<MeteredBody>) -> Result<()> {
     let (parts, mut body) = response.into_parts();
     stream
         .send_response(Response::from_parts(parts, ()))

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use http::header::{
@@ -16,6 +17,7 @@ use http_body::Body;
 
 use crate::body::ReplyBody;
 use crate::config::Limits;
+use crate::metrics::{MeteredBody, Metrics};
 use crate::pattern::PatternCursor;
 use h3lab_results::Proto;
 
@@ -98,6 +100,7 @@ pub struct Handler {
     /// `Alt-Svc` value for TCP responses; `None` when there is no HTTP/3.
     pub alt_svc: Option<HeaderValue>,
     pub stats: Arc<Stats>,
+    pub metrics: Arc<Metrics>,
 }
 
 impl Handler {
@@ -110,11 +113,12 @@ impl Handler {
         uri: &Uri,
         headers: &HeaderMap,
         read_body: F,
-    ) -> Response<ReplyBody>
+    ) -> Response<MeteredBody>
     where
         F: FnOnce(u64) -> Fut,
         Fut: Future<Output = EchoBody>,
     {
+        let started = Instant::now();
         let _in_flight = InFlight::enter(&self.stats.in_flight);
         let route_limits = RouteLimits {
             max_response_bytes: self.limits.max_response_bytes,
@@ -138,11 +142,23 @@ impl Handler {
         };
         self.finish_headers(protocol, &mut response);
         self.stats.record(protocol);
-        response
+        self.metered(protocol, started, response)
+    }
+
+    /// Counts the response in the metrics, which time it until its body is sent.
+    fn metered(
+        &self,
+        protocol: Proto,
+        started: Instant,
+        response: Response<ReplyBody>,
+    ) -> Response<MeteredBody> {
+        let status = response.status().as_u16();
+        response.map(|body| self.metrics.meter(protocol, status, started, body))
     }
 
     /// The answer on a TCP connection beyond the connection limit.
-    pub fn busy(&self, protocol: Proto) -> Response<ReplyBody> {
+    pub fn busy(&self, protocol: Proto) -> Response<MeteredBody> {
+        let started = Instant::now();
         let mut response = plain(
             StatusCode::SERVICE_UNAVAILABLE,
             "server is at its TCP connection limit or this address's share of it; retry later or raise --max-tcp-connections or --max-tcp-connections-per-peer",
@@ -151,7 +167,7 @@ impl Handler {
         headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
         headers.insert(CONNECTION, HeaderValue::from_static("close"));
         self.finish_headers(protocol, &mut response);
-        response
+        self.metered(protocol, started, response)
     }
 
     fn finish_headers(&self, protocol: Proto, response: &mut Response<ReplyBody>) {

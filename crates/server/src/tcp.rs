@@ -3,7 +3,7 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 use bytes::BytesMut;
@@ -18,10 +18,10 @@ use tokio_rustls::TlsAcceptor;
 use tracing::{debug, warn};
 
 use crate::admission::{Admission, Counters, TcpTicket};
-use crate::body::ReplyBody;
 use crate::config::{Limits, TcpTuning};
 use crate::idle::{RequestWatch, Watched};
 use crate::lifecycle::Lifecycle;
+use crate::metrics::{ConnectionKind, HandshakeResult, MeteredBody, Transport};
 use crate::records::SizedRecords;
 use crate::respond::{declared_length, EchoBody, Handler};
 use h3lab_results::Proto;
@@ -111,26 +111,36 @@ impl TcpShell {
         if let Some(bytes) = self.tuning.notsent_lowat {
             set_notsent_lowat(&stream, bytes)?;
         }
+        let metrics = &self.handler.metrics;
         let Some(acceptor) = &self.tls else {
+            let _open = metrics.connection(ConnectionKind::cleartext);
             return self
                 .serve_http(TokioIo::new(stream), &self.cleartext, ticket.busy)
                 .await;
         };
+        let started = Instant::now();
         let handshake = tokio::time::timeout(
             self.handler.limits.handshake_timeout,
             acceptor.accept(stream),
         )
         .await;
+        let result = match &handshake {
+            Ok(Ok(_)) => HandshakeResult::ok,
+            Ok(Err(_)) => HandshakeResult::failed,
+            Err(_) => HandshakeResult::timeout,
+        };
+        metrics.handshake(Transport::tcp, result, started);
         if handshake.is_err() {
             Counters::count(&self.admission.counters.handshake_timeouts);
         }
         let tls = handshake
             .context("TLS handshake timed out")?
             .context("TLS handshake failed")?;
-        let builder = match tls.get_ref().1.alpn_protocol() {
-            Some(b"h2") => &self.h2_only,
-            _ => &self.h1_only,
+        let (builder, kind) = match tls.get_ref().1.alpn_protocol() {
+            Some(b"h2") => (&self.h2_only, ConnectionKind::h2),
+            _ => (&self.h1_only, ConnectionKind::h1),
         };
+        let _open = metrics.connection(kind);
         let tls = SizedRecords::new(tls, self.tuning.tls_records);
         self.serve_http(TokioIo::new(tls), builder, ticket.busy)
             .await
@@ -223,7 +233,11 @@ fn set_notsent_lowat(stream: &TcpStream, bytes: u32) -> std::io::Result<()> {
     }
 }
 
-async fn respond(handler: &Handler, request: Request<Incoming>, busy: bool) -> Response<ReplyBody> {
+async fn respond(
+    handler: &Handler,
+    request: Request<Incoming>,
+    busy: bool,
+) -> Response<MeteredBody> {
     let protocol = match request.version() {
         Version::HTTP_2 => Proto::H2,
         _ => Proto::H1,

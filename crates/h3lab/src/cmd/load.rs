@@ -67,6 +67,10 @@ pub struct Args {
     /// No progress bar.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// h3: write one qlog file per connection into DIR (created if
+    /// missing; JSON-SEQ `.sqlog`, which qvis loads).
+    #[arg(long, value_name = "DIR")]
+    pub qlog: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -125,6 +129,7 @@ fn load_config(args: Args) -> anyhow::Result<LoadConfig> {
     config.connect_timeout = args.connect_timeout;
     config.warmup = args.warmup;
     config.progress = !args.quiet;
+    config.qlog = args.qlog;
     config.validate()?;
     Ok(config)
 }

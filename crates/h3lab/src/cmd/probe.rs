@@ -298,7 +298,8 @@ fn print_proto_result(result: &ProtoResult) {
     println!(
         "{}: {} at {:.2} s\n    requests {}: ok {}, failed {}, delayed after the switch {} \
          (before it {}); stall {:.0} ms\n    connections {} (broken {}); break detected after {}, \
-         reconnected after {}; new path validated: {validated}; survived: {}",
+         reconnected after {}; new path validated: {validated}; survived: {}; \
+         migrations the server counted: {}",
         result.proto,
         result.switch,
         result.switched_at_s,
@@ -313,11 +314,13 @@ fn print_proto_result(result: &ProtoResult) {
         ms(s.break_detected_after_ms),
         ms(s.reconnected_after_ms),
         if s.survived { "yes" } else { "no" },
+        result
+            .server_migrations
+            .map_or("unknown".to_string(), |n| n.to_string()),
     );
 }
 
 fn print_migrate_summary(report: &MigrateReport) {
-    println!("server-side migration count: unknown (the server exports no metrics yet)");
     for Claim {
         study,
         claim,

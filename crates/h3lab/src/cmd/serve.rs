@@ -115,6 +115,14 @@ pub struct Args {
     /// Bytes HTTP/2 buffers per stream ahead of the socket.
     #[arg(long, value_name = "BYTES", default_value_t = TcpTuning::default().h2_send_buffer)]
     h2_send_buffer: usize,
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics (plain HTTP, a
+    /// listener of its own; port 0 picks a free one). See docs/metrics.md.
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics: Option<SocketAddr>,
+    /// Write one qlog file per QUIC connection into DIR (created if
+    /// missing; JSON-SEQ `.sqlog`, which qvis loads).
+    #[arg(long, value_name = "DIR")]
+    qlog: Option<PathBuf>,
 }
 
 /// `--tcp-cc`.
@@ -182,6 +190,8 @@ impl Args {
                 h2_connection_window: self.h2_connection_window,
                 h2_send_buffer: self.h2_send_buffer,
             },
+            metrics: self.metrics,
+            qlog: self.qlog,
         }
     }
 }

@@ -6,6 +6,8 @@ mod doc_site;
 mod endpoints;
 mod h3_setup;
 mod limits;
+mod metrics;
+mod qlog;
 mod relay;
 mod resumption;
 mod shutdown;

@@ -1,0 +1,102 @@
+//! What the built-in server (`h3lab serve`) tells the programs that start
+//! it, as data: its start-up lines, and the samples of its `/metrics` text.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+/// One line of the start-up banner `h3lab serve` prints. `tuning:` and
+/// `metrics:` lines come before the `listening:` line, so a reader can stop
+/// at that one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BannerLine {
+    /// `listening: tcp+udp 198.18.0.2:443 (...)`: the address clients use.
+    Listening(SocketAddr),
+    /// `tuning: NAME = VALUE`: a setting that decides results (docs/tuning.md).
+    Tuning(String, String),
+    /// `metrics: http://ADDR/metrics`: where the Prometheus metrics are.
+    Metrics(SocketAddr),
+    /// Any other line.
+    Other,
+}
+
+impl BannerLine {
+    /// Reads one line of the banner.
+    pub fn parse(line: &str) -> Self {
+        if let Some(rest) = line.strip_prefix("listening:") {
+            if let Some(addr) = rest.split_whitespace().nth(1).and_then(|a| a.parse().ok()) {
+                return BannerLine::Listening(addr);
+            }
+        }
+        if let Some((name, value)) = line
+            .strip_prefix("tuning:")
+            .and_then(|rest| rest.split_once(" = "))
+        {
+            return BannerLine::Tuning(name.trim().to_string(), value.trim().to_string());
+        }
+        let metrics = line
+            .strip_prefix("metrics: http://")
+            .and_then(|rest| rest.strip_suffix("/metrics"))
+            .and_then(|addr| addr.parse().ok());
+        match metrics {
+            Some(addr) => BannerLine::Metrics(addr),
+            None => BannerLine::Other,
+        }
+    }
+}
+
+/// The samples of an OpenMetrics text as `name{labels}` → value, histogram
+/// buckets left out: `_sum` and `_count` keep what a results file needs, at
+/// a tenth of the size.
+pub fn metric_samples(text: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| line.rsplit_once(' '))
+        .filter(|(name, _)| !name.contains("_bucket{") && !name.ends_with("_bucket"))
+        .filter_map(|(name, value)| Some((name.to_string(), value.parse().ok()?)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn banner_lines_give_address_tuning_and_metrics() {
+        let line = "listening: tcp+udp 198.18.0.2:443 (h1,h2 over TLS 1.3; h3 over QUIC)";
+        assert_eq!(
+            BannerLine::parse(line),
+            BannerLine::Listening("198.18.0.2:443".parse().unwrap())
+        );
+        assert_eq!(
+            BannerLine::parse("tuning: h2_stream_window = 16777216 B"),
+            BannerLine::Tuning("h2_stream_window".into(), "16777216 B".into())
+        );
+        assert_eq!(
+            BannerLine::parse("metrics: http://127.0.0.1:41234/metrics"),
+            BannerLine::Metrics("127.0.0.1:41234".parse().unwrap())
+        );
+        for other in [
+            "spki-sha256: abc",
+            "metrics: 127.0.0.1:41234",
+            "listening: soon",
+        ] {
+            assert_eq!(BannerLine::parse(other), BannerLine::Other, "{other}");
+        }
+    }
+
+    #[test]
+    fn samples_keep_counters_and_histogram_totals_but_not_buckets() {
+        let text = "# HELP h3lab_connections Connections served.\n\
+                    # TYPE h3lab_connections counter\n\
+                    h3lab_connections_total{protocol=\"h3\"} 2\n\
+                    h3lab_quic_rtt_seconds_sum 0.042\n\
+                    h3lab_quic_rtt_seconds_count 2\n\
+                    h3lab_quic_rtt_seconds_bucket{le=\"0.1\"} 2\n\
+                    # EOF\n";
+        let found = metric_samples(text);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert_eq!(found["h3lab_connections_total{protocol=\"h3\"}"], 2.0);
+        assert_eq!(found["h3lab_quic_rtt_seconds_sum"], 0.042);
+        assert_eq!(found["h3lab_quic_rtt_seconds_count"], 2.0);
+    }
+}
