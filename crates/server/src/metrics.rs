@@ -357,9 +357,8 @@ struct DefenceCollector(Arc<Counters>);
 impl prometheus_client::collector::Collector for DefenceCollector {
     fn encode(
         &self,
-        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+        encoder: prometheus_client::encoding::DescriptorEncoder,
     ) -> Result<(), std::fmt::Error> {
-        use prometheus_client::encoding::EncodeMetric;
         let counts = self.0.snapshot();
         let actions = [
             ("tcp_busy", counts.tcp_busy),
@@ -369,16 +368,25 @@ impl prometheus_client::collector::Collector for DefenceCollector {
             ("handshake_timeouts", counts.handshake_timeouts),
             ("header_timeouts", counts.header_timeouts),
         ];
-        let family = Family::<[(&str, &str); 1], Counter>::default();
-        for (action, count) in actions {
-            family.get_or_create(&[("action", action)]).inc_by(count);
-        }
-        let metric = encoder.encode_descriptor(
-            "defence_actions",
-            "Connections the server's defences acted on: answered busy (503), closed at once, refused, sent a Retry, or closed at a timeout",
-            None,
-            family.metric_type(),
-        )?;
-        family.encode(metric)
+        let help = "Connections the server's defences acted on: answered busy (503), closed at once, refused, sent a Retry, or closed at a timeout";
+        encode_counts(encoder, "defence_actions", help, "action", &actions)
     }
+}
+
+/// Writes `counts` on a scrape as one counter family whose single label
+/// `label` takes each count's name.
+fn encode_counts(
+    mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    name: &str,
+    help: &str,
+    label: &str,
+    counts: &[(&str, u64)],
+) -> Result<(), std::fmt::Error> {
+    use prometheus_client::encoding::EncodeMetric;
+    let family = Family::<[(&str, &str); 1], Counter>::default();
+    for &(value, count) in counts {
+        family.get_or_create(&[(label, value)]).inc_by(count);
+    }
+    let metric = encoder.encode_descriptor(name, help, None, family.metric_type())?;
+    family.encode(metric)
 }

@@ -14,9 +14,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
+use prometheus_client::encoding::DescriptorEncoder;
 use quinn::crypto::rustls::QuicServerConfig;
 use quinn::crypto::{
     ExportKeyingMaterialError, HeaderKey, KeyPair, Keys, PacketKey, ServerConfig, Session,
@@ -41,23 +39,15 @@ pub(super) struct ZeroRttCounts {
 }
 
 impl Collector for ZeroRttCounts {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let family = Family::<[(&str, &str); 1], Counter>::default();
-        for (outcome, count) in [
-            ("offered", &self.offered),
-            ("accepted", &self.accepted),
-            ("rejected", &self.rejected),
-        ] {
-            let count = count.load(Ordering::Relaxed);
-            family.get_or_create(&[("outcome", outcome)]).inc_by(count);
-        }
-        let metric = encoder.encode_descriptor(
-            "quic_zero_rtt",
-            "QUIC handshakes whose client offered 0-RTT, and whether the server accepted it",
-            None,
-            family.metric_type(),
-        )?;
-        family.encode(metric)
+    fn encode(&self, encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let read = |count: &AtomicU64| count.load(Ordering::Relaxed);
+        let outcomes = [
+            ("offered", read(&self.offered)),
+            ("accepted", read(&self.accepted)),
+            ("rejected", read(&self.rejected)),
+        ];
+        let help = "QUIC handshakes whose client offered 0-RTT, and whether the server accepted it";
+        super::encode_counts(encoder, "quic_zero_rtt", help, "outcome", &outcomes)
     }
 }
 
