@@ -7,6 +7,15 @@ use linkem::LinkSettings;
 
 use crate::suite::{CustomProfile, Suite};
 
+impl Suite {
+    /// The link settings of profile `name` (built-in or a `[[profile]]`
+    /// table) at the suite's seed; `None` means plain loopback. The suite's
+    /// profile values are only parsed here, so this is how to check them.
+    pub fn link_settings(&self, name: &str) -> anyhow::Result<Option<LinkSettings>> {
+        settings(self, name, self.seed)
+    }
+}
+
 /// Settings for `name` with `seed`; `None` means plain loopback.
 pub(crate) fn settings(
     suite: &Suite,

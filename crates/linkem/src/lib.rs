@@ -15,6 +15,8 @@
 
 pub mod capacity;
 pub mod config;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod model;
 mod profiles;
 pub mod run;

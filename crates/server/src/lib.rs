@@ -14,6 +14,8 @@ mod admission;
 mod bind;
 mod body;
 mod config;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod idle;
 mod lifecycle;
 mod metrics;

@@ -29,7 +29,7 @@ pub(crate) use pipe::Pipe;
 use queue::Queue;
 pub use queue::QueueLimit;
 use rate::Rate;
-pub use rate::Trace;
+pub use rate::{Trace, MAX_TRACE_MS};
 pub use stats::{DelayHistogram, DirectionStats, LinkStats};
 
 use rand::SeedableRng;

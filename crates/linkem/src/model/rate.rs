@@ -8,6 +8,11 @@ use super::{Nanos, Stage, Verdict, MILLI};
 /// Bytes one trace delivery opportunity can carry (Mahimahi's PACKET_SIZE).
 const TRACE_OPPORTUNITY_BYTES: u32 = 1500;
 
+/// Latest timestamp a trace may have: one week, in milliseconds. Times are
+/// nanoseconds in a `u64`, so a much longer period (a huge timestamp)
+/// would overflow them as soon as the trace runs.
+pub const MAX_TRACE_MS: u64 = 7 * 24 * 3600 * 1000;
+
 /// A Mahimahi link trace: one millisecond timestamp per line, each a chance
 /// to deliver 1500 bytes; the schedule repeats with period = last timestamp.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,7 +23,7 @@ pub struct Trace {
 
 impl Trace {
     /// Parses trace text; `name` (usually the file path) appears in errors.
-    pub(crate) fn parse(name: &str, text: &str) -> anyhow::Result<Trace> {
+    pub fn parse(name: &str, text: &str) -> anyhow::Result<Trace> {
         let mut opportunities = Vec::new();
         for (index, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -32,6 +37,13 @@ impl Trace {
                     index + 1
                 )
             })?;
+            if ms > MAX_TRACE_MS {
+                anyhow::bail!(
+                    "trace {name}, line {}: timestamp {ms} ms is beyond one week \
+                     ({MAX_TRACE_MS} ms); a trace's period must be shorter",
+                    index + 1
+                );
+            }
             if opportunities.last().is_some_and(|&last| ms < last) {
                 anyhow::bail!(
                     "trace {name}, line {}: timestamp {ms} goes back in time; \
@@ -301,6 +313,21 @@ mod tests {
         assert!(err.contains("cannot repeat"), "{err}");
         let err = Trace::parse("f.down", "-1\n").unwrap_err().to_string();
         assert!(err.contains("line 1"), "{err}");
+    }
+
+    #[test]
+    fn timestamps_beyond_a_week_are_refused_rather_than_overflowing() {
+        // Found by h3lab-fuzz: a timestamp near u64::MAX parsed, and the
+        // first packet then overflowed the nanosecond arithmetic.
+        let err = Trace::parse("f.down", "1\n18446744073709551615\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 2") && err.contains("one week"), "{err}");
+        let week = format!("1\n{MAX_TRACE_MS}\n");
+        let mut rate = Rate::trace(Trace::parse("f.down", &week).unwrap());
+        let last_day = (MAX_TRACE_MS - 24 * 3600 * 1000) * MILLI;
+        assert_eq!(pass(rate.offer(1500, last_day)), MAX_TRACE_MS * MILLI);
+        assert_eq!(pass(rate.offer(1500, last_day)), (MAX_TRACE_MS + 1) * MILLI);
     }
 
     #[test]
