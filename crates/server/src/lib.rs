@@ -14,6 +14,7 @@ mod admission;
 mod bind;
 mod body;
 mod config;
+mod frame_guard;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod idle;

@@ -23,6 +23,7 @@ use h3lab_results::{Proto, QuicCongestion};
 
 use crate::admission::{Admission, Counters, QuicAdmission, QuicTicket, Unvalidated};
 use crate::config::{kernel_tcp_congestion, Limits};
+use crate::frame_guard::{Guarded, GuardedConnection};
 use crate::idle::RequestWatch;
 use crate::lifecycle::Lifecycle;
 use crate::metrics::{ConnectionKind, MeteredBody, QuicTrack};
@@ -46,8 +47,16 @@ pub fn settings() -> Vec<(&'static str, String)> {
     ]
 }
 
-type H3Connection = h3::server::Connection<h3_quinn::Connection, Bytes>;
-type H3Stream = RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
+type H3Connection = h3::server::Connection<GuardedConnection, Bytes>;
+type H3Stream = RequestStream<Guarded<h3_quinn::BidiStream<Bytes>>, Bytes>;
+
+/// The largest frame other than DATA a client may send, in multiples of
+/// the field-section limit. A HEADERS frame carries one field section, and
+/// h3 counts a section's size as at least its encoded bytes (each field
+/// line counts its name, value and 32), so twice the limit leaves every
+/// oversized section to h3's 431 and refuses only frames that no field
+/// section needs (see [`crate::frame_guard`]).
+const FRAME_LIMIT_FACTOR: u64 = 2;
 
 /// Throughput-oriented transport settings, built afresh for each use
 /// (quinn's `TransportConfig` cannot be cloned).
@@ -237,7 +246,8 @@ impl QuicShell {
         }
         let mut builder = h3::server::builder();
         builder.max_field_section_size(self.handler.limits.max_header_bytes as u64);
-        let build = builder.build(h3_quinn::Connection::new(connection.clone()));
+        let frame_limit = FRAME_LIMIT_FACTOR * self.handler.limits.max_header_bytes as u64;
+        let build = builder.build(GuardedConnection::new(connection.clone(), frame_limit));
         match timeout_at(deadline, build).await {
             Err(_) => Err(SetupFailure::TimedOut(connection)),
             Ok(Err(err)) => Err(SetupFailure::Http3(err)),
@@ -338,7 +348,7 @@ enum Ended {
 
 async fn serve_request(
     handler: Arc<Handler>,
-    resolver: RequestResolver<h3_quinn::Connection, Bytes>,
+    resolver: RequestResolver<GuardedConnection, Bytes>,
     watch: Arc<RequestWatch>,
 ) {
     let header_timeout = handler.limits.header_timeout;
