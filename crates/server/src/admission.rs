@@ -146,6 +146,11 @@ pub struct DefenceCounts {
     pub handshake_timeouts: u64,
     /// Connections closed for sending no complete request headers in time.
     pub header_timeouts: u64,
+    /// TCP connections closed because their responses made no progress in time.
+    pub send_stalls: u64,
+    /// TCP connections closed because the client cancelled far more
+    /// requests than it let complete (rapid reset).
+    pub cancel_floods: u64,
 }
 
 #[derive(Debug, Default)]
@@ -156,6 +161,8 @@ pub(crate) struct Counters {
     quic_retries: AtomicU64,
     pub(crate) handshake_timeouts: AtomicU64,
     pub(crate) header_timeouts: AtomicU64,
+    pub(crate) send_stalls: AtomicU64,
+    pub(crate) cancel_floods: AtomicU64,
 }
 
 impl Counters {
@@ -172,6 +179,8 @@ impl Counters {
             quic_retries: read(&self.quic_retries),
             handshake_timeouts: read(&self.handshake_timeouts),
             header_timeouts: read(&self.header_timeouts),
+            send_stalls: read(&self.send_stalls),
+            cancel_floods: read(&self.cancel_floods),
         }
     }
 }

@@ -222,6 +222,15 @@ pub struct Limits {
     /// from its last response finishing. Past it the connection is closed
     /// (h2 and h3 with GOAWAY first).
     pub header_timeout: Duration,
+    /// Longest time a TCP connection's response bodies may go without
+    /// producing any data while one is being sent: the client takes none of
+    /// it (h2 flow-control window left at 0, h1 socket never read). Past it
+    /// the connection is closed (h2 with GOAWAY first). Without it such a
+    /// connection, which always has a request in flight, would never meet
+    /// the header timeout and would hold its slot and streams for ever.
+    /// No flag: a client that accepts no byte for this long is broken or
+    /// hostile, whatever the benchmark.
+    pub send_stall_timeout: Duration,
 }
 
 /// hyper refuses an HTTP/1.1 read buffer smaller than this.
@@ -243,6 +252,7 @@ impl Default for Limits {
             shutdown_grace: Duration::from_secs(5),
             handshake_timeout: Duration::from_secs(10),
             header_timeout: Duration::from_secs(10),
+            send_stall_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -265,6 +275,9 @@ impl Limits {
         }
         if self.header_timeout.is_zero() {
             bail!("header timeout is 0; pass --header-timeout of at least 1ms, e.g. 10s");
+        }
+        if self.send_stall_timeout.is_zero() {
+            bail!("send-stall timeout is 0; set Limits::send_stall_timeout to at least 1ms");
         }
         for (limit, per_peer, transport) in [
             (

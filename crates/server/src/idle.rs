@@ -3,6 +3,15 @@
 //! ready or from its last response finishing. A slowloris client that
 //! trickles headers, or opens a connection and sends nothing, never has a
 //! request in flight, so it is closed at the timeout.
+//!
+//! The send-stall timeout covers the opposite case: a request is in flight
+//! but the client takes none of its response (an HTTP/2 window left at 0, or
+//! an h1 socket never read). The header timeout never fires then, so a
+//! connection whose response bodies make no progress for the send-stall
+//! timeout is closed as well.
+//!
+//! It also counts requests that end before their response body is complete
+//! (the client cancelled them), for the rapid-reset defence in tcp.rs.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -13,11 +22,18 @@ use http_body::{Body, Frame, SizeHint};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-/// Requests in flight on one connection, and since when it has had none.
+/// Requests in flight on one connection, and since when it has had none;
+/// response bodies being sent, and when one last produced data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Activity {
     in_flight: usize,
     idle_since: Instant,
+    sending: usize,
+    last_progress: Instant,
+    /// Requests that ended with their response fully produced, and without
+    /// (the client reset the stream first).
+    completed: u64,
+    cancelled: u64,
 }
 
 impl Activity {
@@ -25,14 +41,38 @@ impl Activity {
         Self {
             in_flight: 0,
             idle_since: now,
+            sending: 0,
+            last_progress: now,
+            completed: 0,
+            cancelled: 0,
         }
+    }
+
+    /// A new response body counts as progress: its stall clock starts now.
+    fn start_sending(&mut self, now: Instant) {
+        self.sending += 1;
+        self.last_progress = now;
+    }
+
+    fn stop_sending(&mut self) {
+        self.sending -= 1;
+    }
+
+    /// When a connection whose bodies make no progress counts as stalled;
+    /// `None` while no body is being sent.
+    fn stall_deadline(&self, timeout: Duration) -> Option<Instant> {
+        (self.sending > 0).then(|| self.last_progress + timeout)
     }
 
     fn begin(&mut self) {
         self.in_flight += 1;
     }
 
-    fn end(&mut self, now: Instant) {
+    fn end(&mut self, now: Instant, completed: bool) {
+        match completed {
+            true => self.completed += 1,
+            false => self.cancelled += 1,
+        }
         self.in_flight -= 1;
         if self.in_flight == 0 {
             self.idle_since = now;
@@ -61,7 +101,7 @@ impl RequestWatch {
     /// A request's headers are complete; it is in flight until the guard drops.
     pub fn begin(self: &Arc<Self>) -> InFlight {
         self.activity.send_modify(Activity::begin);
-        InFlight(self.clone())
+        InFlight(self.clone(), false)
     }
 
     /// Completes once the connection has had no request in flight for `timeout`.
@@ -82,30 +122,95 @@ impl RequestWatch {
             }
         }
     }
-}
 
-/// One request in flight; dropping it ends the request.
-pub struct InFlight(Arc<RequestWatch>);
+    /// Completes once response bodies are being sent and none has produced
+    /// data for `timeout`. Progress is recorded without waking this watcher
+    /// (it happens per chunk); the watcher re-reads it when its deadline passes.
+    pub async fn stalled_for(&self, timeout: Duration) {
+        let mut changes = self.activity.subscribe();
+        loop {
+            let deadline = changes.borrow_and_update().stall_deadline(timeout);
+            if deadline.is_some_and(|deadline| deadline <= Instant::now()) {
+                return;
+            }
+            let sleep = async {
+                match deadline {
+                    Some(deadline) => tokio::time::sleep_until(deadline).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = sleep => {}
+                _ = changes.changed() => {}
+            }
+        }
+    }
 
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        let now = Instant::now();
-        self.0.activity.send_modify(|activity| activity.end(now));
+    /// Completes once the client has cancelled more than `allowance`
+    /// requests beyond those it let complete: rapid reset cancels nearly
+    /// all, while a client cancelling as many as it completes costs no more
+    /// than one sending requests as fast as it can.
+    pub async fn cancelling(&self, allowance: u64) {
+        let mut changes = self.activity.subscribe();
+        loop {
+            let activity = *changes.borrow_and_update();
+            if activity.cancelled > activity.completed + allowance {
+                return;
+            }
+            // The sender lives in `self`, so this never fails while we run.
+            let _ = changes.changed().await;
+        }
     }
 }
 
-/// A response body that keeps its request in flight until it is sent or dropped.
-pub struct Watched<B> {
-    body: B,
-    _in_flight: InFlight,
+/// One request in flight; dropping it ends the request, as completed once
+/// its response body has been produced to the end.
+pub struct InFlight(Arc<RequestWatch>, bool);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let (now, completed) = (Instant::now(), self.1);
+        self.0
+            .activity
+            .send_modify(|activity| activity.end(now, completed));
+    }
 }
 
-impl<B> Watched<B> {
+/// A response body that keeps its request in flight until it is sent or
+/// dropped, and records its progress for the send-stall timeout.
+pub struct Watched<B: Body> {
+    body: B,
+    in_flight: InFlight,
+}
+
+impl<B: Body> Watched<B> {
     pub fn new(body: B, in_flight: InFlight) -> Self {
-        Self {
-            body,
-            _in_flight: in_flight,
-        }
+        let now = Instant::now();
+        in_flight
+            .0
+            .activity
+            .send_modify(|activity| activity.start_sending(now));
+        Self { body, in_flight }
+    }
+
+    /// Per chunk, so it notifies nobody: see [`RequestWatch::stalled_for`].
+    fn progressed(&self) {
+        let now = Instant::now();
+        self.in_flight.0.activity.send_if_modified(|activity| {
+            activity.last_progress = now;
+            false
+        });
+    }
+}
+
+impl<B: Body> Drop for Watched<B> {
+    fn drop(&mut self) {
+        // hyper stops polling a body of known length at its last byte.
+        self.in_flight.1 |= self.body.is_end_stream();
+        self.in_flight
+            .0
+            .activity
+            .send_modify(Activity::stop_sending);
     }
 }
 
@@ -117,7 +222,14 @@ impl<B: Body + Unpin> Body for Watched<B> {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
-        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+        let this = self.get_mut();
+        let frame = Pin::new(&mut this.body).poll_frame(cx);
+        match frame {
+            Poll::Ready(Some(Ok(_))) => this.progressed(),
+            Poll::Ready(None) => this.in_flight.1 = true,
+            _ => {}
+        }
+        frame
     }
 
     fn is_end_stream(&self) -> bool {
@@ -144,14 +256,14 @@ mod tests {
         activity.begin();
         assert_eq!(activity.deadline(TIMEOUT), None);
         let later = start + Duration::from_secs(30);
-        activity.end(later);
+        activity.end(later, true);
         assert_eq!(
             activity.deadline(TIMEOUT),
             None,
             "one request still in flight"
         );
         let last = later + Duration::from_secs(1);
-        activity.end(last);
+        activity.end(last, true);
         assert_eq!(activity.deadline(TIMEOUT), Some(last + TIMEOUT));
     }
 
@@ -165,5 +277,32 @@ mod tests {
         drop(in_flight);
         let fired = tokio::time::timeout(short * 50, watch.idle_for(short)).await;
         assert!(fired.is_ok());
+    }
+
+    #[test]
+    fn a_stall_is_counted_from_the_last_progress_while_a_body_is_sent() {
+        let start = Instant::now();
+        let mut activity = Activity::new(start);
+        assert_eq!(activity.stall_deadline(TIMEOUT), None, "nothing is sent");
+        let sent = start + Duration::from_secs(5);
+        activity.start_sending(sent);
+        assert_eq!(activity.stall_deadline(TIMEOUT), Some(sent + TIMEOUT));
+        activity.stop_sending();
+        assert_eq!(activity.stall_deadline(TIMEOUT), None);
+    }
+
+    #[tokio::test]
+    async fn a_body_that_is_not_polled_stalls_its_connection() {
+        let watch = RequestWatch::new();
+        let short = Duration::from_millis(20);
+        let body = Watched::new(
+            http_body_util::Full::new(bytes::Bytes::new()),
+            watch.begin(),
+        );
+        let fired = tokio::time::timeout(short * 50, watch.stalled_for(short)).await;
+        assert!(fired.is_ok(), "the body was never polled");
+        drop(body);
+        let fired = tokio::time::timeout(short * 5, watch.stalled_for(short)).await;
+        assert!(fired.is_err(), "no body is being sent");
     }
 }

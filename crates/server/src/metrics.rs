@@ -367,8 +367,10 @@ impl prometheus_client::collector::Collector for DefenceCollector {
             ("quic_retries", counts.quic_retries),
             ("handshake_timeouts", counts.handshake_timeouts),
             ("header_timeouts", counts.header_timeouts),
+            ("send_stalls", counts.send_stalls),
+            ("cancel_floods", counts.cancel_floods),
         ];
-        let help = "Connections the server's defences acted on: answered busy (503), closed at once, refused, sent a Retry, or closed at a timeout";
+        let help = "Connections the server's defences acted on: answered busy (503), closed at once, refused, sent a Retry, closed at a timeout, or closed for cancelling far more requests than it let complete";
         encode_counts(encoder, "defence_actions", help, "action", &actions)
     }
 }

@@ -34,6 +34,26 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 /// After a failed accept (e.g. out of file descriptors), pause before retrying.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
+/// Rapid reset (CVE-2023-44487): streams the client opened and reset before
+/// they were accepted, beyond which h2 closes the connection with
+/// GOAWAY(ENHANCE_YOUR_CALM). h2's own default, pinned so that an upgrade
+/// changing it shows up here (docs/hardening.md has the measurements).
+const MAX_PENDING_ACCEPT_RESETS: usize = 20;
+/// Rapid reset, when h2's limit above does not trip (hyper accepts streams
+/// as fast as they come, so few wait reset): requests the client may cancel
+/// beyond those it lets complete before the connection is closed.
+const CANCELLED_REQUEST_ALLOWANCE: u64 = 100;
+/// A cancel flood's own requests are all that a grace would serve: only
+/// long enough to flush the GOAWAY. h2's graceful GOAWAY (last stream
+/// 2^31-1) keeps accepting new streams until the client answers its PING,
+/// which a flooding client need not do; with a 100 ms grace the server went
+/// on starting the flood's requests for those 100 ms.
+const CANCEL_FLOOD_GRACE: Duration = Duration::from_millis(10);
+/// MadeYouReset (CVE-2025-8671): streams the client made the server reset
+/// (invalid frames on them), beyond which h2 closes the connection with
+/// GOAWAY(ENHANCE_YOUR_CALM). hyper's default, pinned likewise.
+const MAX_LOCAL_ERROR_RESETS: usize = 1024;
+
 /// Over the body limit, how much more of a request body is read and discarded
 /// before answering 413, and for how long at most.
 const DRAIN_BYTES: u64 = 1024 * 1024;
@@ -169,20 +189,30 @@ impl TcpShell {
                 false => std::future::pending().await,
             }
         };
-        let shutting_down = tokio::select! {
+        // How long the connection may still take after GOAWAY; `None`: as
+        // long as server shutdown allows.
+        let grace = tokio::select! {
             served = connection.as_mut() => return served.map_err(|err| anyhow!(err)),
-            _ = self.lifecycle.graceful.cancelled() => true,
-            _ = busy_deadline => false,
+            _ = self.lifecycle.graceful.cancelled() => None,
+            _ = busy_deadline => Some(CLOSE_GRACE),
             _ = watch.idle_for(self.handler.limits.header_timeout) => {
                 Counters::count(&self.admission.counters.header_timeouts);
-                false
+                Some(CLOSE_GRACE)
+            }
+            _ = watch.stalled_for(self.handler.limits.send_stall_timeout) => {
+                Counters::count(&self.admission.counters.send_stalls);
+                Some(CLOSE_GRACE)
+            }
+            _ = watch.cancelling(CANCELLED_REQUEST_ALLOWANCE) => {
+                Counters::count(&self.admission.counters.cancel_floods);
+                Some(CANCEL_FLOOD_GRACE)
             }
         };
         connection.as_mut().graceful_shutdown();
         let close_grace = async {
-            match shutting_down {
-                true => std::future::pending().await,
-                false => tokio::time::sleep(CLOSE_GRACE).await,
+            match grace {
+                None => std::future::pending().await,
+                Some(grace) => tokio::time::sleep(grace).await,
             }
         };
         tokio::select! {
@@ -205,6 +235,11 @@ fn builder(limits: &Limits, tuning: &TcpTuning) -> Builder {
         .http2()
         .timer(TokioTimer::new())
         .max_concurrent_streams(limits.max_streams_per_connection)
+        .max_pending_accept_reset_streams(MAX_PENDING_ACCEPT_RESETS)
+        .max_local_error_reset_streams(MAX_LOCAL_ERROR_RESETS)
+        // Also bounds CONTINUATION frames per header block (h2 allows what
+        // this size needs, 5 at 64 KiB) and closes the connection when a
+        // block decodes past 4 times it (an HPACK bomb).
         .max_header_list_size(limits.max_header_bytes as u32)
         .initial_stream_window_size(tuning.h2_stream_window)
         .initial_connection_window_size(tuning.h2_connection_window)

@@ -211,7 +211,7 @@ fn initial_flood_meets_retry_while_every_protocol_is_served() {
     let mut tallies = Vec::new();
     let (comparison, most_slots) = std::thread::scope(|scope| {
         let sampler = scope.spawn(|| sample_quic_slots(&server, &sampling_done));
-        let comparison = server.quiet_versus_attack(|measure| {
+        let mut comparisons = server.quiet_versus_attacks(None, 1, |_, measure| {
             let retries_before = server.defence().quic_retries;
             let flood = Flood::launch(&server, initials.clone());
             wait_for("Retry engages", RAMP_LIMIT, || {
@@ -221,7 +221,10 @@ fn initial_flood_meets_retry_while_every_protocol_is_served() {
             tallies.push(flood.stop());
         });
         sampling_done.store(1, Ordering::Relaxed);
-        (comparison, sampler.join().unwrap())
+        (
+            comparisons.pop().expect("one attack"),
+            sampler.join().unwrap(),
+        )
     });
 
     let sum = |count: fn(&Tally) -> &AtomicU64| -> u64 {

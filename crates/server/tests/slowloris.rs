@@ -312,7 +312,7 @@ fn slowloris_is_cut_off_while_every_protocol_is_served() {
     let longest_allowed = limits.handshake_timeout + limits.header_timeout + CLOSE_SLACK;
     let server = LiveServer::start(limits);
     let mut rounds = Vec::new();
-    let comparison = server.quiet_versus_attack(|measure| {
+    let mut comparisons = server.quiet_versus_attacks(None, 1, |_, measure| {
         let attack = Slowloris::launch(&server);
         // Measure only once the attack is in place: every slot has made
         // its first connection and the admitted ones are past their
@@ -334,6 +334,7 @@ fn slowloris_is_cut_off_while_every_protocol_is_served() {
         );
         rounds.push(attack.stop_and_join());
     });
+    let comparison = comparisons.pop().expect("one attack");
 
     let sum = |count: fn(&Tally) -> &AtomicU64| -> u64 {
         rounds

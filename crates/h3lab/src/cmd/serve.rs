@@ -176,6 +176,7 @@ impl Args {
                 shutdown_grace: Duration::from_millis(self.shutdown_grace_ms),
                 handshake_timeout: self.handshake_timeout,
                 header_timeout: self.header_timeout,
+                send_stall_timeout: Limits::default().send_stall_timeout,
             },
             extra_sans: self.sans,
             quic_congestion: self.quic_cc,

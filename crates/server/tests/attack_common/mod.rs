@@ -118,28 +118,40 @@ impl LiveServer {
         report.latency_us.quantile(0.99)
     }
 
-    /// [`RUNS`] rounds, each a quiet run of every protocol and then, inside
-    /// `attack_round` (which starts the attack, calls back to measure, and
-    /// stops it), a run of every protocol under attack. Interleaving keeps
-    /// other load on a shared machine from landing on one side only. Before
-    /// each quiet run the server must have no connection left open, so an
-    /// attack that is not stopped fails here. The median p99 per protocol,
-    /// quiet and under attack.
-    pub fn quiet_versus_attack(
+    /// Rounds ([`RUNS`] unless `rounds` says otherwise), each a quiet run of
+    /// every protocol and then, for each of the `attacks` attacks in turn,
+    /// `attack_round(attack, measure)`, which starts that attack, calls back
+    /// to run every protocol under it, and stops it. Interleaving keeps other
+    /// load on a shared machine from landing on one side only. Before each
+    /// quiet run the server must have no connection left open, so an attack
+    /// that is not stopped fails here. The median p99 per protocol, quiet and
+    /// under each attack.
+    pub fn quiet_versus_attacks(
         &self,
-        mut attack_round: impl FnMut(&mut dyn FnMut()),
-    ) -> Comparison {
+        rounds: Option<usize>,
+        attacks: usize,
+        mut attack_round: impl FnMut(usize, &mut dyn FnMut()),
+    ) -> Vec<Comparison> {
         for proto in PROTOCOLS {
             self.legitimate_p99(proto);
         }
-        let (mut quiet, mut attack) = (Samples::default(), Samples::default());
-        for round in 0..RUNS {
+        let mut quiet = Samples::default();
+        let mut attacked = vec![Samples::default(); attacks];
+        for round in 0..rounds.unwrap_or(RUNS) {
             self.wait_until_no_connections();
             quiet.run_each(self, round);
-            attack_round(&mut || attack.run_each(self, round));
+            for (attack, samples) in attacked.iter_mut().enumerate() {
+                attack_round(attack, &mut || samples.run_each(self, round));
+            }
         }
         self.wait_until_no_connections();
-        Comparison { quiet, attack }
+        attacked
+            .into_iter()
+            .map(|attack| Comparison {
+                quiet: quiet.clone(),
+                attack,
+            })
+            .collect()
     }
 
     fn wait_until_no_connections(&self) {
@@ -160,7 +172,7 @@ impl LiveServer {
 const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 
 /// p99s per protocol, one per run.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Samples(BTreeMap<Proto, Vec<u64>>);
 
 impl Samples {
