@@ -34,6 +34,8 @@ pub struct ServerConfig {
     pub quic_congestion: QuicCongestion,
     /// How the TCP side (TLS records, socket, HTTP/2) is tuned.
     pub tcp_tuning: TcpTuning,
+    /// How the QUIC side (initial window, GSO, UDP buffers) is tuned.
+    pub quic_tuning: QuicTuning,
     /// Where to serve Prometheus metrics (`GET /metrics`, plain HTTP);
     /// `None` serves none. Port 0 picks a free port.
     pub metrics: Option<SocketAddr>,
@@ -62,6 +64,7 @@ impl Default for ServerConfig {
             extra_sans: Vec::new(),
             quic_congestion: QuicCongestion::default(),
             tcp_tuning: TcpTuning::default(),
+            quic_tuning: QuicTuning::default(),
             metrics: None,
             qlog: None,
         }
@@ -88,6 +91,12 @@ pub struct TcpTuning {
     /// Bytes HTTP/2 buffers per stream ahead of the socket (hyper's
     /// `max_send_buf_size`).
     pub h2_send_buffer: usize,
+    /// `SO_SNDBUF` on every TCP connection; `None` leaves the kernel's
+    /// autotuning (`net.ipv4.tcp_wmem`), which a fixed size turns off.
+    pub send_buffer: Option<usize>,
+    /// `SO_RCVBUF` on every TCP connection; `None` leaves autotuning
+    /// (`net.ipv4.tcp_rmem`).
+    pub recv_buffer: Option<usize>,
 }
 
 impl Default for TcpTuning {
@@ -99,9 +108,60 @@ impl Default for TcpTuning {
             h2_stream_window: 16 * 1024 * 1024,
             h2_connection_window: 32 * 1024 * 1024,
             h2_send_buffer: 1024 * 1024,
+            send_buffer: None,
+            recv_buffer: None,
         }
     }
 }
+
+/// The QUIC side's settings that decide results, beside [`TcpTuning`]
+/// (the congestion controller is [`ServerConfig::quic_congestion`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuicTuning {
+    /// The congestion controller's initial window in bytes; `None` keeps
+    /// quinn's (RFC 9002's 10 packets, 14,720 B with 1,472-byte datagrams).
+    pub initial_window: Option<u64>,
+    /// Send many datagrams in one system call with UDP GSO, where the
+    /// kernel and the interface support it.
+    pub segmentation_offload: bool,
+    /// `SO_SNDBUF` and `SO_RCVBUF` asked for the UDP socket; the kernel
+    /// caps them at `net.core.{w,r}mem_max` (the tuning lines say what it
+    /// gave).
+    pub udp_buffer: usize,
+}
+
+impl Default for QuicTuning {
+    fn default() -> Self {
+        Self {
+            initial_window: None,
+            segmentation_offload: true,
+            udp_buffer: 8 * 1024 * 1024,
+        }
+    }
+}
+
+impl QuicTuning {
+    /// Rejects an initial window no controller can start from.
+    pub(crate) fn validate(&self) -> Result<()> {
+        if let Some(window) = self.initial_window {
+            if !(MIN_INITIAL_WINDOW..=MAX_INITIAL_WINDOW).contains(&window) {
+                bail!(
+                    "QUIC initial window {window} B is out of range; pass --quic-initial-window \
+                     from {MIN_INITIAL_WINDOW} (two packets) to {MAX_INITIAL_WINDOW} B"
+                );
+            }
+        }
+        if self.udp_buffer == 0 {
+            bail!("UDP buffer 0 B; pass --udp-buffer of at least 4096, e.g. 8388608");
+        }
+        Ok(())
+    }
+}
+
+/// Two full-size datagrams: RFC 9002's minimum congestion window.
+pub const MIN_INITIAL_WINDOW: u64 = 2 * 1472;
+/// 64 MiB: far above any path here, and a typo's guard.
+pub const MAX_INITIAL_WINDOW: u64 = 64 * 1024 * 1024;
 
 /// A TCP congestion controller the server sets per connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,7 +228,22 @@ impl TcpTuning {
                 format!("{} B", self.h2_connection_window),
             ),
             ("h2_send_buffer", format!("{} B", self.h2_send_buffer)),
+            (
+                "tcp_send_buffer",
+                buffer_setting(self.send_buffer, "tcp_wmem"),
+            ),
+            (
+                "tcp_recv_buffer",
+                buffer_setting(self.recv_buffer, "tcp_rmem"),
+            ),
         ]
+    }
+}
+
+fn buffer_setting(bytes: Option<usize>, autotuned_by: &str) -> String {
+    match bytes {
+        Some(bytes) => format!("{bytes} B asked (SO_SNDBUF/SO_RCVBUF, no autotuning)"),
+        None => format!("kernel autotuning (net.ipv4.{autotuned_by})"),
     }
 }
 

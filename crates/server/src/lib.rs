@@ -41,8 +41,8 @@ use tracing::warn;
 
 pub use admission::DefenceCounts;
 pub use config::{
-    kernel_tcp_congestion, DynamicRecords, Limits, ServerConfig, TcpCongestion, TcpTuning,
-    TlsRecords, TlsSource,
+    kernel_tcp_congestion, DynamicRecords, Limits, QuicTuning, ServerConfig, TcpCongestion,
+    TcpTuning, TlsRecords, TlsSource, MAX_INITIAL_WINDOW, MIN_INITIAL_WINDOW,
 };
 
 use admission::Admission;
@@ -112,6 +112,7 @@ struct Trust {
 pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     config.limits.validate()?;
     config.tcp_tuning.validate()?;
+    config.quic_tuning.validate()?;
     let root = config
         .root
         .as_deref()
@@ -130,7 +131,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
             &config.extra_sans,
         )?),
     };
-    let sockets = bind::bind(config.listen, tls.is_some())?;
+    let buffers = bind::Buffers {
+        tcp_send: config.tcp_tuning.send_buffer,
+        tcp_recv: config.tcp_tuning.recv_buffer,
+        udp: config.quic_tuning.udp_buffer,
+    };
+    let sockets = bind::bind(config.listen, tls.is_some(), &buffers)?;
+    let granted_buffers = sockets.granted_buffers(&buffers)?;
     let local_addr = sockets.tcp.local_addr()?;
     let alt_svc = match tls {
         Some(_) => Some(HeaderValue::try_from(format!(
@@ -167,12 +174,14 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         (Some(udp), Some(tls)) => {
             let crypto = Arc::new(metrics.meter_quic_tls(tls.quic_config()?));
             let (limits, congestion) = (config.limits.clone(), config.quic_congestion);
-            let server = quic::server_config(crypto, quic::transport(&limits, congestion)?);
+            let quic_tuning = config.quic_tuning;
+            let transport = quic::transport(&limits, congestion, &quic_tuning)?;
+            let server = quic::server_config(crypto, transport);
             let qlog = config
                 .qlog
                 .clone()
                 .map(|dir| {
-                    let transport = move || quic::transport(&limits, congestion);
+                    let transport = move || quic::transport(&limits, congestion, &quic_tuning);
                     qlog::QlogDir::new(dir, server.clone(), transport)
                 })
                 .transpose()?;
@@ -212,7 +221,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         metrics_addr,
         admission,
         grace: config.limits.shutdown_grace,
-        tuning: tuning_settings(&config.tcp_tuning, serves_h3),
+        tuning: tuning_settings(&config, serves_h3, granted_buffers),
     })
 }
 
@@ -234,12 +243,20 @@ fn serve_metrics(
     Ok(bound)
 }
 
-/// The settings that decide results: TCP's, and QUIC's when it serves h3.
-fn tuning_settings(tcp: &TcpTuning, serves_h3: bool) -> Vec<(&'static str, String)> {
-    let mut settings = tcp.settings();
+/// The settings that decide results: TCP's, QUIC's when it serves h3, and
+/// the socket buffers the kernel granted.
+fn tuning_settings(
+    config: &ServerConfig,
+    serves_h3: bool,
+    granted_buffers: Vec<(&'static str, String)>,
+) -> Vec<(&'static str, String)> {
+    let mut settings = config.tcp_tuning.settings();
+    let streams = config.limits.max_streams_per_connection;
+    settings.push(("max_streams", format!("{streams} per h2 or h3 connection")));
     if serves_h3 {
-        settings.extend(quic::settings());
+        settings.extend(quic::settings(config.quic_congestion, &config.quic_tuning));
     }
+    settings.extend(granted_buffers);
     settings
 }
 

@@ -22,7 +22,7 @@ use tracing::{debug, warn};
 use h3lab_results::{Proto, QuicCongestion};
 
 use crate::admission::{Admission, Counters, QuicAdmission, QuicTicket, Unvalidated};
-use crate::config::{kernel_tcp_congestion, Limits};
+use crate::config::{kernel_tcp_congestion, Limits, QuicTuning};
 use crate::frame_guard::{Guarded, GuardedConnection};
 use crate::idle::RequestWatch;
 use crate::lifecycle::Lifecycle;
@@ -40,12 +40,30 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 /// QUIC's settings that decide results, as `(name, value)`, beside
 /// [`crate::TcpTuning::settings`].
-pub fn settings() -> Vec<(&'static str, String)> {
+pub fn settings(congestion: QuicCongestion, tuning: &QuicTuning) -> Vec<(&'static str, String)> {
+    // Read from the controller quinn builds, so the line cannot drift from it.
+    let window = congestion_factory(congestion, tuning.initial_window)
+        .build(std::time::Instant::now(), INITIAL_MTU)
+        .initial_window();
+    let initial_window = match tuning.initial_window {
+        Some(_) => format!("{window} B"),
+        None => format!("{window} B (quinn's default for its controller)"),
+    };
+    let gso = match tuning.segmentation_offload {
+        true => "on (where the kernel supports it)",
+        false => "off",
+    };
     vec![
         ("quic_stream_window", format!("{STREAM_WINDOW} B")),
         ("quic_send_window", format!("{SEND_WINDOW} B")),
+        ("quic_initial_window", initial_window),
+        ("quic_gso", gso.to_string()),
+        ("udp_buffer", format!("{} B asked", tuning.udp_buffer)),
     ]
 }
+
+/// quinn's initial datagram size, at which controllers are built.
+const INITIAL_MTU: u16 = 1200;
 
 type H3Connection = h3::server::Connection<GuardedConnection, Bytes>;
 type H3Stream = RequestStream<Guarded<h3_quinn::BidiStream<Bytes>>, Bytes>;
@@ -60,10 +78,15 @@ const FRAME_LIMIT_FACTOR: u64 = 2;
 
 /// Throughput-oriented transport settings, built afresh for each use
 /// (quinn's `TransportConfig` cannot be cloned).
-pub fn transport(limits: &Limits, congestion: QuicCongestion) -> Result<TransportConfig> {
+pub fn transport(
+    limits: &Limits,
+    congestion: QuicCongestion,
+    tuning: &QuicTuning,
+) -> Result<TransportConfig> {
     let mut transport = TransportConfig::default();
-    transport.congestion_controller_factory(congestion_factory(congestion));
+    transport.congestion_controller_factory(congestion_factory(congestion, tuning.initial_window));
     transport
+        .enable_segmentation_offload(tuning.segmentation_offload)
         .max_concurrent_bidi_streams(VarInt::from_u32(limits.max_streams_per_connection))
         .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
         .send_window(SEND_WINDOW)
@@ -93,12 +116,26 @@ pub fn endpoint(socket: std::net::UdpSocket, server: quinn::ServerConfig) -> Res
     )?)
 }
 
-fn congestion_factory(congestion: QuicCongestion) -> Arc<dyn ControllerFactory + Send + Sync> {
+fn congestion_factory(
+    congestion: QuicCongestion,
+    initial_window: Option<u64>,
+) -> Arc<dyn ControllerFactory + Send + Sync> {
+    // Each controller keeps its own default window when none is given:
+    // quinn's Cubic and NewReno start at 12,000 B, its BBR at 240,000 B.
+    macro_rules! with_window {
+        ($config:expr) => {{
+            let mut config = $config;
+            if let Some(window) = initial_window {
+                config.initial_window(window);
+            }
+            Arc::new(config)
+        }};
+    }
     match congestion.resolved(&kernel_tcp_congestion()) {
         // `resolved` never answers `Auto`.
-        QuicCongestion::Cubic | QuicCongestion::Auto => Arc::new(CubicConfig::default()),
-        QuicCongestion::NewReno => Arc::new(NewRenoConfig::default()),
-        QuicCongestion::Bbr => Arc::new(BbrConfig::default()),
+        QuicCongestion::Cubic | QuicCongestion::Auto => with_window!(CubicConfig::default()),
+        QuicCongestion::NewReno => with_window!(NewRenoConfig::default()),
+        QuicCongestion::Bbr => with_window!(BbrConfig::default()),
     }
 }
 

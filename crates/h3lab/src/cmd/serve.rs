@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use h3lab_results::QuicCongestion;
 use h3lab_server::{
-    kernel_tcp_congestion, Limits, RunningServer, ServerConfig, TcpCongestion, TcpTuning,
-    TlsRecords, TlsSource,
+    kernel_tcp_congestion, Limits, QuicTuning, RunningServer, ServerConfig, TcpCongestion,
+    TcpTuning, TlsRecords, TlsSource,
 };
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -115,6 +115,25 @@ pub struct Args {
     /// Bytes HTTP/2 buffers per stream ahead of the socket.
     #[arg(long, value_name = "BYTES", default_value_t = TcpTuning::default().h2_send_buffer)]
     h2_send_buffer: usize,
+    /// SO_SNDBUF for every TCP connection, in bytes (default: the kernel's
+    /// autotuning, which a fixed size turns off).
+    #[arg(long, value_name = "BYTES")]
+    tcp_send_buffer: Option<usize>,
+    /// SO_RCVBUF for every TCP connection, in bytes (default: autotuning).
+    #[arg(long, value_name = "BYTES")]
+    tcp_recv_buffer: Option<usize>,
+    /// The QUIC congestion controller's initial window, in bytes (default:
+    /// quinn's for the controller: 12000 for cubic and newreno, 240000 for bbr).
+    #[arg(long, value_name = "BYTES")]
+    quic_initial_window: Option<u64>,
+    /// UDP generic segmentation offload for HTTP/3: many datagrams per
+    /// system call, where the kernel supports it.
+    #[arg(long, value_enum, default_value = "on")]
+    gso: Switch,
+    /// SO_SNDBUF and SO_RCVBUF asked for the UDP socket, in bytes (the
+    /// kernel caps them at net.core.wmem_max and rmem_max).
+    #[arg(long, value_name = "BYTES", default_value_t = QuicTuning::default().udp_buffer)]
+    udp_buffer: usize,
     /// Serve Prometheus metrics at http://ADDR:PORT/metrics (plain HTTP, a
     /// listener of its own; port 0 picks a free one). See docs/metrics.md.
     #[arg(long, value_name = "ADDR:PORT")]
@@ -141,6 +160,13 @@ impl From<TcpCc> for TcpCongestion {
             TcpCc::Reno => TcpCongestion::Reno,
         }
     }
+}
+
+/// `--gso`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Switch {
+    On,
+    Off,
 }
 
 /// `--tls-records`.
@@ -190,6 +216,13 @@ impl Args {
                 h2_stream_window: self.h2_stream_window,
                 h2_connection_window: self.h2_connection_window,
                 h2_send_buffer: self.h2_send_buffer,
+                send_buffer: self.tcp_send_buffer,
+                recv_buffer: self.tcp_recv_buffer,
+            },
+            quic_tuning: QuicTuning {
+                initial_window: self.quic_initial_window,
+                segmentation_offload: self.gso == Switch::On,
+                udp_buffer: self.udp_buffer,
             },
             metrics: self.metrics,
             qlog: self.qlog,

@@ -141,6 +141,7 @@ struct Totals {
     congestion_events: u64,
     datagrams_sent: u64,
     datagrams_received: u64,
+    udp_send_calls: u64,
     udp_bytes_sent: u64,
     udp_bytes_received: u64,
     resets_received: u64,
@@ -157,6 +158,7 @@ impl Totals {
         self.congestion_events += stats.path.congestion_events;
         self.datagrams_sent += stats.udp_tx.datagrams;
         self.datagrams_received += stats.udp_rx.datagrams;
+        self.udp_send_calls += stats.udp_tx.ios;
         self.udp_bytes_sent += stats.udp_tx.bytes;
         self.udp_bytes_received += stats.udp_rx.bytes;
         self.resets_received += stats.frame_rx.reset_stream;
@@ -165,7 +167,7 @@ impl Totals {
     }
 
     /// `(name, help, value)` of each counter, in scrape order.
-    fn counters(&self) -> [(&'static str, &'static str, u64); 12] {
+    fn counters(&self) -> [(&'static str, &'static str, u64); 13] {
         [
             ("quic_migrations", "Times a QUIC connection was seen from a new client address", self.migrations),
             ("quic_packets_sent", "QUIC packets sent", self.packets_sent),
@@ -174,6 +176,7 @@ impl Totals {
             ("quic_congestion_events", "QUIC congestion events (window reductions)", self.congestion_events),
             ("quic_datagrams_sent", "UDP datagrams sent (a datagram may carry several QUIC packets)", self.datagrams_sent),
             ("quic_datagrams_received", "UDP datagrams received", self.datagrams_received),
+            ("quic_udp_send_calls", "System calls that sent UDP datagrams: with GSO one call sends several", self.udp_send_calls),
             ("quic_udp_sent_bytes", "UDP payload bytes sent", self.udp_bytes_sent),
             ("quic_udp_received_bytes", "UDP payload bytes received", self.udp_bytes_received),
             ("quic_stream_resets_received", "RESET_STREAM frames received (the client abandoned a request body)", self.resets_received),

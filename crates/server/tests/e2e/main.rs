@@ -8,6 +8,7 @@ mod h3_setup;
 mod limits;
 mod metrics;
 mod qlog;
+mod quic_tuning;
 mod relay;
 mod resumption;
 mod shutdown;

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::common::{connect, test_config, Proto};
 
 /// JSON-SEQ (RFC 7464): each record starts with the RS character.
-fn records(text: &str) -> Vec<Value> {
+pub fn records(text: &str) -> Vec<Value> {
     text.split('\u{1e}')
         .filter(|record| !record.trim().is_empty())
         .map(|record| serde_json::from_str(record).expect("each record is JSON"))
