@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use h3lab_results::bench::{CellRecord, CpuUse, Metric, Outcome};
+use h3lab_results::bench::{CellRecord, CpuUse, Metric, Outcome, SweptSetting};
 use h3lab_results::load::LoadReport;
 use h3lab_results::page::PageReport;
 use linkem::model::LinkStats;
@@ -77,7 +77,14 @@ fn measure(
     };
     let scratch = cell_dir(&ctx.scratch, spec)?;
     let site = site_dir(suite, spec, &ctx.scratch)?;
-    let mut server = server::start(suite, &placement, &ctx.exe, &scratch, site.as_deref())?;
+    let server_start = server::Start {
+        placement: &placement,
+        exe: &ctx.exe,
+        scratch: &scratch,
+        site: site.as_deref(),
+        setting: spec.setting.as_ref(),
+    };
+    let mut server = server::start(suite, &server_start)?;
     if server_tuning.is_none() {
         server_tuning.clone_from(&server.tuning);
     }
@@ -303,7 +310,11 @@ fn empty_record(spec: &CellSpec) -> CellRecord {
     };
     CellRecord {
         profile: spec.profile.clone(),
-        workload: spec.workload.name().to_string(),
+        workload: spec.workload_label(),
+        sweep: spec.setting.as_ref().map(|setting| SweptSetting {
+            tunable: setting.tunable.name().to_string(),
+            value: setting.value.clone(),
+        }),
         kind: spec.workload.kind().to_string(),
         protocol: spec.protocol.to_string(),
         mode: spec.mode.map(|m| m.name().to_string()),

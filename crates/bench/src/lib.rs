@@ -1,6 +1,7 @@
 //! Bench suites, presets, the matrix runner and the `results.json` schema.
 //!
-//! It runs cells (protocol × profile × workload × repetition) on fresh
+//! It runs cells (protocol × profile × workload [× swept setting] ×
+//! repetition) on fresh
 //! emulated paths and records what they measured. It does not draw or
 //! summarise results: that is `h3lab-report`'s job.
 
@@ -17,6 +18,7 @@ pub mod scrape;
 mod server;
 mod spec;
 pub mod suite;
+mod sweep;
 mod usage;
 
 pub use spec::CellSpec;

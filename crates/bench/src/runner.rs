@@ -1,7 +1,8 @@
 //! The matrix runner: expands a suite into cells and runs each on a fresh
 //! emulated path, recording what it measured. Cells run in order
-//! repetition → profile → workload → mode → protocol, so the protocols of one
-//! condition run back to back and slow drifts of the machine hit them alike.
+//! repetition → profile → workload → mode → swept setting → protocol, so
+//! the protocols of one condition run back to back and slow drifts of the
+//! machine hit them alike.
 
 use std::sync::atomic::Ordering;
 
@@ -15,6 +16,7 @@ use crate::environment;
 use crate::profile;
 use crate::spec::CellSpec;
 use crate::suite::{Load, PublishedFigure, Site, Suite, Workload};
+use crate::sweep::Sweep;
 use h3lab_results::bench::{CellRecord, Results, StudyClaim, SuiteInfo, RESULTS_SCHEMA};
 use h3lab_results::Visit;
 
@@ -25,15 +27,18 @@ pub fn plan(suite: &Suite) -> Vec<CellSpec> {
         for profile in &suite.profiles {
             for workload in suite.workloads.iter().filter(|w| w.runs_on(profile)) {
                 for mode in modes_of(workload) {
-                    for &protocol in &suite.protocols {
-                        if mode.is_none_or(|m| m.applies_to(protocol)) {
-                            cells.push(CellSpec {
-                                profile: profile.clone(),
-                                workload: workload.clone(),
-                                protocol,
-                                mode,
-                                repetition,
-                            });
+                    for setting in Sweep::settings_for(suite.sweep.as_ref(), workload.name()) {
+                        for &protocol in &suite.protocols {
+                            if mode.is_none_or(|m| m.applies_to(protocol)) {
+                                cells.push(CellSpec {
+                                    profile: profile.clone(),
+                                    workload: workload.clone(),
+                                    protocol,
+                                    mode,
+                                    setting: setting.clone(),
+                                    repetition,
+                                });
+                            }
                         }
                     }
                 }
@@ -186,7 +191,11 @@ fn suite_info(suite: &Suite, ctx: &RunContext) -> SuiteInfo {
         workloads: suite
             .workloads
             .iter()
-            .map(|w| w.name().to_string())
+            .flat_map(|w| {
+                Sweep::settings_for(suite.sweep.as_ref(), w.name())
+                    .into_iter()
+                    .map(|setting| crate::sweep::workload_label(w.name(), setting.as_ref()))
+            })
             .collect(),
         repetitions: suite.repetitions.0,
         seed: suite.seed,
@@ -265,6 +274,71 @@ modes = ["cold", "0rtt"]
         );
         assert!(cells.iter().all(|c| c.mode.unwrap().applies_to(c.protocol)));
         assert_eq!(cells.iter().filter(|c| c.protocol == Proto::H3).count(), 4);
+    }
+
+    #[test]
+    fn a_sweep_runs_each_value_of_its_workloads_with_protocols_back_to_back() {
+        let suite = Suite::from_toml(
+            r#"
+name = "t"
+protocols = ["h2", "h3"]
+profiles = ["broadband"]
+repetitions = 1
+[[workload]]
+kind = "rps"
+name = "small"
+size = "1KB"
+duration = "1s"
+[[workload]]
+kind = "download"
+name = "big"
+size = "1MB"
+[sweep]
+tunable = "cc"
+values = ["cubic", "bbr"]
+workloads = ["small"]
+"#,
+        )
+        .unwrap();
+        let labels: Vec<String> = plan(&suite)
+            .iter()
+            .map(|c| format!("{} {}", c.workload_label(), c.protocol))
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "small [cc=cubic] h2",
+                "small [cc=cubic] h3",
+                "small [cc=bbr] h2",
+                "small [cc=bbr] h3",
+                "big h2",
+                "big h3"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_sweep_needs_the_built_in_server_and_real_workloads() {
+        let suite = |extra: &str| {
+            Suite::from_toml(&format!(
+                "name = \"t\"\nprotocols = [\"h2\"]\nprofiles = [\"broadband\"]\n{extra}\n\
+                 [[workload]]\nkind = \"rps\"\nname = \"small\"\nsize = \"1KB\"\nduration = \"1s\"\n\
+                 [sweep]\ntunable = \"gso\"\nvalues = [\"on\", \"off\"]\nworkloads = [\"small\"]\n"
+            ))
+        };
+        assert!(suite("").is_ok());
+        let err = suite("[target]\nserver_cmd = \"caddy run\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("built-in server"), "{err}");
+        let err = Suite::from_toml(
+            "name = \"t\"\nprotocols = [\"h2\"]\nprofiles = [\"broadband\"]\n\
+             [[workload]]\nkind = \"rps\"\nname = \"small\"\nsize = \"1KB\"\nduration = \"1s\"\n\
+             [sweep]\ntunable = \"gso\"\nvalues = [\"on\", \"off\"]\nworkloads = [\"tiny\"]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("workload `tiny`"), "{err}");
     }
 
     fn page_suite(profile: &str, site: &str, visit: &str, loads: u32) -> Suite {

@@ -17,6 +17,7 @@ use h3lab_results::server_output::BannerLine;
 
 use crate::process;
 use crate::suite::{Suite, Target};
+use crate::sweep::Setting;
 
 /// How long a server may take to start listening.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
@@ -36,24 +37,32 @@ pub(crate) struct ServerProcess {
     pub(crate) metrics: Option<SocketAddr>,
 }
 
-/// Starts the suite's target where `placement` puts servers and waits until
-/// it listens. `site` is a directory the built-in server serves at `/`
-/// (page workloads, which the suite allows with the built-in server only).
-pub(crate) fn start(
-    suite: &Suite,
-    placement: &Placement<'_>,
-    exe: &Path,
-    scratch: &Path,
-    site: Option<&Path>,
-) -> anyhow::Result<ServerProcess> {
-    let ip = IpAddr::V4(placement.server_ip());
+/// Where and how a cell's server starts.
+pub(crate) struct Start<'a> {
+    pub(crate) placement: &'a Placement<'a>,
+    /// The `h3lab` executable, for the built-in server.
+    pub(crate) exe: &'a Path,
+    /// Where the built-in server writes its certificate.
+    pub(crate) scratch: &'a Path,
+    /// A directory the built-in server serves at `/` (page workloads, which
+    /// the suite allows with the built-in server only).
+    pub(crate) site: Option<&'a Path>,
+    /// The swept setting the built-in server runs with (a suite with a
+    /// sweep has no `server_cmd`).
+    pub(crate) setting: Option<&'a Setting>,
+}
+
+/// Starts the suite's target where `start.placement` puts servers and waits
+/// until it listens.
+pub(crate) fn start(suite: &Suite, start: &Start<'_>) -> anyhow::Result<ServerProcess> {
+    let ip = IpAddr::V4(start.placement.server_ip());
     match &suite.target.server_cmd {
-        None => start_builtin(placement, exe, scratch, ip, &suite.target, site),
-        Some(_) if site.is_some() => {
+        None => start_builtin(start, ip, &suite.target),
+        Some(_) if start.site.is_some() => {
             bail!("a page workload needs the built-in server, which serves its site")
         }
         Some(shell) => start_custom(
-            placement,
+            start.placement,
             shell,
             ip,
             suite.target.port.unwrap_or(DEFAULT_PORT),
@@ -61,14 +70,14 @@ pub(crate) fn start(
     }
 }
 
-fn start_builtin(
-    placement: &Placement<'_>,
-    exe: &Path,
-    scratch: &Path,
-    ip: IpAddr,
-    target: &Target,
-    site: Option<&Path>,
-) -> anyhow::Result<ServerProcess> {
+fn start_builtin(start: &Start<'_>, ip: IpAddr, target: &Target) -> anyhow::Result<ServerProcess> {
+    let Start {
+        placement,
+        exe,
+        scratch,
+        site,
+        setting,
+    } = *start;
     // On loopback other programs own ports: let the server pick one.
     let port = match placement {
         Placement::Loopback => 0,
@@ -84,10 +93,17 @@ fn start_builtin(
         .arg(ip.to_string())
         .arg("--write-cert")
         .arg(&cert)
-        .arg("--quic-cc")
-        .arg(target.quic_cc.name())
         .arg("--metrics")
         .arg("127.0.0.1:0");
+    match setting {
+        Some(setting) if setting.tunable.sets_quic_cc() => {}
+        _ => {
+            command.arg("--quic-cc").arg(target.quic_cc.name());
+        }
+    }
+    if let Some(setting) = setting {
+        command.args(setting.server_args());
+    }
     if let Some(site) = site {
         command.arg("--site").arg(site);
     }

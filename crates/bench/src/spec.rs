@@ -1,9 +1,10 @@
 //! One cell of the matrix: profile × workload × protocol (× handshake
-//! mode) at one repetition.
+//! mode × swept setting) at one repetition.
 
 use h3lab_results::{Proto, TtfbMode};
 
 use crate::suite::Workload;
+use crate::sweep::Setting;
 
 /// One cell of the matrix, at one repetition.
 #[derive(Debug, Clone)]
@@ -12,6 +13,8 @@ pub struct CellSpec {
     pub(crate) workload: Workload,
     pub(crate) protocol: Proto,
     pub(crate) mode: Option<TtfbMode>,
+    /// The swept tunable's value the server runs with, if the workload is swept.
+    pub(crate) setting: Option<Setting>,
     pub(crate) repetition: u32,
 }
 
@@ -22,10 +25,15 @@ impl CellSpec {
         format!(
             "{} {}{} {} #{}",
             self.profile,
-            self.workload.name(),
+            self.workload_label(),
             mode,
             self.protocol,
             self.repetition + 1
         )
+    }
+
+    /// The workload's name, with the swept setting when there is one.
+    pub fn workload_label(&self) -> String {
+        crate::sweep::workload_label(self.workload.name(), self.setting.as_ref())
     }
 }

@@ -13,6 +13,8 @@ use h3lab_site::Shape;
 use linkem::config::LossDirection;
 use serde::{Deserialize, Deserializer};
 
+use crate::sweep::Sweep;
+
 /// A parsed, validated suite.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -44,6 +46,8 @@ pub struct Suite {
     /// Figures from a published study, shown beside ours in the report.
     #[serde(default)]
     pub(crate) published: Vec<PublishedFigure>,
+    /// One server tunable swept as a dimension of the matrix.
+    pub(crate) sweep: Option<Sweep>,
 }
 
 /// A study's published figure for the cell `profile` × `workload` [× `mode`].
@@ -137,6 +141,7 @@ impl Suite {
                 );
             }
         }
+        self.check_sweep()?;
         if let Some(command) = &self.target.server_cmd {
             if let Some(page) = self
                 .workloads
@@ -195,6 +200,31 @@ impl Suite {
                     );
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// A sweep sets the built-in server's flags, and names real workloads.
+    fn check_sweep(&self) -> anyhow::Result<()> {
+        let Some(sweep) = &self.sweep else {
+            return Ok(());
+        };
+        if let Some(command) = &self.target.server_cmd {
+            anyhow::bail!(
+                "suite `{}`: [sweep] sets flags of the built-in server, but [target] runs `{command}`; \
+                 remove `server_cmd`, or run one suite per setting of your server",
+                self.name
+            );
+        }
+        if let Some(stray) = sweep
+            .workloads
+            .iter()
+            .find(|name| !self.workloads.iter().any(|w| w.name() == name.as_str()))
+        {
+            anyhow::bail!(
+                "suite `{}`: [sweep] names workload `{stray}`, which is not a [[workload]] of the suite",
+                self.name
+            );
         }
         Ok(())
     }

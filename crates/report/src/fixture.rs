@@ -140,6 +140,7 @@ pub(crate) fn rps_record(
     CellRecord {
         profile: profile.into(),
         workload: "rps-1k".into(),
+        sweep: None,
         kind: "rps".into(),
         protocol: protocol.into(),
         mode: None,
@@ -172,6 +173,7 @@ pub(crate) fn rps_record(
 fn ttfb_record(protocol: &str, mode: &str, rep: u32, samples: Vec<f64>) -> CellRecord {
     CellRecord {
         workload: "ttfb".into(),
+        sweep: None,
         kind: "ttfb".into(),
         mode: Some(mode.into()),
         metric: Metric {
@@ -284,6 +286,7 @@ fn page_record(profile: &str, protocol: &str, samples: Vec<f64>, load_ms: f64) -
     let load = &report.loads[0];
     CellRecord {
         workload: "page-small".into(),
+        sweep: None,
         kind: "page".into(),
         metric: Metric {
             name: "page_load_ms".into(),

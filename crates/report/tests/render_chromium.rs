@@ -444,6 +444,7 @@ fn record(
     CellRecord {
         profile: profile.into(),
         workload: workload.into(),
+        sweep: None,
         kind: kind.into(),
         protocol: protocol.into(),
         mode: mode.map(str::to_string),

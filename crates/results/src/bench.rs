@@ -85,13 +85,27 @@ pub struct Environment {
     pub server_tuning: Option<std::collections::BTreeMap<String, String>>,
 }
 
+/// A `[sweep]` value a cell's server ran with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweptSetting {
+    /// The tunable's name, e.g. `cc` or `quic_initial_window`.
+    pub tunable: String,
+    /// Its value as the server's flag took it (sizes in bytes).
+    pub value: String,
+}
+
 /// One cell (profile × workload × protocol [× mode]) and one repetition.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CellRecord {
     /// Network profile of the cell.
     pub profile: String,
-    /// Workload of the cell.
+    /// Workload of the cell; a swept workload's name carries its setting,
+    /// e.g. `rps-1KB [cc=bbr]`, so that each setting is a row of its own.
     pub workload: String,
+    /// The swept tunable and the value this cell's server ran with (`null`
+    /// when the workload is not swept; absent in results from before sweeps).
+    #[serde(default)]
+    pub sweep: Option<SweptSetting>,
     /// `rps`, `download` or `ttfb`.
     pub kind: String,
     /// Protocol of the cell (`h1`, `h2`, `h3`).
