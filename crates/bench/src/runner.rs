@@ -17,7 +17,9 @@ use crate::profile;
 use crate::spec::CellSpec;
 use crate::suite::{Load, PublishedFigure, Site, Suite, Workload};
 use crate::sweep::Sweep;
-use h3lab_results::bench::{CellRecord, Results, StudyClaim, SuiteInfo, RESULTS_SCHEMA};
+use h3lab_results::bench::{
+    CellRecord, ClaimSweep, Results, StudyClaim, SuiteInfo, RESULTS_SCHEMA,
+};
 use h3lab_results::Visit;
 
 /// Every cell of the suite, in run order.
@@ -220,6 +222,14 @@ fn study_claims(suite: &Suite) -> Vec<StudyClaim> {
             unit: figure.unit.clone(),
             higher_is_better: figure.higher_is_better,
             published: published_values(figure),
+            sweep: figure
+                .sweep
+                .as_ref()
+                .zip(suite.sweep.as_ref())
+                .map(|(published, sweep)| ClaimSweep {
+                    tunable: sweep.tunable.name().to_string(),
+                    baseline: published.baseline.clone(),
+                }),
             label: figure.label.clone(),
             caveat: figure.caveat.clone(),
         })
@@ -231,6 +241,9 @@ fn study_claims(suite: &Suite) -> Vec<StudyClaim> {
 fn published_values(figure: &PublishedFigure) -> std::collections::BTreeMap<String, f64> {
     if let Some(d) = &figure.difference {
         return [(format!("{}-{}", d.subject, d.other), d.value)].into();
+    }
+    if let Some(sweep) = &figure.sweep {
+        return sweep.values.clone();
     }
     [("h1", figure.h1), ("h2", figure.h2), ("h3", figure.h3)]
         .into_iter()

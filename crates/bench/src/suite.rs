@@ -67,6 +67,10 @@ pub(crate) struct PublishedFigure {
     /// A published difference between two protocols, for studies that
     /// give only that (e.g. "h3 loaded 200 ms faster than h2").
     pub(crate) difference: Option<PublishedDifference>,
+    /// A claim about the swept tunable instead of the protocols: the
+    /// published figure per value (e.g. `{ cubic = 100.0, bbr = 118.0 }`
+    /// for "BBR gives 18 % more than Cubic"), compared for each protocol.
+    pub(crate) sweep: Option<PublishedSweep>,
     /// Why our figure may differ; shown when the direction disagrees.
     pub(crate) caveat: String,
 }
@@ -80,6 +84,15 @@ pub(crate) struct PublishedDifference {
     pub(crate) subject: Proto,
     pub(crate) other: Proto,
     pub(crate) value: f64,
+}
+
+/// `sweep = { baseline = "cubic", values = { cubic = 100.0, bbr = 118.0 } }`:
+/// the published figure per value of the suite's swept tunable.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PublishedSweep {
+    pub(crate) baseline: String,
+    pub(crate) values: std::collections::BTreeMap<String, f64>,
 }
 
 fn default_repetitions() -> Count {
@@ -200,6 +213,59 @@ impl Suite {
                     );
                 }
             }
+            self.check_published_sweep(figure)?;
+        }
+        Ok(())
+    }
+
+    /// A figure about the swept tunable names its values and a swept
+    /// workload; a figure about protocols names a workload that is not.
+    fn check_published_sweep(&self, figure: &PublishedFigure) -> anyhow::Result<()> {
+        let label = &figure.label;
+        let swept = self.sweep.as_ref().filter(|sweep| {
+            sweep.workloads.is_empty() || sweep.workloads.contains(&figure.workload)
+        });
+        let (published, sweep) = match (&figure.sweep, swept) {
+            (None, None) => return Ok(()),
+            (None, Some(_)) => anyhow::bail!(
+                "suite `{}`: published figure `{label}` compares protocols in workload `{}`, \
+                 which is swept; give it a `sweep = {{ baseline, values }}` or compare an unswept workload",
+                self.name,
+                figure.workload
+            ),
+            (Some(_), None) => anyhow::bail!(
+                "suite `{}`: published figure `{label}` has `sweep`, but workload `{}` is not swept; \
+                 add a [sweep] that covers it",
+                self.name,
+                figure.workload
+            ),
+            (Some(published), Some(sweep)) => (published, sweep),
+        };
+        let others = [figure.h1, figure.h2, figure.h3];
+        anyhow::ensure!(
+            others.iter().all(Option::is_none) && figure.difference.is_none(),
+            "suite `{}`: published figure `{label}` has `sweep` and also h1/h2/h3 or `difference`; \
+             a figure compares either protocols or the swept values",
+            self.name
+        );
+        anyhow::ensure!(
+            published.values.len() >= 2 && published.values.contains_key(&published.baseline),
+            "suite `{}`: published figure `{label}`: `sweep.values` needs two values or more, \
+             the baseline `{}` among them",
+            self.name,
+            published.baseline
+        );
+        if let Some(stray) = published
+            .values
+            .keys()
+            .find(|value| !sweep.values.contains(value))
+        {
+            anyhow::bail!(
+                "suite `{}`: published figure `{label}` names `{stray}`, which [sweep] does not run \
+                 (it runs {})",
+                self.name,
+                sweep.values.join(", ")
+            );
         }
         Ok(())
     }
@@ -922,6 +988,27 @@ site = "small"
                 && err.contains("server_cmd"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn published_sweep_figures_name_swept_values_of_a_swept_workload() {
+        let sweep = "\n[sweep]\ntunable = \"cc\"\nvalues = [\"cubic\", \"bbr\"]\n";
+        let figure = "\n[[published]]\nstudy = \"A\"\nlabel = \"bbr\"\nprofile = \"broadband\"\n\
+                      workload = \"pages\"\nunit = \"%\"\nhigher_is_better = true\ncaveat = \"\"\n";
+        let claim = "sweep = { baseline = \"cubic\", values = { cubic = 100.0, bbr = 118.0 } }\n";
+        let ok = format!("{PAGE}{sweep}{figure}{claim}");
+        assert!(Suite::from_toml(&ok).is_ok());
+        let err = error_of(&ok.replace("bbr = 118.0", "reno = 118.0"));
+        assert!(
+            err.contains("names `reno`, which [sweep] does not run"),
+            "{err}"
+        );
+        let err = error_of(&ok.replace("baseline = \"cubic\"", "baseline = \"vegas\""));
+        assert!(err.contains("the baseline `vegas` among them"), "{err}");
+        let err = error_of(&format!("{PAGE}{figure}{claim}"));
+        assert!(err.contains("is not swept"), "{err}");
+        let err = error_of(&format!("{PAGE}{sweep}{figure}h3 = 1.0\n"));
+        assert!(err.contains("which is swept"), "{err}");
     }
 
     #[test]

@@ -101,6 +101,7 @@ pub(crate) fn results() -> Results {
         cells,
         studies: vec![
             StudyClaim {
+                sweep: None,
                 study: "A. Protocol matrix".into(),
                 label: "RPS, 1 KB".into(),
                 profile: "broadband".into(),
@@ -116,6 +117,7 @@ pub(crate) fn results() -> Results {
                 caveat: "rps caveat".into(),
             },
             StudyClaim {
+                sweep: None,
                 study: "D. Handshakes".into(),
                 label: "cold time to first byte".into(),
                 profile: "broadband".into(),
@@ -233,6 +235,7 @@ pub(crate) fn with_pages() -> Results {
             .push(page_record(profile, protocol, samples, sorted[9]));
     }
     results.studies.push(StudyClaim {
+        sweep: None,
         study: "E. Page load across conditions".into(),
         label: "median page load, lossy mobile".into(),
         profile: "cellular".into(),

@@ -13,10 +13,14 @@
 //! H2") is `a`'s value minus `b`'s in the claim's unit. It is compared as
 //! the pair `b` vs `a`, with our median difference and its interval in
 //! the same unit.
+//!
+//! A claim about a swept tunable (`sweep`, e.g. "BBR gives 18 % more RPS
+//! than Cubic") publishes a figure per value; each of our protocols is
+//! compared across the values, in the cells `WORKLOAD [TUNABLE=VALUE]`.
 
 use std::collections::BTreeMap;
 
-use h3lab_results::bench::StudyClaim;
+use h3lab_results::bench::{ClaimSweep, StudyClaim};
 
 use crate::difference::{Call, Difference};
 use crate::stats::{RelativeDiff, Verdict};
@@ -166,6 +170,9 @@ pub fn compare_claims<'a>(
     claims
         .iter()
         .map(|claim| {
+            if let Some(sweep) = &claim.sweep {
+                return compare_sweep(claim, sweep, &by_key);
+            }
             if let Some(differences) = differences(claim) {
                 return compare_difference(claim, &differences, &by_key);
             }
@@ -281,6 +288,62 @@ fn compare_difference<'a>(
     ClaimComparison { claim, rows, pairs }
 }
 
+/// A claim about a swept tunable: for each of our protocols, each
+/// published value's cell against the baseline value's, relative.
+fn compare_sweep<'a>(
+    claim: &'a StudyClaim,
+    sweep: &ClaimSweep,
+    by_key: &ByKey,
+) -> ClaimComparison<'a> {
+    let cell = |value: &str, protocol: &str| {
+        let key = CellKey {
+            profile: claim.profile.clone(),
+            workload: format!("{} [{}={value}]", claim.workload, sweep.tunable),
+            protocol: protocol.to_string(),
+            mode: claim.mode.clone(),
+        };
+        by_key.get(&key).copied().filter(|s| s.stats.is_some())
+    };
+    let protocols: std::collections::BTreeSet<&str> = by_key
+        .keys()
+        .filter(|key| key.profile == claim.profile && key.mode == claim.mode)
+        .filter(|key| {
+            claim
+                .published
+                .keys()
+                .any(|value| cell(value, &key.protocol).is_some())
+        })
+        .map(|key| key.protocol.as_str())
+        .collect();
+    let (mut rows, mut pairs) = (Vec::new(), Vec::new());
+    let baseline = &sweep.baseline;
+    for protocol in protocols {
+        for (value, &published) in &claim.published {
+            rows.push(ClaimRow {
+                protocol: format!("{protocol} {}={value}", sweep.tunable),
+                published,
+                ours: cell(value, protocol).and_then(|s| {
+                    let stats = s.stats.as_ref()?;
+                    Some((stats.median, s.unit.clone(), stats.n))
+                }),
+            });
+            if value == baseline {
+                continue;
+            }
+            pairs.push(PairDirection {
+                subject: format!("{protocol} {}={value}", sweep.tunable),
+                other: format!("{protocol} {}={baseline}", sweep.tunable),
+                published: claim.published.get(baseline).and_then(|&other| {
+                    RelativeDiff::new(published, other, claim.higher_is_better)
+                        .map(Effect::Relative)
+                }),
+                ours: our_difference(cell(value, protocol), cell(baseline, protocol)),
+            });
+        }
+    }
+    ClaimComparison { claim, rows, pairs }
+}
+
 /// Our relative difference of subject against other, seeded like the
 /// summary's `vs_baseline` so the same pair shows the same interval.
 fn our_difference(
@@ -319,6 +382,83 @@ mod tests {
     use super::*;
     use crate::fixture;
     use crate::summary::summarize;
+
+    /// h3 at 100 req/s with Cubic and 112 to 114 with BBR; h2 the same
+    /// with both; three repetitions each.
+    fn swept_results() -> h3lab_results::bench::Results {
+        let mut results = fixture::results();
+        results.cells.clear();
+        for (cc, h2, h3) in [("cubic", 50.0, 100.0), ("bbr", 50.0, 112.0)] {
+            for rep in 0..3 {
+                for (protocol, figure) in [("h2", h2), ("h3", h3 + f64::from(rep))] {
+                    let mut record = fixture::rps_record("broadband", protocol, rep, figure, None);
+                    record.workload = format!("rps-1k [cc={cc}]");
+                    results.cells.push(record);
+                }
+            }
+        }
+        results.studies = vec![StudyClaim {
+            sweep: Some(ClaimSweep {
+                tunable: "cc".into(),
+                baseline: "cubic".into(),
+            }),
+            published: BTreeMap::from([("cubic".into(), 100.0), ("bbr".into(), 118.0)]),
+            unit: "% of Cubic's RPS".into(),
+            ..results.studies[0].clone()
+        }];
+        results
+    }
+
+    #[test]
+    fn a_sweep_claim_compares_each_protocol_across_the_values() {
+        let results = swept_results();
+        let summaries = summarize(&results);
+        let comparisons = compare_claims(&results.studies, &summaries, "h2");
+        let pairs: Vec<String> = comparisons[0]
+            .pairs
+            .iter()
+            .map(PairDirection::describe)
+            .collect();
+        assert_eq!(pairs.len(), 2, "{pairs:#?}");
+        assert!(
+            pairs[0].starts_with("h2 cc=bbr vs h2 cc=cubic: published +18.0 % better"),
+            "{pairs:#?}"
+        );
+        assert_eq!(
+            comparisons[0].pairs[0].agreement(),
+            Agreement::NoClearDifference,
+            "{pairs:#?}"
+        );
+        assert!(
+            pairs[1].starts_with("h3 cc=bbr vs h3 cc=cubic"),
+            "{pairs:#?}"
+        );
+        assert_eq!(
+            comparisons[0].pairs[1].agreement(),
+            Agreement::Agrees,
+            "{pairs:#?}"
+        );
+        let rows: Vec<(&str, f64, Option<f64>)> = comparisons[0]
+            .rows
+            .iter()
+            .map(|row| {
+                (
+                    row.protocol.as_str(),
+                    row.published,
+                    row.ours.as_ref().map(|o| o.0),
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("h2 cc=bbr", 118.0, Some(50.0)),
+                ("h2 cc=cubic", 100.0, Some(50.0)),
+                ("h3 cc=bbr", 118.0, Some(113.0)),
+                ("h3 cc=cubic", 100.0, Some(101.0)),
+            ]
+        );
+    }
 
     #[test]
     fn pairs_every_protocol_with_the_baseline() {

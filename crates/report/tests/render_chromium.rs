@@ -338,6 +338,7 @@ fn synthetic_results() -> Results {
         cells,
         studies: vec![
             StudyClaim {
+                sweep: None,
                 study: "A. Protocol matrix (Node.js + quiche)".into(),
                 label: "RPS, 1 KB, 100 connections".into(),
                 profile: "broadband".into(),
@@ -349,6 +350,7 @@ fn synthetic_results() -> Results {
                 caveat: "Different hardware and stacks.".into(),
             },
             StudyClaim {
+                sweep: None,
                 study: "A. Protocol matrix (Node.js + quiche)".into(),
                 label: "RPS, 10 MB, 10 connections".into(),
                 profile: "broadband".into(),

@@ -85,6 +85,15 @@ pub struct Environment {
     pub server_tuning: Option<std::collections::BTreeMap<String, String>>,
 }
 
+/// The swept tunable a [`StudyClaim`] is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimSweep {
+    /// The tunable's name, as in `[sweep] tunable`.
+    pub tunable: String,
+    /// The value every other published value is compared against.
+    pub baseline: String,
+}
+
 /// A `[sweep]` value a cell's server ran with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SweptSetting {
@@ -220,8 +229,15 @@ pub struct StudyClaim {
     pub unit: String,
     /// Whether a higher published value is better.
     pub higher_is_better: bool,
-    /// Published value per protocol (`h1`, `h2`, `h3`).
+    /// Published value per protocol (`h1`, `h2`, `h3`), or per value of
+    /// the swept tunable when `sweep` is set.
     pub published: std::collections::BTreeMap<String, f64>,
+    /// For a claim about a swept tunable (e.g. "BBR gives 18 % more RPS
+    /// than Cubic"): the tunable, and the value the others are compared
+    /// against. Each protocol of ours is then compared across the values,
+    /// in the cells `WORKLOAD [TUNABLE=VALUE]`. Absent for protocol claims.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<ClaimSweep>,
     /// Why our figure may differ, shown when the direction disagrees.
     pub caveat: String,
 }
