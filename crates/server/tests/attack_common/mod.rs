@@ -201,8 +201,10 @@ pub struct Comparison {
 }
 
 impl Comparison {
-    /// The rule: under attack, legitimate p99 stays within 2x of quiet.
-    pub fn assert_p99_within_twice(&self) {
+    /// Prints each protocol's median p99, quiet and under attack, and
+    /// answers the protocols whose p99 under attack is over twice the quiet
+    /// (the rule: legitimate p99 stays within 2x of quiet).
+    pub fn p99_overruns(&self) -> Vec<String> {
         let mut over = Vec::new();
         for proto in PROTOCOLS {
             let (quiet, attack) = (self.quiet.median(proto), self.attack.median(proto));
@@ -216,8 +218,13 @@ impl Comparison {
                 ));
             }
         }
-        assert!(over.is_empty(), "{}", over.join("\n"));
+        over
     }
+}
+
+/// Fails the test listing every p99 over its bound, if any.
+pub fn assert_no_overruns(overruns: &[String]) {
+    assert!(overruns.is_empty(), "{}", overruns.join("\n"));
 }
 
 impl Drop for LiveServer {
