@@ -16,6 +16,7 @@
 
 mod claims;
 mod drive;
+pub mod hol;
 pub mod report;
 mod run;
 pub mod scenario;

@@ -11,6 +11,7 @@ mod bottleneck;
 mod compare;
 mod csv_out;
 mod difference;
+mod distribution;
 mod format;
 mod histogram;
 mod html;
@@ -34,6 +35,7 @@ use anyhow::{bail, Context, Result};
 use h3lab_results::bench::{Results, RESULTS_SCHEMA};
 
 pub use compare::compare;
+pub use distribution::{distribution_html, Series};
 pub use table::terminal_table;
 
 use csv_out::write_csv;
