@@ -19,19 +19,19 @@ pub struct Series {
     pub values: Vec<f64>,
 }
 
-/// An HTML page with `title`, the `notes` as paragraphs, and one CDF of
-/// every series on a shared axis labelled `x_label`.
-pub fn distribution_html(
-    title: &str,
-    notes: &[String],
-    x_label: &str,
-    series: &[Series],
-) -> String {
-    let x_max = series
-        .iter()
-        .flat_map(|s| s.values.iter().copied().filter(|v| v.is_finite()))
-        .fold(0.0f64, f64::max)
-        .max(1.0);
+/// One plot: the CDFs of its series on a shared axis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    /// Heading above the plot.
+    pub title: String,
+    /// What the horizontal axis counts.
+    pub x_label: String,
+    /// The samples drawn.
+    pub series: Vec<Series>,
+}
+
+/// An HTML page with `title`, the `notes` as paragraphs, and each chart.
+pub fn distribution_html(title: &str, notes: &[String], charts: &[Chart]) -> String {
     let page = html! {
         (DOCTYPE)
         html lang="en" {
@@ -39,16 +39,29 @@ pub fn distribution_html(
             body style="font-family: sans-serif; max-width: 60em; margin: 1em auto" {
                 h1 { (title) }
                 @for note in notes { p { (note) } }
-                svg xmlns="http://www.w3.org/2000/svg" width=(WIDTH) height=(HEIGHT) role="img" {
-                    (axes(x_max, x_label))
-                    @for (index, one) in series.iter().enumerate() {
-                        (curve(one, index, x_max))
-                    }
-                }
+                @for chart in charts { (plot(chart)) }
             }
         }
     };
     page.into_string()
+}
+
+fn plot(chart: &Chart) -> Markup {
+    let x_max = chart
+        .series
+        .iter()
+        .flat_map(|s| s.values.iter().copied().filter(|v| v.is_finite()))
+        .fold(0.0f64, f64::max)
+        .max(1.0);
+    html! {
+        h2 { (chart.title) }
+        svg xmlns="http://www.w3.org/2000/svg" width=(WIDTH) height=(HEIGHT) role="img" {
+            (axes(x_max, &chart.x_label))
+            @for (index, one) in chart.series.iter().enumerate() {
+                (curve(one, index, chart.series.len(), x_max))
+            }
+        }
+    }
 }
 
 fn x_at(value: f64, x_max: f64) -> f64 {
@@ -80,8 +93,9 @@ fn axes(x_max: f64, x_label: &str) -> Markup {
     }
 }
 
-/// A step line through the empirical CDF, and its legend entry.
-fn curve(series: &Series, index: usize, x_max: f64) -> Markup {
+/// A step line through the empirical CDF, and its legend entry (lower
+/// right, where CDFs rarely are).
+fn curve(series: &Series, index: usize, count: usize, x_max: f64) -> Markup {
     let mut sorted: Vec<f64> = series
         .values
         .iter()
@@ -99,7 +113,7 @@ fn curve(series: &Series, index: usize, x_max: f64) -> Markup {
             y_at((rank + 1) as f64 / sorted.len() as f64)
         );
     }
-    let legend_y = MARGIN + 16.0 * index as f64;
+    let legend_y = HEIGHT - MARGIN - 12.0 - 16.0 * (count - 1 - index) as f64;
     html! {
         path d=(points) fill="none" stroke=(colour) stroke-width="2" {}
         text x=(WIDTH - MARGIN - 4.0) y=(legend_y) text-anchor="end" font-size="12" fill=(colour) {
@@ -124,8 +138,13 @@ mod tests {
                 values: vec![0.5],
             },
         ];
-        let page = distribution_html("stall", &["seed 1".into()], "ms", &series);
-        assert_eq!(page.matches("<path").count(), 2);
+        let chart = Chart {
+            title: "stall".into(),
+            x_label: "ms".into(),
+            series,
+        };
+        let page = distribution_html("probe", &["seed 1".into()], &[chart.clone(), chart]);
+        assert_eq!(page.matches("<path").count(), 4);
         assert!(page.contains("h2 (n=2)"), "{page}");
         assert!(page.contains("h3 &lt;x&gt; (n=1)"), "{page}");
         assert!(!page.contains("src="), "the page loads nothing");

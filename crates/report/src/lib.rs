@@ -36,7 +36,7 @@ use anyhow::{bail, Context, Result};
 use h3lab_results::bench::{Results, RESULTS_SCHEMA};
 
 pub use compare::compare;
-pub use distribution::{distribution_html, Series};
+pub use distribution::{distribution_html, Chart, Series};
 pub use table::terminal_table;
 
 use csv_out::write_csv;

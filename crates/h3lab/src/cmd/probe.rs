@@ -14,7 +14,7 @@ use h3lab_probe::hol::{run_hol, HolOptions};
 use h3lab_probe::report::{Claim, MigrateReport, ProtoResult};
 use h3lab_probe::scenario::{default_delay_threshold, default_request_timeout, Change, Scenario};
 use h3lab_probe::{ensure_root, run_migrate, MigrateOptions};
-use h3lab_report::{distribution_html, Series};
+use h3lab_report::{distribution_html, Chart, Series};
 use h3lab_results::ttfb::{TtfbReport, TTFB_SCHEMA};
 use h3lab_results::{Proto, TtfbMode};
 use linkem::config::{parse_percent, parse_rate, parse_time, Overrides};
@@ -479,12 +479,14 @@ fn print_hol_summary(report: &HolReport) {
 }
 
 fn hol_html(report: &HolReport) -> String {
-    let series = |pick: fn(&StreamResult) -> Option<f64>, what: &str| -> Vec<Series> {
-        report
+    let chart = |title: &str, pick: fn(&StreamResult) -> Option<f64>| Chart {
+        title: title.to_string(),
+        x_label: "milliseconds".to_string(),
+        series: report
             .summary
             .iter()
             .map(|summary| Series {
-                name: format!("{} {what}", summary.proto),
+                name: summary.proto.to_string(),
                 values: report
                     .runs
                     .iter()
@@ -492,10 +494,12 @@ fn hol_html(report: &HolReport) -> String {
                     .flat_map(|run| run.streams.iter().filter_map(pick))
                     .collect(),
             })
-            .collect()
+            .collect(),
     };
-    let mut all = series(|s| s.stall_ms, "stall");
-    all.extend(series(|s| s.completion_ms, "completion"));
+    let charts = [
+        chart("Head-of-line stall per stream", |s| s.stall_ms),
+        chart("Completion per stream", |s| s.completion_ms),
+    ];
     let mut notes = vec![format!(
         "{} parallel GETs of {} bytes on one connection; profile {}, RTT {} ms, loss {:.1} %; seeds {} to {}.",
         report.streams,
@@ -515,7 +519,6 @@ fn hol_html(report: &HolReport) -> String {
     distribution_html(
         "h3lab probe hol: per-stream head-of-line stall and completion",
         &notes,
-        "milliseconds",
-        &all,
+        &charts,
     )
 }
