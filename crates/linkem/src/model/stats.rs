@@ -102,8 +102,10 @@ pub struct DirectionStats {
     /// Which packets random loss dropped: their indices among the packets
     /// offered to this direction, from 0, at most [`MAX_LOST_RECORDED`].
     /// Loss is decided first, one seeded draw per packet, so the same seed
-    /// drops the same indices whatever the traffic.
-    #[serde(default)]
+    /// drops the same indices whatever the traffic. Kept in memory for
+    /// the caller (`probe hol` reports it), not serialized: saved link
+    /// statistics (a bench cell's) stay counts.
+    #[serde(skip)]
     pub lost_packets: Vec<u64>,
     /// Packets dropped because the queue was full.
     pub dropped_queue: u64,
