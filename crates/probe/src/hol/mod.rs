@@ -9,6 +9,8 @@
 mod analyse;
 mod capture;
 mod drive;
+#[cfg(test)]
+mod fixtures;
 mod keys;
 mod packets;
 mod quic;

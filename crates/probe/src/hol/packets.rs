@@ -124,48 +124,19 @@ fn udp_payload(packet: &[u8]) -> Option<(SocketAddrV4, &[u8])> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const SERVER: &str = "10.0.0.2:443";
-
-    /// An IPv4 packet from `from` carrying `transport`.
-    fn ip(from: SocketAddrV4, protocol: u8, transport: Vec<u8>) -> Vec<u8> {
-        let mut packet = vec![0x45, 0, 0, 0, 0, 0, 0, 0, 64, protocol, 0, 0];
-        packet.extend(from.ip().octets());
-        packet.extend([10, 0, 0, 1]);
-        packet.extend(transport);
-        let len = packet.len() as u16;
-        packet[2..4].copy_from_slice(&len.to_be_bytes());
-        packet
-    }
-
-    fn tcp(seq: u32, flags: u8, payload: &[u8]) -> Captured {
-        let server: SocketAddrV4 = SERVER.parse().unwrap();
-        let mut header = vec![0u8; 20];
-        header[..2].copy_from_slice(&server.port().to_be_bytes());
-        header[4..8].copy_from_slice(&seq.to_be_bytes());
-        header[12] = 5 << 4;
-        header[13] = flags;
-        header.extend(payload);
-        Captured {
-            at: 0,
-            bytes: ip(server, TCP, header),
-        }
-    }
+    use crate::hol::fixtures::{server, tcp, SERVER};
 
     #[test]
     fn tcp_stream_is_placed_from_the_isn_and_a_retransmission_keeps_the_first_time() {
         let isn = u32::MAX - 2; // wraps within the stream
-        let mut packets = vec![
-            tcp(isn, 0x12, b""),
-            tcp(isn.wrapping_add(1), 0x10, b"abc"),
-            tcp(isn.wrapping_add(7), 0x10, b"ghi"),
-            tcp(isn.wrapping_add(4), 0x10, b"def"),
-            tcp(isn.wrapping_add(7), 0x10, b"ghi"),
+        let packets = vec![
+            tcp(isn, 0x12, b"", 0),
+            tcp(isn.wrapping_add(1), 0x10, b"abc", 10),
+            tcp(isn.wrapping_add(7), 0x10, b"ghi", 20),
+            tcp(isn.wrapping_add(4), 0x10, b"def", 30),
+            tcp(isn.wrapping_add(7), 0x10, b"ghi", 40),
         ];
-        for (i, packet) in packets.iter_mut().enumerate() {
-            packet.at = i as Nanos * 10;
-        }
-        let stream = tcp_stream(&packets, SERVER.parse().unwrap()).unwrap();
+        let stream = tcp_stream(&packets, server()).unwrap();
         assert_eq!(stream.bytes, b"abcdefghi");
         let times: Vec<(u64, Nanos)> = stream
             .arrived
@@ -177,8 +148,8 @@ mod tests {
 
     #[test]
     fn no_syn_ack_is_an_error_naming_the_server() {
-        let packets = vec![tcp(5, 0x10, b"abc")];
-        let err = tcp_stream(&packets, SERVER.parse().unwrap()).unwrap_err();
+        let packets = vec![tcp(5, 0x10, b"abc", 0)];
+        let err = tcp_stream(&packets, server()).unwrap_err();
         assert!(err.to_string().contains(SERVER), "{err}");
     }
 }

@@ -154,14 +154,7 @@ fn arrivals_of(frame: &Range<u64>, cursor: u64, pieces: &[(Range<u64>, Nanos)]) 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn frame(kind: u8, flags: u8, id: u32, payload: &[u8]) -> Vec<u8> {
-        let len = (payload.len() as u32).to_be_bytes();
-        let mut bytes = vec![len[1], len[2], len[3], kind, flags];
-        bytes.extend(id.to_be_bytes());
-        bytes.extend(payload);
-        bytes
-    }
+    use crate::hol::fixtures::h2_frame as frame;
 
     #[test]
     fn data_frames_of_two_streams_split_across_records() {
