@@ -30,22 +30,19 @@ pub struct Plaintext {
 /// The server's application data, record by record, up to the first
 /// record not wholly seen.
 pub fn application_data(stream: &TcpStream, secret: &[u8]) -> anyhow::Result<Vec<Plaintext>> {
-    let mut last_error = None;
     for &suite in Suite::candidates(secret.len()) {
         let keys = TrafficKeys::derive(secret, suite, Labels::Tls);
-        match open_records(stream, &keys) {
-            Ok(records) if !records.is_empty() => return Ok(records),
-            Ok(_) => {}
-            Err(err) => last_error = Some(err),
+        let records = open_records(stream, &keys)?;
+        if !records.is_empty() {
+            return Ok(records);
         }
     }
-    Err(last_error.unwrap_or_else(|| {
-        anyhow::anyhow!("no TLS record opened with the server's traffic secret")
-    }))
+    anyhow::bail!("no TLS record opened with the server's traffic secret")
 }
 
 /// Opens every record under `keys`. Records before the first that opens
-/// are the handshake's (other keys); after it, one that does not open is
+/// are the handshake's (other keys), so under another suite's keys none
+/// opens and the result is empty; after one opened, one that does not is
 /// an error.
 fn open_records(stream: &TcpStream, keys: &TrafficKeys) -> anyhow::Result<Vec<Plaintext>> {
     let bytes = &stream.bytes;
