@@ -441,16 +441,32 @@ fn spread_line(spread: Option<Spread>) -> String {
     })
 }
 
+/// h2's wait in TCP's order, as a clause; nothing for h3.
+fn order_clause(spread: Option<Spread>) -> String {
+    spread.map_or(String::new(), |s| {
+        format!(
+            " (in TCP's order: median {:.1}, max {:.1} ms)",
+            s.p50, s.max
+        )
+    })
+}
+
 fn print_hol_run(run: &HolRun) {
+    let order: Vec<f64> = run
+        .streams
+        .iter()
+        .filter_map(|s| s.transport_order_wait_ms)
+        .collect();
     let stalls: Vec<f64> = run.streams.iter().filter_map(|s| s.stall_ms).collect();
     let completions: Vec<f64> = run.streams.iter().filter_map(|s| s.completion_ms).collect();
     let unmeasured = run.streams.iter().filter(|s| s.stall_ms.is_none()).count();
     println!(
-        "{} repetition {} (seed {}): stall {}; completion {}; lost down {} of {} packets (+{} queue drops), up {} of {}{}",
+        "{} repetition {} (seed {}): stall {}{}; completion {}; lost down {} of {} packets (+{} queue drops), up {} of {}{}",
         run.proto,
         run.repetition + 1,
         run.seed,
         spread_line(Spread::of(&stalls)),
+        order_clause(Spread::of(&order)),
         spread_line(Spread::of(&completions)),
         run.loss.down.lost.len(),
         run.loss.down.packets,
@@ -468,10 +484,11 @@ fn print_hol_run(run: &HolRun) {
 fn print_hol_summary(report: &HolReport) {
     for summary in &report.summary {
         println!(
-            "{} over {} stream(s): stall {}; completion {}",
+            "{} over {} stream(s): stall {}{}; completion {}",
             summary.proto,
             summary.streams_measured,
             spread_line(summary.stall_ms),
+            order_clause(summary.transport_order_wait_ms),
             spread_line(summary.completion_ms),
         );
     }

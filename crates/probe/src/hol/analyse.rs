@@ -42,6 +42,7 @@ fn stream_result(response: &ReadLog, seen: &BTreeMap<u64, Seen>) -> StreamResult
         arrivals: seen.arrivals,
         body: seen.body,
         reads: response.reads.clone(),
+        released: seen.released,
     };
     let ms = |nanos: u64| nanos as f64 / 1e6;
     match stream_hol(&timeline) {
@@ -49,6 +50,7 @@ fn stream_result(response: &ReadLog, seen: &BTreeMap<u64, Seen>) -> StreamResult
             stream_id: response.stream_id,
             body_bytes: hol.body_bytes,
             stall_ms: Some(ms(hol.stall_ns)),
+            transport_order_wait_ms: hol.transport_order_wait_ns.map(ms),
             completion_ms: Some(ms(hol.completion_ns)),
             unmeasured: None,
         },
@@ -56,6 +58,7 @@ fn stream_result(response: &ReadLog, seen: &BTreeMap<u64, Seen>) -> StreamResult
             stream_id: response.stream_id,
             body_bytes: response.reads.last().map_or(0, |read| read.body_end),
             stall_ms: None,
+            transport_order_wait_ms: None,
             completion_ms: response
                 .reads
                 .last()
@@ -127,6 +130,8 @@ mod tests {
         ];
         let reads = [read_at(1, 81), read_at(3, 81)];
         let streams = analyse(Proto::H2, server(), &captured, &secret, &reads).unwrap();
+        let order: Vec<Option<f64>> = streams.iter().map(|s| s.transport_order_wait_ms).collect();
+        assert_eq!(order, vec![Some(0.0), Some(40.0)]);
         let stalls: Vec<(u64, Option<f64>)> =
             streams.iter().map(|s| (s.stream_id, s.stall_ms)).collect();
         assert_eq!(stalls, vec![(1, Some(1.0)), (3, Some(41.0))]);

@@ -353,7 +353,14 @@ fn request_streams(frames: &[StreamFrame]) -> BTreeMap<u64, Seen> {
         .map(|(id, (arrivals, bytes))| {
             let contiguous = contiguous_len(&arrivals);
             let body = h3_body(&bytes[..contiguous as usize]);
-            (id, Seen { arrivals, body })
+            (
+                id,
+                Seen {
+                    arrivals,
+                    body,
+                    released: Vec::new(),
+                },
+            )
         })
         .collect()
 }

@@ -83,6 +83,11 @@ pub struct StreamResult {
     /// arrived) waited before the application got it; `null` when it
     /// could not be measured (see `unmeasured`).
     pub stall_ms: Option<f64>,
+    /// h2: the part of the stall spent in TCP's connection-wide order
+    /// (its bytes were in, earlier bytes of the connection were not);
+    /// the rest is the receiver's processing. `null` for h3, whose
+    /// transport has no such order, and when unmeasured.
+    pub transport_order_wait_ms: Option<f64>,
     /// From sending the request to reading the last body byte.
     pub completion_ms: Option<f64>,
     /// Why the stall is missing, if it is.
@@ -100,6 +105,8 @@ pub struct ProtoSummary {
     pub streams_unmeasured: usize,
     /// The per-stream stalls.
     pub stall_ms: Option<Spread>,
+    /// h2: the per-stream waits in TCP's order; `null` for h3.
+    pub transport_order_wait_ms: Option<Spread>,
     /// The per-stream completion times.
     pub completion_ms: Option<Spread>,
 }
@@ -156,6 +163,12 @@ pub fn summarise(runs: &[HolRun], protos: &[Proto]) -> Vec<ProtoSummary> {
         .iter()
         .map(|&proto| {
             let (stall, completion) = stalls(runs, proto);
+            let order_waits: Vec<f64> = runs
+                .iter()
+                .filter(|run| run.proto == proto)
+                .flat_map(|run| &run.streams)
+                .filter_map(|s| s.transport_order_wait_ms)
+                .collect();
             let unmeasured = runs
                 .iter()
                 .filter(|run| run.proto == proto)
@@ -167,6 +180,7 @@ pub fn summarise(runs: &[HolRun], protos: &[Proto]) -> Vec<ProtoSummary> {
                 streams_measured: stall.len(),
                 streams_unmeasured: unmeasured,
                 stall_ms: Spread::of(&stall),
+                transport_order_wait_ms: Spread::of(&order_waits),
                 completion_ms: Spread::of(&completion),
             }
         })

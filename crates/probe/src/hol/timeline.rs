@@ -56,6 +56,8 @@ pub struct Seen {
     pub arrivals: Vec<Arrival>,
     /// As in [`StreamTimeline::body`].
     pub body: Vec<BodySpan>,
+    /// As in [`StreamTimeline::released`].
+    pub released: Vec<Arrival>,
 }
 
 /// Everything seen of one stream.
@@ -69,6 +71,11 @@ pub struct StreamTimeline {
     pub body: Vec<BodySpan>,
     /// The application's reads, in order.
     pub reads: Vec<Read>,
+    /// When a transport that orders the whole connection released each
+    /// piece to the layer above (TCP: once every earlier byte of the
+    /// connection was in), at the same offsets as `arrivals`; empty for
+    /// one that releases each stream on its own (QUIC).
+    pub released: Vec<Arrival>,
 }
 
 /// One stream's figures.
@@ -77,6 +84,11 @@ pub struct StreamHol {
     /// The longest time a read's bytes, all of them in (with everything
     /// before them on the stream), waited before the application got them.
     pub stall_ns: Nanos,
+    /// The part of that wait spent in the transport's connection-wide
+    /// order: the longest time a read's bytes, all in, waited for earlier
+    /// bytes of other streams before the transport released them; `None`
+    /// for a transport without that order.
+    pub transport_order_wait_ns: Option<Nanos>,
     /// Request sent to last body byte read.
     pub completion_ns: Nanos,
     /// Body bytes read.
@@ -110,7 +122,10 @@ impl std::fmt::Display for Unmeasured {
 pub fn stream_hol(timeline: &StreamTimeline) -> Result<StreamHol, Unmeasured> {
     let last = timeline.reads.last().ok_or(Unmeasured::NoRead)?;
     let in_order = in_order_arrivals(&timeline.arrivals);
+    let released = first_arrivals(&timeline.released);
+    let ordered = !released.is_empty();
     let mut stall_ns = 0;
+    let mut order_wait_ns = 0;
     let mut read_from = 0;
     for read in &timeline.reads {
         if read.body_end > read_from {
@@ -120,13 +135,18 @@ pub fn stream_hol(timeline: &StreamTimeline) -> Result<StreamHol, Unmeasured> {
             // A receiver that delivers whole frames thus shows no stall
             // for the frame's own tail.
             let offset = transport_offset(&timeline.body, read.body_end - 1)?;
-            let could = could_read_at(&in_order, offset)?;
+            let could = piece_time(&in_order, offset)?;
             stall_ns = stall_ns.max(read.at.saturating_sub(could));
+            if ordered {
+                let release = piece_time(&released, offset)?.min(read.at);
+                order_wait_ns = order_wait_ns.max(release.saturating_sub(could));
+            }
             read_from = read.body_end;
         }
     }
     Ok(StreamHol {
         stall_ns,
+        transport_order_wait_ns: ordered.then_some(order_wait_ns),
         completion_ns: last.at.saturating_sub(timeline.requested_at),
         body_bytes: last.body_end,
     })
@@ -140,10 +160,10 @@ fn transport_offset(body: &[BodySpan], byte: u64) -> Result<u64, Unmeasured> {
         .ok_or(Unmeasured::NotMapped(byte))
 }
 
-/// When byte `offset` and all before it had arrived.
-fn could_read_at(in_order: &[Arrival], offset: u64) -> Result<Nanos, Unmeasured> {
-    let gap = || Unmeasured::NotSeen(in_order.last().map_or(0, |piece| piece.range.end));
-    in_order
+/// The time of the piece holding byte `offset`.
+fn piece_time(pieces: &[Arrival], offset: u64) -> Result<Nanos, Unmeasured> {
+    let gap = || Unmeasured::NotSeen(pieces.last().map_or(0, |piece| piece.range.end));
+    pieces
         .iter()
         .find(|piece| piece.range.contains(&offset))
         .map(|piece| piece.at)
@@ -280,6 +300,7 @@ mod tests {
     fn data_read_as_soon_as_it_could_be_has_no_stall() {
         let timeline = StreamTimeline {
             requested_at: 0,
+            released: Vec::new(),
             arrivals: vec![arrival(0..60, 20), arrival(60..110, 21)],
             body: after_header(100),
             reads: vec![read(50, 20), read(100, 21)],
@@ -296,6 +317,7 @@ mod tests {
         // wait for them, which in-order delivery of one stream requires.
         let timeline = StreamTimeline {
             requested_at: 0,
+            released: Vec::new(),
             arrivals: vec![
                 arrival(0..10, 19),
                 arrival(60..110, 21),
@@ -313,6 +335,7 @@ mod tests {
         // behind something that was not this stream's.
         let timeline = StreamTimeline {
             requested_at: 2 * MS,
+            released: Vec::new(),
             arrivals: vec![arrival(0..60, 20), arrival(60..110, 21)],
             body: after_header(100),
             reads: vec![read(50, 20), read(100, 75)],
@@ -323,11 +346,38 @@ mod tests {
     }
 
     #[test]
+    fn tcp_order_is_the_part_of_the_wait_before_the_transport_released_the_bytes() {
+        // In at 21 ms, released by TCP at 60 ms (a loss earlier on the
+        // connection), read at 62 ms: 39 ms of the 41 ms stall was the
+        // connection's order, the rest the receiver's.
+        let arrivals = vec![arrival(0..60, 20), arrival(60..110, 21)];
+        let timeline = StreamTimeline {
+            requested_at: 0,
+            released: vec![arrival(0..60, 20), arrival(60..110, 60)],
+            arrivals,
+            body: after_header(100),
+            reads: vec![read(50, 20), read(100, 62)],
+        };
+        let hol = stream_hol(&timeline).unwrap();
+        assert_eq!(hol.stall_ns, 41 * MS);
+        assert_eq!(hol.transport_order_wait_ns, Some(39 * MS));
+        let unordered = StreamTimeline {
+            released: Vec::new(),
+            ..timeline
+        };
+        assert_eq!(
+            stream_hol(&unordered).unwrap().transport_order_wait_ns,
+            None
+        );
+    }
+
+    #[test]
     fn a_read_waiting_for_its_own_tail_is_no_stall() {
         // One 100-byte frame delivered whole once its tail came, 50 ms
         // after its head: the wait was for this stream's own bytes.
         let timeline = StreamTimeline {
             requested_at: 0,
+            released: Vec::new(),
             arrivals: vec![arrival(0..60, 20), arrival(60..110, 70)],
             body: after_header(100),
             reads: vec![read(100, 71)],
@@ -352,6 +402,7 @@ mod tests {
         ];
         let timeline = StreamTimeline {
             requested_at: 0,
+            released: Vec::new(),
             arrivals: vec![arrival(0..15, 4), arrival(15..23, 6)],
             body,
             reads: vec![read(5, 4), read(10, 9)],
@@ -363,6 +414,7 @@ mod tests {
     fn unseen_bytes_and_unmapped_reads_are_reported_not_guessed() {
         let unseen = StreamTimeline {
             requested_at: 0,
+            released: Vec::new(),
             arrivals: vec![arrival(0..60, 20)],
             body: after_header(100),
             reads: vec![read(50, 20), read(100, 30)],

@@ -25,6 +25,9 @@ pub struct Plaintext {
     pub bytes: Vec<u8>,
     /// When its last byte had arrived.
     pub at: Nanos,
+    /// When TCP could release it: every byte of the connection up to its
+    /// end had arrived.
+    pub released_at: Nanos,
 }
 
 /// The server's application data, record by record, up to the first
@@ -51,7 +54,10 @@ fn open_records(stream: &TcpStream, keys: &TrafficKeys) -> anyhow::Result<Vec<Pl
     let mut sequence = 0;
     while let Some(header) = bytes.get(start..start + RECORD_HEADER) {
         let end = start + RECORD_HEADER + usize::from(u16::from_be_bytes([header[3], header[4]]));
-        let Some(at) = complete_at(&stream.arrived, start as u64..end as u64) else {
+        let (Some(at), Some(released_at)) = (
+            complete_at(&stream.arrived, start as u64..end as u64),
+            complete_at(&stream.arrived, 0..end as u64),
+        ) else {
             break;
         };
         if header[0] == APPLICATION_DATA {
@@ -63,6 +69,7 @@ fn open_records(stream: &TcpStream, keys: &TrafficKeys) -> anyhow::Result<Vec<Pl
                         records.push(Plaintext {
                             bytes: content.to_vec(),
                             at,
+                            released_at,
                         });
                     }
                 }
@@ -85,16 +92,20 @@ fn inner_content(plain: &[u8]) -> Option<(u8, &[u8])> {
     Some((plain[last], &plain[..last]))
 }
 
+/// A record's place in the plaintext, when it was complete and when TCP
+/// could release it.
+type Piece = (Range<u64>, Nanos, Nanos);
+
 /// Each stream's frames (HEADERS, CONTINUATION, DATA) laid end to end as
-/// its transport bytes, with their record times, and where its response
-/// body sits in them.
+/// its transport bytes, with their records' arrival and release times,
+/// and where its response body sits in them.
 pub fn h2_streams(records: &[Plaintext]) -> BTreeMap<u64, Seen> {
     let mut plaintext = Vec::new();
-    let mut pieces: Vec<(Range<u64>, Nanos)> = Vec::new();
+    let mut pieces: Vec<Piece> = Vec::new();
     for record in records {
         let start = plaintext.len() as u64;
         plaintext.extend_from_slice(&record.bytes);
-        pieces.push((start..plaintext.len() as u64, record.at));
+        pieces.push((start..plaintext.len() as u64, record.at, record.released_at));
     }
     let mut streams: BTreeMap<u64, (Seen, u64, u64)> = BTreeMap::new();
     let mut start = 0usize;
@@ -109,7 +120,10 @@ pub fn h2_streams(records: &[Plaintext]) -> BTreeMap<u64, Seen> {
         }
         if id != 0 && matches!(kind, DATA | HEADERS | CONTINUATION) {
             let (seen, cursor, body) = streams.entry(id).or_default();
-            seen.arrivals.extend(arrivals_of(&frame, *cursor, &pieces));
+            for (arrival, released) in arrivals_of(&frame, *cursor, &pieces) {
+                seen.arrivals.push(arrival);
+                seen.released.push(released);
+            }
             if kind == DATA {
                 let padding = if flags & PADDED != 0 {
                     1 + u64::from(plaintext[start + FRAME_HEADER as usize])
@@ -134,16 +148,21 @@ pub fn h2_streams(records: &[Plaintext]) -> BTreeMap<u64, Seen> {
         .collect()
 }
 
-/// The parts of plaintext `frame` in each record, as arrivals at the
-/// stream's transport offsets from `cursor`.
-fn arrivals_of(frame: &Range<u64>, cursor: u64, pieces: &[(Range<u64>, Nanos)]) -> Vec<Arrival> {
+/// The parts of plaintext `frame` in each record, at the stream's
+/// transport offsets from `cursor`: when each arrived, and when TCP could
+/// release it.
+fn arrivals_of(frame: &Range<u64>, cursor: u64, pieces: &[Piece]) -> Vec<(Arrival, Arrival)> {
     pieces
         .iter()
-        .filter(|(range, _)| range.start < frame.end && range.end > frame.start)
-        .map(|(range, at)| Arrival {
-            range: cursor + range.start.max(frame.start) - frame.start
-                ..cursor + range.end.min(frame.end) - frame.start,
-            at: *at,
+        .filter(|(range, _, _)| range.start < frame.end && range.end > frame.start)
+        .map(|(range, at, released_at)| {
+            let range = cursor + range.start.max(frame.start) - frame.start
+                ..cursor + range.end.min(frame.end) - frame.start;
+            let arrival = |at: Nanos| Arrival {
+                range: range.clone(),
+                at,
+            };
+            (arrival(*at), arrival(*released_at))
         })
         .collect()
 }
@@ -164,14 +183,17 @@ mod tests {
             Plaintext {
                 bytes: plaintext[..15].to_vec(),
                 at: 10,
+                released_at: 10,
             },
             Plaintext {
                 bytes: plaintext[15..40].to_vec(),
                 at: 20,
+                released_at: 25,
             },
             Plaintext {
                 bytes: plaintext[40..].to_vec(),
                 at: 30,
+                released_at: 30,
             },
         ];
         let streams = h2_streams(&records);
@@ -207,6 +229,8 @@ mod tests {
                 (26..35, 30)
             ]
         );
+        let released: Vec<Nanos> = one.released.iter().map(|a| a.at).collect();
+        assert_eq!(released, vec![10, 10, 25, 25, 30]);
         let three = &streams[&3];
         assert_eq!(
             three.body,
