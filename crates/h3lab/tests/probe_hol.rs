@@ -118,6 +118,22 @@ fn on_a_fixed_seed_at_2_percent_loss_h3_stalls_less_than_h2() {
         mean(&h3) < mean(&h2),
         "h3 stalls {h3:?} are not below h2's {h2:?}"
     );
+    // h2's waits were TCP's order (another stream's loss) for some
+    // stream; h3 has no such order to report.
+    let order = |run: &Value| -> Vec<Value> {
+        run["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["transport_order_wait_ms"].clone())
+            .collect()
+    };
+    let h2_order = order(run(&report, "h2"));
+    assert!(
+        h2_order.iter().any(|wait| wait.as_f64() > Some(10.0)),
+        "{h2_order:?}"
+    );
+    assert!(order(run(&report, "h3")).iter().all(Value::is_null));
     let claim = &report["claims"][0];
     assert_eq!(claim["study"], "A");
     assert_eq!(claim["same_direction"], true, "{claim:#}");
