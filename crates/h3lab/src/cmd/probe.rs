@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use h3lab_client::{measure_ttfb, Target, TlsOptions};
-use h3lab_probe::hol::report::{HolReport, HolRun, Spread, StreamResult};
+use h3lab_probe::hol::report::{HolReport, HolRun, RunCpu, Spread, StreamResult};
 use h3lab_probe::hol::{run_hol, HolOptions};
 use h3lab_probe::report::{Claim, MigrateReport, ProtoResult};
 use h3lab_probe::scenario::{default_delay_threshold, default_request_timeout, Change, Scenario};
@@ -451,6 +451,19 @@ fn order_clause(spread: Option<Spread>) -> String {
     })
 }
 
+/// The client's CPU and its wait for a CPU, against the run's wall time.
+fn client_cpu(cpu: &RunCpu) -> String {
+    match (cpu.client_s, cpu.client_waiting_s) {
+        (Some(running), Some(waiting)) => format!(
+            "ran {:.0} ms and waited for a CPU {:.0} ms of {:.0} ms",
+            running * 1e3,
+            waiting * 1e3,
+            cpu.wall_s * 1e3
+        ),
+        _ => format!("CPU unknown over {:.0} ms", cpu.wall_s * 1e3),
+    }
+}
+
 fn print_hol_run(run: &HolRun) {
     let order: Vec<f64> = run
         .streams
@@ -461,7 +474,7 @@ fn print_hol_run(run: &HolRun) {
     let completions: Vec<f64> = run.streams.iter().filter_map(|s| s.completion_ms).collect();
     let unmeasured = run.streams.iter().filter(|s| s.stall_ms.is_none()).count();
     println!(
-        "{} repetition {} (seed {}): stall {}{}; completion {}; lost down {} of {} packets (+{} queue drops), up {} of {}{}",
+        "{} repetition {} (seed {}): stall {}{}; completion {}; lost down {} of {} packets (+{} queue drops), up {} of {}; client {}{}",
         run.proto,
         run.repetition + 1,
         run.seed,
@@ -473,6 +486,7 @@ fn print_hol_run(run: &HolRun) {
         run.loss.down.queue_drops,
         run.loss.up.lost.len(),
         run.loss.up.packets,
+        client_cpu(&run.cpu),
         if unmeasured > 0 {
             format!("; {unmeasured} stream(s) unmeasured")
         } else {

@@ -46,6 +46,12 @@ pub struct Gathered {
     /// The server's first application traffic secret.
     pub secret: Vec<u8>,
     pub responses: Vec<ReadLog>,
+    /// From connecting to the last body byte read.
+    pub wall_s: f64,
+    /// The client's thread meanwhile (its runtime runs the whole client
+    /// stack: TLS, h2, quinn, h3): CPU seconds, and seconds it was ready
+    /// but waited for a CPU.
+    pub client_schedstat: Option<(f64, f64)>,
 }
 
 impl HolJob {
@@ -58,12 +64,19 @@ impl HolJob {
             .build()
             .context("cannot start the tokio runtime")?;
         let secrets = SecretLog::shared();
+        let (started, before) = (std::time::Instant::now(), thread_schedstat());
         let responses = runtime.block_on(self.exchange(secrets.clone()));
+        let wall_s = started.elapsed().as_secs_f64();
+        let client_schedstat = thread_schedstat()
+            .zip(before)
+            .map(|(after, before)| (after.0 - before.0, after.1 - before.1));
         let captured = capture.finish()?;
         Ok(Gathered {
             captured,
             secret: secrets.server_secret()?,
             responses: responses?,
+            wall_s,
+            client_schedstat,
         })
     }
 
@@ -141,4 +154,15 @@ async fn fetch(mut sender: Sender, template: Arc<RequestTemplate>) -> anyhow::Re
         requested_at,
         reads,
     })
+}
+
+/// The calling thread's CPU seconds and seconds spent ready to run but
+/// waiting for a CPU, from /proc/thread-self/schedstat; `None` if it
+/// cannot be read.
+fn thread_schedstat() -> Option<(f64, f64)> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
+    let running = fields.next()??;
+    let waiting = fields.next()??;
+    Some((running as f64 / 1e9, waiting as f64 / 1e9))
 }

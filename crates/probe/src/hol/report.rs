@@ -44,8 +44,30 @@ pub struct HolRun {
     pub seed: u64,
     /// What the path's random loss dropped.
     pub loss: LossPattern,
+    /// The CPU each part used, to tell a busy receiver from a blocked one.
+    pub cpu: RunCpu,
     /// Each stream, in stream-ID order.
     pub streams: Vec<StreamResult>,
+}
+
+/// Wall and CPU time of one run, from connecting to the last body byte
+/// read.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RunCpu {
+    /// Wall-clock seconds.
+    pub wall_s: f64,
+    /// CPU seconds of the client's thread (its whole stack runs there):
+    /// near `wall_s` means the receiver was CPU-bound; `null` when
+    /// /proc/thread-self/schedstat could not be read.
+    pub client_s: Option<f64>,
+    /// Seconds the client's thread was ready to run but waited for a CPU
+    /// (the machine was busy): a wait it adds to every stream's stall.
+    pub client_waiting_s: Option<f64>,
+    /// The server's processes over the client's run (10 ms resolution);
+    /// `null` when /proc could not be read.
+    pub server_s: Option<f64>,
+    /// The emulator's forwarding thread over the path's life.
+    pub emulator_s: f64,
 }
 
 /// Which packets random loss dropped in each direction.

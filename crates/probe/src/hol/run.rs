@@ -15,7 +15,7 @@ use linkem::{EmulatedPath, LinkSettings};
 use super::analyse::analyse;
 use super::drive::HolJob;
 use super::report::{
-    stalls, summarise, DirectionLoss, HolReport, HolRun, LossPattern, Spread, HOL_SCHEMA,
+    stalls, summarise, DirectionLoss, HolReport, HolRun, LossPattern, RunCpu, Spread, HOL_SCHEMA,
 };
 use crate::claims::hol_claim;
 use crate::run::{connector_parts, ensure_root, start_server, SERVER_GRACE};
@@ -166,10 +166,16 @@ fn run_once(options: &HolOptions, proto: Proto, repetition: u32) -> anyhow::Resu
         connect_timeout: CONNECT_TIMEOUT,
         deadline: RUN_DEADLINE,
     };
+    let server_cpu_before = server.group_cpu_s();
     let gathered = path
         .spawn_in_client(move || job.run())
         .map(|thread| thread.join());
+    let server_cpu = server
+        .group_cpu_s()
+        .zip(server_cpu_before)
+        .map(|(after, before)| after - before);
     server.stop(SERVER_GRACE);
+    let emulator_s = path.forwarder_cpu_s();
     let stats = path.shutdown()?;
     let gathered = gathered?.map_err(|_| anyhow!("the client thread panicked"))??;
     let SocketAddr::V4(server) = addr else {
@@ -200,5 +206,12 @@ fn run_once(options: &HolOptions, proto: Proto, repetition: u32) -> anyhow::Resu
             },
         },
         streams,
+        cpu: RunCpu {
+            wall_s: gathered.wall_s,
+            client_s: gathered.client_schedstat.map(|(running, _)| running),
+            client_waiting_s: gathered.client_schedstat.map(|(_, waiting)| waiting),
+            server_s: server_cpu,
+            emulator_s,
+        },
     })
 }
