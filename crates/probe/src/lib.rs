@@ -1,21 +1,28 @@
-//! Single-property probes of the transports: today `probe migrate`, which
-//! moves a client to a new port or address in the middle of a steady
-//! request stream on an emulated path and reports what each protocol
-//! does (QUIC migrates; a TCP connection breaks and is replaced).
+//! Single-property probes of the transports on an emulated path:
+//! `probe migrate`, which moves a client to a new port or address in the
+//! middle of a steady request stream and reports what each protocol does
+//! (QUIC migrates; a TCP connection breaks and is replaced), and `probe
+//! hol`, which runs parallel streams on one h2 or h3 connection through a
+//! lossy path and measures, per stream, how long data that had arrived
+//! waited behind another stream (head-of-line blocking).
 //!
-//! The crate holds the scenario (`scenario`), the pure summaries of what
-//! was observed (`summary`, `claims`), the versioned report
-//! (`h3lab.migrate/1`, `report`), and the thin I/O shell that sets up the
-//! path, the server and the client (`run`, `drive`).
+//! For migrate: the scenario (`scenario`), the pure summaries (`summary`,
+//! `claims`), the report (`h3lab.migrate/1`, `report`) and the I/O shell
+//! (`run`, `drive`). For hol (`hol`): pure readers of a client-side packet
+//! capture (TCP, TLS records and HTTP/2 frames; QUIC packets and HTTP/3
+//! frames, opened with the client's TLS key log), the pure stall
+//! computation (`hol::timeline`), the report (`h3lab.hol/1`) and its shell.
 //!
 //! Not for: load generation or throughput figures (`h3lab-load`), matrix
 //! runs (`h3lab-bench`), or drawing reports (`h3lab-report`). It needs
-//! root: it changes addresses inside the network namespaces it creates.
+//! root: it creates network namespaces, captures packets and changes
+//! addresses inside them.
 
 #![warn(missing_docs)]
 
 mod claims;
 mod drive;
+pub mod hol;
 pub mod report;
 mod run;
 pub mod scenario;

@@ -27,7 +27,7 @@ use crate::summary::summarise;
 /// How long the server may take to print its `listening:` line.
 const SERVER_START_TIMEOUT: Duration = Duration::from_secs(15);
 /// Between SIGTERM and SIGKILL for the server.
-const SERVER_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const SERVER_GRACE: Duration = Duration::from_secs(2);
 const SERVER_PORT: u16 = 443;
 
 /// What `probe migrate` runs.
@@ -104,8 +104,8 @@ pub fn ensure_root() -> anyhow::Result<()> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     anyhow::ensure!(
         unsafe { libc::geteuid() } == 0,
-        "`probe migrate` needs root: it creates network namespaces and changes the \
-         client's addresses inside them; run it with sudo"
+        "`h3lab probe migrate` and `probe hol` need root: they create network namespaces \
+         (and capture or change addresses inside them); run with sudo"
     );
     Ok(())
 }
@@ -202,7 +202,9 @@ fn switch_for(
     }
 }
 
-fn connector_parts(
+/// What a client connecting to `addr` for `/bytes/{body_bytes}` needs,
+/// trusting the server's certificate in `cert`.
+pub(crate) fn connector_parts(
     addr: SocketAddr,
     proto: Proto,
     body_bytes: u64,
@@ -250,7 +252,7 @@ fn result(
 
 /// `h3lab serve` in the server namespace, once it listens: the process,
 /// its address and where its metrics are.
-fn start_server(
+pub(crate) fn start_server(
     path: &EmulatedPath,
     exe: &Path,
     cert: &Path,

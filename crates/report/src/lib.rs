@@ -1,6 +1,7 @@
 //! Turns bench results (`h3lab.results/1`) into what people read:
 //! per-cell statistics, `results.csv`, the end-of-run terminal table, a
-//! self-contained `report.html` with plots, and the comparison of two runs.
+//! self-contained `report.html` with plots, and the comparison of two runs;
+//! also a small self-contained CDF page for probes' per-stream samples.
 //!
 //! It does not measure anything or run cells (that is `h3lab-bench`), and
 //! it never touches the network: the plotting library is embedded.
@@ -11,6 +12,7 @@ mod bottleneck;
 mod compare;
 mod csv_out;
 mod difference;
+mod distribution;
 mod format;
 mod histogram;
 mod html;
@@ -34,6 +36,7 @@ use anyhow::{bail, Context, Result};
 use h3lab_results::bench::{Results, RESULTS_SCHEMA};
 
 pub use compare::compare;
+pub use distribution::{distribution_html, Chart, Series};
 pub use table::terminal_table;
 
 use csv_out::write_csv;

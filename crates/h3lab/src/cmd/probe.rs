@@ -1,6 +1,7 @@
 //! `h3lab probe`: single-property measurements. `probe ttfb` times the
 //! first response byte on new connections: cold, resumed, or 0-RTT (h3);
-//! `probe migrate` moves the client to a new port or address mid-stream.
+//! `probe migrate` moves the client to a new port or address mid-stream;
+//! `probe hol` measures head-of-line stalls of parallel streams under loss.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,9 +9,12 @@ use std::time::Duration;
 
 use anyhow::Context;
 use h3lab_client::{measure_ttfb, Target, TlsOptions};
+use h3lab_probe::hol::report::{HolReport, HolRun, RunCpu, Spread, StreamResult};
+use h3lab_probe::hol::{run_hol, HolOptions};
 use h3lab_probe::report::{Claim, MigrateReport, ProtoResult};
 use h3lab_probe::scenario::{default_delay_threshold, default_request_timeout, Change, Scenario};
 use h3lab_probe::{ensure_root, run_migrate, MigrateOptions};
+use h3lab_report::{distribution_html, Chart, Series};
 use h3lab_results::ttfb::{TtfbReport, TTFB_SCHEMA};
 use h3lab_results::{Proto, TtfbMode};
 use linkem::config::{parse_percent, parse_rate, parse_time, Overrides};
@@ -31,6 +35,9 @@ enum Probe {
     /// Move the client to a new port or address during a steady request
     /// stream, on an emulated path: h3 migrates, TCP breaks (needs root).
     Migrate(Box<MigrateArgs>),
+    /// Parallel streams on one h2 and one h3 connection through a lossy
+    /// path: each stream's head-of-line stall and completion (needs root).
+    Hol(Box<HolArgs>),
 }
 
 #[derive(clap::Args)]
@@ -68,6 +75,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.probe {
         Probe::Ttfb(args) => ttfb(args),
         Probe::Migrate(args) => migrate(*args),
+        Probe::Hol(args) => hol(*args),
     }
 }
 
@@ -163,21 +171,8 @@ struct MigrateArgs {
     /// Built-in network profile (see `h3lab net profiles`).
     #[arg(long, default_value = "broadband")]
     profile: String,
-    /// Round-trip time added by the path (replaces the profile's), e.g. 40ms.
-    #[arg(long, value_parser = parse_time)]
-    rtt: Option<Nanos>,
-    /// Downstream rate (replaces the profile's), e.g. 50mbit.
-    #[arg(long, value_parser = parse_rate)]
-    down: Option<u64>,
-    /// Upstream rate (replaces the profile's), e.g. 10mbit.
-    #[arg(long, value_parser = parse_rate)]
-    up: Option<u64>,
-    /// Random loss server to client (replaces the profile's), e.g. 1%.
-    #[arg(long, value_parser = parse_percent)]
-    loss: Option<f64>,
-    /// Seed of the path's random decisions.
-    #[arg(long)]
-    seed: Option<u64>,
+    #[command(flatten)]
+    path: PathOverrides,
     /// Requests started per second.
     #[arg(long, default_value_t = 50)]
     rate: u32,
@@ -204,8 +199,51 @@ struct MigrateArgs {
     json: Option<PathBuf>,
 }
 
+/// Changes to a profile's path, shared by the probes that emulate one.
+#[derive(clap::Args)]
+struct PathOverrides {
+    /// Round-trip time added by the path (replaces the profile's), e.g. 40ms.
+    #[arg(long, value_parser = parse_time)]
+    rtt: Option<Nanos>,
+    /// Downstream rate (replaces the profile's), e.g. 50mbit.
+    #[arg(long, value_parser = parse_rate)]
+    down: Option<u64>,
+    /// Upstream rate (replaces the profile's), e.g. 10mbit.
+    #[arg(long, value_parser = parse_rate)]
+    up: Option<u64>,
+    /// Random loss server to client (replaces the profile's), e.g. 1%.
+    #[arg(long, value_parser = parse_percent)]
+    loss: Option<f64>,
+    /// Seed of the path's random decisions.
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+impl PathOverrides {
+    /// `profile` with the overrides applied; it must emulate a path, which
+    /// `purpose` needs.
+    fn settings(&self, profile: &str, purpose: &str) -> anyhow::Result<LinkSettings> {
+        let base = linkem::profile(profile)?.settings.with_context(|| {
+            format!(
+                "profile `{profile}` emulates no path, and {purpose} needs one; pick another, e.g. `--profile broadband`"
+            )
+        })?;
+        let overrides = Overrides {
+            rtt: self.rtt,
+            down: self.down,
+            up: self.up,
+            loss: self.loss,
+            seed: self.seed,
+            ..Overrides::default()
+        };
+        Ok(overrides
+            .apply(Some(base))?
+            .expect("a profile with settings stays emulated"))
+    }
+}
+
 fn migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
-    let settings = migrate_settings(&args)?;
+    let settings = args.path.settings(&args.profile, "a migration")?;
     let rtt = Duration::from_nanos(settings.rtt);
     let scenario = Scenario {
         change: args.change,
@@ -246,28 +284,6 @@ fn migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
         Some(err) => Err(err),
         None => Ok(ExitCode::SUCCESS),
     }
-}
-
-/// The profile with the overrides applied; it must emulate a path.
-fn migrate_settings(args: &MigrateArgs) -> anyhow::Result<LinkSettings> {
-    let profile = linkem::profile(&args.profile)?;
-    let base = profile.settings.with_context(|| {
-        format!(
-            "profile `{}` emulates no path, and a migration needs one; pick another, e.g. `--profile broadband`",
-            args.profile
-        )
-    })?;
-    let overrides = Overrides {
-        rtt: args.rtt,
-        down: args.down,
-        up: args.up,
-        loss: args.loss,
-        seed: args.seed,
-        ..Overrides::default()
-    };
-    Ok(overrides
-        .apply(Some(base))?
-        .expect("a profile with settings stays emulated"))
 }
 
 fn print_migrate_header(options: &MigrateOptions) {
@@ -321,6 +337,10 @@ fn print_proto_result(result: &ProtoResult) {
 }
 
 fn print_migrate_summary(report: &MigrateReport) {
+    print_claims(&report.claims);
+}
+
+fn print_claims(claims: &[Claim]) {
     for Claim {
         study,
         claim,
@@ -328,7 +348,7 @@ fn print_migrate_summary(report: &MigrateReport) {
         ours,
         same_direction,
         ..
-    } in &report.claims
+    } in claims
     {
         let verdict = match same_direction {
             Some(true) => "same direction",
@@ -337,4 +357,199 @@ fn print_migrate_summary(report: &MigrateReport) {
         };
         println!("study {study}, {claim}: theirs {theirs}; ours {ours} ({verdict})");
     }
+}
+
+#[derive(clap::Args)]
+struct HolArgs {
+    /// Parallel GETs on the one connection.
+    #[arg(long, default_value_t = 8)]
+    streams: u32,
+    /// Response body size of each stream (`/bytes/N`).
+    #[arg(long, default_value_t = 131_072)]
+    size: u64,
+    /// Protocols, each on its own fresh path with the same seed.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "h2,h3")]
+    protos: Vec<Proto>,
+    /// Built-in network profile (see `h3lab net profiles`); study A's claim
+    /// is at 1 % loss, as in `cellular`.
+    #[arg(long, default_value = "cellular")]
+    profile: String,
+    #[command(flatten)]
+    path: PathOverrides,
+    /// Repetitions; repetition r runs every protocol with seed + r.
+    #[arg(long, default_value_t = 1)]
+    repetitions: u32,
+    /// Also write the report as JSON (schema h3lab.hol/1,
+    /// docs/results-schema.md) to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Also draw the per-stream stalls and completions into an HTML page.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+}
+
+fn hol(args: HolArgs) -> anyhow::Result<ExitCode> {
+    let options = HolOptions {
+        settings: args.path.settings(&args.profile, "a head-of-line probe")?,
+        profile: Some(args.profile.clone()),
+        protos: args.protos.clone(),
+        streams: args.streams,
+        body_bytes: args.size,
+        repetitions: args.repetitions,
+        exe: std::env::current_exe().context("cannot find the h3lab binary to start the server")?,
+    };
+    options.validate()?;
+    ensure_root()?;
+    let interrupted = Interrupted::install()?;
+    println!(
+        "probe hol: {} streams of /bytes/{} on one connection; path {} (RTT {} ms, loss {:.1} %, seed {}); {} repetition(s) of {}",
+        options.streams,
+        options.body_bytes,
+        args.profile,
+        options.settings.rtt / 1_000_000,
+        options.settings.loss.mean_loss() * 100.0,
+        options.settings.seed,
+        options.repetitions,
+        options.protos.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+    );
+    let (report, failure) = run_hol(&options, &interrupted, print_hol_run)?;
+    if let Some(path) = &args.json {
+        write_file(path, &serde_json::to_string_pretty(&report)?, "--json")?;
+    }
+    if let Some(path) = &args.html {
+        write_file(path, &hol_html(&report), "--html")?;
+    }
+    print_hol_summary(&report);
+    match failure {
+        Some(err) => Err(err),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+fn write_file(path: &std::path::Path, text: &str, flag: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text).with_context(|| {
+        format!(
+            "cannot write {}; pass a writable {flag} path",
+            path.display()
+        )
+    })
+}
+
+fn spread_line(spread: Option<Spread>) -> String {
+    spread.map_or("-".to_string(), |s| {
+        format!("median {:.1}, p90 {:.1}, max {:.1} ms", s.p50, s.p90, s.max)
+    })
+}
+
+/// h2's wait in TCP's order, as a clause; nothing for h3.
+fn order_clause(spread: Option<Spread>) -> String {
+    spread.map_or(String::new(), |s| {
+        format!(
+            " (in TCP's order: median {:.1}, max {:.1} ms)",
+            s.p50, s.max
+        )
+    })
+}
+
+/// The client's CPU and its wait for a CPU, against the run's wall time.
+fn client_cpu(cpu: &RunCpu) -> String {
+    match (cpu.client_s, cpu.client_waiting_s) {
+        (Some(running), Some(waiting)) => format!(
+            "ran {:.0} ms and waited for a CPU {:.0} ms of {:.0} ms",
+            running * 1e3,
+            waiting * 1e3,
+            cpu.wall_s * 1e3
+        ),
+        _ => format!("CPU unknown over {:.0} ms", cpu.wall_s * 1e3),
+    }
+}
+
+fn print_hol_run(run: &HolRun) {
+    let order: Vec<f64> = run
+        .streams
+        .iter()
+        .filter_map(|s| s.transport_order_wait_ms)
+        .collect();
+    let stalls: Vec<f64> = run.streams.iter().filter_map(|s| s.stall_ms).collect();
+    let completions: Vec<f64> = run.streams.iter().filter_map(|s| s.completion_ms).collect();
+    let unmeasured = run.streams.iter().filter(|s| s.stall_ms.is_none()).count();
+    println!(
+        "{} repetition {} (seed {}): stall {}{}; completion {}; lost down {} of {} packets (+{} queue drops), up {} of {}; client {}{}",
+        run.proto,
+        run.repetition + 1,
+        run.seed,
+        spread_line(Spread::of(&stalls)),
+        order_clause(Spread::of(&order)),
+        spread_line(Spread::of(&completions)),
+        run.loss.down.lost.len(),
+        run.loss.down.packets,
+        run.loss.down.queue_drops,
+        run.loss.up.lost.len(),
+        run.loss.up.packets,
+        client_cpu(&run.cpu),
+        if unmeasured > 0 {
+            format!("; {unmeasured} stream(s) unmeasured")
+        } else {
+            String::new()
+        },
+    );
+}
+
+fn print_hol_summary(report: &HolReport) {
+    for summary in &report.summary {
+        println!(
+            "{} over {} stream(s): stall {}{}; completion {}",
+            summary.proto,
+            summary.streams_measured,
+            spread_line(summary.stall_ms),
+            order_clause(summary.transport_order_wait_ms),
+            spread_line(summary.completion_ms),
+        );
+    }
+    print_claims(&report.claims);
+}
+
+fn hol_html(report: &HolReport) -> String {
+    let chart = |title: &str, pick: fn(&StreamResult) -> Option<f64>| Chart {
+        title: title.to_string(),
+        x_label: "milliseconds".to_string(),
+        series: report
+            .summary
+            .iter()
+            .map(|summary| Series {
+                name: summary.proto.to_string(),
+                values: report
+                    .runs
+                    .iter()
+                    .filter(|run| run.proto == summary.proto)
+                    .flat_map(|run| run.streams.iter().filter_map(pick))
+                    .collect(),
+            })
+            .collect(),
+    };
+    let charts = [
+        chart("Head-of-line stall per stream", |s| s.stall_ms),
+        chart("Completion per stream", |s| s.completion_ms),
+    ];
+    let mut notes = vec![format!(
+        "{} parallel GETs of {} bytes on one connection; profile {}, RTT {} ms, loss {:.1} %; seeds {} to {}.",
+        report.streams,
+        report.body_bytes,
+        report.profile.as_deref().unwrap_or("custom"),
+        report.link.rtt / 1_000_000,
+        report.link.loss.mean_loss() * 100.0,
+        report.link.seed,
+        report.link.seed + u64::from(report.repetitions) - 1,
+    )];
+    notes.extend(report.claims.iter().map(|claim| {
+        format!(
+            "Study {}, {}: theirs {}; ours {}.",
+            claim.study, claim.claim, claim.theirs, claim.ours
+        )
+    }));
+    distribution_html(
+        "h3lab probe hol: per-stream head-of-line stall and completion",
+        &notes,
+        &charts,
+    )
 }

@@ -147,6 +147,32 @@ mod tests {
     }
 
     #[test]
+    fn the_same_seed_drops_the_same_packet_indices_whatever_the_traffic() {
+        let mut cfg = config();
+        cfg.loss = LossModel::Bernoulli { p: 0.05 };
+        let mut small = Direction::new(&cfg, 7, Way::Down);
+        let mut large = Direction::new(&cfg, 7, Way::Down);
+        let small_fates: Vec<Fate> = (0..2000).map(|i| small.offer(100, i * MILLI)).collect();
+        for i in 0..2000 {
+            large.offer(1500, i * 3 * MILLI);
+        }
+        let lost: Vec<u64> = small_fates
+            .iter()
+            .enumerate()
+            .filter(|(_, fate)| **fate == Fate::Drop(DropCause::Loss))
+            .map(|(index, _)| index as u64)
+            .collect();
+        assert!(lost.len() > 50, "{}", lost.len());
+        assert_eq!(small.stats().lost_packets, lost);
+        assert_eq!(large.stats().lost_packets, lost);
+        let mut other = Direction::new(&cfg, 8, Way::Down);
+        for i in 0..2000 {
+            other.offer(100, i * MILLI);
+        }
+        assert_ne!(other.stats().lost_packets, lost);
+    }
+
+    #[test]
     fn every_packet_gets_exactly_delay_plus_serialization_when_idle() {
         let mut direction = Direction::new(&config(), 1, Way::Down);
         // 5 ms apart: the 1 ms serialization never queues.

@@ -30,7 +30,7 @@ use queue::Queue;
 pub use queue::QueueLimit;
 use rate::Rate;
 pub use rate::{Trace, MAX_TRACE_MS};
-pub use stats::{DelayHistogram, DirectionStats, LinkStats};
+pub use stats::{DelayHistogram, DirectionStats, LinkStats, MAX_LOST_RECORDED};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

@@ -82,6 +82,10 @@ impl<'de> Deserialize<'de> for DelayHistogram {
     }
 }
 
+/// Most lost-packet indices kept per direction, so a long lossy run keeps
+/// a bounded record.
+pub const MAX_LOST_RECORDED: usize = 100_000;
+
 /// What one direction did with its packets.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DirectionStats {
@@ -95,6 +99,14 @@ pub struct DirectionStats {
     pub(crate) bytes_out: u64,
     /// Packets dropped by random loss.
     pub dropped_loss: u64,
+    /// Which packets random loss dropped: their indices among the packets
+    /// offered to this direction, from 0, at most [`MAX_LOST_RECORDED`].
+    /// Loss is decided first, one seeded draw per packet, so the same seed
+    /// drops the same indices whatever the traffic. Kept in memory for
+    /// the caller (`probe hol` reports it), not serialized: saved link
+    /// statistics (a bench cell's) stay counts.
+    #[serde(skip)]
+    pub lost_packets: Vec<u64>,
     /// Packets dropped because the queue was full.
     pub dropped_queue: u64,
     /// Packets sent twice.
@@ -124,7 +136,12 @@ impl DirectionStats {
 
     pub(crate) fn record_drop(&mut self, cause: DropCause) {
         match cause {
-            DropCause::Loss => self.dropped_loss += 1,
+            DropCause::Loss => {
+                self.dropped_loss += 1;
+                if self.lost_packets.len() < MAX_LOST_RECORDED {
+                    self.lost_packets.push(self.packets_in - 1);
+                }
+            }
             DropCause::Queue => self.dropped_queue += 1,
         }
     }

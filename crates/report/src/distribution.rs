@@ -1,0 +1,152 @@
+//! A small self-contained HTML page drawing distributions as empirical
+//! CDFs in inline SVG: for probe reports, which have a few samples per
+//! series and no bench results around them.
+
+use maud::{html, Markup, DOCTYPE};
+
+const WIDTH: f64 = 720.0;
+const HEIGHT: f64 = 360.0;
+const MARGIN: f64 = 50.0;
+const TICKS: usize = 5;
+const COLOURS: [&str; 4] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
+
+/// One named sample to draw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Legend text.
+    pub name: String,
+    /// The values; non-finite ones are left out.
+    pub values: Vec<f64>,
+}
+
+/// One plot: the CDFs of its series on a shared axis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    /// Heading above the plot.
+    pub title: String,
+    /// What the horizontal axis counts.
+    pub x_label: String,
+    /// The samples drawn.
+    pub series: Vec<Series>,
+}
+
+/// An HTML page with `title`, the `notes` as paragraphs, and each chart.
+pub fn distribution_html(title: &str, notes: &[String], charts: &[Chart]) -> String {
+    let page = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head { meta charset="utf-8"; title { (title) } }
+            body style="font-family: sans-serif; max-width: 60em; margin: 1em auto" {
+                h1 { (title) }
+                @for note in notes { p { (note) } }
+                @for chart in charts { (plot(chart)) }
+            }
+        }
+    };
+    page.into_string()
+}
+
+fn plot(chart: &Chart) -> Markup {
+    let x_max = chart
+        .series
+        .iter()
+        .flat_map(|s| s.values.iter().copied().filter(|v| v.is_finite()))
+        .fold(0.0f64, f64::max)
+        .max(1.0);
+    html! {
+        h2 { (chart.title) }
+        svg xmlns="http://www.w3.org/2000/svg" width=(WIDTH) height=(HEIGHT) role="img" {
+            (axes(x_max, &chart.x_label))
+            @for (index, one) in chart.series.iter().enumerate() {
+                (curve(one, index, chart.series.len(), x_max))
+            }
+        }
+    }
+}
+
+fn x_at(value: f64, x_max: f64) -> f64 {
+    MARGIN + value / x_max * (WIDTH - 2.0 * MARGIN)
+}
+
+fn y_at(fraction: f64) -> f64 {
+    HEIGHT - MARGIN - fraction * (HEIGHT - 2.0 * MARGIN)
+}
+
+fn axes(x_max: f64, x_label: &str) -> Markup {
+    let (left, bottom) = (MARGIN, HEIGHT - MARGIN);
+    html! {
+        line x1=(left) y1=(bottom) x2=(WIDTH - MARGIN) y2=(bottom) stroke="black" {}
+        line x1=(left) y1=(bottom) x2=(left) y2=(MARGIN) stroke="black" {}
+        @for tick in 0..=TICKS {
+            @let value = x_max * tick as f64 / TICKS as f64;
+            text x=(x_at(value, x_max)) y=(bottom + 16.0) text-anchor="middle" font-size="11" {
+                (format!("{value:.0}"))
+            }
+            text x=(left - 6.0) y=(y_at(tick as f64 / TICKS as f64) + 4.0) text-anchor="end" font-size="11" {
+                (format!("{:.1}", tick as f64 / TICKS as f64))
+            }
+        }
+        text x=(WIDTH / 2.0) y=(HEIGHT - 12.0) text-anchor="middle" font-size="12" { (x_label) }
+        text x="12" y=(HEIGHT / 2.0) font-size="12" transform=(format!("rotate(-90 12 {})", HEIGHT / 2.0)) {
+            "fraction of streams"
+        }
+    }
+}
+
+/// A step line through the empirical CDF, and its legend entry (lower
+/// right, where CDFs rarely are).
+fn curve(series: &Series, index: usize, count: usize, x_max: f64) -> Markup {
+    let mut sorted: Vec<f64> = series
+        .values
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .collect();
+    sorted.sort_by(f64::total_cmp);
+    let colour = COLOURS[index % COLOURS.len()];
+    let mut points = format!("M{:.1},{:.1}", x_at(0.0, x_max), y_at(0.0));
+    for (rank, value) in sorted.iter().enumerate() {
+        let x = x_at(*value, x_max);
+        points += &format!(
+            " L{x:.1},{:.1} L{x:.1},{:.1}",
+            y_at(rank as f64 / sorted.len() as f64),
+            y_at((rank + 1) as f64 / sorted.len() as f64)
+        );
+    }
+    let legend_y = HEIGHT - MARGIN - 12.0 - 16.0 * (count - 1 - index) as f64;
+    html! {
+        path d=(points) fill="none" stroke=(colour) stroke-width="2" {}
+        text x=(WIDTH - MARGIN - 4.0) y=(legend_y) text-anchor="end" font-size="12" fill=(colour) {
+            (format!("{} (n={})", series.name, sorted.len()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draws_one_curve_per_series_and_escapes_text() {
+        let series = vec![
+            Series {
+                name: "h2".into(),
+                values: vec![1.0, 50.0, f64::NAN],
+            },
+            Series {
+                name: "h3 <x>".into(),
+                values: vec![0.5],
+            },
+        ];
+        let chart = Chart {
+            title: "stall".into(),
+            x_label: "ms".into(),
+            series,
+        };
+        let page = distribution_html("probe", &["seed 1".into()], &[chart.clone(), chart]);
+        assert_eq!(page.matches("<path").count(), 4);
+        assert!(page.contains("h2 (n=2)"), "{page}");
+        assert!(page.contains("h3 &lt;x&gt; (n=1)"), "{page}");
+        assert!(!page.contains("src="), "the page loads nothing");
+    }
+}
