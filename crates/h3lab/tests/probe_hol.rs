@@ -8,11 +8,9 @@ mod common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::EXE;
-use linkem::supervise::{Group, Supervised};
+use common::{run_probe, EXE};
 use serde_json::Value;
 
 const STREAMS: u64 = 8;
@@ -40,27 +38,8 @@ fn probe_hol(dir: &Path) -> (Value, String) {
         .args(["--size", &SIZE.to_string(), "--json"])
         .arg(&json)
         .arg("--html")
-        .arg(&html)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&output).unwrap())
-        .stderr(Stdio::piped());
-    let mut process = Supervised::spawn(command, Group::Own, "h3lab probe hol").unwrap();
-    let exit = process.wait_until(
-        Some(Instant::now() + RUN_LIMIT),
-        &AtomicBool::new(false),
-        Duration::from_secs(2),
-    );
-    let printed = std::fs::read_to_string(&output).unwrap();
-    let Some(exit) = exit else {
-        process.stop(Duration::from_secs(5));
-        panic!("probe hol ran past {RUN_LIMIT:?}:\n{printed}");
-    };
-    assert_eq!(
-        exit.code,
-        0,
-        "probe hol failed{}:\n{printed}",
-        process.last_stderr_line()
-    );
+        .arg(&html);
+    run_probe(command, "h3lab probe hol", &output, RUN_LIMIT);
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["schema"], "h3lab.hol/1");
     (report, std::fs::read_to_string(&html).unwrap())

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use common::EXE;
+use common::{run_probe, EXE};
 use linkem::supervise::{Group, Supervised};
 use serde_json::Value;
 
@@ -32,27 +32,8 @@ fn migrate(change: &str, dir: &Path) -> Value {
         .args(["probe", "migrate", "--change", change, "--proto", "h2,h3"])
         .args(["--rate", "50", "--duration", "3s", "--switch-at", "1s"])
         .arg("--json")
-        .arg(&json)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&output).unwrap())
-        .stderr(Stdio::piped());
-    let mut process = Supervised::spawn(command, Group::Own, "h3lab probe migrate").unwrap();
-    let exit = process.wait_until(
-        Some(Instant::now() + RUN_LIMIT),
-        &AtomicBool::new(false),
-        Duration::from_secs(2),
-    );
-    let printed = std::fs::read_to_string(&output).unwrap();
-    let Some(exit) = exit else {
-        process.stop(Duration::from_secs(5));
-        panic!("probe migrate ran past {RUN_LIMIT:?}:\n{printed}");
-    };
-    assert_eq!(
-        exit.code,
-        0,
-        "probe migrate failed{}:\n{printed}",
-        process.last_stderr_line()
-    );
+        .arg(&json);
+    run_probe(command, "h3lab probe migrate", &output, RUN_LIMIT);
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["schema"], "h3lab.migrate/1");
     assert_eq!(report["change"], change);

@@ -20,7 +20,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use attack_common::{assert_no_overruns, attack_limits, peak_rss_kib, wait_for, LiveServer};
+use attack_common::{
+    assert_no_overruns, attack_limits, peak_rss_kib, tls_connector, wait_for, LiveServer,
+};
 use h2_frames::*;
 use h3lab_server::Limits;
 use tokio::io::AsyncWriteExt;
@@ -299,7 +301,7 @@ impl Running {
     fn launch(server: &LiveServer, kinds: &'static [Kind]) -> Self {
         let attacker = Arc::new(Attacker {
             addr: server.addr(),
-            tls: tls_connector(&server.cert_pem()),
+            tls: tls_connector(&server.cert_pem(), b"h2"),
             stop: CancellationToken::new(),
             outcomes: Mutex::default(),
             units: Default::default(),

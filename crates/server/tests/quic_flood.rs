@@ -8,13 +8,13 @@
 mod attack_common;
 
 use std::collections::HashSet;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use attack_common::{
-    assert_no_overruns, attack_limits, peak_rss_kib, wait_for, LiveServer, ATTACKER,
+    assert_no_overruns, attack_limits, h3_endpoint, peak_rss_kib, wait_for, LiveServer, ATTACKER,
     LOAD_CONNECTIONS,
 };
 use tokio::net::UdpSocket;
@@ -61,7 +61,7 @@ fn capture_initials(cert_pem: &str) -> Vec<Vec<u8>> {
 async fn capture(cert_pem: &str) -> Vec<Vec<u8>> {
     let sink = UdpSocket::bind("127.0.0.1:0").await.unwrap();
     let sink_addr = sink.local_addr().unwrap();
-    let endpoint = client_endpoint(cert_pem);
+    let endpoint = h3_endpoint(cert_pem, IpAddr::V4(Ipv4Addr::LOCALHOST));
     let mut pending = Vec::with_capacity(INITIALS);
     let mut initials = Vec::with_capacity(INITIALS);
     let mut seen = HashSet::new();
@@ -85,24 +85,6 @@ async fn capture(cert_pem: &str) -> Vec<Vec<u8>> {
     }
     endpoint.close(0u32.into(), b"captured");
     initials
-}
-
-fn client_endpoint(cert_pem: &str) -> quinn::Endpoint {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut cert_pem.as_bytes()) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![b"h3".to_vec()];
-    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
-    let mut endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
-    endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
-    endpoint
 }
 
 /// A long header's destination connection ID: after the first byte and the

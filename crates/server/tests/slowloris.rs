@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use attack_common::{
-    assert_no_overruns, attack_limits, peak_rss_kib, wait_for, LiveServer, ATTACKER,
+    assert_no_overruns, attack_limits, peak_rss_kib, tls_connector, wait_for, LiveServer, ATTACKER,
     LOAD_CONNECTIONS,
 };
 use rustls::pki_types::ServerName;
@@ -124,21 +124,6 @@ struct Target {
     addr: std::net::SocketAddr,
     h1: TlsConnector,
     h2: TlsConnector,
-}
-
-fn tls_connector(cert_pem: &str, alpn: &[u8]) -> TlsConnector {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut cert_pem.as_bytes()) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![alpn.to_vec()];
-    TlsConnector::from(Arc::new(config))
 }
 
 async fn attack(target: Target, stop: CancellationToken, tally: Arc<Tally>) {

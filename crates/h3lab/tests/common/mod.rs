@@ -102,3 +102,36 @@ pub fn namespaces_left(pid: u32) -> bool {
         .lines()
         .any(|line| line.starts_with(&prefix))
 }
+
+/// Runs an `h3lab probe` command whose stdout goes to `output`, under the
+/// supervisor, for at most `limit`; answers what it printed. Panics with
+/// that output when it fails or overruns.
+pub fn run_probe(
+    mut command: Command,
+    what: &str,
+    output: &Path,
+    limit: std::time::Duration,
+) -> String {
+    command
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(output).unwrap())
+        .stderr(Stdio::piped());
+    let mut process = Supervised::spawn(command, Group::Own, what).unwrap();
+    let exit = process.wait_until(
+        Some(std::time::Instant::now() + limit),
+        &std::sync::atomic::AtomicBool::new(false),
+        std::time::Duration::from_secs(2),
+    );
+    let printed = std::fs::read_to_string(output).unwrap();
+    let Some(exit) = exit else {
+        process.stop(std::time::Duration::from_secs(5));
+        panic!("{what} ran past {limit:?}:\n{printed}");
+    };
+    assert_eq!(
+        exit.code,
+        0,
+        "{what} failed{}:\n{printed}",
+        process.last_stderr_line()
+    );
+    printed
+}

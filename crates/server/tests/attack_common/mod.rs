@@ -6,6 +6,8 @@
 //! /proc/self/status belongs to that attack alone (server, attacker and load
 //! all run in this process).
 
+#![allow(dead_code)] // each attack test binary uses its own subset
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -233,6 +235,37 @@ impl Drop for LiveServer {
             self.runtime.block_on(server.shutdown());
         }
     }
+}
+
+/// TLS 1.3 client settings that trust the server's certificate and offer
+/// `alpn`, for the attackers' own clients.
+pub fn client_tls(cert_pem: &str, alpn: &[u8]) -> rustls::ClientConfig {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut cert_pem.as_bytes()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![alpn.to_vec()];
+    config
+}
+
+/// A TCP TLS connector for [`client_tls`].
+pub fn tls_connector(cert_pem: &str, alpn: &[u8]) -> tokio_rustls::TlsConnector {
+    tokio_rustls::TlsConnector::from(std::sync::Arc::new(client_tls(cert_pem, alpn)))
+}
+
+/// A QUIC client endpoint on `ip` (any port) speaking h3 with [`client_tls`].
+pub fn h3_endpoint(cert_pem: &str, ip: IpAddr) -> quinn::Endpoint {
+    let crypto =
+        quinn::crypto::rustls::QuicClientConfig::try_from(client_tls(cert_pem, b"h3")).unwrap();
+    let mut endpoint = quinn::Endpoint::client(SocketAddr::new(ip, 0)).unwrap();
+    endpoint.set_default_client_config(quinn::ClientConfig::new(std::sync::Arc::new(crypto)));
+    endpoint
 }
 
 /// This process's peak resident memory (VmHWM), in KiB.

@@ -199,21 +199,6 @@ fn record(answers: &Answers, kind: u8, flags: u8, payload: &[u8]) {
     }
 }
 
-pub fn tls_connector(cert_pem: &str) -> TlsConnector {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut cert_pem.as_bytes()) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"h2".to_vec()];
-    TlsConnector::from(Arc::new(config))
-}
-
 /// How one attack connection ended, from the attacker's side.
 #[derive(Clone, Debug)]
 pub struct Outcome {

@@ -4,10 +4,9 @@
 //! stack (h3lab's own client included) would send.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::attack_common::ATTACKER;
+use crate::attack_common::{h3_endpoint, ATTACKER};
 
 /// Frame types (RFC 9114 §7.2).
 pub const DATA: u64 = 0x0;
@@ -183,7 +182,7 @@ pub struct RawH3 {
 
 impl RawH3 {
     pub async fn connect(server: SocketAddr, cert_pem: &str) -> Self {
-        let endpoint = endpoint(cert_pem);
+        let endpoint = h3_endpoint(cert_pem, ATTACKER);
         let connection = endpoint
             .connect(server, "localhost")
             .unwrap()
@@ -252,23 +251,4 @@ pub async fn stopped_with(stream: &quinn::SendStream) -> u64 {
     let stopped = tokio::time::timeout(ANSWER_LIMIT, stream.stopped());
     let code = stopped.await.expect("the server stops the stream in time");
     code.unwrap().expect("stopped, not finished").into_inner()
-}
-
-/// A client endpoint on [`ATTACKER`] trusting the server's certificate, ALPN h3.
-fn endpoint(cert_pem: &str) -> quinn::Endpoint {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut cert_pem.as_bytes()) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![b"h3".to_vec()];
-    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
-    let mut endpoint = quinn::Endpoint::client(SocketAddr::new(ATTACKER, 0)).unwrap();
-    endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
-    endpoint
 }
