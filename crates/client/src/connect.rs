@@ -27,6 +27,12 @@ use crate::target::{Scheme, Target};
 
 /// HTTP/2 receive windows (hyper's client defaults): large enough that a
 /// bulk download is not paced by WINDOW_UPDATE round trips.
+/// The UDP socket buffers the QUIC client asks for, as the server does:
+/// the kernel's default (about 200 KB) holds too few datagrams for a
+/// fast path's bursts, and datagrams beyond it are dropped before QUIC
+/// sees them, where TCP autotunes its buffer. The kernel caps the ask at
+/// `net.core.rmem_max` / `wmem_max`.
+const UDP_BUFFER_BYTES: usize = 8 * 1024 * 1024;
 const H2_STREAM_WINDOW: u32 = 2 * 1024 * 1024;
 const H2_CONNECTION_WINDOW: u32 = 5 * 1024 * 1024;
 
@@ -120,7 +126,7 @@ impl Connector {
         let quic = self.quic.as_ref().ok_or_else(|| {
             anyhow::anyhow!("only QUIC connections can move to a new address; use --proto h3")
         })?;
-        let socket = std::net::UdpSocket::bind(local)
+        let socket = udp_socket(local)
             .map_err(|err| anyhow::anyhow!("binding a new UDP socket on {local}: {err}"))?;
         quic.endpoint
             .rebind(socket)
@@ -378,8 +384,12 @@ fn quic_client(addr: SocketAddr, tls: &Arc<rustls::ClientConfig>) -> anyhow::Res
     } else {
         (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
     };
-    let endpoint = quinn::Endpoint::client(bind)
+    let socket = udp_socket(bind)
         .map_err(|err| anyhow::anyhow!("binding a UDP socket on {bind} for HTTP/3: {err}"))?;
+    let runtime = quinn::default_runtime()
+        .ok_or_else(|| anyhow::anyhow!("the QUIC client needs a tokio runtime"))?;
+    let endpoint = quinn::Endpoint::new(quinn::EndpointConfig::default(), None, socket, runtime)
+        .map_err(|err| anyhow::anyhow!("starting the QUIC client on {bind}: {err}"))?;
     let crypto = QuicClientConfig::try_from(tls.clone())
         .map_err(|err| anyhow::anyhow!("TLS configuration unusable for QUIC: {err}"))?;
     Ok(QuicClient {
@@ -387,6 +397,20 @@ fn quic_client(addr: SocketAddr, tls: &Arc<rustls::ClientConfig>) -> anyhow::Res
         config: quinn::ClientConfig::new(Arc::new(crypto)),
         qlog: None,
     })
+}
+
+/// A UDP socket on `local` with [`UDP_BUFFER_BYTES`] buffers asked each way.
+fn udp_socket(local: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(local), Type::DGRAM, Some(Protocol::UDP))?;
+    if local.is_ipv6() {
+        // Dual-stack, as quinn's own client endpoint makes it; best effort.
+        let _ = socket.set_only_v6(false);
+    }
+    socket.set_recv_buffer_size(UDP_BUFFER_BYTES)?;
+    socket.set_send_buffer_size(UDP_BUFFER_BYTES)?;
+    socket.bind(&local.into())?;
+    Ok(socket.into())
 }
 
 /// `config` with a transport of its own that logs to a new qlog file in
@@ -431,4 +455,30 @@ async fn start_h3(conn: quinn::Connection) -> Result<Sender, ClientError> {
     Ok(Sender {
         inner: SenderInner::H3 { send, conn },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Linux reports twice the size granted, and grants what was asked up
+    /// to `net.core.{r,w}mem_max`.
+    fn granted(asked: usize, cap_file: &str) -> usize {
+        let cap: usize = std::fs::read_to_string(cap_file)
+            .expect("Linux has net.core.*mem_max")
+            .trim()
+            .parse()
+            .unwrap();
+        2 * asked.min(cap)
+    }
+
+    #[test]
+    fn the_quic_clients_udp_socket_asks_for_large_buffers() {
+        let socket = udp_socket("127.0.0.1:0".parse().unwrap()).unwrap();
+        let socket = socket2::SockRef::from(&socket);
+        let rmem = granted(UDP_BUFFER_BYTES, "/proc/sys/net/core/rmem_max");
+        let wmem = granted(UDP_BUFFER_BYTES, "/proc/sys/net/core/wmem_max");
+        assert_eq!(socket.recv_buffer_size().unwrap(), rmem);
+        assert_eq!(socket.send_buffer_size().unwrap(), wmem);
+    }
 }
