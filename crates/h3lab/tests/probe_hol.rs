@@ -7,10 +7,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use common::{run_probe, EXE};
+use common::{assert_refused, run_probe, EXE};
 use serde_json::Value;
 
 const STREAMS: u64 = 8;
@@ -151,16 +151,5 @@ fn bad_input_names_the_fix_without_running_anything() {
         (&["--size", "0"], "--size"),
         (&["--profile", "loopback"], "emulates no path"),
     ];
-    for (flags, expected) in cases {
-        let output = Command::new(EXE)
-            .args(["probe", "hol"])
-            .args(flags)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success(), "{flags:?} was accepted");
-        assert!(stderr.contains(expected), "{flags:?}: {stderr}");
-        assert!(!stderr.contains("panicked"), "{flags:?}: {stderr}");
-    }
+    assert_refused(&["probe", "hol"], &cases);
 }

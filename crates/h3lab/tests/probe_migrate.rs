@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use common::{run_probe, EXE};
+use common::{assert_refused, run_probe, EXE};
 use linkem::supervise::{Group, Supervised};
 use serde_json::Value;
 
@@ -158,18 +158,7 @@ fn bad_input_names_the_fix_without_running_anything() {
         (&["--profile", "moon"], "choose one of"),
         (&["--switch-at", "9s"], "--switch-at"),
     ];
-    for (flags, expected) in cases {
-        let output = Command::new(EXE)
-            .args(["probe", "migrate"])
-            .args(flags)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success(), "{flags:?} was accepted");
-        assert!(stderr.contains(expected), "{flags:?}: {stderr}");
-        assert!(!stderr.contains("panicked"), "{flags:?}: {stderr}");
-    }
+    assert_refused(&["probe", "migrate"], &cases);
 }
 
 /// Processes whose environment holds `marker`: the probe's children

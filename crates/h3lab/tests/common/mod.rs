@@ -135,3 +135,20 @@ pub fn run_probe(
     );
     printed
 }
+
+/// Each `(flags, expected)` case of `h3lab SUBCOMMAND... FLAGS` must be
+/// refused with a non-zero exit, an error naming `expected`, and no panic.
+pub fn assert_refused(subcommand: &[&str], cases: &[(&[&str], &str)]) {
+    for (flags, expected) in cases {
+        let output = Command::new(EXE)
+            .args(subcommand)
+            .args(*flags)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{flags:?} was accepted");
+        assert!(stderr.contains(expected), "{flags:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{flags:?}: {stderr}");
+    }
+}
