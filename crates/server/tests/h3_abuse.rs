@@ -21,7 +21,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use attack_common::{assert_no_overruns, attack_limits, peak_rss_kib, wait_for, LiveServer};
+use attack_common::{
+    assert_no_overruns, attack_limits, peak_rss_kib, wait_for, AttackThread, LiveServer,
+};
 use h3::error::Code;
 use h3_raw::*;
 use tokio_util::sync::CancellationToken;
@@ -258,44 +260,20 @@ const STREAM_LIMITS: (u64, u64) = (256, 100);
 /// The flood passes [`STREAM_LIMITS`] within this of starting.
 const RAMP_LIMIT: Duration = Duration::from_secs(10);
 
-/// The flood in a thread with its own runtime, until cancelled.
-struct Flood {
-    stop: CancellationToken,
-    tally: Arc<FloodTally>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl Flood {
-    fn launch(server: &LiveServer) -> Self {
-        let (addr, cert) = (server.addr(), server.cert_pem());
-        let stop = CancellationToken::new();
-        let tally = Arc::new(FloodTally::default());
-        let (stop_in, tally_in) = (stop.clone(), tally.clone());
-        let thread = std::thread::spawn(move || {
-            block_on(async {
-                // The server closes a connection on which no request
-                // completes at the header timeout; the attacker comes back.
-                while !stop_in.is_cancelled() {
-                    let raw = RawH3::connect(addr, &cert).await;
-                    tally_in.connections.fetch_add(1, Ordering::Relaxed);
-                    flood_connection(&raw, &stop_in, &tally_in).await;
-                    raw.connection
-                        .close(varint_code(Code::H3_NO_ERROR), b"flood over");
-                }
-            })
-        });
-        Self {
-            stop,
-            tally,
-            thread,
+/// The flood, connection after connection, until stopped.
+fn launch_flood(server: &LiveServer) -> AttackThread<FloodTally> {
+    let (addr, cert) = (server.addr(), server.cert_pem());
+    AttackThread::launch(move |stop, tally: Arc<FloodTally>| async move {
+        // The server closes a connection on which no request completes at
+        // the header timeout; the attacker comes back.
+        while !stop.is_cancelled() {
+            let raw = RawH3::connect(addr, &cert).await;
+            tally.connections.fetch_add(1, Ordering::Relaxed);
+            flood_connection(&raw, &stop, &tally).await;
+            raw.connection
+                .close(varint_code(Code::H3_NO_ERROR), b"flood over");
         }
-    }
-
-    fn stop(self) -> Arc<FloodTally> {
-        self.stop.cancel();
-        self.thread.join().expect("the flood thread finishes");
-        self.tally
-    }
+    })
 }
 
 /// Floods one connection until it is closed or the flood is stopped.
@@ -339,7 +317,7 @@ fn reset_requests_and_unknown_streams_flood_while_every_protocol_is_served() {
     let server = LiveServer::start(attack_limits());
     let mut tallies = Vec::new();
     let mut comparisons = server.quiet_versus_attacks(None, 1, |_, measure| {
-        let flood = Flood::launch(&server);
+        let flood = launch_flood(&server);
         // Measure once the flood has gone past quinn's stream limits.
         let tally = flood.tally.clone();
         wait_for("the flood passes the stream limits", RAMP_LIMIT, || {

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use attack_common::{
-    assert_no_overruns, attack_limits, h3_endpoint, peak_rss_kib, wait_for, LiveServer, ATTACKER,
-    LOAD_CONNECTIONS,
+    assert_no_overruns, attack_limits, h3_endpoint, peak_rss_kib, wait_for, AttackThread,
+    LiveServer, ATTACKER, LOAD_CONNECTIONS,
 };
 use tokio::net::UdpSocket;
 use tokio_util::sync::CancellationToken;
@@ -94,37 +94,12 @@ fn destination_cid(datagram: &[u8]) -> &[u8] {
     &datagram[6..6 + len]
 }
 
-struct Flood {
-    stop: CancellationToken,
-    tally: Arc<Tally>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl Flood {
-    fn launch(server: &LiveServer, initials: Arc<Vec<Vec<u8>>>) -> Self {
-        let target = server.addr();
-        let stop = CancellationToken::new();
-        let tally = Arc::new(Tally::default());
-        let (stop_for_thread, tally_for_thread) = (stop.clone(), tally.clone());
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(flood(target, &initials, stop_for_thread, tally_for_thread));
-        });
-        Self {
-            stop,
-            tally,
-            thread,
-        }
-    }
-
-    fn stop(self) -> Arc<Tally> {
-        self.stop.cancel();
-        self.thread.join().expect("the flood thread finishes");
-        self.tally
-    }
+/// The Initial flood, until stopped.
+fn launch_flood(server: &LiveServer, initials: Arc<Vec<Vec<u8>>>) -> AttackThread<Tally> {
+    let target = server.addr();
+    AttackThread::launch(
+        move |stop, tally| async move { flood(target, &initials, stop, tally).await },
+    )
 }
 
 async fn flood(
@@ -196,7 +171,7 @@ fn initial_flood_meets_retry_while_every_protocol_is_served() {
         let sampler = scope.spawn(|| sample_quic_slots(&server, &sampling_done));
         let mut comparisons = server.quiet_versus_attacks(None, 1, |_, measure| {
             let retries_before = server.defence().quic_retries;
-            let flood = Flood::launch(&server, initials.clone());
+            let flood = launch_flood(&server, initials.clone());
             wait_for("Retry engages", RAMP_LIMIT, || {
                 server.defence().quic_retries > retries_before
             });

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use attack_common::{
-    assert_no_overruns, attack_limits, peak_rss_kib, tls_connector, wait_for, LiveServer, ATTACKER,
-    LOAD_CONNECTIONS,
+    assert_no_overruns, attack_limits, peak_rss_kib, tls_connector, wait_for, AttackThread,
+    LiveServer, ATTACKER, LOAD_CONNECTIONS,
 };
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -77,46 +77,15 @@ struct Tally {
     longest_ms: AtomicU64,
 }
 
-struct Slowloris {
-    stop: CancellationToken,
-    tally: Arc<Tally>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl Slowloris {
-    fn launch(server: &LiveServer) -> Self {
-        let target = Target {
-            addr: server.addr(),
-            h1: tls_connector(&server.cert_pem(), b"http/1.1"),
-            h2: tls_connector(&server.cert_pem(), b"h2"),
-        };
-        let stop = CancellationToken::new();
-        let tally = Arc::new(Tally::default());
-        let (stop_for_thread, tally_for_thread) = (stop.clone(), tally.clone());
-        let thread = std::thread::Builder::new()
-            .name("attacker".into())
-            .spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap();
-                runtime.block_on(attack(target, stop_for_thread, tally_for_thread));
-            })
-            .unwrap();
-        Self {
-            stop,
-            tally,
-            thread,
-        }
-    }
-
-    /// Stops re-opening and waits until the server has closed every
-    /// attacker connection (the attacker itself closes none).
-    fn stop_and_join(self) -> Arc<Tally> {
-        self.stop.cancel();
-        self.thread.join().expect("the attacker thread finishes");
-        self.tally
-    }
+/// The slowloris attacker until stopped; stopping waits until the server
+/// has closed every attacker connection (the attacker itself closes none).
+fn launch_slowloris(server: &LiveServer) -> AttackThread<Tally> {
+    let target = Target {
+        addr: server.addr(),
+        h1: tls_connector(&server.cert_pem(), b"http/1.1"),
+        h2: tls_connector(&server.cert_pem(), b"h2"),
+    };
+    AttackThread::launch(move |stop, tally| attack(target, stop, tally))
 }
 
 #[derive(Clone)]
@@ -299,7 +268,7 @@ fn slowloris_is_cut_off_while_every_protocol_is_served() {
     let server = LiveServer::start(limits);
     let mut rounds = Vec::new();
     let mut comparisons = server.quiet_versus_attacks(None, 1, |_, measure| {
-        let attack = Slowloris::launch(&server);
+        let attack = launch_slowloris(&server);
         // Measure only once the attack is in place: every slot has made
         // its first connection and the admitted ones are past their
         // handshakes, so the ramp's burst of work is over.
@@ -318,7 +287,7 @@ fn slowloris_is_cut_off_while_every_protocol_is_served() {
             tcp_open >= share / 2,
             "the attack was no longer in force at the end of the measurement: {tcp_open} slots"
         );
-        rounds.push(attack.stop_and_join());
+        rounds.push(attack.stop());
     });
     let comparison = comparisons.pop().expect("one attack");
 

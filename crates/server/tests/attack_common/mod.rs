@@ -268,6 +268,53 @@ pub fn h3_endpoint(cert_pem: &str, ip: IpAddr) -> quinn::Endpoint {
     endpoint
 }
 
+/// An attack on a thread and tokio runtime of its own, so it competes with
+/// the server as another process would, counting what it does in a tally,
+/// until stopped.
+pub struct AttackThread<T> {
+    pub tally: std::sync::Arc<T>,
+    stop: tokio_util::sync::CancellationToken,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl<T: Default + Send + Sync + 'static> AttackThread<T> {
+    /// Runs `attack(stop, tally)` until it returns.
+    pub fn launch<F>(
+        attack: impl FnOnce(tokio_util::sync::CancellationToken, std::sync::Arc<T>) -> F
+            + Send
+            + 'static,
+    ) -> Self
+    where
+        F: std::future::Future<Output = ()>,
+    {
+        let stop = tokio_util::sync::CancellationToken::new();
+        let tally = std::sync::Arc::new(T::default());
+        let (stop_in, tally_in) = (stop.clone(), tally.clone());
+        let thread = std::thread::Builder::new()
+            .name("attacker".into())
+            .spawn(move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap()
+                    .block_on(attack(stop_in, tally_in));
+            })
+            .unwrap();
+        Self {
+            tally,
+            stop,
+            thread,
+        }
+    }
+
+    /// Tells the attack to stop and waits for it to finish.
+    pub fn stop(self) -> std::sync::Arc<T> {
+        self.stop.cancel();
+        self.thread.join().expect("the attack thread finishes");
+        self.tally
+    }
+}
+
 /// This process's peak resident memory (VmHWM), in KiB.
 pub fn peak_rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
