@@ -1,5 +1,5 @@
 //! The one response body type every protocol sends: empty, in-memory, the
-//! byte pattern, or a file streamed from disk.
+//! byte pattern, a file streamed from disk, or an application's stream.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -10,6 +10,7 @@ use http_body::{Body, Frame, SizeHint};
 use tokio::fs::File;
 use tokio_util::io::ReaderStream;
 
+use crate::app::BodyStream;
 use crate::pattern::{PatternCursor, CHUNK_SIZE};
 
 #[derive(Debug)]
@@ -20,6 +21,17 @@ pub enum ReplyBody {
         chunks: ReaderStream<File>,
         remaining: u64,
     },
+    /// An application's body, of a length known only at its end.
+    App(AppBody),
+}
+
+/// An application's response body ([`crate::app::BodyStream`]).
+pub struct AppBody(pub BodyStream);
+
+impl std::fmt::Debug for AppBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AppBody")
+    }
 }
 
 impl ReplyBody {
@@ -34,11 +46,13 @@ impl ReplyBody {
         }
     }
 
-    fn remaining(&self) -> u64 {
+    /// The bytes still to send, when known.
+    fn remaining(&self) -> Option<u64> {
         match self {
-            ReplyBody::Full(data) => data.as_ref().map_or(0, |d| d.len() as u64),
-            ReplyBody::Pattern(cursor) => cursor.remaining(),
-            ReplyBody::File { remaining, .. } => *remaining,
+            ReplyBody::Full(data) => Some(data.as_ref().map_or(0, |d| d.len() as u64)),
+            ReplyBody::Pattern(cursor) => Some(cursor.remaining()),
+            ReplyBody::File { remaining, .. } => Some(*remaining),
+            ReplyBody::App(_) => None,
         }
     }
 }
@@ -54,6 +68,16 @@ impl Body for ReplyBody {
         let chunk = match self.get_mut() {
             ReplyBody::Full(data) => data.take().filter(|d| !d.is_empty()),
             ReplyBody::Pattern(cursor) => cursor.next_chunk(),
+            ReplyBody::App(AppBody(stream)) => {
+                return match stream.poll_next_unpin(cx) {
+                    Poll::Pending => Poll::Pending,
+                    Poll::Ready(None) => Poll::Ready(None),
+                    Poll::Ready(Some(Ok(data))) => Poll::Ready(Some(Ok(Frame::data(data)))),
+                    Poll::Ready(Some(Err(reason))) => {
+                        Poll::Ready(Some(Err(std::io::Error::other(reason))))
+                    }
+                }
+            }
             ReplyBody::File { chunks, remaining } => {
                 if *remaining == 0 {
                     None
@@ -79,10 +103,11 @@ impl Body for ReplyBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.remaining() == 0
+        self.remaining() == Some(0)
     }
 
     fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.remaining())
+        self.remaining()
+            .map_or_else(SizeHint::default, SizeHint::with_exact)
     }
 }

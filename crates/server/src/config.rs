@@ -18,6 +18,9 @@ pub struct ServerConfig {
     pub tls: TlsSource,
     /// Serve HTTP/1.1 and h2c (prior knowledge) on TCP without TLS, and no HTTP/3.
     pub cleartext: bool,
+    /// Serve HTTP/1.1 and HTTP/2 on TCP beside HTTP/3. Without it the TCP
+    /// port is bound (so the port is one for both) but never accepts.
+    pub serve_tcp: bool,
     /// Directory served under `/static/`; `None` makes every `/static/` path 404.
     pub root: Option<PathBuf>,
     /// Directory served at `/` (a site whose pages use absolute paths works
@@ -42,6 +45,9 @@ pub struct ServerConfig {
     /// Directory for one qlog file per QUIC connection (`server-N-PEER.sqlog`);
     /// `None` writes none.
     pub qlog: Option<PathBuf>,
+    /// An application answering every request in place of the built-in
+    /// endpoints, and an observer of connection events (the Node package).
+    pub hooks: crate::app::Hooks,
 }
 
 /// The kernel's default TCP congestion controller in this network
@@ -58,6 +64,7 @@ impl Default for ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 8443)),
             tls: TlsSource::SelfSigned,
             cleartext: false,
+            serve_tcp: true,
             root: None,
             site: None,
             limits: Limits::default(),
@@ -67,6 +74,7 @@ impl Default for ServerConfig {
             quic_tuning: QuicTuning::default(),
             metrics: None,
             qlog: None,
+            hooks: Default::default(),
         }
     }
 }
@@ -258,6 +266,14 @@ pub enum TlsSource {
         cert: PathBuf,
         /// The PEM private key file.
         key: PathBuf,
+    },
+    /// A PEM certificate chain and its PEM private key, as text (the Node
+    /// package's `cert` and `key` options).
+    Pem {
+        /// The PEM certificate chain.
+        cert: String,
+        /// The PEM private key.
+        key: String,
     },
 }
 

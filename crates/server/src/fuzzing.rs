@@ -54,7 +54,8 @@ impl Responder {
                 limits,
                 alt_svc: Some(HeaderValue::from_static(ALT_SVC)),
                 stats: Arc::default(),
-                metrics: Arc::new(Metrics::new(Arc::default())),
+                metrics: Arc::new(Metrics::new(Arc::default(), Default::default())),
+                hooks: Default::default(),
             },
         })
     }

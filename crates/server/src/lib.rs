@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 mod admission;
+mod app;
 mod bind;
 mod body;
 mod config;
@@ -40,6 +41,7 @@ use http::HeaderValue;
 use tracing::warn;
 
 pub use admission::DefenceCounts;
+pub use app::{App, AppRequest, AppResponse, BodyStream, EventSink, Hooks, ServerEvent};
 pub use config::{
     kernel_tcp_congestion, DynamicRecords, Limits, QuicTuning, ServerConfig, TcpCongestion,
     TcpTuning, TlsRecords, TlsSource, MAX_INITIAL_WINDOW, MIN_INITIAL_WINDOW,
@@ -149,7 +151,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     let lifecycle = Lifecycle::default();
     let admission = Admission::new(&config.limits);
     let stats = Arc::new(Stats::default());
-    let metrics = Arc::new(Metrics::new(admission.counters.clone()));
+    let metrics = Arc::new(Metrics::new(
+        admission.counters.clone(),
+        config.hooks.clone(),
+    ));
     let handler = Arc::new(Handler {
         root,
         site: site.clone(),
@@ -157,6 +162,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         alt_svc,
         stats: stats.clone(),
         metrics: metrics.clone(),
+        hooks: config.hooks.clone(),
     });
 
     let tcp_tls = tls.as_ref().map(|t| t.tcp_config()).transpose()?;
@@ -193,7 +199,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         Some(addr) => Some(bind_metrics(addr).await?),
         None => None,
     };
-    lifecycle.tasks.spawn(tcp.accept_loop(listener));
+    if config.serve_tcp || tls.is_none() {
+        lifecycle.tasks.spawn(tcp.accept_loop(listener));
+    }
     if let Some(endpoint) = &endpoint {
         let quic = Arc::new(QuicShell {
             handler,
@@ -223,6 +231,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         grace: config.limits.shutdown_grace,
         tuning: tuning_settings(&config, serves_h3, granted_buffers),
     })
+}
+
+/// Loads `source` as the server would at start, so that a bad certificate
+/// or key is reported before anything listens.
+pub fn check_tls(source: &TlsSource) -> Result<()> {
+    let listen = ServerConfig::default().listen;
+    tls::TlsMaterial::load(source, listen, &[]).map(drop)
 }
 
 async fn bind_metrics(addr: SocketAddr) -> Result<tokio::net::TcpListener> {
@@ -278,6 +293,12 @@ fn canonical_dir(dir: &Path, what: &str, flag: &str) -> Result<PathBuf> {
 }
 
 impl RunningServer {
+    /// Base64 SHA-256 of the certificate's public key (what Chromium's
+    /// `--ignore-certificate-errors-spki-list` takes); `None` in cleartext.
+    pub fn spki_sha256_base64(&self) -> Option<&str> {
+        self.trust.as_ref().map(|t| t.spki_sha256_base64.as_str())
+    }
+
     /// The bound address; TCP and (unless cleartext) UDP share it.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr

@@ -114,11 +114,13 @@ pub struct Metrics {
     handshake_duration: Histograms<TransportLabel>,
     quic: Arc<quic::QuicConnections>,
     zero_rtt: Arc<quic_tls::ZeroRttCounts>,
+    /// Told of 0-RTT outcomes as they are counted.
+    hooks: crate::app::Hooks,
 }
 
 impl Metrics {
     /// Registers every metric; `defence` is read on each scrape.
-    pub fn new(defence: Arc<Counters>) -> Self {
+    pub fn new(defence: Arc<Counters>, hooks: crate::app::Hooks) -> Self {
         let mut metrics = Metrics {
             registry: Registry::with_prefix("h3lab"),
             requests: Family::default(),
@@ -131,6 +133,7 @@ impl Metrics {
             handshake_duration: Family::new_with_constructor(latency_histogram),
             quic: Arc::default(),
             zero_rtt: Arc::default(),
+            hooks,
         };
         metrics.register(defence);
         metrics

@@ -1,11 +1,13 @@
 //! The QUIC shell: HTTP/3 over quinn and h3, tuned for high bandwidth-delay
 //! paths and accepting 0-RTT.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use futures::StreamExt;
 use h3::error::Code;
 use h3::server::{RequestResolver, RequestStream};
 use http::Response;
@@ -22,6 +24,7 @@ use tracing::{debug, warn};
 use h3lab_results::{Proto, QuicCongestion};
 
 use crate::admission::{Admission, Counters, QuicAdmission, QuicTicket, Unvalidated};
+use crate::app::{AppRequest, BodyStream, ServerEvent};
 use crate::config::{kernel_tcp_congestion, Limits, QuicTuning};
 use crate::frame_guard::{Guarded, GuardedConnection};
 use crate::idle::RequestWatch;
@@ -67,6 +70,7 @@ const INITIAL_MTU: u16 = 1200;
 
 type H3Connection = h3::server::Connection<GuardedConnection, Bytes>;
 type H3Stream = RequestStream<Guarded<h3_quinn::BidiStream<Bytes>>, Bytes>;
+type H3RecvHalf = Guarded<h3_quinn::RecvStream>;
 
 /// The largest frame other than DATA a client may send, in multiples of
 /// the field-section limit. A HEADERS frame carries one field section, and
@@ -230,8 +234,9 @@ impl QuicShell {
         };
         let metrics = &self.handler.metrics;
         let _open = metrics.connection(ConnectionKind::h3);
+        let _session = self.handler.hooks.session(Proto::H3, peer);
         let track = metrics.track_quic(&connection);
-        let ended = self.serve_requests(h3, &track).await;
+        let ended = self.serve_requests(h3, &connection, &track).await;
         // GOAWAY is sent and every request answered. Closing now would discard
         // response bytes still queued in quinn, so let the client close first.
         let close_grace = async {
@@ -307,16 +312,24 @@ impl QuicShell {
         }
     }
 
-    async fn serve_requests(&self, mut h3: H3Connection, track: &QuicTrack) -> Ended {
+    async fn serve_requests(
+        &self,
+        mut h3: H3Connection,
+        connection: &Connection,
+        track: &QuicTrack,
+    ) -> Ended {
         let watch = RequestWatch::new();
         let mut draining = false;
         loop {
             tokio::select! {
                 accepted = h3.accept() => match accepted {
                     Ok(Some(resolver)) => {
-                        track.saw_request();
+                        if let Some((from, to)) = track.saw_request() {
+                            self.handler.hooks.emit(ServerEvent::Migrate { from, to });
+                        }
                         let handler = self.handler.clone();
-                        self.lifecycle.tasks.spawn(serve_request(handler, resolver, watch.clone()));
+                        let peer = connection.remote_address();
+                        self.lifecycle.tasks.spawn(serve_request(handler, resolver, peer, watch.clone()));
                     }
                     Ok(None) => return Ended::Otherwise,
                     Err(err) => {
@@ -386,6 +399,7 @@ enum Ended {
 async fn serve_request(
     handler: Arc<Handler>,
     resolver: RequestResolver<GuardedConnection, Bytes>,
+    peer: SocketAddr,
     watch: Arc<RequestWatch>,
 ) {
     let header_timeout = handler.limits.header_timeout;
@@ -395,6 +409,23 @@ async fn serve_request(
         Err(_) => return debug!(?header_timeout, "HTTP/3 request headers incomplete in time"),
     };
     let _in_flight = watch.begin();
+    if let Some(app) = handler.app() {
+        let (mut send_half, recv_half) = stream.split();
+        let (parts, ()) = request.into_parts();
+        let request = AppRequest {
+            protocol: Proto::H3,
+            peer,
+            method: parts.method,
+            uri: parts.uri,
+            headers: parts.headers,
+            body: body_chunks(recv_half),
+        };
+        let response = handler.handle_app(app, request).await;
+        if let Err(err) = send(&mut send_half, response).await {
+            debug!("HTTP/3 response not sent: {err:#}");
+        }
+        return;
+    }
     let declared = declared_length(request.headers());
     let response = handler
         .handle(
@@ -431,7 +462,25 @@ async fn collect(stream: &mut H3Stream, declared: Option<u64>, limit: u64) -> Ec
     }
 }
 
-async fn send(stream: &mut H3Stream, response: Response<MeteredBody>) -> Result<()> {
+/// A request body as the chunks an application reads.
+fn body_chunks(recv: RequestStream<H3RecvHalf, Bytes>) -> BodyStream {
+    futures::stream::try_unfold(recv, |mut recv| async move {
+        match recv.recv_data().await {
+            Ok(Some(mut chunk)) => {
+                let data = chunk.copy_to_bytes(chunk.remaining());
+                Ok(Some((data, recv)))
+            }
+            Ok(None) => Ok(None),
+            Err(err) => Err(err.to_string()),
+        }
+    })
+    .boxed()
+}
+
+async fn send<S: h3::quic::SendStream<Bytes>>(
+    stream: &mut RequestStream<S, Bytes>,
+    response: Response<MeteredBody>,
+) -> Result<()> {
     let (parts, mut body) = response.into_parts();
     stream
         .send_response(Response::from_parts(parts, ()))

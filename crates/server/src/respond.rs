@@ -15,7 +15,8 @@ use http::header::{
 use http::{HeaderMap, Method, Response, StatusCode, Uri};
 use http_body::Body;
 
-use crate::body::ReplyBody;
+use crate::app::{App, AppRequest, Hooks};
+use crate::body::{AppBody, ReplyBody};
 use crate::config::Limits;
 use crate::metrics::{MeteredBody, Metrics};
 use crate::pattern::PatternCursor;
@@ -101,6 +102,9 @@ pub struct Handler {
     pub alt_svc: Option<HeaderValue>,
     pub stats: Arc<Stats>,
     pub metrics: Arc<Metrics>,
+    /// An application answering in place of the built-in endpoints, and
+    /// the observer of connection events.
+    pub hooks: Hooks,
 }
 
 impl Handler {
@@ -140,6 +144,28 @@ impl Handler {
             Route::Site(path) => self.site_file(&path, uri).await,
             Route::Reject(rejection) => reject(rejection),
         };
+        self.finish_headers(protocol, &mut response);
+        self.stats.record(protocol);
+        self.metered(protocol, started, response)
+    }
+
+    /// Whether an application answers requests (see [`Handler::handle_app`]).
+    pub fn app(&self) -> Option<&Arc<dyn App>> {
+        self.hooks.app.as_ref()
+    }
+
+    /// Answers one request through the application, with the same headers,
+    /// counts and metrics as the built-in endpoints.
+    pub async fn handle_app(
+        &self,
+        app: &Arc<dyn App>,
+        request: AppRequest,
+    ) -> Response<MeteredBody> {
+        let started = Instant::now();
+        let _in_flight = InFlight::enter(&self.stats.in_flight);
+        let protocol = request.protocol;
+        let response = app.call(request).await;
+        let mut response = response.map(|body| ReplyBody::App(AppBody(body)));
         self.finish_headers(protocol, &mut response);
         self.stats.record(protocol);
         self.metered(protocol, started, response)

@@ -2,11 +2,13 @@
 //! HTTP/1.1 and h2c), served by hyper.
 
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 use bytes::BytesMut;
+use futures::{StreamExt, TryStreamExt};
 use http::{Request, Response, Version};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -18,6 +20,7 @@ use tokio_rustls::TlsAcceptor;
 use tracing::{debug, warn};
 
 use crate::admission::{Admission, Counters, TcpTicket};
+use crate::app::{AppRequest, BodyStream};
 use crate::config::{Limits, TcpTuning};
 use crate::idle::{RequestWatch, Watched};
 use crate::lifecycle::Lifecycle;
@@ -115,14 +118,14 @@ impl TcpShell {
             };
             let shell = self.clone();
             self.lifecycle.tasks.spawn(async move {
-                if let Err(err) = shell.serve(stream, ticket).await {
+                if let Err(err) = shell.serve(stream, peer, ticket).await {
                     debug!("TCP connection ended: {err:#}");
                 }
             });
         }
     }
 
-    async fn serve(&self, stream: TcpStream, ticket: TcpTicket) -> Result<()> {
+    async fn serve(&self, stream: TcpStream, peer: SocketAddr, ticket: TcpTicket) -> Result<()> {
         // Responses are written whole; Nagle would only delay small ones.
         stream.set_nodelay(true)?;
         if let Some(congestion) = self.tuning.congestion {
@@ -135,7 +138,7 @@ impl TcpShell {
         let Some(acceptor) = &self.tls else {
             let _open = metrics.connection(ConnectionKind::cleartext);
             return self
-                .serve_http(TokioIo::new(stream), &self.cleartext, ticket.busy)
+                .serve_http(TokioIo::new(stream), &self.cleartext, peer, ticket.busy)
                 .await;
         };
         let started = Instant::now();
@@ -156,17 +159,24 @@ impl TcpShell {
         let tls = handshake
             .context("TLS handshake timed out")?
             .context("TLS handshake failed")?;
-        let (builder, kind) = match tls.get_ref().1.alpn_protocol() {
-            Some(b"h2") => (&self.h2_only, ConnectionKind::h2),
-            _ => (&self.h1_only, ConnectionKind::h1),
+        let (builder, protocol) = match tls.get_ref().1.alpn_protocol() {
+            Some(b"h2") => (&self.h2_only, Proto::H2),
+            _ => (&self.h1_only, Proto::H1),
         };
-        let _open = metrics.connection(kind);
+        let _open = metrics.connection(protocol.into());
+        let _session = self.handler.hooks.session(protocol, peer);
         let tls = SizedRecords::new(tls, self.tuning.tls_records);
-        self.serve_http(TokioIo::new(tls), builder, ticket.busy)
+        self.serve_http(TokioIo::new(tls), builder, peer, ticket.busy)
             .await
     }
 
-    async fn serve_http<I>(&self, io: I, builder: &Builder, busy: bool) -> Result<()>
+    async fn serve_http<I>(
+        &self,
+        io: I,
+        builder: &Builder,
+        peer: SocketAddr,
+        busy: bool,
+    ) -> Result<()>
     where
         I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
     {
@@ -177,7 +187,7 @@ impl TcpShell {
             let handler = handler.clone();
             let in_flight = requests.begin();
             async move {
-                let response = respond(&handler, request, busy).await;
+                let response = respond(&handler, request, peer, busy).await;
                 Ok::<_, Infallible>(response.map(|body| Watched::new(body, in_flight)))
             }
         });
@@ -271,6 +281,7 @@ fn set_notsent_lowat(stream: &TcpStream, bytes: u32) -> std::io::Result<()> {
 async fn respond(
     handler: &Handler,
     request: Request<Incoming>,
+    peer: SocketAddr,
     busy: bool,
 ) -> Response<MeteredBody> {
     let protocol = match request.version() {
@@ -281,6 +292,17 @@ async fn respond(
         return handler.busy(protocol);
     }
     let (parts, body) = request.into_parts();
+    if let Some(app) = handler.app() {
+        let request = AppRequest {
+            protocol,
+            peer,
+            method: parts.method,
+            uri: parts.uri,
+            headers: parts.headers,
+            body: body_chunks(body),
+        };
+        return handler.handle_app(app, request).await;
+    }
     let declared = declared_length(&parts.headers);
     handler
         .handle(
@@ -291,6 +313,13 @@ async fn respond(
             |limit| collect(body, declared, limit),
         )
         .await
+}
+
+/// A request body as the chunks an application reads.
+fn body_chunks(body: Incoming) -> BodyStream {
+    http_body_util::BodyDataStream::new(body)
+        .map_err(|err| err.to_string())
+        .boxed()
 }
 
 /// Reads the body up to `limit`. Over it, discards up to [`DRAIN_BYTES`]

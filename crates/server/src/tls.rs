@@ -30,13 +30,22 @@ impl TlsMaterial {
         let (chain, key, cert_pem) = match source {
             TlsSource::SelfSigned => self_signed(listen, extra_sans)?,
             TlsSource::PemFiles { cert, key } => from_pem_files(cert, key)?,
+            TlsSource::Pem { cert, key } => {
+                let names = PemNames {
+                    cert: "the certificate".into(),
+                    key: "the private key".into(),
+                    cert_option: "the cert option",
+                    key_option: "the key option",
+                };
+                from_pem(cert.clone(), key, &names)?
+            }
         };
         let certified = rustls::sign::CertifiedKey::from_der(chain.clone(), key.clone_key(), &provider())
             .map_err(|err| match err {
                 rustls::Error::InconsistentKeys(_) => {
-                    anyhow!("the certificate does not match the private key; pass the key that belongs to --cert")
+                    anyhow!("the certificate does not match the private key; pass the key that belongs to the certificate")
                 }
-                other => anyhow!("cannot use the private key ({other}); pass an RSA, ECDSA or Ed25519 PEM key with --key"),
+                other => anyhow!("cannot use the private key ({other}); pass an RSA, ECDSA or Ed25519 PEM private key"),
             })?;
         let spki = certified.key.public_key().ok_or_else(|| {
             anyhow!("cannot derive the public key from --key; pass an RSA, ECDSA or Ed25519 key")
@@ -132,38 +141,51 @@ fn from_pem_files(cert_path: &Path, key_path: &Path) -> Result<Material> {
             cert_path.display()
         )
     })?;
-    let chain = rustls_pemfile::certs(&mut cert_pem.as_bytes())
-        .collect::<Result<Vec<_>, _>>()
-        .with_context(|| {
-            format!(
-                "{} is not valid PEM; pass a PEM certificate with --cert",
-                cert_path.display()
-            )
-        })?;
-    if chain.is_empty() {
-        bail!(
-            "{} holds no CERTIFICATE block; pass a PEM certificate with --cert",
-            cert_path.display()
-        );
-    }
-    let key_pem = std::fs::read(key_path).with_context(|| {
+    let key_pem = std::fs::read_to_string(key_path).with_context(|| {
         format!(
             "cannot read private key {}; pass a readable PEM file with --key",
             key_path.display()
         )
     })?;
-    let key = rustls_pemfile::private_key(&mut key_pem.as_slice())
+    let names = PemNames {
+        cert: format!("{}", cert_path.display()),
+        key: format!("{}", key_path.display()),
+        cert_option: "--cert",
+        key_option: "--key",
+    };
+    from_pem(cert_pem, &key_pem, &names)
+}
+
+/// What the PEM texts are called in errors: where each came from, and the
+/// option that passes it.
+struct PemNames {
+    cert: String,
+    key: String,
+    cert_option: &'static str,
+    key_option: &'static str,
+}
+
+fn from_pem(cert_pem: String, key_pem: &str, names: &PemNames) -> Result<Material> {
+    let PemNames {
+        cert,
+        key,
+        cert_option,
+        key_option,
+    } = names;
+    let chain = rustls_pemfile::certs(&mut cert_pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
         .with_context(|| {
-            format!(
-                "{} is not valid PEM; pass a PEM private key with --key",
-                key_path.display()
-            )
+            format!("{cert} is not valid PEM; pass a PEM certificate with {cert_option}")
+        })?;
+    if chain.is_empty() {
+        bail!("{cert} holds no CERTIFICATE block; pass a PEM certificate with {cert_option}");
+    }
+    let key = rustls_pemfile::private_key(&mut key_pem.as_bytes())
+        .with_context(|| {
+            format!("{key} is not valid PEM; pass a PEM private key with {key_option}")
         })?
         .ok_or_else(|| {
-            anyhow!(
-                "{} holds no private key block; pass a PEM private key with --key",
-                key_path.display()
-            )
+            anyhow!("{key} holds no private key block; pass a PEM private key with {key_option}")
         })?;
     Ok((chain, key, cert_pem))
 }

@@ -83,13 +83,16 @@ impl QuicConnections {
 
 impl Tracked {
     /// quinn does not report migrations; the server sees one as a new
-    /// remote address, which it checks on each request and scrape.
-    fn note_address(&mut self) {
+    /// remote address, which it checks on each request and scrape. The
+    /// addresses before and after, if it moved.
+    fn note_address(&mut self) -> Option<(SocketAddr, SocketAddr)> {
         let remote = self.connection.remote_address();
-        if remote != self.remote {
-            self.remote = remote;
-            self.migrations += 1;
+        if remote == self.remote {
+            return None;
         }
+        let from = std::mem::replace(&mut self.remote, remote);
+        self.migrations += 1;
+        Some((from, remote))
     }
 }
 
@@ -101,13 +104,12 @@ pub struct QuicTrack {
 }
 
 impl QuicTrack {
-    /// Notes the connection's current address (a request arrived on it).
-    pub fn saw_request(&self) {
-        if let Some(connections) = self.connections.upgrade() {
-            if let Some(tracked) = connections.lock().live.get_mut(&self.id) {
-                tracked.note_address();
-            }
-        }
+    /// Notes the connection's current address (a request arrived on it);
+    /// the addresses before and after, if it moved.
+    pub fn saw_request(&self) -> Option<(SocketAddr, SocketAddr)> {
+        let connections = self.connections.upgrade()?;
+        let mut state = connections.lock();
+        state.live.get_mut(&self.id)?.note_address()
     }
 }
 

@@ -144,6 +144,10 @@ impl Session for MeteredSession {
                 None => &counts.rejected,
             };
             outcome.fetch_add(1, Ordering::Relaxed);
+            let accepted = keys.is_some();
+            self.metrics
+                .hooks
+                .emit(crate::app::ServerEvent::ZeroRtt { accepted });
         }
         keys
     }
