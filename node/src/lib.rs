@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
+use h3lab_results::QuicCongestion;
 use h3lab_server::{
     App, AppRequest, AppResponse, BodyStream, Hooks, RunningServer, ServerConfig, ServerEvent,
     TlsSource,
@@ -353,6 +354,10 @@ impl NativeServer {
             tls,
             serve_tcp: options.dual_stack.unwrap_or(true),
             hooks,
+            // As `h3lab serve` runs by default: QUIC's controller of the same
+            // family as the kernel's TCP one, so h3 and Node's own h1 and h2
+            // compete alike.
+            quic_congestion: QuicCongestion::Auto,
             ..ServerConfig::default()
         };
         Ok(Self {
@@ -482,8 +487,12 @@ impl NativeServer {
             .lock()
             .expect("exchanges lock")
             .remove(&id);
-        if let Some(abort) = exchange.and_then(|e| e.abort) {
-            let _ = abort.send(());
+        if let Some(mut exchange) = exchange {
+            // Abort while the body's sender still lives: dropped first, it
+            // would end the body normally, finishing a short response.
+            if let Some(abort) = exchange.abort.take() {
+                let _ = abort.send(());
+            }
         }
     }
 

@@ -194,6 +194,64 @@ test('a page served by the handler loads in Chromium over h3', async (t) => {
   assert.ok(seen.every((s) => s.version === '3'), JSON.stringify(seen));
 });
 
+/**
+ * A UDP relay from a local port to `target`, which can move its upstream
+ * socket to a new port mid-run: the server then sees the client's address
+ * change (NAT rebinding), as a phone's network handoff would show it.
+ */
+async function udpRelay(t, target) {
+  const dgram = require('node:dgram');
+  const bound = (socket) => new Promise((resolve) => socket.bind(0, '127.0.0.1', resolve));
+  const front = dgram.createSocket('udp4');
+  await bound(front);
+  let client = null;
+  let upstream = null;
+  const open = async () => {
+    const socket = dgram.createSocket('udp4');
+    await bound(socket);
+    socket.on('message', (msg) => client && front.send(msg, client.port, client.address));
+    return socket;
+  };
+  upstream = await open();
+  const old = [];
+  front.on('message', (msg, from) => {
+    client = from;
+    upstream.send(msg, target.port, target.address);
+  });
+  t.after(() => [front, upstream, ...old].forEach((s) => s.close()));
+  return {
+    port: front.address().port,
+    async move() {
+      old.push(upstream);
+      upstream = await open();
+      return upstream.address().port;
+    },
+  };
+}
+
+test('a client whose address changes mid-connection is followed, with a migrate event', async (t) => {
+  const moves = [];
+  let relay = null;
+  let moved = null;
+  let served = 0;
+  const { server, port } = await serve(t, async (req, res) => {
+    served += 1;
+    // Half-way through, the relay moves to a new port before answering.
+    if (served === 50) moved = await relay.move();
+    res.end('ok\n');
+  });
+  server.on('migrate', (move) => moves.push(move));
+  relay = await udpRelay(t, { address: '127.0.0.1', port });
+  const report = await load(`https://127.0.0.1:${relay.port}/`, {
+    proto: 'h3', requests: 100, connections: 1, certPem: server.certPem,
+  });
+  assert.equal(report.failed, 0);
+  assert.deepEqual(report.status_counts, { 200: 100 });
+  assert.equal(moves.length, 1, JSON.stringify(moves));
+  assert.equal(moves[0].to, `127.0.0.1:${moved}`);
+  assert.equal(server.stats().migrations, 1);
+});
+
 test('session, sessionClose and 0rtt events are emitted', async (t) => {
   const events = [];
   const { server, url } = await serve(t, http2StyleHandler([]));

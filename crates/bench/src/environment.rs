@@ -56,6 +56,9 @@ fn quic_congestion_control(suite: &Suite, tcp: &str) -> String {
     if suite.target.server_cmd.is_some() {
         return "set by the custom server".to_string();
     }
+    if !suite.target.servers.is_empty() {
+        return "per server: quinn's (auto) for builtin, set by each custom server".to_string();
+    }
     match suite.target.quic_cc {
         QuicCongestion::Auto => {
             let quic = QuicCongestion::Auto.resolved(tcp);

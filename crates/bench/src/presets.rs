@@ -1,6 +1,7 @@
 //! Built-in presets: suites embedded in the binary. `default` is what
 //! `h3lab bench` runs with no arguments; the `study-*` ones reproduce the
-//! published experiments of `studies.md` and carry their figures.
+//! published experiments of `studies.md` and carry their figures; `node`
+//! compares Node.js servers (and the h3lab-node package) with h3lab serve.
 
 use crate::suite::Suite;
 
@@ -12,6 +13,7 @@ const PRESETS: &[(&str, &str)] = &[
     ("study-c", include_str!("../presets/study-c.toml")),
     ("study-d", include_str!("../presets/study-d.toml")),
     ("study-e", include_str!("../presets/study-e.toml")),
+    ("node", include_str!("../presets/node.toml")),
 ];
 
 /// Names of the built-in presets.

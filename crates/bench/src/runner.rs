@@ -205,6 +205,18 @@ fn suite_info(suite: &Suite, ctx: &RunContext) -> SuiteInfo {
         baseline: suite.baseline.to_string(),
         target: match &suite.target.server_cmd {
             Some(command) => format!("custom server: {command}"),
+            None if !suite.target.servers.is_empty() => {
+                let servers: Vec<String> = suite
+                    .target
+                    .servers
+                    .iter()
+                    .map(|(name, command)| format!("{name}: {command}"))
+                    .collect();
+                format!(
+                    "per row ([sweep] server); builtin: h3lab serve; {}",
+                    servers.join("; ")
+                )
+            }
             None => "built-in server (h3lab serve)".to_string(),
         },
     }

@@ -17,7 +17,7 @@ use h3lab_results::server_output::BannerLine;
 
 use crate::process;
 use crate::suite::{Suite, Target};
-use crate::sweep::Setting;
+use crate::sweep::{Setting, Tunable};
 
 /// How long a server may take to start listening.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
@@ -56,17 +56,23 @@ pub(crate) struct Start<'a> {
 /// until it listens.
 pub(crate) fn start(suite: &Suite, start: &Start<'_>) -> anyhow::Result<ServerProcess> {
     let ip = IpAddr::V4(start.placement.server_ip());
+    let port = suite.target.port.unwrap_or(DEFAULT_PORT);
+    if let Some(setting) = start.setting.filter(|s| s.tunable == Tunable::Server) {
+        let builtin = Start {
+            setting: None,
+            ..*start
+        };
+        return match suite.target.servers.get(&setting.value) {
+            None => start_builtin(&builtin, ip, &suite.target),
+            Some(shell) => start_custom(start.placement, shell, ip, port),
+        };
+    }
     match &suite.target.server_cmd {
         None => start_builtin(start, ip, &suite.target),
         Some(_) if start.site.is_some() => {
             bail!("a page workload needs the built-in server, which serves its site")
         }
-        Some(shell) => start_custom(
-            start.placement,
-            shell,
-            ip,
-            suite.target.port.unwrap_or(DEFAULT_PORT),
-        ),
+        Some(shell) => start_custom(start.placement, shell, ip, port),
     }
 }
 

@@ -13,7 +13,7 @@ use h3lab_site::Shape;
 use linkem::config::LossDirection;
 use serde::{Deserialize, Deserializer};
 
-use crate::sweep::Sweep;
+use crate::sweep::{Sweep, Tunable, BUILTIN_SERVER};
 
 /// A parsed, validated suite.
 #[derive(Debug, Clone, Deserialize)]
@@ -272,10 +272,20 @@ impl Suite {
 
     /// A sweep sets the built-in server's flags, and names real workloads.
     fn check_sweep(&self) -> anyhow::Result<()> {
+        let sweeps_server = self.sweep.as_ref().map(|s| s.tunable) == Some(Tunable::Server);
+        if !self.target.servers.is_empty() && !sweeps_server {
+            anyhow::bail!(
+                "suite `{}`: [target.servers] names servers for a `server` sweep; add \
+                 [sweep] tunable = \"server\" with their names as `values`, or remove it",
+                self.name
+            );
+        }
         let Some(sweep) = &self.sweep else {
             return Ok(());
         };
-        if let Some(command) = &self.target.server_cmd {
+        if sweep.tunable == Tunable::Server {
+            self.check_server_sweep(sweep)?;
+        } else if let Some(command) = &self.target.server_cmd {
             anyhow::bail!(
                 "suite `{}`: [sweep] sets flags of the built-in server, but [target] runs `{command}`; \
                  remove `server_cmd`, or run one suite per setting of your server",
@@ -289,6 +299,40 @@ impl Suite {
         {
             anyhow::bail!(
                 "suite `{}`: [sweep] names workload `{stray}`, which is not a [[workload]] of the suite",
+                self.name
+            );
+        }
+        Ok(())
+    }
+
+    /// A `server` sweep names servers the suite defines, and replaces `server_cmd`.
+    fn check_server_sweep(&self, sweep: &Sweep) -> anyhow::Result<()> {
+        if self.target.server_cmd.is_some() {
+            anyhow::bail!(
+                "suite `{}`: [sweep] tunable = \"server\" picks the server per row, so [target] \
+                 cannot also have `server_cmd`; move the command into [target.servers]",
+                self.name
+            );
+        }
+        if let Some(unknown) = sweep
+            .values
+            .iter()
+            .find(|v| *v != BUILTIN_SERVER && !self.target.servers.contains_key(v.as_str()))
+        {
+            anyhow::bail!(
+                "suite `{}`: [sweep] names server `{unknown}`, which is neither `{BUILTIN_SERVER}` \
+                 nor a key of [target.servers]",
+                self.name
+            );
+        }
+        if self
+            .workloads
+            .iter()
+            .any(|w| matches!(w.load, Load::Page { .. }))
+        {
+            anyhow::bail!(
+                "suite `{}`: page workloads need the built-in server, so they cannot be in a \
+                 suite that sweeps `server`; move them to a suite of their own",
                 self.name
             );
         }
@@ -312,6 +356,9 @@ pub(crate) struct Target {
     pub(crate) server_cmd: Option<String>,
     /// Port the server listens on (TCP and UDP); 443 by default.
     pub(crate) port: Option<u16>,
+    /// Named server commands (as `server_cmd`) for a `server` sweep.
+    #[serde(default)]
+    pub(crate) servers: std::collections::BTreeMap<String, String>,
     /// The built-in server's QUIC congestion controller: `auto` (default:
     /// the family of the kernel's TCP controller, so h2 and h3 run the same
     /// congestion control), `cubic`, `newreno` or `bbr`.
@@ -328,6 +375,7 @@ impl Default for Target {
         Target {
             server_cmd: None,
             port: None,
+            servers: Default::default(),
             quic_cc: follow_tcp(),
         }
     }

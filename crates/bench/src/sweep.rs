@@ -24,18 +24,27 @@ pub(crate) enum Tunable {
     H2StreamWindow,
     H2ConnectionWindow,
     H2SendBuffer,
+    /// Which server answers: `builtin` (h3lab serve) or a name from
+    /// `[target.servers]`; checked against the suite.
+    Server,
 }
 
 /// What values a tunable takes.
+
 enum Values {
     OneOf(&'static [&'static str]),
     /// A size: `14480`, `64KB`, `8MiB`; passed on in bytes.
     Bytes,
     /// A positive whole number.
     Count,
+    /// A server's name: `builtin` or a key of `[target.servers]`.
+    ServerName,
 }
 
-const TUNABLES: [(Tunable, &str, Values); 14] = [
+/// The `server` sweep's value for the built-in server.
+pub(crate) const BUILTIN_SERVER: &str = "builtin";
+
+const TUNABLES: [(Tunable, &str, Values); 15] = [
     (Tunable::Cc, "cc", Values::OneOf(&["cubic", "bbr", "reno"])),
     (
         Tunable::QuicCc,
@@ -70,6 +79,7 @@ const TUNABLES: [(Tunable, &str, Values); 14] = [
         Values::Bytes,
     ),
     (Tunable::H2SendBuffer, "h2_send_buffer", Values::Bytes),
+    (Tunable::Server, "server", Values::ServerName),
 ];
 
 impl Tunable {
@@ -123,6 +133,12 @@ impl Tunable {
                 .ok_or_else(|| {
                     format!("[sweep] `{value}` is not a positive whole number for `{name}`")
                 }),
+            Values::ServerName if !value.is_empty() && !value.contains(char::is_whitespace) => {
+                Ok(value.to_string())
+            }
+            Values::ServerName => Err(format!(
+                "[sweep] `{value}` is not a server name; use `{BUILTIN_SERVER}` or a key of [target.servers]"
+            )),
         }
     }
 
@@ -146,7 +162,8 @@ impl Setting {
         format!("{}={}", self.tunable.name(), self.value)
     }
 
-    /// The `h3lab serve` arguments that apply it.
+    /// The `h3lab serve` arguments that apply it (none for `server`, which
+    /// picks the server instead).
     pub(crate) fn server_args(&self) -> Vec<String> {
         let value = self.value.clone();
         let flag = |name: &str| format!("--{}", name.replace('_', "-"));
@@ -158,6 +175,7 @@ impl Setting {
                 };
                 vec!["--quic-cc".into(), quic, "--tcp-cc".into(), value]
             }
+            Tunable::Server => Vec::new(),
             tunable => vec![flag(tunable.name()), value],
         }
     }

@@ -226,6 +226,7 @@ impl Args {
             },
             metrics: self.metrics,
             qlog: self.qlog,
+            ..ServerConfig::default()
         }
     }
 }
