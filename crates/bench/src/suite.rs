@@ -1082,4 +1082,20 @@ site = "small"
         let err = error_of(&ok.replace("value = ", "amount = "));
         assert!(err.contains("amount"), "{err}");
     }
+
+    #[test]
+    fn a_server_sweep_names_servers_the_target_defines() {
+        let servers = "\n[target.servers]\nnode = \"node server.js --port {port}\"\n";
+        let sweep = "\n[sweep]\ntunable = \"server\"\nvalues = [\"node\", \"builtin\"]\n";
+        let suite = Suite::from_toml(&format!("{MINIMAL}{servers}{sweep}")).unwrap();
+        assert_eq!(suite.sweep.unwrap().values, ["node", "builtin"]);
+
+        let err = error_of(&format!("{MINIMAL}{servers}{}", sweep.replace("node\"", "deno\"")));
+        assert!(err.contains("names server `deno`"), "{err}");
+        let err = error_of(&format!("{MINIMAL}{servers}"));
+        assert!(err.contains("add [sweep] tunable = \"server\""), "{err}");
+        let with_cmd = servers.replace("[target.servers]", "[target]\nserver_cmd = \"caddy run\"\n[target.servers]");
+        let err = error_of(&format!("{MINIMAL}{with_cmd}{sweep}"));
+        assert!(err.contains("cannot also have `server_cmd`"), "{err}");
+    }
 }

@@ -30,7 +30,6 @@ pub(crate) enum Tunable {
 }
 
 /// What values a tunable takes.
-
 enum Values {
     OneOf(&'static [&'static str]),
     /// A size: `14480`, `64KB`, `8MiB`; passed on in bytes.
