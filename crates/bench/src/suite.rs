@@ -1090,11 +1090,17 @@ site = "small"
         let suite = Suite::from_toml(&format!("{MINIMAL}{servers}{sweep}")).unwrap();
         assert_eq!(suite.sweep.unwrap().values, ["node", "builtin"]);
 
-        let err = error_of(&format!("{MINIMAL}{servers}{}", sweep.replace("node\"", "deno\"")));
+        let err = error_of(&format!(
+            "{MINIMAL}{servers}{}",
+            sweep.replace("node\"", "deno\"")
+        ));
         assert!(err.contains("names server `deno`"), "{err}");
         let err = error_of(&format!("{MINIMAL}{servers}"));
         assert!(err.contains("add [sweep] tunable = \"server\""), "{err}");
-        let with_cmd = servers.replace("[target.servers]", "[target]\nserver_cmd = \"caddy run\"\n[target.servers]");
+        let with_cmd = servers.replace(
+            "[target.servers]",
+            "[target]\nserver_cmd = \"caddy run\"\n[target.servers]",
+        );
         let err = error_of(&format!("{MINIMAL}{with_cmd}{sweep}"));
         assert!(err.contains("cannot also have `server_cmd`"), "{err}");
     }
