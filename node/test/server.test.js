@@ -272,3 +272,30 @@ test('session, sessionClose and 0rtt events are emitted', async (t) => {
   assert.deepEqual(zeroRtt, [true, true]);
   assert.equal(server.stats().zeroRttAccepted, 2);
 });
+
+test('close() lets a request in flight finish, then refuses new ones', async (t) => {
+  let release = null;
+  const started = new Promise((resolve) => {
+    release = resolve;
+  });
+  const { server, url } = await serve(t, (req, res) => {
+    release();
+    setTimeout(() => res.end('finished after close began\n'), 300);
+  });
+  const inFlight = load(`${url}/slow`, { proto: 'h3', requests: 1, connections: 1, certPem: server.certPem });
+  await started;
+  let closed = false;
+  const closing = server.close().then(() => {
+    closed = true;
+  });
+  const report = await inFlight;
+  assert.deepEqual(report.status_counts, { 200: 1 });
+  await closing;
+  assert.ok(closed);
+  assert.equal(server.address(), null);
+  const after = await run(h3labBinary(), [
+    'load', '--proto', 'h3', '--insecure', '-n', '1', '--connect-timeout', '1s', '-q', `${url}/again`,
+  ]);
+  assert.notEqual(after.code, 0);
+  assert.match(after.stderr, /no HTTP\/3 \(QUIC\) answer/);
+});

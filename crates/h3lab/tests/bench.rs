@@ -12,8 +12,9 @@ use serde_json::Value;
 
 use common::{bench, namespaces_left, results, EXE};
 
-/// Emulated runs one at a time: on 2 cores, parallel runs would disturb the
-/// timing the physics test checks.
+/// Every test of this file one at a time: on 2 cores, a parallel one would
+/// disturb the timing the physics test checks and the CPU share the
+/// saturation test reads (in CI it once read 0.86 cores beside them).
 static EMULATED: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
@@ -403,6 +404,7 @@ fn cells_written(out: &Path) -> usize {
 
 #[test]
 fn a_bad_suite_names_the_line_and_creates_nothing() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bad");
     let (output, _) = bench(
@@ -420,6 +422,7 @@ fn a_bad_suite_names_the_line_and_creates_nothing() {
 
 #[test]
 fn unknown_preset_lists_the_real_ones() {
+    let _serial = one_at_a_time();
     let output = Command::new(EXE)
         .args(["bench", "--preset", "nope"])
         .output()
@@ -436,7 +439,7 @@ fn unknown_preset_lists_the_real_ones() {
         .unwrap();
     let text = String::from_utf8_lossy(&list.stdout);
     for name in [
-        "default", "study-a", "study-b", "study-c", "study-d", "study-e",
+        "default", "study-a", "study-b", "study-c", "study-d", "study-e", "node",
     ] {
         assert!(text.contains(name), "--list misses {name}:\n{text}");
     }

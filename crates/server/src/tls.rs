@@ -27,6 +27,10 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 
 impl TlsMaterial {
     pub fn load(source: &TlsSource, listen: SocketAddr, extra_sans: &[String]) -> Result<Self> {
+        let key_option = match source {
+            TlsSource::Pem { .. } => "the key option",
+            _ => "--key",
+        };
         let (chain, key, cert_pem) = match source {
             TlsSource::SelfSigned => self_signed(listen, extra_sans)?,
             TlsSource::PemFiles { cert, key } => from_pem_files(cert, key)?,
@@ -43,9 +47,9 @@ impl TlsMaterial {
         let certified = rustls::sign::CertifiedKey::from_der(chain.clone(), key.clone_key(), &provider())
             .map_err(|err| match err {
                 rustls::Error::InconsistentKeys(_) => {
-                    anyhow!("the certificate does not match the private key; pass the key that belongs to the certificate")
+                    anyhow!("the certificate does not match the private key; pass the key that belongs to the certificate with {key_option}")
                 }
-                other => anyhow!("cannot use the private key ({other}); pass an RSA, ECDSA or Ed25519 PEM private key"),
+                other => anyhow!("cannot use the private key ({other}); pass an RSA, ECDSA or Ed25519 PEM key with {key_option}"),
             })?;
         let spki = certified.key.public_key().ok_or_else(|| {
             anyhow!("cannot derive the public key from --key; pass an RSA, ECDSA or Ed25519 key")
@@ -263,7 +267,7 @@ mod tests {
         let err = TlsMaterial::load(&TlsSource::PemFiles { cert, key }, loopback(), &[])
             .err()
             .unwrap();
-        assert!(format!("{err:#}").contains("--cert"), "{err:#}");
+        assert!(format!("{err:#}").contains("with --key"), "{err:#}");
         std::fs::remove_dir_all(dir).unwrap();
     }
 
