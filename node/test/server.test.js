@@ -77,8 +77,14 @@ test('h3 requests from h3lab load are answered by the JavaScript handler', async
   assert.ok(seen.every((s) => s.version === '3' && s.url === '/bytes/1000'));
   const stats = server.stats();
   assert.equal(stats.requests.h3, 200);
-  // The load's connections, and the one its preflight check opens first.
-  assert.equal(stats.connectionsTotal.h3, report.connections_opened + 1);
+  // The load's connections, plus the one its preflight check opens and
+  // closes at once: counted only if its HTTP/3 set-up finished before the
+  // client closed it, which is a race.
+  const total = stats.connectionsTotal.h3;
+  assert.ok(
+    total === report.connections_opened || total === report.connections_opened + 1,
+    `${total} connections counted, the load opened ${report.connections_opened}`,
+  );
 });
 
 test('the same handler serves h1, h2 and h3, and TCP responses advertise h3', async (t) => {
