@@ -311,6 +311,7 @@ impl Running {
         });
         let for_thread = attacker.clone();
         let thread = std::thread::spawn(move || {
+            attack_common::pin_current_thread(attack_common::ATTACKER_CPU);
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()

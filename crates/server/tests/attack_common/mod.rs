@@ -39,6 +39,39 @@ pub fn attack_limits() -> Limits {
     }
 }
 
+/// The core attackers run on. The server and the legitimate load run on the
+/// other one ([`LEGITIMATE_CPU`]): a real attacker's CPU is not the
+/// server's, and on a shared 2-core machine the attacker's own work
+/// (building and encrypting its frames) would otherwise queue legitimate
+/// requests, when the test is about the server's work for the attack.
+pub const ATTACKER_CPU: usize = 1;
+const LEGITIMATE_CPU: usize = 0;
+
+/// Keeps the calling thread (and the threads it starts from now on) on `cpu`.
+pub fn pin_current_thread(cpu: usize) {
+    // The machine's cores, not this thread's (which a pin has narrowed).
+    // SAFETY: sysconf only reads a system value.
+    let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    assert!(
+        cores > cpu,
+        "the attack tests need {} cores (server and load on one, the attacker on another); this machine has {cores}",
+        cpu + 1
+    );
+    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET writes inside it,
+    // and sched_setaffinity(0, ...) reads it for the calling thread.
+    let status = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    assert_eq!(
+        status,
+        0,
+        "cannot pin a thread to CPU {cpu}: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
 /// The server on 127.0.0.1, port 0, in a runtime of its own.
 pub struct LiveServer {
     server: Option<RunningServer>,
@@ -48,6 +81,9 @@ pub struct LiveServer {
 
 impl LiveServer {
     pub fn start(limits: Limits) -> Self {
+        // The server's and the load's threads start from this one, and
+        // inherit its core.
+        pin_current_thread(LEGITIMATE_CPU);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -293,6 +329,7 @@ impl<T: Default + Send + Sync + 'static> AttackThread<T> {
         let thread = std::thread::Builder::new()
             .name("attacker".into())
             .spawn(move || {
+                pin_current_thread(ATTACKER_CPU);
                 tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
