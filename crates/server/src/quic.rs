@@ -69,7 +69,6 @@ pub fn settings(congestion: QuicCongestion, tuning: &QuicTuning) -> Vec<(&'stati
 const INITIAL_MTU: u16 = 1200;
 
 type H3Connection = h3::server::Connection<GuardedConnection, Bytes>;
-type H3Stream = RequestStream<Guarded<h3_quinn::BidiStream<Bytes>>, Bytes>;
 type H3RecvHalf = Guarded<h3_quinn::RecvStream>;
 
 /// The largest frame other than DATA a client may send, in multiples of
@@ -403,47 +402,51 @@ async fn serve_request(
     watch: Arc<RequestWatch>,
 ) {
     let header_timeout = handler.limits.header_timeout;
-    let (request, mut stream) = match timeout(header_timeout, resolver.resolve_request()).await {
+    let (request, stream) = match timeout(header_timeout, resolver.resolve_request()).await {
         Ok(Ok(resolved)) => resolved,
         Ok(Err(err)) => return debug!(%err, "HTTP/3 request headers unreadable"),
         Err(_) => return debug!(?header_timeout, "HTTP/3 request headers incomplete in time"),
     };
     let _in_flight = watch.begin();
-    if let Some(app) = handler.app() {
-        let (mut send_half, recv_half) = stream.split();
-        let (parts, ()) = request.into_parts();
-        let request = AppRequest {
-            protocol: Proto::H3,
-            peer,
-            method: parts.method,
-            uri: parts.uri,
-            headers: parts.headers,
-            body: body_chunks(recv_half),
-        };
-        let response = handler.handle_app(app, request).await;
-        if let Err(err) = send(&mut send_half, response).await {
-            debug!("HTTP/3 response not sent: {err:#}");
+    let (mut send_half, mut recv_half) = stream.split();
+    let response = match handler.app() {
+        Some(app) => {
+            let (parts, ()) = request.into_parts();
+            let request = AppRequest {
+                protocol: Proto::H3,
+                peer,
+                method: parts.method,
+                uri: parts.uri,
+                headers: parts.headers,
+                body: body_chunks(recv_half),
+            };
+            handler.handle_app(app, request).await
         }
-        return;
-    }
-    let declared = declared_length(request.headers());
-    let response = handler
-        .handle(
-            Proto::H3,
-            request.method(),
-            request.uri(),
-            request.headers(),
-            |limit| collect(&mut stream, declared, limit),
-        )
-        .await;
-    if let Err(err) = send(&mut stream, response).await {
+        None => {
+            let declared = declared_length(request.headers());
+            handler
+                .handle(
+                    Proto::H3,
+                    request.method(),
+                    request.uri(),
+                    request.headers(),
+                    |limit| collect(&mut recv_half, declared, limit),
+                )
+                .await
+        }
+    };
+    if let Err(err) = send(&mut send_half, response).await {
         debug!("HTTP/3 response not sent: {err:#}");
     }
 }
 
 /// Reads the body up to `limit`. Over it, the unread rest is abandoned:
 /// dropping the stream sends STOP_SENDING, which QUIC clients handle cleanly.
-async fn collect(stream: &mut H3Stream, declared: Option<u64>, limit: u64) -> EchoBody {
+async fn collect(
+    stream: &mut RequestStream<H3RecvHalf, Bytes>,
+    declared: Option<u64>,
+    limit: u64,
+) -> EchoBody {
     if declared.is_some_and(|len| len > limit) {
         return EchoBody::TooLarge;
     }
