@@ -12,7 +12,7 @@ use h3::error::Code;
 use h3::server::{RequestResolver, RequestStream};
 use http::Response;
 use http_body_util::BodyExt;
-use quinn::congestion::{BbrConfig, ControllerFactory, CubicConfig, NewRenoConfig};
+use quinn::congestion::{ControllerFactory, CubicConfig, NewRenoConfig};
 use quinn::{
     Connecting, Connection, Endpoint, EndpointConfig, Incoming, TransportConfig, VarInt,
     ZeroRttAccepted,
@@ -21,6 +21,7 @@ use tokio::time::{timeout, timeout_at, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
+use h3lab_congestion::BbrConfig;
 use h3lab_results::{Proto, QuicCongestion};
 
 use crate::admission::{Admission, Counters, QuicAdmission, QuicTicket, Unvalidated};
@@ -48,9 +49,13 @@ pub fn settings(congestion: QuicCongestion, tuning: &QuicTuning) -> Vec<(&'stati
     let window = congestion_factory(congestion, tuning.initial_window)
         .build(std::time::Instant::now(), INITIAL_MTU)
         .initial_window();
-    let initial_window = match tuning.initial_window {
-        Some(_) => format!("{window} B"),
-        None => format!("{window} B (quinn's default for its controller)"),
+    let initial_window = match (
+        tuning.initial_window,
+        congestion.resolved(&kernel_tcp_congestion()),
+    ) {
+        (Some(_), _) => format!("{window} B"),
+        (None, QuicCongestion::Bbr) => format!("{window} B (10 datagrams, as TCP's 10 segments)"),
+        (None, _) => format!("{window} B (quinn's default for its controller)"),
     };
     let gso = match tuning.segmentation_offload {
         true => "on (where the kernel supports it)",
@@ -124,7 +129,8 @@ fn congestion_factory(
     initial_window: Option<u64>,
 ) -> Arc<dyn ControllerFactory + Send + Sync> {
     // Each controller keeps its own default window when none is given:
-    // quinn's Cubic and NewReno start at 12,000 B, its BBR at 240,000 B.
+    // quinn's Cubic and NewReno start at 12,000 B, h3lab's BBR at 14,720 B
+    // (quinn's BBR, which h3lab's replaces, started at 240,000 B).
     macro_rules! with_window {
         ($config:expr) => {{
             let mut config = $config;
@@ -138,7 +144,10 @@ fn congestion_factory(
         // `resolved` never answers `Auto`.
         QuicCongestion::Cubic | QuicCongestion::Auto => with_window!(CubicConfig::default()),
         QuicCongestion::NewReno => with_window!(NewRenoConfig::default()),
-        QuicCongestion::Bbr => with_window!(BbrConfig::default()),
+        QuicCongestion::Bbr => Arc::new(match initial_window {
+            Some(window) => BbrConfig::with_initial_window(window),
+            None => BbrConfig::default(),
+        }),
     }
 }
 

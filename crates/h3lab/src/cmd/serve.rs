@@ -123,7 +123,8 @@ pub struct Args {
     #[arg(long, value_name = "BYTES")]
     tcp_recv_buffer: Option<usize>,
     /// The QUIC congestion controller's initial window, in bytes (default:
-    /// quinn's for the controller: 12000 for cubic and newreno, 240000 for bbr).
+    /// 12000 for cubic and newreno, 14720 (10 datagrams) for bbr; 240000
+    /// is the start of quinn's own BBR).
     #[arg(long, value_name = "BYTES")]
     quic_initial_window: Option<u64>,
     /// UDP generic segmentation offload for HTTP/3: many datagrams per
