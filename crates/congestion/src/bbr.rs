@@ -196,7 +196,7 @@ impl Bbr {
         if !min_rtt.is_zero() {
             self.min_rtt = Some(min_rtt);
         }
-        if self.mode == Mode::Startup && !app_limited {
+        if self.mode == Mode::Startup && !app_limited && self.window < self.startup_cap() {
             self.window += bytes;
         }
         let Some(record) = self.take_record(sent) else {
@@ -272,6 +272,15 @@ impl Bbr {
         (self.bandwidth() as f64 * rtt.as_secs_f64()) as u64
     }
 
+    /// How far Startup grows the window: [`STARTUP_GAIN`] BDPs, no limit
+    /// before the first measurement.
+    fn startup_cap(&self) -> u64 {
+        match self.bdp() {
+            0 => u64::MAX,
+            bdp => (STARTUP_GAIN * bdp as f64) as u64 + self.extra_acked.get(self.round),
+        }
+    }
+
     fn check_full_bandwidth(&mut self) {
         let bandwidth = self.bandwidth();
         if bandwidth as f64 >= self.full_bandwidth as f64 * FULL_BANDWIDTH_GROWTH {
@@ -320,11 +329,10 @@ impl Bbr {
         let bdp = self.bdp();
         let extra = self.extra_acked.get(self.round);
         let target = match self.mode {
-            Mode::Startup if bdp == 0 => return self.window.max(self.min_window()),
-            Mode::Startup => {
-                let cap = (STARTUP_GAIN * bdp as f64) as u64 + extra;
-                return self.window.min(cap).max(self.initial_window);
-            }
+            // Startup grows the window by what is acknowledged while it is
+            // below the cap (in `on_ack`), and never cuts it, as the
+            // kernel's BBR does before the pipe is full.
+            Mode::Startup => return self.window.max(self.min_window()),
             Mode::Drain => bdp,
             Mode::ProbeBandwidth => {
                 let gain = CYCLE_GAINS[self.cycle_phase] * WINDOW_GAIN;
