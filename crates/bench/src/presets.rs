@@ -1,7 +1,8 @@
 //! Built-in presets: suites embedded in the binary. `default` is what
 //! `h3lab bench` runs with no arguments; the `study-*` ones reproduce the
 //! published experiments of `studies.md` and carry their figures; `node`
-//! compares Node.js servers (and the h3lab-node package) with h3lab serve.
+//! compares Node.js servers (and the h3lab-node package) with h3lab serve;
+//! `servers` compares h3lab serve with Caddy and nginx.
 
 use crate::suite::Suite;
 
@@ -14,6 +15,7 @@ const PRESETS: &[(&str, &str)] = &[
     ("study-d", include_str!("../presets/study-d.toml")),
     ("study-e", include_str!("../presets/study-e.toml")),
     ("node", include_str!("../presets/node.toml")),
+    ("servers", include_str!("../presets/servers.toml")),
 ];
 
 /// Names of the built-in presets.

@@ -439,7 +439,7 @@ fn unknown_preset_lists_the_real_ones() {
         .unwrap();
     let text = String::from_utf8_lossy(&list.stdout);
     for name in [
-        "default", "study-a", "study-b", "study-c", "study-d", "study-e", "node",
+        "default", "study-a", "study-b", "study-c", "study-d", "study-e", "node", "servers",
     ] {
         assert!(text.contains(name), "--list misses {name}:\n{text}");
     }

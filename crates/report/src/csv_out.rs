@@ -47,6 +47,8 @@ struct Row<'a> {
     request_errors: u64,
     client_cpu_pct: Option<f64>,
     server_cpu_pct: Option<f64>,
+    server_cpu_per_request_us: Option<f64>,
+    server_cpu_per_gb_s: Option<f64>,
     failures: String,
     problems: String,
 }
@@ -91,6 +93,8 @@ impl<'a> Row<'a> {
             request_errors: s.request_errors,
             client_cpu_pct: s.client_cpu_pct,
             server_cpu_pct: s.server_cpu_pct,
+            server_cpu_per_request_us: s.server_cpu_per_request_us,
+            server_cpu_per_gb_s: s.server_cpu_per_gb_s,
             failures: s
                 .failures
                 .iter()

@@ -100,6 +100,12 @@ pub struct CellSummary {
     /// CPU time ÷ wall time of the successful repetitions, in % of one core.
     pub client_cpu_pct: Option<f64>,
     pub server_cpu_pct: Option<f64>,
+    /// The server's CPU over the measured intervals per request and per
+    /// GB of response bodies; None when a repetition's server CPU is
+    /// unknown, nothing was served, or the CPU is too little for /proc's
+    /// 10 ms clock ticks to resolve (under 50 ms in all).
+    pub server_cpu_per_request_us: Option<f64>,
+    pub server_cpu_per_gb_s: Option<f64>,
     /// What ran short during the successful repetitions' measured
     /// intervals: the figure may be the CPU's, not the protocol's.
     pub bottlenecks: Vec<Bottleneck>,
@@ -310,6 +316,8 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
         request_errors: ok.iter().map(|r| r.errors).sum(),
         client_cpu_pct: cpu_percent(&ok, |r| r.cpu.client_s),
         server_cpu_pct: cpu_percent(&ok, |r| r.cpu.server_s),
+        server_cpu_per_request_us: server_cpu_per(&ok, |r| r.requests as f64 / 1e6),
+        server_cpu_per_gb_s: server_cpu_per(&ok, |r| r.bytes as f64 / 1e9),
         bottlenecks: bottlenecks(&ok),
         problems,
         key,
@@ -357,6 +365,19 @@ fn cpu_percent(ok: &[&CellRecord], seconds: impl Fn(&CellRecord) -> f64) -> Opti
     let wall: f64 = ok.iter().map(|r| r.elapsed_s).sum();
     let cpu: f64 = ok.iter().map(|r| seconds(r)).sum();
     (wall > 0.0 && cpu.is_finite()).then(|| cpu / wall * 100.0)
+}
+
+/// Server CPU below which a per-unit figure is not given: /proc counts CPU
+/// in clock ticks of 10 ms, so 50 ms is known to ±20 %.
+const SERVER_CPU_RESOLVED_S: f64 = 0.05;
+
+/// The server's measured-interval CPU seconds per `amount` (summed over
+/// the repetitions).
+fn server_cpu_per(ok: &[&CellRecord], amount: impl Fn(&CellRecord) -> f64) -> Option<f64> {
+    let cpu: Option<f64> = ok.iter().map(|r| r.cpu.server_interval_s).sum();
+    let amount: f64 = ok.iter().map(|r| amount(r)).sum();
+    cpu.filter(|cpu| cpu.is_finite() && *cpu >= SERVER_CPU_RESOLVED_S && amount > 0.0)
+        .map(|cpu| cpu / amount)
 }
 
 fn fill_baseline_differences(summaries: &mut [CellSummary], baseline: &str) {
@@ -568,6 +589,38 @@ mod tests {
         // 3 × 1.0 s client and 3 × 0.5 s server over 3 × 10 s.
         assert!((h3.client_cpu_pct.unwrap() - 10.0).abs() < 1e-9);
         assert!((h3.server_cpu_pct.unwrap() - 5.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn server_cpu_is_per_request_and_per_gb_and_unknown_if_any_repetition_lacks_it() {
+        let mut results = fixture::results();
+        let h3_broadband = |r: &&mut CellRecord| {
+            r.profile == "broadband" && r.protocol == "h3" && r.workload == "rps-1k"
+        };
+        for record in results.cells.iter_mut().filter(h3_broadband) {
+            record.cpu.server_interval_s = Some(0.25);
+        }
+        let summaries = summarize(&results);
+        let h3 = find(&summaries, "broadband", "rps-1k", "h3", None);
+        // 3 × 0.25 s over 3 × 1000 requests and 3 × 1,024,000 bytes.
+        assert!((h3.server_cpu_per_request_us.unwrap() - 250.0).abs() < 1e-9);
+        assert!((h3.server_cpu_per_gb_s.unwrap() - 0.75 / 0.003_072).abs() < 1e-6);
+        let first = results.cells.iter_mut().find(h3_broadband).unwrap();
+        first.cpu.server_interval_s = None;
+        let summaries = summarize(&results);
+        let h3 = find(&summaries, "broadband", "rps-1k", "h3", None);
+        assert_eq!(h3.server_cpu_per_request_us, None);
+        assert_eq!(h3.server_cpu_per_gb_s, None);
+
+        for record in results.cells.iter_mut().filter(h3_broadband) {
+            record.cpu.server_interval_s = Some(0.01);
+        }
+        let summaries = summarize(&results);
+        let h3 = find(&summaries, "broadband", "rps-1k", "h3", None);
+        assert_eq!(
+            h3.server_cpu_per_request_us, None,
+            "3 ticks are not a figure"
+        );
     }
 
     #[test]

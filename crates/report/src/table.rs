@@ -110,6 +110,7 @@ fn profile_block(
         out.push_str(&aligned(rows, &widths, 1));
         out.push_str(&baseline_lines(cells, baseline));
         out.push_str(&bottleneck_lines(cells));
+        out.push_str(&server_cpu_line(cells));
     }
     out.push_str(&failure_lines(block));
     out
@@ -162,6 +163,29 @@ fn baseline_lines(cells: &[&CellSummary], baseline: &str) -> String {
 
 /// One line per marked cell, e.g. `! h3: server at 0.97 cores (repetition
 /// 1): the figure may be the CPU's, not the protocol's`.
+/// The server's CPU per unit of work, per protocol, where it is known:
+/// per request for request-rate cells, per GB for downloads.
+fn server_cpu_line(cells: &[&CellSummary]) -> String {
+    let figures: Vec<String> = cells
+        .iter()
+        .filter_map(|summary| {
+            let figure = match summary.kind.as_str() {
+                "rps" => format!("{:.1} us/request", summary.server_cpu_per_request_us?),
+                "download" => format!("{:.2} s/GB", summary.server_cpu_per_gb_s?),
+                _ => return None,
+            };
+            Some(format!("{} {figure}", summary.key.protocol))
+        })
+        .collect();
+    if figures.is_empty() {
+        return String::new();
+    }
+    wrapped(
+        COLUMN_GAP as u16,
+        &format!("server CPU: {}", figures.join(", ")),
+    )
+}
+
 fn bottleneck_lines(cells: &[&CellSummary]) -> String {
     cells
         .iter()
