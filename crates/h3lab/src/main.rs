@@ -5,6 +5,13 @@
 
 mod cmd;
 
+/// mimalloc instead of glibc's malloc: the HTTP stacks allocate per request
+/// and per packet, and glibc's malloc and free took about 10 % of the
+/// server's CPU at 1 KB requests (docs/performance.md). Every protocol
+/// gets it alike.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};

@@ -72,6 +72,13 @@ pub fn settings(congestion: QuicCongestion, tuning: &QuicTuning) -> Vec<(&'stati
         ("quic_send_window", format!("{SEND_WINDOW} B")),
         ("quic_initial_window", initial_window),
         ("quic_gso", gso.to_string()),
+        (
+            "quic_ack_frequency",
+            format!(
+                "ACK every {} ack-eliciting packets or one RTT, asked of clients that support it",
+                ACK_ELICITING_THRESHOLD + 1
+            ),
+        ),
         ("udp_buffer", format!("{} B asked", tuning.udp_buffer)),
     ]
 }
@@ -346,7 +353,10 @@ impl QuicShell {
                         }
                         let handler = self.handler.clone();
                         let peer = connection.remote_address();
-                        self.lifecycle.tasks.spawn(serve_request(handler, resolver, peer, watch.clone()));
+                        // Boxed: the request's future is kilobytes, and tokio
+                        // moves an unboxed one several times while spawning it.
+                        let request = Box::pin(serve_request(handler, resolver, peer, watch.clone()));
+                        self.lifecycle.tasks.spawn(request);
                     }
                     Ok(None) => return Ended::Otherwise,
                     Err(err) => {
