@@ -66,7 +66,8 @@ impl Controller for QuinnBbr {
         app_limited: bool,
         rtt: &RttEstimator,
     ) {
-        self.0.on_ack(now, sent, bytes, app_limited, rtt.min());
+        self.0
+            .on_ack(now, sent, bytes, app_limited, rtt.min(), rtt.get());
     }
 
     fn on_end_acks(

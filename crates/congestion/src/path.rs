@@ -17,6 +17,9 @@ pub struct PathSpec {
     pub bits_per_sec: u64,
     pub rtt: Duration,
     pub random_loss: f64,
+    /// The share of the true minimum RTT the controller is told: below 1
+    /// for a sender that stamps packets before they leave (quinn does).
+    pub min_rtt_seen: f64,
 }
 
 impl PathSpec {
@@ -194,7 +197,8 @@ pub fn transfer(mut bbr: Bbr, path: &PathSpec, bytes: u64, seed: u64) -> Outcome
                 let sample = now - sent;
                 min_rtt = min_rtt.min(sample);
                 srtt = Some(srtt.map_or(sample, |s| (s * 7 + sample) / 8));
-                bbr.on_ack(now, sent, DATAGRAM, false, min_rtt);
+                let seen = min_rtt.mul_f64(path.min_rtt_seen);
+                bbr.on_ack(now, sent, DATAGRAM, false, seen, srtt.unwrap_or(sample));
                 // Packet threshold 3 (RFC 9002): older unacked packets are lost.
                 let lost: Vec<u64> = in_flight
                     .range(..pn.saturating_sub(2))
