@@ -128,6 +128,8 @@ pub struct Bbr {
     aggregation_start: Option<Instant>,
     aggregation_acked: u64,
     acked_since_batch: u64,
+    /// Bytes in flight after the last ACK frame.
+    in_flight: u64,
 }
 
 impl Bbr {
@@ -158,6 +160,7 @@ impl Bbr {
             aggregation_start: None,
             aggregation_acked: 0,
             acked_since_batch: 0,
+            in_flight: 0,
         }
     }
 
@@ -210,7 +213,11 @@ impl Bbr {
         if !min_rtt.is_zero() {
             self.min_rtt = Some(min_rtt);
         }
-        if self.mode == Mode::Startup && !app_limited && self.window < self.startup_cap() {
+        // Like Linux's slow start (`tcp_is_cwnd_limited`), a window that
+        // the sender half fills still grows, so short bursts (a page's
+        // resources) grow it as TCP's would.
+        let window_used = !app_limited || self.in_flight * 2 >= self.window;
+        if self.mode == Mode::Startup && window_used && self.window < self.startup_cap() {
             self.window += bytes;
         }
         let Some(record) = self.take_record(sent) else {
@@ -243,6 +250,7 @@ impl Bbr {
 
     /// An ACK frame has been processed; `in_flight` bytes remain unacknowledged.
     pub fn on_end_acks(&mut self, now: Instant, in_flight: u64, app_limited: bool) {
+        self.in_flight = in_flight;
         let acked = std::mem::take(&mut self.acked_since_batch);
         self.update_aggregation(now, acked);
         if std::mem::take(&mut self.round_started) && self.mode == Mode::Startup && !app_limited {
