@@ -62,18 +62,33 @@ async fn the_initial_window_is_the_first_window_the_qlog_shows() {
         "{banner:#?}"
     );
 
-    // With none chosen, the banner names quinn's own default, and it is the one used.
-    for (congestion, quinn_default) in [
-        (QuicCongestion::Cubic, 12_000),
-        (QuicCongestion::Bbr, 240_000),
+    // With none chosen, the banner names the controller's default, and it
+    // is the one used: quinn's for Cubic, 10 datagrams for h3lab's BBR.
+    for (congestion, default, why) in [
+        (
+            QuicCongestion::Cubic,
+            12_000,
+            "quinn's default for its controller",
+        ),
+        (
+            QuicCongestion::Bbr,
+            14_720,
+            "10 datagrams, as TCP's 10 segments",
+        ),
     ] {
         let (window, banner) = first_logged_window(congestion, QuicTuning::default()).await;
-        assert_eq!(window, quinn_default, "{congestion:?}");
-        let line = format!(
-            "tuning: quic_initial_window = {quinn_default} B (quinn's default for its controller)"
-        );
+        assert_eq!(window, default, "{congestion:?}");
+        let line = format!("tuning: quic_initial_window = {default} B ({why})");
         assert!(banner.contains(&line), "{congestion:?}: {banner:#?}");
     }
+
+    // quinn's BBR started at 240,000 B; h3lab's BBR still can.
+    let quinn_start = QuicTuning {
+        initial_window: Some(240_000),
+        ..QuicTuning::default()
+    };
+    let (window, _) = first_logged_window(QuicCongestion::Bbr, quinn_start).await;
+    assert_eq!(window, 240_000);
 }
 
 /// Datagrams sent and the system calls that sent them, after a 2 MB download.
