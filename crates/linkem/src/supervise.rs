@@ -62,18 +62,6 @@ impl Supervised {
         if group == Group::Own {
             command.process_group(0);
         }
-        // A shell starts a background job (`h3lab bench &`, nohup) with
-        // SIGINT ignored, and an ignored signal stays ignored across exec:
-        // the child would sit out the stop request until its grace ran out
-        // and it was killed. The stop signals get their default action back.
-        // SAFETY: signal(2) is async-signal-safe, all the closure calls.
-        unsafe {
-            command.pre_exec(|| {
-                libc::signal(libc::SIGINT, libc::SIG_DFL);
-                libc::signal(libc::SIGTERM, libc::SIG_DFL);
-                Ok(())
-            });
-        }
         let mut child = command
             .spawn()
             .with_context(|| format!("cannot start the {what}"))?;
