@@ -105,6 +105,22 @@ test('the same handler serves h1, h2 and h3, and TCP responses advertise h3', as
   assert.deepEqual(stats.requests, { h1: 20, h2: 21, h3: 20 });
 });
 
+test('one connection of each protocol carries 10,000 requests with no reconnect and no error', async (t) => {
+  const { server, url } = await serve(t, http2StyleHandler([]));
+  for (const proto of ['h1', 'h2', 'h3']) {
+    const before = server.stats().connectionsTotal[proto];
+    const report = await load(`${url}/hello`, { proto, requests: 10_000, connections: 1, certPem: server.certPem });
+    assert.equal(report.failed, 0, `${proto}: ${JSON.stringify(report.first_errors)}`);
+    assert.equal(report.reconnects, 0, proto);
+    assert.deepEqual(report.status_counts, { 200: 10_000 }, proto);
+    assert.equal(report.connections_opened, 1, proto);
+    // The load's one connection, and the preflight check's if its set-up
+    // finished before the client closed it.
+    const opened = server.stats().connectionsTotal[proto] - before;
+    assert.ok(opened === 1 || opened === 2, `${proto}: the server counted ${opened} connections`);
+  }
+});
+
 test('without dualStack only h3 is served, and the TCP port refuses', async (t) => {
   const { server, url, port } = await serve(t, http2StyleHandler([]), { dualStack: false });
   const report = await load(`${url}/hello`, { proto: 'h3', requests: 5, certPem: server.certPem });

@@ -46,7 +46,13 @@ pub(crate) fn run(
 ) -> CellRecord {
     let started = Instant::now();
     let mut record = empty_record(spec);
-    if let Err(err) = measure(suite, spec, ctx, &mut record, server_tuning) {
+    let measured = measure(suite, spec, ctx, &mut record, server_tuning);
+    // Ctrl-C cuts the client short, so what it measured is not the cell's
+    // figure, and whatever error that caused is not the cell's either.
+    if ctx.stop.load(Ordering::Relaxed) {
+        record.outcome = Outcome::Interrupted;
+        record.metric.samples.clear();
+    } else if let Err(err) = measured {
         record.outcome = Outcome::Failed {
             error: format!("{err:#}"),
         };
@@ -112,11 +118,7 @@ fn measure(
     let run = outcome?;
     record.server_metrics = metrics?;
     record.cpu.client_s = run.cpu_s();
-    fill_from_client(spec, run, record)?;
-    if ctx.stop.load(Ordering::Relaxed) {
-        bail!("interrupted (Ctrl-C) during this cell");
-    }
-    Ok(())
+    fill_from_client(spec, run, record)
 }
 
 /// `cells[].link`: the link's statistics, and under `settings` what the

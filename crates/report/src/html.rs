@@ -121,7 +121,13 @@ fn status(results: &Results, summaries: &[CellSummary]) -> Markup {
         section #status class=(class) {
             h2 { "Run status" }
             @if results.interrupted {
-                p { strong { "Interrupted." } " The run stopped early; every cell shown is complete, cells not reached are missing." }
+                p { strong { "Interrupted." } " The run stopped early; cells not reached are missing." }
+                @for summary in summaries.iter().filter(|s| !s.interrupted.is_empty()) {
+                    p {
+                        "Cut short by Ctrl-C, and not measured: " (summary.key.profile) " " (summary.key.workload_label())
+                        " " (summary.key.protocol) ", repetition " (list_repetitions(&summary.interrupted)) "."
+                    }
+                }
             }
             p { (recorded) " repetition(s) recorded in " (summaries.len()) " cell(s); " (failed) " failed." }
             @if failed > 0 {

@@ -83,6 +83,8 @@ pub struct CellSummary {
     /// Repetitions recorded, successful or not.
     pub repetitions: usize,
     pub failures: Vec<Failure>,
+    /// Repetitions Ctrl-C cut short: neither figures nor failures.
+    pub interrupted: Vec<u32>,
     /// Statistics of the metric samples of the successful repetitions.
     pub stats: Option<SampleStats>,
     /// The finite metric samples of each successful repetition, what
@@ -308,6 +310,11 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
         path_rtt_ms: described_by.map_or(0.0, |r| r.path_rtt_ms),
         repetitions: records.len(),
         failures: failures(records),
+        interrupted: records
+            .iter()
+            .filter(|record| record.outcome == Outcome::Interrupted)
+            .map(|record| record.repetition)
+            .collect(),
         stats: SampleStats::of(&samples),
         samples_by_repetition,
         vs_baseline: None,
@@ -332,7 +339,7 @@ fn failures(records: &[&CellRecord]) -> Vec<Failure> {
                 repetition: record.repetition,
                 error: error.clone(),
             }),
-            Outcome::Ok => None,
+            Outcome::Ok | Outcome::Interrupted => None,
         })
         .collect()
 }

@@ -296,6 +296,20 @@ fn failure_lines(block: &[&CellSummary]) -> String {
                 ),
             ));
         }
+        if !summary.interrupted.is_empty() {
+            let plural = if summary.interrupted.len() > 1 {
+                "s"
+            } else {
+                ""
+            };
+            out.push_str(&wrapped(
+                2,
+                &format!(
+                    "INTERRUPTED {cell} repetition{plural} {}: cut short by Ctrl-C, not measured",
+                    list_repetitions(&summary.interrupted)
+                ),
+            ));
+        }
         for problem in &summary.problems {
             out.push_str(&wrapped(2, &format!("note {cell}: {problem}")));
         }

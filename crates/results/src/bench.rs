@@ -170,6 +170,8 @@ pub enum Outcome {
         /// What went wrong.
         error: String,
     },
+    /// Ctrl-C stopped the run during the repetition; it carries no samples.
+    Interrupted,
 }
 
 /// A named figure with its samples, unit and which direction is better.

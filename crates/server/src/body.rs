@@ -21,12 +21,29 @@ pub enum ReplyBody {
         chunks: ReaderStream<File>,
         remaining: u64,
     },
-    /// An application's body, of a length known only at its end.
+    /// An application's body, of a length known only at its end unless
+    /// the application declared it.
     App(AppBody),
 }
 
-/// An application's response body ([`crate::app::BodyStream`]).
-pub struct AppBody(pub BodyStream);
+/// An application's response body ([`crate::app::BodyStream`]) and, when
+/// its `content-length` declared one, the bytes still to come. hyper stops
+/// polling an HTTP/1.1 body at its declared last byte, so without the count
+/// the body could not say it was complete, and its request would count as
+/// cancelled for the rapid-reset defence.
+pub struct AppBody {
+    stream: BodyStream,
+    remaining: Option<u64>,
+}
+
+impl AppBody {
+    pub fn new(stream: BodyStream, declared: Option<u64>) -> Self {
+        Self {
+            stream,
+            remaining: declared,
+        }
+    }
+}
 
 impl std::fmt::Debug for AppBody {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -52,7 +69,7 @@ impl ReplyBody {
             ReplyBody::Full(data) => Some(data.as_ref().map_or(0, |d| d.len() as u64)),
             ReplyBody::Pattern(cursor) => Some(cursor.remaining()),
             ReplyBody::File { remaining, .. } => Some(*remaining),
-            ReplyBody::App(_) => None,
+            ReplyBody::App(body) => body.remaining,
         }
     }
 }
@@ -68,11 +85,16 @@ impl Body for ReplyBody {
         let chunk = match self.get_mut() {
             ReplyBody::Full(data) => data.take().filter(|d| !d.is_empty()),
             ReplyBody::Pattern(cursor) => cursor.next_chunk(),
-            ReplyBody::App(AppBody(stream)) => {
-                return match stream.poll_next_unpin(cx) {
+            ReplyBody::App(body) => {
+                return match body.stream.poll_next_unpin(cx) {
                     Poll::Pending => Poll::Pending,
                     Poll::Ready(None) => Poll::Ready(None),
-                    Poll::Ready(Some(Ok(data))) => Poll::Ready(Some(Ok(Frame::data(data)))),
+                    Poll::Ready(Some(Ok(data))) => {
+                        if let Some(remaining) = &mut body.remaining {
+                            *remaining = remaining.saturating_sub(data.len() as u64);
+                        }
+                        Poll::Ready(Some(Ok(Frame::data(data))))
+                    }
                     Poll::Ready(Some(Err(reason))) => {
                         Poll::Ready(Some(Err(std::io::Error::other(reason))))
                     }

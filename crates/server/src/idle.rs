@@ -167,6 +167,14 @@ impl RequestWatch {
 /// its response body has been produced to the end.
 pub struct InFlight(Arc<RequestWatch>, bool);
 
+impl InFlight {
+    /// The response has no body to send (a 204 or a 304): the request
+    /// completes with its head, and hyper never polls the body.
+    pub fn expect_no_body(&mut self) {
+        self.1 = true;
+    }
+}
+
 impl Drop for InFlight {
     fn drop(&mut self) {
         let (now, completed) = (Instant::now(), self.1);

@@ -452,15 +452,23 @@ async fn serve_request(
         }
         None => {
             let declared = declared_length(request.headers());
-            handler
+            let mut read = false;
+            let response = handler
                 .handle(
                     Proto::H3,
                     request.method(),
                     request.uri(),
                     request.headers(),
-                    |limit| collect(&mut recv_half, declared, limit),
+                    |limit| {
+                        read = true;
+                        collect(&mut recv_half, declared, limit)
+                    },
                 )
-                .await
+                .await;
+            if !read {
+                discard(&mut recv_half, header_timeout).await;
+            }
+            response
         }
     };
     if let Err(err) = send(&mut send_half, response).await {
@@ -491,6 +499,13 @@ async fn collect(
             Err(err) => return EchoBody::Failed(err.to_string()),
         }
     }
+}
+
+/// Reads a body no endpoint wants to its end, so that the answer follows a
+/// complete request, as on TCP (see `discard` in tcp.rs). A body that pauses
+/// for `stall` is left unread.
+async fn discard(stream: &mut RequestStream<H3RecvHalf, Bytes>, stall: Duration) {
+    while let Ok(Ok(Some(_))) = timeout(stall, stream.recv_data()).await {}
 }
 
 /// A request body as the chunks an application reads.

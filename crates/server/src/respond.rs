@@ -27,6 +27,15 @@ use crate::ServeSummary;
 
 const SERVER_NAME: &str = concat!("h3lab/", env!("CARGO_PKG_VERSION"));
 
+/// A response to HEAD keeps its headers (`content-length` included) and
+/// sends no body (RFC 9110 section 9.3.2); hyper leaves that to the
+/// service on HTTP/2.
+fn without_body_for_head(method: &Method, response: &mut Response<ReplyBody>) {
+    if method == Method::HEAD {
+        *response.body_mut() = ReplyBody::Full(None);
+    }
+}
+
 /// The outcome of reading an `/echo` request body under the body limit.
 pub enum EchoBody {
     Complete(Bytes),
@@ -145,6 +154,7 @@ impl Handler {
             Route::Reject(rejection) => reject(rejection),
         };
         self.finish_headers(protocol, &mut response);
+        without_body_for_head(method, &mut response);
         self.stats.record(protocol);
         self.metered(protocol, started, response)
     }
@@ -164,9 +174,12 @@ impl Handler {
         let started = Instant::now();
         let _in_flight = InFlight::enter(&self.stats.in_flight);
         let protocol = request.protocol;
+        let method = request.method.clone();
         let response = app.call(request).await;
-        let mut response = response.map(|body| ReplyBody::App(AppBody(body)));
+        let declared = declared_length(response.headers());
+        let mut response = response.map(|body| ReplyBody::App(AppBody::new(body, declared)));
         self.finish_headers(protocol, &mut response);
+        without_body_for_head(&method, &mut response);
         self.stats.record(protocol);
         self.metered(protocol, started, response)
     }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 use bytes::BytesMut;
 use futures::{StreamExt, TryStreamExt};
-use http::{Request, Response, Version};
+use http::{Request, Response, StatusCode, Version};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
@@ -185,9 +185,13 @@ impl TcpShell {
         let requests = watch.clone();
         let service = service_fn(move |request| {
             let handler = handler.clone();
-            let in_flight = requests.begin();
+            let mut in_flight = requests.begin();
             async move {
                 let response = respond(&handler, request, peer, busy).await;
+                let status = response.status();
+                if status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED {
+                    in_flight.expect_no_body();
+                }
                 Ok::<_, Infallible>(response.map(|body| Watched::new(body, in_flight)))
             }
         });
@@ -304,15 +308,36 @@ async fn respond(
         return handler.handle_app(app, request).await;
     }
     let declared = declared_length(&parts.headers);
-    handler
+    let mut unread = Some(body);
+    let response = handler
         .handle(
             protocol,
             &parts.method,
             &parts.uri,
             &parts.headers,
-            |limit| collect(body, declared, limit),
+            |limit| {
+                collect(
+                    unread.take().expect("the body is read once"),
+                    declared,
+                    limit,
+                )
+            },
         )
-        .await
+        .await;
+    if let Some(body) = unread {
+        discard(body, handler.limits.header_timeout).await;
+    }
+    response
+}
+
+/// Reads a body no endpoint wants to its end, so that the answer follows a
+/// complete request: HTTP/2 checks a body against its `content-length` and
+/// its trailers only as it is read (RFC 9113 section 8.1), and answering
+/// first made the server reset the stream with NO_ERROR instead of the
+/// PROTOCOL_ERROR a malformed request earns. A body that pauses for `stall`
+/// is left unread and answered as it stands.
+async fn discard(mut body: Incoming, stall: Duration) {
+    while let Ok(Some(Ok(_))) = tokio::time::timeout(stall, body.frame()).await {}
 }
 
 /// A request body as the chunks an application reads.

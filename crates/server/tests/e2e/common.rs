@@ -275,6 +275,24 @@ impl Client {
         }
     }
 
+    /// Sends an h2 GET for `path` and drops it unanswered once it has had
+    /// time to go out, so the client resets the stream (RST_STREAM CANCEL).
+    /// False once the connection takes no new request (or one was answered).
+    pub async fn cancel_h2(&mut self, path: &str) -> bool {
+        let Sender::H2(sender) = &mut self.sender else {
+            panic!("cancel_h2 needs an h2 client");
+        };
+        if sender.ready().await.is_err() {
+            return false;
+        }
+        let uri = format!("https://localhost:{}{path}", self.addr.port());
+        let request = Request::get(uri).body(full(Bytes::new())).unwrap();
+        let response = sender.send_request(request);
+        tokio::time::timeout(Duration::from_millis(5), response)
+            .await
+            .is_err()
+    }
+
     /// The QUIC connection, for h3 clients.
     pub fn connection(&self) -> Option<quinn::Connection> {
         self.quic.as_ref().map(|(_, connection)| connection.clone())

@@ -1,6 +1,7 @@
 //! End-to-end tests: the server on an ephemeral loopback port, driven by real
 //! h1, h2 and h3 clients.
 
+mod app;
 mod common;
 mod doc_site;
 mod endpoints;

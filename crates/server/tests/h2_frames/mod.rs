@@ -1,8 +1,10 @@
-//! A raw HTTP/2 client for the h2 abuse tests: TLS with ALPN h2 from the
+//! A raw HTTP/2 client for the h2 abuse and conformance tests: TLS with ALPN h2 from the
 //! attacker's address, the connection preface, frames written by hand (the
 //! 9-byte frame header of RFC 9113 section 4.1, HPACK literals of RFC 7541
 //! section 6.2), and a reader that records what the server answers. A real
 //! client library would refuse to send most of these frame sequences.
+
+#![allow(dead_code)] // the abuse and conformance tests each use their own subset
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +37,8 @@ pub const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 0x4;
 
 /// Error codes (RFC 9113 section 7) the tests expect.
 pub const NO_ERROR: u32 = 0x0;
+pub const PROTOCOL_ERROR: u32 = 0x1;
+pub const FLOW_CONTROL_ERROR: u32 = 0x3;
 pub const CANCEL: u32 = 0x8;
 pub const ENHANCE_YOUR_CALM: u32 = 0xb;
 
@@ -122,7 +126,19 @@ pub struct Answers {
     pub units_when_told: AtomicU64,
     /// Attack units the writer has sent; the reader snapshots it at GOAWAY.
     pub units: AtomicU64,
+    /// Every frame the server sent, in order, for the conformance tests.
+    pub frames: Mutex<Vec<Seen>>,
     server_settings: Notify,
+}
+
+/// One frame from the server: its type, flags and stream, and the error
+/// code of a RST_STREAM or GOAWAY.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seen {
+    pub kind: u8,
+    pub flags: u8,
+    pub stream: u32,
+    pub code: Option<u32>,
 }
 
 pub type Writer = WriteHalf<TlsStream<TcpStream>>;
@@ -167,7 +183,8 @@ async fn read_frames(mut reader: ReadHalf<TlsStream<TcpStream>>, answers: Arc<An
         if reader.read_exact(&mut payload).await.is_err() {
             break;
         }
-        record(&answers, header[3], header[4], &payload);
+        let stream = u32::from_be_bytes(header[5..9].try_into().unwrap()) & 0x7fff_ffff;
+        record(&answers, header[3], header[4], stream, &payload);
     }
     // The server's SETTINGS may never come (refused connection): wake the
     // connecting side anyway.
@@ -175,7 +192,19 @@ async fn read_frames(mut reader: ReadHalf<TlsStream<TcpStream>>, answers: Arc<An
     Instant::now()
 }
 
-fn record(answers: &Answers, kind: u8, flags: u8, payload: &[u8]) {
+fn record(answers: &Answers, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
+    let code = match kind {
+        RST_STREAM => payload.get(..4),
+        GOAWAY => payload.get(4..8),
+        _ => None,
+    }
+    .map(|code| u32::from_be_bytes(code.try_into().unwrap()));
+    answers.frames.lock().unwrap().push(Seen {
+        kind,
+        flags,
+        stream,
+        code,
+    });
     match kind {
         SETTINGS if flags & ACK == 0 => answers.server_settings.notify_one(),
         RST_STREAM => {
