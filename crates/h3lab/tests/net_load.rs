@@ -140,6 +140,11 @@ const BULK_RATE: f64 = 20e6;
 /// queue drops of BBR's start-up overshoot (60-100 drops on this path's
 /// 64 KB queue with quinn's BBR), which cost h3 up to 150 ms.
 const BULK_BYTES: u64 = 12_000_000;
+/// Bounds on the bytes a bulk download puts on the link beyond its body.
+/// Headers alone are 2-4 % of a full packet (IPv4 and TCP with timestamps:
+/// 52 B of 1500; QUIC short header, UDP and IPv4: about 50 B).
+const OVERHEAD_LOW: f64 = 0.02;
+const OVERHEAD_HIGH: f64 = 0.10;
 
 /// Downloads [`BULK_BYTES`] over `proto` through a 20 Mbit/s, 10 ms path
 /// and checks the link-level delivered rate: every byte the down direction
@@ -181,7 +186,16 @@ fn bulk_download_fills_the_link(proto: &'static str) {
         link_rate / 1e6,
         BULK_RATE / 1e6
     );
-    assert!(goodput < link_rate, "goodput above the link rate");
+    // The link carried the body plus its headers (TCP/IP or QUIC/UDP/IP,
+    // TLS records or QUIC frames) and any retransmission: a few per cent
+    // more than the body. Less would mean bytes uncounted; much more,
+    // bytes wasted.
+    let overhead = link_rate / goodput - 1.0;
+    assert!(
+        (OVERHEAD_LOW..OVERHEAD_HIGH).contains(&overhead),
+        "{proto}: the link carried {:.1} % more than the body",
+        overhead * 100.0
+    );
 }
 
 #[test]

@@ -103,7 +103,9 @@ fn server_killed_mid_run_leaves_counted_partial_results() {
         config.request_timeout = Duration::from_secs(1);
         config.connect_timeout = Duration::from_millis(500);
         let run = std::thread::spawn(move || h3lab_load::run(&config, CancellationToken::new()));
-        std::thread::sleep(Duration::from_millis(400));
+        // Killed mid-run: once requests have been answered, and long
+        // before the million are.
+        server.wait_until_answered(100);
         server.kill();
         let report = run.join().unwrap().unwrap();
         assert!(report.completed > 0, "{proto}\n{report}");
@@ -131,8 +133,9 @@ fn cancel_stops_promptly_with_partial_results() {
         let cancel = CancellationToken::new();
         let trigger = cancel.clone();
         let started = Instant::now();
+        let before = server.answered();
         let run = std::thread::spawn(move || h3lab_load::run(&config, cancel));
-        std::thread::sleep(Duration::from_millis(500));
+        server.wait_until_answered(before + 100);
         trigger.cancel();
         let report = run.join().unwrap().unwrap();
         assert!(

@@ -60,6 +60,26 @@ impl TestServer {
         config
     }
 
+    /// Requests answered so far, over all protocols.
+    pub fn answered(&self) -> u64 {
+        let server = self.server.as_ref().expect("the server is running");
+        server.requests_served().total()
+    }
+
+    /// Returns once the server has answered `count` requests in all;
+    /// panics naming the wait if that takes over 30 s.
+    pub fn wait_until_answered(&self, count: u64) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while self.answered() < count {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server answered {} of {count} requests within 30 s",
+                self.answered()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// Like a crash: every server task stops at once and QUIC sends no
     /// CONNECTION_CLOSE.
     pub fn kill(&mut self) {
