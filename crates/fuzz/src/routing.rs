@@ -26,7 +26,7 @@ use http::{HeaderMap, Method, Uri};
 use percent_encoding::percent_decode_str;
 
 use crate::input::{pick, token};
-use crate::runner::Target;
+use crate::target::Target;
 
 const MAX_BODY: u64 = 4096;
 const MAX_RESPONSE: u64 = 64 * 1024;
