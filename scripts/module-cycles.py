@@ -245,7 +245,7 @@ def main():
             for a, b in zip(cycle, cycle[1:]):
                 print(f"    {name(a)} -> {name(b)}  ({edges[(a, b)]})")
     if total:
-        print(f"{total} module cycles", file=sys.stderr)
+        print(f"{total} module cycles")
         return 1
     print(f"no module cycles in {len(crates)} crates")
     return 0
