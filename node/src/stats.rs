@@ -1,6 +1,7 @@
 //! `server.stats()`: read from the same Prometheus registry `/metrics`
 //! serves, so the two always agree.
 
+use h3lab_results::server_output::Sample;
 use h3lab_server::RunningServer;
 use napi_derive::napi;
 
@@ -71,37 +72,5 @@ impl ServerStats {
             quic_rtt_mean_ms: (rtt_count > 0.0)
                 .then(|| sum("h3lab_quic_rtt_seconds_sum", None) / rtt_count * 1000.0),
         }
-    }
-}
-
-/// One line of the Prometheus text format: `name{k="v",...} value`.
-struct Sample<'a> {
-    name: &'a str,
-    labels: &'a str,
-    value: f64,
-}
-
-impl<'a> Sample<'a> {
-    fn parse(line: &'a str) -> Option<Self> {
-        if line.starts_with('#') {
-            return None;
-        }
-        let (series, value) = line.rsplit_once(' ')?;
-        let (name, labels) = match series.split_once('{') {
-            Some((name, rest)) => (name, rest.strip_suffix('}')?),
-            None => (series, ""),
-        };
-        Some(Self {
-            name,
-            labels,
-            value: value.parse().ok()?,
-        })
-    }
-
-    fn label(&self, key: &str) -> Option<&'a str> {
-        self.labels.split(',').find_map(|pair| {
-            let (k, v) = pair.split_once('=')?;
-            (k == key).then(|| v.trim_matches('"'))
-        })
     }
 }

@@ -1,6 +1,8 @@
-//! Seeded inputs and the text generators the targets share.
+//! Seeded inputs and the generators the targets share: text, packet
+//! sequences and trace timestamps.
 
 use arbitrary::{Result, Unstructured};
+use linkem::model::{Nanos, MILLI};
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -113,4 +115,76 @@ pub fn quoted(text: &str) -> String {
     serde_json::to_string(text)
         .expect("a string always serializes")
         .replace('\u{7f}', "\\u007F")
+}
+
+/// One packet offered to the link.
+#[derive(Debug, Clone, Copy)]
+pub struct Packet {
+    /// Client to server rather than server to client.
+    pub upstream: bool,
+    /// Its size in bytes.
+    pub len: u32,
+    /// Time since the previous packet's arrival.
+    pub gap: Nanos,
+}
+
+/// Longest packet sequence one input offers.
+const MAX_PACKETS: usize = 2000;
+
+/// Packets of every size, at gaps from none (a burst) to seconds.
+pub fn arbitrary_packets(u: &mut Unstructured) -> Result<Vec<Packet>> {
+    let mut packets = Vec::new();
+    while packets.len() < MAX_PACKETS && !u.is_empty() {
+        let len = match u.int_in_range(0..=3)? {
+            0 => u.int_in_range(40..=100)?,
+            1 => u.int_in_range(1200..=1500)?,
+            2 => 1500,
+            _ => u.int_in_range(0..=65_535)?,
+        };
+        let gap = match u.int_in_range(0..=5)? {
+            0 | 1 => 0,
+            2 => u.int_in_range(0..=100_000)?,
+            3 | 4 => u.int_in_range(0..=20 * MILLI)?,
+            _ => u.int_in_range(0..=2_000 * MILLI)?,
+        };
+        packets.push(Packet {
+            upstream: u.arbitrary()?,
+            len,
+            gap,
+        });
+    }
+    Ok(packets)
+}
+
+/// Non-decreasing timestamps ending above 0: a valid trace's content.
+pub fn arbitrary_timestamps(u: &mut Unstructured) -> Result<Vec<u64>> {
+    let count = u.int_in_range(1..=64)?;
+    let mut now = 0u64;
+    let mut timestamps = Vec::with_capacity(count);
+    for _ in 0..count {
+        let gap = match u.int_in_range(0..=20)? {
+            0..=9 => 0,
+            10..=18 => u.int_in_range(1..=20)?,
+            19 => u.int_in_range(1..=100_000)?,
+            _ => u.arbitrary::<u64>()?,
+        };
+        now = now.saturating_add(gap);
+        timestamps.push(now);
+    }
+    if now == 0 {
+        timestamps.push(1);
+    }
+    Ok(timestamps)
+}
+
+/// The timestamps as a trace file, with the blank lines and spacing a
+/// hand-edited file has.
+pub fn render(timestamps: &[u64], u: &mut Unstructured) -> Result<String> {
+    let mut text = String::new();
+    for ms in timestamps {
+        let before = pick(u, &["", "", "", " ", "\t", "\n"])?;
+        let after = pick(u, &["\n", "\n", "\n", " \n", "\r\n", "\n\n"])?;
+        text.push_str(&format!("{before}{ms}{after}"));
+    }
+    Ok(text)
 }

@@ -18,10 +18,13 @@
 
 pub mod input;
 pub mod link;
+pub mod oracle;
 pub mod profile;
 pub mod routing;
 pub mod runner;
 pub mod suite;
+pub mod target;
 pub mod trace;
 
-pub use runner::{run, Budget, Failure, TargetName};
+pub use runner::{run, Budget, Failure};
+pub use target::TargetName;

@@ -18,24 +18,15 @@
 use std::collections::{HashMap, VecDeque};
 
 use arbitrary::{Result, Unstructured};
-use linkem::config::{parse_jitter, LossDirection, Overrides, ReorderSpec};
-use linkem::fuzzing::VirtualDirection;
-use linkem::model::{DirectionStats, LossModel, Nanos, QueueLimit, RateSpec, Trace};
+use linkem::config::{
+    parse_jitter, LossDirection, Overrides, ReorderSpec, DEFAULT_QUEUE_FLOOR_BYTES,
+};
+use linkem::model::{LossModel, Nanos, QueueLimit, RateSpec, Trace, MILLI};
 use linkem::LinkSettings;
 
-use crate::input::pick;
-use crate::runner::Target;
-use crate::trace::{arbitrary_timestamps, render};
-
-/// Nanoseconds in a millisecond.
-pub const MILLI: Nanos = 1_000_000;
-/// A packet popped more than this after its departure time counts as late
-/// (linkem's documented `LATE_RELEASE`).
-const LATE_RELEASE: Nanos = MILLI;
-/// The default queue's floor, as linkem documents it.
-const DEFAULT_QUEUE_FLOOR_BYTES: u64 = 64 * 1024;
-/// Longest packet sequence one input offers.
-const MAX_PACKETS: usize = 2000;
+use crate::input::{arbitrary_packets, arbitrary_timestamps, pick, render, Packet};
+use crate::oracle::{check_trace_service, checked_run, simulate, Delivery, Offered, Run};
+use crate::target::Target;
 
 /// The link target (no state).
 pub struct LinkTarget;
@@ -59,56 +50,6 @@ pub struct Scenario {
     pub jitter: Option<(Nanos, bool)>,
     /// The timestamps of each direction's trace, if it has one.
     pub traces: [Option<Vec<u64>>; 2],
-}
-
-/// One packet offered to the link.
-#[derive(Debug, Clone, Copy)]
-pub struct Packet {
-    /// Client to server rather than server to client.
-    pub upstream: bool,
-    /// Its size in bytes.
-    pub len: u32,
-    /// Time since the previous packet's arrival.
-    pub gap: Nanos,
-}
-
-/// What the link did with one offered packet of a direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Offered {
-    Lost,
-    QueueDropped,
-    Admitted,
-}
-
-/// A packet that left, as the harness saw it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Departure {
-    id: u64,
-    due: Nanos,
-    popped_at: Nanos,
-}
-
-/// Everything one direction did with its packets.
-#[derive(Debug, PartialEq)]
-struct Run {
-    /// Per offered packet: id, arrival, length, outcome.
-    offers: Vec<(u64, Nanos, u32, Offered)>,
-    departures: Vec<Departure>,
-    stats: DirectionStats,
-    duplicated: u64,
-}
-
-/// A delivered packet and when it left the bottleneck.
-#[derive(Debug, Clone, Copy)]
-pub struct Delivery {
-    /// The packet's id (its index in the input).
-    pub id: u64,
-    /// When it reached the link.
-    pub arrival: Nanos,
-    /// Its size in bytes.
-    pub len: u32,
-    /// When it left the bottleneck.
-    pub exit: Nanos,
 }
 
 impl Scenario {
@@ -269,164 +210,16 @@ fn with_gilbert_loss(settings: LinkSettings, u: &mut Unstructured) -> Result<Lin
     Ok(settings)
 }
 
-/// Packets of every size, at gaps from none (a burst) to seconds.
-pub fn arbitrary_packets(u: &mut Unstructured) -> Result<Vec<Packet>> {
-    let mut packets = Vec::new();
-    while packets.len() < MAX_PACKETS && !u.is_empty() {
-        let len = match u.int_in_range(0..=3)? {
-            0 => u.int_in_range(40..=100)?,
-            1 => u.int_in_range(1200..=1500)?,
-            2 => 1500,
-            _ => u.int_in_range(0..=65_535)?,
-        };
-        let gap = match u.int_in_range(0..=5)? {
-            0 | 1 => 0,
-            2 => u.int_in_range(0..=100_000)?,
-            3 | 4 => u.int_in_range(0..=20 * MILLI)?,
-            _ => u.int_in_range(0..=2_000 * MILLI)?,
-        };
-        packets.push(Packet {
-            upstream: u.arbitrary()?,
-            len,
-            gap,
-        });
-    }
-    Ok(packets)
-}
-
-/// For settings this harness did not make: both directions run twice
-/// with the same decisions, and every packet is accounted for.
-pub fn check_settings(settings: &LinkSettings, packets: &[Packet]) {
-    for upstream in [true, false] {
-        let run = simulate(settings, packets, upstream);
-        assert!(
-            run == simulate(settings, packets, upstream),
-            "the same seed gave different decisions"
-        );
-        check_accounting(&run);
-    }
-}
-
 /// Runs both directions twice, checks determinism and every invariant.
 pub fn check_scenario(scenario: &Scenario, packets: &[Packet]) {
     for upstream in [true, false] {
-        let run = simulate(&scenario.settings, packets, upstream);
-        let again = simulate(&scenario.settings, packets, upstream);
-        assert!(run == again, "the same seed gave different decisions");
-        check_accounting(&run);
+        let run = checked_run(&scenario.settings, packets, upstream);
         check_timing(scenario, &run, upstream);
         check_loss(scenario, packets, &run, upstream);
         if scenario.jitter.is_none() && scenario.settings.reorder.is_none() {
             check_bottleneck(scenario, &run, upstream);
         }
     }
-}
-
-/// Offers this direction's packets in time order, releasing what is due
-/// before each arrival (late by up to the gap, as a busy forwarder would),
-/// then drains the rest exactly on time.
-fn simulate(settings: &LinkSettings, packets: &[Packet], upstream: bool) -> Run {
-    let mut direction = match upstream {
-        true => VirtualDirection::upstream(settings),
-        false => VirtualDirection::downstream(settings),
-    };
-    let mut offers = Vec::new();
-    let mut departures = Vec::new();
-    let mut now: Nanos = 0;
-    for (id, packet) in packets.iter().enumerate() {
-        now += packet.gap;
-        if packet.upstream != upstream {
-            continue;
-        }
-        release_due(&mut direction, now, &mut departures);
-        let id = id as u64;
-        let outcome = offer(&mut direction, id, packet.len, now);
-        offers.push((id, now, packet.len, outcome));
-    }
-    while let Some(due) = direction.next_due() {
-        if due > 0 {
-            assert_eq!(direction.pop_due(due - 1), None, "a packet left early");
-        }
-        release_due(&mut direction, due, &mut departures);
-    }
-    assert_eq!(direction.waiting(), 0, "packets stuck after draining");
-    Run {
-        offers,
-        departures,
-        stats: direction.stats().clone(),
-        duplicated: direction.duplicated(),
-    }
-}
-
-fn release_due(direction: &mut VirtualDirection, now: Nanos, out: &mut Vec<Departure>) {
-    while let Some(due) = direction.next_due().filter(|&due| due <= now) {
-        let id = direction.pop_due(now).expect("a due packet leaves");
-        out.push(Departure {
-            id,
-            due,
-            popped_at: now,
-        });
-    }
-}
-
-/// Offers one packet and tells from the drop counters what happened.
-fn offer(direction: &mut VirtualDirection, id: u64, len: u32, now: Nanos) -> Offered {
-    let counts = |d: &VirtualDirection| (d.stats().dropped_loss, d.stats().dropped_queue);
-    let (lost, queue_dropped) = counts(direction);
-    let admitted = direction.offer(id, len, now);
-    let outcome = match counts(direction) {
-        (l, q) if (l, q) == (lost, queue_dropped) => Offered::Admitted,
-        (l, q) if (l, q) == (lost + 1, queue_dropped) => Offered::Lost,
-        (l, q) if (l, q) == (lost, queue_dropped + 1) => Offered::QueueDropped,
-        other => panic!(
-            "one offer changed the drop counts from {:?} to {other:?}",
-            (lost, queue_dropped)
-        ),
-    };
-    assert_eq!(
-        admitted,
-        outcome == Offered::Admitted,
-        "offer result and counters disagree"
-    );
-    outcome
-}
-
-/// Each packet accounted for exactly once, and the statistics agree.
-fn check_accounting(run: &Run) {
-    let mut copies: HashMap<u64, Vec<Nanos>> = HashMap::new();
-    for departure in &run.departures {
-        copies.entry(departure.id).or_default().push(departure.due);
-    }
-    let mut duplicated = 0;
-    for &(id, _, _, outcome) in &run.offers {
-        let left = copies.remove(&id).unwrap_or_default();
-        match outcome {
-            Offered::Admitted => {
-                assert!(
-                    matches!(left.len(), 1 | 2),
-                    "packet {id} left {} times",
-                    left.len()
-                );
-                assert!(left.windows(2).all(|w| w[0] == w[1]), "copies left apart");
-                duplicated += u64::from(left.len() == 2);
-            }
-            _ => assert!(left.is_empty(), "dropped packet {id} left"),
-        }
-    }
-    assert!(copies.is_empty(), "packets left that were never offered");
-    let count = |wanted| run.offers.iter().filter(|o| o.3 == wanted).count() as u64;
-    let stats = &run.stats;
-    assert_eq!(stats.packets_in, run.offers.len() as u64);
-    assert_eq!(stats.dropped_loss, count(Offered::Lost));
-    assert_eq!(stats.dropped_queue, count(Offered::QueueDropped));
-    assert_eq!(stats.packets_out, run.departures.len() as u64);
-    assert_eq!(run.duplicated, duplicated);
-    let late = run
-        .departures
-        .iter()
-        .filter(|d| d.popped_at - d.due > LATE_RELEASE)
-        .count() as u64;
-    assert_eq!(stats.released_late, late, "late releases miscounted");
 }
 
 /// Never before arrival + the shortest delay + serialization; popped in
@@ -585,70 +378,10 @@ fn check_serialization(deliveries: &[Delivery], bits_per_sec: u64) {
     }
 }
 
-/// Deliveries on a trace: strictly after arrival, in order, on one of the
-/// trace's opportunities (repeating with the last timestamp as period), and
-/// never more bytes by a time than 1500 per opportunity up to it.
-pub fn check_trace_service(timestamps: &[u64], deliveries: &[Delivery]) {
-    let period = *timestamps.last().expect("a trace is not empty");
-    let offsets: Vec<u64> = timestamps.iter().map(|ms| ms % period).collect();
-    let mut delivered = 0u128;
-    for (index, delivery) in deliveries.iter().enumerate() {
-        assert!(
-            delivery.exit > delivery.arrival,
-            "delivered at its arrival or before: {delivery:?}"
-        );
-        assert_eq!(
-            delivery.exit % MILLI,
-            0,
-            "off the millisecond grid: {delivery:?}"
-        );
-        let ms = delivery.exit / MILLI;
-        assert!(
-            offsets.contains(&(ms % period)),
-            "not on an opportunity: {delivery:?}"
-        );
-        if index > 0 {
-            assert!(
-                deliveries[index - 1].exit <= delivery.exit,
-                "out of order: {delivery:?}"
-            );
-        }
-        delivered += u128::from(delivery.len);
-        let last_at_this_time = deliveries
-            .get(index + 1)
-            .is_none_or(|next| next.exit > delivery.exit);
-        if last_at_this_time {
-            let capacity = 1500 * opportunities_until(timestamps, ms);
-            assert!(
-                delivered <= capacity,
-                "{delivered} bytes by {ms} ms, capacity {capacity}"
-            );
-        }
-    }
-}
-
-/// Opportunities at or before `ms`, counting every repeat of the trace.
-fn opportunities_until(timestamps: &[u64], ms: u64) -> u128 {
-    let period = *timestamps.last().expect("a trace is not empty");
-    timestamps
-        .iter()
-        .filter(|&&at| at <= ms)
-        .map(|&at| u128::from((ms - at) / period) + 1)
-        .sum()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn delivery(arrival: Nanos, len: u32, exit: Nanos) -> Delivery {
-        Delivery {
-            id: 0,
-            arrival,
-            len,
-            exit,
-        }
-    }
+    use crate::oracle::tests::delivery;
 
     #[test]
     fn exact_serialization_passes_and_a_nanosecond_off_fails() {
@@ -658,22 +391,5 @@ mod tests {
         let early = [delivery(0, 1500, MILLI), delivery(0, 1500, 2 * MILLI - 1)];
         let caught = std::panic::catch_unwind(|| check_serialization(&early, 12_000_000));
         assert!(caught.is_err());
-    }
-
-    #[test]
-    fn trace_checks_catch_off_schedule_and_overfull_opportunities() {
-        let trace = [2, 5, 10];
-        check_trace_service(
-            &trace,
-            &[delivery(0, 1500, 2 * MILLI), delivery(0, 1500, 15 * MILLI)],
-        );
-        for bad in [
-            vec![delivery(0, 100, 3 * MILLI)],
-            vec![delivery(2 * MILLI, 100, 2 * MILLI)],
-            vec![delivery(0, 1500, 2 * MILLI), delivery(0, 1, 2 * MILLI)],
-        ] {
-            let caught = std::panic::catch_unwind(|| check_trace_service(&trace, &bad));
-            assert!(caught.is_err(), "{bad:?}");
-        }
     }
 }

@@ -8,19 +8,15 @@
 use arbitrary::{Result, Unstructured};
 use h3lab_bench::suite::Suite;
 use linkem::config::{
-    parse_jitter, parse_percent, parse_queue, parse_rate, parse_time, LossDirection,
+    parse_jitter, parse_percent, parse_queue, parse_rate, parse_time, LossDirection, MAX_RATE_BITS,
+    MAX_TIME,
 };
-use linkem::model::{LossModel, QueueLimit, RateSpec};
+use linkem::model::{LossModel, QueueLimit, RateSpec, TRACE_OPPORTUNITY_BYTES};
 use linkem::LinkSettings;
 
-use crate::input::{pick, quoted, soup, token};
-use crate::link::{arbitrary_packets, check_settings};
-use crate::runner::Target;
-
-/// Longest time any parser accepts: one hour.
-const MAX_TIME_NS: u64 = 3_600_000_000_000;
-/// Fastest rate `parse_rate` accepts: 1 Tbit/s.
-const MAX_RATE: u64 = 1_000_000_000_000;
+use crate::input::{arbitrary_packets, pick, quoted, soup, token};
+use crate::oracle::{check_sane_settings, check_settings};
+use crate::target::Target;
 
 const VALUE_WORDS: &[&str] = &[
     "0",
@@ -86,7 +82,7 @@ pub struct ProfileTarget {
 
 /// A trace file of 3 opportunities per 10 ms: 3.6 Mbit/s.
 const GOOD_TRACE: &str = "2\n5\n10\n";
-const GOOD_TRACE_BITS: f64 = 3.0 * 1500.0 * 8.0 / 0.010;
+const GOOD_TRACE_BITS: f64 = 3.0 * TRACE_OPPORTUNITY_BYTES as f64 * 8.0 / 0.010;
 
 impl ProfileTarget {
     /// Writes the trace files the tables name.
@@ -118,10 +114,13 @@ fn check_value_parsers(u: &mut Unstructured) -> Result<()> {
         false => token(u)?,
     };
     if let Ok(bits) = parse_rate(&text) {
-        assert!((1..=MAX_RATE).contains(&bits), "rate {text:?} -> {bits}");
+        assert!(
+            (1..=MAX_RATE_BITS).contains(&bits),
+            "rate {text:?} -> {bits}"
+        );
     }
     if let Ok(ns) = parse_time(&text) {
-        assert!(ns <= MAX_TIME_NS, "time {text:?} -> {ns}");
+        assert!(ns <= MAX_TIME, "time {text:?} -> {ns}");
     }
     if let Ok(share) = parse_percent(&text) {
         assert!((0.0..=1.0).contains(&share), "percent {text:?} -> {share}");
@@ -162,13 +161,13 @@ fn check_value_parsers(u: &mut Unstructured) -> Result<()> {
 
 /// A value written in a parser's own form reads back as itself.
 fn check_round_trips(u: &mut Unstructured) -> Result<()> {
-    let bits = u.int_in_range(1..=MAX_RATE)?;
+    let bits = u.int_in_range(1..=MAX_RATE_BITS)?;
     assert_eq!(parse_rate(&format!("{bits}bit")).ok(), Some(bits));
-    let kbits = u.int_in_range(1..=MAX_RATE / 1000)?;
+    let kbits = u.int_in_range(1..=MAX_RATE_BITS / 1000)?;
     assert_eq!(parse_rate(&format!("{kbits}kbit")).ok(), Some(kbits * 1000));
-    let ms = u.int_in_range(0..=MAX_TIME_NS / 1_000_000)?;
+    let ms = u.int_in_range(0..=MAX_TIME / 1_000_000)?;
     assert_eq!(parse_time(&format!("{ms}ms")).ok(), Some(ms * 1_000_000));
-    let ns = u.int_in_range(0..=MAX_TIME_NS)?;
+    let ns = u.int_in_range(0..=MAX_TIME)?;
     assert_eq!(parse_time(&format!("{ns}ns")).ok(), Some(ns));
     let percent = u.int_in_range(0..=100u32)?;
     assert_eq!(
@@ -434,30 +433,4 @@ impl ProfileTarget {
             assert_eq!(settings.queue, parse_queue(queue).ok(), "queue");
         }
     }
-}
-
-/// What any settings from a suite must be: at the suite's seed, with
-/// times, rates and shares within what the parsers accept.
-pub fn check_sane_settings(settings: &LinkSettings, seed: u64) {
-    assert_eq!(settings.seed, seed, "settings not at the suite's seed");
-    assert!(settings.rtt <= MAX_TIME_NS, "rtt {}", settings.rtt);
-    let loss = settings.loss.mean_loss();
-    assert!((0.0..=1.0).contains(&loss), "mean loss {loss}");
-    assert!(
-        (0.0..=1.0).contains(&settings.duplicate),
-        "duplicate {}",
-        settings.duplicate
-    );
-    for spec in [&settings.down, &settings.up] {
-        if let Some(bits) = spec.mean_bits_per_sec() {
-            assert!(bits.is_finite() && bits > 0.0, "rate {bits}");
-        }
-    }
-    assert!(
-        !matches!(
-            settings.queue,
-            Some(QueueLimit::Packets(0) | QueueLimit::Bytes(0))
-        ),
-        "a queue that holds nothing"
-    );
 }

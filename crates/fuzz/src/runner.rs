@@ -9,57 +9,18 @@ use std::time::{Duration, Instant};
 use arbitrary::Unstructured;
 
 use crate::input::seeded_bytes;
+use crate::target::{Target, TargetName};
+use crate::{link, profile, routing, suite, trace};
 
-/// The fuzz targets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum TargetName {
-    /// The link model: any settings and packet sequence.
-    Link,
-    /// The Mahimahi trace parser and the trace-driven rate.
-    Trace,
-    /// The suite TOML parser.
-    Suite,
-    /// Profile values and a suite's `[[profile]]` tables.
-    Profile,
-    /// URL and header handling in the server's routing.
-    Routing,
-}
-
-impl TargetName {
-    /// Every target, in the order `all` runs them.
-    pub const ALL: [TargetName; 5] = [
-        TargetName::Link,
-        TargetName::Trace,
-        TargetName::Suite,
-        TargetName::Profile,
-        TargetName::Routing,
-    ];
-
-    /// The name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            TargetName::Link => "link",
-            TargetName::Trace => "trace",
-            TargetName::Suite => "suite",
-            TargetName::Profile => "profile",
-            TargetName::Routing => "routing",
-        }
-    }
-}
-
-/// One fuzz target: checks one input and panics when an invariant fails.
-pub trait Target {
-    /// Runs the input `u` holds; an `Err` only means the input ran short.
-    fn check(&mut self, u: &mut Unstructured) -> arbitrary::Result<()>;
-}
-
+/// Every target, built from its name; the targets sit below this module
+/// and know nothing of it.
 fn build(name: TargetName) -> anyhow::Result<Box<dyn Target>> {
     Ok(match name {
-        TargetName::Link => Box::new(crate::link::LinkTarget),
-        TargetName::Trace => Box::new(crate::trace::TraceTarget),
-        TargetName::Suite => Box::new(crate::suite::SuiteTarget),
-        TargetName::Profile => Box::new(crate::profile::ProfileTarget::new()?),
-        TargetName::Routing => Box::new(crate::routing::RoutingTarget::new()?),
+        TargetName::Link => Box::new(link::LinkTarget),
+        TargetName::Trace => Box::new(trace::TraceTarget),
+        TargetName::Suite => Box::new(suite::SuiteTarget),
+        TargetName::Profile => Box::new(profile::ProfileTarget::new()?),
+        TargetName::Routing => Box::new(routing::RoutingTarget::new()?),
     })
 }
 

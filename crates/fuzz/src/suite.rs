@@ -8,8 +8,8 @@ use h3lab_bench::presets;
 use h3lab_bench::suite::Suite;
 
 use crate::input::{mutate, pick, soup};
-use crate::profile::check_sane_settings;
-use crate::runner::Target;
+use crate::oracle::check_sane_settings;
+use crate::target::Target;
 
 /// A suite with a bit of everything the format has.
 const TEMPLATE: &str = r#"name = "fuzz"

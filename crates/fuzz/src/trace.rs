@@ -6,12 +6,12 @@
 
 use arbitrary::{Result, Unstructured};
 use linkem::fuzzing::VirtualDirection;
-use linkem::model::{QueueLimit, RateSpec, Trace};
+use linkem::model::{QueueLimit, RateSpec, Trace, MILLI, TRACE_OPPORTUNITY_BYTES};
 use linkem::LinkSettings;
 
-use crate::input::{mutate, pick, soup};
-use crate::link::{check_trace_service, Delivery, MILLI};
-use crate::runner::Target;
+use crate::input::{arbitrary_timestamps, mutate, render, soup};
+use crate::oracle::{check_trace_service, Delivery};
+use crate::target::Target;
 
 /// The name traces get here; every error must name it.
 const NAME: &str = "fuzz.down";
@@ -86,39 +86,6 @@ fn too_long(timestamps: &[u64]) -> bool {
         .is_some_and(|&last| last > linkem::model::MAX_TRACE_MS)
 }
 
-/// Non-decreasing timestamps ending above 0: a valid trace's content.
-pub fn arbitrary_timestamps(u: &mut Unstructured) -> Result<Vec<u64>> {
-    let count = u.int_in_range(1..=64)?;
-    let mut now = 0u64;
-    let mut timestamps = Vec::with_capacity(count);
-    for _ in 0..count {
-        let gap = match u.int_in_range(0..=20)? {
-            0..=9 => 0,
-            10..=18 => u.int_in_range(1..=20)?,
-            19 => u.int_in_range(1..=100_000)?,
-            _ => u.arbitrary::<u64>()?,
-        };
-        now = now.saturating_add(gap);
-        timestamps.push(now);
-    }
-    if now == 0 {
-        timestamps.push(1);
-    }
-    Ok(timestamps)
-}
-
-/// The timestamps as a trace file, with the blank lines and spacing a
-/// hand-edited file has.
-pub fn render(timestamps: &[u64], u: &mut Unstructured) -> Result<String> {
-    let mut text = String::new();
-    for ms in timestamps {
-        let before = pick(u, &["", "", "", " ", "\t", "\n"])?;
-        let after = pick(u, &["\n", "\n", "\n", " \n", "\r\n", "\n\n"])?;
-        text.push_str(&format!("{before}{ms}{after}"));
-    }
-    Ok(text)
-}
-
 /// This harness's own reading of a trace: one integer per non-blank line,
 /// never decreasing, the last one positive.
 fn timestamps_of(text: &str) -> Option<Vec<u64>> {
@@ -137,7 +104,7 @@ fn check_mean_rate(trace: &Trace, timestamps: &[u64]) {
         .mean_bits_per_sec()
         .expect("a trace has a rate");
     let period_s = *timestamps.last().expect("not empty") as f64 / 1000.0;
-    let expected = timestamps.len() as f64 * 1500.0 * 8.0 / period_s;
+    let expected = timestamps.len() as f64 * f64::from(TRACE_OPPORTUNITY_BYTES) * 8.0 / period_s;
     assert!(rate.is_finite() && rate > 0.0, "trace rate {rate}");
     assert!(
         (rate - expected).abs() <= expected * 1e-9,

@@ -24,7 +24,13 @@ pub struct LinkConfig {
 }
 
 /// Smallest default queue, so low-BDP paths still absorb a burst.
-const DEFAULT_QUEUE_FLOOR_BYTES: u64 = 64 * 1024;
+pub const DEFAULT_QUEUE_FLOOR_BYTES: u64 = 64 * 1024;
+
+/// Fastest rate [`parse_rate`] accepts: 1 Tbit/s.
+pub const MAX_RATE_BITS: u64 = 1_000_000_000_000;
+
+/// Longest duration [`parse_time`] accepts: one hour, in nanoseconds.
+pub const MAX_TIME: Nanos = 3_600_000_000_000;
 
 /// Which way random loss drops packets. A `tc netem` loss sits on one
 /// interface's egress, so a published loss figure is one direction's.
@@ -203,7 +209,7 @@ pub fn parse_rate(text: &str) -> anyhow::Result<u64> {
         _ => return Err(bad()),
     };
     let bits = (number * scale).round();
-    if !(1.0..=1e12).contains(&bits) {
+    if !(1.0..=MAX_RATE_BITS as f64).contains(&bits) {
         return Err(bad());
     }
     Ok(bits as u64)
@@ -225,7 +231,7 @@ pub fn parse_time(text: &str) -> anyhow::Result<Nanos> {
         _ => return Err(bad()),
     };
     let nanos = number * scale;
-    if nanos > 3600e9 {
+    if nanos > MAX_TIME as f64 {
         return Err(bad());
     }
     Ok(nanos.round() as Nanos)

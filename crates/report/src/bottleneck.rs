@@ -7,7 +7,7 @@
 use h3lab_results::bench::CellRecord;
 use serde::Serialize;
 
-use crate::summary::list_repetitions;
+use crate::format::list_repetitions;
 
 /// A process using this many cores or more neared a full one.
 pub const NEAR_FULL_CORE: f64 = 0.9;

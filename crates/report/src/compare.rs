@@ -10,10 +10,11 @@ use std::collections::BTreeMap;
 
 use h3lab_results::bench::Results;
 
+use crate::cell::{CellKey, CellSummary};
 use crate::difference::Difference;
 use crate::format::maybe;
 use crate::stats::SampleStats;
-use crate::summary::{summarize, CellKey, CellSummary};
+use crate::summary::summarize;
 use crate::table::{aligned, column_widths, rule};
 
 /// One aligned cell of two runs.

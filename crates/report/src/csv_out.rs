@@ -7,7 +7,7 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::summary::CellSummary;
+use crate::cell::CellSummary;
 
 #[derive(Default, Serialize)]
 struct Row<'a> {

@@ -14,12 +14,12 @@
 //! cells compared, so the same results always give the same interval.
 //! See docs/statistics.md.
 
+use h3lab_results::quantile::{median, quantile_sorted};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::format::number;
-use crate::stats::percentile_sorted;
 
 /// Bootstrap rounds per interval.
 pub const RESAMPLES: usize = 10_000;
@@ -244,21 +244,6 @@ fn pooled<S: AsRef<[f64]>>(repetitions: &[S]) -> Vec<f64> {
         .collect()
 }
 
-/// The median as [`percentile_sorted`] computes it, by selection instead
-/// of sorting: a difference takes 2 × [`RESAMPLES`] of them.
-fn median(samples: &mut [f64]) -> Option<f64> {
-    let count = samples.len();
-    if count == 0 {
-        return None;
-    }
-    let (below, &mut upper, _) = samples.select_nth_unstable_by(count / 2, f64::total_cmp);
-    if count % 2 == 1 {
-        return Some(upper);
-    }
-    let lower = below.iter().copied().max_by(f64::total_cmp)?;
-    Some(lower + 0.5 * (upper - lower))
-}
-
 fn bootstrap_interval(
     subject: &[&[f64]],
     reference: &[&[f64]],
@@ -280,8 +265,8 @@ fn bootstrap_interval(
     statistics.sort_unstable_by(f64::total_cmp);
     let tail = (1.0 - CONFIDENCE) / 2.0;
     Some((
-        percentile_sorted(&statistics, tail),
-        percentile_sorted(&statistics, 1.0 - tail),
+        quantile_sorted(&statistics, tail),
+        quantile_sorted(&statistics, 1.0 - tail),
     ))
 }
 
@@ -417,24 +402,6 @@ mod tests {
         // The empty repetition does not count: the reference has one.
         let reverse = Difference::relative(&one_sample_each(&[1.0, 2.0]), &reference, true, 1);
         assert_eq!(reverse.unwrap().call(), Call::TooFewRepetitions);
-    }
-
-    #[test]
-    fn selected_medians_equal_the_sorted_ones() {
-        for samples in [
-            vec![3.0],
-            vec![4.0, 1.0],
-            vec![5.0, 1.0, 4.0, 2.0, 9.0, 7.0],
-            vec![2.0, 8.0, 5.0],
-        ] {
-            let mut sorted = samples.clone();
-            sorted.sort_by(f64::total_cmp);
-            assert_eq!(
-                median(&mut samples.clone()),
-                Some(percentile_sorted(&sorted, 0.5))
-            );
-        }
-        assert_eq!(median(&mut []), None);
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Number formatting for people (tables and HTML); the CSV and JSON keep
-//! full precision.
+//! Text for people (tables and HTML): numbers and lists of repetitions;
+//! the CSV and JSON keep full precision.
 
 /// About four significant figures, without exponent notation.
 pub fn number(value: f64) -> String {
@@ -37,6 +37,18 @@ pub fn fraction_as_percent(fraction: Option<f64>) -> String {
     fraction.map_or_else(|| "–".to_string(), |f| format!("{:.1} %", f * 100.0))
 }
 
+/// `0`, `0 and 2`, `0, 1 and 2`.
+pub fn list_repetitions(repetitions: &[u32]) -> String {
+    match repetitions {
+        [] => String::new(),
+        [only] => only.to_string(),
+        [init @ .., last] => {
+            let init: Vec<String> = init.iter().map(u32::to_string).collect();
+            format!("{} and {last}", init.join(", "))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,5 +69,12 @@ mod tests {
         assert_eq!(short(-0.0001), "0");
         assert_eq!(short(100.0), "100");
         assert_eq!(fraction_as_percent(Some(0.0123)), "1.2 %");
+    }
+
+    #[test]
+    fn lists_repetitions_in_words() {
+        assert_eq!(list_repetitions(&[0, 2]), "0 and 2");
+        assert_eq!(list_repetitions(&[0, 1, 2]), "0, 1 and 2");
+        assert_eq!(list_repetitions(&[4]), "4");
     }
 }

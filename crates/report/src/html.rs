@@ -11,14 +11,16 @@ use std::collections::BTreeMap;
 use h3lab_results::bench::Results;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
+use crate::cell::CellSummary;
 use crate::difference::{Call, Difference};
+use crate::format::list_repetitions;
 use crate::format::{fraction_as_percent, maybe, number, short};
 use crate::page_data::{
     conditions, link_rows, plot_data_json, protocol_colours, Condition, LinkRow,
 };
 use crate::page_loads::page_workloads;
 use crate::studies::{compare_claims, Agreement, ClaimComparison, Effect};
-use crate::summary::{list_repetitions, path_loss, summarize, CellSummary};
+use crate::summary::{path_loss, summarize};
 use crate::table::profiles_in_order;
 
 /// plotly.js 4.1.1, cartesian bundle (MIT, licence in `assets/`).

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use h3lab_results::bench::{CellRecord, Outcome, Results};
 use serde::Serialize;
 
+use crate::cell::{CellKey, CellSummary, PAGE_KIND};
 use crate::histogram::cdf_points;
-use crate::page_loads::PAGE_KIND;
-use crate::summary::{merged_latency, CellKey, CellSummary};
+use crate::summary::merged_latency;
 
 /// Colour-blind-safe (Okabe–Ito) colours; h1/h2/h3 always get the same ones.
 const KNOWN_COLOURS: [(&str, &str); 3] = [("h1", "#e69f00"), ("h2", "#0072b2"), ("h3", "#009e73")];

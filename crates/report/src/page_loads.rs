@@ -8,12 +8,9 @@
 use h3lab_results::bench::{CellRecord, Outcome, Results};
 use h3lab_results::page::{PageLoad, PageReport, PAGE_SCHEMA};
 
+use crate::cell::{CellKey, CellSummary, PAGE_KIND};
 use crate::page_data::{samples_by_cell, ViolinPlot};
 use crate::stats::{split_finite, SampleStats};
-use crate::summary::{CellKey, CellSummary};
-
-/// The `kind` of a page-load record.
-pub(crate) const PAGE_KIND: &str = "page";
 
 /// One page workload (a site) over every profile it ran in.
 pub(crate) struct PageWorkload<'a> {

@@ -2,12 +2,10 @@
 //! difference of two single values such as published figures (measured
 //! differences, with their interval, are in `difference`).
 //!
-//! Percentiles use linear interpolation between closest ranks (Hyndman & Fan
-//! type 7, the default of numpy, R and spreadsheet `PERCENTILE.INC`): for
-//! sorted samples `x[0..n]` and quantile `q`, take `h = (n - 1) q` and return
-//! `x[floor h] + (h - floor h) (x[floor h + 1] - x[floor h])`. With one sample
-//! every percentile is that sample.
+//! Percentiles are `h3lab_results::quantile`'s: linear interpolation
+//! between closest ranks (Hyndman & Fan type 7).
 
+use h3lab_results::quantile::quantile_sorted;
 use serde::Serialize;
 
 /// Summary of a set of finite samples.
@@ -38,10 +36,10 @@ impl SampleStats {
         let mean = sorted.iter().sum::<f64>() / n as f64;
         Some(SampleStats {
             n,
-            median: percentile_sorted(&sorted, 0.5),
+            median: quantile_sorted(&sorted, 0.5),
             mean,
-            p90: percentile_sorted(&sorted, 0.9),
-            p99: percentile_sorted(&sorted, 0.99),
+            p90: quantile_sorted(&sorted, 0.9),
+            p99: quantile_sorted(&sorted, 0.99),
             min: sorted[0],
             max: sorted[n - 1],
             cv: coefficient_of_variation(&sorted, mean),
@@ -55,15 +53,6 @@ pub fn split_finite(samples: &[f64]) -> (Vec<f64>, usize) {
     let finite: Vec<f64> = samples.iter().copied().filter(|v| v.is_finite()).collect();
     let dropped = samples.len() - finite.len();
     (finite, dropped)
-}
-
-/// Linear-interpolation percentile of already sorted, non-empty samples;
-/// `q` is a fraction in `[0, 1]`.
-pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
-    let h = (sorted.len() - 1) as f64 * q.clamp(0.0, 1.0);
-    let lower = h.floor() as usize;
-    let upper = (lower + 1).min(sorted.len() - 1);
-    sorted[lower] + (h - lower as f64) * (sorted[upper] - sorted[lower])
 }
 
 fn coefficient_of_variation(samples: &[f64], mean: f64) -> Option<f64> {
@@ -130,18 +119,6 @@ impl RelativeDiff {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentiles_interpolate_between_closest_ranks() {
-        let sorted = [1.0, 2.0, 3.0, 4.0];
-        assert_eq!(percentile_sorted(&sorted, 0.5), 2.5);
-        // h = 3 × 0.9 = 2.7 → 3 + 0.7 × (4 − 3)
-        assert!((percentile_sorted(&sorted, 0.9) - 3.7).abs() < 1e-12);
-        // h = 3 × 0.99 = 2.97 → 3.97
-        assert!((percentile_sorted(&sorted, 0.99) - 3.97).abs() < 1e-12);
-        assert_eq!(percentile_sorted(&sorted, 0.0), 1.0);
-        assert_eq!(percentile_sorted(&sorted, 1.0), 4.0);
-    }
 
     #[test]
     fn stats_of_unsorted_samples() {

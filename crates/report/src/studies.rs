@@ -22,9 +22,9 @@ use std::collections::BTreeMap;
 
 use h3lab_results::bench::{ClaimSweep, StudyClaim};
 
+use crate::cell::{CellKey, CellSummary};
 use crate::difference::{Call, Difference};
 use crate::stats::{RelativeDiff, Verdict};
-use crate::summary::{CellKey, CellSummary};
 
 /// One protocol's published figure and our median for the same cell (or,
 /// for a difference claim, the published difference and ours).

@@ -9,9 +9,11 @@ use comfy_table::{
 };
 use h3lab_results::bench::Results;
 
+use crate::cell::CellSummary;
+use crate::format::list_repetitions;
 use crate::format::{fraction_as_percent, maybe, short};
 use crate::studies::compare_claims;
-use crate::summary::{list_repetitions, path_loss, summarize, CellSummary};
+use crate::summary::{path_loss, summarize};
 
 /// Width the table is laid out for.
 pub const TABLE_WIDTH: u16 = 100;

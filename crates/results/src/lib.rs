@@ -2,8 +2,9 @@
 //! writes and reads (`h3lab.results/1`, `h3lab.load/1`, `h3lab.ttfb/2`,
 //! `h3lab.page/1`), the mergeable latency histogram they carry, the
 //! shared vocabulary (protocol, QUIC congestion controller, handshake mode,
-//! error kind, page loader, visit, resource kind), and the text the
-//! built-in server prints and serves (its banner, its metrics' samples).
+//! error kind, page loader, visit, resource kind), the text the built-in
+//! server prints and serves (its banner, its metrics' samples), and the
+//! one quantile of raw samples everything computes.
 //!
 //! Not for: measuring, running or drawing anything. It sits at the bottom of
 //! the workspace, so it knows nothing of sockets, processes or HTML, and
@@ -15,6 +16,7 @@ pub mod bench;
 mod histogram;
 pub mod load;
 pub mod page;
+pub mod quantile;
 pub mod server_output;
 pub mod ttfb;
 mod vocab;

@@ -44,15 +44,57 @@ impl BannerLine {
     }
 }
 
+/// One sample line of the Prometheus (OpenMetrics) text format:
+/// `name{k="v",...} value`. The one reader of the server's `/metrics` text,
+/// for results files and for the Node.js binding's `server.stats()`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample<'a> {
+    /// `name{labels}` as written.
+    pub series: &'a str,
+    /// The metric's name.
+    pub name: &'a str,
+    /// The labels between the braces, empty without.
+    pub labels: &'a str,
+    /// The value.
+    pub value: f64,
+}
+
+impl<'a> Sample<'a> {
+    /// Reads one line; `None` for a comment or a line that is not a sample.
+    pub fn parse(line: &'a str) -> Option<Self> {
+        if line.starts_with('#') {
+            return None;
+        }
+        let (series, value) = line.rsplit_once(' ')?;
+        let (name, labels) = match series.split_once('{') {
+            Some((name, rest)) => (name, rest.strip_suffix('}')?),
+            None => (series, ""),
+        };
+        Some(Self {
+            series,
+            name,
+            labels,
+            value: value.parse().ok()?,
+        })
+    }
+
+    /// The value of label `key`, unquoted.
+    pub fn label(&self, key: &str) -> Option<&'a str> {
+        self.labels.split(',').find_map(|pair| {
+            let (k, v) = pair.split_once('=')?;
+            (k == key).then(|| v.trim_matches('"'))
+        })
+    }
+}
+
 /// The samples of an OpenMetrics text as `name{labels}` → value, histogram
 /// buckets left out: `_sum` and `_count` keep what a results file needs, at
 /// a tenth of the size.
 pub fn metric_samples(text: &str) -> BTreeMap<String, f64> {
     text.lines()
-        .filter(|line| !line.starts_with('#'))
-        .filter_map(|line| line.rsplit_once(' '))
-        .filter(|(name, _)| !name.contains("_bucket{") && !name.ends_with("_bucket"))
-        .filter_map(|(name, value)| Some((name.to_string(), value.parse().ok()?)))
+        .filter_map(Sample::parse)
+        .filter(|s| !s.series.contains("_bucket{") && !s.series.ends_with("_bucket"))
+        .map(|s| (s.series.to_string(), s.value))
         .collect()
 }
 
@@ -98,5 +140,25 @@ mod tests {
         assert_eq!(found["h3lab_connections_total{protocol=\"h3\"}"], 2.0);
         assert_eq!(found["h3lab_quic_rtt_seconds_sum"], 0.042);
         assert_eq!(found["h3lab_quic_rtt_seconds_count"], 2.0);
+    }
+
+    #[test]
+    fn a_sample_line_gives_name_labels_and_value() {
+        let sample =
+            Sample::parse("h3lab_quic_zero_rtt_total{outcome=\"accepted\",protocol=\"h3\"} 3")
+                .unwrap();
+        assert_eq!(sample.name, "h3lab_quic_zero_rtt_total");
+        assert_eq!(sample.label("outcome"), Some("accepted"));
+        assert_eq!(sample.label("protocol"), Some("h3"));
+        assert_eq!(sample.label("le"), None);
+        assert_eq!(sample.value, 3.0);
+        let bare = Sample::parse("h3lab_quic_migrations_total 1").unwrap();
+        assert_eq!(
+            (bare.name, bare.labels, bare.value),
+            ("h3lab_quic_migrations_total", "", 1.0)
+        );
+        for not_a_sample in ["# TYPE x counter", "", "x{a=\"b\" 1", "x one"] {
+            assert_eq!(Sample::parse(not_a_sample), None, "{not_a_sample}");
+        }
     }
 }

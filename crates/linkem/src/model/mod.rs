@@ -29,8 +29,8 @@ pub(crate) use pipe::Pipe;
 use queue::Queue;
 pub use queue::QueueLimit;
 use rate::Rate;
-pub use rate::{Trace, MAX_TRACE_MS};
-pub use stats::{DelayHistogram, DirectionStats, LinkStats, MAX_LOST_RECORDED};
+pub use rate::{Trace, MAX_TRACE_MS, TRACE_OPPORTUNITY_BYTES};
+pub use stats::{DelayHistogram, DirectionStats, LinkStats, LATE_RELEASE, MAX_LOST_RECORDED};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 pub type Nanos = u64;
 
 /// Nanoseconds in one millisecond.
-pub(crate) const MILLI: Nanos = 1_000_000;
+pub const MILLI: Nanos = 1_000_000;
 
 /// Why a packet was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

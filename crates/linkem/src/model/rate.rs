@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::{Nanos, Stage, Verdict, MILLI};
 
 /// Bytes one trace delivery opportunity can carry (Mahimahi's PACKET_SIZE).
-const TRACE_OPPORTUNITY_BYTES: u32 = 1500;
+pub const TRACE_OPPORTUNITY_BYTES: u32 = 1500;
 
 /// Latest timestamp a trace may have: one week, in milliseconds. Times are
 /// nanoseconds in a `u64`, so a much longer period (a huge timestamp)

@@ -1,0 +1,158 @@
+//! The cell model every view of a run shares: a cell's key and its
+//! summary. It sits below the modules that build and draw summaries
+//! (`summary`, `page_loads`, `page_data`, `table`, `html`), so none of
+//! them needs another for the types alone.
+
+use h3lab_results::bench::CellRecord;
+use serde::Serialize;
+
+use crate::bottleneck::Bottleneck;
+use crate::difference::{seed_for, Difference};
+use crate::histogram::LatencySummary;
+use crate::stats::SampleStats;
+
+/// The `kind` of a page-load record.
+pub(crate) const PAGE_KIND: &str = "page";
+
+/// Identifies a cell across repetitions and across runs.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct CellKey {
+    pub profile: String,
+    pub workload: String,
+    pub protocol: String,
+    pub mode: Option<String>,
+}
+
+impl CellKey {
+    /// The cell a record belongs to.
+    pub fn of(record: &CellRecord) -> CellKey {
+        CellKey {
+            profile: record.profile.clone(),
+            workload: record.workload.clone(),
+            protocol: record.protocol.clone(),
+            mode: record.mode.clone(),
+        }
+    }
+
+    /// The same condition measured with another protocol.
+    pub fn with_protocol(&self, protocol: &str) -> CellKey {
+        CellKey {
+            protocol: protocol.to_string(),
+            ..self.clone()
+        }
+    }
+
+    /// The cell in words, `profile/workload/mode/protocol` (`-` for no
+    /// mode); it seeds the bootstrap of differences involving the cell.
+    pub fn name(&self) -> String {
+        let mode = self.mode.as_deref().unwrap_or("-");
+        format!(
+            "{}/{}/{mode}/{}",
+            self.profile, self.workload, self.protocol
+        )
+    }
+
+    /// The bootstrap seed for comparing this cell with `reference`.
+    pub fn seed_against(&self, reference: &CellKey) -> u64 {
+        seed_for(&self.name(), &reference.name())
+    }
+
+    /// Workload and mode in one label, e.g. `ttfb (0rtt)`.
+    pub fn workload_label(&self) -> String {
+        match &self.mode {
+            Some(mode) => format!("{} ({mode})", self.workload),
+            None => self.workload.clone(),
+        }
+    }
+}
+
+/// A failed repetition and its error.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Failure {
+    pub repetition: u32,
+    pub error: String,
+}
+
+/// Everything the report shows about one cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct CellSummary {
+    pub key: CellKey,
+    /// `rps`, `download`, `ttfb` or `page`.
+    pub kind: String,
+    pub metric: String,
+    pub unit: String,
+    pub higher_is_better: bool,
+    pub path_rtt_ms: f64,
+    /// Repetitions recorded, successful or not.
+    pub repetitions: usize,
+    pub failures: Vec<Failure>,
+    /// Repetitions Ctrl-C cut short: neither figures nor failures.
+    pub interrupted: Vec<u32>,
+    /// Statistics of the metric samples of the successful repetitions.
+    pub stats: Option<SampleStats>,
+    /// The finite metric samples of each successful repetition, what
+    /// differences are bootstrapped from.
+    pub samples_by_repetition: Vec<Vec<f64>>,
+    /// True for the suite's baseline protocol.
+    pub is_baseline: bool,
+    /// Median against the baseline protocol's median in the same
+    /// condition, with its interval.
+    pub vs_baseline: Option<Difference>,
+    /// Request latency merged over the successful repetitions.
+    pub latency: Option<LatencySummary>,
+    pub requests: u64,
+    pub request_errors: u64,
+    /// CPU time ÷ wall time of the successful repetitions, in % of one core.
+    pub client_cpu_pct: Option<f64>,
+    pub server_cpu_pct: Option<f64>,
+    /// The server's CPU over the measured intervals per request and per
+    /// GB of response bodies; None when a repetition's server CPU is
+    /// unknown, nothing was served, or the CPU is too little for /proc's
+    /// 10 ms clock ticks to resolve (under 50 ms in all).
+    pub server_cpu_per_request_us: Option<f64>,
+    pub server_cpu_per_gb_s: Option<f64>,
+    /// What ran short during the successful repetitions' measured
+    /// intervals: the figure may be the CPU's, not the protocol's.
+    pub bottlenecks: Vec<Bottleneck>,
+    /// Data problems found while summarising (dropped samples, unreadable
+    /// histograms, mixed metrics); shown beside the figures.
+    pub problems: Vec<String>,
+}
+
+impl CellSummary {
+    pub fn failed(&self) -> usize {
+        self.failures.len()
+    }
+
+    /// What the cell measures, in words (`page load` for a `page` cell);
+    /// the metric's name for a kind this report does not know.
+    pub fn measure(&self) -> &str {
+        match self.kind.as_str() {
+            "rps" => "request rate",
+            "download" => "download time",
+            "ttfb" => "time to first byte",
+            PAGE_KIND => "page load",
+            _ => &self.metric,
+        }
+    }
+
+    /// For time-to-first-byte cells on an emulated path: the median in
+    /// round trips of the path (the unit handshake costs are counted in).
+    pub fn median_rtts(&self) -> Option<f64> {
+        let median = self.stats.as_ref()?.median;
+        (self.kind == "ttfb" && self.path_rtt_ms > 0.0).then(|| median / self.path_rtt_ms)
+    }
+
+    /// Failures with the same error, together: `(repetitions, error)` in
+    /// order of first occurrence.
+    pub fn failures_by_error(&self) -> Vec<(Vec<u32>, &str)> {
+        let mut groups: Vec<(Vec<u32>, &str)> = Vec::new();
+        for failure in &self.failures {
+            match groups.iter_mut().find(|(_, error)| *error == failure.error) {
+                Some((repetitions, _)) => repetitions.push(failure.repetition),
+                None => groups.push((vec![failure.repetition], &failure.error)),
+            }
+        }
+        groups
+    }
+}
