@@ -6,13 +6,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use linkem::config::{
-    parse_jitter, parse_percent, parse_queue, parse_rate, parse_time, LossDirection, Overrides,
-    ReorderSpec,
-};
-use linkem::model::{Jitter, Nanos, QueueLimit};
+use linkem::config::parse_time;
+use linkem::model::Nanos;
 use linkem::run::{run_commands, Interrupted, Placement};
 use linkem::{EmulatedPath, LinkSettings};
+
+use super::link_flags::LinkFlags;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -39,47 +38,8 @@ struct RunArgs {
     /// given overrides apply.
     #[arg(long)]
     profile: Option<String>,
-    /// Round-trip time added by the path, split half per direction (e.g. 40ms).
-    #[arg(long, value_parser = parse_time)]
-    rtt: Option<Nanos>,
-    /// Downstream (server to client) rate, e.g. 50mbit.
-    #[arg(long, value_parser = parse_rate)]
-    down: Option<u64>,
-    /// Upstream (client to server) rate, e.g. 10mbit.
-    #[arg(long, value_parser = parse_rate)]
-    up: Option<u64>,
-    /// Random loss, e.g. 1%, in the direction of --loss-direction.
-    #[arg(long, value_parser = parse_percent)]
-    loss: Option<f64>,
-    /// `bernoulli` or `gilbert:P,R,LOSS_GOOD,LOSS_BAD` (four percentages).
-    #[arg(long)]
-    loss_model: Option<String>,
-    /// Which way random loss drops packets: down (server to client), up
-    /// (client to server) or both. Default: the profile's; without a
-    /// profile, down (as `netem loss` on the server's egress).
-    #[arg(long)]
-    loss_direction: Option<LossDirection>,
-    /// Jitter per direction: 5ms, 5ms:uniform or 5ms:normal. Never reorders.
-    #[arg(long, value_parser = parse_jitter)]
-    jitter: Option<Jitter>,
-    /// Drop-tail queue per direction: 100p (packets) or 64kb (bytes).
-    #[arg(long, value_parser = parse_queue)]
-    queue: Option<QueueLimit>,
-    /// Reordering: PERCENT:EXTRA_DELAY, e.g. 1%:10ms.
-    #[arg(long, value_parser = parse_reorder)]
-    reorder: Option<ReorderSpec>,
-    /// Duplication per direction, e.g. 0.1%.
-    #[arg(long, value_parser = parse_percent)]
-    duplicate: Option<f64>,
-    /// Downstream Mahimahi trace (replaces --down).
-    #[arg(long)]
-    trace_down: Option<PathBuf>,
-    /// Upstream Mahimahi trace (replaces --up).
-    #[arg(long)]
-    trace_up: Option<PathBuf>,
-    /// Seed of every random decision.
-    #[arg(long)]
-    seed: Option<u64>,
+    #[command(flatten)]
+    link: LinkFlags,
     /// Write the link statistics as JSON to this file at exit.
     #[arg(long)]
     stats: Option<PathBuf>,
@@ -120,16 +80,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         NetCommand::Bench(args) => bench(args),
     }
-}
-
-fn parse_reorder(text: &str) -> anyhow::Result<ReorderSpec> {
-    let (share, delay) = text.split_once(':').with_context(|| {
-        format!("`{text}` is not a reordering; write PERCENT:EXTRA_DELAY, e.g. `1%:10ms`")
-    })?;
-    Ok(ReorderSpec {
-        probability: parse_percent(share)?,
-        extra_delay: parse_time(delay)?,
-    })
 }
 
 fn run_behind_link(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -184,22 +134,7 @@ fn settings_from(args: &RunArgs) -> anyhow::Result<Option<LinkSettings>> {
         Some(name) => linkem::profile(name)?.settings,
         None => Some(LinkSettings::default()),
     };
-    let overrides = Overrides {
-        rtt: args.rtt,
-        down: args.down,
-        up: args.up,
-        loss: args.loss,
-        loss_model: args.loss_model.clone(),
-        loss_direction: args.loss_direction,
-        jitter: args.jitter,
-        queue: args.queue,
-        reorder: args.reorder,
-        duplicate: args.duplicate,
-        trace_down: args.trace_down.clone(),
-        trace_up: args.trace_up.clone(),
-        seed: args.seed,
-    };
-    overrides.apply(base)
+    args.link.apply(base)
 }
 
 fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
@@ -233,6 +168,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
 mod tests {
     use super::*;
     use clap::Parser;
+    use linkem::config::LossDirection;
 
     #[derive(Parser)]
     struct RunCli {

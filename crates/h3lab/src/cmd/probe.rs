@@ -17,10 +17,9 @@ use h3lab_probe::{ensure_root, run_migrate, MigrateOptions};
 use h3lab_report::{distribution_html, Chart, Series};
 use h3lab_results::ttfb::{TtfbReport, TTFB_SCHEMA};
 use h3lab_results::{Proto, TtfbMode};
-use linkem::config::{parse_percent, parse_rate, parse_time, Overrides};
-use linkem::model::Nanos;
 use linkem::run::Interrupted;
-use linkem::LinkSettings;
+
+use super::link_flags::LinkFlags;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -172,7 +171,7 @@ struct MigrateArgs {
     #[arg(long, default_value = "broadband")]
     profile: String,
     #[command(flatten)]
-    path: PathOverrides,
+    path: LinkFlags,
     /// Requests started per second.
     #[arg(long, default_value_t = 50)]
     rate: u32,
@@ -199,51 +198,8 @@ struct MigrateArgs {
     json: Option<PathBuf>,
 }
 
-/// Changes to a profile's path, shared by the probes that emulate one.
-#[derive(clap::Args)]
-struct PathOverrides {
-    /// Round-trip time added by the path (replaces the profile's), e.g. 40ms.
-    #[arg(long, value_parser = parse_time)]
-    rtt: Option<Nanos>,
-    /// Downstream rate (replaces the profile's), e.g. 50mbit.
-    #[arg(long, value_parser = parse_rate)]
-    down: Option<u64>,
-    /// Upstream rate (replaces the profile's), e.g. 10mbit.
-    #[arg(long, value_parser = parse_rate)]
-    up: Option<u64>,
-    /// Random loss server to client (replaces the profile's), e.g. 1%.
-    #[arg(long, value_parser = parse_percent)]
-    loss: Option<f64>,
-    /// Seed of the path's random decisions.
-    #[arg(long)]
-    seed: Option<u64>,
-}
-
-impl PathOverrides {
-    /// `profile` with the overrides applied; it must emulate a path, which
-    /// `purpose` needs.
-    fn settings(&self, profile: &str, purpose: &str) -> anyhow::Result<LinkSettings> {
-        let base = linkem::profile(profile)?.settings.with_context(|| {
-            format!(
-                "profile `{profile}` emulates no path, and {purpose} needs one; pick another, e.g. `--profile broadband`"
-            )
-        })?;
-        let overrides = Overrides {
-            rtt: self.rtt,
-            down: self.down,
-            up: self.up,
-            loss: self.loss,
-            seed: self.seed,
-            ..Overrides::default()
-        };
-        Ok(overrides
-            .apply(Some(base))?
-            .expect("a profile with settings stays emulated"))
-    }
-}
-
 fn migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
-    let settings = args.path.settings(&args.profile, "a migration")?;
+    let settings = args.path.emulated(&args.profile, "a migration")?;
     let rtt = Duration::from_nanos(settings.rtt);
     let scenario = Scenario {
         change: args.change,
@@ -375,7 +331,7 @@ struct HolArgs {
     #[arg(long, default_value = "cellular")]
     profile: String,
     #[command(flatten)]
-    path: PathOverrides,
+    path: LinkFlags,
     /// Repetitions; repetition r runs every protocol with seed + r.
     #[arg(long, default_value_t = 1)]
     repetitions: u32,
@@ -390,7 +346,7 @@ struct HolArgs {
 
 fn hol(args: HolArgs) -> anyhow::Result<ExitCode> {
     let options = HolOptions {
-        settings: args.path.settings(&args.profile, "a head-of-line probe")?,
+        settings: args.path.emulated(&args.profile, "a head-of-line probe")?,
         profile: Some(args.profile.clone()),
         protos: args.protos.clone(),
         streams: args.streams,
