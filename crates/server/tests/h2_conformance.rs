@@ -124,33 +124,29 @@ async fn a_stream_window_pushed_past_its_maximum_is_a_flow_control_error() {
     let server = start().await;
     let (mut head, mut rest) = (Vec::new(), Vec::new());
     frame(&mut head, HEADERS, END_HEADERS, STREAM, &request("/"));
+    let increment = 0x7fff_ffffu32.to_be_bytes();
     for _ in 0..2 {
-        frame(
-            &mut rest,
-            WINDOW_UPDATE,
-            0,
-            STREAM,
-            &0x7fff_ffffu32.to_be_bytes(),
-        );
+        frame(&mut rest, WINDOW_UPDATE, 0, STREAM, &increment);
     }
     assert_error(&answer(&server, &head, &rest).await, FLOW_CONTROL_ERROR);
+}
+
+/// A POST with a 4-byte body whose trailers carry `fields` and `flags`;
+/// what the server answers.
+async fn post_with_trailers(fields: &[(&str, &str)], flags: u8) -> Vec<Seen> {
+    let server = start().await;
+    let (mut head, mut rest) = (Vec::new(), Vec::new());
+    frame(&mut head, HEADERS, END_HEADERS, STREAM, &post(&[]));
+    frame(&mut head, DATA, 0, STREAM, b"test");
+    frame(&mut rest, HEADERS, flags, STREAM, &trailers(fields));
+    answer(&server, &head, &rest).await
 }
 
 /// RFC 9113 section 8.1 (h2spec 8.1/1): trailers must end the stream.
 #[tokio::test]
 async fn a_second_headers_frame_without_end_stream_is_a_protocol_error() {
-    let server = start().await;
-    let (mut head, mut rest) = (Vec::new(), Vec::new());
-    frame(&mut head, HEADERS, END_HEADERS, STREAM, &post(&[]));
-    frame(&mut head, DATA, 0, STREAM, b"test");
-    frame(
-        &mut rest,
-        HEADERS,
-        END_HEADERS,
-        STREAM,
-        &trailers(&[("x-test", "ok")]),
-    );
-    assert_error(&answer(&server, &head, &rest).await, PROTOCOL_ERROR);
+    let answer = post_with_trailers(&[("x-test", "ok")], END_HEADERS).await;
+    assert_error(&answer, PROTOCOL_ERROR);
 }
 
 /// RFC 9113 section 8.1.1 (h2spec 8.1.2.6/1).
@@ -158,13 +154,8 @@ async fn a_second_headers_frame_without_end_stream_is_a_protocol_error() {
 async fn a_content_length_that_disagrees_with_the_data_is_a_protocol_error() {
     let server = start().await;
     let (mut head, mut rest) = (Vec::new(), Vec::new());
-    frame(
-        &mut head,
-        HEADERS,
-        END_HEADERS,
-        STREAM,
-        &post(&[("content-length", "1")]),
-    );
+    let block = post(&[("content-length", "1")]);
+    frame(&mut head, HEADERS, END_HEADERS, STREAM, &block);
     frame(&mut rest, DATA, END_STREAM, STREAM, b"test");
     assert_error(&answer(&server, &head, &rest).await, PROTOCOL_ERROR);
 }
@@ -173,18 +164,8 @@ async fn a_content_length_that_disagrees_with_the_data_is_a_protocol_error() {
 /// h2spec's trailers lack END_STREAM, which the h2 crate rejects first.
 #[tokio::test]
 async fn a_pseudo_header_in_trailers_without_end_stream_is_a_protocol_error() {
-    let server = start().await;
-    let (mut head, mut rest) = (Vec::new(), Vec::new());
-    frame(&mut head, HEADERS, END_HEADERS, STREAM, &post(&[]));
-    frame(&mut head, DATA, 0, STREAM, b"test");
-    frame(
-        &mut rest,
-        HEADERS,
-        END_HEADERS,
-        STREAM,
-        &trailers(&[(":method", "POST")]),
-    );
-    assert_error(&answer(&server, &head, &rest).await, PROTOCOL_ERROR);
+    let answer = post_with_trailers(&[(":method", "POST")], END_HEADERS).await;
+    assert_error(&answer, PROTOCOL_ERROR);
 }
 
 /// The known upstream gap: trailers that do end the stream are not checked
@@ -194,13 +175,7 @@ async fn a_pseudo_header_in_trailers_without_end_stream_is_a_protocol_error() {
 /// here as above, and drop the note in docs/hardening.md.
 #[tokio::test]
 async fn upstream_gap_a_pseudo_header_in_trailers_that_end_the_stream_is_answered() {
-    let server = start().await;
-    let (mut head, mut rest) = (Vec::new(), Vec::new());
-    frame(&mut head, HEADERS, END_HEADERS, STREAM, &post(&[]));
-    frame(&mut head, DATA, 0, STREAM, b"test");
-    let block = trailers(&[(":method", "POST")]);
-    frame(&mut rest, HEADERS, END_HEADERS | END_STREAM, STREAM, &block);
-    let answer = answer(&server, &head, &rest).await;
+    let answer = post_with_trailers(&[(":method", "POST")], END_HEADERS | END_STREAM).await;
     assert!(
         answer.first().is_some_and(|seen| seen.kind == HEADERS),
         "h2 now rejects the request (see this test's comment): {answer:?}"
