@@ -199,13 +199,7 @@ impl Connector {
     async fn connect_h3(&self) -> Result<Connection, ClientError> {
         let start = Instant::now();
         let conn = self.finish_quic_handshake(self.start_quic()?).await?;
-        let timing = ConnectTiming {
-            tcp_connect: None,
-            handshake: Some(start.elapsed()),
-            resumed: None,
-        };
-        let sender = start_h3(conn).await?;
-        Ok(Connection { sender, timing })
+        h3_connection(conn, start).await
     }
 
     /// A new connection that reuses an earlier session where it can: TLS
@@ -223,13 +217,7 @@ impl Connector {
             Ok((conn, _accepted)) => conn,
             Err(connecting) => self.finish_quic_handshake(connecting).await?,
         };
-        let timing = ConnectTiming {
-            tcp_connect: None,
-            handshake: Some(start.elapsed()),
-            resumed: None,
-        };
-        let sender = start_h3(conn).await?;
-        Ok(Connection { sender, timing })
+        h3_connection(conn, start).await
     }
 
     /// h3 with the request in 0-RTT when a ticket allows it. Returns the
@@ -445,6 +433,18 @@ where
     Ok(Sender {
         inner: SenderInner::H1(send),
     })
+}
+
+/// An h3 connection over `conn`, its handshake timed from `start`: the
+/// same for a full handshake and for 0-RTT.
+async fn h3_connection(conn: quinn::Connection, start: Instant) -> Result<Connection, ClientError> {
+    let timing = ConnectTiming {
+        tcp_connect: None,
+        handshake: Some(start.elapsed()),
+        resumed: None,
+    };
+    let sender = start_h3(conn).await?;
+    Ok(Connection { sender, timing })
 }
 
 async fn start_h3(conn: quinn::Connection) -> Result<Sender, ClientError> {

@@ -226,6 +226,11 @@ mod tests {
         }
     }
 
+    /// A render-blocking stylesheet.
+    fn stylesheet() -> Discovery {
+        found("https://a.test/a.css", ResourceKind::Stylesheet, true)
+    }
+
     fn image(n: usize) -> Discovery {
         found(
             &format!("https://a.test/img/{n}.png"),
@@ -321,13 +326,7 @@ mod tests {
         for n in 0..8 {
             schedule.discover(image(n));
         }
-        let css = schedule
-            .discover(found(
-                "https://a.test/a.css",
-                ResourceKind::Stylesheet,
-                true,
-            ))
-            .unwrap();
+        let css = schedule.discover(stylesheet()).unwrap();
         let font = schedule
             .discover(found("https://a.test/f.woff2", ResourceKind::Font, false))
             .unwrap();
@@ -346,13 +345,7 @@ mod tests {
     #[test]
     fn delayable_requests_wait_for_render_blocking_ones_then_go_ten_at_a_time() {
         let mut schedule = Schedule::new(Proto::H2);
-        let css = schedule
-            .discover(found(
-                "https://a.test/a.css",
-                ResourceKind::Stylesheet,
-                true,
-            ))
-            .unwrap();
+        let css = schedule.discover(stylesheet()).unwrap();
         for n in 0..30 {
             schedule.discover(image(n));
         }

@@ -47,31 +47,38 @@
     return merged;
   }
 
+  // One protocol's violin with its samples shown as points, in the look
+  // the grouped and ungrouped plots share.
+  function violinTrace(protocol, x, y, markerSize, markerOpacity) {
+    return {
+      type: "violin",
+      name: protocol,
+      legendgroup: protocol,
+      x: x,
+      y: y,
+      box: { visible: true, width: 0.25, fillcolor: "#ffffff", line: { color: "#333333" } },
+      meanline: { visible: true },
+      points: "all",
+      pointpos: 0,
+      jitter: 0.35,
+      marker: { color: colour(protocol), size: markerSize, opacity: markerOpacity, line: { width: 0.5, color: "#ffffff" } },
+      line: { color: colour(protocol), width: 1.5 },
+      fillcolor: translucent(colour(protocol), 0.3),
+      spanmode: "hard",
+      scalemode: "width"
+    };
+  }
+
   function drawViolin(plot) {
     if (plot.grouped) { return drawGroupedViolin(plot); }
     var legendShown = {};
     var traces = plot.traces.map(function (t) {
       var first = !legendShown[t.protocol];
       legendShown[t.protocol] = true;
-      return {
-        type: "violin",
-        name: t.protocol,
-        legendgroup: t.protocol,
-        showlegend: first,
-        x: t.samples.map(function () { return t.category; }),
-        y: t.samples,
-        box: { visible: true, width: 0.25, fillcolor: "#ffffff", line: { color: "#333333" } },
-        meanline: { visible: true },
-        points: "all",
-        pointpos: 0,
-        jitter: 0.35,
-        marker: { color: colour(t.protocol), size: 5, opacity: 0.75, line: { width: 0.5, color: "#ffffff" } },
-        line: { color: colour(t.protocol), width: 1.5 },
-        fillcolor: translucent(colour(t.protocol), 0.3),
-        spanmode: "hard",
-        scalemode: "width",
-        hovertemplate: t.protocol + " " + t.category + ": %{y}<extra>n=" + t.samples.length + "</extra>"
-      };
+      var trace = violinTrace(t.protocol, t.samples.map(function () { return t.category; }), t.samples, 5, 0.75);
+      trace.showlegend = first;
+      trace.hovertemplate = t.protocol + " " + t.category + ": %{y}<extra>n=" + t.samples.length + "</extra>";
+      return trace;
     });
     var layout = baseLayout(plot.title);
     layout.violinmode = plot.grouped ? "group" : "overlay";
@@ -84,25 +91,10 @@
 
   function drawGroupedViolin(plot) {
     var traces = byProtocol(plot.traces).map(function (t) {
-      return {
-        type: "violin",
-        name: t.protocol,
-        legendgroup: t.protocol,
-        offsetgroup: t.protocol,
-        x: t.categories,
-        y: t.samples,
-        box: { visible: true, width: 0.25, fillcolor: "#ffffff", line: { color: "#333333" } },
-        meanline: { visible: true },
-        points: "all",
-        pointpos: 0,
-        jitter: 0.35,
-        marker: { color: colour(t.protocol), size: 4, opacity: 0.7, line: { width: 0.5, color: "#ffffff" } },
-        line: { color: colour(t.protocol), width: 1.5 },
-        fillcolor: translucent(colour(t.protocol), 0.3),
-        spanmode: "hard",
-        scalemode: "width",
-        hovertemplate: t.protocol + " %{x}: %{y}<extra></extra>"
-      };
+      var trace = violinTrace(t.protocol, t.categories, t.samples, 4, 0.7);
+      trace.offsetgroup = t.protocol;
+      trace.hovertemplate = t.protocol + " %{x}: %{y}<extra></extra>";
+      return trace;
     });
     var layout = baseLayout(plot.title);
     layout.violinmode = "group";

@@ -25,11 +25,19 @@ use tracing::debug;
 const DATA_FRAME: u64 = 0x0;
 const CONTROL_STREAM: u64 = 0x0;
 
-/// h3-quinn's connection, with every incoming frame stream watched.
-pub struct GuardedConnection {
-    inner: h3_quinn::Connection,
+/// h3-quinn's connection or stream opener, watching every frame stream it
+/// opens or accepts; one type, so that both open streams the same way.
+#[derive(Clone)]
+pub struct GuardedStreams<O> {
+    inner: O,
     guard: Guard,
 }
+
+/// h3-quinn's connection, with every incoming frame stream watched.
+pub type GuardedConnection = GuardedStreams<h3_quinn::Connection>;
+
+/// h3-quinn's stream opener, watching the streams it opens.
+pub type GuardedOpener = GuardedStreams<h3_quinn::OpenStreams>;
 
 impl GuardedConnection {
     /// Frames other than DATA may declare at most `limit` bytes.
@@ -97,45 +105,22 @@ impl<B: Buf> quic::Connection<B> for GuardedConnection {
     }
 
     fn opener(&self) -> GuardedOpener {
-        GuardedOpener {
+        GuardedStreams {
             inner: quic::Connection::<B>::opener(&self.inner),
             guard: self.guard.clone(),
         }
     }
 }
 
-impl<B: Buf> quic::OpenStreams<B> for GuardedConnection {
-    type BidiStream = Guarded<h3_quinn::BidiStream<B>>;
-    type SendStream = h3_quinn::SendStream<B>;
-
-    fn poll_open_bidi(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<Self::BidiStream, StreamErrorIncoming>> {
-        let stream = ready!(quic::OpenStreams::<B>::poll_open_bidi(&mut self.inner, cx))?;
-        Poll::Ready(Ok(self.guard.watch(stream, FrameWatch::frames())))
-    }
-
-    fn poll_open_send(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<Self::SendStream, StreamErrorIncoming>> {
-        quic::OpenStreams::<B>::poll_open_send(&mut self.inner, cx)
-    }
-
-    fn close(&mut self, code: Code, reason: &[u8]) {
-        quic::OpenStreams::<B>::close(&mut self.inner, code, reason)
-    }
-}
-
-/// h3-quinn's stream opener, watching the streams it opens.
-#[derive(Clone)]
-pub struct GuardedOpener {
-    inner: h3_quinn::OpenStreams,
-    guard: Guard,
-}
-
-impl<B: Buf> quic::OpenStreams<B> for GuardedOpener {
+impl<B, O> quic::OpenStreams<B> for GuardedStreams<O>
+where
+    B: Buf,
+    O: quic::OpenStreams<
+        B,
+        BidiStream = h3_quinn::BidiStream<B>,
+        SendStream = h3_quinn::SendStream<B>,
+    >,
+{
     type BidiStream = Guarded<h3_quinn::BidiStream<B>>;
     type SendStream = h3_quinn::SendStream<B>;
 

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use attack_common::{
     assert_no_overruns, attack_limits, peak_rss_kib, tls_connector, wait_for, LiveServer,
+    PEAK_RSS_BOUND_KIB,
 };
 use h2_frames::*;
 use h3lab_server::Limits;
@@ -56,8 +57,6 @@ const BATCH_EVERY: Duration = Duration::from_millis(1);
 /// An attack is in place once this many units are sent.
 const SETTLED_UNITS: u64 = 1;
 const RAMP_LIMIT: Duration = Duration::from_secs(10);
-/// The whole process (server, attacker, load generator) stays under this.
-const PEAK_RSS_BOUND_KIB: u64 = 256 * 1024;
 /// What a request of the attacker asks for: tiny; slow enough that its
 /// stream is still open when the next frame arrives; large, for the stall.
 const SMALL: &str = "/health";

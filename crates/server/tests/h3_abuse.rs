@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use attack_common::{
-    assert_no_overruns, attack_limits, peak_rss_kib, wait_for, AttackThread, LiveServer,
+    assert_attack_contained, attack_limits, sum_rounds, wait_for, AttackThread, LiveServer,
 };
 use h3::error::Code;
 use h3_raw::*;
@@ -35,9 +35,6 @@ fn serial() -> MutexGuard<'static, ()> {
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
-
-/// The whole process (server, attacker, load generator) stays under this.
-const PEAK_RSS_BOUND_KIB: u64 = 256 * 1024;
 
 fn block_on<T>(future: impl Future<Output = T>) -> T {
     tokio::runtime::Builder::new_current_thread()
@@ -330,12 +327,7 @@ fn reset_requests_and_unknown_streams_flood_while_every_protocol_is_served() {
         measure();
         tallies.push(flood.stop());
     });
-    let sum = |count: fn(&FloodTally) -> &AtomicU64| -> u64 {
-        tallies
-            .iter()
-            .map(|t| count(t).load(Ordering::Relaxed))
-            .sum()
-    };
+    let sum = |count: fn(&FloodTally) -> &AtomicU64| sum_rounds(&tallies, count);
     let (resets, unknown) = (sum(|t| &t.reset_requests), sum(|t| &t.unknown_streams));
     eprintln!(
         "flood: {resets} reset requests and {unknown} unknown streams over {} connections; server: {:?}",
@@ -349,11 +341,5 @@ fn reset_requests_and_unknown_streams_flood_while_every_protocol_is_served() {
     );
 
     let comparison = comparisons.pop().expect("one attack");
-    assert_no_overruns(&comparison.p99_overruns());
-    let peak = peak_rss_kib();
-    eprintln!("peak RSS {peak} KiB");
-    assert!(
-        peak < PEAK_RSS_BOUND_KIB,
-        "peak RSS {peak} KiB over {PEAK_RSS_BOUND_KIB} KiB"
-    );
+    assert_attack_contained(&comparison);
 }

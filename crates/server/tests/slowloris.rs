@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use attack_common::{
-    assert_no_overruns, attack_limits, peak_rss_kib, tls_connector, wait_for, AttackThread,
+    assert_attack_contained, attack_limits, sum_rounds, tls_connector, wait_for, AttackThread,
     LiveServer, ATTACKER, LOAD_CONNECTIONS,
 };
 use rustls::pki_types::ServerName;
@@ -51,8 +51,6 @@ const BACK_OFF: Duration = Duration::from_secs(1);
 const CLOSE_SLACK: Duration = Duration::from_secs(3);
 /// An attack round's connections are all open within this.
 const RAMP_LIMIT: Duration = Duration::from_secs(10);
-/// The whole process (server, attacker, load generator) stays under this.
-const PEAK_RSS_BOUND_KIB: u64 = 256 * 1024;
 
 #[derive(Clone, Copy)]
 enum Kind {
@@ -291,12 +289,7 @@ fn slowloris_is_cut_off_while_every_protocol_is_served() {
     });
     let comparison = comparisons.pop().expect("one attack");
 
-    let sum = |count: fn(&Tally) -> &AtomicU64| -> u64 {
-        rounds
-            .iter()
-            .map(|t| count(t).load(Ordering::Relaxed))
-            .sum()
-    };
+    let sum = |count: fn(&Tally) -> &AtomicU64| sum_rounds(&rounds, count);
     let (opened, closed) = (sum(|t| &t.opened), sum(|t| &t.closed_by_server));
     let longest = rounds
         .iter()
@@ -320,11 +313,5 @@ fn slowloris_is_cut_off_while_every_protocol_is_served() {
     assert!(defence.header_timeouts > 0, "{defence:?}");
     assert!(defence.tcp_busy + defence.tcp_closed > 0, "{defence:?}");
 
-    assert_no_overruns(&comparison.p99_overruns());
-    let peak = peak_rss_kib();
-    eprintln!("peak RSS {peak} KiB");
-    assert!(
-        peak < PEAK_RSS_BOUND_KIB,
-        "peak RSS {peak} KiB over {PEAK_RSS_BOUND_KIB} KiB"
-    );
+    assert_attack_contained(&comparison);
 }

@@ -24,45 +24,39 @@ pub(super) enum Source<'a> {
     Image(&'a Image),
 }
 
+impl Source<'_> {
+    /// What a browser loads the file as.
+    fn kind(&self) -> ResourceKind {
+        match self {
+            Source::Index => ResourceKind::Document,
+            Source::Style(_) => ResourceKind::Stylesheet,
+            Source::Font => ResourceKind::Font,
+            Source::Script(_) => ResourceKind::Script,
+            Source::Image(_) => ResourceKind::Image,
+        }
+    }
+}
+
 /// Every file of `layout`, the index page first, with its size.
-pub(super) fn files(layout: &Layout) -> Vec<(SiteFile, Source<'_>)> {
+pub(super) fn files<'a>(layout: &'a Layout) -> Vec<(SiteFile, Source<'a>)> {
     let index_bytes = index_html(layout).len() as u64;
-    let entry = |path: &str, kind, bytes, source| {
+    let entry = |path: &str, bytes, source: Source<'a>| {
         let path = path.to_string();
+        let kind = source.kind();
         (SiteFile { path, kind, bytes }, source)
     };
-    let mut files = vec![entry(
-        "/index.html",
-        ResourceKind::Document,
-        index_bytes,
-        Source::Index,
-    )];
+    let mut files = vec![entry("/index.html", index_bytes, Source::Index)];
     for s in &layout.styles {
-        files.push(entry(
-            &s.path,
-            ResourceKind::Stylesheet,
-            s.bytes,
-            Source::Style(s),
-        ));
+        files.push(entry(&s.path, s.bytes, Source::Style(s)));
     }
     for f in &layout.fonts {
-        files.push(entry(&f.path, ResourceKind::Font, f.bytes, Source::Font));
+        files.push(entry(&f.path, f.bytes, Source::Font));
     }
     for s in &layout.scripts {
-        files.push(entry(
-            &s.path,
-            ResourceKind::Script,
-            s.bytes,
-            Source::Script(s),
-        ));
+        files.push(entry(&s.path, s.bytes, Source::Script(s)));
     }
     for i in &layout.images {
-        files.push(entry(
-            &i.path,
-            ResourceKind::Image,
-            i.bytes,
-            Source::Image(i),
-        ));
+        files.push(entry(&i.path, i.bytes, Source::Image(i)));
     }
     files
 }

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use h3lab_client::{Target, TlsOptions};
@@ -265,6 +266,29 @@ impl Comparison {
         }
         over
     }
+}
+
+/// The whole process (server, attacker, load generator) stays under this.
+pub const PEAK_RSS_BOUND_KIB: u64 = 256 * 1024;
+
+/// Fails the test if a protocol's p99 suffered under the attack, or if the
+/// process's peak memory went over [`PEAK_RSS_BOUND_KIB`].
+pub fn assert_attack_contained(comparison: &Comparison) {
+    assert_no_overruns(&comparison.p99_overruns());
+    let peak = peak_rss_kib();
+    eprintln!("peak RSS {peak} KiB");
+    assert!(
+        peak < PEAK_RSS_BOUND_KIB,
+        "peak RSS {peak} KiB over {PEAK_RSS_BOUND_KIB} KiB"
+    );
+}
+
+/// One counter of an attack's tallies, summed over its rounds.
+pub fn sum_rounds<T>(rounds: &[std::sync::Arc<T>], count: fn(&T) -> &AtomicU64) -> u64 {
+    rounds
+        .iter()
+        .map(|tally| count(tally).load(Ordering::Relaxed))
+        .sum()
 }
 
 /// Fails the test listing every p99 over its bound, if any.

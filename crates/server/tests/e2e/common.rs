@@ -352,6 +352,38 @@ async fn send_h3(
     })
 }
 
+/// `scratch/site` holding `files`, beside `scratch/secret.txt` holding
+/// `secret`, with `site/escape.txt` a symlink to it: what no file server
+/// may serve.
+pub fn site_with_secret(name: &str, files: &[(&str, &[u8])], secret: &str) -> ScratchDir {
+    let scratch = ScratchDir::new(name);
+    let root = scratch.0.join("site");
+    for (path, body) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, body).unwrap();
+    }
+    std::fs::write(scratch.0.join("secret.txt"), secret).unwrap();
+    std::os::unix::fs::symlink(scratch.0.join("secret.txt"), root.join("escape.txt")).unwrap();
+    scratch
+}
+
+/// Asserts that each path answers its status and that no answer shows
+/// `secret`.
+pub async fn assert_refused(
+    client: &mut Client,
+    proto: Proto,
+    cases: &[(&str, StatusCode)],
+    secret: &str,
+) {
+    for &(path, status) in cases {
+        let reply = client.get(path).await;
+        assert_eq!(reply.status, status, "{proto:?} {path}");
+        let body = String::from_utf8_lossy(&reply.body);
+        assert!(!body.contains(secret), "{proto:?} {path} leaked the file");
+    }
+}
+
 /// A scratch directory, removed on drop.
 pub struct ScratchDir(pub PathBuf);
 

@@ -7,17 +7,14 @@ use std::path::PathBuf;
 use h3lab_server::{Limits, RunningServer, ServerConfig};
 use http::StatusCode;
 
-use crate::common::{connect, test_config, Reply, ScratchDir, PROTOCOLS};
+use crate::common::{
+    assert_refused, connect, site_with_secret, test_config, Reply, ScratchDir, PROTOCOLS,
+};
 
 const SECRET: &str = "outside the site";
 
 /// A site in `scratch/site`, a secret beside it and a symlink out of it.
 fn site() -> ScratchDir {
-    let scratch = ScratchDir::new("site");
-    let root = scratch.0.join("site");
-    for dir in ["js", "css", "fonts", "img", "docs"] {
-        std::fs::create_dir_all(root.join(dir)).unwrap();
-    }
     let files: [(&str, &[u8]); 8] = [
         ("index.html", b"<h1>home</h1>"),
         ("docs/index.html", b"<h1>docs</h1>"),
@@ -28,12 +25,7 @@ fn site() -> ScratchDir {
         ("img/hero.png", b"\x89PNG...."),
         ("data.json", b"{}"),
     ];
-    for (path, body) in files {
-        std::fs::write(root.join(path), body).unwrap();
-    }
-    std::fs::write(scratch.0.join("secret.txt"), SECRET).unwrap();
-    std::os::unix::fs::symlink(scratch.0.join("secret.txt"), root.join("escape.txt")).unwrap();
-    scratch
+    site_with_secret("site", &files, SECRET)
 }
 
 pub async fn start_site(site: Option<PathBuf>, root: Option<PathBuf>) -> RunningServer {
@@ -124,12 +116,7 @@ async fn missing_files_are_404_and_traversal_is_refused() {
     ];
     for proto in PROTOCOLS {
         let mut client = connect(&server, proto).await;
-        for (path, status) in cases {
-            let reply = client.get(path).await;
-            assert_eq!(reply.status, status, "{proto:?} {path}");
-            let body = String::from_utf8_lossy(&reply.body);
-            assert!(!body.contains(SECRET), "{proto:?} {path} leaked the file");
-        }
+        assert_refused(&mut client, proto, &cases, SECRET).await;
         let missing = client.get("/missing.html").await;
         assert_no_store(&missing, "a 404 of the site");
         client.close();

@@ -3,22 +3,19 @@
 use h3lab_server::Limits;
 use http::StatusCode;
 
-use crate::common::{connect, start, ScratchDir, PROTOCOLS};
+use crate::common::{assert_refused, connect, site_with_secret, start, ScratchDir, PROTOCOLS};
 
 const SECRET: &str = "outside the static root";
 
+/// A root in `scratch/site`, a secret beside it and a symlink out of it.
 fn site() -> ScratchDir {
-    let scratch = ScratchDir::new("static");
-    let root = scratch.0.join("site");
-    std::fs::create_dir_all(root.join("css")).unwrap();
-    std::fs::create_dir_all(root.join("docs")).unwrap();
-    std::fs::write(root.join("index.html"), "<h1>home</h1>").unwrap();
-    std::fs::write(root.join("css/site.css"), "body { margin: 0 }").unwrap();
-    std::fs::write(root.join("docs/index.html"), "<h1>docs</h1>").unwrap();
-    std::fs::write(root.join("a b.txt"), "spaced").unwrap();
-    std::fs::write(scratch.0.join("secret.txt"), SECRET).unwrap();
-    std::os::unix::fs::symlink(scratch.0.join("secret.txt"), root.join("escape.txt")).unwrap();
-    scratch
+    let files: [(&str, &[u8]); 4] = [
+        ("index.html", b"<h1>home</h1>"),
+        ("css/site.css", b"body { margin: 0 }"),
+        ("docs/index.html", b"<h1>docs</h1>"),
+        ("a b.txt", b"spaced"),
+    ];
+    site_with_secret("static", &files, SECRET)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -67,12 +64,7 @@ async fn traversal_and_symlink_escapes_are_refused() {
     ];
     for proto in PROTOCOLS {
         let mut client = connect(&server, proto).await;
-        for (path, status) in cases {
-            let reply = client.get(path).await;
-            assert_eq!(reply.status, status, "{proto:?} {path}");
-            let body = String::from_utf8_lossy(&reply.body);
-            assert!(!body.contains(SECRET), "{proto:?} {path} leaked the file");
-        }
+        assert_refused(&mut client, proto, &cases, SECRET).await;
         client.close();
     }
 }

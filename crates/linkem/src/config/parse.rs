@@ -1,0 +1,215 @@
+//! The command-line forms of link values: `50mbit`, `20ms`, `1%`, `100p`,
+//! `5ms:normal`, `gilbert:...`.
+
+use crate::model::{GilbertElliott, Jitter, JitterShape, LossModel, Nanos, QueueLimit};
+
+/// Fastest rate [`parse_rate`] accepts: 1 Tbit/s.
+pub const MAX_RATE_BITS: u64 = 1_000_000_000_000;
+
+/// Longest duration [`parse_time`] accepts: one hour, in nanoseconds.
+pub const MAX_TIME: Nanos = 3_600_000_000_000;
+
+fn split_number(text: &str) -> Option<(f64, String)> {
+    let text = text.trim();
+    let end = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let number: f64 = text[..end].parse().ok()?;
+    number
+        .is_finite()
+        .then(|| (number, text[end..].trim().to_ascii_lowercase()))
+}
+
+/// A bit rate such as `50mbit`, `500kbit`, `1gbit` or `8000bit` (SI units).
+pub fn parse_rate(text: &str) -> anyhow::Result<u64> {
+    let bad = || {
+        anyhow::anyhow!(
+            "`{text}` is not a rate; write a positive number with bit, kbit, mbit or gbit, e.g. `50mbit`"
+        )
+    };
+    let (number, unit) = split_number(text).ok_or_else(bad)?;
+    let scale = match unit.as_str() {
+        "bit" => 1.0,
+        "kbit" => 1e3,
+        "mbit" => 1e6,
+        "gbit" => 1e9,
+        _ => return Err(bad()),
+    };
+    let bits = (number * scale).round();
+    if !(1.0..=MAX_RATE_BITS as f64).contains(&bits) {
+        return Err(bad());
+    }
+    Ok(bits as u64)
+}
+
+/// A duration such as `20ms`, `1.5s`, `250us` or `0ms`.
+pub fn parse_time(text: &str) -> anyhow::Result<Nanos> {
+    let bad = || {
+        anyhow::anyhow!(
+            "`{text}` is not a duration; write a number with ns, us, ms or s, e.g. `20ms`"
+        )
+    };
+    let (number, unit) = split_number(text).ok_or_else(bad)?;
+    let scale = match unit.as_str() {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return Err(bad()),
+    };
+    let nanos = number * scale;
+    if nanos > MAX_TIME as f64 {
+        return Err(bad());
+    }
+    Ok(nanos.round() as Nanos)
+}
+
+/// A percentage such as `1%` or `0.5%`, returned as a fraction.
+pub fn parse_percent(text: &str) -> anyhow::Result<f64> {
+    let bad = || anyhow::anyhow!("`{text}` is not a percentage; write a number with %, e.g. `1%`");
+    let (number, unit) = split_number(text).ok_or_else(bad)?;
+    if unit != "%" {
+        return Err(bad());
+    }
+    if number > 100.0 {
+        anyhow::bail!("`{text}` is above 100 %; give a percentage from 0% to 100%");
+    }
+    Ok(number / 100.0)
+}
+
+/// A queue limit: `100p` (packets), `64kb` / `1mb` / `1500b` (bytes,
+/// 1 kb = 1024 bytes as in tc) or `unlimited`.
+pub fn parse_queue(text: &str) -> anyhow::Result<QueueLimit> {
+    let bad = || {
+        anyhow::anyhow!(
+            "`{text}` is not a queue limit; write packets like `100p`, bytes like `64kb`, or `unlimited`"
+        )
+    };
+    if text.trim().eq_ignore_ascii_case("unlimited") {
+        return Ok(QueueLimit::Unlimited);
+    }
+    let (number, unit) = split_number(text).ok_or_else(bad)?;
+    if number < 1.0 || (unit == "p" && number.fract() != 0.0) {
+        return Err(bad());
+    }
+    match unit.as_str() {
+        "p" => Ok(QueueLimit::Packets(number as u64)),
+        "b" => Ok(QueueLimit::Bytes(number as u64)),
+        "kb" => Ok(QueueLimit::Bytes((number * 1024.0) as u64)),
+        "mb" => Ok(QueueLimit::Bytes((number * 1024.0 * 1024.0) as u64)),
+        _ => Err(bad()),
+    }
+}
+
+/// Jitter as `5ms` (uniform), `5ms:uniform` or `5ms:normal`.
+pub fn parse_jitter(text: &str) -> anyhow::Result<Jitter> {
+    let (amount, shape) = text.split_once(':').unwrap_or((text, "uniform"));
+    let shape = match shape.trim().to_ascii_lowercase().as_str() {
+        "uniform" => JitterShape::Uniform,
+        "normal" => JitterShape::Normal,
+        other => anyhow::bail!(
+            "jitter shape `{other}` is unknown; write `5ms`, `5ms:uniform` or `5ms:normal`"
+        ),
+    };
+    Ok(Jitter {
+        amount: parse_time(amount)?,
+        shape,
+    })
+}
+
+/// A loss model: `bernoulli` (uses `loss` as its probability) or
+/// `gilbert:p,r,1-h,1-k`, four percentages as in netem's gemodel:
+/// P(good->bad), P(bad->good), loss in the good state, loss in the bad state.
+pub(super) fn parse_loss_model(text: &str, loss: f64) -> anyhow::Result<LossModel> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("bernoulli") {
+        return Ok(LossModel::Bernoulli { p: loss });
+    }
+    let form = "write `bernoulli` or `gilbert:P,R,LOSS_GOOD,LOSS_BAD` with four percentages, e.g. `gilbert:1%,30%,0%,100%`";
+    let Some(params) = text
+        .strip_prefix("gilbert:")
+        .or_else(|| text.strip_prefix("GILBERT:"))
+    else {
+        anyhow::bail!("`{text}` is not a loss model; {form}");
+    };
+    let values = params
+        .split(',')
+        .map(parse_percent)
+        .collect::<anyhow::Result<Vec<f64>>>()
+        .map_err(|err| anyhow::anyhow!("{err:#} (in loss model `{text}`)"))?;
+    let [p, r, loss_good, loss_bad] = values[..] else {
+        anyhow::bail!("`{text}` needs exactly four values; {form}");
+    };
+    Ok(LossModel::Gilbert(GilbertElliott {
+        p,
+        r,
+        loss_good,
+        loss_bad,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::MILLI;
+
+    #[test]
+    fn rates_times_and_percentages_parse() {
+        assert_eq!(parse_rate("50mbit").unwrap(), 50_000_000);
+        assert_eq!(parse_rate("1Gbit").unwrap(), 1_000_000_000);
+        assert_eq!(parse_rate("2.5mbit").unwrap(), 2_500_000);
+        assert_eq!(parse_time("20ms").unwrap(), 20 * MILLI);
+        assert_eq!(parse_time("1.5s").unwrap(), 1_500 * MILLI);
+        assert_eq!(parse_time("250us").unwrap(), 250_000);
+        assert_eq!(parse_percent("1%").unwrap(), 0.01);
+        assert_eq!(parse_percent("100%").unwrap(), 1.0);
+        assert_eq!(parse_queue("100p").unwrap(), QueueLimit::Packets(100));
+        assert_eq!(parse_queue("64kb").unwrap(), QueueLimit::Bytes(65_536));
+        assert_eq!(
+            parse_jitter("5ms:normal").unwrap(),
+            Jitter {
+                amount: 5 * MILLI,
+                shape: JitterShape::Normal
+            }
+        );
+    }
+
+    #[test]
+    fn malformed_values_say_the_expected_form() {
+        for (text, expected) in [
+            (parse_rate("50").unwrap_err(), "`50mbit`"),
+            (parse_rate("fast").unwrap_err(), "`50mbit`"),
+            (parse_rate("50mbps").unwrap_err(), "`50mbit`"),
+            (parse_rate("0mbit").unwrap_err(), "`50mbit`"),
+            (parse_time("20").unwrap_err(), "`20ms`"),
+            (parse_time("-5ms").unwrap_err(), "`20ms`"),
+            (parse_percent("1").unwrap_err(), "`1%`"),
+            (parse_percent("120%").unwrap_err(), "above 100 %"),
+            (parse_queue("100").unwrap_err(), "`100p`"),
+            (parse_jitter("5ms:pareto").unwrap_err(), "5ms:normal"),
+            (parse_loss_model("gilbert:1%,2%", 0.0).unwrap_err(), "four"),
+            (parse_loss_model("markov", 0.0).unwrap_err(), "gilbert:"),
+            (
+                parse_loss_model("gilbert:1%,2%,3%,300%", 0.0).unwrap_err(),
+                "above 100 %",
+            ),
+        ] {
+            let message = format!("{text:#}");
+            assert!(message.contains(expected), "{message}");
+        }
+    }
+
+    #[test]
+    fn gilbert_takes_four_percentages() {
+        let model = parse_loss_model("gilbert:1%,30%,0%,100%", 0.0).unwrap();
+        assert_eq!(
+            model,
+            LossModel::Gilbert(GilbertElliott {
+                p: 0.01,
+                r: 0.3,
+                loss_good: 0.0,
+                loss_bad: 1.0
+            })
+        );
+    }
+}
