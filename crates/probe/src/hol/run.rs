@@ -158,7 +158,8 @@ fn run_once(options: &HolOptions, proto: Proto, repetition: u32) -> anyhow::Resu
     let path = EmulatedPath::start(settings.build())?;
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let cert = scratch.path().join("server-cert.pem");
-    let (mut server, addr, _metrics) = start_server(&path, &options.exe, &cert)?;
+    let mut server = start_server(&path, &options.exe, &cert)?;
+    let addr = server.addr;
     let job = HolJob {
         proto,
         parts: connector_parts(addr, proto, options.body_bytes, &cert)?,
@@ -166,15 +167,16 @@ fn run_once(options: &HolOptions, proto: Proto, repetition: u32) -> anyhow::Resu
         connect_timeout: CONNECT_TIMEOUT,
         deadline: RUN_DEADLINE,
     };
-    let server_cpu_before = server.group_cpu_s();
+    let server_cpu_before = server.process.group_cpu_s();
     let gathered = path
         .spawn_in_client(move || job.run())
         .map(|thread| thread.join());
     let server_cpu = server
+        .process
         .group_cpu_s()
         .zip(server_cpu_before)
         .map(|(after, before)| after - before);
-    server.stop(SERVER_GRACE);
+    server.process.stop(SERVER_GRACE);
     let emulator_s = path.forwarder_cpu_s();
     let stats = path.shutdown()?;
     let gathered = gathered?.map_err(|_| anyhow!("the client thread panicked"))??;
