@@ -1,6 +1,8 @@
 //! The studies' claims about migration and head-of-line blocking, with our
 //! figures beside them.
 
+use std::fmt;
+
 use h3lab_results::Proto;
 use serde::Serialize;
 
@@ -32,6 +34,44 @@ pub struct Claim {
     pub ours_change_percent: Option<f64>,
     /// Whether ours points the same way as theirs; `None` when unknown.
     pub same_direction: Option<bool>,
+}
+
+impl Claim {
+    /// A claim that a figure falls by `theirs` percent, beside our
+    /// `change`: the same direction when ours falls too.
+    fn fall(
+        study: &'static str,
+        claim: &'static str,
+        theirs: f64,
+        ours: String,
+        change: Option<f64>,
+    ) -> Claim {
+        Claim {
+            study,
+            claim,
+            theirs: format!("{theirs:+.0} %"),
+            ours,
+            theirs_change_percent: Some(theirs),
+            ours_change_percent: change,
+            same_direction: change.map(|change| change < 0.0),
+        }
+    }
+}
+
+/// One line: the claim, theirs, ours, and whether they point the same way.
+impl fmt::Display for Claim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verdict = match self.same_direction {
+            Some(true) => "same direction",
+            Some(false) => "OTHER direction",
+            None => "not comparable",
+        };
+        write!(
+            f,
+            "study {}, {}: theirs {}; ours {} ({verdict})",
+            self.study, self.claim, self.theirs, self.ours
+        )
+    }
 }
 
 /// Study A's "connection migration: yes/no" and study B's "40 % fewer
@@ -82,15 +122,13 @@ fn resets_claim(results: &[(Proto, &Summary)]) -> Claim {
         }
         _ => "needs both h2 and h3 runs".to_string(),
     };
-    Claim {
-        study: "B",
-        claim: "connection resets during handoff, h3 against h2",
-        theirs: format!("{STUDY_B_RESET_CHANGE_PERCENT:+.0} %"),
+    Claim::fall(
+        "B",
+        "connection resets during handoff, h3 against h2",
+        STUDY_B_RESET_CHANGE_PERCENT,
         ours,
-        theirs_change_percent: Some(STUDY_B_RESET_CHANGE_PERCENT),
-        ours_change_percent: change,
-        same_direction: change.map(|change| change < 0.0),
-    }
+        change,
+    )
 }
 
 /// Study A's head-of-line claim beside ours: the mean per-stream stall of
@@ -114,15 +152,13 @@ pub fn hol_claim(
         }
         _ => "needs measured h2 and h3 runs".to_string(),
     };
-    Claim {
-        study: "A",
-        claim: "head-of-line blocking latency, h3 against h2 at 1 % loss",
-        theirs: format!("{STUDY_A_HOL_CHANGE_PERCENT:+.0} %"),
+    Claim::fall(
+        "A",
+        "head-of-line blocking latency, h3 against h2 at 1 % loss",
+        STUDY_A_HOL_CHANGE_PERCENT,
         ours,
-        theirs_change_percent: Some(STUDY_A_HOL_CHANGE_PERCENT),
-        ours_change_percent: change,
-        same_direction: change.map(|change| change < 0.0),
-    }
+        change,
+    )
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! the built-in server in the server namespace, the client in the client
 //! namespace, then the summaries.
 
+use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -35,6 +36,28 @@ pub struct MigrateOptions {
     pub scenario: Scenario,
     /// The `h3lab` binary, started as `h3lab serve` in the server namespace.
     pub exe: PathBuf,
+}
+
+/// The header line: the change, the request stream, the path and the
+/// thresholds.
+impl fmt::Display for MigrateOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scenario = &self.scenario;
+        write!(
+            f,
+            "probe migrate: {} change at {:.2} s; {} req/s of /bytes/{} for {:.1} s; path {} (RTT {} ms); \
+             request timeout {} ms, delayed above {} ms",
+            scenario.change,
+            scenario.switch_at.as_secs_f64(),
+            scenario.rate_per_s,
+            scenario.body_bytes,
+            scenario.duration.as_secs_f64(),
+            self.profile.as_deref().unwrap_or("custom"),
+            self.settings.rtt / 1_000_000,
+            scenario.request_timeout.as_millis(),
+            scenario.delay_threshold.as_millis(),
+        )
+    }
 }
 
 /// Runs the scenario once per protocol, each on a fresh path, calling

@@ -3,6 +3,7 @@
 //! server namespace, the client and its capture in the client namespace,
 //! then the analysis.
 
+use std::fmt;
 use std::net::{SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -48,6 +49,24 @@ pub struct HolOptions {
     pub repetitions: u32,
     /// The `h3lab` binary, started as `h3lab serve` in the server namespace.
     pub exe: PathBuf,
+}
+
+/// The header line: the streams, the path and the runs.
+impl fmt::Display for HolOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "probe hol: {} streams of /bytes/{} on one connection; path {} (RTT {} ms, loss {:.1} %, seed {}); {} repetition(s) of {}",
+            self.streams,
+            self.body_bytes,
+            self.profile.as_deref().unwrap_or("custom"),
+            self.settings.rtt / 1_000_000,
+            self.settings.loss.mean_loss() * 100.0,
+            self.settings.seed,
+            self.repetitions,
+            self.protos.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+        )
+    }
 }
 
 impl HolOptions {
