@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -128,15 +127,8 @@ fn run_suite(
     cells: &[CellSpec],
     out: &Path,
 ) -> anyhow::Result<ExitCode> {
-    let stop = Arc::new(AtomicBool::new(false));
-    // A second Ctrl-C ends at once; the next start removes stale namespaces.
-    signal_hook::flag::register_conditional_shutdown(
-        signal_hook::consts::SIGINT,
-        130,
-        stop.clone(),
-    )?;
-    signal_hook::flag::register(signal_hook::consts::SIGINT, stop.clone())?;
-    signal_hook::flag::register(signal_hook::consts::SIGTERM, stop.clone())?;
+    // After a second Ctrl-C the next start removes stale namespaces.
+    let stop = super::stop_flag()?;
     let scratch = tempfile::Builder::new()
         .prefix("h3lab-bench-")
         .tempdir()
