@@ -18,7 +18,6 @@ use linkem::run::Placement;
 use linkem::{EmulatedPath, LinkSettings};
 
 use crate::client::{self, ClientRun};
-use crate::scrape;
 use crate::server;
 use crate::spec::CellSpec;
 use crate::suite::{DownloadMetric, Load, RpsMetric, Site, Suite};
@@ -108,7 +107,7 @@ fn measure(
     usage::record_interval(&before, &after, &mut record.cpu);
     let metrics = server
         .metrics
-        .map(|addr| scrape::scrape(&placement, addr))
+        .map(|addr| h3lab_harness::scrape(&placement, addr))
         .transpose();
     let server_exit = server.process.stop(Duration::from_secs(5));
     record.cpu.server_s = server_exit.cpu_s;

@@ -14,7 +14,6 @@ pub mod presets;
 mod process;
 mod profile;
 pub mod runner;
-pub mod scrape;
 mod server;
 mod spec;
 pub mod suite;

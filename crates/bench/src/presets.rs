@@ -4,6 +4,7 @@
 //! compares Node.js servers (and the h3lab-node package) with h3lab serve;
 //! `servers` compares h3lab serve with Caddy and nginx.
 
+use crate::runner;
 use crate::suite::Suite;
 
 /// Every preset's name and TOML text, in the order `--list` shows them.
@@ -48,6 +49,31 @@ pub fn preset_text(name: &str) -> Option<&'static str> {
         .map(|(_, text)| *text)
 }
 
+/// What `h3lab bench --list` prints: each preset's name, cells and
+/// estimated minutes, and its description, then how to run or show one.
+pub fn catalogue() -> anyhow::Result<String> {
+    let mut text = String::new();
+    for name in names() {
+        let suite = preset(name)?;
+        let cells = runner::plan(&suite);
+        let minutes = cells
+            .iter()
+            .map(|cell| runner::estimated_seconds(&suite, cell))
+            .sum::<f64>()
+            / 60.0;
+        text.push_str(&format!(
+            "{name:<9} {} cells, about {minutes:.0} min\n",
+            cells.len()
+        ));
+        text.push_str(&format!(
+            "          {}\n\n",
+            suite.description.replace('\n', " ")
+        ));
+    }
+    text.push_str("Run one with `h3lab bench --preset NAME`; `h3lab bench --show NAME` prints its suite file.\n");
+    Ok(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,5 +91,17 @@ mod tests {
         assert_eq!(preset("A").unwrap().name, "study-a");
         let err = preset("zz").unwrap_err().to_string();
         assert!(err.contains("study-d"), "{err}");
+    }
+
+    #[test]
+    fn the_catalogue_lists_every_preset() {
+        let text = catalogue().unwrap();
+        for name in names() {
+            assert!(
+                text.contains(&format!("\n{name:<9} ")) || text.starts_with(name),
+                "{name}"
+            );
+        }
+        assert!(text.ends_with("prints its suite file.\n"));
     }
 }

@@ -2,18 +2,15 @@
 //! `h3lab serve`, or the suite's own command (e.g. Caddy).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
+use std::ffi::OsString;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, bail};
 use linkem::run::{Placement, Side};
 use linkem::supervise::Supervised;
-
-use h3lab_results::server_output::BannerLine;
 
 use crate::process;
 use crate::suite::{Suite, Target};
@@ -63,12 +60,12 @@ pub(crate) fn start(suite: &Suite, start: &Start<'_>) -> anyhow::Result<ServerPr
             ..*start
         };
         return match suite.target.servers.get(&setting.value) {
-            None => start_builtin(&builtin, ip, &suite.target),
+            None => start_builtin(&builtin, &suite.target),
             Some(shell) => start_custom(start.placement, shell, ip, port),
         };
     }
     match &suite.target.server_cmd {
-        None => start_builtin(start, ip, &suite.target),
+        None => start_builtin(start, &suite.target),
         Some(_) if start.site.is_some() => {
             bail!("a page workload needs the built-in server, which serves its site")
         }
@@ -76,7 +73,7 @@ pub(crate) fn start(suite: &Suite, start: &Start<'_>) -> anyhow::Result<ServerPr
     }
 }
 
-fn start_builtin(start: &Start<'_>, ip: IpAddr, target: &Target) -> anyhow::Result<ServerProcess> {
+fn start_builtin(start: &Start<'_>, target: &Target) -> anyhow::Result<ServerProcess> {
     let Start {
         placement,
         exe,
@@ -90,83 +87,25 @@ fn start_builtin(start: &Start<'_>, ip: IpAddr, target: &Target) -> anyhow::Resu
         Placement::Emulated(_) => target.port.unwrap_or(DEFAULT_PORT),
     };
     let cert = scratch.join("server-cert.pem");
-    let mut command = process::command(placement, Side::Server, exe);
-    command
-        .arg("serve")
-        .arg("--listen")
-        .arg(SocketAddr::new(ip, port).to_string())
-        .arg("--san")
-        .arg(ip.to_string())
-        .arg("--write-cert")
-        .arg(&cert)
-        .arg("--metrics")
-        .arg("127.0.0.1:0");
+    let mut extra: Vec<OsString> = Vec::new();
     match setting {
         Some(setting) if setting.tunable.sets_quic_cc() => {}
-        _ => {
-            command.arg("--quic-cc").arg(target.quic_cc.name());
-        }
+        _ => extra.extend(["--quic-cc".into(), target.quic_cc.name().into()]),
     }
     if let Some(setting) = setting {
-        command.args(setting.server_args());
+        extra.extend(setting.server_args().into_iter().map(OsString::from));
     }
     if let Some(site) = site {
-        command.arg("--site").arg(site);
+        extra.extend(["--site".into(), site.into()]);
     }
-    command.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut process = process::spawn(command, "built-in server (h3lab serve)")?;
-    let stdout = process.take_stdout().context("server stdout")?;
-    let (addr, banner) = wait_for_banner(stdout).map_err(|err| {
-        process.stop(Duration::from_secs(1));
-        anyhow!(
-            "the built-in server did not start: {err}{}",
-            process.last_stderr_line()
-        )
-    })?;
+    let server = h3lab_harness::start_builtin(placement, exe, port, &cert, &extra)?;
     Ok(ServerProcess {
-        process,
-        addr,
+        process: server.process,
+        addr: server.addr,
         cert: Some(cert),
-        tuning: Some(banner.tuning),
-        metrics: banner.metrics,
+        tuning: Some(server.tuning),
+        metrics: server.metrics,
     })
-}
-
-/// What the built-in server prints before its `listening:` line.
-#[derive(Default)]
-struct Banner {
-    tuning: BTreeMap<String, String>,
-    metrics: Option<SocketAddr>,
-}
-
-/// Reads the server's stdout on a thread until its `listening:` line, so a
-/// silent server cannot block us past the timeout, and returns the address
-/// with the `tuning:` and `metrics:` lines printed before it. The thread
-/// drains the pipe to the end: a closed pipe would make the server's next
-/// line fail.
-fn wait_for_banner(
-    stdout: impl std::io::Read + Send + 'static,
-) -> anyhow::Result<(SocketAddr, Banner)> {
-    let (sender, receiver) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut banner = Banner::default();
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            match BannerLine::parse(&line) {
-                BannerLine::Tuning(name, value) => {
-                    banner.tuning.insert(name, value);
-                }
-                BannerLine::Metrics(addr) => banner.metrics = Some(addr),
-                BannerLine::Listening(addr) => {
-                    let _ = sender.send((addr, std::mem::take(&mut banner)));
-                }
-                BannerLine::Other => {}
-            }
-        }
-    });
-    receiver
-        .recv_timeout(START_TIMEOUT)
-        .map_err(|_| anyhow!("no `listening:` line within {}s", START_TIMEOUT.as_secs()))
 }
 
 fn start_custom(

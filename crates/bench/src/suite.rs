@@ -5,9 +5,10 @@
 //! types below validate while they deserialize, so toml's span-carrying
 //! errors point at the offending line.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use anyhow::Context;
 use h3lab_results::{Loader, Proto, QuicCongestion, TtfbMode, Visit};
 use h3lab_site::Shape;
 use linkem::config::LossDirection;
@@ -113,6 +114,14 @@ impl Suite {
         let suite: Suite = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
         suite.check_cross_references()?;
         Ok(suite)
+    }
+
+    /// Reads a suite file and parses it; errors name the file.
+    pub fn from_file(path: &Path) -> anyhow::Result<Suite> {
+        let text = std::fs::read_to_string(path).with_context(|| {
+            format!("cannot read suite file {}; check the path", path.display())
+        })?;
+        Suite::from_toml(&text).with_context(|| format!("suite file {}", path.display()))
     }
 
     /// Checks that need the whole suite: names that refer to each other.
@@ -535,7 +544,11 @@ impl WorkloadTable {
         let name = &self.name;
         let kind = self.kind.as_str();
         let needs = |what: &str| format!("{kind} workload `{name}` needs `{what}`");
-        let stray = |keys: &[(&str, bool)]| match keys.iter().find(|(_, present)| *present) {
+        let stray = |allowed: &[&str]| match self
+            .optional_keys()
+            .into_iter()
+            .find(|(key, present)| *present && !allowed.contains(key))
+        {
             Some((key, _)) => Err(format!(
                 "`{key}` does not apply to {kind} workload `{name}`"
             )),
@@ -550,14 +563,7 @@ impl WorkloadTable {
         };
         let load = match self.kind {
             WorkloadKind::Rps => {
-                stray(&[
-                    ("modes", self.modes.is_some()),
-                    ("samples", self.samples.is_some()),
-                    ("site", self.site.is_some()),
-                    ("loader", self.loader.is_some()),
-                    ("visit", self.visit.is_some()),
-                    ("loads", self.loads.is_some()),
-                ])?;
+                stray(&["size", "connections", "streams", "duration", "metric"])?;
                 Load::Rps {
                     size: self.size.ok_or_else(|| needs("size"))?,
                     connections: self.connections.unwrap_or(Count(10)),
@@ -571,15 +577,7 @@ impl WorkloadTable {
                 }
             }
             WorkloadKind::Download => {
-                stray(&[
-                    ("duration", self.duration.is_some()),
-                    ("modes", self.modes.is_some()),
-                    ("samples", self.samples.is_some()),
-                    ("site", self.site.is_some()),
-                    ("loader", self.loader.is_some()),
-                    ("visit", self.visit.is_some()),
-                    ("loads", self.loads.is_some()),
-                ])?;
+                stray(&["size", "streams", "connections", "metric"])?;
                 Load::Download {
                     size: self.size.ok_or_else(|| needs("size"))?,
                     streams: self.streams.unwrap_or(Count(1)),
@@ -591,17 +589,7 @@ impl WorkloadTable {
                 }
             }
             WorkloadKind::Ttfb => {
-                stray(&[
-                    ("size", self.size.is_some()),
-                    ("connections", self.connections.is_some()),
-                    ("streams", self.streams.is_some()),
-                    ("duration", self.duration.is_some()),
-                    ("metric", self.metric.is_some()),
-                    ("site", self.site.is_some()),
-                    ("loader", self.loader.is_some()),
-                    ("visit", self.visit.is_some()),
-                    ("loads", self.loads.is_some()),
-                ])?;
+                stray(&["modes", "samples"])?;
                 let modes = self
                     .modes
                     .clone()
@@ -617,15 +605,7 @@ impl WorkloadTable {
                 }
             }
             WorkloadKind::Page => {
-                stray(&[
-                    ("size", self.size.is_some()),
-                    ("connections", self.connections.is_some()),
-                    ("streams", self.streams.is_some()),
-                    ("duration", self.duration.is_some()),
-                    ("metric", self.metric.is_some()),
-                    ("modes", self.modes.is_some()),
-                    ("samples", self.samples.is_some()),
-                ])?;
+                stray(&["site", "loader", "visit", "loads"])?;
                 let site = self.site.clone().ok_or_else(|| {
                     format!(
                         "page workload `{name}` needs `site`: a shape (small, content, spa, cms) \
@@ -645,6 +625,26 @@ impl WorkloadTable {
             profiles: self.profiles,
             load,
         })
+    }
+}
+
+impl WorkloadTable {
+    /// The keys only some kinds take, in the table's order, and whether
+    /// each is written.
+    fn optional_keys(&self) -> [(&'static str, bool); 11] {
+        [
+            ("size", self.size.is_some()),
+            ("connections", self.connections.is_some()),
+            ("streams", self.streams.is_some()),
+            ("duration", self.duration.is_some()),
+            ("metric", self.metric.is_some()),
+            ("modes", self.modes.is_some()),
+            ("samples", self.samples.is_some()),
+            ("site", self.site.is_some()),
+            ("loader", self.loader.is_some()),
+            ("visit", self.visit.is_some()),
+            ("loads", self.loads.is_some()),
+        ]
     }
 }
 
@@ -1103,5 +1103,25 @@ site = "small"
         );
         let err = error_of(&format!("{MINIMAL}{with_cmd}{sweep}"));
         assert!(err.contains("cannot also have `server_cmd`"), "{err}");
+    }
+
+    #[test]
+    fn a_suite_file_that_cannot_be_read_or_parsed_is_named() {
+        let missing = Path::new("/nonexistent/suite.toml");
+        let err = format!("{:#}", Suite::from_file(missing).unwrap_err());
+        assert!(
+            err.starts_with("cannot read suite file /nonexistent/suite.toml"),
+            "{err}"
+        );
+        let dir = std::env::temp_dir().join(format!("h3lab-suite-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bad = dir.join("bad.toml");
+        std::fs::write(&bad, "name = 1").unwrap();
+        let err = format!("{:#}", Suite::from_file(&bad).unwrap_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            err.starts_with(&format!("suite file {}: ", bad.display())),
+            "{err}"
+        );
     }
 }

@@ -2,6 +2,7 @@
 //! datagrams blasted from the client namespace to the server namespace as
 //! fast as the sender manages, counted by the link.
 
+use std::fmt;
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -35,6 +36,26 @@ pub struct CapacityReport {
     dropped_queue: u64,
     /// Upstream packets dropped by random loss.
     dropped_loss: u64,
+}
+
+/// One line: packets and megabits forwarded, and the CPU it took.
+impl fmt::Display for CapacityReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "forwarded {:.0} packets/s ({:.0} Mbit/s",
+            self.forwarded_pps, self.forwarded_mbit_s
+        )?;
+        if let Some(rate) = self.configured_mbit_s {
+            write!(f, " of {rate:.0} configured")?;
+        }
+        write!(
+            f,
+            "), {:.2} us CPU per packet, forwarder at {:.0} % of a core",
+            self.cpu_us_per_packet,
+            self.forwarder_cpu_share * 100.0
+        )
+    }
 }
 
 /// Full-size datagram payload: 1472 + 8 (UDP) + 20 (IP) = 1500 bytes.
@@ -103,4 +124,31 @@ pub fn measure(settings: &LinkSettings, duration: Duration) -> anyhow::Result<Ca
         dropped_queue: up.dropped_queue,
         dropped_loss: up.dropped_loss,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_names_the_configured_rate_only_when_there_is_one() {
+        let mut report = CapacityReport {
+            seconds: 1.0,
+            offered_pps: 100.0,
+            read_pps: 100.0,
+            forwarded_pps: 99.6,
+            forwarded_mbit_s: 1.2,
+            configured_mbit_s: None,
+            cpu_us_per_packet: 1.234,
+            forwarder_cpu_share: 0.25,
+            dropped_queue: 0,
+            dropped_loss: 0,
+        };
+        assert_eq!(
+            report.to_string(),
+            "forwarded 100 packets/s (1 Mbit/s), 1.23 us CPU per packet, forwarder at 25 % of a core"
+        );
+        report.configured_mbit_s = Some(10.0);
+        assert!(report.to_string().contains("(1 Mbit/s of 10 configured)"));
+    }
 }

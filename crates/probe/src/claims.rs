@@ -1,6 +1,8 @@
 //! The studies' claims about migration and head-of-line blocking, with our
 //! figures beside them.
 
+use std::fmt;
+
 use h3lab_results::Proto;
 use serde::Serialize;
 
@@ -35,25 +37,40 @@ pub struct Claim {
 }
 
 impl Claim {
-    /// A claim that h3 changes a figure by `theirs_percent` against h2, a
-    /// fall, beside our `change` (`None`: not computed) described as `ours`;
-    /// ours agrees when it falls too.
-    fn h3_lowers(
+    /// A claim that a figure falls by `theirs` percent, beside our
+    /// `change`: the same direction when ours falls too.
+    fn fall(
         study: &'static str,
         claim: &'static str,
-        theirs_percent: f64,
+        theirs: f64,
         ours: String,
         change: Option<f64>,
     ) -> Claim {
         Claim {
             study,
             claim,
-            theirs: format!("{theirs_percent:+.0} %"),
+            theirs: format!("{theirs:+.0} %"),
             ours,
-            theirs_change_percent: Some(theirs_percent),
+            theirs_change_percent: Some(theirs),
             ours_change_percent: change,
             same_direction: change.map(|change| change < 0.0),
         }
+    }
+}
+
+/// One line: the claim, theirs, ours, and whether they point the same way.
+impl fmt::Display for Claim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verdict = match self.same_direction {
+            Some(true) => "same direction",
+            Some(false) => "OTHER direction",
+            None => "not comparable",
+        };
+        write!(
+            f,
+            "study {}, {}: theirs {}; ours {} ({verdict})",
+            self.study, self.claim, self.theirs, self.ours
+        )
     }
 }
 
@@ -105,7 +122,7 @@ fn resets_claim(results: &[(Proto, &Summary)]) -> Claim {
         }
         _ => "needs both h2 and h3 runs".to_string(),
     };
-    Claim::h3_lowers(
+    Claim::fall(
         "B",
         "connection resets during handoff, h3 against h2",
         STUDY_B_RESET_CHANGE_PERCENT,
@@ -135,7 +152,7 @@ pub fn hol_claim(
         }
         _ => "needs measured h2 and h3 runs".to_string(),
     };
-    Claim::h3_lowers(
+    Claim::fall(
         "A",
         "head-of-line blocking latency, h3 against h2 at 1 % loss",
         STUDY_A_HOL_CHANGE_PERCENT,

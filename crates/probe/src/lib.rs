@@ -1,22 +1,27 @@
-//! Single-property probes of the transports on an emulated path:
-//! `probe migrate`, which moves a client to a new port or address in the
-//! middle of a steady request stream and reports what each protocol does
-//! (QUIC migrates; a TCP connection breaks and is replaced), and `probe
-//! hol`, which runs parallel streams on one h2 or h3 connection through a
-//! lossy path and measures, per stream, how long data that had arrived
-//! waited behind another stream (head-of-line blocking).
+//! Single-property probes of the transports: `probe ttfb`, which times
+//! the first response byte on new connections (cold, resumed or 0-RTT)
+//! against any URL; `probe migrate`, which moves a client to a new port or
+//! address in the middle of a steady request stream on an emulated path
+//! and reports what each protocol does (QUIC migrates; a TCP connection
+//! breaks and is replaced); and `probe hol`, which runs parallel streams on
+//! one h2 or h3 connection through a lossy path and measures, per stream,
+//! how long data that had arrived waited behind another stream
+//! (head-of-line blocking).
 //!
+//! For ttfb: the sampling loop (`ttfb`) over `h3lab-client`'s measurement.
 //! For migrate: the scenario (`scenario`), the pure summaries (`summary`,
 //! `claims`), the report (`h3lab.migrate/1`, `report`) and the I/O shell
 //! (`run`, `drive`). For hol (`hol`): pure readers of a client-side packet
 //! capture (TCP, TLS records and HTTP/2 frames; QUIC packets and HTTP/3
 //! frames, opened with the client's TLS key log), the pure stall
 //! computation (`hol::timeline`), the report (`h3lab.hol/1`) and its shell.
+//! The reports print themselves (`Display`) as the command shows them.
 //!
 //! Not for: load generation or throughput figures (`h3lab-load`), matrix
-//! runs (`h3lab-bench`), or drawing reports (`h3lab-report`). It needs
-//! root: it creates network namespaces, captures packets and changes
-//! addresses inside them.
+//! runs (`h3lab-bench`), or drawing reports (`h3lab-report`). Migrate and
+//! hol need root: they create network namespaces, capture packets and
+//! change addresses inside them; the built-in server they start is
+//! `h3lab-harness`'s.
 
 #![warn(missing_docs)]
 
@@ -27,5 +32,6 @@ pub mod report;
 mod run;
 pub mod scenario;
 pub mod summary;
+pub mod ttfb;
 
 pub use run::{ensure_root, run_migrate, MigrateOptions};

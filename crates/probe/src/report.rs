@@ -1,6 +1,8 @@
 //! The versioned result of `probe migrate`: `h3lab.migrate/1`, documented
 //! in docs/results-schema.md.
 
+use std::fmt;
+
 use h3lab_results::Proto;
 use serde::Serialize;
 
@@ -64,4 +66,49 @@ pub struct ProtoResult {
     /// its metrics, read after the run; docs/metrics.md). A TCP connection
     /// cannot migrate, so h1 and h2 runs read 0.
     pub server_migrations: Option<u64>,
+}
+
+/// The studies' claims, a line each.
+impl fmt::Display for MigrateReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let claims: Vec<String> = self.claims.iter().map(ToString::to_string).collect();
+        write!(f, "{}", claims.join("\n"))
+    }
+}
+
+/// Three lines: the switch; the requests and stall; the connections,
+/// their break and reconnection, and whether the connection survived.
+impl fmt::Display for ProtoResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.summary;
+        let ms = |value: Option<f64>| value.map_or("-".to_string(), |v| format!("{v:.0} ms"));
+        let validated = match self.path_validated {
+            Some(true) => "yes",
+            Some(false) => "no",
+            None => "n/a (TCP)",
+        };
+        write!(
+            f,
+            "{}: {} at {:.2} s\n    requests {}: ok {}, failed {}, delayed after the switch {} \
+             (before it {}); stall {:.0} ms\n    connections {} (broken {}); break detected after {}, \
+             reconnected after {}; new path validated: {validated}; survived: {}; \
+             migrations the server counted: {}",
+            self.proto,
+            self.switch,
+            self.switched_at_s,
+            s.requests,
+            s.succeeded,
+            s.failed,
+            s.delayed_after_switch,
+            s.delayed_before_switch,
+            s.stall_ms,
+            s.connections_used,
+            s.connections_broken,
+            ms(s.break_detected_after_ms),
+            ms(s.reconnected_after_ms),
+            if s.survived { "yes" } else { "no" },
+            self.server_migrations
+                .map_or("unknown".to_string(), |n| n.to_string()),
+        )
+    }
 }

@@ -2,20 +2,17 @@
 //! the built-in server in the server namespace, the client in the client
 //! namespace, then the summaries.
 
-use std::io::{BufRead, BufReader, Read};
+use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use h3lab_client::{client_tls_config, Target, TlsOptions};
-use h3lab_results::server_output::BannerLine;
+use h3lab_harness::{scrape, start_builtin, BuiltinServer};
 use h3lab_results::Proto;
-use linkem::run::{Interrupted, Placement, Side};
-use linkem::supervise::{Group, Supervised};
+use linkem::run::{Interrupted, Placement};
 use linkem::{EmulatedPath, LinkSettings};
 
 use crate::claims;
@@ -24,8 +21,6 @@ use crate::report::{MigrateReport, ProtoResult, MIGRATE_SCHEMA};
 use crate::scenario::{Change, Scenario};
 use crate::summary::summarise;
 
-/// How long the server may take to print its `listening:` line.
-const SERVER_START_TIMEOUT: Duration = Duration::from_secs(15);
 /// Between SIGTERM and SIGKILL for the server.
 pub(crate) const SERVER_GRACE: Duration = Duration::from_secs(2);
 const SERVER_PORT: u16 = 443;
@@ -41,6 +36,28 @@ pub struct MigrateOptions {
     pub scenario: Scenario,
     /// The `h3lab` binary, started as `h3lab serve` in the server namespace.
     pub exe: PathBuf,
+}
+
+/// The header line: the change, the request stream, the path and the
+/// thresholds.
+impl fmt::Display for MigrateOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scenario = &self.scenario;
+        write!(
+            f,
+            "probe migrate: {} change at {:.2} s; {} req/s of /bytes/{} for {:.1} s; path {} (RTT {} ms); \
+             request timeout {} ms, delayed above {} ms",
+            scenario.change,
+            scenario.switch_at.as_secs_f64(),
+            scenario.rate_per_s,
+            scenario.body_bytes,
+            scenario.duration.as_secs_f64(),
+            self.profile.as_deref().unwrap_or("custom"),
+            self.settings.rtt / 1_000_000,
+            scenario.request_timeout.as_millis(),
+            scenario.delay_threshold.as_millis(),
+        )
+    }
 }
 
 /// Runs the scenario once per protocol, each on a fresh path, calling
@@ -126,7 +143,8 @@ fn run_protocol(
     };
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let cert = scratch.path().join("server-cert.pem");
-    let (mut server, addr, metrics) = start_server(&path, &options.exe, &cert)?;
+    let mut server = start_server(&path, &options.exe, &cert)?;
+    let addr = server.addr;
     let (switch, description) = switch_for(proto, change, path.client_ip(), second);
     let job = Job {
         proto,
@@ -140,8 +158,8 @@ fn run_protocol(
         .spawn_in_client(move || job.run())?
         .join()
         .map_err(|_| anyhow!("the client thread panicked"))?;
-    let migrations = server_migrations(&path, metrics);
-    server.stop(SERVER_GRACE);
+    let migrations = server_migrations(&path, server.metrics);
+    server.process.stop(SERVER_GRACE);
     let gathered = gathered?;
     Ok(result(
         proto,
@@ -152,9 +170,19 @@ fn run_protocol(
     ))
 }
 
+/// `h3lab serve` in the server namespace, once it listens.
+pub(crate) fn start_server(
+    path: &EmulatedPath,
+    exe: &Path,
+    cert: &Path,
+) -> anyhow::Result<BuiltinServer> {
+    start_builtin(&Placement::Emulated(path), exe, SERVER_PORT, cert, &[])
+}
+
 /// The migrations the server counted (`h3lab_quic_migrations_total`).
-fn server_migrations(path: &EmulatedPath, metrics: SocketAddr) -> anyhow::Result<u64> {
-    let samples = h3lab_bench::scrape::scrape(&Placement::Emulated(path), metrics)?;
+fn server_migrations(path: &EmulatedPath, metrics: Option<SocketAddr>) -> anyhow::Result<u64> {
+    let metrics = metrics.context("the server printed no `metrics:` line before `listening:`")?;
+    let samples = scrape(&Placement::Emulated(path), metrics)?;
     let migrations = samples
         .get("h3lab_quic_migrations_total")
         .context("the server's metrics have no h3lab_quic_migrations_total")?;
@@ -248,71 +276,4 @@ fn result(
         path_responses_sent: h3_frames.map(|(_, responses)| responses),
         server_migrations: Some(server_migrations),
     }
-}
-
-/// `h3lab serve` in the server namespace, once it listens: the process,
-/// its address and where its metrics are.
-pub(crate) fn start_server(
-    path: &EmulatedPath,
-    exe: &Path,
-    cert: &Path,
-) -> anyhow::Result<(Supervised, SocketAddr, SocketAddr)> {
-    let ip = path.server_ip();
-    let mut command = Placement::Emulated(path).command(Side::Server, exe);
-    command
-        .arg("serve")
-        .arg("--listen")
-        .arg(SocketAddr::from((ip, SERVER_PORT)).to_string())
-        .arg("--san")
-        .arg(ip.to_string())
-        .arg("--write-cert")
-        .arg(cert)
-        .arg("--metrics")
-        .arg("127.0.0.1:0")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut server = Supervised::spawn(command, Group::Own, "built-in server (h3lab serve)")?;
-    let stdout = server.take_stdout().context("the server's stdout")?;
-    match wait_until_listening(stdout) {
-        Ok((addr, metrics)) => Ok((server, addr, metrics)),
-        Err(err) => {
-            server.stop(SERVER_GRACE);
-            Err(anyhow!(
-                "the built-in server did not start: {err}{}",
-                server.last_stderr_line()
-            ))
-        }
-    }
-}
-
-/// Reads the server's stdout on a thread until its `listening:` line (the
-/// `tuning:` and `metrics:` lines come first), and goes on draining it so
-/// the server never writes into a closed pipe.
-fn wait_until_listening(
-    stdout: impl Read + Send + 'static,
-) -> anyhow::Result<(SocketAddr, SocketAddr)> {
-    let (sender, receiver) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut metrics = None;
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            match BannerLine::parse(&line) {
-                BannerLine::Metrics(addr) => metrics = Some(addr),
-                BannerLine::Listening(addr) => {
-                    let _ = sender.send(metrics.map(|metrics| (addr, metrics)));
-                }
-                _ => {}
-            }
-        }
-    });
-    receiver
-        .recv_timeout(SERVER_START_TIMEOUT)
-        .map_err(|_| {
-            anyhow!(
-                "no `listening:` line within {} s",
-                SERVER_START_TIMEOUT.as_secs()
-            )
-        })?
-        .context("the server printed no `metrics:` line before `listening:`")
 }

@@ -1,6 +1,8 @@
 //! The page-load record (`h3lab.page/1`, docs/results-schema.md): every
 //! load of one page, each with its waterfall, from either loader.
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 
 use crate::vocab::{Loader, Proto, ResourceKind, Visit};
@@ -131,6 +133,96 @@ impl PageReport {
     }
 }
 
+/// One line: median, min and max page-load time over the loads.
+impl fmt::Display for PageReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut times: Vec<f64> = self.loads.iter().map(|l| l.load_ms).collect();
+        times.sort_by(f64::total_cmp);
+        let median = self
+            .median_load()
+            .map_or(f64::NAN, |i| self.loads[i].load_ms);
+        write!(
+            f,
+            "{} {} {} page load over {}: median {:.1} ms, min {:.1} ms, max {:.1} ms ({} loads)",
+            self.url,
+            self.loader,
+            self.visit,
+            self.proto,
+            median,
+            times.first().copied().unwrap_or(f64::NAN),
+            times.last().copied().unwrap_or(f64::NAN),
+            times.len()
+        )
+    }
+}
+
+/// One line: the load's time, resources, bytes and connections.
+impl fmt::Display for PageLoad {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:.1} ms, {} resources, {:.1} KB, ",
+            self.load_ms,
+            self.resources.len(),
+            self.bytes() as f64 / 1e3
+        )?;
+        match self.connections() {
+            Some(c) => write!(f, "{c} connection(s)")?,
+            None => write!(f, "? connections")?,
+        }
+        match self.skipped.len() {
+            0 => Ok(()),
+            n => write!(f, ", {n} on other hosts not fetched"),
+        }
+    }
+}
+
+impl PageLoad {
+    /// The load's waterfall as text, for a terminal.
+    pub fn waterfall(&self) -> Waterfall<'_> {
+        Waterfall(self)
+    }
+}
+
+/// A load's waterfall as text: one row per resource, its bar spanning
+/// request to last byte, `=` waiting for the first byte and `#` receiving.
+pub struct Waterfall<'a>(&'a PageLoad);
+
+impl fmt::Display for Waterfall<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const WIDTH: f64 = 40.0;
+        const ROWS: usize = 40;
+        let load = self.0;
+        let scale = WIDTH / load.load_ms.max(1e-9);
+        writeln!(f, "waterfall of the median load ({:.1} ms):", load.load_ms)?;
+        for row in load.resources.iter().take(ROWS) {
+            let at = |ms: f64| ((ms * scale).round() as usize).min(WIDTH as usize);
+            let (start, first, end) = (at(row.start_ms), at(row.ttfb_ms), at(row.end_ms));
+            let bar = format!(
+                "{}{}{}",
+                " ".repeat(start),
+                "=".repeat(first.saturating_sub(start)),
+                "#".repeat(end.saturating_sub(first).max(1))
+            );
+            let name = row.url.rsplit('/').next().unwrap_or(&row.url);
+            writeln!(
+                f,
+                "  {name:<28.28} {:>8.1} ms {:>9} B  |{bar:<41}|",
+                row.end_ms - row.start_ms,
+                row.bytes
+            )?;
+        }
+        if load.resources.len() > ROWS {
+            writeln!(
+                f,
+                "  … {} more in --json/--har",
+                load.resources.len() - ROWS
+            )?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,5 +281,27 @@ mod tests {
         let round_trip: PageReport =
             serde_json::from_str(&serde_json::to_string(&report).unwrap()).unwrap();
         assert_eq!(round_trip.loads, report.loads);
+    }
+
+    #[test]
+    fn a_load_and_a_report_print_their_lines_and_waterfall() {
+        let page = load(4.0, vec![resource(Some(1), 10), resource(None, 5)]);
+        assert_eq!(
+            page.to_string(),
+            "4.0 ms, 2 resources, 0.0 KB, ? connections"
+        );
+        let waterfall = page.waterfall().to_string();
+        assert!(waterfall.starts_with("waterfall of the median load (4.0 ms):\n"));
+        assert!(
+            waterfall.contains("|==========##########                     |"),
+            "{waterfall}"
+        );
+        let mut report =
+            PageReport::new("https://a.test/", Proto::H3, Loader::Builtin, Visit::Cold);
+        report.loads = vec![page.clone(), load(2.0, vec![])];
+        assert_eq!(
+            report.to_string(),
+            "https://a.test/ builtin cold page load over h3: median 2.0 ms, min 2.0 ms, max 4.0 ms (2 loads)"
+        );
     }
 }

@@ -1,6 +1,8 @@
 //! The ttfb probe record (`h3lab.ttfb/2`, docs/results-schema.md): one
 //! sample per new connection, each saying how its handshake really went.
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 
 use crate::vocab::{Proto, TtfbMode};
@@ -82,6 +84,36 @@ impl TtfbSample {
     }
 }
 
+/// One line: the sample's ttfb, and its handshake when there was one.
+impl fmt::Display for TtfbSample {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ttfb {:8.2} ms", self.ttfb_ms)?;
+        match self.handshake_ms {
+            Some(ms) => write!(f, "  (handshake {ms:.2} ms)"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// One line: median, min and max ttfb over the samples.
+impl fmt::Display for TtfbReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut values: Vec<f64> = self.samples.iter().map(|s| s.ttfb_ms).collect();
+        values.sort_by(f64::total_cmp);
+        let Some((min, max)) = values.first().zip(values.last()) else {
+            return write!(f, "{} {} {}: no sample", self.proto, self.mode, self.url);
+        };
+        let median = values[values.len() / 2];
+        write!(
+            f,
+            "{} {} ttfb: median {median:.2} ms, min {min:.2} ms, max {max:.2} ms over {} new connections",
+            self.proto,
+            self.mode,
+            values.len()
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,5 +169,31 @@ mod tests {
             ..sample()
         };
         assert!(missing.check(TtfbMode::Cold).unwrap_err().contains("404"));
+    }
+
+    #[test]
+    fn a_report_prints_its_median_min_and_max() {
+        let mut report = TtfbReport {
+            schema: TTFB_SCHEMA.to_string(),
+            url: "https://x/".to_string(),
+            proto: Proto::H3,
+            mode: TtfbMode::Cold,
+            samples: Vec::new(),
+        };
+        assert_eq!(report.to_string(), "h3 cold https://x/: no sample");
+        for ttfb_ms in [30.0, 10.0, 20.0] {
+            report.samples.push(TtfbSample {
+                ttfb_ms,
+                ..sample()
+            });
+        }
+        assert_eq!(
+            report.to_string(),
+            "h3 cold ttfb: median 20.00 ms, min 10.00 ms, max 30.00 ms over 3 new connections"
+        );
+        assert_eq!(
+            report.samples[0].to_string(),
+            "ttfb    30.00 ms  (handshake 10.00 ms)"
+        );
     }
 }

@@ -37,6 +37,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use h3lab_results::QuicCongestion;
 use http::HeaderValue;
 use tracing::warn;
 
@@ -102,6 +103,7 @@ pub struct RunningServer {
     admission: Admission,
     grace: Duration,
     tuning: Vec<(&'static str, String)>,
+    quic_congestion: QuicCongestion,
 }
 
 /// What a client needs to trust the server's certificate.
@@ -230,6 +232,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         admission,
         grace: config.limits.shutdown_grace,
         tuning: tuning_settings(&config, serves_h3, granted_buffers),
+        quic_congestion: config.quic_congestion,
     })
 }
 
@@ -366,6 +369,11 @@ impl RunningServer {
         }
         if let Some(site) = &self.site {
             lines.push(format!("site: {} at /", site.display()));
+        }
+        if self.serves_h3() {
+            let tcp = kernel_tcp_congestion();
+            let quic = self.quic_congestion.resolved(&tcp);
+            lines.push(format!("quic-cc: {quic} (kernel TCP: {tcp})"));
         }
         lines
     }

@@ -186,6 +186,32 @@ impl SiteSummary {
     }
 }
 
+/// A line per kind of file present (count and bytes), then the assets'
+/// total.
+impl fmt::Display for SiteSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ResourceKind::*;
+        for kind in [Document, Stylesheet, Font, Script, Image, Other] {
+            let count = self.count(kind);
+            if count > 0 {
+                let bytes = self.bytes(kind);
+                writeln!(
+                    f,
+                    "  {:<11} {count:>4} files {bytes:>11} bytes",
+                    kind.name()
+                )?;
+            }
+        }
+        let assets = self.files.len() - self.count(Document);
+        writeln!(
+            f,
+            "  {:<11} {assets:>4} files {:>11} bytes (assets; the document not counted)",
+            "total",
+            self.total_bytes()
+        )
+    }
+}
+
 /// What [`generate`] would write, without writing anything.
 pub fn plan(shape: Shape, seed: u64) -> SiteSummary {
     let layout = layout::layout(shape, seed);

@@ -289,3 +289,17 @@ fn shapes_parse_and_print_their_names() {
         "unknown site shape `huge`: use small, content, spa or cms"
     );
 }
+
+#[test]
+fn a_summary_prints_a_line_per_kind_and_the_assets_total() {
+    let text = plan(Shape::Small, 1).to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("  document       1 files"), "{text}");
+    assert!(
+        lines
+            .last()
+            .unwrap()
+            .ends_with("600000 bytes (assets; the document not counted)"),
+        "{text}"
+    );
+}

@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -69,14 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn load_suite(args: &Args) -> anyhow::Result<(Suite, Option<String>)> {
     match (&args.suite, &args.preset) {
-        (Some(path), _) => {
-            let text = std::fs::read_to_string(path).with_context(|| {
-                format!("cannot read suite file {}; check the path", path.display())
-            })?;
-            let suite = Suite::from_toml(&text)
-                .with_context(|| format!("suite file {}", path.display()))?;
-            Ok((suite, None))
-        }
+        (Some(path), _) => Ok((Suite::from_file(path)?, None)),
         (None, preset) => {
             let name = preset.as_deref().unwrap_or("default");
             let suite = presets::preset(name)?;
@@ -88,26 +80,8 @@ fn load_suite(args: &Args) -> anyhow::Result<(Suite, Option<String>)> {
 
 fn print_presets() -> anyhow::Result<()> {
     use std::io::Write;
+    let text = presets::catalogue()?;
     let mut out = std::io::stdout().lock();
-    let mut text = String::new();
-    for name in presets::names() {
-        let suite = presets::preset(name)?;
-        let cells = runner::plan(&suite);
-        let minutes = cells
-            .iter()
-            .map(|cell| runner::estimated_seconds(&suite, cell))
-            .sum::<f64>()
-            / 60.0;
-        text.push_str(&format!(
-            "{name:<9} {} cells, about {minutes:.0} min\n",
-            cells.len()
-        ));
-        text.push_str(&format!(
-            "          {}\n\n",
-            suite.description.replace('\n', " ")
-        ));
-    }
-    text.push_str("Run one with `h3lab bench --preset NAME`; `h3lab bench --show NAME` prints its suite file.\n");
     // A reader that stops early (`| head`) is not an error.
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => Err(err.into()),
@@ -128,15 +102,8 @@ fn run_suite(
     cells: &[CellSpec],
     out: &Path,
 ) -> anyhow::Result<ExitCode> {
-    let stop = Arc::new(AtomicBool::new(false));
-    // A second Ctrl-C ends at once; the next start removes stale namespaces.
-    signal_hook::flag::register_conditional_shutdown(
-        signal_hook::consts::SIGINT,
-        130,
-        stop.clone(),
-    )?;
-    signal_hook::flag::register(signal_hook::consts::SIGINT, stop.clone())?;
-    signal_hook::flag::register(signal_hook::consts::SIGTERM, stop.clone())?;
+    // After a second Ctrl-C the next start removes stale namespaces.
+    let stop = super::stop_flag()?;
     let scratch = tempfile::Builder::new()
         .prefix("h3lab-bench-")
         .tempdir()

@@ -10,3 +10,18 @@ pub mod probe;
 pub mod report;
 pub mod serve;
 pub mod site;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use signal_hook::consts::{SIGINT, SIGTERM};
+
+/// A flag SIGINT and SIGTERM set, so a run can end after its current step
+/// and keep what it finished; a second SIGINT exits at once with 130.
+fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register_conditional_shutdown(SIGINT, 130, stop.clone())?;
+    signal_hook::flag::register(SIGINT, stop.clone())?;
+    signal_hook::flag::register(SIGTERM, stop.clone())?;
+    Ok(stop)
+}

@@ -150,17 +150,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     );
     let report = linkem::capacity::measure(&settings, Duration::from_nanos(args.duration))?;
     println!("{}", serde_json::to_string_pretty(&report)?);
-    eprintln!(
-        "forwarded {:.0} packets/s ({:.0} Mbit/s{}), {:.2} us CPU per packet, forwarder at {:.0} % of a core",
-        report.forwarded_pps,
-        report.forwarded_mbit_s,
-        report
-            .configured_mbit_s
-            .map(|rate| format!(" of {rate:.0} configured"))
-            .unwrap_or_default(),
-        report.cpu_us_per_packet,
-        report.forwarder_cpu_share * 100.0
-    );
+    eprintln!("{report}");
     Ok(ExitCode::SUCCESS)
 }
 

@@ -6,8 +6,7 @@ use std::io::IsTerminal;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -17,7 +16,6 @@ use h3lab_page::loader::LoaderOptions;
 use h3lab_results::page::{PageLoad, PageReport};
 use h3lab_results::{Loader, Proto, Visit};
 use indicatif::{ProgressBar, ProgressStyle};
-use signal_hook::consts::{SIGINT, SIGTERM};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -71,19 +69,15 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     check_flags(&args)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    // Ctrl-C ends the run after the current load, keeping the loads so
-    // far; a second Ctrl-C ends it at once.
-    signal_hook::flag::register_conditional_shutdown(SIGINT, 130, stop.clone())?;
-    signal_hook::flag::register(SIGINT, stop.clone())?;
-    signal_hook::flag::register(SIGTERM, stop.clone())?;
+    // Ctrl-C ends the run after the current load, keeping the loads so far.
+    let stop = super::stop_flag()?;
     let bar = progress_bar(&args);
     // Every load as it completes, so a run that fails later keeps them.
     let mut gathered = PageReport::new(&args.url, args.proto, args.browser, args.visit);
     let mut on_load = |load: &PageLoad| {
         if !args.quiet {
             // The line is built before suspend, which holds the bar's lock.
-            let line = describe_load(bar.position() + 1, args.loads, load);
+            let line = format!("load {}/{}: {load}", bar.position() + 1, args.loads);
             bar.suspend(|| eprintln!("{line}"));
         }
         bar.inc(1);
@@ -116,10 +110,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if !args.quiet {
         if let Some(median) = report.median_load() {
-            print_waterfall(&report.loads[median]);
+            print!("{}", report.loads[median].waterfall());
         }
     }
-    println!("{}", summary(&report));
+    println!("{report}");
     let interrupted = report.loads.len() < args.loads as usize;
     Ok(if interrupted {
         ExitCode::from(130)
@@ -197,69 +191,4 @@ fn progress_bar(args: &Args) -> ProgressBar {
             .expect("a valid progress template"),
     );
     bar
-}
-
-fn describe_load(n: u64, of: u32, load: &PageLoad) -> String {
-    let connections = load.connections().map_or("? connections".to_string(), |c| {
-        format!("{c} connection(s)")
-    });
-    let skipped = match load.skipped.len() {
-        0 => String::new(),
-        n => format!(", {n} on other hosts not fetched"),
-    };
-    format!(
-        "load {n}/{of}: {:.1} ms, {} resources, {:.1} KB, {connections}{skipped}",
-        load.load_ms,
-        load.resources.len(),
-        load.bytes() as f64 / 1e3
-    )
-}
-
-/// One line: median, min and max page-load time over the loads.
-fn summary(report: &PageReport) -> String {
-    let mut times: Vec<f64> = report.loads.iter().map(|l| l.load_ms).collect();
-    times.sort_by(f64::total_cmp);
-    let median = report
-        .median_load()
-        .map_or(f64::NAN, |i| report.loads[i].load_ms);
-    format!(
-        "{} {} {} page load over {}: median {:.1} ms, min {:.1} ms, max {:.1} ms ({} loads)",
-        report.url,
-        report.loader,
-        report.visit,
-        report.proto,
-        median,
-        times.first().copied().unwrap_or(f64::NAN),
-        times.last().copied().unwrap_or(f64::NAN),
-        times.len()
-    )
-}
-
-/// The median load's waterfall as text: one row per resource, its bar
-/// spanning request to last byte, `=` waiting for the first byte and `#`
-/// receiving.
-fn print_waterfall(load: &PageLoad) {
-    const WIDTH: f64 = 40.0;
-    const ROWS: usize = 40;
-    let scale = WIDTH / load.load_ms.max(1e-9);
-    println!("waterfall of the median load ({:.1} ms):", load.load_ms);
-    for row in load.resources.iter().take(ROWS) {
-        let at = |ms: f64| ((ms * scale).round() as usize).min(WIDTH as usize);
-        let (start, first, end) = (at(row.start_ms), at(row.ttfb_ms), at(row.end_ms));
-        let bar = format!(
-            "{}{}{}",
-            " ".repeat(start),
-            "=".repeat(first.saturating_sub(start)),
-            "#".repeat(end.saturating_sub(first).max(1))
-        );
-        let name = row.url.rsplit('/').next().unwrap_or(&row.url);
-        println!(
-            "  {name:<28.28} {:>8.1} ms {:>9} B  |{bar:<41}|",
-            row.end_ms - row.start_ms,
-            row.bytes
-        );
-    }
-    if load.resources.len() > ROWS {
-        println!("  … {} more in --json/--har", load.resources.len() - ROWS);
-    }
 }

@@ -3,19 +3,18 @@
 //! `probe migrate` moves the client to a new port or address mid-stream;
 //! `probe hol` measures head-of-line stalls of parallel streams under loss.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use h3lab_client::{measure_ttfb, Target, TlsOptions};
-use h3lab_probe::hol::report::{HolReport, HolRun, RunCpu, Spread, StreamResult};
+use h3lab_client::TlsOptions;
+use h3lab_probe::hol::report::{HolReport, StreamResult};
 use h3lab_probe::hol::{run_hol, HolOptions};
-use h3lab_probe::report::{Claim, MigrateReport, ProtoResult};
 use h3lab_probe::scenario::{default_delay_threshold, default_request_timeout, Change, Scenario};
+use h3lab_probe::ttfb::{sample_ttfb, TtfbOptions};
 use h3lab_probe::{ensure_root, run_migrate, MigrateOptions};
 use h3lab_report::{distribution_html, Chart, Series};
-use h3lab_results::ttfb::{TtfbReport, TTFB_SCHEMA};
 use h3lab_results::{Proto, TtfbMode};
 use linkem::run::Interrupted;
 
@@ -79,83 +78,47 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn ttfb(args: TtfbArgs) -> anyhow::Result<ExitCode> {
-    let target = Target::parse(&args.url)?;
-    let proto = args.proto;
-    target.check_proto(proto)?;
-    let tls = TlsOptions {
-        insecure: args.insecure,
-        ca_file: args.ca.clone(),
-    };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the tokio runtime")?;
-    let mut report = TtfbReport {
-        schema: TTFB_SCHEMA.to_string(),
-        url: args.url.clone(),
-        proto,
+    let options = TtfbOptions {
+        url: args.url,
+        proto: args.proto,
         mode: args.mode,
-        samples: Vec::new(),
+        samples: args.samples,
+        tls: TlsOptions {
+            insecure: args.insecure,
+            ca_file: args.ca,
+        },
+        connect_timeout: args.connect_timeout,
     };
-    let mut failure = None;
-    for _ in 0..args.samples {
-        let measured = runtime.block_on(measure_ttfb(
-            &target,
-            proto,
-            args.mode,
-            &tls,
-            args.connect_timeout,
-        ));
-        match measured {
-            Ok(sample) => {
-                if !args.quiet {
-                    let handshake = sample
-                        .handshake_ms
-                        .map_or(String::new(), |ms| format!("  (handshake {ms:.2} ms)"));
-                    println!("ttfb {:8.2} ms{handshake}", sample.ttfb_ms);
-                }
-                report.samples.push(sample);
-            }
-            Err(err) => {
-                failure = Some(err);
-                break;
-            }
+    let (report, failure) = sample_ttfb(&options, |sample| {
+        if !args.quiet {
+            println!("{sample}");
         }
-    }
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report)?;
-        std::fs::write(path, text).with_context(|| {
-            format!(
-                "cannot write {}; pass a writable --json path",
-                path.display()
-            )
-        })?;
-    }
-    print_summary(&report);
-    match failure {
-        Some(err) => Err(err.context(format!(
-            "{} of {} samples measured",
-            report.samples.len(),
-            args.samples
-        ))),
-        None => Ok(ExitCode::SUCCESS),
-    }
+    })?;
+    let json = (args.json.as_deref(), || {
+        serde_json::to_string_pretty(&report)
+    });
+    finish(json, None, &report, failure)
 }
 
-fn print_summary(report: &TtfbReport) {
-    let mut values: Vec<f64> = report.samples.iter().map(|s| s.ttfb_ms).collect();
-    values.sort_by(f64::total_cmp);
-    let Some((min, max)) = values.first().zip(values.last()) else {
-        println!("{} {} {}: no sample", report.proto, report.mode, report.url);
-        return;
-    };
-    let median = values[values.len() / 2];
-    println!(
-        "{} {} ttfb: median {median:.2} ms, min {min:.2} ms, max {max:.2} ms over {} new connections",
-        report.proto,
-        report.mode,
-        values.len()
-    );
+/// Writes `--json` (then `--html`, when there is one), prints the summary
+/// and turns a failure into the exit.
+fn finish(
+    (json, report_json): (Option<&Path>, impl FnOnce() -> serde_json::Result<String>),
+    html: Option<(&Path, String)>,
+    summary: &dyn std::fmt::Display,
+    failure: Option<anyhow::Error>,
+) -> anyhow::Result<ExitCode> {
+    if let Some(path) = json {
+        write_file(path, &report_json()?, "--json")?;
+    }
+    if let Some((path, text)) = html {
+        write_file(path, &text, "--html")?;
+    }
+    println!("{summary}");
+    match failure {
+        Some(err) => Err(err),
+        None => Ok(ExitCode::SUCCESS),
+    }
 }
 
 #[derive(clap::Args)]
@@ -224,95 +187,12 @@ fn migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
         exe: std::env::current_exe().context("cannot find the h3lab binary to start the server")?,
     };
     let interrupted = Interrupted::install()?;
-    print_migrate_header(&options);
-    let (report, failure) = run_migrate(&options, &interrupted, print_proto_result)?;
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report)?;
-        std::fs::write(path, text).with_context(|| {
-            format!(
-                "cannot write {}; pass a writable --json path",
-                path.display()
-            )
-        })?;
-    }
-    print_migrate_summary(&report);
-    match failure {
-        Some(err) => Err(err),
-        None => Ok(ExitCode::SUCCESS),
-    }
-}
-
-fn print_migrate_header(options: &MigrateOptions) {
-    let scenario = &options.scenario;
-    println!(
-        "probe migrate: {} change at {:.2} s; {} req/s of /bytes/{} for {:.1} s; path {} (RTT {} ms); \
-         request timeout {} ms, delayed above {} ms",
-        scenario.change,
-        scenario.switch_at.as_secs_f64(),
-        scenario.rate_per_s,
-        scenario.body_bytes,
-        scenario.duration.as_secs_f64(),
-        options.profile.as_deref().unwrap_or("custom"),
-        options.settings.rtt / 1_000_000,
-        scenario.request_timeout.as_millis(),
-        scenario.delay_threshold.as_millis(),
-    );
-}
-
-fn print_proto_result(result: &ProtoResult) {
-    let s = &result.summary;
-    let ms = |value: Option<f64>| value.map_or("-".to_string(), |v| format!("{v:.0} ms"));
-    let validated = match result.path_validated {
-        Some(true) => "yes",
-        Some(false) => "no",
-        None => "n/a (TCP)",
-    };
-    println!(
-        "{}: {} at {:.2} s\n    requests {}: ok {}, failed {}, delayed after the switch {} \
-         (before it {}); stall {:.0} ms\n    connections {} (broken {}); break detected after {}, \
-         reconnected after {}; new path validated: {validated}; survived: {}; \
-         migrations the server counted: {}",
-        result.proto,
-        result.switch,
-        result.switched_at_s,
-        s.requests,
-        s.succeeded,
-        s.failed,
-        s.delayed_after_switch,
-        s.delayed_before_switch,
-        s.stall_ms,
-        s.connections_used,
-        s.connections_broken,
-        ms(s.break_detected_after_ms),
-        ms(s.reconnected_after_ms),
-        if s.survived { "yes" } else { "no" },
-        result
-            .server_migrations
-            .map_or("unknown".to_string(), |n| n.to_string()),
-    );
-}
-
-fn print_migrate_summary(report: &MigrateReport) {
-    print_claims(&report.claims);
-}
-
-fn print_claims(claims: &[Claim]) {
-    for Claim {
-        study,
-        claim,
-        theirs,
-        ours,
-        same_direction,
-        ..
-    } in claims
-    {
-        let verdict = match same_direction {
-            Some(true) => "same direction",
-            Some(false) => "OTHER direction",
-            None => "not comparable",
-        };
-        println!("study {study}, {claim}: theirs {theirs}; ours {ours} ({verdict})");
-    }
+    println!("{options}");
+    let (report, failure) = run_migrate(&options, &interrupted, |result| println!("{result}"))?;
+    let json = (args.json.as_deref(), || {
+        serde_json::to_string_pretty(&report)
+    });
+    finish(json, None, &report, failure)
 }
 
 #[derive(clap::Args)]
@@ -357,32 +237,16 @@ fn hol(args: HolArgs) -> anyhow::Result<ExitCode> {
     options.validate()?;
     ensure_root()?;
     let interrupted = Interrupted::install()?;
-    println!(
-        "probe hol: {} streams of /bytes/{} on one connection; path {} (RTT {} ms, loss {:.1} %, seed {}); {} repetition(s) of {}",
-        options.streams,
-        options.body_bytes,
-        args.profile,
-        options.settings.rtt / 1_000_000,
-        options.settings.loss.mean_loss() * 100.0,
-        options.settings.seed,
-        options.repetitions,
-        options.protos.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
-    );
-    let (report, failure) = run_hol(&options, &interrupted, print_hol_run)?;
-    if let Some(path) = &args.json {
-        write_file(path, &serde_json::to_string_pretty(&report)?, "--json")?;
-    }
-    if let Some(path) = &args.html {
-        write_file(path, &hol_html(&report), "--html")?;
-    }
-    print_hol_summary(&report);
-    match failure {
-        Some(err) => Err(err),
-        None => Ok(ExitCode::SUCCESS),
-    }
+    println!("{options}");
+    let (report, failure) = run_hol(&options, &interrupted, |run| println!("{run}"))?;
+    let html = args.html.as_deref().map(|path| (path, hol_html(&report)));
+    let json = (args.json.as_deref(), || {
+        serde_json::to_string_pretty(&report)
+    });
+    finish(json, html, &report, failure)
 }
 
-fn write_file(path: &std::path::Path, text: &str, flag: &str) -> anyhow::Result<()> {
+fn write_file(path: &Path, text: &str, flag: &str) -> anyhow::Result<()> {
     std::fs::write(path, text).with_context(|| {
         format!(
             "cannot write {}; pass a writable {flag} path",
@@ -391,121 +255,25 @@ fn write_file(path: &std::path::Path, text: &str, flag: &str) -> anyhow::Result<
     })
 }
 
-fn spread_line(spread: Option<Spread>) -> String {
-    spread.map_or("-".to_string(), |s| {
-        format!("median {:.1}, p90 {:.1}, max {:.1} ms", s.p50, s.p90, s.max)
-    })
-}
-
-/// h2's wait in TCP's order, as a clause; nothing for h3.
-fn order_clause(spread: Option<Spread>) -> String {
-    spread.map_or(String::new(), |s| {
-        format!(
-            " (in TCP's order: median {:.1}, max {:.1} ms)",
-            s.p50, s.max
-        )
-    })
-}
-
-/// The client's CPU and its wait for a CPU, against the run's wall time.
-fn client_cpu(cpu: &RunCpu) -> String {
-    match (cpu.client_s, cpu.client_waiting_s) {
-        (Some(running), Some(waiting)) => format!(
-            "ran {:.0} ms and waited for a CPU {:.0} ms of {:.0} ms",
-            running * 1e3,
-            waiting * 1e3,
-            cpu.wall_s * 1e3
-        ),
-        _ => format!("CPU unknown over {:.0} ms", cpu.wall_s * 1e3),
-    }
-}
-
-fn print_hol_run(run: &HolRun) {
-    let order: Vec<f64> = run
-        .streams
-        .iter()
-        .filter_map(|s| s.transport_order_wait_ms)
-        .collect();
-    let stalls: Vec<f64> = run.streams.iter().filter_map(|s| s.stall_ms).collect();
-    let completions: Vec<f64> = run.streams.iter().filter_map(|s| s.completion_ms).collect();
-    let unmeasured = run.streams.iter().filter(|s| s.stall_ms.is_none()).count();
-    println!(
-        "{} repetition {} (seed {}): stall {}{}; completion {}; lost down {} of {} packets (+{} queue drops), up {} of {}; client {}{}",
-        run.proto,
-        run.repetition + 1,
-        run.seed,
-        spread_line(Spread::of(&stalls)),
-        order_clause(Spread::of(&order)),
-        spread_line(Spread::of(&completions)),
-        run.loss.down.lost.len(),
-        run.loss.down.packets,
-        run.loss.down.queue_drops,
-        run.loss.up.lost.len(),
-        run.loss.up.packets,
-        client_cpu(&run.cpu),
-        if unmeasured > 0 {
-            format!("; {unmeasured} stream(s) unmeasured")
-        } else {
-            String::new()
-        },
-    );
-}
-
-fn print_hol_summary(report: &HolReport) {
-    for summary in &report.summary {
-        println!(
-            "{} over {} stream(s): stall {}{}; completion {}",
-            summary.proto,
-            summary.streams_measured,
-            spread_line(summary.stall_ms),
-            order_clause(summary.transport_order_wait_ms),
-            spread_line(summary.completion_ms),
-        );
-    }
-    print_claims(&report.claims);
-}
-
 fn hol_html(report: &HolReport) -> String {
     let chart = |title: &str, pick: fn(&StreamResult) -> Option<f64>| Chart {
         title: title.to_string(),
         x_label: "milliseconds".to_string(),
         series: report
-            .summary
-            .iter()
-            .map(|summary| Series {
-                name: summary.proto.to_string(),
-                values: report
-                    .runs
-                    .iter()
-                    .filter(|run| run.proto == summary.proto)
-                    .flat_map(|run| run.streams.iter().filter_map(pick))
-                    .collect(),
+            .per_stream(pick)
+            .into_iter()
+            .map(|(proto, values)| Series {
+                name: proto.to_string(),
+                values,
             })
             .collect(),
     };
-    let charts = [
-        chart("Head-of-line stall per stream", |s| s.stall_ms),
-        chart("Completion per stream", |s| s.completion_ms),
-    ];
-    let mut notes = vec![format!(
-        "{} parallel GETs of {} bytes on one connection; profile {}, RTT {} ms, loss {:.1} %; seeds {} to {}.",
-        report.streams,
-        report.body_bytes,
-        report.profile.as_deref().unwrap_or("custom"),
-        report.link.rtt / 1_000_000,
-        report.link.loss.mean_loss() * 100.0,
-        report.link.seed,
-        report.link.seed + u64::from(report.repetitions) - 1,
-    )];
-    notes.extend(report.claims.iter().map(|claim| {
-        format!(
-            "Study {}, {}: theirs {}; ours {}.",
-            claim.study, claim.claim, claim.theirs, claim.ours
-        )
-    }));
     distribution_html(
         "h3lab probe hol: per-stream head-of-line stall and completion",
-        &notes,
-        &charts,
+        &report.notes(),
+        &[
+            chart("Head-of-line stall per stream", |s| s.stall_ms),
+            chart("Completion per stream", |s| s.completion_ms),
+        ],
     )
 }

@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use h3lab_results::QuicCongestion;
 use h3lab_server::{
-    kernel_tcp_congestion, Limits, QuicTuning, RunningServer, ServerConfig, TcpCongestion,
-    TcpTuning, TlsRecords, TlsSource,
+    Limits, QuicTuning, RunningServer, ServerConfig, TcpCongestion, TcpTuning, TlsRecords,
+    TlsSource,
 };
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -243,7 +243,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
 async fn serve(args: Args) -> Result<ExitCode> {
     let write_cert = args.write_cert.clone();
     let config = args.server_config();
-    let congestion = config.quic_congestion;
     let server = h3lab_server::start(config).await?;
     if let (Some(path), Some(pem)) = (&write_cert, server.cert_pem()) {
         std::fs::write(path, pem).with_context(|| {
@@ -253,7 +252,7 @@ async fn serve(args: Args) -> Result<ExitCode> {
             )
         })?;
     }
-    print_banner(&server, congestion)?;
+    print_banner(&server)?;
     wait_for_stop_signal().await?;
     eprintln!("shutting down: finishing in-flight requests");
     let summary = server.shutdown().await;
@@ -261,18 +260,10 @@ async fn serve(args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_banner(server: &RunningServer, congestion: QuicCongestion) -> Result<()> {
+fn print_banner(server: &RunningServer) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     for line in server.banner() {
         writeln!(stdout, "{line}")?;
-    }
-    if server.serves_h3() {
-        let tcp = kernel_tcp_congestion();
-        writeln!(
-            stdout,
-            "quic-cc: {} (kernel TCP: {tcp})",
-            congestion.resolved(&tcp)
-        )?;
     }
     stdout.flush()?;
     Ok(())

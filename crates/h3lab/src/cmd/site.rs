@@ -4,8 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use h3lab_results::ResourceKind;
-use h3lab_site::{Shape, SiteSummary};
+use h3lab_site::Shape;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -45,23 +44,6 @@ fn generate(args: GenArgs) -> anyhow::Result<ExitCode> {
         summary.seed,
         args.out.display()
     );
-    print_summary(&summary);
+    print!("{summary}");
     Ok(ExitCode::SUCCESS)
-}
-
-fn print_summary(summary: &SiteSummary) {
-    use ResourceKind::*;
-    for kind in [Document, Stylesheet, Font, Script, Image, Other] {
-        let count = summary.count(kind);
-        if count > 0 {
-            let bytes = summary.bytes(kind);
-            println!("  {:<11} {count:>4} files {bytes:>11} bytes", kind.name());
-        }
-    }
-    let assets = summary.files.len() - summary.count(Document);
-    println!(
-        "  {:<11} {assets:>4} files {:>11} bytes (assets; the document not counted)",
-        "total",
-        summary.total_bytes()
-    );
 }

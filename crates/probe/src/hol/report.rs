@@ -1,6 +1,8 @@
 //! The versioned result of `probe hol`: `h3lab.hol/1`, documented in
 //! docs/results-schema.md, and the per-protocol summary over its runs.
 
+use std::fmt;
+
 use h3lab_results::Proto;
 use serde::{Deserialize, Serialize};
 
@@ -207,6 +209,138 @@ pub fn summarise(runs: &[HolRun], protos: &[Proto]) -> Vec<ProtoSummary> {
             }
         })
         .collect()
+}
+
+impl HolReport {
+    /// Per protocol that ran, `pick` of every stream of its runs (a
+    /// distribution to draw).
+    pub fn per_stream(&self, pick: fn(&StreamResult) -> Option<f64>) -> Vec<(Proto, Vec<f64>)> {
+        self.summary
+            .iter()
+            .map(|summary| {
+                let values = self
+                    .runs
+                    .iter()
+                    .filter(|run| run.proto == summary.proto)
+                    .flat_map(|run| run.streams.iter().filter_map(pick))
+                    .collect();
+                (summary.proto, values)
+            })
+            .collect()
+    }
+
+    /// What was run, then each claim, a sentence each.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes = vec![format!(
+            "{} parallel GETs of {} bytes on one connection; profile {}, RTT {} ms, loss {:.1} %; seeds {} to {}.",
+            self.streams,
+            self.body_bytes,
+            self.profile.as_deref().unwrap_or("custom"),
+            self.link.rtt / 1_000_000,
+            self.link.loss.mean_loss() * 100.0,
+            self.link.seed,
+            self.link.seed + u64::from(self.repetitions) - 1,
+        )];
+        notes.extend(self.claims.iter().map(|claim| {
+            format!(
+                "Study {}, {}: theirs {}; ours {}.",
+                claim.study, claim.claim, claim.theirs, claim.ours
+            )
+        }));
+        notes
+    }
+}
+
+/// A line per protocol over every stream, then a line per claim.
+impl fmt::Display for HolReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let summaries = self.summary.iter().map(|summary| {
+            format!(
+                "{} over {} stream(s): stall {}{}; completion {}",
+                summary.proto,
+                summary.streams_measured,
+                spread_line(summary.stall_ms),
+                order_clause(summary.transport_order_wait_ms),
+                spread_line(summary.completion_ms),
+            )
+        });
+        let claims = self.claims.iter().map(ToString::to_string);
+        write!(
+            f,
+            "{}",
+            summaries.chain(claims).collect::<Vec<_>>().join("\n")
+        )
+    }
+}
+
+/// One line: the run's stalls, completions, losses and the client's CPU.
+impl fmt::Display for HolRun {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let order: Vec<f64> = self
+            .streams
+            .iter()
+            .filter_map(|s| s.transport_order_wait_ms)
+            .collect();
+        let stalls: Vec<f64> = self.streams.iter().filter_map(|s| s.stall_ms).collect();
+        let completions: Vec<f64> = self
+            .streams
+            .iter()
+            .filter_map(|s| s.completion_ms)
+            .collect();
+        let unmeasured = self.streams.iter().filter(|s| s.stall_ms.is_none()).count();
+        write!(
+            f,
+            "{} repetition {} (seed {}): stall {}{}; completion {}; lost down {} of {} packets (+{} queue drops), up {} of {}; client {}",
+            self.proto,
+            self.repetition + 1,
+            self.seed,
+            spread_line(Spread::of(&stalls)),
+            order_clause(Spread::of(&order)),
+            spread_line(Spread::of(&completions)),
+            self.loss.down.lost.len(),
+            self.loss.down.packets,
+            self.loss.down.queue_drops,
+            self.loss.up.lost.len(),
+            self.loss.up.packets,
+            self.cpu,
+        )?;
+        match unmeasured {
+            0 => Ok(()),
+            n => write!(f, "; {n} stream(s) unmeasured"),
+        }
+    }
+}
+
+/// The client's CPU and its wait for a CPU, against the run's wall time.
+impl fmt::Display for RunCpu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.client_s, self.client_waiting_s) {
+            (Some(running), Some(waiting)) => write!(
+                f,
+                "ran {:.0} ms and waited for a CPU {:.0} ms of {:.0} ms",
+                running * 1e3,
+                waiting * 1e3,
+                self.wall_s * 1e3
+            ),
+            _ => write!(f, "CPU unknown over {:.0} ms", self.wall_s * 1e3),
+        }
+    }
+}
+
+fn spread_line(spread: Option<Spread>) -> String {
+    spread.map_or("-".to_string(), |s| {
+        format!("median {:.1}, p90 {:.1}, max {:.1} ms", s.p50, s.p90, s.max)
+    })
+}
+
+/// h2's wait in TCP's order, as a clause; nothing for h3.
+fn order_clause(spread: Option<Spread>) -> String {
+    spread.map_or(String::new(), |s| {
+        format!(
+            " (in TCP's order: median {:.1}, max {:.1} ms)",
+            s.p50, s.max
+        )
+    })
 }
 
 impl LossPattern {

@@ -3,6 +3,7 @@
 //! server namespace, the client and its capture in the client namespace,
 //! then the analysis.
 
+use std::fmt;
 use std::net::{SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -48,6 +49,24 @@ pub struct HolOptions {
     pub repetitions: u32,
     /// The `h3lab` binary, started as `h3lab serve` in the server namespace.
     pub exe: PathBuf,
+}
+
+/// The header line: the streams, the path and the runs.
+impl fmt::Display for HolOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "probe hol: {} streams of /bytes/{} on one connection; path {} (RTT {} ms, loss {:.1} %, seed {}); {} repetition(s) of {}",
+            self.streams,
+            self.body_bytes,
+            self.profile.as_deref().unwrap_or("custom"),
+            self.settings.rtt / 1_000_000,
+            self.settings.loss.mean_loss() * 100.0,
+            self.settings.seed,
+            self.repetitions,
+            self.protos.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+        )
+    }
 }
 
 impl HolOptions {
@@ -158,7 +177,8 @@ fn run_once(options: &HolOptions, proto: Proto, repetition: u32) -> anyhow::Resu
     let path = EmulatedPath::start(settings.build())?;
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let cert = scratch.path().join("server-cert.pem");
-    let (mut server, addr, _metrics) = start_server(&path, &options.exe, &cert)?;
+    let mut server = start_server(&path, &options.exe, &cert)?;
+    let addr = server.addr;
     let job = HolJob {
         proto,
         parts: connector_parts(addr, proto, options.body_bytes, &cert)?,
@@ -166,15 +186,16 @@ fn run_once(options: &HolOptions, proto: Proto, repetition: u32) -> anyhow::Resu
         connect_timeout: CONNECT_TIMEOUT,
         deadline: RUN_DEADLINE,
     };
-    let server_cpu_before = server.group_cpu_s();
+    let server_cpu_before = server.process.group_cpu_s();
     let gathered = path
         .spawn_in_client(move || job.run())
         .map(|thread| thread.join());
     let server_cpu = server
+        .process
         .group_cpu_s()
         .zip(server_cpu_before)
         .map(|(after, before)| after - before);
-    server.stop(SERVER_GRACE);
+    server.process.stop(SERVER_GRACE);
     let emulator_s = path.forwarder_cpu_s();
     let stats = path.shutdown()?;
     let gathered = gathered?.map_err(|_| anyhow!("the client thread panicked"))??;

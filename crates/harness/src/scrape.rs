@@ -1,5 +1,5 @@
 //! Reading the built-in server's Prometheus metrics after a run (a bench
-//! cell's, or a probe's).
+//! cell's, or a probe's), from the server's side of the path.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};

@@ -1,0 +1,17 @@
+//! The built-in server as a child process: `h3lab serve` started at the
+//! server end of a path (or on loopback) with its certificate written and
+//! its metrics listener on, its start-up banner read (`start`), and its
+//! Prometheus metrics scraped from its own side of the path (`scrape`).
+//!
+//! It is what `h3lab-bench` (a cell's server) and `h3lab-probe` (the
+//! probes' server) share. Not for: serving (`h3lab-server`, which this
+//! only starts as a process), what the banner and metrics text mean
+//! (`h3lab-results`), or the path and the supervisor (`linkem`).
+
+#![warn(missing_docs)]
+
+mod scrape;
+mod start;
+
+pub use scrape::scrape;
+pub use start::{start_builtin, BuiltinServer};

@@ -1,0 +1,116 @@
+//! Starting `h3lab serve` at a placement and reading its banner.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read};
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use h3lab_results::server_output::BannerLine;
+use linkem::run::{Placement, Side};
+use linkem::supervise::{Group, Supervised};
+
+/// How long the server may take to print its `listening:` line.
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+/// Between SIGTERM and SIGKILL for a server that did not start.
+const FAILED_START_GRACE: Duration = Duration::from_secs(1);
+
+/// A running `h3lab serve` and what its banner said.
+pub struct BuiltinServer {
+    /// The server process, in a process group of its own.
+    pub process: Supervised,
+    /// The address clients use (from its `listening:` line).
+    pub addr: SocketAddr,
+    /// Its `tuning:` lines as name → value.
+    pub tuning: BTreeMap<String, String>,
+    /// Where it serves `/metrics`, on the server side's own loopback so
+    /// that scraping sends nothing over the emulated link.
+    pub metrics: Option<SocketAddr>,
+}
+
+/// Starts `exe serve` where `placement` puts servers, listening on
+/// `port` (0: a free one) at the server's address, writing its certificate
+/// to `cert`, with `extra` flags after the common ones; returns once it
+/// listens.
+pub fn start_builtin(
+    placement: &Placement<'_>,
+    exe: &Path,
+    port: u16,
+    cert: &Path,
+    extra: &[OsString],
+) -> anyhow::Result<BuiltinServer> {
+    let ip = IpAddr::V4(placement.server_ip());
+    let mut command = placement.command(Side::Server, exe);
+    command
+        .arg("serve")
+        .arg("--listen")
+        .arg(SocketAddr::new(ip, port).to_string())
+        .arg("--san")
+        .arg(ip.to_string())
+        .arg("--write-cert")
+        .arg(cert)
+        .arg("--metrics")
+        .arg("127.0.0.1:0")
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // Its own process group, so a terminal's Ctrl-C reaches only h3lab,
+    // which then stops its children in order.
+    let mut process = Supervised::spawn(command, Group::Own, "built-in server (h3lab serve)")?;
+    let stdout = process.take_stdout().context("the server's stdout")?;
+    match wait_for_banner(stdout) {
+        Ok((addr, banner)) => Ok(BuiltinServer {
+            process,
+            addr,
+            tuning: banner.tuning,
+            metrics: banner.metrics,
+        }),
+        Err(err) => {
+            process.stop(FAILED_START_GRACE);
+            Err(anyhow!(
+                "the built-in server did not start: {err}{}",
+                process.last_stderr_line()
+            ))
+        }
+    }
+}
+
+/// What the server prints before its `listening:` line.
+#[derive(Default)]
+struct Banner {
+    tuning: BTreeMap<String, String>,
+    metrics: Option<SocketAddr>,
+}
+
+/// Reads the server's stdout on a thread until its `listening:` line, so a
+/// silent server cannot block us past the timeout, and returns the address
+/// with the `tuning:` and `metrics:` lines printed before it. The thread
+/// drains the pipe to the end: a closed pipe would make the server's next
+/// line fail.
+fn wait_for_banner(stdout: impl Read + Send + 'static) -> anyhow::Result<(SocketAddr, Banner)> {
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut banner = Banner::default();
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            match BannerLine::parse(&line) {
+                BannerLine::Tuning(name, value) => {
+                    banner.tuning.insert(name, value);
+                }
+                BannerLine::Metrics(addr) => banner.metrics = Some(addr),
+                BannerLine::Listening(addr) => {
+                    let _ = sender.send((addr, std::mem::take(&mut banner)));
+                }
+                BannerLine::Other => {}
+            }
+        }
+    });
+    receiver
+        .recv_timeout(START_TIMEOUT)
+        .map_err(|_| anyhow!("no `listening:` line within {}s", START_TIMEOUT.as_secs()))
+}
