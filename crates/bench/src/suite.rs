@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use h3lab_results::{Loader, Proto, QuicCongestion, TtfbMode, Visit};
+use h3lab_results::{Loader, Proto, QuicCongestion, TtfbMode, Visit, WorkloadKind};
 use h3lab_site::Shape;
 use linkem::config::LossDirection;
 use serde::{Deserialize, Deserializer};
@@ -513,15 +513,6 @@ struct WorkloadTable {
     loads: Option<Count>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum WorkloadKind {
-    Rps,
-    Download,
-    Ttfb,
-    Page,
-}
-
 impl<'de> Deserialize<'de> for Workload {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         WorkloadTable::deserialize(d)?
@@ -533,7 +524,7 @@ impl<'de> Deserialize<'de> for Workload {
 impl WorkloadTable {
     fn into_workload(self) -> Result<Workload, String> {
         let name = &self.name;
-        let kind = self.kind.as_str();
+        let kind = self.kind;
         let needs = |what: &str| format!("{kind} workload `{name}` needs `{what}`");
         let stray = |keys: &[(&str, bool)]| match keys.iter().find(|(_, present)| *present) {
             Some((key, _)) => Err(format!(
@@ -648,28 +639,17 @@ impl WorkloadTable {
     }
 }
 
-impl WorkloadKind {
-    fn as_str(self) -> &'static str {
-        match self {
-            WorkloadKind::Rps => "rps",
-            WorkloadKind::Download => "download",
-            WorkloadKind::Ttfb => "ttfb",
-            WorkloadKind::Page => "page",
-        }
-    }
-}
-
 impl Workload {
     pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
-    pub(crate) fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> WorkloadKind {
         match self.load {
-            Load::Rps { .. } => "rps",
-            Load::Download { .. } => "download",
-            Load::Ttfb { .. } => "ttfb",
-            Load::Page { .. } => "page",
+            Load::Rps { .. } => WorkloadKind::Rps,
+            Load::Download { .. } => WorkloadKind::Download,
+            Load::Ttfb { .. } => WorkloadKind::Ttfb,
+            Load::Page { .. } => WorkloadKind::Page,
         }
     }
 
@@ -945,7 +925,7 @@ site = "small"
     #[test]
     fn page_workload_gets_defaults() {
         let suite = Suite::from_toml(PAGE).unwrap();
-        assert_eq!(suite.workloads[0].kind(), "page");
+        assert_eq!(suite.workloads[0].kind(), WorkloadKind::Page);
         match &suite.workloads[0].load {
             Load::Page {
                 site,
