@@ -526,12 +526,28 @@ impl WorkloadTable {
         let name = &self.name;
         let kind = self.kind;
         let needs = |what: &str| format!("{kind} workload `{name}` needs `{what}`");
-        let stray = |keys: &[(&str, bool)]| match keys.iter().find(|(_, present)| *present) {
-            Some((key, _)) => Err(format!(
+        let given = [
+            ("size", self.size.is_some()),
+            ("connections", self.connections.is_some()),
+            ("streams", self.streams.is_some()),
+            ("duration", self.duration.is_some()),
+            ("metric", self.metric.is_some()),
+            ("modes", self.modes.is_some()),
+            ("samples", self.samples.is_some()),
+            ("site", self.site.is_some()),
+            ("loader", self.loader.is_some()),
+            ("visit", self.visit.is_some()),
+            ("loads", self.loads.is_some()),
+        ];
+        let takes = keys_of(kind);
+        if let Some((key, _)) = given
+            .iter()
+            .find(|(key, present)| *present && !takes.contains(key))
+        {
+            return Err(format!(
                 "`{key}` does not apply to {kind} workload `{name}`"
-            )),
-            None => Ok(()),
-        };
+            ));
+        }
         let metric = |choices: &[&str]| match &self.metric {
             Some(m) if !choices.contains(&m.as_str()) => Err(format!(
                 "{kind} workload `{name}`: metric `{m}` is not one of {}",
@@ -540,59 +556,27 @@ impl WorkloadTable {
             m => Ok(m.clone().unwrap_or_else(|| choices[0].to_string())),
         };
         let load = match self.kind {
-            WorkloadKind::Rps => {
-                stray(&[
-                    ("modes", self.modes.is_some()),
-                    ("samples", self.samples.is_some()),
-                    ("site", self.site.is_some()),
-                    ("loader", self.loader.is_some()),
-                    ("visit", self.visit.is_some()),
-                    ("loads", self.loads.is_some()),
-                ])?;
-                Load::Rps {
-                    size: self.size.ok_or_else(|| needs("size"))?,
-                    connections: self.connections.unwrap_or(Count(10)),
-                    streams: self.streams.unwrap_or(Count(1)),
-                    duration: self.duration.ok_or_else(|| needs("duration"))?,
-                    metric: match metric(&["throughput", "p50", "p99"])?.as_str() {
-                        "p50" => RpsMetric::P50,
-                        "p99" => RpsMetric::P99,
-                        _ => RpsMetric::Throughput,
-                    },
-                }
-            }
-            WorkloadKind::Download => {
-                stray(&[
-                    ("duration", self.duration.is_some()),
-                    ("modes", self.modes.is_some()),
-                    ("samples", self.samples.is_some()),
-                    ("site", self.site.is_some()),
-                    ("loader", self.loader.is_some()),
-                    ("visit", self.visit.is_some()),
-                    ("loads", self.loads.is_some()),
-                ])?;
-                Load::Download {
-                    size: self.size.ok_or_else(|| needs("size"))?,
-                    streams: self.streams.unwrap_or(Count(1)),
-                    connections: self.connections,
-                    metric: match metric(&["time", "rps"])?.as_str() {
-                        "rps" => DownloadMetric::RequestsPerSecond,
-                        _ => DownloadMetric::Time,
-                    },
-                }
-            }
+            WorkloadKind::Rps => Load::Rps {
+                size: self.size.ok_or_else(|| needs("size"))?,
+                connections: self.connections.unwrap_or(Count(10)),
+                streams: self.streams.unwrap_or(Count(1)),
+                duration: self.duration.ok_or_else(|| needs("duration"))?,
+                metric: match metric(&["throughput", "p50", "p99"])?.as_str() {
+                    "p50" => RpsMetric::P50,
+                    "p99" => RpsMetric::P99,
+                    _ => RpsMetric::Throughput,
+                },
+            },
+            WorkloadKind::Download => Load::Download {
+                size: self.size.ok_or_else(|| needs("size"))?,
+                streams: self.streams.unwrap_or(Count(1)),
+                connections: self.connections,
+                metric: match metric(&["time", "rps"])?.as_str() {
+                    "rps" => DownloadMetric::RequestsPerSecond,
+                    _ => DownloadMetric::Time,
+                },
+            },
             WorkloadKind::Ttfb => {
-                stray(&[
-                    ("size", self.size.is_some()),
-                    ("connections", self.connections.is_some()),
-                    ("streams", self.streams.is_some()),
-                    ("duration", self.duration.is_some()),
-                    ("metric", self.metric.is_some()),
-                    ("site", self.site.is_some()),
-                    ("loader", self.loader.is_some()),
-                    ("visit", self.visit.is_some()),
-                    ("loads", self.loads.is_some()),
-                ])?;
                 let modes = self
                     .modes
                     .clone()
@@ -608,15 +592,6 @@ impl WorkloadTable {
                 }
             }
             WorkloadKind::Page => {
-                stray(&[
-                    ("size", self.size.is_some()),
-                    ("connections", self.connections.is_some()),
-                    ("streams", self.streams.is_some()),
-                    ("duration", self.duration.is_some()),
-                    ("metric", self.metric.is_some()),
-                    ("modes", self.modes.is_some()),
-                    ("samples", self.samples.is_some()),
-                ])?;
                 let site = self.site.clone().ok_or_else(|| {
                     format!(
                         "page workload `{name}` needs `site`: a shape (small, content, spa, cms) \
@@ -636,6 +611,17 @@ impl WorkloadTable {
             profiles: self.profiles,
             load,
         })
+    }
+}
+
+/// The keys of a `[[workload]]` table only some kinds take: those `kind`
+/// takes.
+fn keys_of(kind: WorkloadKind) -> &'static [&'static str] {
+    match kind {
+        WorkloadKind::Rps => &["size", "connections", "streams", "duration", "metric"],
+        WorkloadKind::Download => &["size", "connections", "streams", "metric"],
+        WorkloadKind::Ttfb => &["modes", "samples"],
+        WorkloadKind::Page => &["site", "loader", "visit", "loads"],
     }
 }
 
