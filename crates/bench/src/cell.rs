@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use h3lab_results::bench::{CellRecord, CpuUse, Metric, Outcome, SweptSetting};
+use h3lab_results::bench::{CellRecord, CpuUse, LinkRecord, Metric, Outcome, SweptSetting};
 use h3lab_results::load::LoadReport;
 use h3lab_results::page::PageReport;
 use linkem::model::LinkStats;
@@ -122,11 +122,12 @@ fn measure(
 
 /// `cells[].link`: the link's statistics, and under `settings` what the
 /// path was set to (loss direction included), so a record says on its own
-/// which way its loss applied.
-fn link_record(stats: LinkStats, settings: &LinkSettings) -> anyhow::Result<serde_json::Value> {
+/// which way its loss applied. Read back through h3lab-results' types,
+/// which mirror linkem's JSON field for field.
+fn link_record(stats: LinkStats, settings: &LinkSettings) -> anyhow::Result<LinkRecord> {
     let mut link = serde_json::to_value(stats)?;
     link["settings"] = serde_json::to_value(settings)?;
-    Ok(link)
+    Ok(serde_json::from_value(link)?)
 }
 
 fn fill_from_client(
@@ -316,9 +317,9 @@ fn empty_record(spec: &CellSpec) -> CellRecord {
             tunable: setting.tunable.name().to_string(),
             value: setting.value.clone(),
         }),
-        kind: spec.workload.kind().to_string(),
-        protocol: spec.protocol.to_string(),
-        mode: spec.mode.map(|m| m.name().to_string()),
+        kind: spec.workload.kind(),
+        protocol: spec.protocol,
+        mode: spec.mode,
         repetition: spec.repetition,
         path_rtt_ms: 0.0,
         outcome: Outcome::Ok,
@@ -355,20 +356,55 @@ fn cell_dir(scratch: &Path, spec: &CellSpec) -> anyhow::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use h3lab_results::bench::{Loss, LossDirection, Rate};
     use h3lab_results::page::{PageLoad, ResourceTiming};
-    use h3lab_results::{Loader, Proto, ResourceKind, Visit};
+    use h3lab_results::{Loader, Proto, ResourceKind, Visit, WorkloadKind};
 
     #[test]
     fn the_link_record_carries_the_settings_with_the_loss_direction() {
         let settings = linkem::profile("cellular").unwrap().settings.unwrap();
         let link = link_record(LinkStats::default(), &settings).unwrap();
-        let recorded = &link["settings"];
-        assert_eq!(recorded["loss_direction"], "down");
-        assert_eq!(recorded["loss"]["model"], "bernoulli");
-        assert_eq!(recorded["loss"]["p"], 0.01);
-        assert_eq!(recorded["rtt_ns"], 50_000_000);
-        assert_eq!(recorded["down"]["fixed"]["bits_per_sec"], 50_000_000);
-        assert!(link["down"]["packets_in"].is_u64(), "the statistics stay");
+        let recorded = link.settings.as_ref().unwrap();
+        assert_eq!(recorded.loss_direction, LossDirection::Down);
+        assert_eq!(recorded.loss, Loss::Bernoulli { p: 0.01 });
+        assert_eq!(recorded.rtt_ns, 50_000_000);
+        assert_eq!(
+            recorded.down,
+            Rate::Fixed {
+                bits_per_sec: 50_000_000
+            }
+        );
+        assert_eq!(link.down.packets_in, 0, "the statistics stay");
+    }
+
+    /// The typed record writes the bytes linkem's own JSON has, for every
+    /// built-in profile and for a suite's profile with what those leave at
+    /// their defaults (Gilbert loss both ways, normal jitter, a queue limit).
+    #[test]
+    fn the_link_record_writes_what_linkem_writes() {
+        let mut all: Vec<LinkSettings> = linkem::profiles()
+            .into_iter()
+            .filter_map(|profile| profile.settings)
+            .collect();
+        let suite = Suite::from_toml(
+            "name = \"t\"\nprotocols = [\"h3\"]\nprofiles = [\"odd\"]\n\
+             [[profile]]\nname = \"odd\"\nbase = \"cellular\"\n\
+             loss_model = \"gilbert:1%,30%,0%,50%\"\nloss_direction = \"both\"\n\
+             jitter = \"3ms:normal\"\nqueue = \"64kb\"\n\
+             [[workload]]\nkind = \"ttfb\"\nname = \"hs\"\n",
+        )
+        .unwrap();
+        all.extend(crate::profile::settings(&suite, "odd", 3).unwrap());
+        for settings in all {
+            let mut linkem = serde_json::to_value(LinkStats::default()).unwrap();
+            linkem["settings"] = serde_json::to_value(&settings).unwrap();
+            let typed = link_record(LinkStats::default(), &settings).unwrap();
+            assert_eq!(
+                serde_json::to_string_pretty(&typed).unwrap(),
+                serde_json::to_string_pretty(&linkem).unwrap(),
+                "{settings:?}"
+            );
+        }
     }
 
     fn page_spec(loads: u32) -> CellSpec {
@@ -421,7 +457,7 @@ mod tests {
         };
         let mut record = empty_record(&spec);
         fill_from_client(&spec, run, &mut record).unwrap();
-        assert_eq!(record.kind, "page");
+        assert_eq!(record.kind, WorkloadKind::Page);
         assert_eq!(record.mode, None);
         assert_eq!(record.metric.name, "page_load_ms");
         assert_eq!(record.metric.unit, "ms");

@@ -273,21 +273,26 @@ mod tests {
     use super::*;
     use h3lab_results::Proto;
 
+    /// An h2 and h3 suite on broadband with these repetitions and tables.
+    fn h2_h3_suite(repetitions: u32, tables: &str) -> Suite {
+        Suite::from_toml(&format!(
+            "name = \"t\"\nprotocols = [\"h2\", \"h3\"]\nprofiles = [\"broadband\"]\n\
+             repetitions = {repetitions}\n{tables}"
+        ))
+        .unwrap()
+    }
+
     #[test]
     fn plan_interleaves_protocols_and_skips_zero_rtt_for_tcp() {
-        let suite = Suite::from_toml(
+        let suite = h2_h3_suite(
+            2,
             r#"
-name = "t"
-protocols = ["h2", "h3"]
-profiles = ["broadband"]
-repetitions = 2
 [[workload]]
 kind = "ttfb"
 name = "hs"
 modes = ["cold", "0rtt"]
 "#,
-        )
-        .unwrap();
+        );
         let cells = plan(&suite);
         let labels: Vec<String> = cells
             .iter()
@@ -303,12 +308,9 @@ modes = ["cold", "0rtt"]
 
     #[test]
     fn a_sweep_runs_each_value_of_its_workloads_with_protocols_back_to_back() {
-        let suite = Suite::from_toml(
+        let suite = h2_h3_suite(
+            1,
             r#"
-name = "t"
-protocols = ["h2", "h3"]
-profiles = ["broadband"]
-repetitions = 1
 [[workload]]
 kind = "rps"
 name = "small"
@@ -323,8 +325,7 @@ tunable = "cc"
 values = ["cubic", "bbr"]
 workloads = ["small"]
 "#,
-        )
-        .unwrap();
+        );
         let labels: Vec<String> = plan(&suite)
             .iter()
             .map(|c| format!("{} {}", c.workload_label(), c.protocol))

@@ -8,6 +8,9 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use h3lab_results::bench::{Outcome, Results, RESULTS_SCHEMA};
+use h3lab_results::page::PageReport;
+use h3lab_results::{Proto, TtfbMode, WorkloadKind};
 use serde_json::Value;
 
 use common::{bench, namespaces_left, results, EXE};
@@ -28,20 +31,13 @@ fn stderr(output: &Output) -> String {
 }
 
 /// Median of the ttfb samples of (protocol, mode).
-fn median_ttfb(results: &Value, protocol: &str, mode: &str) -> f64 {
-    let mut samples: Vec<f64> = results["cells"]
-        .as_array()
-        .unwrap()
+fn median_ttfb(results: &Results, protocol: Proto, mode: TtfbMode) -> f64 {
+    let mut samples: Vec<f64> = results
+        .cells
         .iter()
-        .filter(|c| c["protocol"] == protocol && c["mode"] == mode)
-        .inspect(|c| assert_eq!(c["outcome"]["status"], "ok", "cell failed: {c}"))
-        .flat_map(|c| {
-            c["metric"]["samples"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_f64().unwrap())
-        })
+        .filter(|c| c.protocol == protocol && c.mode == Some(mode))
+        .inspect(|c| assert_eq!(c.outcome, Outcome::Ok, "cell failed: {c:?}"))
+        .flat_map(|c| c.metric.samples.iter().copied())
         .collect();
     assert!(!samples.is_empty(), "no {protocol} {mode} samples");
     samples.sort_by(f64::total_cmp);
@@ -80,9 +76,9 @@ samples = 3
     let results = results(&out);
     let rtt = 100.0;
     for (protocol, mode, round_trips) in [
-        ("h2", "cold", 3.0),
-        ("h3", "cold", 2.0),
-        ("h3", "0rtt", 1.0),
+        (Proto::H2, TtfbMode::Cold, 3.0),
+        (Proto::H3, TtfbMode::Cold, 2.0),
+        (Proto::H3, TtfbMode::ZeroRtt, 1.0),
     ] {
         let median = median_ttfb(&results, protocol, mode);
         let expected = round_trips * rtt;
@@ -122,38 +118,31 @@ size = "300KB"
     );
     assert!(output.status.success(), "bench failed: {}", stderr(&output));
     let results = results(&out);
-    assert_eq!(results["schema"], "h3lab.results/1");
-    let cells = results["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 2 * 2 * 3, "profiles × workloads × protocols");
-    for cell in cells {
-        assert_eq!(cell["outcome"]["status"], "ok", "{cell}");
-        let sample = cell["metric"]["samples"][0].as_f64().unwrap();
-        assert!(sample > 0.0, "{cell}");
-        if cell["workload"] == "dl" {
-            assert_eq!(
-                cell["bytes"], 300_000,
-                "download delivered exactly its size"
-            );
+    assert_eq!(results.schema, RESULTS_SCHEMA);
+    assert_eq!(
+        results.cells.len(),
+        2 * 2 * 3,
+        "profiles × workloads × protocols"
+    );
+    for cell in &results.cells {
+        assert_eq!(cell.outcome, Outcome::Ok, "{cell:?}");
+        assert!(cell.metric.samples[0] > 0.0, "{cell:?}");
+        if cell.kind == WorkloadKind::Download {
+            assert_eq!(cell.bytes, 300_000, "download delivered exactly its size");
         }
-        assert!(
-            cell["cpu"]["server_s"].as_f64().unwrap() > 0.0,
-            "server CPU recorded: {cell}"
-        );
+        assert!(cell.cpu.server_s > 0.0, "server CPU recorded: {cell:?}");
         assert_eq!(
-            cell["link"].is_null(),
-            cell["profile"] == "loopback",
+            cell.link.is_none(),
+            cell.profile == "loopback",
             "link stats only when emulated"
         );
     }
-    let tuning = &results["environment"]["server_tuning"];
+    let tuning = results.environment.server_tuning.unwrap();
     assert!(
-        tuning["tls_records"]
-            .as_str()
-            .unwrap()
-            .starts_with("dynamic"),
-        "the server's tuning is recorded: {tuning}"
+        tuning["tls_records"].starts_with("dynamic"),
+        "the server's tuning is recorded: {tuning:?}"
     );
-    assert!(tuning["h2_stream_window"].is_string(), "{tuning}");
+    assert!(tuning.contains_key("h2_stream_window"), "{tuning:?}");
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
     assert_eq!(
         csv.lines().count(),
@@ -198,43 +187,41 @@ loads = 2
     let index_bytes = site.files[0].bytes;
     assert_eq!(site.total_bytes(), 600_000);
     let results = results(&out);
-    let cells = results["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 2 * 3, "profiles × protocols");
-    for cell in cells {
-        assert_eq!(cell["outcome"]["status"], "ok", "{cell}");
-        assert_eq!(cell["kind"], "page");
-        assert!(cell["mode"].is_null());
-        assert_eq!(cell["metric"]["name"], "page_load_ms");
-        assert_eq!(cell["metric"]["unit"], "ms");
-        assert_eq!(cell["metric"]["higher_is_better"], false);
-        let samples = cell["metric"]["samples"].as_array().unwrap();
-        assert_eq!(samples.len(), 2, "one sample per load: {cell}");
-        assert!(samples.iter().all(|s| s.as_f64().unwrap() > 0.0), "{cell}");
-        assert_eq!(cell["requests"], 21, "20 assets + index.html: {cell}");
-        assert_eq!(cell["errors"], 0);
+    assert_eq!(results.cells.len(), 2 * 3, "profiles × protocols");
+    for cell in &results.cells {
+        assert_eq!(cell.outcome, Outcome::Ok, "{cell:?}");
+        assert_eq!(cell.kind, WorkloadKind::Page);
+        assert_eq!(cell.mode, None);
+        assert_eq!(cell.metric.name, "page_load_ms");
+        assert_eq!(cell.metric.unit, "ms");
+        assert!(!cell.metric.higher_is_better);
+        let samples = &cell.metric.samples;
+        assert_eq!(samples.len(), 2, "one sample per load: {cell:?}");
+        assert!(samples.iter().all(|s| *s > 0.0), "{cell:?}");
+        assert_eq!(cell.requests, 21, "20 assets + index.html: {cell:?}");
+        assert_eq!(cell.errors, 0);
         assert_eq!(
-            cell["bytes"].as_u64().unwrap(),
+            cell.bytes,
             600_000 + index_bytes,
-            "every byte of the site: {cell}"
+            "every byte of the site: {cell:?}"
         );
-        assert!(cell["latency_histogram"].is_null() && cell["ttfb_histogram"].is_null());
-        let report = &cell["client_report"];
-        assert_eq!(report["schema"], "h3lab.page/1");
-        assert_eq!(report["proto"], cell["protocol"]);
-        let loads = report["loads"].as_array().unwrap();
-        assert_eq!(loads.len(), 1, "only the median load is kept");
-        assert_eq!(loads[0]["resources"].as_array().unwrap().len(), 21);
-        let median = loads[0]["load_ms"].as_f64().unwrap();
+        assert!(cell.latency_histogram.is_none() && cell.ttfb_histogram.is_none());
+        let report: PageReport =
+            serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
+        assert_eq!(report.proto, cell.protocol);
+        assert_eq!(report.loads.len(), 1, "only the median load is kept");
+        assert_eq!(report.loads[0].resources.len(), 21);
+        let median = report.loads[0].load_ms;
         assert!(
-            samples.iter().any(|s| s.as_f64().unwrap() == median),
-            "the kept load is one of the samples: {cell}"
+            samples.contains(&median),
+            "the kept load is one of the samples: {cell:?}"
         );
         assert_eq!(
-            cell["link"].is_null(),
-            cell["profile"] == "loopback",
+            cell.link.is_none(),
+            cell.profile == "loopback",
             "link stats only when emulated"
         );
-        if cell["profile"] == "broadband" {
+        if cell.profile == "broadband" {
             // At least the handshake and the document → module → import
             // chain: several round trips of 20 ms.
             assert!(median > 4.0 * 20.0, "{median} ms on broadband");
@@ -273,9 +260,12 @@ samples = 20
     );
     let (output, left_behind) = bench(&suite, &out);
     assert!(output.status.success(), "bench failed: {}", stderr(&output));
-    let cpu = &results(&out)["cells"][0]["cpu"];
-    let cores = cpu["server_interval_s"].as_f64().unwrap() / cpu["interval_s"].as_f64().unwrap();
-    assert!(cores >= 0.9, "the server's group used {cores} cores: {cpu}");
+    let cpu = results(&out).cells[0].cpu;
+    let cores = cpu.server_interval_s.unwrap() / cpu.interval_s.unwrap();
+    assert!(
+        cores >= 0.9,
+        "the server's group used {cores} cores: {cpu:?}"
+    );
     let table = String::from_utf8_lossy(&output.stdout);
     assert!(
         table.contains("! h2: server at") && table.contains("the figure may be the CPU's"),
@@ -317,14 +307,12 @@ samples = 1
         stderr(&output)
     );
     let results = results(&out);
-    let cells = results["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 2);
-    for cell in cells {
-        assert_eq!(cell["outcome"]["status"], "failed", "{cell}");
-        assert!(
-            cell["outcome"]["error"].as_str().unwrap().len() > 10,
-            "{cell}"
-        );
+    assert_eq!(results.cells.len(), 2);
+    for cell in &results.cells {
+        match &cell.outcome {
+            Outcome::Failed { error } => assert!(error.len() > 10, "{cell:?}"),
+            other => panic!("{other:?}: {cell:?}"),
+        }
     }
     assert!(
         stderr(&output).contains("2 of 2 cells failed"),
@@ -380,23 +368,22 @@ duration = "1s"
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "Ctrl-C exit code");
     let results = results(&out);
-    assert_eq!(results["interrupted"], true);
-    let cells = results["cells"].as_array().unwrap();
+    assert!(results.interrupted);
+    let cells = &results.cells;
     assert!((2..20).contains(&cells.len()), "{} cells", cells.len());
     // Every cell finished, but the one Ctrl-C cut short (if it came during
     // a cell, not between two), which is interrupted, not failed.
     let (last, finished) = cells.split_last().unwrap();
-    assert!(finished.iter().all(|c| c["outcome"]["status"] == "ok"));
-    let last_status = last["outcome"]["status"].as_str().unwrap();
+    assert!(finished.iter().all(|c| c.outcome == Outcome::Ok));
     assert!(
-        ["ok", "interrupted"].contains(&last_status),
-        "the cell in flight: {}",
-        last["outcome"]
+        [Outcome::Ok, Outcome::Interrupted].contains(&last.outcome),
+        "the cell in flight: {:?}",
+        last.outcome
     );
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert_eq!(
         report.contains("Cut short by Ctrl-C"),
-        last_status == "interrupted",
+        last.outcome == Outcome::Interrupted,
         "the report names the cut cell exactly when there is one"
     );
     assert!(out.join("results.csv").exists());

@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use serde_json::Value;
+use h3lab_results::bench::{CellRecord, Outcome, Results};
 
 use common::{bench, results};
 
@@ -73,11 +73,11 @@ fn h3lab_h2_is_as_fast_as_nginx_h2_and_its_first_byte_takes_one_round_trip() {
         ));
     }
     assert!(
-        ours[0]["environment"]["server_tuning"].is_object(),
+        ours[0].environment.server_tuning.is_some(),
         "h3lab serve's tuning is recorded"
     );
     assert!(
-        theirs[0]["environment"]["server_tuning"].is_null(),
+        theirs[0].environment.server_tuning.is_none(),
         "nginx's tuning is unknown, not guessed"
     );
     for workload in ["download-2MB", "download-10MB"] {
@@ -109,7 +109,7 @@ fn h3lab_h2_is_as_fast_as_nginx_h2_and_its_first_byte_takes_one_round_trip() {
 }
 
 /// Runs `h3lab bench` on `suite`, writing into `out`, and returns its results.
-fn run(out: &Path, suite: &str) -> Value {
+fn run(out: &Path, suite: &str) -> Results {
     let (output, _) = bench(suite, out);
     assert!(
         output.status.success(),
@@ -120,12 +120,12 @@ fn run(out: &Path, suite: &str) -> Value {
 }
 
 /// The median over the rounds' runs of a workload's `figure`.
-fn median(runs: &[Value], workload: &str, figure: fn(&Value) -> f64) -> f64 {
+fn median(runs: &[Results], workload: &str, figure: fn(&CellRecord) -> f64) -> f64 {
     let mut values: Vec<f64> = runs
         .iter()
-        .flat_map(|results| results["cells"].as_array().unwrap())
-        .filter(|cell| cell["workload"] == workload)
-        .inspect(|cell| assert_eq!(cell["outcome"]["status"], "ok", "cell failed: {cell}"))
+        .flat_map(|results| &results.cells)
+        .filter(|cell| cell.workload == workload)
+        .inspect(|cell| assert_eq!(cell.outcome, Outcome::Ok, "cell failed: {cell:?}"))
         .map(figure)
         .collect();
     assert_eq!(values.len(), ROUNDS, "{workload}: one repetition per round");
@@ -133,13 +133,14 @@ fn median(runs: &[Value], workload: &str, figure: fn(&Value) -> f64) -> f64 {
     values[ROUNDS / 2]
 }
 
-fn download_s(cell: &Value) -> f64 {
-    cell["metric"]["samples"][0].as_f64().unwrap()
+fn download_s(cell: &CellRecord) -> f64 {
+    cell.metric.samples[0]
 }
 
 /// From the request's send to the response's first byte, after the handshake.
-fn first_byte_ms(cell: &Value) -> f64 {
-    cell["client_report"]["ttfb_us"]["p50"].as_f64().unwrap() / 1000.0
+fn first_byte_ms(cell: &CellRecord) -> f64 {
+    let report = cell.client_report.as_ref().expect("a load report");
+    report["ttfb_us"]["p50"].as_f64().unwrap() / 1000.0
 }
 
 /// An nginx configuration serving `/bytes/{n}` for both sizes over TLS 1.3

@@ -115,11 +115,8 @@ fn marks(record: &CellRecord) -> Vec<(Resource, f64)> {
 /// [`LATE_PACKETS_MIN`] late.
 fn late_share(record: &CellRecord) -> Option<f64> {
     let link = record.link.as_ref()?;
-    let count = |field: &str| -> Option<u64> {
-        Some(link["down"][field].as_u64()? + link["up"][field].as_u64()?)
-    };
-    let delivered = count("packets_out")?;
-    let late = count("released_late").unwrap_or(0);
+    let delivered = link.down.packets_out + link.up.packets_out;
+    let late = link.down.released_late + link.up.released_late;
     (delivered > 0 && late >= LATE_PACKETS_MIN).then(|| late as f64 / delivered as f64)
 }
 
@@ -179,10 +176,7 @@ mod tests {
     #[test]
     fn an_emulator_behind_its_schedule_is_named() {
         let mut late = record(1, measured(0.2, 0.2, 0.3));
-        late.link = Some(serde_json::json!({
-            "down": {"packets_out": 900, "released_late": 15},
-            "up": {"packets_out": 100, "released_late": 0},
-        }));
+        late.link = Some(crate::fixture::link((900, 15), (100, 0)));
         let found = bottlenecks(&[&late]);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(
@@ -194,10 +188,7 @@ mod tests {
     #[test]
     fn a_few_late_packets_of_a_short_cell_are_not_a_backlog() {
         let mut short = record(1, measured(0.2, 0.2, 0.3));
-        short.link = Some(serde_json::json!({
-            "down": {"packets_out": 30, "released_late": 2},
-            "up": {"packets_out": 18, "released_late": 0},
-        }));
+        short.link = Some(crate::fixture::link((30, 2), (18, 0)));
         assert!(bottlenecks(&[&short]).is_empty());
     }
 

@@ -4,15 +4,13 @@
 //! them needs another for the types alone.
 
 use h3lab_results::bench::CellRecord;
+use h3lab_results::WorkloadKind;
 use serde::Serialize;
 
 use crate::bottleneck::Bottleneck;
 use crate::difference::{seed_for, Difference};
 use crate::histogram::LatencySummary;
 use crate::stats::SampleStats;
-
-/// The `kind` of a page-load record.
-pub(crate) const PAGE_KIND: &str = "page";
 
 /// Identifies a cell across repetitions and across runs.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -29,8 +27,8 @@ impl CellKey {
         CellKey {
             profile: record.profile.clone(),
             workload: record.workload.clone(),
-            protocol: record.protocol.clone(),
-            mode: record.mode.clone(),
+            protocol: record.protocol.to_string(),
+            mode: record.mode.map(|mode| mode.to_string()),
         }
     }
 
@@ -77,8 +75,8 @@ pub struct Failure {
 #[derive(Debug, Clone, Serialize)]
 pub struct CellSummary {
     pub key: CellKey,
-    /// `rps`, `download`, `ttfb` or `page`.
-    pub kind: String,
+    /// What the cell measures; `None` for a cell without records.
+    pub kind: Option<WorkloadKind>,
     pub metric: String,
     pub unit: String,
     pub higher_is_better: bool,
@@ -125,14 +123,14 @@ impl CellSummary {
     }
 
     /// What the cell measures, in words (`page load` for a `page` cell);
-    /// the metric's name for a kind this report does not know.
+    /// the metric's name for a cell without records.
     pub fn measure(&self) -> &str {
-        match self.kind.as_str() {
-            "rps" => "request rate",
-            "download" => "download time",
-            "ttfb" => "time to first byte",
-            PAGE_KIND => "page load",
-            _ => &self.metric,
+        match self.kind {
+            Some(WorkloadKind::Rps) => "request rate",
+            Some(WorkloadKind::Download) => "download time",
+            Some(WorkloadKind::Ttfb) => "time to first byte",
+            Some(WorkloadKind::Page) => "page load",
+            None => &self.metric,
         }
     }
 
@@ -140,7 +138,8 @@ impl CellSummary {
     /// round trips of the path (the unit handshake costs are counted in).
     pub fn median_rtts(&self) -> Option<f64> {
         let median = self.stats.as_ref()?.median;
-        (self.kind == "ttfb" && self.path_rtt_ms > 0.0).then(|| median / self.path_rtt_ms)
+        (self.kind == Some(WorkloadKind::Ttfb) && self.path_rtt_ms > 0.0)
+            .then(|| median / self.path_rtt_ms)
     }
 
     /// Failures with the same error, together: `(repetitions, error)` in

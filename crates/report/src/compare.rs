@@ -168,13 +168,14 @@ mod tests {
     use crate::fixture;
     use crate::table::TABLE_WIDTH;
     use h3lab_results::bench::Outcome;
+    use h3lab_results::{Proto, WorkloadKind};
 
     /// The fixture with broadband h3 rps-1k doubled and a cell only b has.
     fn faster_run() -> Results {
         let mut b = fixture::results();
         for record in b.cells.iter_mut() {
             if record.profile == "broadband"
-                && record.protocol == "h3"
+                && record.protocol == Proto::H3
                 && record.workload == "rps-1k"
             {
                 record.metric.samples.iter_mut().for_each(|s| *s *= 2.0);
@@ -233,11 +234,9 @@ mod tests {
         let a = fixture::results();
         let mut b = fixture::results();
         // h2 broadband rps [200,210,220] → [215,225,235]: overlaps a's range.
-        for record in b
-            .cells
-            .iter_mut()
-            .filter(|r| r.profile == "broadband" && r.protocol == "h2" && r.workload == "rps-1k")
-        {
+        for record in b.cells.iter_mut().filter(|r| {
+            r.profile == "broadband" && r.protocol == Proto::H2 && r.workload == "rps-1k"
+        }) {
             record.metric.samples.iter_mut().for_each(|s| *s += 15.0);
         }
         let changes = cell_changes(&a, &b);
@@ -260,7 +259,7 @@ mod tests {
         for record in b
             .cells
             .iter_mut()
-            .filter(|r| r.profile == "cellular" && r.protocol == "h3")
+            .filter(|r| r.profile == "cellular" && r.protocol == Proto::H3)
         {
             record.outcome = Outcome::Failed {
                 error: "timeout".into(),
@@ -308,11 +307,9 @@ mod tests {
         // repetitions, below a's range.
         let a = fixture::with_page_repetitions(2);
         let mut b = fixture::with_page_repetitions(2);
-        for record in b
-            .cells
-            .iter_mut()
-            .filter(|r| r.kind == "page" && r.profile == "cellular" && r.protocol == "h3")
-        {
+        for record in b.cells.iter_mut().filter(|r| {
+            r.kind == WorkloadKind::Page && r.profile == "cellular" && r.protocol == Proto::H3
+        }) {
             record.metric.samples.iter_mut().for_each(|s| *s /= 2.0);
         }
         let changes = cell_changes(&a, &b);

@@ -5,6 +5,7 @@
 use std::io::Write;
 
 use anyhow::{Context, Result};
+use h3lab_results::WorkloadKind;
 use serde::Serialize;
 
 use crate::cell::CellSummary;
@@ -64,7 +65,7 @@ impl<'a> Row<'a> {
             mode: s.key.mode.as_deref(),
             protocol: &s.key.protocol,
             is_baseline: s.is_baseline,
-            kind: &s.kind,
+            kind: s.kind.map_or("", WorkloadKind::name),
             metric: &s.metric,
             unit: &s.unit,
             higher_is_better: s.higher_is_better,

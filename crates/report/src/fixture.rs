@@ -16,12 +16,12 @@
 use std::collections::BTreeMap;
 
 use h3lab_results::bench::{
-    CellRecord, CpuUse, Environment, Metric, Outcome, Results, StudyClaim, SuiteInfo,
+    CellRecord, CpuUse, Environment, LinkRecord, Metric, Outcome, Results, StudyClaim, SuiteInfo,
     RESULTS_SCHEMA,
 };
 
 use h3lab_results::page::{PageLoad, PageReport, ResourceTiming};
-use h3lab_results::{Loader, Proto, ResourceKind, Visit};
+use h3lab_results::{Loader, Proto, ResourceKind, Visit, WorkloadKind};
 
 use crate::histogram::tests::encoded;
 
@@ -143,8 +143,8 @@ pub(crate) fn rps_record(
         profile: profile.into(),
         workload: "rps-1k".into(),
         sweep: None,
-        kind: "rps".into(),
-        protocol: protocol.into(),
+        kind: WorkloadKind::Rps,
+        protocol: protocol.parse().expect("a protocol"),
         mode: None,
         repetition: rep,
         path_rtt_ms: if profile == "broadband" { 20.0 } else { 50.0 },
@@ -172,12 +172,20 @@ pub(crate) fn rps_record(
     }
 }
 
+/// A link record whose directions delivered `(packets_out, released_late)`.
+pub(crate) fn link(down: (u64, u64), up: (u64, u64)) -> LinkRecord {
+    let mut link = LinkRecord::default();
+    (link.down.packets_out, link.down.released_late) = down;
+    (link.up.packets_out, link.up.released_late) = up;
+    link
+}
+
 fn ttfb_record(protocol: &str, mode: &str, rep: u32, samples: Vec<f64>) -> CellRecord {
     CellRecord {
         workload: "ttfb".into(),
         sweep: None,
-        kind: "ttfb".into(),
-        mode: Some(mode.into()),
+        kind: WorkloadKind::Ttfb,
+        mode: Some(mode.parse().expect("a ttfb mode")),
         metric: Metric {
             name: "ttfb_ms".into(),
             unit: "ms".into(),
@@ -196,7 +204,7 @@ pub(crate) fn with_h3_near_h2() -> Results {
     for record in results
         .cells
         .iter_mut()
-        .filter(|r| r.profile == "broadband" && r.protocol == "h3" && r.workload == "rps-1k")
+        .filter(|r| r.profile == "broadband" && r.protocol == Proto::H3 && r.workload == "rps-1k")
     {
         record.metric.samples.iter_mut().for_each(|s| *s -= 35.0);
     }
@@ -256,7 +264,7 @@ pub(crate) fn with_page_repetitions(repetitions: u32) -> Results {
     let first: Vec<CellRecord> = results
         .cells
         .iter()
-        .filter(|r| r.kind == "page")
+        .filter(|r| r.kind == WorkloadKind::Page)
         .cloned()
         .collect();
     for repetition in 1..repetitions {
@@ -290,7 +298,7 @@ fn page_record(profile: &str, protocol: &str, samples: Vec<f64>, load_ms: f64) -
     CellRecord {
         workload: "page-small".into(),
         sweep: None,
-        kind: "page".into(),
+        kind: WorkloadKind::Page,
         metric: Metric {
             name: "page_load_ms".into(),
             unit: "ms".into(),

@@ -403,7 +403,7 @@ fn link_section(results: &Results) -> Markup {
                                 td { (cell.protocol) } td.num { (cell.repetition) } td.num { (seed) }
                                 td.num { (down.packets_in) } td.num { (down.packets_out) }
                                 td.num { (loss(down.loss_pct)) } td.num { (down.dropped_queue) }
-                                td.num { (down.queue_delay_p99_ms.map_or("–".to_string(), |v| format!("{v:.2}"))) }
+                                td.num { (format!("{:.2}", down.queue_delay_p99_ms)) }
                                 td.num { (up.packets_in) } td.num { (up.packets_out) }
                                 td.num { (loss(up.loss_pct)) } td.num { (up.dropped_queue) }
                             }

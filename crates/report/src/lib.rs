@@ -173,6 +173,28 @@ mod tests {
         assert_eq!(csv.lines().count(), 1 + summarize(&results).len());
     }
 
+    /// A run written before sweeps, server tuning and metrics, the CPU's
+    /// interval figures, studies and the link's settings, forwarder CPU
+    /// and late packets were recorded.
+    #[test]
+    fn an_old_results_file_reads_and_renders() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.json");
+        std::fs::write(&path, include_str!("../tests/data/results-old.json")).unwrap();
+        let results = load_results(&path).unwrap();
+        let link = results.cells.iter().find_map(|c| c.link.as_ref()).unwrap();
+        assert!(link.settings.is_none() && link.down.released_late == 0);
+        assert!(results.cells.iter().all(|c| c.sweep.is_none()));
+        let summaries = summarize(&results);
+        assert_eq!(summaries.len(), results.cells.len());
+        let page = render_html(&results);
+        assert!(
+            page.contains("Emulated link"),
+            "the old link statistics show"
+        );
+        write_all(&results, &dir.path().join("again")).unwrap();
+    }
+
     #[test]
     fn refuses_other_schemas_and_missing_files() {
         let dir = tempfile::tempdir().unwrap();

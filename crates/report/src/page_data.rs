@@ -6,10 +6,11 @@
 
 use std::collections::BTreeMap;
 
-use h3lab_results::bench::{CellRecord, Outcome, Results};
+use h3lab_results::bench::{CellRecord, DirectionRecord, Outcome, Results};
+use h3lab_results::WorkloadKind;
 use serde::Serialize;
 
-use crate::cell::{CellKey, CellSummary, PAGE_KIND};
+use crate::cell::{CellKey, CellSummary};
 use crate::histogram::cdf_points;
 use crate::summary::merged_latency;
 
@@ -19,8 +20,8 @@ const EXTRA_COLOURS: [&str; 5] = ["#cc79a7", "#d55e00", "#56b4e9", "#7f7f7f", "#
 
 /// Colour of every protocol in the run.
 pub(crate) fn protocol_colours(results: &Results) -> BTreeMap<String, String> {
-    let mut names: Vec<&String> = results.suite.protocols.iter().collect();
-    names.extend(results.cells.iter().map(|c| &c.protocol));
+    let mut names: Vec<&str> = results.suite.protocols.iter().map(String::as_str).collect();
+    names.extend(results.cells.iter().map(|c| c.protocol.name()));
     let mut colours = BTreeMap::new();
     let mut extra = EXTRA_COLOURS.iter().cycle();
     for name in names {
@@ -29,10 +30,10 @@ pub(crate) fn protocol_colours(results: &Results) -> BTreeMap<String, String> {
         }
         let known = KNOWN_COLOURS
             .iter()
-            .find(|(p, _)| p == name)
+            .find(|(p, _)| *p == name)
             .map(|(_, c)| *c);
         let colour = known.or_else(|| extra.next().copied()).unwrap_or("#000000");
-        colours.insert(name.clone(), colour.to_string());
+        colours.insert(name.to_string(), colour.to_string());
     }
     colours
 }
@@ -127,7 +128,10 @@ pub(crate) fn conditions(results: &Results, summaries: &[CellSummary]) -> Vec<Co
     let samples = samples_by_cell(results);
     let histograms = merged_latency(results);
     let mut conditions: Vec<Condition> = Vec::new();
-    for summary in summaries.iter().filter(|s| s.kind != PAGE_KIND) {
+    for summary in summaries
+        .iter()
+        .filter(|s| s.kind != Some(WorkloadKind::Page))
+    {
         let key = &summary.key;
         let index = match conditions
             .iter()
@@ -193,12 +197,7 @@ fn new_condition(index: usize, summary: &CellSummary) -> Condition {
 pub(crate) fn samples_by_cell(results: &Results) -> BTreeMap<CellKey, Vec<f64>> {
     let mut samples: BTreeMap<CellKey, Vec<f64>> = BTreeMap::new();
     for record in results.cells.iter().filter(|r| r.outcome == Outcome::Ok) {
-        let key = CellKey {
-            profile: record.profile.clone(),
-            workload: record.workload.clone(),
-            protocol: record.protocol.clone(),
-            mode: record.mode.clone(),
-        };
+        let key = CellKey::of(record);
         let finite = record
             .metric
             .samples
@@ -243,14 +242,13 @@ fn embedded_json(value: &impl Serialize) -> String {
 /// What the emulated link did to one cell's packets.
 pub(crate) struct LinkRow<'a> {
     pub(crate) cell: &'a CellRecord,
-    pub(crate) seed: &'a serde_json::Value,
+    pub(crate) seed: u64,
     /// Server to client.
     pub(crate) down: LinkDirection,
     pub(crate) up: LinkDirection,
 }
 
-/// One direction's counters. Missing counters read as 0, since the link
-/// statistics are free-form JSON.
+/// One direction's counters.
 pub(crate) struct LinkDirection {
     pub(crate) packets_in: u64,
     pub(crate) packets_out: u64,
@@ -258,22 +256,20 @@ pub(crate) struct LinkDirection {
     /// nothing was offered.
     pub(crate) loss_pct: Option<f64>,
     pub(crate) dropped_queue: u64,
-    pub(crate) queue_delay_p99_ms: Option<f64>,
+    pub(crate) queue_delay_p99_ms: f64,
 }
 
 impl LinkDirection {
-    fn of(stats: &serde_json::Value) -> Self {
-        let count = |key: &str| stats[key].as_u64().unwrap_or(0);
-        let packets_in = count("packets_in");
+    fn of(stats: &DirectionRecord) -> Self {
         LinkDirection {
-            packets_in,
-            packets_out: count("packets_out"),
-            loss_pct: match packets_in {
+            packets_in: stats.packets_in,
+            packets_out: stats.packets_out,
+            loss_pct: match stats.packets_in {
                 0 => None,
-                n => Some(count("dropped_loss") as f64 / n as f64 * 100.0),
+                n => Some(stats.dropped_loss as f64 / n as f64 * 100.0),
             },
-            dropped_queue: count("dropped_queue"),
-            queue_delay_p99_ms: stats["queue_delay"]["p99_ms"].as_f64(),
+            dropped_queue: stats.dropped_queue,
+            queue_delay_p99_ms: stats.queue_delay.p99_ms,
         }
     }
 }
@@ -287,9 +283,9 @@ pub(crate) fn link_rows(results: &Results) -> Vec<LinkRow<'_>> {
             let link = cell.link.as_ref()?;
             Some(LinkRow {
                 cell,
-                seed: &link["seed"],
-                down: LinkDirection::of(&link["down"]),
-                up: LinkDirection::of(&link["up"]),
+                seed: link.seed,
+                down: LinkDirection::of(&link.down),
+                up: LinkDirection::of(&link.up),
             })
         })
         .collect()

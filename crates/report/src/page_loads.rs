@@ -7,8 +7,9 @@
 
 use h3lab_results::bench::{CellRecord, Outcome, Results};
 use h3lab_results::page::{PageLoad, PageReport, PAGE_SCHEMA};
+use h3lab_results::WorkloadKind;
 
-use crate::cell::{CellKey, CellSummary, PAGE_KIND};
+use crate::cell::{CellKey, CellSummary};
 use crate::page_data::{samples_by_cell, ViolinPlot};
 use crate::stats::{split_finite, SampleStats};
 
@@ -67,7 +68,10 @@ pub(crate) fn page_workloads<'a>(
 ) -> Vec<PageWorkload<'a>> {
     let samples = samples_by_cell(results);
     let mut workloads: Vec<PageWorkload<'a>> = Vec::new();
-    let mut pages: Vec<&CellSummary> = summaries.iter().filter(|s| s.kind == PAGE_KIND).collect();
+    let mut pages: Vec<&CellSummary> = summaries
+        .iter()
+        .filter(|s| s.kind == Some(WorkloadKind::Page))
+        .collect();
     // Summaries are profile-major; a page view is workload-major.
     pages.sort_by_key(|s| workload_rank(summaries, &s.key.workload));
     for summary in pages {
@@ -173,10 +177,7 @@ pub(crate) fn median_load(results: &Results, key: &CellKey) -> Result<MedianLoad
 }
 
 fn is_cell(record: &CellRecord, key: &CellKey) -> bool {
-    record.profile == key.profile
-        && record.workload == key.workload
-        && record.protocol == key.protocol
-        && record.mode == key.mode
+    CellKey::of(record) == *key
 }
 
 fn page_report(record: &CellRecord) -> Result<PageReport, String> {
@@ -204,6 +205,7 @@ mod tests {
     use super::*;
     use crate::fixture;
     use crate::summary::summarize;
+    use h3lab_results::Proto;
 
     #[test]
     fn one_workload_with_a_violin_per_protocol_in_each_profile() {
@@ -241,12 +243,14 @@ mod tests {
         let template = results
             .cells
             .iter()
-            .find(|r| r.kind == PAGE_KIND && r.profile == "broadband" && r.protocol == "h3")
+            .find(|r| {
+                r.kind == WorkloadKind::Page && r.profile == "broadband" && r.protocol == Proto::H3
+            })
             .unwrap()
             .clone();
-        results
-            .cells
-            .retain(|r| !(r.kind == PAGE_KIND && r.profile == "broadband" && r.protocol == "h3"));
+        results.cells.retain(|r| {
+            !(r.kind == WorkloadKind::Page && r.profile == "broadband" && r.protocol == Proto::H3)
+        });
         for (repetition, median) in [(0, 300.0), (1, 100.0), (2, 200.0)] {
             let mut record = template.clone();
             record.repetition = repetition;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use h3lab_results::bench::{CellRecord, Outcome, Results};
+use h3lab_results::bench::{CellRecord, Loss, LossDirection, Outcome, Results};
 use hdrhistogram::Histogram;
 
 use crate::bottleneck::bottlenecks;
@@ -21,15 +21,16 @@ pub fn path_loss(results: &Results, profile: &str) -> Option<String> {
         .cells
         .iter()
         .filter(|cell| cell.profile == profile)
-        .find_map(|cell| cell.link.as_ref()?.get("settings"))?;
-    let direction = settings["loss_direction"].as_str()?;
-    let loss = &settings["loss"];
-    let amount = match loss["model"].as_str()? {
-        "bernoulli" => match loss["p"].as_f64()? {
-            0.0 => return None,
-            p => format!("{} %", crate::format::short(p * 100.0)),
-        },
-        model => format!("({model})"),
+        .find_map(|cell| cell.link.as_ref()?.settings.as_ref())?;
+    let amount = match settings.loss {
+        Loss::Bernoulli { p: 0.0 } => return None,
+        Loss::Bernoulli { p } => format!("{} %", crate::format::short(p * 100.0)),
+        Loss::Gilbert { .. } => "(gilbert)".to_string(),
+    };
+    let direction = match settings.loss_direction {
+        LossDirection::Down => "down",
+        LossDirection::Up => "up",
+        LossDirection::Both => "both",
     };
     Some(format!("loss {amount} {direction}"))
 }
@@ -93,9 +94,12 @@ impl<'a> SuiteOrder<'a> {
             rank_in(&suite.workloads, &key.workload, || {
                 cells.iter().position(|c| c.workload == key.workload)
             }),
-            cells.iter().position(|c| c.mode == key.mode).unwrap_or(0),
+            cells
+                .iter()
+                .position(|c| CellKey::of(c).mode == key.mode)
+                .unwrap_or(0),
             rank_in(&suite.protocols, &key.protocol, || {
-                cells.iter().position(|c| c.protocol == key.protocol)
+                cells.iter().position(|c| c.protocol.name() == key.protocol)
             }),
         ]
     }
@@ -149,7 +153,7 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
 
     CellSummary {
         is_baseline: key.protocol == baseline,
-        kind: described_by.map_or_else(String::new, |r| r.kind.clone()),
+        kind: described_by.map(|r| r.kind),
         metric: metric.map_or_else(String::new, |m| m.name.clone()),
         unit: metric.map_or_else(String::new, |m| m.unit.clone()),
         higher_is_better: metric.is_some_and(|m| m.higher_is_better),
@@ -263,6 +267,7 @@ mod tests {
     use super::*;
     use crate::difference::Call;
     use crate::fixture;
+    use h3lab_results::{Proto, WorkloadKind};
 
     fn find<'a>(
         summaries: &'a [CellSummary],
@@ -390,7 +395,7 @@ mod tests {
         for record in results
             .cells
             .iter_mut()
-            .filter(|r| r.profile == "cellular" && r.protocol == "h2")
+            .filter(|r| r.profile == "cellular" && r.protocol == Proto::H2)
         {
             record.outcome = Outcome::Failed {
                 error: if record.repetition == 1 {
@@ -445,7 +450,7 @@ mod tests {
     fn server_cpu_is_per_request_and_per_gb_and_unknown_if_any_repetition_lacks_it() {
         let mut results = fixture::results();
         let h3_broadband = |r: &&mut CellRecord| {
-            r.profile == "broadband" && r.protocol == "h3" && r.workload == "rps-1k"
+            r.profile == "broadband" && r.protocol == Proto::H3 && r.workload == "rps-1k"
         };
         for record in results.cells.iter_mut().filter(h3_broadband) {
             record.cpu.server_interval_s = Some(0.25);
@@ -495,7 +500,7 @@ mod tests {
     fn page_cells_pool_every_load_and_lower_is_better() {
         let summaries = summarize(&fixture::with_pages());
         let h3 = find(&summaries, "cellular", "page-small", "h3", None);
-        assert_eq!(h3.kind, "page");
+        assert_eq!(h3.kind, Some(WorkloadKind::Page));
         assert_eq!(h3.measure(), "page load");
         assert_eq!(h3.unit, "ms");
         let stats = h3.stats.as_ref().unwrap();

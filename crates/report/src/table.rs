@@ -8,6 +8,7 @@ use comfy_table::{
     presets, CellAlignment, ColumnConstraint, ContentArrangement, Table, TableComponent, Width,
 };
 use h3lab_results::bench::Results;
+use h3lab_results::WorkloadKind;
 
 use crate::cell::CellSummary;
 use crate::format::list_repetitions;
@@ -171,10 +172,12 @@ fn server_cpu_line(cells: &[&CellSummary]) -> String {
     let figures: Vec<String> = cells
         .iter()
         .filter_map(|summary| {
-            let figure = match summary.kind.as_str() {
-                "rps" => format!("{:.1} us/request", summary.server_cpu_per_request_us?),
-                "download" => format!("{:.2} s/GB", summary.server_cpu_per_gb_s?),
-                _ => return None,
+            let figure = match summary.kind? {
+                WorkloadKind::Rps => {
+                    format!("{:.1} us/request", summary.server_cpu_per_request_us?)
+                }
+                WorkloadKind::Download => format!("{:.2} s/GB", summary.server_cpu_per_gb_s?),
+                WorkloadKind::Ttfb | WorkloadKind::Page => return None,
             };
             Some(format!("{} {figure}", summary.key.protocol))
         })
@@ -371,6 +374,8 @@ fn claims_block(results: &Results, summaries: &[CellSummary]) -> String {
 mod tests {
     use super::*;
     use crate::fixture;
+    use h3lab_results::bench::{Loss, LossDirection, PathSettings, Rate};
+    use h3lab_results::Proto;
 
     #[test]
     fn a_cell_near_a_full_core_is_marked_and_names_what_ran_short() {
@@ -378,8 +383,8 @@ mod tests {
         for cell in results.cells.iter_mut() {
             cell.cpu.interval_s = Some(2.0);
             cell.cpu.machine_busy = Some(0.5);
-            cell.cpu.server_interval_s = Some(match cell.protocol.as_str() {
-                "h3" if cell.profile == "broadband" && cell.workload == "rps-1k" => 1.96,
+            cell.cpu.server_interval_s = Some(match cell.protocol {
+                Proto::H3 if cell.profile == "broadband" && cell.workload == "rps-1k" => 1.96,
                 _ => 0.4,
             });
         }
@@ -403,10 +408,16 @@ mod tests {
     fn a_profile_header_names_its_loss_and_direction() {
         let mut results = fixture::results();
         for cell in results.cells.iter_mut().filter(|c| c.profile == "cellular") {
-            cell.link = Some(serde_json::json!({"settings": {
-                "loss": {"model": "bernoulli", "p": 0.01},
-                "loss_direction": "down"
-            }}));
+            let mut link = crate::fixture::link((0, 0), (0, 0));
+            link.settings = Some(PathSettings {
+                rtt_ns: 50_000_000,
+                down: Rate::Unlimited,
+                up: Rate::Unlimited,
+                loss: Loss::Bernoulli { p: 0.01 },
+                loss_direction: LossDirection::Down,
+                rest: serde_json::Map::new(),
+            });
+            cell.link = Some(link);
         }
         let text = terminal_table(&results);
         assert!(

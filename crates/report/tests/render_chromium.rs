@@ -14,6 +14,7 @@ use h3lab_results::bench::{
     CellRecord, CpuUse, Environment, Metric, Outcome, Results, StudyClaim, SuiteInfo,
     RESULTS_SCHEMA,
 };
+use h3lab_results::Proto;
 use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
@@ -297,7 +298,7 @@ fn synthetic_results() -> Results {
     cells.extend(page_cells(&mut rng));
     let failed = cells
         .iter_mut()
-        .find(|c| c.profile == "cellular" && c.protocol == "h1" && c.repetition == 2)
+        .find(|c| c.profile == "cellular" && c.protocol == Proto::H1 && c.repetition == 2)
         .unwrap();
     failed.outcome = Outcome::Failed {
         error: "server did not answer within 10 s (connection refused)".into(),
@@ -447,9 +448,9 @@ fn record(
         profile: profile.into(),
         workload: workload.into(),
         sweep: None,
-        kind: kind.into(),
-        protocol: protocol.into(),
-        mode: mode.map(str::to_string),
+        kind: kind.parse().expect("a workload kind"),
+        protocol: protocol.parse().expect("a protocol"),
+        mode: mode.map(|mode| mode.parse().expect("a ttfb mode")),
         repetition,
         path_rtt_ms: rtt,
         outcome: Outcome::Ok,

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::{Proto, TtfbMode, WorkloadKind};
+
 /// Schema identifier written into every `results.json`.
 pub const RESULTS_SCHEMA: &str = "h3lab.results/1";
 
@@ -115,12 +117,12 @@ pub struct CellRecord {
     /// when the workload is not swept; absent in results from before sweeps).
     #[serde(default)]
     pub sweep: Option<SweptSetting>,
-    /// `rps`, `download` or `ttfb`.
-    pub kind: String,
-    /// Protocol of the cell (`h1`, `h2`, `h3`).
-    pub protocol: String,
-    /// ttfb only: `cold`, `resumed` or `0rtt`.
-    pub mode: Option<String>,
+    /// What the workload measures.
+    pub kind: WorkloadKind,
+    /// Protocol of the cell.
+    pub protocol: Proto,
+    /// ttfb only: how each connection starts.
+    pub mode: Option<TtfbMode>,
     /// 0-based repetition number.
     pub repetition: u32,
     /// Round-trip time the path adds, in ms (0 on loopback); ttfb is also
@@ -146,7 +148,7 @@ pub struct CellRecord {
     /// The emulated link's statistics for this cell, and under `settings`
     /// the path's settings, loss direction included (absent on loopback;
     /// records written before the settings were added lack `settings`).
-    pub link: Option<serde_json::Value>,
+    pub link: Option<LinkRecord>,
     /// The client's full report (`h3lab.load/1` or a ttfb probe record).
     pub client_report: Option<serde_json::Value>,
     /// The built-in server's Prometheus metrics, scraped after the client's
@@ -157,6 +159,143 @@ pub struct CellRecord {
     pub server_metrics: Option<std::collections::BTreeMap<String, f64>>,
     /// Wall time of the repetition, in seconds.
     pub elapsed_s: f64,
+}
+
+/// `cells[].link`: what the emulated path did and what it was set to.
+/// linkem writes it (`LinkStats` and `LinkSettings`); this crate sits below
+/// linkem, so it reads the same JSON with types of its own. Fields are in
+/// linkem's order, so a record read and written again keeps its bytes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkRecord {
+    /// Client to server.
+    pub up: DirectionRecord,
+    /// Server to client.
+    pub down: DirectionRecord,
+    /// CPU seconds of the path's forwarding thread (absent in old runs).
+    #[serde(default)]
+    pub forwarder_cpu_s: f64,
+    /// The seed of the path's random decisions.
+    pub seed: u64,
+    /// Seconds the path ran.
+    pub elapsed_s: f64,
+    /// What the path was set to; absent in records written before it was
+    /// added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<PathSettings>,
+    /// Fields a newer linkem writes that this version does not know, kept
+    /// so that reading and writing a record loses nothing.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// What one direction of the path did with its packets.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DirectionRecord {
+    /// Packets offered to the direction.
+    pub packets_in: u64,
+    /// Bytes offered to the direction.
+    pub bytes_in: u64,
+    /// Packets that left the direction (duplicates included).
+    pub packets_out: u64,
+    /// Bytes that left the direction.
+    pub bytes_out: u64,
+    /// Packets dropped by random loss.
+    pub dropped_loss: u64,
+    /// Packets dropped because the queue was full.
+    pub dropped_queue: u64,
+    /// Packets sent twice.
+    pub duplicated: u64,
+    /// Packets that left over 1 ms after their departure time (absent in
+    /// old runs).
+    #[serde(default)]
+    pub released_late: u64,
+    /// Time in the bottleneck queue, serialization included.
+    pub queue_delay: QueueDelay,
+}
+
+/// Queueing delay of one direction: readable percentiles and the full
+/// histogram, so runs can be merged later.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueDelay {
+    /// Packets measured.
+    pub count: u64,
+    /// Median delay, in ms.
+    pub p50_ms: f64,
+    /// 99th percentile delay, in ms.
+    pub p99_ms: f64,
+    /// Largest delay, in ms.
+    pub max_ms: f64,
+    /// The histogram in nanoseconds (HdrHistogram V2 + DEFLATE, base64).
+    pub hdr_v2_deflate_base64: String,
+}
+
+/// `link.settings`: the path's settings, the profile after the suite's
+/// changes. What the report reads is typed; the rest is kept as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PathSettings {
+    /// Round trip the path adds, in ns (half each way).
+    pub rtt_ns: u64,
+    /// Server-to-client bottleneck.
+    pub down: Rate,
+    /// Client-to-server bottleneck.
+    pub up: Rate,
+    /// Random loss, in the direction(s) `loss_direction` names.
+    pub loss: Loss,
+    /// Which way `loss` drops packets.
+    pub loss_direction: LossDirection,
+    /// `jitter`, `queue`, `reorder`, `duplicate`, `seed`, as linkem wrote
+    /// them (docs/results-schema.md).
+    #[serde(flatten)]
+    pub rest: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The bottleneck of one direction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rate {
+    /// No rate limit.
+    Unlimited,
+    /// Serialization at a fixed bit rate.
+    Fixed {
+        /// The rate, in bits/s.
+        bits_per_sec: u64,
+    },
+    /// Delivery opportunities from a Mahimahi trace file, as given.
+    Trace(String),
+}
+
+/// How packets are lost at random, probabilities 0 to 1.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "model", rename_all = "snake_case")]
+pub enum Loss {
+    /// Each packet is lost independently with probability `p`.
+    Bernoulli {
+        /// Loss probability per packet.
+        p: f64,
+    },
+    /// Gilbert-Elliott bursty loss, as netem's `gemodel` names it.
+    Gilbert {
+        /// P(good -> bad) per packet.
+        p: f64,
+        /// P(bad -> good) per packet.
+        r: f64,
+        /// Loss probability in the good state.
+        loss_good: f64,
+        /// Loss probability in the bad state.
+        loss_bad: f64,
+    },
+}
+
+/// Which way the path's random loss drops packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LossDirection {
+    /// Server to client.
+    Down,
+    /// Client to server.
+    Up,
+    /// Each way independently.
+    Both,
 }
 
 /// How a repetition ended, tagged by `status` in JSON.
@@ -242,4 +381,73 @@ pub struct StudyClaim {
     pub sweep: Option<ClaimSweep>,
     /// Why our figure may differ, shown when the direction disagrees.
     pub caveat: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `results.json` as `h3lab bench` wrote it before these types were
+    /// typed: every workload kind and ttfb mode, a failed record, a swept
+    /// setting, loopback and emulated cells, Bernoulli and Gilbert loss,
+    /// jitter and a queue limit.
+    const WRITTEN: &str = include_str!("../tests/data/results-written.json");
+
+    #[test]
+    fn a_written_results_file_reads_and_writes_back_byte_for_byte() {
+        let results: Results = serde_json::from_str(WRITTEN).unwrap();
+        let mut again = serde_json::to_string_pretty(&results).unwrap();
+        again.push('\n');
+        assert!(again == WRITTEN, "results.json changed on a round trip");
+    }
+
+    #[test]
+    fn the_typed_fields_read_what_was_written() {
+        let results: Results = serde_json::from_str(WRITTEN).unwrap();
+        let ttfb = results
+            .cells
+            .iter()
+            .find(|c| c.mode == Some(TtfbMode::ZeroRtt))
+            .unwrap();
+        assert_eq!((ttfb.kind, ttfb.protocol), (WorkloadKind::Ttfb, Proto::H3));
+        let bursty = results
+            .cells
+            .iter()
+            .find(|c| c.profile == "bursty")
+            .unwrap();
+        let settings = bursty.link.as_ref().unwrap().settings.as_ref().unwrap();
+        assert_eq!(settings.loss_direction, LossDirection::Both);
+        assert!(matches!(settings.loss, Loss::Gilbert { r, .. } if r == 0.3));
+        assert_eq!(settings.rest["queue"], serde_json::json!({"packets": 100}));
+        let cellular = results
+            .cells
+            .iter()
+            .find(|c| c.profile == "cellular")
+            .unwrap();
+        let settings = cellular.link.as_ref().unwrap().settings.as_ref().unwrap();
+        assert_eq!(settings.loss, Loss::Bernoulli { p: 0.01 });
+        assert_eq!(
+            settings.down,
+            Rate::Fixed {
+                bits_per_sec: 50_000_000
+            }
+        );
+        assert!(results.cells.iter().any(|c| c.kind == WorkloadKind::Page));
+    }
+
+    #[test]
+    fn unknown_link_fields_are_kept_in_place() {
+        let mut value: serde_json::Value = serde_json::from_str(WRITTEN).unwrap();
+        let cell = value["cells"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|c| !c["link"].is_null())
+            .unwrap();
+        cell["link"]["settings"]["future"] = serde_json::json!({"a": 1});
+        cell["link"]["future"] = serde_json::json!(2);
+        let text = serde_json::to_string_pretty(&value).unwrap();
+        let results: Results = serde_json::from_str(&text).unwrap();
+        assert_eq!(serde_json::to_string_pretty(&results).unwrap(), text);
+    }
 }

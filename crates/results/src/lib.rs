@@ -2,9 +2,9 @@
 //! writes and reads (`h3lab.results/1`, `h3lab.load/1`, `h3lab.ttfb/2`,
 //! `h3lab.page/1`), the mergeable latency histogram they carry, the
 //! shared vocabulary (protocol, QUIC congestion controller, handshake mode,
-//! error kind, page loader, visit, resource kind), the text the built-in
-//! server prints and serves (its banner, its metrics' samples), and the
-//! one quantile of raw samples everything computes.
+//! workload kind, error kind, page loader, visit, resource kind), the text
+//! the built-in server prints and serves (its banner, its metrics'
+//! samples), and the one quantile of raw samples everything computes.
 //!
 //! Not for: measuring, running or drawing anything. It sits at the bottom of
 //! the workspace, so it knows nothing of sockets, processes or HTML, and
@@ -24,4 +24,5 @@ mod vocab;
 pub use histogram::Micros;
 pub use vocab::{
     ErrorKind, Loader, Proto, QuicCongestion, ResourceKind, TtfbMode, UnknownName, Visit,
+    WorkloadKind,
 };

@@ -244,6 +244,29 @@ impl TtfbMode {
     }
 }
 
+/// What a bench workload measures: the `kind` of its suite table and of
+/// its cells' records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WorkloadKind {
+    /// Requests per second (or a latency quantile) at a concurrency.
+    Rps,
+    /// Time to download bodies in parallel.
+    Download,
+    /// Time to first byte on new connections.
+    Ttfb,
+    /// Page loads of a site.
+    Page,
+}
+
+words!(
+    WorkloadKind,
+    "workload kind",
+    Rps = "rps",
+    Download = "download",
+    Ttfb = "ttfb",
+    Page = "page",
+);
+
 /// Why a request got no good response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ErrorKind {

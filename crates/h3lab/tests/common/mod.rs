@@ -9,8 +9,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use h3lab_results::bench::Results;
 use linkem::supervise::{Group, Supervised};
-use serde_json::Value;
 
 pub const EXE: &str = env!("CARGO_BIN_EXE_h3lab");
 
@@ -88,9 +88,9 @@ pub fn bench(suite: &str, out: &Path) -> (Output, bool) {
     (output, namespaces_left(pid))
 }
 
-pub fn results(out: &Path) -> Value {
+pub fn results(out: &Path) -> Results {
     let text = std::fs::read_to_string(out.join("results.json")).expect("results.json written");
-    serde_json::from_str(&text).expect("results.json is JSON")
+    serde_json::from_str(&text).expect("results.json is h3lab.results/1")
 }
 
 /// Whether the (finished) h3lab process `pid` left namespaces behind;

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::fixture;
+use h3lab_results::{Proto, WorkloadKind};
 
 /// The page with the bodies of its `<script>` elements removed.
 fn markup_outside_scripts(page: &str) -> String {
@@ -35,12 +36,16 @@ fn link_statistics_show_the_loss_each_direction_saw() {
         !render_html(&results).contains("Emulated link"),
         "no section without link stats"
     );
-    results.cells[0].link = Some(serde_json::json!({
-        "seed": 7,
-        "down": {"packets_in": 1000, "packets_out": 970, "dropped_loss": 20, "dropped_queue": 10,
-                 "queue_delay": {"p99_ms": 3.5}},
-        "up": {"packets_in": 400, "packets_out": 398, "dropped_loss": 2, "dropped_queue": 0},
-    }));
+    let mut link = fixture::link((970, 0), (398, 0));
+    link.seed = 7;
+    (
+        link.down.packets_in,
+        link.down.dropped_loss,
+        link.down.dropped_queue,
+    ) = (1000, 20, 10);
+    link.down.queue_delay.p99_ms = 3.5;
+    (link.up.packets_in, link.up.dropped_loss) = (400, 2);
+    results.cells[0].link = Some(link);
     let page = render_html(&results);
     assert!(page.contains("Emulated link"));
     assert!(page.contains("2.00 %"), "20 of 1000 down packets lost");
@@ -263,7 +268,11 @@ fn page_waterfalls_one_per_protocol_with_one_bar_per_resource() {
 #[test]
 fn a_page_cell_without_its_report_says_so() {
     let mut results = fixture::with_pages();
-    for record in results.cells.iter_mut().filter(|r| r.kind == "page") {
+    for record in results
+        .cells
+        .iter_mut()
+        .filter(|r| r.kind == WorkloadKind::Page)
+    {
         record.client_report = None;
     }
     let page = render_html(&results);
@@ -301,11 +310,9 @@ fn page_claims_compare_medians_lower_is_better() {
         "{card}"
     );
 
-    for record in results
-        .cells
-        .iter_mut()
-        .filter(|r| r.kind == "page" && r.profile == "cellular" && r.protocol == "h3")
-    {
+    for record in results.cells.iter_mut().filter(|r| {
+        r.kind == WorkloadKind::Page && r.profile == "cellular" && r.protocol == Proto::H3
+    }) {
         record.metric.samples.iter_mut().for_each(|s| *s *= 2.0);
     }
     let page = render_html(&results);

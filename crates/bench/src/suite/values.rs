@@ -1,0 +1,55 @@
+//! The units a suite's values are written in, each checked as it is read.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+
+/// A positive whole number (repetitions, connections, samples).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Count(pub(crate) u32);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let n = i64::deserialize(d)?;
+        match u32::try_from(n) {
+            Ok(n) if n >= 1 => Ok(Count(n)),
+            _ => Err(serde::de::Error::custom(format!(
+                "{n} is not a positive whole number (1 or more)"
+            ))),
+        }
+    }
+}
+
+/// A byte count written as `1KB`, `10MB`, `1GiB` (SI and binary units).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ByteSize(pub(crate) u64);
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse::<bytesize::ByteSize>()
+            .map(|b| ByteSize(b.as_u64()))
+            .map_err(|_| {
+                serde::de::Error::custom(format!(
+                    "`{text}` is not a size; write e.g. `1KB`, `10MB` or `1GiB`"
+                ))
+            })
+    }
+}
+
+/// A duration written as `500ms`, `3s`, `1m`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct HumanDuration(pub(crate) Duration);
+
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        humantime::parse_duration(&text)
+            .map(HumanDuration)
+            .map_err(|_| {
+                serde::de::Error::custom(format!(
+                    "`{text}` is not a duration; write e.g. `500ms`, `3s` or `1m`"
+                ))
+            })
+    }
+}

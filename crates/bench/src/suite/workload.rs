@@ -1,0 +1,397 @@
+//! `[[workload]]`: one measurement, its kind and the keys that kind takes.
+
+use std::path::PathBuf;
+
+use h3lab_results::{Loader, TtfbMode, Visit, WorkloadKind};
+use h3lab_site::Shape;
+use serde::{Deserialize, Deserializer};
+
+use super::values::{ByteSize, Count, HumanDuration};
+
+/// One measurement of the suite: its name, where it runs and what it does.
+#[derive(Debug, Clone)]
+pub(crate) struct Workload {
+    pub(crate) name: String,
+    /// Profiles it runs on; empty means all of the suite's.
+    pub(crate) profiles: Vec<String>,
+    pub(crate) load: Load,
+}
+
+/// What a workload measures, with its parameters.
+#[derive(Debug, Clone)]
+pub(crate) enum Load {
+    /// Requests per second for a payload size at a concurrency.
+    Rps {
+        /// Response body size.
+        size: ByteSize,
+        connections: Count,
+        /// Concurrent streams per connection (h2/h3; h1 uses one).
+        streams: Count,
+        duration: HumanDuration,
+        /// What this workload's figure is: throughput or a latency quantile.
+        metric: RpsMetric,
+    },
+    /// `streams` bodies of `size` downloaded in parallel.
+    Download {
+        size: ByteSize,
+        streams: Count,
+        /// Connections carrying the streams; default one for h2/h3 and one
+        /// per stream for h1.
+        connections: Option<Count>,
+        metric: DownloadMetric,
+    },
+    /// Time to the first response byte on a new connection.
+    Ttfb {
+        modes: Vec<TtfbMode>,
+        /// New connections measured per repetition.
+        samples: Count,
+    },
+    /// Page loads of a site: its HTML and every asset it references.
+    Page {
+        site: Site,
+        loader: Loader,
+        visit: Visit,
+        /// Page loads measured per repetition.
+        loads: Count,
+    },
+}
+
+/// The site a page workload loads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Site {
+    /// A synthetic site of this shape, generated once per run from the
+    /// suite's seed.
+    Shape(Shape),
+    /// A static site already on disk, served at `/`.
+    Dir(PathBuf),
+}
+
+impl Site {
+    /// `small` etc. for a shape, or a directory holding a site; anything
+    /// else is an error that says how to get one.
+    fn parse(text: &str) -> Result<Site, String> {
+        if let Ok(shape) = text.parse::<Shape>() {
+            return Ok(Site::Shape(shape));
+        }
+        let dir = PathBuf::from(text);
+        if !dir.is_dir() {
+            return Err(format!(
+                "site `{text}` is neither a shape (small, content, spa, cms) \
+                 nor an existing directory; name a shape, or generate a site with \
+                 `h3lab site gen small --out DIR` and give its directory"
+            ));
+        }
+        if !dir.join("index.html").is_file() {
+            return Err(format!(
+                "site directory `{text}` has no index.html, so `/` has no page; \
+                 give the directory that holds the site's index.html"
+            ));
+        }
+        Ok(Site::Dir(dir))
+    }
+}
+
+impl<'de> Deserialize<'de> for Site {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Site::parse(&String::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A `[[workload]]` table as written: one flat set of keys, so that toml
+/// reports unknown keys and bad values at their own line (an internally
+/// tagged enum would only know the table's line).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkloadTable {
+    kind: WorkloadKind,
+    name: String,
+    #[serde(default)]
+    profiles: Vec<String>,
+    size: Option<ByteSize>,
+    connections: Option<Count>,
+    streams: Option<Count>,
+    duration: Option<HumanDuration>,
+    metric: Option<String>,
+    modes: Option<Vec<TtfbMode>>,
+    samples: Option<Count>,
+    site: Option<Site>,
+    loader: Option<Loader>,
+    visit: Option<Visit>,
+    loads: Option<Count>,
+}
+
+impl<'de> Deserialize<'de> for Workload {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        WorkloadTable::deserialize(d)?
+            .into_workload()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl WorkloadTable {
+    fn into_workload(self) -> Result<Workload, String> {
+        let name = &self.name;
+        let kind = self.kind;
+        let needs = |what: &str| format!("{kind} workload `{name}` needs `{what}`");
+        let given = [
+            ("size", self.size.is_some()),
+            ("connections", self.connections.is_some()),
+            ("streams", self.streams.is_some()),
+            ("duration", self.duration.is_some()),
+            ("metric", self.metric.is_some()),
+            ("modes", self.modes.is_some()),
+            ("samples", self.samples.is_some()),
+            ("site", self.site.is_some()),
+            ("loader", self.loader.is_some()),
+            ("visit", self.visit.is_some()),
+            ("loads", self.loads.is_some()),
+        ];
+        let takes = keys_of(kind);
+        if let Some((key, _)) = given
+            .iter()
+            .find(|(key, present)| *present && !takes.contains(key))
+        {
+            return Err(format!(
+                "`{key}` does not apply to {kind} workload `{name}`"
+            ));
+        }
+        let metric = |choices: &[&str]| match &self.metric {
+            Some(m) if !choices.contains(&m.as_str()) => Err(format!(
+                "{kind} workload `{name}`: metric `{m}` is not one of {}",
+                choices.join(", ")
+            )),
+            m => Ok(m.clone().unwrap_or_else(|| choices[0].to_string())),
+        };
+        let load = match self.kind {
+            WorkloadKind::Rps => Load::Rps {
+                size: self.size.ok_or_else(|| needs("size"))?,
+                connections: self.connections.unwrap_or(Count(10)),
+                streams: self.streams.unwrap_or(Count(1)),
+                duration: self.duration.ok_or_else(|| needs("duration"))?,
+                metric: match metric(&["throughput", "p50", "p99"])?.as_str() {
+                    "p50" => RpsMetric::P50,
+                    "p99" => RpsMetric::P99,
+                    _ => RpsMetric::Throughput,
+                },
+            },
+            WorkloadKind::Download => Load::Download {
+                size: self.size.ok_or_else(|| needs("size"))?,
+                streams: self.streams.unwrap_or(Count(1)),
+                connections: self.connections,
+                metric: match metric(&["time", "rps"])?.as_str() {
+                    "rps" => DownloadMetric::RequestsPerSecond,
+                    _ => DownloadMetric::Time,
+                },
+            },
+            WorkloadKind::Ttfb => {
+                let modes = self
+                    .modes
+                    .clone()
+                    .unwrap_or_else(|| vec![TtfbMode::Cold, TtfbMode::Resumed, TtfbMode::ZeroRtt]);
+                if modes.is_empty() {
+                    return Err(format!(
+                        "ttfb workload `{name}` has no `modes`; use some of cold, resumed, 0rtt"
+                    ));
+                }
+                Load::Ttfb {
+                    modes,
+                    samples: self.samples.unwrap_or(Count(5)),
+                }
+            }
+            WorkloadKind::Page => {
+                let site = self.site.clone().ok_or_else(|| {
+                    format!(
+                        "page workload `{name}` needs `site`: a shape (small, content, spa, cms) \
+                         or the directory of a static site"
+                    )
+                })?;
+                Load::Page {
+                    site,
+                    loader: self.loader.unwrap_or_default(),
+                    visit: self.visit.unwrap_or_default(),
+                    loads: self.loads.unwrap_or(Count(20)),
+                }
+            }
+        };
+        Ok(Workload {
+            name: self.name,
+            profiles: self.profiles,
+            load,
+        })
+    }
+}
+
+/// The keys of a `[[workload]]` table only some kinds take: those `kind`
+/// takes.
+fn keys_of(kind: WorkloadKind) -> &'static [&'static str] {
+    match kind {
+        WorkloadKind::Rps => &["size", "connections", "streams", "duration", "metric"],
+        WorkloadKind::Download => &["size", "connections", "streams", "metric"],
+        WorkloadKind::Ttfb => &["modes", "samples"],
+        WorkloadKind::Page => &["site", "loader", "visit", "loads"],
+    }
+}
+
+impl Workload {
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(crate) fn kind(&self) -> WorkloadKind {
+        match self.load {
+            Load::Rps { .. } => WorkloadKind::Rps,
+            Load::Download { .. } => WorkloadKind::Download,
+            Load::Ttfb { .. } => WorkloadKind::Ttfb,
+            Load::Page { .. } => WorkloadKind::Page,
+        }
+    }
+
+    /// Whether this workload runs on `profile`.
+    pub(crate) fn runs_on(&self, profile: &str) -> bool {
+        self.profiles.is_empty() || self.profiles.iter().any(|p| p == profile)
+    }
+}
+
+/// The figure a download workload reports per repetition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DownloadMetric {
+    /// Seconds until every stream finished.
+    Time,
+    /// Streams finished per second: `streams / time`.
+    RequestsPerSecond,
+}
+
+/// The figure an rps workload reports per repetition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RpsMetric {
+    Throughput,
+    P50,
+    P99,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{error_of, MINIMAL, PAGE};
+    use super::super::Suite;
+    use super::*;
+    #[test]
+    fn workload_keys_must_fit_the_kind() {
+        let err = error_of(&MINIMAL.replace("duration = \"2s\"", "duration = \"2s\"\nsamples = 3"));
+        assert!(
+            err.contains("line 6") && err.contains("`samples` does not apply"),
+            "{err}"
+        );
+        let err = error_of(&MINIMAL.replace("size = \"1KB\"\n", ""));
+        assert!(err.contains("needs `size`"), "{err}");
+    }
+
+    #[test]
+    fn metrics_must_fit_the_kind() {
+        let text = format!("{MINIMAL}\n[[workload]]\nkind = \"download\"\nname = \"dl\"\nsize = \"1MB\"\nstreams = 4\nmetric = \"rps\"\n");
+        let suite = Suite::from_toml(&text).unwrap();
+        match &suite.workloads[1].load {
+            Load::Download {
+                streams,
+                metric,
+                connections,
+                ..
+            } => {
+                assert_eq!(
+                    (*streams, *metric, *connections),
+                    (Count(4), DownloadMetric::RequestsPerSecond, None)
+                );
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+        let err = error_of(&text.replace("metric = \"rps\"", "metric = \"p99\""));
+        assert!(
+            err.contains("metric `p99` is not one of time, rps"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn page_workload_gets_defaults() {
+        let suite = Suite::from_toml(PAGE).unwrap();
+        assert_eq!(suite.workloads[0].kind(), WorkloadKind::Page);
+        match &suite.workloads[0].load {
+            Load::Page {
+                site,
+                loader,
+                visit,
+                loads,
+            } => {
+                assert_eq!(*site, Site::Shape(Shape::Small));
+                assert_eq!(
+                    (*loader, *visit, *loads),
+                    (Loader::Builtin, Visit::Cold, Count(20))
+                );
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+        let text = PAGE.replace(
+            "site = \"small\"",
+            "site = \"cms\"\nloader = \"chromium\"\nvisit = \"warm\"\nloads = 3",
+        );
+        match &Suite::from_toml(&text).unwrap().workloads[0].load {
+            Load::Page {
+                site,
+                loader,
+                visit,
+                loads,
+            } => {
+                assert_eq!(*site, Site::Shape(Shape::Cms));
+                assert_eq!(
+                    (*loader, *visit, *loads),
+                    (Loader::Chromium, Visit::Warm, Count(3))
+                );
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn page_workload_takes_a_site_directory() {
+        let dir = std::env::temp_dir().join(format!("h3lab-suite-site-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = PAGE.replace("\"small\"", &format!("{:?}", dir.display().to_string()));
+        let err = error_of(&text);
+        assert!(err.contains("has no index.html"), "{err}");
+        std::fs::write(dir.join("index.html"), "<html></html>").unwrap();
+        let suite = Suite::from_toml(&text).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        match &suite.workloads[0].load {
+            Load::Page { site, .. } => assert_eq!(*site, Site::Dir(dir)),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_page_workloads_are_rejected_with_their_line() {
+        let err = error_of(&PAGE.replace("\"small\"", "\"/no/such/site\""));
+        assert!(
+            err.contains("line 9")
+                && err.contains("neither a shape")
+                && err.contains("h3lab site gen"),
+            "{err}"
+        );
+        let err = error_of(&PAGE.replace("site = \"small\"", "site = \"small\"\nloads = 0"));
+        assert!(err.contains("line 10") && err.contains("positive"), "{err}");
+        let err =
+            error_of(&PAGE.replace("site = \"small\"", "site = \"small\"\nloader = \"firefox\""));
+        assert!(err.contains("line 10") && err.contains("firefox"), "{err}");
+        let err = error_of(&PAGE.replace("site = \"small\"", "site = \"small\"\nvisit = \"hot\""));
+        assert!(err.contains("line 10") && err.contains("hot"), "{err}");
+        let err = error_of(&PAGE.replace("site = \"small\"", "site = \"small\"\npages = 3"));
+        assert!(err.contains("line 10") && err.contains("pages"), "{err}");
+        let err = error_of(&PAGE.replace("site = \"small\"", "site = \"small\"\nsize = \"1KB\""));
+        assert!(
+            err.contains("line 6") && err.contains("`size` does not apply to page workload"),
+            "{err}"
+        );
+        let err = error_of(&PAGE.replace("site = \"small\"\n", ""));
+        assert!(err.contains("needs `site`"), "{err}");
+        let err = error_of(&MINIMAL.replace("duration = \"2s\"", "duration = \"2s\"\nloads = 3"));
+        assert!(err.contains("`loads` does not apply to rps"), "{err}");
+    }
+}
