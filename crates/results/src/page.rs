@@ -138,9 +138,10 @@ impl fmt::Display for PageReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut times: Vec<f64> = self.loads.iter().map(|l| l.load_ms).collect();
         times.sort_by(f64::total_cmp);
-        let median = self
-            .median_load()
-            .map_or(f64::NAN, |i| self.loads[i].load_ms);
+        let median = match times.is_empty() {
+            true => f64::NAN,
+            false => crate::quantile::quantile_sorted(&times, 0.5),
+        };
         write!(
             f,
             "{} {} {} page load over {}: median {:.1} ms, min {:.1} ms, max {:.1} ms ({} loads)",
@@ -301,7 +302,7 @@ mod tests {
         report.loads = vec![page.clone(), load(2.0, vec![])];
         assert_eq!(
             report.to_string(),
-            "https://a.test/ builtin cold page load over h3: median 2.0 ms, min 2.0 ms, max 4.0 ms (2 loads)"
+            "https://a.test/ builtin cold page load over h3: median 3.0 ms, min 2.0 ms, max 4.0 ms (2 loads)"
         );
     }
 }

@@ -103,7 +103,7 @@ impl fmt::Display for TtfbReport {
         let Some((min, max)) = values.first().zip(values.last()) else {
             return write!(f, "{} {} {}: no sample", self.proto, self.mode, self.url);
         };
-        let median = values[values.len() / 2];
+        let median = crate::quantile::quantile_sorted(&values, 0.5);
         write!(
             f,
             "{} {} ttfb: median {median:.2} ms, min {min:.2} ms, max {max:.2} ms over {} new connections",
@@ -190,6 +190,14 @@ mod tests {
         assert_eq!(
             report.to_string(),
             "h3 cold ttfb: median 20.00 ms, min 10.00 ms, max 30.00 ms over 3 new connections"
+        );
+        report.samples.push(TtfbSample {
+            ttfb_ms: 40.0,
+            ..sample()
+        });
+        assert!(
+            report.to_string().contains("median 25.00 ms"),
+            "an even count's median is the mean of the middle two: {report}"
         );
         assert_eq!(
             report.samples[0].to_string(),

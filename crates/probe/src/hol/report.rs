@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use h3lab_results::quantile::quantile_sorted;
 use h3lab_results::Proto;
 use serde::{Deserialize, Serialize};
 
@@ -140,9 +141,9 @@ pub struct ProtoSummary {
 pub struct Spread {
     /// Arithmetic mean.
     pub mean: f64,
-    /// Median (nearest rank).
+    /// Median (interpolated, as every h3lab quantile of raw samples).
     pub p50: f64,
-    /// 90th percentile (nearest rank).
+    /// 90th percentile (interpolated).
     pub p90: f64,
     /// Smallest.
     pub min: f64,
@@ -158,12 +159,10 @@ impl Spread {
         }
         let mut sorted = values.to_vec();
         sorted.sort_by(f64::total_cmp);
-        let rank =
-            |q: f64| sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1];
         Some(Spread {
             mean: sorted.iter().sum::<f64>() / sorted.len() as f64,
-            p50: rank(0.5),
-            p90: rank(0.9),
+            p50: quantile_sorted(&sorted, 0.5),
+            p90: quantile_sorted(&sorted, 0.9),
             min: *sorted.first()?,
             max: *sorted.last()?,
         })
@@ -367,13 +366,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn spread_uses_nearest_rank() {
+    fn spread_interpolates_between_closest_ranks() {
         let values: Vec<f64> = (1..=10).map(f64::from).collect();
         let spread = Spread::of(&values).unwrap();
-        assert_eq!(
-            (spread.p50, spread.p90, spread.min, spread.max),
-            (5.0, 9.0, 1.0, 10.0)
-        );
+        assert_eq!((spread.p50, spread.min, spread.max), (5.5, 1.0, 10.0));
+        assert!((spread.p90 - 9.1).abs() < 1e-12, "{}", spread.p90);
         assert_eq!(spread.mean, 5.5);
         assert_eq!(Spread::of(&[]), None);
     }
