@@ -2,7 +2,6 @@
 //! library crates together.
 
 pub mod bench;
-mod link_flags;
 pub mod load;
 pub mod net;
 pub mod page;

@@ -6,12 +6,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use linkem::config::parse_time;
+use linkem::config::{parse_time, Overrides};
 use linkem::model::Nanos;
 use linkem::run::{run_commands, Interrupted, Placement};
 use linkem::{EmulatedPath, LinkSettings};
-
-use super::link_flags::LinkFlags;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -39,7 +37,7 @@ struct RunArgs {
     #[arg(long)]
     profile: Option<String>,
     #[command(flatten)]
-    link: LinkFlags,
+    link: Overrides,
     /// Write the link statistics as JSON to this file at exit.
     #[arg(long)]
     stats: Option<PathBuf>,

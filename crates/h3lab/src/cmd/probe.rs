@@ -16,9 +16,8 @@ use h3lab_probe::ttfb::{sample_ttfb, TtfbOptions};
 use h3lab_probe::{ensure_root, run_migrate, MigrateOptions};
 use h3lab_report::{distribution_html, Chart, Series};
 use h3lab_results::{Proto, TtfbMode};
+use linkem::config::Overrides;
 use linkem::run::Interrupted;
-
-use super::link_flags::LinkFlags;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -134,7 +133,7 @@ struct MigrateArgs {
     #[arg(long, default_value = "broadband")]
     profile: String,
     #[command(flatten)]
-    path: LinkFlags,
+    path: Overrides,
     /// Requests started per second.
     #[arg(long, default_value_t = 50)]
     rate: u32,
@@ -211,7 +210,7 @@ struct HolArgs {
     #[arg(long, default_value = "cellular")]
     profile: String,
     #[command(flatten)]
-    path: LinkFlags,
+    path: Overrides,
     /// Repetitions; repetition r runs every protocol with seed + r.
     #[arg(long, default_value_t = 1)]
     repetitions: u32,

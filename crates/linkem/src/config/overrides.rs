@@ -2,40 +2,62 @@
 
 use super::direction::LossDirection;
 use super::parse::parse_loss_model;
+#[cfg(feature = "clap")]
+use super::parse::{
+    parse_jitter, parse_percent, parse_queue, parse_rate, parse_reorder, parse_time,
+};
 use super::settings::LinkSettings;
 use crate::model::{Jitter, LossModel, Nanos, QueueLimit, RateSpec, ReorderSpec, Trace};
 
 /// Changes to a profile, as given on the command line (`h3lab net run
-/// --rtt ...`) or in a suite file's `[[profile]]` table. Each `Some` field
+/// --rtt ...`, `h3lab probe migrate ...`; with the `clap` feature these are
+/// the flags) or in a suite file's `[[profile]]` table. Each `Some` field
 /// replaces the profile's value.
 #[derive(Debug, Clone, Default)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct Overrides {
-    /// Round-trip time, in nanoseconds.
+    /// Round-trip time added by the path, split half per direction (e.g. 40ms).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_time))]
     pub rtt: Option<Nanos>,
-    /// Fixed server-to-client rate, in bits/s.
+    /// Downstream (server to client) rate, e.g. 50mbit.
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_rate))]
     pub down: Option<u64>,
-    /// Fixed client-to-server rate, in bits/s.
+    /// Upstream (client to server) rate, e.g. 10mbit.
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_rate))]
     pub up: Option<u64>,
-    /// Bernoulli loss probability (a fraction, 0 to 1) in the loss direction.
+    /// Random loss, e.g. 1%, in the direction of --loss-direction.
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_percent))]
     pub loss: Option<f64>,
-    /// `bernoulli` (probability from `loss`, else the profile's mean loss) or
-    /// `gilbert:p,r,1-h,1-k` (four percentages, as in netem's gemodel).
+    /// `bernoulli` (probability from --loss, else the profile's mean loss)
+    /// or `gilbert:P,R,LOSS_GOOD,LOSS_BAD` (four percentages, as netem's
+    /// gemodel).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub loss_model: Option<String>,
-    /// Which way the loss drops packets; the profile's when `None`.
+    /// Which way random loss drops packets: down (server to client), up
+    /// (client to server) or both. Default: the profile's; without a
+    /// profile, down (as `netem loss` on the server's egress).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub loss_direction: Option<LossDirection>,
-    /// Jitter of the one-way delay, per direction.
+    /// Jitter per direction: 5ms, 5ms:uniform or 5ms:normal. Never reorders.
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_jitter))]
     pub jitter: Option<Jitter>,
-    /// Drop-tail queue limit per direction.
+    /// Drop-tail queue per direction: 100p (packets) or 64kb (bytes).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_queue))]
     pub queue: Option<QueueLimit>,
-    /// Reordering per direction.
+    /// Reordering: PERCENT:EXTRA_DELAY, e.g. 1%:10ms.
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_reorder))]
     pub reorder: Option<ReorderSpec>,
-    /// Duplication probability per direction (a fraction, 0 to 1).
+    /// Duplication per direction, e.g. 0.1%.
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_percent))]
     pub duplicate: Option<f64>,
-    /// Mahimahi trace files; each replaces the fixed rate of its direction.
+    /// Downstream Mahimahi trace (replaces --down).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub trace_down: Option<std::path::PathBuf>,
-    /// Upstream Mahimahi trace file (see `trace_down`).
+    /// Upstream Mahimahi trace (replaces --up).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub trace_up: Option<std::path::PathBuf>,
-    /// Seed of every random choice on the path.
+    /// Seed of every random decision.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub seed: Option<u64>,
 }
 
@@ -87,6 +109,19 @@ impl Overrides {
         Ok(Some(settings))
     }
 
+    /// The built-in `profile` with these changes; it must emulate a path,
+    /// which `purpose` (e.g. "a migration") needs.
+    pub fn emulated(&self, profile: &str, purpose: &str) -> anyhow::Result<LinkSettings> {
+        let base = crate::profile(profile)?.settings.ok_or_else(|| {
+            anyhow::anyhow!(
+                "profile `{profile}` emulates no path, and {purpose} needs one; pick another, e.g. `--profile broadband`"
+            )
+        })?;
+        Ok(self
+            .apply(Some(base))?
+            .expect("a profile with settings stays emulated"))
+    }
+
     fn loss_model(&self, profile_loss: LossModel) -> anyhow::Result<LossModel> {
         match (&self.loss_model, self.loss) {
             (None, None) => Ok(profile_loss),
@@ -127,5 +162,50 @@ mod tests {
         // Ad hoc loss on plain loopback starts from no impairment: down.
         let ad_hoc = more_loss.apply(None).unwrap().unwrap();
         assert_eq!(ad_hoc.loss_direction, LossDirection::Down);
+    }
+
+    #[test]
+    fn a_profile_without_a_path_names_the_need() {
+        let err = Overrides::default()
+            .emulated("loopback", "a migration")
+            .unwrap_err();
+        assert!(
+            format!("{err:#}").contains("a migration needs one"),
+            "{err:#}"
+        );
+    }
+
+    #[cfg(feature = "clap")]
+    #[test]
+    fn every_flag_reaches_the_path() {
+        use clap::Parser;
+
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            link: Overrides,
+        }
+        let emulated = |flags: &[&str]| {
+            let argv = ["probe"].iter().chain(flags);
+            let cli = Cli::try_parse_from(argv).unwrap();
+            cli.link.emulated("broadband", "a probe").unwrap()
+        };
+        let plain = emulated(&[]);
+        assert_eq!(plain.loss_direction, LossDirection::Down);
+        assert!(matches!(plain.loss, LossModel::Bernoulli { .. }));
+        let changed = emulated(&[
+            "--loss-model",
+            "gilbert:1%,20%,0%,50%",
+            "--loss-direction",
+            "up",
+            "--rtt",
+            "60ms",
+            "--reorder",
+            "1%:10ms",
+        ]);
+        assert_eq!(changed.loss_direction, LossDirection::Up);
+        assert!(matches!(changed.loss, LossModel::Gilbert(_)));
+        assert_eq!(changed.rtt, 60_000_000);
+        assert!(changed.reorder.is_some());
     }
 }

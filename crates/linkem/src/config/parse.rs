@@ -1,7 +1,9 @@
 //! The command-line forms of link values: `50mbit`, `20ms`, `1%`, `100p`,
 //! `5ms:normal`, `gilbert:...`.
 
-use crate::model::{GilbertElliott, Jitter, JitterShape, LossModel, Nanos, QueueLimit};
+use crate::model::{
+    GilbertElliott, Jitter, JitterShape, LossModel, Nanos, QueueLimit, ReorderSpec,
+};
 
 /// Fastest rate [`parse_rate`] accepts: 1 Tbit/s.
 pub const MAX_RATE_BITS: u64 = 1_000_000_000_000;
@@ -146,6 +148,17 @@ pub(super) fn parse_loss_model(text: &str, loss: f64) -> anyhow::Result<LossMode
         loss_good,
         loss_bad,
     }))
+}
+
+/// Reordering from `PERCENT:EXTRA_DELAY`, e.g. `1%:10ms`.
+pub fn parse_reorder(text: &str) -> anyhow::Result<ReorderSpec> {
+    let (share, delay) = text.split_once(':').ok_or_else(|| {
+        anyhow::anyhow!("`{text}` is not a reordering; write PERCENT:EXTRA_DELAY, e.g. `1%:10ms`")
+    })?;
+    Ok(ReorderSpec {
+        probability: parse_percent(share)?,
+        extra_delay: parse_time(delay)?,
+    })
 }
 
 #[cfg(test)]
