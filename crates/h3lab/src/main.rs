@@ -30,7 +30,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the dual-stack reference server (h1+h2 on TCP, h3 on UDP, one port).
-    Serve(cmd::serve::Args),
+    Serve(h3lab_server::cli::ServeArgs),
     /// Load-test a URL over h1, h2 or h3.
     Load(cmd::load::Args),
     /// Run commands behind an emulated network link (no netem needed).

@@ -14,6 +14,8 @@ mod admission;
 mod app;
 mod bind;
 mod body;
+#[cfg(feature = "clap")]
+pub mod cli;
 mod config;
 mod frame_guard;
 #[cfg(feature = "fuzzing")]

@@ -175,20 +175,26 @@ mod tests {
         );
     }
 
+    /// The flags, as the commands that emulate a path take them.
+    #[cfg(feature = "clap")]
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        link: Overrides,
+    }
+
+    #[cfg(feature = "clap")]
+    fn parse(flags: &[&str]) -> Result<Overrides, clap::Error> {
+        use clap::Parser;
+        Cli::try_parse_from(["probe"].iter().chain(flags)).map(|cli| cli.link)
+    }
+
     #[cfg(feature = "clap")]
     #[test]
     fn every_flag_reaches_the_path() {
-        use clap::Parser;
-
-        #[derive(Parser)]
-        struct Cli {
-            #[command(flatten)]
-            link: Overrides,
-        }
         let emulated = |flags: &[&str]| {
-            let argv = ["probe"].iter().chain(flags);
-            let cli = Cli::try_parse_from(argv).unwrap();
-            cli.link.emulated("broadband", "a probe").unwrap()
+            let link = parse(flags).unwrap();
+            link.emulated("broadband", "a probe").unwrap()
         };
         let plain = emulated(&[]);
         assert_eq!(plain.loss_direction, LossDirection::Down);
@@ -207,5 +213,22 @@ mod tests {
         assert!(matches!(changed.loss, LossModel::Gilbert(_)));
         assert_eq!(changed.rtt, 60_000_000);
         assert!(changed.reorder.is_some());
+    }
+
+    #[cfg(feature = "clap")]
+    #[test]
+    fn a_bad_loss_direction_names_the_accepted_values() {
+        let Err(err) = parse(&["--loss", "1%", "--loss-direction", "sideways"]) else {
+            panic!("`sideways` was accepted as a loss direction");
+        };
+        let message = err.to_string();
+        assert!(
+            message.contains("--loss-direction")
+                && message.contains("`sideways` is not a loss direction")
+                && ["`down`", "`up`", "`both`"]
+                    .iter()
+                    .all(|name| message.contains(name)),
+            "{message}"
+        );
     }
 }
