@@ -310,9 +310,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn page_workload_gets_defaults() {
-        let suite = Suite::from_toml(PAGE).unwrap();
+    /// The page settings of a suite's first workload, which must be a page.
+    fn page_settings(text: &str) -> (Site, Loader, Visit, Count) {
+        let suite = Suite::from_toml(text).unwrap();
         assert_eq!(suite.workloads[0].kind(), WorkloadKind::Page);
         match &suite.workloads[0].load {
             Load::Page {
@@ -320,34 +320,35 @@ mod tests {
                 loader,
                 visit,
                 loads,
-            } => {
-                assert_eq!(*site, Site::Shape(Shape::Small));
-                assert_eq!(
-                    (*loader, *visit, *loads),
-                    (Loader::Builtin, Visit::Cold, Count(20))
-                );
-            }
+            } => (site.clone(), *loader, *visit, *loads),
             other => panic!("parsed as {other:?}"),
         }
+    }
+
+    #[test]
+    fn page_workload_gets_defaults() {
+        assert_eq!(
+            page_settings(PAGE),
+            (
+                Site::Shape(Shape::Small),
+                Loader::Builtin,
+                Visit::Cold,
+                Count(20)
+            )
+        );
         let text = PAGE.replace(
             "site = \"small\"",
             "site = \"cms\"\nloader = \"chromium\"\nvisit = \"warm\"\nloads = 3",
         );
-        match &Suite::from_toml(&text).unwrap().workloads[0].load {
-            Load::Page {
-                site,
-                loader,
-                visit,
-                loads,
-            } => {
-                assert_eq!(*site, Site::Shape(Shape::Cms));
-                assert_eq!(
-                    (*loader, *visit, *loads),
-                    (Loader::Chromium, Visit::Warm, Count(3))
-                );
-            }
-            other => panic!("parsed as {other:?}"),
-        }
+        assert_eq!(
+            page_settings(&text),
+            (
+                Site::Shape(Shape::Cms),
+                Loader::Chromium,
+                Visit::Warm,
+                Count(3)
+            )
+        );
     }
 
     #[test]
