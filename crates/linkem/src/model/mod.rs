@@ -7,6 +7,7 @@
 
 mod delay;
 mod direction;
+mod gro;
 mod loss;
 mod nat;
 mod params;
@@ -20,6 +21,8 @@ pub(crate) use delay::JitterShape;
 use delay::{Delay, Duplicate, Reorder};
 pub(crate) use direction::Direction;
 use direction::Fate;
+pub(crate) use gro::{merge as gro_merge, run_length as gro_run_length, PLAIN_HEADER};
+pub use gro::{segment as gro_segment, VNET_HEADER_LEN};
 use loss::Loss;
 pub use loss::{GilbertElliott, LossModel};
 pub(crate) use nat::{translate as nat_translate, NatVerdict};

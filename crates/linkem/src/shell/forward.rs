@@ -15,11 +15,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::model::{nat_translate, DirectionStats, Nanos, NatVerdict, Pipe, Way};
+use crate::model::{
+    gro_merge, gro_run_length, nat_translate, DirectionStats, Nanos, NatVerdict, Pipe, Way,
+    PLAIN_HEADER, VNET_HEADER_LEN,
+};
 
-/// Largest packet read; the MTU is 1500 and there are no offloads, so this
-/// leaves room without ever truncating.
-const BUFFER_BYTES: usize = 2048;
+/// Largest read: the virtio-net header and a packet; the MTU is 1500 and
+/// there are no offloads, so this leaves room without ever truncating.
+const BUFFER_BYTES: usize = VNET_HEADER_LEN + 2048;
 /// Most packets read from one device in one go before due packets get
 /// written.
 const READ_BATCH: usize = 256;
@@ -43,23 +46,36 @@ const COALESCE: Nanos = 50_000;
 /// interactive exchanges (a request, its ACK, the response) stay below.
 const BUSY_IN_FLIGHT: usize = 8;
 
-/// A packet buffer; recycled through a free list so the steady state
+/// A packet buffer as read from a TUN device, its virtio-net header then
+/// the IP packet; recycled through a free list so the steady state
 /// allocates nothing.
 #[derive(Clone)]
 pub struct Packet {
     bytes: Box<[u8]>,
+    /// Header and packet.
     len: usize,
+}
+
+impl AsRef<[u8]> for Packet {
+    /// The IP packet.
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes[VNET_HEADER_LEN..self.len]
+    }
 }
 
 /// One direction: packets read from `from` cross `pipe` into `to`.
 pub struct Lane {
-    pub from: Arc<OwnedFd>,
-    pub to: Arc<OwnedFd>,
-    pub pipe: Pipe<Packet>,
-    pub way: Way,
+    from: Arc<OwnedFd>,
+    to: Arc<OwnedFd>,
+    pipe: Pipe<Packet>,
+    way: Way,
     /// Set once the path's NAT has rebound (see `model::nat`): from then on
     /// every packet is translated as it arrives.
-    pub nat_rebound: Arc<AtomicBool>,
+    nat_rebound: Arc<AtomicBool>,
+    /// The packets due in one pass, to be merged where they can be.
+    due: Vec<Packet>,
+    /// The merged packet being written.
+    merged: Vec<u8>,
 }
 
 /// The statistics of both directions and the thread's own CPU time.
@@ -225,6 +241,24 @@ impl Forwarder {
 }
 
 impl Lane {
+    pub fn new(
+        from: Arc<OwnedFd>,
+        to: Arc<OwnedFd>,
+        pipe: Pipe<Packet>,
+        way: Way,
+        nat_rebound: Arc<AtomicBool>,
+    ) -> Lane {
+        Lane {
+            from,
+            to,
+            pipe,
+            way,
+            nat_rebound,
+            due: Vec::new(),
+            merged: Vec::new(),
+        }
+    }
+
     /// Reads what is waiting (until EAGAIN or a full batch), each packet
     /// stamped with its own read time.
     fn read_arrivals(&mut self, free: &mut Vec<Packet>, clock: Clock) {
@@ -234,13 +268,14 @@ impl Lane {
                 len: 0,
             });
             match super::tun::read_packet(&self.from, &mut packet.bytes) {
-                Ok(Some(len)) if len > 0 => {
+                Ok(Some(len)) if len > VNET_HEADER_LEN => {
                     packet.len = len;
                     if !self.passes_nat(&mut packet) {
                         free.push(packet);
                         continue;
                     }
-                    if let Some(dropped) = self.pipe.push(packet, len as u32, clock.now()) {
+                    let size = (len - VNET_HEADER_LEN) as u32;
+                    if let Some(dropped) = self.pipe.push(packet, size, clock.now()) {
                         free.push(dropped);
                     }
                 }
@@ -260,17 +295,34 @@ impl Lane {
     /// False when the NAT has no mapping for the packet any more.
     fn passes_nat(&self, packet: &mut Packet) -> bool {
         !self.nat_rebound.load(Ordering::Relaxed)
-            || nat_translate(&mut packet.bytes[..packet.len], self.way) == NatVerdict::Forward
+            || nat_translate(&mut packet.bytes[VNET_HEADER_LEN..packet.len], self.way)
+                == NatVerdict::Forward
     }
 
+    /// Writes the packets now due, consecutive ones of a flow merged into
+    /// one as a receiving NIC would (see `model::gro`).
     fn write_due(&mut self, free: &mut Vec<Packet>, clock: Clock) {
         let now = clock.now();
         while let Some(packet) = self.pipe.pop_due(now) {
-            if let Err(err) = super::tun::write_packet(&self.to, &packet.bytes[..packet.len]) {
+            self.due.push(packet);
+        }
+        let mut start = 0;
+        while start < self.due.len() {
+            let run = gro_run_length(&self.due[start..]);
+            let written = if run == 1 {
+                let packet = &mut self.due[start];
+                packet.bytes[..VNET_HEADER_LEN].copy_from_slice(&PLAIN_HEADER);
+                super::tun::write_packet(&self.to, &packet.bytes[..packet.len])
+            } else {
+                gro_merge(&self.due[start..start + run], &mut self.merged);
+                super::tun::write_packet(&self.to, &self.merged)
+            };
+            if let Err(err) = written {
                 tracing::debug!("writing to the TUN device: {err}");
             }
-            free.push(packet);
+            start += run;
         }
+        free.append(&mut self.due);
     }
 }
 

@@ -79,12 +79,14 @@ impl EmulatedPath {
         let stop = Arc::new(AtomicBool::new(false));
         let snapshots = Arc::new(Snapshots::default());
         let nat_rebound = Arc::new(AtomicBool::new(false));
-        let lane = |from: &Arc<OwnedFd>, to: &Arc<OwnedFd>, settings, way| Lane {
-            from: from.clone(),
-            to: to.clone(),
-            pipe: Pipe::new(Direction::new(settings, config.seed, way)),
-            way,
-            nat_rebound: nat_rebound.clone(),
+        let lane = |from: &Arc<OwnedFd>, to: &Arc<OwnedFd>, settings, way| {
+            Lane::new(
+                from.clone(),
+                to.clone(),
+                Pipe::new(Direction::new(settings, config.seed, way)),
+                way,
+                nat_rebound.clone(),
+            )
         };
         let forwarder = Forwarder {
             lanes: [

@@ -1,11 +1,15 @@
-//! A TUN device from /dev/net/tun: plain IP packets, no packet-info header,
-//! no offloads (each read is one real packet of at most the MTU).
+//! A TUN device from /dev/net/tun: IP packets behind a virtio-net header
+//! (`IFF_VNET_HDR`), no packet-info header. No offloads are turned on, so
+//! each read is one real packet of at most the MTU with a header of
+//! zeros; a write may carry a GSO packet (see `model::gro`).
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// `_IOW('T', 202, int)` from linux/if_tun.h.
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+/// From linux/if_tun.h; the libc crate does not have it.
+const IFF_VNET_HDR: libc::c_int = 0x4000;
 
 /// The `ifreq` that TUNSETIFF takes.
 #[repr(C)]
@@ -16,7 +20,8 @@ pub struct InterfaceRequest {
 }
 
 impl InterfaceRequest {
-    /// A request for TUN device `name`: plain IP packets, no packet info.
+    /// A request for TUN device `name`: IP packets behind a virtio-net
+    /// header, no packet info.
     pub fn tun(name: &str) -> io::Result<InterfaceRequest> {
         if name.len() >= libc::IFNAMSIZ {
             return Err(io::Error::new(
@@ -26,7 +31,7 @@ impl InterfaceRequest {
         }
         let mut request = InterfaceRequest {
             name: [0; libc::IFNAMSIZ],
-            flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short,
+            flags: (libc::IFF_TUN | libc::IFF_NO_PI | IFF_VNET_HDR) as libc::c_short,
             _pad: [0; 22],
         };
         request.name[..name.len()].copy_from_slice(name.as_bytes());
@@ -62,7 +67,8 @@ pub fn open_raw(request: &InterfaceRequest) -> io::Result<OwnedFd> {
     Ok(file)
 }
 
-/// Reads one packet; `Ok(None)` when none is waiting.
+/// Reads one packet with its virtio-net header; `Ok(None)` when none is
+/// waiting.
 pub fn read_packet(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<Option<usize>> {
     // SAFETY: the buffer is valid for `buf.len()` bytes.
     let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
@@ -76,7 +82,8 @@ pub fn read_packet(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<Option<usize>> {
     }
 }
 
-/// Writes one packet into the device's namespace.
+/// Writes one packet, behind its virtio-net header, into the device's
+/// namespace.
 pub fn write_packet(fd: &OwnedFd, packet: &[u8]) -> io::Result<()> {
     // SAFETY: the slice is valid for its length.
     let n = unsafe { libc::write(fd.as_raw_fd(), packet.as_ptr().cast(), packet.len()) };

@@ -2,7 +2,9 @@
 //! in the client namespace that sees every IPv4 packet the client's
 //! interface receives, stamped by the kernel as it arrives (before TCP or
 //! QUIC looked at it), on the same clock as the application's reads
-//! (`CLOCK_REALTIME`).
+//! (`CLOCK_REALTIME`). The path hands the client coalesced packets, as a
+//! NIC's receive offload does (`linkem::model::gro_segment`); the capture
+//! cuts each back into the packets that crossed the link.
 
 use std::io;
 use std::mem::{size_of, zeroed};
@@ -11,11 +13,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use linkem::model::{gro_segment, VNET_HEADER_LEN};
+
 use super::packets::Captured;
 use super::timeline::Nanos;
 
-/// Largest packet kept: the path's MTU is 1500 and it has no offloads.
-const SNAP_LEN: usize = 2048;
+/// Largest read: a virtio-net header and a coalesced packet of up to 64 KB.
+const SNAP_LEN: usize = VNET_HEADER_LEN + 65_535;
 /// Kernel buffer for packets not yet read, so a busy moment loses none.
 const RECEIVE_BUFFER: libc::c_int = 16 << 20;
 /// How long a read waits before the thread checks whether to stop.
@@ -67,23 +71,35 @@ impl Capture {
 fn open_socket() -> io::Result<OwnedFd> {
     let protocol = (libc::ETH_P_IP as u16).to_be() as libc::c_int;
     // SAFETY: plain socket(2) call; the descriptor is owned below.
-    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_DGRAM, protocol) };
+    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, protocol) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: fd is a fresh descriptor that nothing else owns.
     let socket = unsafe { OwnedFd::from_raw_fd(fd) };
-    set_option(&socket, libc::SO_TIMESTAMPNS, 1)?;
-    set_option(&socket, libc::SO_RCVBUFFORCE, RECEIVE_BUFFER)?;
+    set_option(&socket, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
+    set_option(
+        &socket,
+        libc::SOL_SOCKET,
+        libc::SO_RCVBUFFORCE,
+        RECEIVE_BUFFER,
+    )?;
+    // The segment size of a coalesced packet comes in this header.
+    set_option(&socket, libc::SOL_PACKET, libc::PACKET_VNET_HDR, 1)?;
     Ok(socket)
 }
 
-fn set_option(socket: &OwnedFd, option: libc::c_int, value: libc::c_int) -> io::Result<()> {
+fn set_option(
+    socket: &OwnedFd,
+    level: libc::c_int,
+    option: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
     // SAFETY: a valid descriptor and a c_int option value of the right size.
     let result = unsafe {
         libc::setsockopt(
             socket.as_raw_fd(),
-            libc::SOL_SOCKET,
+            level,
             option,
             (&value as *const libc::c_int).cast(),
             size_of::<libc::c_int>() as libc::socklen_t,
@@ -97,6 +113,7 @@ fn set_option(socket: &OwnedFd, option: libc::c_int, value: libc::c_int) -> io::
 
 fn read_until_stopped(socket: &OwnedFd, stop: &AtomicBool) -> io::Result<Vec<Captured>> {
     let mut packets = Vec::new();
+    let mut buffer = vec![0u8; SNAP_LEN];
     loop {
         let mut poll = libc::pollfd {
             fd: socket.as_raw_fd(),
@@ -118,13 +135,13 @@ fn read_until_stopped(socket: &OwnedFd, stop: &AtomicBool) -> io::Result<Vec<Cap
             }
             continue;
         }
-        packets.push(receive(socket)?);
+        receive(socket, &mut buffer, &mut packets)?;
     }
 }
 
-/// One packet and its kernel receive time.
-fn receive(socket: &OwnedFd) -> io::Result<Captured> {
-    let mut buffer = vec![0u8; SNAP_LEN];
+/// Appends the packets of one read to `packets`, each with the read's
+/// kernel receive time.
+fn receive(socket: &OwnedFd, buffer: &mut [u8], packets: &mut Vec<Captured>) -> io::Result<()> {
     let mut control = [0u64; 16];
     let mut iov = libc::iovec {
         iov_base: buffer.as_mut_ptr().cast(),
@@ -141,10 +158,12 @@ fn receive(socket: &OwnedFd) -> io::Result<Captured> {
     if len < 0 {
         return Err(io::Error::last_os_error());
     }
-    buffer.truncate(len as usize);
     let at = timestamp(&message)
         .ok_or_else(|| io::Error::other("a captured packet came without its kernel timestamp"))?;
-    Ok(Captured { at, bytes: buffer })
+    let pieces = gro_segment(&buffer[..len as usize])
+        .ok_or_else(|| io::Error::other("a captured packet came without its virtio-net header"))?;
+    packets.extend(pieces.into_iter().map(|bytes| Captured { at, bytes }));
+    Ok(())
 }
 
 /// The SCM_TIMESTAMPNS time of a received message, in nanoseconds.
