@@ -2,13 +2,16 @@ use std::{
     future::Future,
     io,
     pin::Pin,
-    sync::Arc,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
     task::{Context, Poll, ready},
     time::Instant,
 };
 
 use tokio::{
-    io::Interest,
+    io::{Interest, unix::AsyncFd},
     time::{Sleep, sleep_until},
 };
 
@@ -28,9 +31,11 @@ impl Runtime for TokioRuntime {
     }
 
     fn wrap_udp_socket(&self, sock: std::net::UdpSocket) -> io::Result<Arc<dyn AsyncUdpSocket>> {
+        sock.set_nonblocking(true)?;
         Ok(Arc::new(UdpSocket {
             inner: udp::UdpSocketState::new((&sock).into())?,
-            io: tokio::net::UdpSocket::from_std(sock)?,
+            io: register(sock, Interest::READABLE)?,
+            full: AtomicBool::new(false),
         }))
     }
 
@@ -48,24 +53,57 @@ impl AsyncTimer for Sleep {
     }
 }
 
+/// h3lab: the socket is registered with the runtime for reading only. A
+/// registration for writing as well (as `tokio::net::UdpSocket` makes)
+/// wakes the runtime's poller each time the kernel frees a sent datagram
+/// (`sock_wfree`), which on a busy path is thousands of times a second, and
+/// on a multi-threaded runtime each such wake-up is a context switch of an
+/// idle worker. A send buffer that is full is rare; only then does a
+/// registration for writing exist, on a duplicate of the descriptor, until
+/// the buffer has room.
 #[derive(Debug)]
 struct UdpSocket {
-    io: tokio::net::UdpSocket,
+    io: AsyncFd<std::net::UdpSocket>,
     inner: udp::UdpSocketState,
+    /// Set when a send found the send buffer full.
+    full: AtomicBool,
+}
+
+impl UdpSocket {
+    async fn writable(&self) -> io::Result<()> {
+        if !self.full.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let watch = register(self.io.get_ref().try_clone()?, Interest::WRITABLE)?;
+        drop(watch.writable().await?);
+        self.full.store(false, Ordering::Release);
+        Ok(())
+    }
+}
+
+fn register(
+    socket: std::net::UdpSocket,
+    interest: Interest,
+) -> io::Result<AsyncFd<std::net::UdpSocket>> {
+    // SAFETY: the socket owns its descriptor, which stays open and the same
+    // for as long as the `AsyncFd` holds the socket.
+    Ok(unsafe { AsyncFd::register_with_interest(socket, interest) }?)
 }
 
 impl AsyncUdpSocket for UdpSocket {
     fn create_io_poller(self: Arc<Self>) -> Pin<Box<dyn super::UdpPoller>> {
         Box::pin(UdpPollHelper::new(move || {
             let socket = self.clone();
-            async move { socket.io.writable().await }
+            async move { socket.writable().await }
         }))
     }
 
     fn try_send(&self, transmit: &udp::Transmit) -> io::Result<()> {
-        self.io.try_io(Interest::WRITABLE, || {
-            self.inner.send((&self.io).into(), transmit)
-        })
+        let result = self.inner.send(self.io.get_ref().into(), transmit);
+        if matches!(&result, Err(e) if e.kind() == io::ErrorKind::WouldBlock) {
+            self.full.store(true, Ordering::Release);
+        }
+        result
     }
 
     fn poll_recv(
@@ -75,17 +113,15 @@ impl AsyncUdpSocket for UdpSocket {
         meta: &mut [udp::RecvMeta],
     ) -> Poll<io::Result<usize>> {
         loop {
-            ready!(self.io.poll_recv_ready(cx))?;
-            if let Ok(res) = self.io.try_io(Interest::READABLE, || {
-                self.inner.recv((&self.io).into(), bufs, meta)
-            }) {
-                return Poll::Ready(Ok(res));
+            let mut guard = ready!(self.io.poll_read_ready(cx))?;
+            if let Ok(res) = guard.try_io(|io| self.inner.recv(io.get_ref().into(), bufs, meta)) {
+                return Poll::Ready(res);
             }
         }
     }
 
     fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
-        self.io.local_addr()
+        self.io.get_ref().local_addr()
     }
 
     fn may_fragment(&self) -> bool {
