@@ -20,6 +20,8 @@ pub(crate) enum Tunable {
     TcpRecvBuffer,
     TcpNotsentLowat,
     MaxStreams,
+    /// The server runtime's worker threads: `--threads`.
+    Threads,
     TlsRecords,
     H2StreamWindow,
     H2ConnectionWindow,
@@ -43,7 +45,7 @@ enum Values {
 /// The `server` sweep's value for the built-in server.
 pub(crate) const BUILTIN_SERVER: &str = "builtin";
 
-const TUNABLES: [(Tunable, &str, Values); 15] = [
+const TUNABLES: [(Tunable, &str, Values); 16] = [
     (Tunable::Cc, "cc", Values::OneOf(&["cubic", "bbr", "reno"])),
     (
         Tunable::QuicCc,
@@ -66,6 +68,7 @@ const TUNABLES: [(Tunable, &str, Values); 15] = [
     (Tunable::TcpRecvBuffer, "tcp_recv_buffer", Values::Bytes),
     (Tunable::TcpNotsentLowat, "tcp_notsent_lowat", Values::Bytes),
     (Tunable::MaxStreams, "max_streams", Values::Count),
+    (Tunable::Threads, "threads", Values::Count),
     (
         Tunable::TlsRecords,
         "tls_records",
@@ -304,6 +307,18 @@ mod tests {
             ["--quic-cc", "newreno", "--tcp-cc", "reno"]
         );
         assert!(Tunable::Cc.sets_quic_cc() && !Tunable::Gso.sets_quic_cc());
+    }
+
+    #[test]
+    fn threads_sets_the_servers_worker_count() {
+        let sweep = parse("tunable = \"threads\"\nvalues = [1, 2]").unwrap();
+        let one = Setting {
+            tunable: sweep.tunable,
+            value: sweep.values[0].clone(),
+        };
+        assert_eq!(one.server_args(), ["--threads", "1"]);
+        let err = parse("tunable = \"threads\"\nvalues = [0, 2]").unwrap_err();
+        assert!(err.contains("positive whole number"), "{err}");
     }
 
     #[test]

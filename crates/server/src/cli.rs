@@ -53,6 +53,12 @@ pub struct ServeArgs {
     /// Largest N for /bytes/N; larger gets 400.
     #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_response_bytes)]
     max_response_bytes: u64,
+    /// Worker threads of the server's runtime, shared by h1, h2 and h3
+    /// (default: one per CPU). On a machine whose other cores run the
+    /// client, fewer workers hand less work between threads; see
+    /// docs/performance.md.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
     /// Concurrent streams per h2 or h3 connection.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_streams_per_connection)]
     max_streams: u32,
@@ -227,5 +233,27 @@ impl ServeArgs {
             qlog: self.qlog,
             ..ServerConfig::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::ServeArgs;
+
+    #[derive(Parser)]
+    struct Serve {
+        #[command(flatten)]
+        args: ServeArgs,
+    }
+
+    #[test]
+    fn threads_are_at_least_one() {
+        let parse = |value: &str| Serve::try_parse_from(["serve", "--threads", value]);
+        assert_eq!(parse("2").unwrap().args.threads, Some(2));
+        let err = parse("0").err().expect("0 threads is refused").to_string();
+        assert!(err.contains("--threads"), "{err}");
+        assert_eq!(Serve::try_parse_from(["serve"]).unwrap().args.threads, None);
     }
 }

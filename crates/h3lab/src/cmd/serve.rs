@@ -9,7 +9,11 @@ use h3lab_server::RunningServer;
 use tokio::signal::unix::{signal, SignalKind};
 
 pub fn run(args: ServeArgs) -> Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = args.threads {
+        builder.worker_threads(threads.into());
+    }
+    let runtime = builder
         .enable_all()
         .build()
         .context("cannot start the tokio runtime")?;
