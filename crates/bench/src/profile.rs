@@ -3,6 +3,7 @@
 
 use anyhow::Context;
 use linkem::config::{parse_jitter, parse_percent, parse_queue, parse_rate, parse_time, Overrides};
+use linkem::model::UdpPolicy;
 use linkem::LinkSettings;
 
 use crate::suite::{CustomProfile, Suite};
@@ -47,6 +48,12 @@ fn custom_settings(custom: &CustomProfile) -> anyhow::Result<Option<LinkSettings
         queue: custom.queue.as_deref().map(parse_queue).transpose()?,
         trace_down: custom.trace_down.as_ref().map(Into::into),
         trace_up: custom.trace_up.as_ref().map(Into::into),
+        udp: custom
+            .udp
+            .as_deref()
+            .map(UdpPolicy::parse)
+            .transpose()
+            .map_err(anyhow::Error::msg)?,
         ..Overrides::default()
     };
     overrides.apply(base)
@@ -64,6 +71,22 @@ mod tests {
              [[profile]]\nname = \"p\"\n{profile_table}"
         ))
         .unwrap()
+    }
+
+    #[test]
+    fn custom_profile_sets_a_udp_policy_over_its_base() {
+        let suite = suite_with("base = \"broadband\"\nudp = \"throttle:1mbit\"\n");
+        let throttled = settings(&suite, "p", 1).unwrap().unwrap();
+        let policy = UdpPolicy::Throttle {
+            bits_per_sec: 1_000_000,
+        };
+        assert_eq!(throttled.udp, policy);
+        let bad = suite_with("base = \"broadband\"\nudp = \"firewalled\"\n");
+        let err = format!("{:#}", settings(&bad, "p", 1).unwrap_err());
+        assert!(
+            err.contains("profile `p`") && err.contains("use open, blocked"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -21,7 +21,7 @@ use arbitrary::{Result, Unstructured};
 use linkem::config::{
     parse_jitter, LossDirection, Overrides, ReorderSpec, DEFAULT_QUEUE_FLOOR_BYTES,
 };
-use linkem::model::{LossModel, Nanos, QueueLimit, RateSpec, Trace, MILLI};
+use linkem::model::{LossModel, Nanos, QueueLimit, RateSpec, Trace, UdpPolicy, MILLI};
 use linkem::LinkSettings;
 
 use crate::input::{arbitrary_packets, arbitrary_timestamps, pick, render, Packet};
@@ -88,6 +88,8 @@ impl Scenario {
                 true => arbitrary_share(u)?,
                 false => 0.0,
             },
+            // The fuzzed packets are not UDP, which is all a policy acts on.
+            udp: UdpPolicy::Open,
             seed: u.arbitrary()?,
         };
         if u.ratio(1, 4)? {

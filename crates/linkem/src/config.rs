@@ -11,7 +11,7 @@ pub use crate::model::ReorderSpec;
 pub use direction::LossDirection;
 pub use overrides::Overrides;
 pub use parse::{
-    parse_jitter, parse_percent, parse_queue, parse_rate, parse_reorder, parse_time, MAX_RATE_BITS,
-    MAX_TIME,
+    format_rate, parse_jitter, parse_percent, parse_queue, parse_rate, parse_reorder, parse_time,
+    MAX_RATE_BITS, MAX_TIME,
 };
 pub use settings::{LinkConfig, LinkSettings, DEFAULT_QUEUE_FLOOR_BYTES};

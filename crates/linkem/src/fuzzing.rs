@@ -6,7 +6,7 @@
 //! check what leaves, and when.
 
 use crate::config::LinkSettings;
-use crate::model::{Direction, DirectionStats, Nanos, Pipe, Way};
+use crate::model::{Direction, DirectionStats, Nanos, Pipe, Transport, Way};
 
 /// One direction of the model a [`LinkSettings`] builds, holding packet ids
 /// until their departure time.
@@ -39,7 +39,7 @@ impl VirtualDirection {
     /// Offers packet `id` of `len` bytes arriving at `now` (arrivals in
     /// non-decreasing time order); `false` when the link dropped it.
     pub fn offer(&mut self, id: u64, len: u32, now: Nanos) -> bool {
-        self.pipe.push(id, len, now).is_none()
+        self.pipe.push(id, len, Transport::Other, now).is_none()
     }
 
     /// When the next packet leaves, if any is waiting.

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::config::{LinkSettings, LossDirection};
-use crate::model::{Jitter, JitterShape, LossModel, Nanos, RateSpec, MILLI};
+use crate::model::{Jitter, JitterShape, LossModel, Nanos, RateSpec, UdpPolicy, MILLI};
 
 /// A named network condition.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -30,14 +30,19 @@ impl Profile {
             .jitter
             .map(|j| format!(" +-{} ms jitter each way", j.amount as f64 / 1e6))
             .unwrap_or_default();
+        let udp = match settings.udp {
+            UdpPolicy::Open => String::new(),
+            policy => format!(", UDP {policy}"),
+        };
         format!(
-            "{:<17} down {}, up {}, RTT {} ms{}, {}   [{}]",
+            "{:<17} down {}, up {}, RTT {} ms{}, {}{}   [{}]",
             self.name,
             rate(&settings.down),
             rate(&settings.up),
             settings.rtt as f64 / 1e6,
             jitter,
             describe_loss(settings),
+            udp,
             self.source
         )
     }

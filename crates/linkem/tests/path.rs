@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use linkem::config::{parse_rate, parse_time, LossDirection};
-use linkem::model::{LossModel, QueueLimit};
+use linkem::model::{LossModel, QueueLimit, UdpPolicy};
 use linkem::run::Side;
 use linkem::{EmulatedPath, LinkSettings, RateSpec};
 
@@ -484,4 +484,98 @@ fn a_second_client_address_carries_traffic_after_the_first_is_removed() {
     let fresh = udp_socket_in(&path, false, ([0, 0, 0, 0], 0).into());
     let (_, sender) = carry(&fresh, &server, b"new socket");
     assert_eq!(sender.ip(), second);
+}
+
+/// Round trips of one byte over TCP from the client to an echo server:
+/// every byte must come back.
+fn tcp_echoes(path: &EmulatedPath, rounds: usize) {
+    let listener = listener_in_server(path);
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || echo_once(listener));
+    path.spawn_in_client(move || {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        median_round_trip(&mut stream, rounds)
+    })
+    .unwrap()
+    .join()
+    .unwrap();
+    server.join().unwrap();
+}
+
+#[test]
+fn blocked_udp_is_dropped_both_ways_while_tcp_passes() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let blocked = LinkSettings {
+        udp: UdpPolicy::Blocked,
+        ..settings("10ms", "20mbit", "20mbit")
+    };
+    let path = EmulatedPath::start(blocked.build()).unwrap();
+    for receiver in [Side::Client, Side::Server] {
+        let received = udp_transfer(&path, receiver, 50, 2e6, count_datagrams);
+        assert_eq!(received, 0, "UDP reached the {receiver:?} through a block");
+    }
+    tcp_echoes(&path, 20);
+    let stats = path.shutdown().unwrap();
+    assert_eq!((stats.up.dropped_udp, stats.down.dropped_udp), (50, 50));
+    assert_eq!(stats.up.dropped_loss + stats.down.dropped_loss, 0);
+}
+
+#[test]
+fn a_udp_policer_holds_udp_to_its_rate_both_ways_while_tcp_fills_the_link() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let (link, policed) = (20e6, 2e6);
+    let throttled = LinkSettings {
+        udp: UdpPolicy::Throttle {
+            bits_per_sec: policed as u64,
+        },
+        ..settings("10ms", "20mbit", "20mbit")
+    };
+    let path = EmulatedPath::start(throttled.build()).unwrap();
+    // Offer four times the policed rate, for longer than the window.
+    let duration = WINDOW_TO + Duration::from_millis(500);
+    let count = (policed * 4.0 * duration.as_secs_f64() / 12_000.0) as u64;
+    for receiver in [Side::Client, Side::Server] {
+        let bytes = udp_transfer(&path, receiver, count, policed * 4.0, |socket| {
+            let mut read = |buf: &mut [u8]| socket.recv(buf).map(|n| n + 28).unwrap_or(0);
+            receive_window(&mut read, WINDOW_FROM, WINDOW_TO)
+        });
+        let delivered = rate_of(bytes);
+        assert!(
+            (delivered / policed - 1.0).abs() < 0.1,
+            "UDP to the {receiver:?}: {:.2} Mbit/s through a {:.0} Mbit/s policer",
+            delivered / 1e6,
+            policed / 1e6
+        );
+    }
+    let listener = listener_in_server(&path);
+    let addr = listener.local_addr().unwrap();
+    let sender = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let chunk = vec![7u8; 64 * 1024];
+        let deadline = Instant::now() + WINDOW_TO + Duration::from_secs(2);
+        while Instant::now() < deadline && stream.write_all(&chunk).is_ok() {}
+    });
+    let bytes = path
+        .spawn_in_client(move || {
+            let mut stream = TcpStream::connect(addr).unwrap();
+            receive_window(&mut |buf| stream.read(buf).unwrap(), WINDOW_FROM, WINDOW_TO)
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    sender.join().unwrap();
+    // TCP is not policed: far above the UDP rate (the link's is 20 Mbit/s).
+    let tcp = rate_of(bytes);
+    assert!(
+        tcp > link / 2.0,
+        "TCP got {:.2} Mbit/s on a {:.0} Mbit/s link whose UDP is policed",
+        tcp / 1e6,
+        link / 1e6
+    );
+    let stats = path.shutdown().unwrap();
+    assert!(stats.up.dropped_udp > 0 && stats.down.dropped_udp > 0);
 }

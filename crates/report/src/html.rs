@@ -20,7 +20,7 @@ use crate::page_data::{
 };
 use crate::page_loads::page_workloads;
 use crate::studies::{compare_claims, Agreement, ClaimComparison, Effect};
-use crate::summary::{path_loss, summarize};
+use crate::summary::{path_impairments, summarize};
 use crate::table::profiles_in_order;
 
 /// plotly.js 4.1.1, cartesian bundle (MIT, licence in `assets/`).
@@ -249,7 +249,7 @@ fn summary_section(
             @for profile in profiles_in_order(summaries) {
                 @let block: Vec<&CellSummary> = summaries.iter().filter(|s| s.key.profile == profile).collect();
                 h3 { (profile) span.sub { " · path RTT " (short(block.first().map_or(0.0, |s| s.path_rtt_ms))) " ms"
-                    @if let Some(loss) = path_loss(results, &profile) { " · " (loss) } } }
+                    @if let Some(loss) = path_impairments(results, &profile) { " · " (loss) } } }
                 (summary_table(&block, &results.suite.baseline, colours))
             }
         }

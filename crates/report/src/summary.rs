@@ -12,27 +12,35 @@ use crate::difference::Difference;
 use crate::histogram::{self, LatencySummary};
 use crate::stats::{split_finite, SampleStats};
 
-/// The random loss of `profile`'s path and the direction it applies to,
-/// e.g. `loss 1 % down`, from the link settings its cells recorded; `None`
-/// on a lossless path or when no cell recorded settings (loopback, or a run
-/// written before they were).
-pub fn path_loss(results: &Results, profile: &str) -> Option<String> {
+/// What `profile`'s path does beyond its rates and round trip, from the
+/// link settings its cells recorded: random loss and the direction it
+/// applies to (`loss 1 % down`) and a UDP policy other than open (`UDP
+/// blocked`), joined by commas; `None` when it does neither or no cell
+/// recorded settings (loopback, or a run written before they were).
+pub fn path_impairments(results: &Results, profile: &str) -> Option<String> {
     let settings = results
         .cells
         .iter()
         .filter(|cell| cell.profile == profile)
         .find_map(|cell| cell.link.as_ref()?.settings.as_ref())?;
-    let amount = match settings.loss {
-        Loss::Bernoulli { p: 0.0 } => return None,
-        Loss::Bernoulli { p } => format!("{} %", crate::format::short(p * 100.0)),
-        Loss::Gilbert { .. } => "(gilbert)".to_string(),
-    };
     let direction = match settings.loss_direction {
         LossDirection::Down => "down",
         LossDirection::Up => "up",
         LossDirection::Both => "both",
     };
-    Some(format!("loss {amount} {direction}"))
+    let loss = match settings.loss {
+        Loss::Bernoulli { p: 0.0 } => None,
+        Loss::Bernoulli { p } => Some(format!("{} %", crate::format::short(p * 100.0))),
+        Loss::Gilbert { .. } => Some("(gilbert)".to_string()),
+    }
+    .map(|amount| format!("loss {amount} {direction}"));
+    let udp = settings
+        .rest
+        .get("udp")
+        .and_then(|policy| policy.as_str())
+        .map(|policy| format!("UDP {policy}"));
+    let parts: Vec<String> = loss.into_iter().chain(udp).collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 /// Summaries of every cell, ordered as the suite lists profiles, workloads

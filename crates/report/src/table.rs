@@ -14,7 +14,7 @@ use crate::cell::CellSummary;
 use crate::format::list_repetitions;
 use crate::format::{fraction_as_percent, maybe, short};
 use crate::studies::compare_claims;
-use crate::summary::{path_loss, summarize};
+use crate::summary::{path_impairments, summarize};
 
 /// Width the table is laid out for.
 pub const TABLE_WIDTH: u16 = 100;
@@ -28,7 +28,7 @@ pub fn terminal_table(results: &Results) -> String {
             .iter()
             .filter(|s| s.key.profile == profile)
             .collect();
-        let loss = path_loss(results, &profile);
+        let loss = path_impairments(results, &profile);
         out.push_str(&profile_block(
             &profile,
             loss,

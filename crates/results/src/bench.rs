@@ -203,6 +203,9 @@ pub struct DirectionRecord {
     pub dropped_loss: u64,
     /// Packets dropped because the queue was full.
     pub dropped_queue: u64,
+    /// UDP packets the path's UDP policy dropped (absent when none were).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_udp: u64,
     /// Packets sent twice.
     pub duplicated: u64,
     /// Packets that left over 1 ms after their departure time (absent in
@@ -381,6 +384,10 @@ pub struct StudyClaim {
     pub sweep: Option<ClaimSweep>,
     /// Why our figure may differ, shown when the direction disagrees.
     pub caveat: String,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

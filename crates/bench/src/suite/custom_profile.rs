@@ -21,6 +21,8 @@ pub(crate) struct CustomProfile {
     pub(crate) queue: Option<String>,
     pub(crate) trace_down: Option<String>,
     pub(crate) trace_up: Option<String>,
+    /// `open`, `blocked`, `blocked-after:N` or `throttle:RATE`.
+    pub(crate) udp: Option<String>,
 }
 
 #[cfg(test)]

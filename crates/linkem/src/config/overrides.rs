@@ -7,7 +7,7 @@ use super::parse::{
     parse_jitter, parse_percent, parse_queue, parse_rate, parse_reorder, parse_time,
 };
 use super::settings::LinkSettings;
-use crate::model::{Jitter, LossModel, Nanos, QueueLimit, RateSpec, ReorderSpec, Trace};
+use crate::model::{Jitter, LossModel, Nanos, QueueLimit, RateSpec, ReorderSpec, Trace, UdpPolicy};
 
 /// Changes to a profile, as given on the command line (`h3lab net run
 /// --rtt ...`, `h3lab probe migrate ...`; with the `clap` feature these are
@@ -50,6 +50,11 @@ pub struct Overrides {
     /// Duplication per direction, e.g. 0.1%.
     #[cfg_attr(feature = "clap", arg(long, value_parser = parse_percent))]
     pub duplicate: Option<f64>,
+    /// What the path does to UDP in each direction while TCP passes: open,
+    /// blocked, blocked-after:N (the first N packets each way pass) or
+    /// throttle:RATE (policed to RATE, e.g. throttle:1mbit).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = UdpPolicy::parse))]
+    pub udp: Option<UdpPolicy>,
     /// Downstream Mahimahi trace (replaces --down).
     #[cfg_attr(feature = "clap", arg(long))]
     pub trace_down: Option<std::path::PathBuf>,
@@ -73,6 +78,7 @@ impl Overrides {
             && self.queue.is_none()
             && self.reorder.is_none()
             && self.duplicate.is_none()
+            && self.udp.is_none()
             && self.trace_down.is_none()
             && self.trace_up.is_none()
             && self.seed.is_none()
@@ -105,6 +111,7 @@ impl Overrides {
         settings.queue = self.queue.or(settings.queue);
         settings.reorder = self.reorder.or(settings.reorder);
         settings.duplicate = self.duplicate.unwrap_or(settings.duplicate);
+        settings.udp = self.udp.unwrap_or(settings.udp);
         settings.seed = self.seed.unwrap_or(settings.seed);
         Ok(Some(settings))
     }

@@ -44,6 +44,20 @@ pub fn parse_rate(text: &str) -> anyhow::Result<u64> {
     Ok(bits as u64)
 }
 
+/// A bit rate in the form [`parse_rate`] reads: the largest unit that
+/// divides it (`2mbit`, `1500kbit`, `64bit`).
+pub fn format_rate(bits_per_sec: u64) -> String {
+    [
+        (1_000_000_000, "gbit"),
+        (1_000_000, "mbit"),
+        (1_000, "kbit"),
+    ]
+    .iter()
+    .find(|(scale, _)| bits_per_sec >= *scale && bits_per_sec % scale == 0)
+    .map(|(scale, unit)| format!("{}{unit}", bits_per_sec / scale))
+    .unwrap_or_else(|| format!("{bits_per_sec}bit"))
+}
+
 /// A duration such as `20ms`, `1.5s`, `250us` or `0ms`.
 pub fn parse_time(text: &str) -> anyhow::Result<Nanos> {
     let bad = || {

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::direction::LossDirection;
 use crate::model::{
-    DirectionConfig, Jitter, LossModel, Nanos, QueueLimit, RateSpec, ReorderSpec, Way,
+    DirectionConfig, Jitter, LossModel, Nanos, QueueLimit, RateSpec, ReorderSpec, UdpPolicy, Way,
 };
 
 /// Smallest default queue, so low-BDP paths still absorb a burst.
@@ -51,6 +51,10 @@ pub struct LinkSettings {
     pub reorder: Option<ReorderSpec>,
     /// Probability that a packet is sent twice, per direction.
     pub duplicate: f64,
+    /// What becomes of UDP in each direction (TCP passes as configured);
+    /// written only when it is not `open`.
+    #[serde(skip_serializing_if = "UdpPolicy::is_open")]
+    pub udp: UdpPolicy,
     /// Seed of every random choice on the path.
     pub seed: u64,
 }
@@ -68,6 +72,7 @@ impl Default for LinkSettings {
             queue: None,
             reorder: None,
             duplicate: 0.0,
+            udp: UdpPolicy::Open,
             seed: 1,
         }
     }
@@ -92,6 +97,7 @@ impl LinkSettings {
             loss: self.loss_in(way),
             reorder: self.reorder,
             duplicate: self.duplicate,
+            udp: self.udp,
         }
     }
 

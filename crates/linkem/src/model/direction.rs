@@ -1,9 +1,10 @@
-//! One direction of a link: loss, then the bottleneck (queue + rate), then
-//! propagation delay, reordering and duplication.
+//! One direction of a link: loss, then the UDP policy (UDP only), then the
+//! bottleneck (queue + rate), then propagation delay, reordering and
+//! duplication.
 
 use super::{
     stream, Delay, DropCause, Duplicate, Impairment, Loss, Nanos, Queue, Rate, Reorder, Stage,
-    Verdict, Way,
+    Transport, UdpGate, Verdict, Way,
 };
 use crate::model::{DirectionConfig, DirectionStats, RateSpec};
 
@@ -23,6 +24,7 @@ pub(crate) enum Fate {
 /// the queueing-delay histogram records.
 pub(crate) struct Direction {
     loss: Loss,
+    udp: UdpGate,
     bottleneck: Queue<Rate>,
     egress: Vec<Box<dyn Stage>>,
     stats: DirectionStats,
@@ -54,17 +56,24 @@ impl Direction {
         }
         Direction {
             loss: Loss::new(config.loss, stream(seed, way, Impairment::Loss)),
+            udp: UdpGate::new(config.udp),
             bottleneck: Queue::new(config.queue, rate),
             egress,
             stats: DirectionStats::default(),
         }
     }
 
-    /// Decides the fate of a packet of `len` bytes arriving at `now`.
-    /// Arrivals must come in non-decreasing time order.
+    /// Decides the fate of a packet of `len` bytes, not UDP, arriving at
+    /// `now`. Arrivals must come in non-decreasing time order.
+    #[cfg(test)]
     pub fn offer(&mut self, len: u32, now: Nanos) -> Fate {
+        self.offer_as(len, Transport::Other, now)
+    }
+
+    /// [`Direction::offer`] for a packet of `transport`.
+    pub fn offer_as(&mut self, len: u32, transport: Transport, now: Nanos) -> Fate {
         self.stats.record_in(len);
-        match self.decide(len, now) {
+        match self.decide(len, transport, now) {
             Ok((at, copies)) => {
                 if copies > 1 {
                     self.stats.duplicated += 1;
@@ -78,9 +87,17 @@ impl Direction {
         }
     }
 
-    fn decide(&mut self, len: u32, now: Nanos) -> Result<(Nanos, u8), DropCause> {
+    fn decide(
+        &mut self,
+        len: u32,
+        transport: Transport,
+        now: Nanos,
+    ) -> Result<(Nanos, u8), DropCause> {
         let mut copies = 1;
         let queued = step(&mut self.loss, len, now, &mut copies)?;
+        if transport == Transport::Udp && !self.udp.admit(len, queued) {
+            return Err(DropCause::Udp);
+        }
         let mut at = step(&mut self.bottleneck, len, queued, &mut copies)?;
         self.stats.queue_delay.record(at - queued);
         for stage in &mut self.egress {
@@ -113,7 +130,7 @@ fn step(stage: &mut dyn Stage, len: u32, at: Nanos, copies: &mut u8) -> Result<N
 mod tests {
     use super::*;
     use crate::model::ReorderSpec;
-    use crate::model::{Jitter, JitterShape, LossModel, QueueLimit, MILLI};
+    use crate::model::{Jitter, JitterShape, LossModel, QueueLimit, UdpPolicy, MILLI};
 
     fn config() -> DirectionConfig {
         DirectionConfig {
@@ -126,7 +143,35 @@ mod tests {
             loss: LossModel::NONE,
             reorder: None,
             duplicate: 0.0,
+            udp: UdpPolicy::Open,
         }
+    }
+
+    #[test]
+    fn the_udp_policy_drops_udp_only_and_leaves_the_loss_pattern_alone() {
+        let lossy = DirectionConfig {
+            loss: LossModel::Bernoulli { p: 0.2 },
+            ..config()
+        };
+        let blocked = DirectionConfig {
+            udp: UdpPolicy::Blocked,
+            ..lossy.clone()
+        };
+        let mut open = Direction::new(&lossy, 3, Way::Down);
+        let mut closed = Direction::new(&blocked, 3, Way::Down);
+        for i in 0..1000 {
+            let at = i * MILLI;
+            open.offer_as(1200, Transport::Udp, at);
+            closed.offer_as(1200, Transport::Udp, at);
+        }
+        assert_eq!(open.stats().lost_packets, closed.stats().lost_packets);
+        let lost = closed.stats().dropped_loss;
+        assert_eq!(closed.stats().dropped_udp, 1000 - lost);
+        assert_eq!(open.stats().dropped_udp, 0);
+        assert!(matches!(
+            closed.offer_as(1200, Transport::Other, 1000 * MILLI),
+            Fate::Deliver { .. } | Fate::Drop(DropCause::Loss)
+        ));
     }
 
     fn run(direction: &mut Direction, arrivals: &[Nanos]) -> Vec<Fate> {

@@ -15,6 +15,7 @@ mod pipe;
 mod queue;
 mod rate;
 mod stats;
+mod udp;
 
 pub use delay::Jitter;
 pub(crate) use delay::JitterShape;
@@ -34,6 +35,8 @@ pub use queue::QueueLimit;
 use rate::Rate;
 pub use rate::{Trace, MAX_TRACE_MS, TRACE_OPPORTUNITY_BYTES};
 pub use stats::{DelayHistogram, DirectionStats, LinkStats, LATE_RELEASE, MAX_LOST_RECORDED};
+pub(crate) use udp::{Transport, UdpGate};
+pub use udp::{UdpPolicy, POLICER_BURST, POLICER_MIN_BYTES};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -53,6 +56,8 @@ pub(crate) enum DropCause {
     Loss,
     /// The bottleneck queue was full (drop-tail).
     Queue,
+    /// The path's UDP policy ([`UdpPolicy`]).
+    Udp,
 }
 
 /// What a stage decided about one packet.

@@ -1,9 +1,9 @@
 //! What one direction of the model is given: its delay, bottleneck, queue,
-//! loss, reordering and duplication.
+//! loss, reordering, duplication and UDP policy.
 
 use serde::{Serialize, Serializer};
 
-use super::{Jitter, LossModel, Nanos, QueueLimit, Trace};
+use super::{Jitter, LossModel, Nanos, QueueLimit, Trace, UdpPolicy};
 
 /// The bottleneck service of one direction.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -59,4 +59,6 @@ pub(crate) struct DirectionConfig {
     pub reorder: Option<ReorderSpec>,
     /// Probability that a packet is sent twice.
     pub duplicate: f64,
+    /// What becomes of UDP (TCP passes as configured).
+    pub udp: UdpPolicy,
 }

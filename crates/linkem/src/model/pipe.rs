@@ -3,7 +3,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use super::{Direction, Fate, Nanos};
+use super::{Direction, Fate, Nanos, Transport};
 
 struct Scheduled<P> {
     at: Nanos,
@@ -45,10 +45,10 @@ impl<P: Clone> Pipe<P> {
         }
     }
 
-    /// Offers a packet arriving at `now`; hands the payload back when the
-    /// link drops it, so the caller can reuse the buffer.
-    pub fn push(&mut self, payload: P, len: u32, now: Nanos) -> Option<P> {
-        match self.direction.offer(len, now) {
+    /// Offers a packet of `transport` arriving at `now`; hands the payload
+    /// back when the link drops it, so the caller can reuse the buffer.
+    pub fn push(&mut self, payload: P, len: u32, transport: Transport, now: Nanos) -> Option<P> {
+        match self.direction.offer_as(len, transport, now) {
             Fate::Drop(_) => Some(payload),
             Fate::Deliver { at, copies } => {
                 for _ in 1..copies {
@@ -104,7 +104,7 @@ impl<P: Clone> Pipe<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{DirectionConfig, RateSpec, ReorderSpec};
+    use crate::model::{DirectionConfig, RateSpec, ReorderSpec, UdpPolicy};
     use crate::model::{LossModel, QueueLimit, Way, MILLI};
 
     fn pipe(reorder: Option<ReorderSpec>, duplicate: f64) -> Pipe<u32> {
@@ -118,6 +118,7 @@ mod tests {
             loss: LossModel::Bernoulli { p: 0.1 },
             reorder,
             duplicate,
+            udp: UdpPolicy::Open,
         };
         Pipe::new(Direction::new(&config, 11, Way::Down))
     }
@@ -131,7 +132,7 @@ mod tests {
             while let Some(at) = pipe.next_due().filter(|&at| at <= now) {
                 out.push((at, pipe.pop_due(now).unwrap()));
             }
-            dropped += u64::from(pipe.push(id, 1500, now).is_some());
+            dropped += u64::from(pipe.push(id, 1500, Transport::Other, now).is_some());
         }
         while let Some(at) = pipe.next_due() {
             let waiting = pipe.len();
@@ -153,7 +154,7 @@ mod tests {
         let mut pipe = pipe(None, 0.0);
         let (mut late, mut now) = (0, 0);
         for id in 0..200u32 {
-            if pipe.push(id, 1500, now).is_some() {
+            if pipe.push(id, 1500, Transport::Other, now).is_some() {
                 continue;
             }
             // Every other packet leaves 2 ms late; the rest exactly 1 ms,

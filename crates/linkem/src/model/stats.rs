@@ -82,6 +82,10 @@ impl<'de> Deserialize<'de> for DelayHistogram {
     }
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Most lost-packet indices kept per direction, so a long lossy run keeps
 /// a bounded record.
 pub const MAX_LOST_RECORDED: usize = 100_000;
@@ -109,6 +113,10 @@ pub struct DirectionStats {
     pub lost_packets: Vec<u64>,
     /// Packets dropped because the queue was full.
     pub dropped_queue: u64,
+    /// UDP packets the path's UDP policy dropped (written only when some
+    /// were).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_udp: u64,
     /// Packets sent twice.
     pub(crate) duplicated: u64,
     /// Packets that left more than [`LATE_RELEASE`] after their departure
@@ -143,12 +151,17 @@ impl DirectionStats {
                 }
             }
             DropCause::Queue => self.dropped_queue += 1,
+            DropCause::Udp => self.dropped_udp += 1,
         }
     }
 
     fn summary(&self) -> String {
+        let udp = match self.dropped_udp {
+            0 => String::new(),
+            n => format!(", {n} UDP dropped by policy"),
+        };
         format!(
-            "{} pkts in, {} out, {} lost, {} queue drops, queue delay p50 {:.2} ms p99 {:.2} ms max {:.2} ms, {} sent over 1 ms late",
+            "{} pkts in, {} out, {} lost, {} queue drops{udp}, queue delay p50 {:.2} ms p99 {:.2} ms max {:.2} ms, {} sent over 1 ms late",
             self.packets_in,
             self.packets_out,
             self.dropped_loss,

@@ -16,8 +16,8 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::model::{
-    gro_merge, gro_run_length, nat_translate, DirectionStats, Nanos, NatVerdict, Pipe, Way,
-    PLAIN_HEADER, VNET_HEADER_LEN,
+    gro_merge, gro_run_length, nat_translate, DirectionStats, Nanos, NatVerdict, Pipe, Transport,
+    Way, PLAIN_HEADER, VNET_HEADER_LEN,
 };
 
 /// Largest read: the virtio-net header and a packet; the MTU is 1500 and
@@ -275,7 +275,8 @@ impl Lane {
                         continue;
                     }
                     let size = (len - VNET_HEADER_LEN) as u32;
-                    if let Some(dropped) = self.pipe.push(packet, size, clock.now()) {
+                    let transport = Transport::of(packet.as_ref());
+                    if let Some(dropped) = self.pipe.push(packet, size, transport, clock.now()) {
                         free.push(dropped);
                     }
                 }

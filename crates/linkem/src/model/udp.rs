@@ -1,0 +1,226 @@
+//! Networks that treat UDP apart from TCP: enterprise firewalls that block
+//! it, middleboxes that let a UDP flow start and then cut it, and policers
+//! that hold it to a rate. TCP passes as configured in every case, so a
+//! path can ask what HTTP/3 costs users behind such a network.
+//!
+//! The policy applies to each direction on its own, after random loss (so
+//! the loss draws, and with them the loss pattern of a seed, stay the same
+//! whatever the policy) and before the bottleneck (a dropped datagram takes
+//! no capacity).
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+use super::{Nanos, MILLI};
+
+/// What the path does to UDP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UdpPolicy {
+    /// UDP passes as TCP does.
+    #[default]
+    Open,
+    /// Every UDP packet is dropped.
+    Blocked,
+    /// The first `packets` UDP packets of each direction pass, the rest
+    /// are dropped: a middlebox that lets a handshake through, then cuts
+    /// the flow.
+    BlockedAfter {
+        /// Packets let through, per direction.
+        packets: u64,
+    },
+    /// UDP beyond a rate is dropped, by a token bucket that holds
+    /// [`POLICER_BURST`] of the rate (at least [`POLICER_MIN_BYTES`]).
+    Throttle {
+        /// The rate, in bits/s.
+        bits_per_sec: u64,
+    },
+}
+
+/// How much of its rate the policer lets through at once.
+pub const POLICER_BURST: Nanos = 10 * MILLI;
+/// The policer's smallest bucket: three full-sized packets.
+pub const POLICER_MIN_BYTES: u64 = 3 * 1500;
+
+impl UdpPolicy {
+    /// Parses `open`, `blocked`, `blocked-after:N` or `throttle:RATE`
+    /// (`throttle:2mbit`); the error names the accepted forms.
+    pub fn parse(text: &str) -> Result<UdpPolicy, String> {
+        let accepted =
+            "use open, blocked, blocked-after:N (packets) or throttle:RATE (e.g. throttle:1mbit)";
+        match text.split_once(':') {
+            None if text == "open" => Ok(UdpPolicy::Open),
+            None if text == "blocked" => Ok(UdpPolicy::Blocked),
+            Some(("blocked-after", count)) => count
+                .parse()
+                .map(|packets| UdpPolicy::BlockedAfter { packets })
+                .map_err(|_| format!("`{count}` in `{text}` is not a packet count; {accepted}")),
+            Some(("throttle", rate)) => match crate::config::parse_rate(rate) {
+                Ok(bits_per_sec) if bits_per_sec > 0 => Ok(UdpPolicy::Throttle { bits_per_sec }),
+                _ => Err(format!(
+                    "`{rate}` in `{text}` is not a rate above zero; {accepted}"
+                )),
+            },
+            _ => Err(format!("`{text}` is not a UDP policy; {accepted}")),
+        }
+    }
+
+    /// Whether UDP passes as TCP does.
+    pub fn is_open(&self) -> bool {
+        *self == UdpPolicy::Open
+    }
+}
+
+impl fmt::Display for UdpPolicy {
+    /// The form [`UdpPolicy::parse`] reads.
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            UdpPolicy::Open => write!(f, "open"),
+            UdpPolicy::Blocked => write!(f, "blocked"),
+            UdpPolicy::BlockedAfter { packets } => write!(f, "blocked-after:{packets}"),
+            UdpPolicy::Throttle { bits_per_sec } => {
+                write!(f, "throttle:{}", crate::config::format_rate(*bits_per_sec))
+            }
+        }
+    }
+}
+
+impl Serialize for UdpPolicy {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// Which transport a packet carries, as far as the policy cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Transport {
+    Udp,
+    Other,
+}
+
+impl Transport {
+    /// The transport of an IP packet (IPv4; anything else counts as other).
+    pub fn of(packet: &[u8]) -> Transport {
+        const UDP: u8 = 17;
+        match (packet.first().map(|b| b >> 4), packet.get(9)) {
+            (Some(4), Some(&UDP)) => Transport::Udp,
+            _ => Transport::Other,
+        }
+    }
+}
+
+/// One direction's enforcement of a [`UdpPolicy`].
+pub(crate) struct UdpGate {
+    policy: UdpPolicy,
+    /// UDP packets offered so far.
+    seen: u64,
+    /// The policer's bucket, in bytes, as of `filled_at`.
+    tokens: f64,
+    filled_at: Nanos,
+}
+
+impl UdpGate {
+    pub fn new(policy: UdpPolicy) -> UdpGate {
+        UdpGate {
+            policy,
+            seen: 0,
+            tokens: bucket_bytes(policy),
+            filled_at: 0,
+        }
+    }
+
+    /// Whether a UDP packet of `len` bytes arriving at `at` passes.
+    pub fn admit(&mut self, len: u32, at: Nanos) -> bool {
+        self.seen += 1;
+        match self.policy {
+            UdpPolicy::Open => true,
+            UdpPolicy::Blocked => false,
+            UdpPolicy::BlockedAfter { packets } => self.seen <= packets,
+            UdpPolicy::Throttle { bits_per_sec } => {
+                let elapsed = at.saturating_sub(self.filled_at) as f64 / 1e9;
+                self.tokens = (self.tokens + elapsed * bits_per_sec as f64 / 8.0)
+                    .min(bucket_bytes(self.policy));
+                self.filled_at = at;
+                let passes = self.tokens >= f64::from(len);
+                if passes {
+                    self.tokens -= f64::from(len);
+                }
+                passes
+            }
+        }
+    }
+}
+
+fn bucket_bytes(policy: UdpPolicy) -> f64 {
+    match policy {
+        UdpPolicy::Throttle { bits_per_sec } => {
+            let burst = bits_per_sec as f64 / 8.0 * (POLICER_BURST as f64 / 1e9);
+            burst.max(POLICER_MIN_BYTES as f64)
+        }
+        _ => 0.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_parse_and_print_alike() {
+        for text in ["open", "blocked", "blocked-after:20", "throttle:2mbit"] {
+            assert_eq!(UdpPolicy::parse(text).unwrap().to_string(), text);
+        }
+        assert_eq!(
+            UdpPolicy::parse("throttle:500kbit").unwrap(),
+            UdpPolicy::Throttle {
+                bits_per_sec: 500_000
+            }
+        );
+        for bad in [
+            "closed",
+            "throttle:fast",
+            "throttle:0mbit",
+            "blocked-after:x",
+        ] {
+            let err = UdpPolicy::parse(bad).unwrap_err();
+            assert!(err.contains("use open, blocked"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn only_udp_over_ipv4_counts_as_udp() {
+        let mut packet = vec![0x45; 20];
+        packet[9] = 17;
+        assert_eq!(Transport::of(&packet), Transport::Udp);
+        packet[9] = 6;
+        assert_eq!(Transport::of(&packet), Transport::Other);
+        assert_eq!(Transport::of(&[]), Transport::Other);
+    }
+
+    #[test]
+    fn blocked_after_lets_the_first_packets_through() {
+        let mut gate = UdpGate::new(UdpPolicy::BlockedAfter { packets: 3 });
+        let passed: Vec<bool> = (0..5).map(|i| gate.admit(1200, i * MILLI)).collect();
+        assert_eq!(passed, [true, true, true, false, false]);
+        let mut blocked = UdpGate::new(UdpPolicy::Blocked);
+        assert!(!blocked.admit(100, 0));
+        assert!(UdpGate::new(UdpPolicy::Open).admit(1500, 0));
+    }
+
+    #[test]
+    fn the_policer_holds_udp_to_its_rate_after_one_burst() {
+        let bits_per_sec = 8_000_000; // 1 MB/s
+        let mut gate = UdpGate::new(UdpPolicy::Throttle { bits_per_sec });
+        // Offered at 10 MB/s for 2 s: 1000-byte datagrams every 100 us.
+        let offered = 20_000;
+        let passed = (0..offered)
+            .filter(|i| gate.admit(1000, i * 100_000))
+            .count();
+        // 2 s at 1 MB/s plus the bucket (10 ms of the rate: 10 kB).
+        let expected = (2_000_000 + 10_000) / 1000;
+        assert!(
+            (passed as i64 - expected).abs() <= 2,
+            "{passed} of {offered} passed, expected about {expected}"
+        );
+    }
+}
