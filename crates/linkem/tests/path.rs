@@ -147,14 +147,10 @@ fn rate_of(bytes: u64) -> f64 {
     bytes as f64 * 8.0 / (WINDOW_TO - WINDOW_FROM).as_secs_f64()
 }
 
-#[test]
-fn bulk_tcp_download_reaches_the_configured_rate() {
-    if !h3lab_testenv::root() {
-        return;
-    }
-    let rate = 40e6;
-    let path = EmulatedPath::start(settings("20ms", "40mbit", "10mbit").build()).unwrap();
-    let listener = listener_in_server(&path);
+/// A TCP download from the server namespace for longer than the window:
+/// the bytes received within it, and the connection's MSS.
+fn tcp_download(path: &EmulatedPath) -> (u64, usize) {
+    let listener = listener_in_server(path);
     let addr = listener.local_addr().unwrap();
     let sender = std::thread::spawn(move || {
         let (mut stream, _) = listener.accept().unwrap();
@@ -162,7 +158,7 @@ fn bulk_tcp_download_reaches_the_configured_rate() {
         let deadline = Instant::now() + WINDOW_TO + Duration::from_secs(2);
         while Instant::now() < deadline && stream.write_all(&chunk).is_ok() {}
     });
-    let (bytes, mss) = path
+    let received = path
         .spawn_in_client(move || {
             let mut stream = TcpStream::connect(addr).unwrap();
             let mss = tcp_max_segment(&stream);
@@ -174,6 +170,17 @@ fn bulk_tcp_download_reaches_the_configured_rate() {
         .join()
         .unwrap();
     sender.join().unwrap();
+    received
+}
+
+#[test]
+fn bulk_tcp_download_reaches_the_configured_rate() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let rate = 40e6;
+    let path = EmulatedPath::start(settings("20ms", "40mbit", "10mbit").build()).unwrap();
+    let (bytes, mss) = tcp_download(&path);
     // Goodput is the link rate times the payload share of a full packet.
     let expected = rate * mss as f64 / 1500.0;
     let goodput = rate_of(bytes);
@@ -551,23 +558,7 @@ fn a_udp_policer_holds_udp_to_its_rate_both_ways_while_tcp_fills_the_link() {
             policed / 1e6
         );
     }
-    let listener = listener_in_server(&path);
-    let addr = listener.local_addr().unwrap();
-    let sender = std::thread::spawn(move || {
-        let (mut stream, _) = listener.accept().unwrap();
-        let chunk = vec![7u8; 64 * 1024];
-        let deadline = Instant::now() + WINDOW_TO + Duration::from_secs(2);
-        while Instant::now() < deadline && stream.write_all(&chunk).is_ok() {}
-    });
-    let bytes = path
-        .spawn_in_client(move || {
-            let mut stream = TcpStream::connect(addr).unwrap();
-            receive_window(&mut |buf| stream.read(buf).unwrap(), WINDOW_FROM, WINDOW_TO)
-        })
-        .unwrap()
-        .join()
-        .unwrap();
-    sender.join().unwrap();
+    let (bytes, _) = tcp_download(&path);
     // TCP is not policed: far above the UDP rate (the link's is 20 Mbit/s).
     let tcp = rate_of(bytes);
     assert!(
