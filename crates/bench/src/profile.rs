@@ -2,8 +2,9 @@
 //! `[[profile]]` table applied over its `base`.
 
 use anyhow::Context;
-use linkem::config::{parse_jitter, parse_percent, parse_queue, parse_rate, parse_time, Overrides};
-use linkem::model::UdpPolicy;
+use linkem::config::{
+    parse_jitter, parse_percent, parse_queue, parse_rate, parse_time, parse_udp_policy, Overrides,
+};
 use linkem::LinkSettings;
 
 use crate::suite::{CustomProfile, Suite};
@@ -51,7 +52,7 @@ fn custom_settings(custom: &CustomProfile) -> anyhow::Result<Option<LinkSettings
         udp: custom
             .udp
             .as_deref()
-            .map(UdpPolicy::parse)
+            .map(parse_udp_policy)
             .transpose()
             .map_err(anyhow::Error::msg)?,
         ..Overrides::default()
@@ -63,6 +64,7 @@ fn custom_settings(custom: &CustomProfile) -> anyhow::Result<Option<LinkSettings
 mod tests {
     use super::*;
     use linkem::config::LossDirection;
+    use linkem::model::UdpPolicy;
 
     fn suite_with(profile_table: &str) -> Suite {
         Suite::from_toml(&format!(

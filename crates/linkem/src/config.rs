@@ -1,11 +1,13 @@
 //! Link settings as people write them (RTT, rates, loss...), turned into the
 //! configuration the model runs, plus the parsers for the command-line
-//! forms (`50mbit`, `20ms`, `1%`, `100p`, `gilbert:...`, `down`).
+//! forms (`50mbit`, `20ms`, `1%`, `100p`, `gilbert:...`, `down`,
+//! `throttle:2mbit`).
 
 mod direction;
 mod overrides;
 mod parse;
 mod settings;
+mod udp;
 
 pub use crate::model::ReorderSpec;
 pub use direction::LossDirection;
@@ -15,3 +17,4 @@ pub use parse::{
     MAX_RATE_BITS, MAX_TIME,
 };
 pub use settings::{LinkConfig, LinkSettings, DEFAULT_QUEUE_FLOOR_BYTES};
+pub use udp::parse_udp_policy;

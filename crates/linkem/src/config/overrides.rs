@@ -53,7 +53,7 @@ pub struct Overrides {
     /// What the path does to UDP in each direction while TCP passes: open,
     /// blocked, blocked-after:N (the first N packets each way pass) or
     /// throttle:RATE (policed to RATE, e.g. throttle:1mbit).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = UdpPolicy::parse))]
+    #[cfg_attr(feature = "clap", arg(long, value_parser = super::udp::parse_udp_policy))]
     pub udp: Option<UdpPolicy>,
     /// Downstream Mahimahi trace (replaces --down).
     #[cfg_attr(feature = "clap", arg(long))]

@@ -8,10 +8,6 @@
 //! whatever the policy) and before the bottleneck (a dropped datagram takes
 //! no capacity).
 
-use std::fmt;
-
-use serde::{Serialize, Serializer};
-
 use super::{Nanos, MILLI};
 
 /// What the path does to UDP.
@@ -43,51 +39,9 @@ pub const POLICER_BURST: Nanos = 10 * MILLI;
 pub const POLICER_MIN_BYTES: u64 = 3 * 1500;
 
 impl UdpPolicy {
-    /// Parses `open`, `blocked`, `blocked-after:N` or `throttle:RATE`
-    /// (`throttle:2mbit`); the error names the accepted forms.
-    pub fn parse(text: &str) -> Result<UdpPolicy, String> {
-        let accepted =
-            "use open, blocked, blocked-after:N (packets) or throttle:RATE (e.g. throttle:1mbit)";
-        match text.split_once(':') {
-            None if text == "open" => Ok(UdpPolicy::Open),
-            None if text == "blocked" => Ok(UdpPolicy::Blocked),
-            Some(("blocked-after", count)) => count
-                .parse()
-                .map(|packets| UdpPolicy::BlockedAfter { packets })
-                .map_err(|_| format!("`{count}` in `{text}` is not a packet count; {accepted}")),
-            Some(("throttle", rate)) => match crate::config::parse_rate(rate) {
-                Ok(bits_per_sec) if bits_per_sec > 0 => Ok(UdpPolicy::Throttle { bits_per_sec }),
-                _ => Err(format!(
-                    "`{rate}` in `{text}` is not a rate above zero; {accepted}"
-                )),
-            },
-            _ => Err(format!("`{text}` is not a UDP policy; {accepted}")),
-        }
-    }
-
     /// Whether UDP passes as TCP does.
     pub fn is_open(&self) -> bool {
         *self == UdpPolicy::Open
-    }
-}
-
-impl fmt::Display for UdpPolicy {
-    /// The form [`UdpPolicy::parse`] reads.
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        match self {
-            UdpPolicy::Open => write!(f, "open"),
-            UdpPolicy::Blocked => write!(f, "blocked"),
-            UdpPolicy::BlockedAfter { packets } => write!(f, "blocked-after:{packets}"),
-            UdpPolicy::Throttle { bits_per_sec } => {
-                write!(f, "throttle:{}", crate::config::format_rate(*bits_per_sec))
-            }
-        }
-    }
-}
-
-impl Serialize for UdpPolicy {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
     }
 }
 
@@ -164,28 +118,6 @@ fn bucket_bytes(policy: UdpPolicy) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn policies_parse_and_print_alike() {
-        for text in ["open", "blocked", "blocked-after:20", "throttle:2mbit"] {
-            assert_eq!(UdpPolicy::parse(text).unwrap().to_string(), text);
-        }
-        assert_eq!(
-            UdpPolicy::parse("throttle:500kbit").unwrap(),
-            UdpPolicy::Throttle {
-                bits_per_sec: 500_000
-            }
-        );
-        for bad in [
-            "closed",
-            "throttle:fast",
-            "throttle:0mbit",
-            "blocked-after:x",
-        ] {
-            let err = UdpPolicy::parse(bad).unwrap_err();
-            assert!(err.contains("use open, blocked"), "{bad}: {err}");
-        }
-    }
 
     #[test]
     fn only_udp_over_ipv4_counts_as_udp() {
