@@ -55,9 +55,14 @@ fn ip(args: &[&str], batch: Option<&str>) -> anyhow::Result<()> {
     run_ip(Command::new("ip").args(args), batch)
 }
 
-/// Runs an `ip` command, feeding it `batch` on stdin.
+/// Runs an `ip` command, feeding it `batch` on stdin. The command runs in
+/// a process group of its own: a Ctrl-C meant for h3lab's group must not
+/// kill `ip netns add` after it made the namespace and before h3lab knows
+/// it exists (probe migrate's Ctrl-C test found such a namespace left
+/// behind); h3lab stops on the signal itself and deletes what it made.
 fn run_ip(command: &mut Command, batch: Option<&str>) -> anyhow::Result<()> {
     let mut child = command
+        .process_group(0)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
