@@ -68,6 +68,8 @@ pub(crate) struct UdpGate {
     policy: UdpPolicy,
     /// UDP packets offered so far.
     seen: u64,
+    /// The policer's bucket size, in bytes.
+    capacity: f64,
     /// The policer's bucket, in bytes, as of `filled_at`.
     tokens: f64,
     filled_at: Nanos,
@@ -75,10 +77,12 @@ pub(crate) struct UdpGate {
 
 impl UdpGate {
     pub fn new(policy: UdpPolicy) -> UdpGate {
+        let capacity = bucket_bytes(policy);
         UdpGate {
             policy,
             seen: 0,
-            tokens: bucket_bytes(policy),
+            capacity,
+            tokens: capacity,
             filled_at: 0,
         }
     }
@@ -92,8 +96,8 @@ impl UdpGate {
             UdpPolicy::BlockedAfter { packets } => self.seen <= packets,
             UdpPolicy::Throttle { bits_per_sec } => {
                 let elapsed = at.saturating_sub(self.filled_at) as f64 / 1e9;
-                self.tokens = (self.tokens + elapsed * bits_per_sec as f64 / 8.0)
-                    .min(bucket_bytes(self.policy));
+                self.tokens =
+                    (self.tokens + elapsed * bits_per_sec as f64 / 8.0).min(self.capacity);
                 self.filled_at = at;
                 let passes = self.tokens >= f64::from(len);
                 if passes {

@@ -63,6 +63,13 @@ impl AsRef<[u8]> for Packet {
     }
 }
 
+impl AsMut<[u8]> for Packet {
+    /// The IP packet.
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes[VNET_HEADER_LEN..self.len]
+    }
+}
+
 /// One direction: packets read from `from` cross `pipe` into `to`.
 pub struct Lane {
     from: Arc<OwnedFd>,
@@ -296,8 +303,7 @@ impl Lane {
     /// False when the NAT has no mapping for the packet any more.
     fn passes_nat(&self, packet: &mut Packet) -> bool {
         !self.nat_rebound.load(Ordering::Relaxed)
-            || nat_translate(&mut packet.bytes[VNET_HEADER_LEN..packet.len], self.way)
-                == NatVerdict::Forward
+            || nat_translate(packet.as_mut(), self.way) == NatVerdict::Forward
     }
 
     /// Writes the packets now due, consecutive ones of a flow merged into
