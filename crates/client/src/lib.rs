@@ -8,8 +8,10 @@
 
 #![warn(missing_docs)]
 
+pub mod alt_svc;
 mod connect;
 mod error;
+mod race;
 mod request;
 mod response;
 mod send;
@@ -19,6 +21,7 @@ mod ttfb;
 
 pub use connect::{ConnectTiming, Connection, Connector};
 pub use error::ClientError;
+pub use race::{AutoConnector, SharedDiscovery};
 pub use request::RequestTemplate;
 pub use response::Response;
 pub use send::{PathFrames, Sender};

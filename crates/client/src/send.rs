@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -11,6 +12,7 @@ use hyper::client::conn::http1;
 use crate::error::{error_chain, ClientError};
 use crate::request::RequestTemplate;
 use crate::response::Response;
+use h3lab_results::Proto;
 
 /// Sends requests on one connection. h2 and h3 handles can be cloned to run
 /// concurrent streams; an h1 handle carries one request at a time.
@@ -72,6 +74,23 @@ impl Sender {
             challenges_received: stats.frame_rx.path_challenge,
             responses_sent: stats.frame_tx.path_response,
         })
+    }
+
+    /// The HTTP version this connection speaks.
+    pub fn proto(&self) -> Proto {
+        match &self.inner {
+            SenderInner::H1(_) => Proto::H1,
+            SenderInner::H2 { .. } => Proto::H2,
+            SenderInner::H3 { .. } => Proto::H3,
+        }
+    }
+
+    /// QUIC's current smoothed RTT estimate; `None` for TCP.
+    pub fn quic_rtt(&self) -> Option<Duration> {
+        match &self.inner {
+            SenderInner::H3 { conn, .. } => Some(conn.rtt()),
+            _ => None,
+        }
     }
 
     /// True once the connection can carry no more requests.

@@ -106,6 +106,16 @@ impl Target {
         &self.host
     }
 
+    /// The origin, `scheme://host:port` (RFC 6454): what `Alt-Svc`
+    /// advertisements and broken marks are kept by.
+    pub fn origin(&self) -> String {
+        let scheme = match self.scheme {
+            Scheme::Https => "https",
+            Scheme::Http => "http",
+        };
+        format!("{scheme}://{}:{}", self.authority.host(), self.port)
+    }
+
     #[cfg(test)]
     pub(crate) fn port(&self) -> u16 {
         self.port
