@@ -11,7 +11,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, bail, Context};
 use bytes::Bytes;
-use h3lab_client::{client_tls_config, Connector, RequestTemplate, Sender, Target, TlsOptions};
+use h3lab_client::{
+    client_tls_config, AutoConnector, Connector, RequestTemplate, Sender, SharedDiscovery, Target,
+    TlsOptions,
+};
 use h3lab_results::page::{PageLoad, PageReport, ResourceTiming};
 use h3lab_results::{Loader, Proto, ResourceKind, Visit};
 use http::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
@@ -47,6 +50,11 @@ pub struct LoaderOptions {
     pub connect_timeout: Duration,
     /// One whole page load may take this long.
     pub load_timeout: Duration,
+    /// The `auto` protocol: each origin starts on h2 (so `proto` must be
+    /// h2) and moves to h3 as its `Alt-Svc` and the race of QUIC against
+    /// TCP decide, remembering what it learned in this discovery, which
+    /// may outlive the run as a browser's does. Cold visits only.
+    pub discovery: Option<SharedDiscovery>,
 }
 
 /// Loads the page at `url` `options.loads` times; `on_load` sees each load
@@ -59,6 +67,12 @@ pub fn load_page(
     let page = Url::parse(url)
         .with_context(|| format!("`{url}` is not a URL; pass an absolute https:// URL"))?;
     Target::parse(url)?.check_proto(options.proto)?;
+    if options.discovery.is_some() {
+        anyhow::ensure!(
+            options.proto == Proto::H2 && options.visit == Visit::Cold,
+            "the auto protocol starts each origin on h2 and runs cold visits only"
+        );
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -101,7 +115,7 @@ async fn load_once(
     early: bool,
 ) -> anyhow::Result<PageLoad> {
     let started_at = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
-    let mut load = PageLoader::new(options, tls.clone(), early);
+    let mut load = PageLoader::new(options, tls.clone(), early)?;
     let outcome = tokio::time::timeout(options.load_timeout, load.run(page)).await;
     load.close().await;
     let (rows, skipped) = match outcome {
@@ -142,21 +156,55 @@ enum Event {
 /// How a fetch gets its connection.
 enum Connection {
     /// Open a new h1 connection.
-    NewH1(Arc<Connector>),
+    NewH1,
     /// An idle h1 connection.
     H1(Sender),
     /// The origin's one h2/h3 connection, opened by whichever fetch gets
     /// to it first.
-    Shared(Arc<Connector>, Arc<OnceCell<Result<Sender, String>>>),
+    Shared(Arc<OnceCell<Result<Sender, String>>>),
+}
+
+/// Opens an origin's connections: with the load's one protocol, or by
+/// HTTP/3 discovery (`auto`).
+enum OriginConnector {
+    Fixed(Connector),
+    Auto(AutoConnector),
+}
+
+impl OriginConnector {
+    async fn open(&self, early: bool) -> Result<Sender, String> {
+        let opened = match (self, early) {
+            (OriginConnector::Fixed(connector), true) => connector.connect_early().await,
+            (OriginConnector::Fixed(connector), false) => connector.connect().await,
+            (OriginConnector::Auto(connector), _) => connector.connect().await,
+        };
+        opened.map(|c| c.sender).map_err(|err| err.to_string())
+    }
+
+    /// Lets discovery see a response's headers.
+    fn observe(&self, proto: Proto, headers: &HeaderMap) {
+        if let OriginConnector::Auto(connector) = self {
+            connector.observe(proto, headers);
+        }
+    }
+
+    async fn close(&self) {
+        match self {
+            OriginConnector::Fixed(connector) => connector.close().await,
+            OriginConnector::Auto(connector) => connector.close().await,
+        }
+    }
 }
 
 struct PageLoader {
     proto: Proto,
     tls: Arc<rustls::ClientConfig>,
+    /// For `auto`: the discovery, and the TLS configuration offering h3.
+    discovery: Option<(SharedDiscovery, Arc<rustls::ClientConfig>)>,
     early: bool,
     connect_timeout: Duration,
     schedule: Schedule,
-    connectors: HashMap<String, Arc<Connector>>,
+    connectors: HashMap<String, Arc<OriginConnector>>,
     shared: HashMap<u64, Arc<OnceCell<Result<Sender, String>>>>,
     idle_h1: HashMap<u64, Sender>,
     /// Rows by resource index, in dispatch order once complete.
@@ -169,10 +217,19 @@ struct PageLoader {
 }
 
 impl PageLoader {
-    fn new(options: &LoaderOptions, tls: Arc<rustls::ClientConfig>, early: bool) -> PageLoader {
-        PageLoader {
+    fn new(
+        options: &LoaderOptions,
+        tls: Arc<rustls::ClientConfig>,
+        early: bool,
+    ) -> anyhow::Result<PageLoader> {
+        let discovery = match &options.discovery {
+            Some(shared) => Some((shared.clone(), client_tls_config(&options.tls, Proto::H3)?)),
+            None => None,
+        };
+        Ok(PageLoader {
             proto: options.proto,
             tls,
+            discovery,
             early,
             connect_timeout: options.connect_timeout,
             schedule: Schedule::new(options.proto),
@@ -183,7 +240,7 @@ impl PageLoader {
             host: None,
             skipped: Vec::new(),
             started: Instant::now(),
-        }
+        })
     }
 
     fn complete(&self) -> usize {
@@ -288,9 +345,9 @@ impl PageLoader {
         let connector = self.connector(&discovery.url).await?;
         let connection = if self.proto != Proto::H1 {
             let cell = self.shared.entry(dispatch.connection).or_default().clone();
-            Connection::Shared(connector, cell)
+            Connection::Shared(cell)
         } else if dispatch.opens {
-            Connection::NewH1(connector)
+            Connection::NewH1
         } else {
             let sender = self
                 .idle_h1
@@ -302,7 +359,7 @@ impl PageLoader {
             resource: dispatch.resource,
             connection_id: dispatch.connection,
             discovery,
-            proto: self.proto,
+            connector,
             early: self.early,
             started: self.started,
             events: events.clone(),
@@ -311,20 +368,30 @@ impl PageLoader {
         Ok(())
     }
 
-    async fn connector(&mut self, url: &Url) -> anyhow::Result<Arc<Connector>> {
+    async fn connector(&mut self, url: &Url) -> anyhow::Result<Arc<OriginConnector>> {
         let origin = url.origin().ascii_serialization();
         if let Some(connector) = self.connectors.get(&origin) {
             return Ok(connector.clone());
         }
         let target = Arc::new(Target::parse(url.as_str())?);
         let addr = target.resolve().await.map_err(|err| anyhow!("{err}"))?;
-        let connector = Connector::new(
-            target,
-            addr,
-            self.proto,
-            self.tls.clone(),
-            self.connect_timeout,
-        )?;
+        let connector = match &self.discovery {
+            None => OriginConnector::Fixed(Connector::new(
+                target,
+                addr,
+                self.proto,
+                self.tls.clone(),
+                self.connect_timeout,
+            )?),
+            Some((shared, quic_tls)) => OriginConnector::Auto(AutoConnector::new(
+                target,
+                addr,
+                self.tls.clone(),
+                quic_tls.clone(),
+                self.connect_timeout,
+                shared.clone(),
+            )?),
+        };
         let connector = Arc::new(connector);
         self.connectors.insert(origin, connector.clone());
         Ok(connector)
@@ -346,7 +413,7 @@ struct Fetch {
     resource: usize,
     connection_id: u64,
     discovery: Discovery,
-    proto: Proto,
+    connector: Arc<OriginConnector>,
     early: bool,
     started: Instant,
     events: mpsc::UnboundedSender<Event>,
@@ -375,6 +442,8 @@ impl Fetch {
             .await
             .map_err(|err| err.to_string())?;
         let ttfb_ms = self.since_start();
+        let proto = sender.proto();
+        self.connector.observe(proto, response.headers());
         let status = response.status().as_u16();
         let stream = response.stream_id();
         let mut body = Body::for_resource(&self.discovery, response.headers());
@@ -389,7 +458,7 @@ impl Fetch {
             kind: self.discovery.kind,
             render_blocking: self.discovery.render_blocking,
             status,
-            protocol: Some(self.proto.alpn_name().to_string()),
+            protocol: Some(proto.alpn_name().to_string()),
             start_ms,
             ttfb_ms,
             end_ms: self.since_start(),
@@ -397,7 +466,7 @@ impl Fetch {
             connection: Some(self.connection_id),
             stream,
         };
-        let h1 = (self.proto == Proto::H1).then_some(sender);
+        let h1 = (proto == Proto::H1).then_some(sender);
         let _ = self.events.send(Event::Done {
             resource: self.resource,
             timing,
@@ -415,23 +484,15 @@ impl Fetch {
     async fn sender(&self, connection: Connection) -> Result<Sender, String> {
         match connection {
             Connection::H1(sender) => Ok(sender),
-            Connection::NewH1(connector) => self.open(&connector).await,
-            Connection::Shared(connector, cell) => {
-                let shared = cell.get_or_init(|| self.open(&connector)).await;
+            Connection::NewH1 => self.connector.open(self.early).await,
+            Connection::Shared(cell) => {
+                let shared = cell.get_or_init(|| self.connector.open(self.early)).await;
                 let sender = shared.as_ref().map_err(Clone::clone)?;
                 sender
                     .try_clone()
                     .ok_or_else(|| "a multiplexed connection can be shared".to_string())
             }
         }
-    }
-
-    async fn open(&self, connector: &Connector) -> Result<Sender, String> {
-        let opened = match self.early {
-            true => connector.connect_early().await,
-            false => connector.connect().await,
-        };
-        opened.map(|c| c.sender).map_err(|err| err.to_string())
     }
 
     /// A browser's request headers, with the RFC 9218 priority the

@@ -9,7 +9,7 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use h3lab_client::TlsOptions;
+use h3lab_client::{SharedDiscovery, TlsOptions};
 use h3lab_page::loader::{load_page, LoaderOptions};
 use h3lab_results::page::{PageLoad, PageReport};
 use h3lab_results::{Proto, Visit};
@@ -60,6 +60,7 @@ impl Served {
             loads,
             connect_timeout: Duration::from_secs(10),
             load_timeout: Duration::from_secs(120),
+            discovery: None,
         }
     }
 
@@ -174,6 +175,49 @@ fn every_shape_loads_whole_over_every_protocol_by_the_connection_rules() {
             }
         }
     }
+}
+
+/// The protocol labels of a load's rows, each once.
+fn protocols(load: &PageLoad) -> Vec<&str> {
+    let mut labels: Vec<&str> = load
+        .resources
+        .iter()
+        .map(|r| r.protocol.as_deref().unwrap_or("unknown"))
+        .collect();
+    labels.dedup();
+    labels
+}
+
+#[test]
+fn auto_starts_on_h2_and_its_repeat_visit_ends_on_h3() {
+    let dir = tempfile::tempdir().unwrap();
+    let summary = generate(Shape::Small, 5, dir.path()).unwrap();
+    let served = Served::site(dir.path());
+    let discovery = SharedDiscovery::default();
+    let options = LoaderOptions {
+        discovery: Some(discovery.clone()),
+        ..served.options(Proto::H2, Visit::Cold, 2)
+    };
+    let report = load_page(&served.url("/"), &options, &mut |_| {
+        ControlFlow::Continue(())
+    })
+    .unwrap();
+    let (first, repeat) = (&report.loads[0], &report.loads[1]);
+    assert_eq!(
+        protocols(first),
+        ["h2"],
+        "the first visit learns Alt-Svc over h2"
+    );
+    assert_eq!(
+        protocols(repeat),
+        ["h3"],
+        "the repeat visit races QUIC, which wins"
+    );
+    for load in [first, repeat] {
+        assert_eq!(fetched(load), expected(&summary));
+        assert_eq!(load.connections(), Some(1));
+    }
+    assert!(discovery.lock().unwrap().quic_works_here());
 }
 
 #[test]
@@ -291,6 +335,7 @@ fn an_unreachable_server_is_a_clear_error() {
         loads: 1,
         connect_timeout: Duration::from_secs(2),
         load_timeout: Duration::from_secs(10),
+        discovery: None,
     };
     let err = load_page(&format!("https://127.0.0.1:{port}/"), &options, &mut |_| {
         ControlFlow::Continue(())
