@@ -132,7 +132,7 @@ pub enum ConnectPlan {
     },
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct Origin {
     alternative: Option<(Alternative, Instant)>,
     broken_until: Option<Instant>,
@@ -144,7 +144,7 @@ struct Origin {
 /// What a browser remembers about HTTP/3 across visits: each origin's
 /// alternatives and broken marks, and whether QUIC has worked on this
 /// network.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct H3Discovery {
     origins: HashMap<String, Origin>,
     quic_works_here: bool,

@@ -27,6 +27,7 @@
 
 mod claims;
 mod drive;
+pub mod fallback;
 pub mod hol;
 pub mod report;
 mod run;

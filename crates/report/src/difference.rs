@@ -44,7 +44,9 @@ pub enum Scale {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Call {
+    /// The interval lies wholly on the better side of zero.
     Better,
+    /// The interval lies wholly on the worse side of zero.
     Worse,
     /// The interval includes zero.
     NoClearDifference,
@@ -53,6 +55,7 @@ pub enum Call {
 }
 
 impl Call {
+    /// The call as the report prints it.
     pub fn word(self) -> &'static str {
         match self {
             Call::Better => "better",
@@ -71,6 +74,7 @@ impl Call {
 /// A subject's median against a reference's, with its interval.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Difference {
+    /// Relative (%) or absolute.
     pub scale: Scale,
     /// `%` for a relative difference, else the metric's unit.
     pub unit: String,
@@ -79,6 +83,7 @@ pub struct Difference {
     /// The [`CONFIDENCE`] interval of the same quantity; `None` with too
     /// few repetitions.
     pub interval: Option<(f64, f64)>,
+    /// Whether a positive difference is better.
     pub higher_is_better: bool,
 }
 

@@ -37,6 +37,7 @@ use anyhow::{bail, Context, Result};
 use h3lab_results::bench::{Results, RESULTS_SCHEMA};
 
 pub use compare::compare;
+pub use difference::{seed_for, Call, Difference};
 pub use distribution::{distribution_html, Chart, Series};
 pub use table::terminal_table;
 

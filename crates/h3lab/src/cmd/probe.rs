@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use h3lab_client::TlsOptions;
+use h3lab_probe::fallback::{run_fallback, FallbackOptions};
 use h3lab_probe::hol::report::{HolReport, StreamResult};
 use h3lab_probe::hol::{run_hol, HolOptions};
 use h3lab_probe::scenario::{default_delay_threshold, default_request_timeout, Change, Scenario};
@@ -16,7 +17,9 @@ use h3lab_probe::ttfb::{sample_ttfb, TtfbOptions};
 use h3lab_probe::{ensure_root, run_migrate, MigrateOptions};
 use h3lab_report::{distribution_html, Chart, Series};
 use h3lab_results::{Proto, TtfbMode};
+use h3lab_site::Shape;
 use linkem::config::Overrides;
+use linkem::model::UdpPolicy;
 use linkem::run::Interrupted;
 
 #[derive(clap::Args)]
@@ -35,6 +38,10 @@ enum Probe {
     /// Parallel streams on one h2 and one h3 connection through a lossy
     /// path: each stream's head-of-line stall and completion (needs root).
     Hol(Box<HolArgs>),
+    /// What turning h3 on costs users whose network blocks or throttles
+    /// UDP: page loads with Alt-Svc discovery against an h2-only site
+    /// (needs root).
+    Fallback(Box<FallbackArgs>),
 }
 
 #[derive(clap::Args)]
@@ -73,6 +80,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Probe::Ttfb(args) => ttfb(args),
         Probe::Migrate(args) => migrate(*args),
         Probe::Hol(args) => hol(*args),
+        Probe::Fallback(args) => fallback(*args),
     }
 }
 
@@ -243,6 +251,58 @@ fn hol(args: HolArgs) -> anyhow::Result<ExitCode> {
         serde_json::to_string_pretty(&report)
     });
     finish(json, html, &report, failure)
+}
+
+#[derive(clap::Args)]
+struct FallbackArgs {
+    /// The UDP policies, each on a fresh path: open, blocked,
+    /// blocked-after:N or throttle:RATE.
+    #[arg(long, value_delimiter = ',', default_value = "open,blocked,throttle:1mbit",
+          value_parser = linkem::config::parse_udp_policy)]
+    policies: Vec<UdpPolicy>,
+    /// Built-in network profile (see `h3lab net profiles`).
+    #[arg(long, default_value = "broadband")]
+    profile: String,
+    #[command(flatten)]
+    path: Overrides,
+    /// The generated site loaded (see `h3lab site generate`).
+    #[arg(long, default_value = "small")]
+    site: Shape,
+    /// The site's seed (`--seed` is the path's).
+    #[arg(long, default_value_t = 1)]
+    site_seed: u64,
+    /// Repetitions of every visit.
+    #[arg(long, default_value_t = 5)]
+    repetitions: u32,
+    /// Also write the report as JSON (schema h3lab.fallback/1,
+    /// docs/results-schema.md) to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+fn fallback(args: FallbackArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        args.path.udp.is_none(),
+        "probe fallback runs each of --policies in turn; give the UDP policies there, not with --udp"
+    );
+    let options = FallbackOptions {
+        settings: args.path.emulated(&args.profile, "a fallback probe")?,
+        profile: Some(args.profile.clone()),
+        policies: args.policies.clone(),
+        shape: args.site,
+        seed: args.site_seed,
+        repetitions: args.repetitions,
+        exe: std::env::current_exe().context("cannot find the h3lab binary to start the server")?,
+    };
+    options.validate()?;
+    ensure_root()?;
+    let interrupted = Interrupted::install()?;
+    println!("{options}");
+    let (report, failure) = run_fallback(&options, &interrupted, |policy| print!("{policy}"))?;
+    let json = (args.json.as_deref(), || {
+        serde_json::to_string_pretty(&report)
+    });
+    finish(json, None, &report, failure)
 }
 
 fn write_file(path: &Path, text: &str, flag: &str) -> anyhow::Result<()> {

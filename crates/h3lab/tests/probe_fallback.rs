@@ -1,0 +1,95 @@
+//! End-to-end: `h3lab probe fallback` loads a generated site with the
+//! `auto` protocol on a path with UDP open and one with UDP blocked. With
+//! UDP open, the first visit stays on h2 and the repeat visit ends on h3;
+//! with UDP blocked, every request goes over h2, none fails, and the
+//! fallback delay is reported. Needs root (skips with a message
+//! otherwise; fails instead under CI).
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::{assert_refused, run_probe, EXE};
+use serde_json::Value;
+
+/// Two policies × 2 repetitions × 4 page loads on broadband, plus paths.
+const RUN_LIMIT: Duration = Duration::from_secs(120);
+
+fn visit<'a>(report: &'a Value, udp: &str, visit: &str) -> &'a Value {
+    let policy = report["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["udp"] == udp)
+        .unwrap_or_else(|| panic!("no UDP {udp} entry in {report:#}"));
+    policy["visits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["visit"] == visit)
+        .unwrap_or_else(|| panic!("no {visit} visit with UDP {udp} in {policy:#}"))
+}
+
+/// The protocols a visit's requests went over, and that none failed.
+fn protocols(report: &Value, udp: &str, name: &str) -> Vec<String> {
+    let entry = visit(report, udp, name);
+    assert_eq!(entry["failed"], Value::Array(vec![]), "{entry:#}");
+    assert_eq!(entry["load_ms"].as_array().unwrap().len(), 2, "{entry:#}");
+    entry["requests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn auto_ends_on_h3_with_udp_open_and_on_h2_with_no_failure_when_udp_is_blocked() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("fallback.json");
+    let mut command = Command::new(EXE);
+    command
+        .args(["probe", "fallback", "--profile", "broadband"])
+        .args(["--policies", "open,blocked", "--repetitions", "2"])
+        .arg("--json")
+        .arg(&json);
+    let printed = run_probe(
+        command,
+        "h3lab probe fallback",
+        &dir.path().join("out"),
+        RUN_LIMIT,
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["schema"], "h3lab.fallback/1");
+
+    assert_eq!(protocols(&report, "open", "h2-only"), ["h2"]);
+    assert_eq!(protocols(&report, "open", "first"), ["h2"]);
+    assert_eq!(protocols(&report, "open", "repeat"), ["h3"]);
+    assert_eq!(protocols(&report, "open", "repeat-quic-known"), ["h3"]);
+    for name in ["h2-only", "first", "repeat", "repeat-quic-known"] {
+        assert_eq!(protocols(&report, "blocked", name), ["h2"], "{name}");
+    }
+    // Once QUIC has worked on the network, TCP waits 300 ms behind a QUIC
+    // attempt that never answers: the page is that much later.
+    let known = visit(&report, "blocked", "repeat-quic-known");
+    let delay = known["delay_vs_h2_ms"]["estimate"].as_f64().unwrap();
+    assert!(delay > 100.0, "{known:#}");
+    let verdict = report["verdict"].as_str().unwrap();
+    assert!(verdict.contains("0 load(s) failed"), "{verdict}");
+    assert!(printed.contains(verdict), "{printed}");
+}
+
+#[test]
+fn bad_input_names_the_fix_without_running_anything() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["--policies", "sometimes"], "throttle:RATE"),
+        (&["--udp", "blocked"], "--policies"),
+        (&["--repetitions", "1"], "at least 2"),
+        (&["--site", "huge"], "huge"),
+    ];
+    assert_refused(&["probe", "fallback"], &cases);
+}

@@ -1,0 +1,231 @@
+//! `probe fallback`: what turning h3 on costs users whose network blocks
+//! or throttles UDP. Per UDP policy, a fresh emulated path and the
+//! built-in server with a generated site; then, per repetition, an h2-only
+//! load and the `auto` protocol's visits (first, repeat, repeat with QUIC
+//! known to work), by the built-in loader in the client namespace.
+
+pub mod report;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use h3lab_client::alt_svc::H3Discovery;
+use h3lab_client::{SharedDiscovery, TlsOptions};
+use h3lab_page::loader::{load_page, LoaderOptions};
+use h3lab_results::page::PageLoad;
+use h3lab_results::{Proto, Visit};
+use h3lab_site::Shape;
+use linkem::model::UdpPolicy;
+use linkem::run::Interrupted;
+use linkem::{EmulatedPath, LinkSettings};
+
+use crate::run::{ensure_root, SERVER_GRACE};
+use report::{summarise_policy, verdict, FallbackReport, Gathered, PolicyResult, VisitKind};
+
+const SERVER_PORT: u16 = 443;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const LOAD_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What `probe fallback` runs.
+#[derive(Debug, Clone)]
+pub struct FallbackOptions {
+    /// The emulated path; its UDP policy is replaced by each of `policies`.
+    pub settings: LinkSettings,
+    /// The built-in profile's name, if one was given.
+    pub profile: Option<String>,
+    /// The UDP policies, each on a fresh path.
+    pub policies: Vec<UdpPolicy>,
+    /// The generated site loaded.
+    pub shape: Shape,
+    /// Its seed.
+    pub seed: u64,
+    /// Repetitions of every visit.
+    pub repetitions: u32,
+    /// The `h3lab` binary, started as `h3lab serve` in the server namespace.
+    pub exe: PathBuf,
+}
+
+impl FallbackOptions {
+    /// Refuses options that cannot give a report.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            !self.policies.is_empty(),
+            "--udp names no policy; give e.g. --udp open,blocked,throttle:1mbit"
+        );
+        anyhow::ensure!(
+            self.repetitions >= 2,
+            "--repetitions {} is too few to tell a delay from noise; give at least 2",
+            self.repetitions
+        );
+        Ok(())
+    }
+}
+
+impl fmt::Display for FallbackOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let policies: Vec<String> = self.policies.iter().map(ToString::to_string).collect();
+        write!(
+            f,
+            "probe fallback: site {} seed {} on {} (RTT {} ms), UDP {}; {} repetitions of: \
+             h2 only, then auto's first visit, repeat visit, and repeat with QUIC known to work",
+            self.shape,
+            self.seed,
+            self.profile.as_deref().unwrap_or("a custom path"),
+            self.settings.rtt / 1_000_000,
+            policies.join(" / "),
+            self.repetitions,
+        )
+    }
+}
+
+/// Runs every policy, calling `on_policy` after each. Stops early when
+/// interrupted or when a policy's run fails; the report then holds the
+/// policies done so far, and the failure comes beside it.
+pub fn run_fallback(
+    options: &FallbackOptions,
+    interrupted: &Interrupted,
+    mut on_policy: impl FnMut(&PolicyResult),
+) -> anyhow::Result<(FallbackReport, Option<anyhow::Error>)> {
+    options.validate()?;
+    ensure_root()?;
+    let site = tempfile::tempdir().context("cannot create a directory for the site")?;
+    h3lab_site::generate(options.shape, options.seed, site.path())?;
+    let mut policies = Vec::new();
+    let mut failure = None;
+    for &udp in &options.policies {
+        if interrupted.is_set() {
+            break;
+        }
+        match run_policy(options, udp, site.path().to_path_buf(), interrupted) {
+            Ok(result) => {
+                on_policy(&result);
+                policies.push(result);
+            }
+            Err(_) if interrupted.is_set() => break,
+            Err(err) => {
+                failure = Some(err.context(format!("the run with UDP {udp} failed")));
+                break;
+            }
+        }
+    }
+    if failure.is_none() && interrupted.is_set() {
+        failure = Some(anyhow!(
+            "interrupted: the report holds the policies run so far"
+        ));
+    }
+    let report = FallbackReport {
+        schema: report::FALLBACK_SCHEMA,
+        profile: options.profile.clone(),
+        link: options.settings.clone(),
+        site: format!("{} seed {}", options.shape, options.seed),
+        repetitions: options.repetitions,
+        verdict: verdict(&policies),
+        policies,
+    };
+    Ok((report, failure))
+}
+
+/// One policy on its own path; the path and server go away at the end,
+/// whatever happened.
+fn run_policy(
+    options: &FallbackOptions,
+    udp: UdpPolicy,
+    site: PathBuf,
+    interrupted: &Interrupted,
+) -> anyhow::Result<PolicyResult> {
+    let settings = LinkSettings {
+        udp,
+        ..options.settings.clone()
+    };
+    let path = EmulatedPath::start(settings.build())?;
+    let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
+    let cert = scratch.path().join("server-cert.pem");
+    let extra = ["--site".into(), site.into_os_string()];
+    let mut server = h3lab_harness::start_builtin(
+        &linkem::run::Placement::Emulated(&path),
+        &options.exe,
+        SERVER_PORT,
+        &cert,
+        &extra,
+    )?;
+    let url = format!("https://{}/", server.addr);
+    let repetitions = options.repetitions;
+    let stop = interrupted.clone();
+    let gathered = path
+        .spawn_in_client(move || visit_all(&url, &cert, repetitions, &stop))?
+        .join()
+        .map_err(|_| anyhow!("the client thread panicked"));
+    server.process.stop(SERVER_GRACE);
+    Ok(summarise_policy(udp, &gathered?))
+}
+
+/// Every visit of every repetition, interleaved so that a slow moment of
+/// the machine falls on all visits alike.
+fn visit_all(
+    url: &str,
+    cert: &std::path::Path,
+    repetitions: u32,
+    interrupted: &Interrupted,
+) -> Vec<(VisitKind, Gathered)> {
+    let mut gathered: Vec<(VisitKind, Gathered)> =
+        VisitKind::ALL.iter().map(|&v| (v, Vec::new())).collect();
+    for _ in 0..repetitions {
+        if interrupted.is_set() {
+            break;
+        }
+        let browser = SharedDiscovery::default();
+        for (visit, loads) in &mut gathered {
+            let discovery = match visit {
+                VisitKind::H2Only => None,
+                VisitKind::First | VisitKind::Repeat => Some(browser.clone()),
+                VisitKind::RepeatQuicKnown => Some(quic_known(&browser)),
+            };
+            loads.push(load(url, cert, discovery));
+        }
+    }
+    gathered
+}
+
+/// A browser that knows what `browser` learned on its first visit, and
+/// that QUIC worked on this network before.
+fn quic_known(browser: &SharedDiscovery) -> SharedDiscovery {
+    let mut known: H3Discovery = lock(browser).clone();
+    known.assume_quic_works_here();
+    Arc::new(Mutex::new(known))
+}
+
+fn lock(discovery: &SharedDiscovery) -> std::sync::MutexGuard<'_, H3Discovery> {
+    discovery
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// One cold page load; `auto` when a discovery is given, h2 otherwise.
+fn load(
+    url: &str,
+    cert: &std::path::Path,
+    discovery: Option<SharedDiscovery>,
+) -> Result<PageLoad, String> {
+    let options = LoaderOptions {
+        proto: Proto::H2,
+        tls: TlsOptions {
+            insecure: false,
+            ca_file: Some(cert.to_path_buf()),
+        },
+        visit: Visit::Cold,
+        loads: 1,
+        connect_timeout: CONNECT_TIMEOUT,
+        load_timeout: LOAD_TIMEOUT,
+        discovery,
+    };
+    let report = load_page(url, &options, &mut |_| std::ops::ControlFlow::Continue(()))
+        .map_err(|err| format!("{err:#}"))?;
+    report
+        .loads
+        .into_iter()
+        .next()
+        .ok_or_else(|| "the loader reported no load".to_string())
+}
