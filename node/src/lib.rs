@@ -215,7 +215,8 @@ fn request_head(id: u32, request: &AppRequest) -> RequestHead {
     }
     let http_version = match request.protocol {
         h3lab_results::Proto::H1 => "1.1",
-        h3lab_results::Proto::H2 => "2.0",
+        // A request arrives over h2 or h3; `auto` is a client's choice.
+        h3lab_results::Proto::H2 | h3lab_results::Proto::Auto => "2.0",
         h3lab_results::Proto::H3 => "3",
     };
     RequestHead {

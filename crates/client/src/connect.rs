@@ -94,6 +94,7 @@ impl Connector {
         let quic = match proto {
             Proto::H3 => Some(quic_client(addr, &tls)?),
             Proto::H1 | Proto::H2 => None,
+            Proto::Auto => anyhow::bail!("a Connector speaks one protocol; auto is AutoConnector's"),
         };
         Ok(Connector {
             target,
@@ -155,6 +156,7 @@ impl Connector {
             Proto::H1 => self.connect_h1().await,
             Proto::H2 => self.connect_h2().await,
             Proto::H3 => self.connect_h3().await,
+            Proto::Auto => unreachable!("Connector::new refuses auto"),
         }
     }
 

@@ -58,7 +58,8 @@ pub(crate) fn counted_client_tls_config(
     let provider = Arc::new(crypto::ring::default_provider());
     let versions: &[&rustls::SupportedProtocolVersion] = match proto {
         Proto::H3 => &[&rustls::version::TLS13],
-        Proto::H1 | Proto::H2 => &[&rustls::version::TLS13, &rustls::version::TLS12],
+        // `auto`'s configuration is for its TCP side; its QUIC side asks for h3's.
+        Proto::H1 | Proto::H2 | Proto::Auto => &[&rustls::version::TLS13, &rustls::version::TLS12],
     };
     let trust = match options.insecure {
         true => Trust::Any,

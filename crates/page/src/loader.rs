@@ -50,10 +50,11 @@ pub struct LoaderOptions {
     pub connect_timeout: Duration,
     /// One whole page load may take this long.
     pub load_timeout: Duration,
-    /// The `auto` protocol: each origin starts on h2 (so `proto` must be
-    /// h2) and moves to h3 as its `Alt-Svc` and the race of QUIC against
-    /// TCP decide, remembering what it learned in this discovery, which
-    /// may outlive the run as a browser's does. Cold visits only.
+    /// Under `auto`, what the browser knows when the run starts (and
+    /// learns during it: the caller may keep it for a later run); `None`
+    /// starts from nothing. Under `auto` each origin starts on h2 and moves
+    /// to h3 as its `Alt-Svc` and the race of QUIC against TCP decide, so
+    /// load 1 is a first visit and later loads are repeat visits.
     pub discovery: Option<SharedDiscovery>,
 }
 
@@ -67,12 +68,18 @@ pub fn load_page(
     let page = Url::parse(url)
         .with_context(|| format!("`{url}` is not a URL; pass an absolute https:// URL"))?;
     Target::parse(url)?.check_proto(options.proto)?;
-    if options.discovery.is_some() {
-        anyhow::ensure!(
-            options.proto == Proto::H2 && options.visit == Visit::Cold,
-            "the auto protocol starts each origin on h2 and runs cold visits only"
-        );
-    }
+    anyhow::ensure!(
+        options.discovery.is_none() || options.proto == Proto::Auto,
+        "a discovery to start from is for the auto protocol only"
+    );
+    anyhow::ensure!(
+        options.proto != Proto::Auto || options.visit == Visit::Cold,
+        "auto's repeat visits open new connections; use --visit cold"
+    );
+    let discovery = match options.proto {
+        Proto::Auto => Some(options.discovery.clone().unwrap_or_default()),
+        _ => None,
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -83,7 +90,7 @@ pub fn load_page(
             Visit::Cold => None,
             Visit::Warm => {
                 let tls = client_tls_config(&options.tls, options.proto)?;
-                load_once(&page, options, &tls, false)
+                load_once(&page, options, &tls, false, None)
                     .await
                     .context("the priming load of a warm run")?;
                 Some(tls)
@@ -94,7 +101,7 @@ pub fn load_page(
                 Some(tls) => (tls.clone(), true),
                 None => (client_tls_config(&options.tls, options.proto)?, false),
             };
-            let load = load_once(&page, options, &tls, early)
+            let load = load_once(&page, options, &tls, early, discovery.as_ref())
                 .await
                 .with_context(|| format!("load {n} of {}", options.loads))?;
             let flow = on_load(&load);
@@ -113,9 +120,10 @@ async fn load_once(
     options: &LoaderOptions,
     tls: &Arc<rustls::ClientConfig>,
     early: bool,
+    discovery: Option<&SharedDiscovery>,
 ) -> anyhow::Result<PageLoad> {
     let started_at = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
-    let mut load = PageLoader::new(options, tls.clone(), early)?;
+    let mut load = PageLoader::new(options, tls.clone(), early, discovery)?;
     let outcome = tokio::time::timeout(options.load_timeout, load.run(page)).await;
     load.close().await;
     let (rows, skipped) = match outcome {
@@ -221,8 +229,9 @@ impl PageLoader {
         options: &LoaderOptions,
         tls: Arc<rustls::ClientConfig>,
         early: bool,
+        discovery: Option<&SharedDiscovery>,
     ) -> anyhow::Result<PageLoader> {
-        let discovery = match &options.discovery {
+        let discovery = match discovery {
             Some(shared) => Some((shared.clone(), client_tls_config(&options.tls, Proto::H3)?)),
             None => None,
         };

@@ -128,7 +128,7 @@ fn check_connections(load: &PageLoad, proto: Proto) {
                 }
             }
         }
-        Proto::H2 | Proto::H3 => {
+        Proto::H2 | Proto::H3 | Proto::Auto => {
             assert_eq!(connections, 1, "{proto} uses exactly one connection");
             let streams: HashSet<Option<u64>> = load.resources.iter().map(|r| r.stream).collect();
             assert_eq!(
@@ -196,7 +196,7 @@ fn auto_starts_on_h2_and_its_repeat_visit_ends_on_h3() {
     let discovery = SharedDiscovery::default();
     let options = LoaderOptions {
         discovery: Some(discovery.clone()),
-        ..served.options(Proto::H2, Visit::Cold, 2)
+        ..served.options(Proto::Auto, Visit::Cold, 2)
     };
     let report = load_page(&served.url("/"), &options, &mut |_| {
         ControlFlow::Continue(())

@@ -94,9 +94,13 @@ pub enum Proto {
     H2,
     /// HTTP/3 over QUIC.
     H3,
+    /// Discovery as browsers do it: h2 until the origin's `Alt-Svc`
+    /// advertises h3, then QUIC raced against TCP (h3lab-client's
+    /// `alt_svc`). Each request still goes over h2 or h3.
+    Auto,
 }
 
-words!(Proto, "protocol", H1 = "h1", H2 = "h2", H3 = "h3");
+words!(Proto, "protocol", H1 = "h1", H2 = "h2", H3 = "h3", Auto = "auto");
 
 impl Proto {
     /// The ALPN token offered in the TLS handshake.
@@ -105,12 +109,20 @@ impl Proto {
     }
 
     /// The ALPN token as text: how browsers (DevTools' `protocol`) and
-    /// HAR name the protocol a response came over.
+    /// HAR name the protocol a response came over. `auto` starts on h2's.
     pub fn alpn_name(self) -> &'static str {
         match self {
             Proto::H1 => "http/1.1",
-            Proto::H2 => "h2",
+            Proto::H2 | Proto::Auto => "h2",
             Proto::H3 => "h3",
+        }
+    }
+
+    /// The protocol a first connection speaks: `auto`'s is h2.
+    pub fn first_connection(self) -> Proto {
+        match self {
+            Proto::Auto => Proto::H2,
+            fixed => fixed,
         }
     }
 }

@@ -48,7 +48,8 @@ impl From<Proto> for ConnectionKind {
     fn from(protocol: Proto) -> Self {
         match protocol {
             Proto::H1 => ConnectionKind::h1,
-            Proto::H2 => ConnectionKind::h2,
+            // `auto` is a client's choice between these, never a connection's.
+            Proto::H2 | Proto::Auto => ConnectionKind::h2,
             Proto::H3 => ConnectionKind::h3,
         }
     }

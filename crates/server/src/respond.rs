@@ -84,7 +84,8 @@ impl Stats {
     fn record(&self, protocol: Proto) {
         let counter = match protocol {
             Proto::H1 => &self.h1,
-            Proto::H2 => &self.h2,
+            // `auto` is a client's choice between these, never a connection's.
+            Proto::H2 | Proto::Auto => &self.h2,
             Proto::H3 => &self.h3,
         };
         counter.fetch_add(1, Ordering::Relaxed);

@@ -76,6 +76,10 @@ pub fn find_binary(given: Option<&Path>) -> Result<PathBuf> {
 ///
 /// - h3: `--enable-quic --origin-to-force-quic-on=HOST:PORT`: QUIC from
 ///   the first request, with no Alt-Svc discovery.
+/// - auto: `--enable-quic --origin-to-force-quic-on=HOST:9`: QUIC only
+///   where `Alt-Svc` sends it. Forcing a port nothing serves is what lets
+///   a discovered alternative pass certificate verification (DESIGN.md,
+///   seen with Chromium 156); the page's own port is left to discovery.
 /// - h2: `--disable-quic`: TCP + TLS, ALPN offers h2 and http/1.1.
 /// - h1: `--disable-quic --disable-http2`: ALPN offers only http/1.1.
 pub fn protocol_flags(proto: Proto, quic_origin: &str) -> Vec<String> {
@@ -84,18 +88,30 @@ pub fn protocol_flags(proto: Proto, quic_origin: &str) -> Vec<String> {
             "--enable-quic".to_string(),
             format!("--origin-to-force-quic-on={quic_origin}"),
         ],
+        Proto::Auto => {
+            let host = quic_origin.rsplit_once(':').map_or(quic_origin, |(host, _)| host);
+            vec![
+                "--enable-quic".to_string(),
+                format!("--origin-to-force-quic-on={host}:{UNSERVED_PORT}"),
+            ]
+        }
         Proto::H2 => vec!["--disable-quic".to_string()],
         Proto::H1 => vec!["--disable-quic".to_string(), "--disable-http2".to_string()],
     }
 }
+
+/// The discard port: nothing serves it, so forcing QUIC there changes no
+/// connection the page makes.
+const UNSERVED_PORT: u16 = 9;
 
 /// A running Chromium with one page attached. Fields drop in order:
 /// DevTools, then the process group, then the profile.
 pub struct Browser {
     devtools: DevTools,
     session: String,
-    _process: Supervised,
-    _profile: tempfile::TempDir,
+    process: Supervised,
+    /// The profile when it is the browser's own, removed with it.
+    _profile: Option<tempfile::TempDir>,
 }
 
 impl Browser {
@@ -107,6 +123,23 @@ impl Browser {
             .prefix("h3lab-chromium-")
             .tempdir()
             .context("cannot create a temporary Chromium profile")?;
+        let dir = profile.path().to_path_buf();
+        Browser::launch_with(binary, flags, &dir, Some(profile))
+    }
+
+    /// [`Browser::launch`] with the profile in `dir`, which outlives the
+    /// browser: what it remembers (such as `Alt-Svc`) reaches the next
+    /// launch, as for a user who comes back.
+    pub fn launch_in(binary: &Path, flags: &[String], dir: &Path) -> Result<Browser> {
+        Browser::launch_with(binary, flags, dir, None)
+    }
+
+    fn launch_with(
+        binary: &Path,
+        flags: &[String],
+        dir: &Path,
+        owned: Option<tempfile::TempDir>,
+    ) -> Result<Browser> {
         let mut command = Command::new(binary);
         command.args(BASE_FLAGS).args(flags);
         // SAFETY: geteuid has no preconditions and cannot fail.
@@ -115,7 +148,7 @@ impl Browser {
             command.arg("--no-sandbox");
         }
         command
-            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg(format!("--user-data-dir={}", dir.display()))
             .arg("about:blank")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -132,7 +165,7 @@ impl Browser {
         // Its own process group, so its helper processes die with it.
         let mut process = Supervised::spawn(command, Group::Own, "Chromium")
             .with_context(|| format!("running {}", binary.display()))?;
-        let ws_url = devtools_url(&mut process, profile.path())?;
+        let ws_url = devtools_url(&mut process, dir)?;
         let mut devtools = DevTools::connect(&ws_url)?;
         let deadline = Instant::now() + COMMAND;
         let target = devtools.call(
@@ -154,13 +187,33 @@ impl Browser {
         let mut browser = Browser {
             devtools,
             session,
-            _process: process,
-            _profile: profile,
+            process,
+            _profile: owned,
         };
         browser.call("Network.enable", json!({}))?;
         browser.call("Network.setCacheDisabled", json!({"cacheDisabled": true}))?;
         browser.call("Page.enable", json!({}))?;
         Ok(browser)
+    }
+
+    /// Closes the browser as a user does, so that it writes its profile
+    /// (its `Network Persistent State`, with the `Alt-Svc` it learned)
+    /// before it exits; dropping it kills it instead.
+    pub fn close(mut self) -> Result<()> {
+        let deadline = Instant::now() + COMMAND;
+        self.devtools
+            .send(None, "Browser.close", json!({}))
+            .context("asking Chromium to close")?;
+        let exit = self.process.wait_until(
+            Some(deadline),
+            &std::sync::atomic::AtomicBool::new(false),
+            COMMAND,
+        );
+        anyhow::ensure!(
+            exit.is_some(),
+            "Chromium did not exit within {COMMAND:?} of Browser.close"
+        );
+        Ok(())
     }
 
     /// Calls `method` in the page's session.

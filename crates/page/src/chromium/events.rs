@@ -93,10 +93,15 @@ pub fn page_load_from_events(
     let mut problems: Vec<String> = Vec::new();
     let mut page_host: Option<String> = None;
     let mut skipped: Vec<String> = Vec::new();
-    let expected = requested.alpn_name();
+    // `auto` lets discovery choose, between h2 and h3.
+    let allowed: &[&str] = match requested {
+        Proto::Auto => &["h2", "h3"],
+        fixed => &[fixed.alpn_name()],
+    };
     let check_response = |url: &str, response: &Value, problems: &mut Vec<String>| {
         let protocol = response["protocol"].as_str().unwrap_or("unknown");
-        if protocol != expected {
+        if !allowed.contains(&protocol) {
+            let expected = allowed.join(" or ");
             problems.push(format!("{url} came over {protocol}, not {expected}"));
         }
         let status = response["status"].as_u64().unwrap_or(0);

@@ -17,6 +17,12 @@
 //! | h3 | `--enable-quic --origin-to-force-quic-on=HOST:PORT` (QUIC from the first request, no Alt-Svc round) |
 //! | h2 | `--disable-quic` |
 //! | h1 | `--disable-quic --disable-http2` (ALPN offers only `http/1.1`) |
+//! | auto | `--enable-quic --origin-to-force-quic-on=HOST:9`: h3 only where `Alt-Svc` leads, as on the web |
+//!
+//! Under auto the loads of a run share one profile: the first is a first
+//! visit (h2, and the origin's `Alt-Svc` learned), each later one a new
+//! launch that finds it remembered. Each launch is closed with
+//! `Browser.close`, so the profile is written as a user's would be.
 //!
 //! Every response's `response.protocol` must be the requested one (`h3`,
 //! `h2`, `http/1.1`); one that is not fails the run with its URL. Only the
@@ -218,6 +224,10 @@ pub fn load_page(
     let host = parsed
         .host_str()
         .ok_or_else(|| anyhow!("{url} has no host; pass an absolute https:// URL"))?;
+    anyhow::ensure!(
+        options.proto != Proto::Auto || options.visit == Visit::Cold,
+        "auto's repeat visits are new launches of one profile; use --visit cold"
+    );
     match (parsed.scheme(), options.proto) {
         ("https", _) | ("http", Proto::H1) => {}
         (scheme, proto) => {
@@ -267,6 +277,25 @@ fn run(
         )
     };
     match options.visit {
+        Visit::Cold if options.proto == Proto::Auto => {
+            // One profile for the run: load 1 is a first visit, the rest
+            // come back to a browser that remembers the origin's Alt-Svc.
+            let profile = tempfile::Builder::new()
+                .prefix("h3lab-chromium-")
+                .tempdir()
+                .context("cannot create a Chromium profile")?;
+            for n in 1..=total {
+                let mut browser =
+                    Browser::launch_in(binary, flags, profile.path()).with_context(|| what(n))?;
+                let load = measure(&mut browser, url, options).with_context(|| what(n))?;
+                browser.close().with_context(|| what(n))?;
+                let flow = on_load(&load);
+                report.loads.push(load);
+                if flow.is_break() {
+                    break;
+                }
+            }
+        }
         Visit::Cold => {
             for n in 1..=total {
                 let mut browser = Browser::launch(binary, flags).with_context(|| what(n))?;

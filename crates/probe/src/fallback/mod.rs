@@ -210,7 +210,10 @@ fn load(
     discovery: Option<SharedDiscovery>,
 ) -> Result<PageLoad, String> {
     let options = LoaderOptions {
-        proto: Proto::H2,
+        proto: match discovery {
+            Some(_) => Proto::Auto,
+            None => Proto::H2,
+        },
         tls: TlsOptions {
             insecure: false,
             ca_file: Some(cert.to_path_buf()),

@@ -25,8 +25,8 @@ pub fn analyse(
             let stream = tcp_stream(captured, server)?;
             tls::h2_streams(&tls::application_data(&stream, secret)?)
         }
-        Proto::H1 => {
-            anyhow::bail!("`probe hol` compares h2 and h3; h1 has one stream per connection")
+        Proto::H1 | Proto::Auto => {
+            anyhow::bail!("`probe hol` compares h2 and h3, each on one connection")
         }
     };
     Ok(responses

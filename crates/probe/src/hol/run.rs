@@ -73,8 +73,9 @@ impl HolOptions {
     /// Rejects values that cannot make a run, naming the fix.
     pub fn validate(&self) -> anyhow::Result<()> {
         anyhow::ensure!(
-            !self.protos.is_empty() && self.protos.iter().all(|p| *p != Proto::H1),
-            "`probe hol` compares multiplexed protocols; give --protos h2,h3 or one of them"
+            !self.protos.is_empty()
+                && self.protos.iter().all(|p| matches!(p, Proto::H2 | Proto::H3)),
+            "`probe hol` compares h2 and h3, each on one connection; give --protos h2,h3 or one of them"
         );
         anyhow::ensure!(
             (2..=MAX_STREAMS).contains(&self.streams),

@@ -69,11 +69,7 @@ async fn known_load(server: &RunningServer) -> (Vec<Client>, BTreeMap<&'static s
 }
 
 fn label(proto: Proto) -> &'static str {
-    match proto {
-        Proto::H1 => "h1",
-        Proto::H2 => "h2",
-        Proto::H3 => "h3",
-    }
+    proto.name()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -42,6 +42,7 @@ async fn shutdown_completes_the_in_flight_request() {
             Proto::H1 => served.h1,
             Proto::H2 => served.h2,
             Proto::H3 => served.h3,
+            Proto::Auto => unreachable!("the loop runs h1, h2 and h3"),
         };
         assert_eq!((counted, served.total()), (1, 1), "{proto:?}");
         assert!(
