@@ -74,7 +74,7 @@ pub fn estimated_seconds(suite: &Suite, cell: &CellSpec) -> f64 {
                 let measured = f64::from(loads.0);
                 let primed = match visit {
                     Visit::Cold => 0.0,
-                    Visit::Warm => 1.0,
+                    Visit::Warm | Visit::Repeat => 1.0,
                 };
                 let bytes = site_bytes(site, suite.seed) as f64;
                 (measured + primed) * page_load_seconds(bytes, rtt_s, down_bits_per_s, loss)

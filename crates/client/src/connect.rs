@@ -94,7 +94,9 @@ impl Connector {
         let quic = match proto {
             Proto::H3 => Some(quic_client(addr, &tls)?),
             Proto::H1 | Proto::H2 => None,
-            Proto::Auto => anyhow::bail!("a Connector speaks one protocol; auto is AutoConnector's"),
+            Proto::Auto => {
+                anyhow::bail!("a Connector speaks one protocol; auto is AutoConnector's")
+            }
         };
         Ok(Connector {
             target,

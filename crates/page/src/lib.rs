@@ -14,3 +14,15 @@ pub mod discover;
 pub mod har;
 pub mod loader;
 mod schedule;
+
+use anyhow::bail;
+use h3lab_results::{Proto, Visit};
+
+/// Auto runs cold (first) or repeat visits, not warm ones: its repeat
+/// visit is the returning user's, with new connections.
+pub fn check_visit(proto: Proto, visit: Visit) -> anyhow::Result<()> {
+    if (proto, visit) == (Proto::Auto, Visit::Warm) {
+        bail!("auto runs cold (first) or repeat visits; use --visit cold or --visit repeat");
+    }
+    Ok(())
+}

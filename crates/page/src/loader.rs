@@ -11,6 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, bail, Context};
 use bytes::Bytes;
+use h3lab_client::alt_svc::H3Discovery;
 use h3lab_client::{
     client_tls_config, AutoConnector, Connector, RequestTemplate, Sender, SharedDiscovery, Target,
     TlsOptions,
@@ -50,12 +51,13 @@ pub struct LoaderOptions {
     pub connect_timeout: Duration,
     /// One whole page load may take this long.
     pub load_timeout: Duration,
-    /// Under `auto`, what the browser knows when the run starts (and
-    /// learns during it: the caller may keep it for a later run); `None`
-    /// starts from nothing. Under `auto` each origin starts on h2 and moves
-    /// to h3 as its `Alt-Svc` and the race of QUIC against TCP decide, so
-    /// load 1 is a first visit and later loads are repeat visits.
-    pub discovery: Option<SharedDiscovery>,
+    /// Under `auto`, what the browser knows before its first visit;
+    /// `None` is nothing. Each origin starts on h2 and moves to h3 as its
+    /// `Alt-Svc` and the race of QUIC against TCP decide. A cold visit
+    /// starts every load from this; a repeat visit first makes one
+    /// unmeasured visit, and every load after it shares what the browser
+    /// has learned, as a returning user's browser does.
+    pub discovery: Option<H3Discovery>,
 }
 
 /// Loads the page at `url` `options.loads` times; `on_load` sees each load
@@ -72,22 +74,28 @@ pub fn load_page(
         options.discovery.is_none() || options.proto == Proto::Auto,
         "a discovery to start from is for the auto protocol only"
     );
-    anyhow::ensure!(
-        options.proto != Proto::Auto || options.visit == Visit::Cold,
-        "auto's repeat visits open new connections; use --visit cold"
-    );
-    let discovery = match options.proto {
-        Proto::Auto => Some(options.discovery.clone().unwrap_or_default()),
-        _ => None,
-    };
+    crate::check_visit(options.proto, options.visit)?;
+    let known = options.discovery.clone().unwrap_or_default();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the tokio runtime")?;
     let mut report = PageReport::new(url, options.proto, Loader::Builtin, options.visit);
     runtime.block_on(async {
+        let returning = match options.visit {
+            Visit::Repeat => {
+                let shared = Arc::new(std::sync::Mutex::new(known.clone()));
+                let discovery = (options.proto == Proto::Auto).then_some(&shared);
+                let tls = client_tls_config(&options.tls, options.proto)?;
+                load_once(&page, options, &tls, false, discovery)
+                    .await
+                    .context("the first visit of a repeat run")?;
+                Some(shared)
+            }
+            Visit::Cold | Visit::Warm => None,
+        };
         let warm = match options.visit {
-            Visit::Cold => None,
+            Visit::Cold | Visit::Repeat => None,
             Visit::Warm => {
                 let tls = client_tls_config(&options.tls, options.proto)?;
                 load_once(&page, options, &tls, false, None)
@@ -100,6 +108,11 @@ pub fn load_page(
             let (tls, early) = match &warm {
                 Some(tls) => (tls.clone(), true),
                 None => (client_tls_config(&options.tls, options.proto)?, false),
+            };
+            let discovery = match (&returning, options.proto) {
+                (_, proto) if proto != Proto::Auto => None,
+                (Some(shared), _) => Some(shared.clone()),
+                (None, _) => Some(Arc::new(std::sync::Mutex::new(known.clone()))),
             };
             let load = load_once(&page, options, &tls, early, discovery.as_ref())
                 .await

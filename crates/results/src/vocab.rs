@@ -100,7 +100,14 @@ pub enum Proto {
     Auto,
 }
 
-words!(Proto, "protocol", H1 = "h1", H2 = "h2", H3 = "h3", Auto = "auto");
+words!(
+    Proto,
+    "protocol",
+    H1 = "h1",
+    H2 = "h2",
+    H3 = "h3",
+    Auto = "auto"
+);
 
 impl Proto {
     /// The ALPN token offered in the TLS handshake.
@@ -152,9 +159,19 @@ pub enum Visit {
     Cold,
     /// Resumed TLS sessions, with 0-RTT where the protocol has it.
     Warm,
+    /// Under the `auto` protocol, a returning browser: new connections
+    /// and TLS sessions, but the `Alt-Svc` its first visit (not measured)
+    /// learned is remembered. `Cold` is then the first visit.
+    Repeat,
 }
 
-words!(Visit, "visit", Cold = "cold", Warm = "warm");
+words!(
+    Visit,
+    "visit",
+    Cold = "cold",
+    Warm = "warm",
+    Repeat = "repeat"
+);
 
 /// What a page's resource is, as the loader discovered it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

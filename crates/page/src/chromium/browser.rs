@@ -89,7 +89,9 @@ pub fn protocol_flags(proto: Proto, quic_origin: &str) -> Vec<String> {
             format!("--origin-to-force-quic-on={quic_origin}"),
         ],
         Proto::Auto => {
-            let host = quic_origin.rsplit_once(':').map_or(quic_origin, |(host, _)| host);
+            let host = quic_origin
+                .rsplit_once(':')
+                .map_or(quic_origin, |(host, _)| host);
             vec![
                 "--enable-quic".to_string(),
                 format!("--origin-to-force-quic-on={host}:{UNSERVED_PORT}"),
@@ -99,6 +101,9 @@ pub fn protocol_flags(proto: Proto, quic_origin: &str) -> Vec<String> {
         Proto::H1 => vec!["--disable-quic".to_string(), "--disable-http2".to_string()],
     }
 }
+
+/// Where Chromium writes the port and path of its DevTools socket.
+const DEVTOOLS_PORT_FILE: &str = "DevToolsActivePort";
 
 /// The discard port: nothing serves it, so forcing QUIC there changes no
 /// connection the page makes.
@@ -140,6 +145,14 @@ impl Browser {
         dir: &Path,
         owned: Option<tempfile::TempDir>,
     ) -> Result<Browser> {
+        // A profile used before still holds its last launch's port, which
+        // the new one must not be mistaken for.
+        match std::fs::remove_file(dir.join(DEVTOOLS_PORT_FILE)) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                return Err(err).context("cannot clear the Chromium profile's DevToolsActivePort")
+            }
+            _ => {}
+        }
         let mut command = Command::new(binary);
         command.args(BASE_FLAGS).args(flags);
         // SAFETY: geteuid has no preconditions and cannot fail.
@@ -333,7 +346,7 @@ impl Browser {
 /// Chromium writes its DevTools port and path to `DevToolsActivePort` in
 /// the profile once it listens.
 fn devtools_url(process: &mut Supervised, profile: &Path) -> Result<String> {
-    let file = profile.join("DevToolsActivePort");
+    let file = profile.join(DEVTOOLS_PORT_FILE);
     let deadline = Instant::now() + STARTUP;
     while Instant::now() < deadline {
         if let Some(exit) = process.poll() {

@@ -19,10 +19,11 @@
 //! | h1 | `--disable-quic --disable-http2` (ALPN offers only `http/1.1`) |
 //! | auto | `--enable-quic --origin-to-force-quic-on=HOST:9`: h3 only where `Alt-Svc` leads, as on the web |
 //!
-//! Under auto the loads of a run share one profile: the first is a first
-//! visit (h2, and the origin's `Alt-Svc` learned), each later one a new
-//! launch that finds it remembered. Each launch is closed with
-//! `Browser.close`, so the profile is written as a user's would be.
+//! Under auto a cold load is a first visit (a new profile). A repeat run
+//! keeps one profile: an unmeasured first visit, then each load a new
+//! launch that finds the origin's `Alt-Svc` remembered. Each launch is
+//! closed with `Browser.close`, so the profile is written as a user's
+//! would be.
 //!
 //! Every response's `response.protocol` must be the requested one (`h3`,
 //! `h2`, `http/1.1`); one that is not fails the run with its URL. Only the
@@ -224,10 +225,7 @@ pub fn load_page(
     let host = parsed
         .host_str()
         .ok_or_else(|| anyhow!("{url} has no host; pass an absolute https:// URL"))?;
-    anyhow::ensure!(
-        options.proto != Proto::Auto || options.visit == Visit::Cold,
-        "auto's repeat visits are new launches of one profile; use --visit cold"
-    );
+    crate::check_visit(options.proto, options.visit)?;
     match (parsed.scheme(), options.proto) {
         ("https", _) | ("http", Proto::H1) => {}
         (scheme, proto) => {
@@ -277,13 +275,18 @@ fn run(
         )
     };
     match options.visit {
-        Visit::Cold if options.proto == Proto::Auto => {
-            // One profile for the run: load 1 is a first visit, the rest
-            // come back to a browser that remembers the origin's Alt-Svc.
+        Visit::Repeat => {
+            // One profile for the run: an unmeasured first visit, then each
+            // load a new launch that finds the origin's Alt-Svc remembered.
             let profile = tempfile::Builder::new()
                 .prefix("h3lab-chromium-")
                 .tempdir()
                 .context("cannot create a Chromium profile")?;
+            let first = |n: u32| format!("Chromium's first visit to {url} before load {n}");
+            let mut browser =
+                Browser::launch_in(binary, flags, profile.path()).with_context(|| first(1))?;
+            measure(&mut browser, url, options).with_context(|| first(1))?;
+            browser.close().with_context(|| first(1))?;
             for n in 1..=total {
                 let mut browser =
                     Browser::launch_in(binary, flags, profile.path()).with_context(|| what(n))?;

@@ -8,12 +8,11 @@ pub mod report;
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use h3lab_client::alt_svc::H3Discovery;
-use h3lab_client::{SharedDiscovery, TlsOptions};
+use h3lab_client::TlsOptions;
 use h3lab_page::loader::{load_page, LoaderOptions};
 use h3lab_results::page::PageLoad;
 use h3lab_results::{Proto, Visit};
@@ -176,49 +175,33 @@ fn visit_all(
         if interrupted.is_set() {
             break;
         }
-        let browser = SharedDiscovery::default();
         for (visit, loads) in &mut gathered {
-            let discovery = match visit {
-                VisitKind::H2Only => None,
-                VisitKind::First | VisitKind::Repeat => Some(browser.clone()),
-                VisitKind::RepeatQuicKnown => Some(quic_known(&browser)),
-            };
-            loads.push(load(url, cert, discovery));
+            loads.push(load(url, cert, *visit));
         }
     }
     gathered
 }
 
-/// A browser that knows what `browser` learned on its first visit, and
-/// that QUIC worked on this network before.
-fn quic_known(browser: &SharedDiscovery) -> SharedDiscovery {
-    let mut known: H3Discovery = lock(browser).clone();
-    known.assume_quic_works_here();
-    Arc::new(Mutex::new(known))
-}
-
-fn lock(discovery: &SharedDiscovery) -> std::sync::MutexGuard<'_, H3Discovery> {
-    discovery
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// One cold page load; `auto` when a discovery is given, h2 otherwise.
-fn load(
-    url: &str,
-    cert: &std::path::Path,
-    discovery: Option<SharedDiscovery>,
-) -> Result<PageLoad, String> {
+/// One measured page load of `visit`.
+fn load(url: &str, cert: &std::path::Path, visit: VisitKind) -> Result<PageLoad, String> {
+    let quic_known = || {
+        let mut known = H3Discovery::default();
+        known.assume_quic_works_here();
+        known
+    };
+    let (proto, visit, discovery) = match visit {
+        VisitKind::H2Only => (Proto::H2, Visit::Cold, None),
+        VisitKind::First => (Proto::Auto, Visit::Cold, None),
+        VisitKind::Repeat => (Proto::Auto, Visit::Repeat, None),
+        VisitKind::RepeatQuicKnown => (Proto::Auto, Visit::Repeat, Some(quic_known())),
+    };
     let options = LoaderOptions {
-        proto: match discovery {
-            Some(_) => Proto::Auto,
-            None => Proto::H2,
-        },
+        proto,
         tls: TlsOptions {
             insecure: false,
             ca_file: Some(cert.to_path_buf()),
         },
-        visit: Visit::Cold,
+        visit,
         loads: 1,
         connect_timeout: CONNECT_TIMEOUT,
         load_timeout: LOAD_TIMEOUT,
