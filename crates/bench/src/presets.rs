@@ -2,7 +2,8 @@
 //! `h3lab bench` runs with no arguments; the `study-*` ones reproduce the
 //! published experiments of `studies.md` and carry their figures; `node`
 //! compares Node.js servers (and the h3lab-node package) with h3lab serve;
-//! `servers` compares h3lab serve with Caddy and nginx.
+//! `servers` compares h3lab serve with Caddy and nginx; `udp-blocked` shows
+//! what turning h3 on costs users whose network blocks or throttles UDP.
 
 use crate::runner;
 use crate::suite::Suite;
@@ -17,6 +18,7 @@ const PRESETS: &[(&str, &str)] = &[
     ("study-e", include_str!("../presets/study-e.toml")),
     ("node", include_str!("../presets/node.toml")),
     ("servers", include_str!("../presets/servers.toml")),
+    ("udp-blocked", include_str!("../presets/udp-blocked.toml")),
 ];
 
 /// Names of the built-in presets.

@@ -21,7 +21,7 @@ mod ttfb;
 
 pub use connect::{ConnectTiming, Connection, Connector};
 pub use error::ClientError;
-pub use race::{AutoConnector, SharedDiscovery};
+pub use race::{AutoConnector, OriginConnector, SharedDiscovery};
 pub use request::RequestTemplate;
 pub use response::Response;
 pub use send::{PathFrames, Sender};

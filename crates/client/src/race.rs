@@ -193,3 +193,39 @@ impl AutoConnector {
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
+
+/// Opens an origin's connections: with one protocol, or by HTTP/3
+/// discovery (`auto`).
+pub enum OriginConnector {
+    /// One protocol.
+    Fixed(Connector),
+    /// `auto`.
+    Auto(AutoConnector),
+}
+
+impl OriginConnector {
+    /// A new connection; `early` asks a fixed protocol to reuse an earlier
+    /// session ([`Connector::connect_early`]).
+    pub async fn connect(&self, early: bool) -> Result<Connection, ClientError> {
+        match (self, early) {
+            (OriginConnector::Fixed(connector), true) => connector.connect_early().await,
+            (OriginConnector::Fixed(connector), false) => connector.connect().await,
+            (OriginConnector::Auto(connector), _) => connector.connect().await,
+        }
+    }
+
+    /// Lets discovery see a response's headers; nothing for a fixed protocol.
+    pub fn observe(&self, proto: Proto, headers: &HeaderMap) {
+        if let OriginConnector::Auto(connector) = self {
+            connector.observe(proto, headers);
+        }
+    }
+
+    /// Closes its QUIC connections ([`Connector::close`]).
+    pub async fn close(&self) {
+        match self {
+            OriginConnector::Fixed(connector) => connector.close().await,
+            OriginConnector::Auto(connector) => connector.close().await,
+        }
+    }
+}

@@ -382,6 +382,32 @@ fn an_h3_download_goes_on_after_its_udp_send_buffer_fills() {
     );
 }
 
+/// `load --proto auto` learns the server's Alt-Svc with its first call
+/// over h2, then its connection races QUIC against TCP. At 80 ms of RTT
+/// QUIC's one-round-trip handshake wins by a round trip when UDP passes;
+/// with UDP blocked, TCP wins and no request fails.
+#[test]
+fn auto_load_ends_on_h3_when_udp_passes_and_on_h2_when_it_is_blocked() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    for (udp, expected) in [("open", "h3"), ("blocked", "h2")] {
+        let load = LoadRun {
+            proto: "auto",
+            url_path: format!("/bytes/{SMALL_BYTES}"),
+            requests: 20,
+        };
+        let outcome = net_run(None, &["--rtt", "80ms", "--udp", udp], &[load], &[]);
+        let report = &outcome.loads[0];
+        assert_complete(report, 20, SMALL_BYTES, udp);
+        assert_eq!(
+            report["connections_by_protocol"],
+            serde_json::json!({ expected: 1 }),
+            "UDP {udp}: {report:#}"
+        );
+    }
+}
+
 /// `nobody`'s uid (and, on Debian, its group `nogroup`'s gid).
 const NOBODY: u32 = 65534;
 

@@ -86,6 +86,9 @@ impl LoadConfig {
         if self.streams == 0 {
             bail!("--max-concurrent-streams must be at least 1");
         }
+        if self.proto == Proto::Auto && self.qlog.is_some() {
+            bail!("--qlog logs one protocol's QUIC connections; use --proto h3 with it, not auto");
+        }
         if self.proto == Proto::H1 && self.streams > 1 {
             bail!("h1 carries one request at a time per connection (no pipelining); use -m 1 or more --connections");
         }

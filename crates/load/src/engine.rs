@@ -8,7 +8,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
-use h3lab_client::{client_tls_config, Connector};
+use h3lab_client::{
+    client_tls_config, AutoConnector, Connector, RequestTemplate, SharedDiscovery,
+};
+use h3lab_results::Proto;
 use h3lab_results::load::LoadReport;
 use tokio_util::sync::CancellationToken;
 
@@ -26,15 +29,18 @@ use crate::worker::{run_worker, WorkerResult};
 ///
 /// Before the run one throw-away connection checks that the target answers
 /// at all, so an untrusted certificate or a missing UDP listener fails
-/// fast with one clear message instead of a report full of errors.
+/// fast with one clear message instead of a report full of errors. Under
+/// `auto` it also sends the request once, as an app's first call would, so
+/// the run's connections know the target's `Alt-Svc` and race QUIC
+/// against TCP.
 pub fn run(config: &LoadConfig, cancel: CancellationToken) -> anyhow::Result<LoadReport> {
     config.validate()?;
     let control = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
-    let addr = control.block_on(preflight(config))?;
-    let plan = Arc::new(Plan::new(config, addr)?);
+    let (addr, discovery) = control.block_on(preflight(config))?;
+    let plan = Arc::new(Plan::new(config, addr, discovery)?);
     let threads = config.threads.min(config.connections);
     let shares = split_work(config, threads, plan.start);
     let progress = Progress::new(config);
@@ -87,15 +93,50 @@ pub fn run(config: &LoadConfig, cancel: CancellationToken) -> anyhow::Result<Loa
     Ok(report::build(shape, tally, totals))
 }
 
-async fn preflight(config: &LoadConfig) -> anyhow::Result<SocketAddr> {
+async fn preflight(
+    config: &LoadConfig,
+) -> anyhow::Result<(SocketAddr, Option<SharedDiscovery>)> {
     let addr = config.target.resolve().await?;
+    if config.proto == Proto::Auto {
+        let discovery = first_call(config, addr).await?;
+        return Ok((addr, Some(discovery)));
+    }
     // A private TLS config, so no session ticket leaks into the measured run.
-    let tls = client_tls_config(&config.tls, config.proto)?;
+    // `auto` starts over TCP, as its first connection does.
+    let proto = config.proto.first_connection();
+    let tls = client_tls_config(&config.tls, proto)?;
     let target = Arc::new(config.target.clone());
-    let connector = Connector::new(target, addr, config.proto, tls, config.connect_timeout)?;
+    let connector = Connector::new(target, addr, proto, tls, config.connect_timeout)?;
     connector.connect().await?;
     connector.close().await;
-    Ok(addr)
+    Ok((addr, None))
+}
+
+/// `auto`'s first call: one request over TCP, whose `Alt-Svc` the run's
+/// connections then know.
+async fn first_call(config: &LoadConfig, addr: SocketAddr) -> anyhow::Result<SharedDiscovery> {
+    let discovery = SharedDiscovery::default();
+    let target = Arc::new(config.target.clone());
+    let connector = AutoConnector::new(
+        target,
+        addr,
+        client_tls_config(&config.tls, Proto::H2)?,
+        client_tls_config(&config.tls, Proto::H3)?,
+        config.connect_timeout,
+        discovery.clone(),
+    )?;
+    let mut sender = connector.connect().await?.sender;
+    let template = RequestTemplate::new(
+        &config.target,
+        config.method.clone(),
+        config.headers.clone(),
+        config.body.clone(),
+    );
+    let response = sender.send(&template).await?;
+    connector.observe(sender.proto(), response.headers());
+    response.drain().await?;
+    connector.close().await;
+    Ok(discovery)
 }
 
 /// Connections, request budget and rate are split in proportion, and each

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use h3lab_client::{client_tls_config, RequestTemplate, Target};
+use h3lab_client::{client_tls_config, RequestTemplate, SharedDiscovery, Target};
 use h3lab_results::Proto;
 
 use crate::config::LoadConfig;
@@ -17,6 +17,9 @@ pub(crate) struct Plan {
     pub(crate) addr: SocketAddr,
     pub(crate) proto: Proto,
     pub(crate) tls: Arc<rustls::ClientConfig>,
+    /// Under `auto`: the TLS configuration of its QUIC side, and what the
+    /// run learns about HTTP/3, shared by every worker as one client's.
+    pub(crate) auto: Option<(Arc<rustls::ClientConfig>, SharedDiscovery)>,
     pub(crate) template: RequestTemplate,
     pub(crate) streams: usize,
     pub(crate) request_timeout: Duration,
@@ -28,7 +31,12 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    pub(crate) fn new(config: &LoadConfig, addr: SocketAddr) -> anyhow::Result<Plan> {
+    /// `discovery` is what an `auto` run learned before it started.
+    pub(crate) fn new(
+        config: &LoadConfig,
+        addr: SocketAddr,
+        discovery: Option<SharedDiscovery>,
+    ) -> anyhow::Result<Plan> {
         let start = Instant::now();
         let measure_start = start + config.warmup;
         Ok(Plan {
@@ -36,6 +44,10 @@ impl Plan {
             addr,
             proto: config.proto,
             tls: client_tls_config(&config.tls, config.proto)?,
+            auto: match discovery {
+                Some(discovery) => Some((client_tls_config(&config.tls, Proto::H3)?, discovery)),
+                None => None,
+            },
             template: RequestTemplate::new(
                 &config.target,
                 config.method.clone(),

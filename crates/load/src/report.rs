@@ -78,6 +78,11 @@ pub(crate) fn build(shape: RunShape, tally: Tally, totals: RunTotals) -> LoadRep
             .map(|(kind, message)| (kind.name().to_string(), message))
             .collect(),
         connections_opened: tally.connections_opened,
+        connections_by_protocol: tally
+            .connections_by_protocol
+            .into_iter()
+            .map(|(proto, count)| (proto.name().to_string(), count))
+            .collect(),
         reconnects: tally.reconnects,
         aborted_in_flight: tally.aborted_in_flight,
         not_attempted: tally.not_attempted,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use h3lab_results::load::ErrorCounts;
-use h3lab_results::{ErrorKind, Micros};
+use h3lab_results::{ErrorKind, Micros, Proto};
 
 /// Status codes are three digits; index them directly.
 const STATUS_SLOTS: usize = 1000;
@@ -23,6 +23,8 @@ pub(crate) struct Tally {
     pub unsent: u64,
     pub not_attempted: u64,
     pub connections_opened: u64,
+    /// Under `auto`: connections by the protocol they ended on.
+    pub connections_by_protocol: BTreeMap<Proto, u64>,
     pub reconnects: u64,
     pub aborted_in_flight: u64,
     statuses: Vec<u64>,
@@ -48,6 +50,7 @@ impl Default for Tally {
             unsent: 0,
             not_attempted: 0,
             connections_opened: 0,
+            connections_by_protocol: BTreeMap::new(),
             reconnects: 0,
             aborted_in_flight: 0,
             statuses: vec![0; STATUS_SLOTS],
@@ -97,6 +100,9 @@ impl Tally {
         self.unsent += other.unsent;
         self.not_attempted += other.not_attempted;
         self.connections_opened += other.connections_opened;
+        for (proto, count) in other.connections_by_protocol {
+            *self.connections_by_protocol.entry(proto).or_default() += count;
+        }
         self.reconnects += other.reconnects;
         self.aborted_in_flight += other.aborted_in_flight;
         for (mine, theirs) in self.statuses.iter_mut().zip(&other.statuses) {

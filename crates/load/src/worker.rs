@@ -11,8 +11,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures::stream::{FuturesUnordered, StreamExt};
-use h3lab_client::{ClientError, ConnectTiming, Connector, RequestTemplate, Sender};
-use h3lab_results::ErrorKind;
+use h3lab_client::{
+    AutoConnector, ClientError, ConnectTiming, Connector, OriginConnector, RequestTemplate, Sender,
+};
+use h3lab_results::{ErrorKind, Proto};
 use http::StatusCode;
 use tokio::time::{sleep, sleep_until, Sleep};
 use tokio_util::sync::CancellationToken;
@@ -114,17 +116,7 @@ impl Worker {
         connections: usize,
         cancel: CancellationToken,
     ) -> anyhow::Result<Instant> {
-        let mut connector = Connector::new(
-            self.plan.target.clone(),
-            self.plan.addr,
-            self.plan.proto,
-            self.plan.tls.clone(),
-            self.plan.connect_timeout,
-        )?;
-        if let Some(dir) = &self.plan.qlog {
-            connector.log_qlog(dir.clone())?;
-        }
-        let connector = Rc::new(connector);
+        let connector = Rc::new(self.connector()?);
         // FuturesUnordered polls only the woken future; join_all would poll
         // every connection on each wake-up.
         let all = (0..connections)
@@ -148,15 +140,41 @@ impl Worker {
         Ok(self.plan.deadline.map_or(now, |deadline| deadline.min(now)))
     }
 
+    /// The connector of this worker's connections.
+    fn connector(&self) -> anyhow::Result<OriginConnector> {
+        let plan = &self.plan;
+        if let Some((quic_tls, discovery)) = &plan.auto {
+            return Ok(OriginConnector::Auto(AutoConnector::new(
+                plan.target.clone(),
+                plan.addr,
+                plan.tls.clone(),
+                quic_tls.clone(),
+                plan.connect_timeout,
+                discovery.clone(),
+            )?));
+        }
+        let mut connector = Connector::new(
+            plan.target.clone(),
+            plan.addr,
+            plan.proto,
+            plan.tls.clone(),
+            plan.connect_timeout,
+        )?;
+        if let Some(dir) = &plan.qlog {
+            connector.log_qlog(dir.clone())?;
+        }
+        Ok(OriginConnector::Fixed(connector))
+    }
+
     /// One connection slot: connect, run its streams, reconnect with a
     /// small backoff when it breaks. Failed connects use up tickets so a
     /// dead server still ends a counted run.
-    async fn keep_connected(self: Rc<Self>, connector: Rc<Connector>) {
+    async fn keep_connected(self: Rc<Self>, connector: Rc<OriginConnector>) {
         let mut backoff = BACKOFF_MIN;
         let mut failures = 0;
         let mut opened = 0u64;
         while !self.schedule.borrow().is_done(Instant::now()) {
-            match connector.connect().await {
+            match connector.connect(false).await {
                 Err(err) => {
                     let Some(ticket) = self.next_ticket() else {
                         return;
@@ -172,9 +190,10 @@ impl Worker {
                 Ok(connection) => {
                     backoff = BACKOFF_MIN;
                     failures = 0;
-                    self.record_connection(&connection.timing, opened > 0);
+                    let proto = connection.sender.proto();
+                    self.record_connection(&connection.timing, opened > 0, proto);
                     opened += 1;
-                    if self.run_streams(connection.sender).await == LoopEnd::Done {
+                    if self.run_streams(connection.sender, &connector).await == LoopEnd::Done {
                         return;
                     }
                 }
@@ -182,7 +201,7 @@ impl Worker {
         }
     }
 
-    async fn run_streams(&self, first: Sender) -> LoopEnd {
+    async fn run_streams(&self, first: Sender, connector: &OriginConnector) -> LoopEnd {
         let mut senders: Vec<Sender> = (1..self.plan.streams)
             .filter_map(|_| first.try_clone())
             .collect();
@@ -190,7 +209,7 @@ impl Worker {
         let answered = Cell::new(false);
         let ends: Vec<LoopEnd> = senders
             .into_iter()
-            .map(|sender| self.request_loop(sender, &answered))
+            .map(|sender| self.request_loop(sender, connector, &answered))
             .collect::<FuturesUnordered<_>>()
             .collect()
             .await;
@@ -204,7 +223,12 @@ impl Worker {
     /// Sends requests one after another on one stream slot. `answered`
     /// tells whether this connection ever carried a response: a request
     /// refused by a connection that did is retried elsewhere, uncounted.
-    async fn request_loop(&self, mut sender: Sender, answered: &Cell<bool>) -> LoopEnd {
+    async fn request_loop(
+        &self,
+        mut sender: Sender,
+        connector: &OriginConnector,
+        answered: &Cell<bool>,
+    ) -> LoopEnd {
         let timeout = self.plan.request_timeout;
         let watchdog = sleep(timeout);
         tokio::pin!(watchdog);
@@ -223,7 +247,7 @@ impl Worker {
             self.in_flight.set(self.in_flight.get() + 1);
             let outcome = tokio::select! {
                 biased;
-                result = exchange(&mut sender, &self.plan.template) => Ok(result),
+                result = exchange(&mut sender, &self.plan.template, connector) => Ok(result),
                 () = expire(watchdog.as_mut(), sent_at + timeout) => Err(()),
             };
             self.in_flight.set(self.in_flight.get() - 1);
@@ -311,9 +335,12 @@ impl Worker {
         self.done.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn record_connection(&self, timing: &ConnectTiming, reconnect: bool) {
+    fn record_connection(&self, timing: &ConnectTiming, reconnect: bool, proto: Proto) {
         let mut tally = self.tally.borrow_mut();
         tally.connections_opened += 1;
+        if self.plan.auto.is_some() {
+            *tally.connections_by_protocol.entry(proto).or_default() += 1;
+        }
         tally.reconnects += u64::from(reconnect);
         if let Some(tcp) = timing.tcp_connect {
             tally.tcp_connect.record(tcp);
@@ -340,8 +367,10 @@ async fn expire(mut watchdog: Pin<&mut Sleep>, due: Instant) {
 async fn exchange(
     sender: &mut Sender,
     template: &RequestTemplate,
+    connector: &OriginConnector,
 ) -> Result<Exchange, ClientError> {
     let response = sender.send(template).await?;
+    connector.observe(sender.proto(), response.headers());
     let head_at = Instant::now();
     let status = response.status();
     let body_bytes = response.drain().await?;

@@ -13,8 +13,8 @@ use anyhow::{anyhow, bail, Context};
 use bytes::Bytes;
 use h3lab_client::alt_svc::H3Discovery;
 use h3lab_client::{
-    client_tls_config, AutoConnector, Connector, RequestTemplate, Sender, SharedDiscovery, Target,
-    TlsOptions,
+    client_tls_config, AutoConnector, Connector, OriginConnector, RequestTemplate, Sender,
+    SharedDiscovery, Target, TlsOptions,
 };
 use h3lab_results::page::{PageLoad, PageReport, ResourceTiming};
 use h3lab_results::{Loader, Proto, ResourceKind, Visit};
@@ -183,38 +183,6 @@ enum Connection {
     /// The origin's one h2/h3 connection, opened by whichever fetch gets
     /// to it first.
     Shared(Arc<OnceCell<Result<Sender, String>>>),
-}
-
-/// Opens an origin's connections: with the load's one protocol, or by
-/// HTTP/3 discovery (`auto`).
-enum OriginConnector {
-    Fixed(Connector),
-    Auto(AutoConnector),
-}
-
-impl OriginConnector {
-    async fn open(&self, early: bool) -> Result<Sender, String> {
-        let opened = match (self, early) {
-            (OriginConnector::Fixed(connector), true) => connector.connect_early().await,
-            (OriginConnector::Fixed(connector), false) => connector.connect().await,
-            (OriginConnector::Auto(connector), _) => connector.connect().await,
-        };
-        opened.map(|c| c.sender).map_err(|err| err.to_string())
-    }
-
-    /// Lets discovery see a response's headers.
-    fn observe(&self, proto: Proto, headers: &HeaderMap) {
-        if let OriginConnector::Auto(connector) = self {
-            connector.observe(proto, headers);
-        }
-    }
-
-    async fn close(&self) {
-        match self {
-            OriginConnector::Fixed(connector) => connector.close().await,
-            OriginConnector::Auto(connector) => connector.close().await,
-        }
-    }
 }
 
 struct PageLoader {
@@ -506,15 +474,23 @@ impl Fetch {
     async fn sender(&self, connection: Connection) -> Result<Sender, String> {
         match connection {
             Connection::H1(sender) => Ok(sender),
-            Connection::NewH1 => self.connector.open(self.early).await,
+            Connection::NewH1 => self.open().await,
             Connection::Shared(cell) => {
-                let shared = cell.get_or_init(|| self.connector.open(self.early)).await;
+                let shared = cell.get_or_init(|| self.open()).await;
                 let sender = shared.as_ref().map_err(Clone::clone)?;
                 sender
                     .try_clone()
                     .ok_or_else(|| "a multiplexed connection can be shared".to_string())
             }
         }
+    }
+
+    async fn open(&self) -> Result<Sender, String> {
+        self.connector
+            .connect(self.early)
+            .await
+            .map(|c| c.sender)
+            .map_err(|err| err.to_string())
     }
 
     /// A browser's request headers, with the RFC 9218 priority the

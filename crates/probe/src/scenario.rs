@@ -81,6 +81,10 @@ impl Scenario {
             "no protocol to run; give --proto h1,h2,h3 or a subset"
         );
         anyhow::ensure!(
+            !self.protos.contains(&Proto::Auto),
+            "probe migrate follows one protocol's connection; give --proto h1,h2,h3 or a subset"
+        );
+        anyhow::ensure!(
             (1..=MAX_RATE).contains(&self.rate_per_s),
             "--rate {} is out of range; give 1 to {MAX_RATE} requests per second",
             self.rate_per_s

@@ -34,6 +34,10 @@ pub fn sample_ttfb(
 ) -> anyhow::Result<(TtfbReport, Option<anyhow::Error>)> {
     let target = Target::parse(&options.url)?;
     target.check_proto(options.proto)?;
+    anyhow::ensure!(
+        options.proto != Proto::Auto,
+        "probe ttfb times one protocol's handshake; give --proto h1, h2 or h3"
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -68,6 +68,10 @@ pub struct LoadReport {
     pub first_errors: BTreeMap<String, String>,
     /// Connections made, warm-up ones included.
     pub connections_opened: u64,
+    /// Under `--proto auto`: those connections by the protocol each ended
+    /// on (`h2`, `h3`); absent otherwise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub connections_by_protocol: BTreeMap<String, u64>,
     /// Connections re-opened after the peer closed or broke one.
     pub reconnects: u64,
     /// Requests cut off by the end of a timed run or by Ctrl-C.
@@ -216,6 +220,9 @@ impl LoadReport {
                 .or_insert_with(|| message.clone());
         }
         self.connections_opened += other.connections_opened;
+        for (proto, count) in &other.connections_by_protocol {
+            *self.connections_by_protocol.entry(proto.clone()).or_default() += count;
+        }
         self.reconnects += other.reconnects;
         self.aborted_in_flight += other.aborted_in_flight;
         self.not_attempted += other.not_attempted;
@@ -456,6 +463,14 @@ impl fmt::Display for LoadReport {
             "  conns:     {} opened, {} reconnects, {} requests cut off in flight, {} never attempted",
             self.connections_opened, self.reconnects, self.aborted_in_flight, self.not_attempted
         )?;
+        if !self.connections_by_protocol.is_empty() {
+            let by_protocol: Vec<String> = self
+                .connections_by_protocol
+                .iter()
+                .map(|(proto, count)| format!("{proto} x{count}"))
+                .collect();
+            writeln!(f, "  auto:      connections over {}", by_protocol.join(", "))?;
+        }
         let statuses: Vec<String> = self
             .status_counts
             .iter()

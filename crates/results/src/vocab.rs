@@ -269,7 +269,8 @@ words!(
 impl TtfbMode {
     /// Whether `proto` can start a connection this way.
     pub fn applies_to(self, proto: Proto) -> bool {
-        self != TtfbMode::ZeroRtt || proto == Proto::H3
+        // A ttfb sample times one protocol's handshake: `auto` has none.
+        proto != Proto::Auto && (self != TtfbMode::ZeroRtt || proto == Proto::H3)
     }
 }
 

@@ -2,17 +2,44 @@
 //! (profiles, workloads, published figures, the sweep, the target's
 //! servers), which no single table can check while it deserializes.
 
+use h3lab_results::{Proto, Visit};
+
 use super::published::PublishedFigure;
 use super::workload::Load;
 use super::Suite;
 use crate::sweep::{Sweep, Tunable, BUILTIN_SERVER};
 
 impl Suite {
+    /// `auto` runs cold (first) and repeat page visits, not warm ones.
+    fn check_auto(&self) -> anyhow::Result<()> {
+        if !self.protocols.contains(&Proto::Auto) {
+            return Ok(());
+        }
+        let warm = self.workloads.iter().find(|w| {
+            matches!(
+                w.load,
+                Load::Page {
+                    visit: Visit::Warm,
+                    ..
+                }
+            )
+        });
+        if let Some(warm) = warm {
+            anyhow::bail!(
+                "suite `{}`: page workload `{}` runs warm visits, and auto has none (its repeat \
+                 visit opens new connections); use visit = \"repeat\" or run auto in another suite",
+                self.name,
+                warm.name
+            );
+        }
+        Ok(())
+    }
+
     /// Checks that need the whole suite: names that refer to each other.
     pub(super) fn check_cross_references(&self) -> anyhow::Result<()> {
         anyhow::ensure!(
             !self.protocols.is_empty(),
-            "suite `{}`: `protocols` is empty; list at least one of h1, h2, h3",
+            "suite `{}`: `protocols` is empty; list at least one of h1, h2, h3, auto",
             self.name
         );
         anyhow::ensure!(
@@ -47,6 +74,7 @@ impl Suite {
                 );
             }
         }
+        self.check_auto()?;
         self.check_sweep()?;
         if let Some(command) = &self.target.server_cmd {
             if let Some(page) = self
