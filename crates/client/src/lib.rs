@@ -1,7 +1,9 @@
 //! HTTP/1.1, HTTP/2 and HTTP/3 client connectors for h3lab's load engine and
 //! benchmarks: URL validation, rustls configuration (ALPN, `--insecure`,
 //! `--ca`, session tickets), timed connection set-up and a small request
-//! interface that counts response bytes without copying them.
+//! interface that counts response bytes without copying them; and the
+//! `auto` protocol, HTTP/3 discovered through `Alt-Svc` and raced against
+//! TCP as browsers do (`alt_svc`, the pure rules; `race`, their shell).
 //!
 //! Not for: scheduling load, recording statistics or following redirects;
 //! that is the job of `h3lab-load` and `h3lab-bench`.

@@ -8,11 +8,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
-use h3lab_client::{
-    client_tls_config, AutoConnector, Connector, RequestTemplate, SharedDiscovery,
-};
-use h3lab_results::Proto;
+use h3lab_client::{client_tls_config, AutoConnector, Connector, RequestTemplate, SharedDiscovery};
 use h3lab_results::load::LoadReport;
+use h3lab_results::Proto;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::LoadConfig;
@@ -93,9 +91,7 @@ pub fn run(config: &LoadConfig, cancel: CancellationToken) -> anyhow::Result<Loa
     Ok(report::build(shape, tally, totals))
 }
 
-async fn preflight(
-    config: &LoadConfig,
-) -> anyhow::Result<(SocketAddr, Option<SharedDiscovery>)> {
+async fn preflight(config: &LoadConfig) -> anyhow::Result<(SocketAddr, Option<SharedDiscovery>)> {
     let addr = config.target.resolve().await?;
     if config.proto == Proto::Auto {
         let discovery = first_call(config, addr).await?;

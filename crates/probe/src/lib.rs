@@ -6,7 +6,9 @@
 //! breaks and is replaced); and `probe hol`, which runs parallel streams on
 //! one h2 or h3 connection through a lossy path and measures, per stream,
 //! how long data that had arrived waited behind another stream
-//! (head-of-line blocking).
+//! (head-of-line blocking); and `probe fallback`, which loads a site with
+//! `Alt-Svc` discovery on paths that let UDP through, block it or throttle
+//! it, against the same site over h2 only.
 //!
 //! For ttfb: the sampling loop (`ttfb`) over `h3lab-client`'s measurement.
 //! For migrate: the scenario (`scenario`), the pure summaries (`summary`,
@@ -15,12 +17,14 @@
 //! capture (TCP, TLS records and HTTP/2 frames; QUIC packets and HTTP/3
 //! frames, opened with the client's TLS key log), the pure stall
 //! computation (`hol::timeline`), the report (`h3lab.hol/1`) and its shell.
+//! For fallback (`fallback`): the report and its pure summary
+//! (`h3lab.fallback/1`) and the shell that runs the built-in loader.
 //! The reports print themselves (`Display`) as the command shows them.
 //!
 //! Not for: load generation or throughput figures (`h3lab-load`), matrix
-//! runs (`h3lab-bench`), or drawing reports (`h3lab-report`). Migrate and
-//! hol need root: they create network namespaces, capture packets and
-//! change addresses inside them; the built-in server they start is
+//! runs (`h3lab-bench`), or drawing reports (`h3lab-report`). Migrate, hol
+//! and fallback need root: they create network namespaces (and capture
+//! packets or change addresses inside them); the built-in server they start is
 //! `h3lab-harness`'s.
 
 #![warn(missing_docs)]

@@ -121,7 +121,7 @@ pub fn ensure_root() -> anyhow::Result<()> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     anyhow::ensure!(
         unsafe { libc::geteuid() } == 0,
-        "`h3lab probe migrate` and `probe hol` need root: they create network namespaces \
+        "`h3lab probe migrate`, `probe hol` and `probe fallback` need root: they create network namespaces \
          (and capture or change addresses inside them); run with sudo"
     );
     Ok(())

@@ -221,7 +221,10 @@ impl LoadReport {
         }
         self.connections_opened += other.connections_opened;
         for (proto, count) in &other.connections_by_protocol {
-            *self.connections_by_protocol.entry(proto.clone()).or_default() += count;
+            *self
+                .connections_by_protocol
+                .entry(proto.clone())
+                .or_default() += count;
         }
         self.reconnects += other.reconnects;
         self.aborted_in_flight += other.aborted_in_flight;
@@ -469,7 +472,11 @@ impl fmt::Display for LoadReport {
                 .iter()
                 .map(|(proto, count)| format!("{proto} x{count}"))
                 .collect();
-            writeln!(f, "  auto:      connections over {}", by_protocol.join(", "))?;
+            writeln!(
+                f,
+                "  auto:      connections over {}",
+                by_protocol.join(", ")
+            )?;
         }
         let statuses: Vec<String> = self
             .status_counts
