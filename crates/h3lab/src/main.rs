@@ -31,7 +31,7 @@ struct Cli {
 enum Command {
     /// Run the dual-stack reference server (h1+h2 on TCP, h3 on UDP, one port).
     Serve(h3lab_server::cli::ServeArgs),
-    /// Load-test a URL over h1, h2 or h3.
+    /// Load-test a URL over h1, h2, h3 or auto (discovery as browsers do).
     Load(cmd::load::Args),
     /// Run commands behind an emulated network link (no netem needed).
     Net(cmd::net::Args),

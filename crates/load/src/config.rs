@@ -17,7 +17,7 @@ pub(crate) const DEFAULT_REQUESTS: u64 = 200;
 pub struct LoadConfig {
     /// The URL to load.
     pub(crate) target: Target,
-    /// The protocol: h1, h2 or h3.
+    /// The protocol: h1, h2, h3 or auto (h2 until Alt-Svc, then QUIC raced against TCP).
     pub proto: Proto,
     /// Concurrent connections.
     pub connections: usize,

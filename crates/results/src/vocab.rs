@@ -345,7 +345,7 @@ mod tests {
     #[test]
     fn an_unknown_word_lists_the_known_ones() {
         let err = "h4".parse::<Proto>().unwrap_err().to_string();
-        assert_eq!(err, "unknown protocol `h4`: use h1, h2 or h3");
+        assert_eq!(err, "unknown protocol `h4`: use h1, h2, h3 or auto");
         let err = serde_json::from_str::<TtfbMode>("\"warm\"")
             .unwrap_err()
             .to_string();

@@ -15,7 +15,9 @@ use h3lab_results::Proto;
 pub struct Args {
     /// URL to load, e.g. https://127.0.0.1:4433/bytes/1000 (http:// only with h1).
     pub url: String,
-    /// Protocol [default: h2 for https://, h1 for http://].
+    /// Protocol [default: h2 for https://, h1 for http://]. auto: a first
+    /// call over h2 learns Alt-Svc, then each connection races QUIC
+    /// against TCP, as browsers do (docs/discovery.md).
     #[arg(long, value_enum)]
     pub proto: Option<Proto>,
     /// Concurrent connections.

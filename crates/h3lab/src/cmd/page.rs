@@ -21,7 +21,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 pub struct Args {
     /// The page, e.g. https://127.0.0.1:8443/ (from `h3lab serve --site DIR`).
     url: String,
-    /// Protocol of every request.
+    /// Protocol of every request; auto: h2 until the page's Alt-Svc, then
+    /// QUIC raced against TCP, as browsers do (docs/discovery.md).
     #[arg(long, value_enum, default_value = "h3")]
     proto: Proto,
     /// builtin: h3lab's browser-like loader (no browser needed); chromium:
@@ -30,7 +31,9 @@ pub struct Args {
     browser: Loader,
     /// cold: new connections (a new browser and profile) for every load;
     /// warm: one priming load, then loads that resume the session (0-RTT
-    /// on h3 with the built-in loader) or reload in the same browser.
+    /// on h3 with the built-in loader) or reload in the same browser;
+    /// repeat: one unmeasured load, then new connections that keep what it
+    /// learned (auto's returning visit).
     #[arg(long, value_enum, default_value = "cold")]
     visit: Visit,
     /// Page loads to measure.
