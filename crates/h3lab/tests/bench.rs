@@ -230,6 +230,91 @@ loads = 2
     assert!(!left_behind, "namespaces left behind");
 }
 
+/// The protocols a page cell's kept load went over, each once, in order.
+fn page_protocols(cell: &h3lab_results::bench::CellRecord) -> Vec<String> {
+    let report: PageReport = serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
+    let mut protocols: Vec<String> = report.loads[0]
+        .resources
+        .iter()
+        .map(|row| row.protocol.clone().unwrap_or_default())
+        .collect();
+    protocols.dedup();
+    protocols
+}
+
+/// `auto` page visits as rows, with both loaders, on an 80 ms path whose
+/// UDP passes and one whose UDP is blocked. A first visit goes over h2;
+/// a repeat visit races QUIC (one round trip) against TCP and TLS (two),
+/// so it ends on h3 where UDP passes, and on h2 with no failure where it
+/// is blocked.
+#[test]
+fn auto_page_visits_end_on_h3_when_udp_passes_and_on_h2_when_it_is_blocked() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    if h3lab_testenv::chromium().is_none() {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("auto");
+    let (output, left_behind) = bench(
+        r#"
+name = "auto"
+protocols = ["auto"]
+profiles = ["far", "far-udp-blocked"]
+repetitions = 1
+seed = 7
+[[profile]]
+name = "far"
+rtt = "80ms"
+[[profile]]
+name = "far-udp-blocked"
+rtt = "80ms"
+udp = "blocked"
+[[workload]]
+kind = "page"
+name = "first"
+site = "small"
+loads = 1
+[[workload]]
+kind = "page"
+name = "repeat"
+site = "small"
+visit = "repeat"
+loads = 1
+[[workload]]
+kind = "page"
+name = "chromium-repeat"
+site = "small"
+loader = "chromium"
+visit = "repeat"
+loads = 1
+"#,
+        &out,
+    );
+    assert!(output.status.success(), "bench failed: {}", stderr(&output));
+    let results = results(&out);
+    assert_eq!(results.cells.len(), 2 * 3, "profiles × workloads");
+    for cell in &results.cells {
+        assert_eq!(cell.outcome, Outcome::Ok, "{cell:?}");
+        assert_eq!(cell.protocol, Proto::Auto);
+        assert_eq!(cell.errors, 0, "{cell:?}");
+        let expected = match (cell.profile.as_str(), cell.workload.as_str()) {
+            (_, "first") | ("far-udp-blocked", _) => ["h2"],
+            _ => ["h3"],
+        };
+        assert_eq!(
+            page_protocols(cell),
+            expected,
+            "{} on {}",
+            cell.workload,
+            cell.profile
+        );
+    }
+    assert!(!left_behind, "namespaces left behind");
+}
+
 /// A server whose process group keeps one core busy (a shell loop beside
 /// `h3lab serve`) while light first-byte probes run: the cell is marked,
 /// naming the server. Twenty probes last over a second, so the kernel's
