@@ -186,20 +186,15 @@ fn migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|| default_delay_threshold(rtt)),
     };
     scenario.validate()?;
-    ensure_root()?;
     let options = MigrateOptions {
         settings,
         profile: Some(args.profile.clone()),
         scenario,
         exe: std::env::current_exe().context("cannot find the h3lab binary to start the server")?,
     };
-    let interrupted = Interrupted::install()?;
-    println!("{options}");
-    let (report, failure) = run_migrate(&options, &interrupted, |result| println!("{result}"))?;
-    let json = (args.json.as_deref(), || {
-        serde_json::to_string_pretty(&report)
-    });
-    finish(json, None, &report, failure)
+    run_emulated(&options, args.json.as_deref(), None, |interrupted| {
+        run_migrate(&options, interrupted, |result| println!("{result}"))
+    })
 }
 
 #[derive(clap::Args)]
@@ -242,15 +237,13 @@ fn hol(args: HolArgs) -> anyhow::Result<ExitCode> {
         exe: std::env::current_exe().context("cannot find the h3lab binary to start the server")?,
     };
     options.validate()?;
-    ensure_root()?;
-    let interrupted = Interrupted::install()?;
-    println!("{options}");
-    let (report, failure) = run_hol(&options, &interrupted, |run| println!("{run}"))?;
-    let html = args.html.as_deref().map(|path| (path, hol_html(&report)));
-    let json = (args.json.as_deref(), || {
-        serde_json::to_string_pretty(&report)
-    });
-    finish(json, html, &report, failure)
+    let html = args
+        .html
+        .as_deref()
+        .map(|path| (path, hol_html as fn(&HolReport) -> String));
+    run_emulated(&options, args.json.as_deref(), html, |interrupted| {
+        run_hol(&options, interrupted, |run| println!("{run}"))
+    })
 }
 
 #[derive(clap::Args)]
@@ -295,14 +288,30 @@ fn fallback(args: FallbackArgs) -> anyhow::Result<ExitCode> {
         exe: std::env::current_exe().context("cannot find the h3lab binary to start the server")?,
     };
     options.validate()?;
+    run_emulated(&options, args.json.as_deref(), None, |interrupted| {
+        run_fallback(&options, interrupted, |policy| print!("{policy}"))
+    })
+}
+
+/// Where `--html` goes, and what draws the report there.
+type Drawing<'a, R> = (&'a Path, fn(&R) -> String);
+
+/// What the probes on emulated paths share once their options are valid:
+/// root, Ctrl-C, the header line, the run, then `--json` (and `--html`,
+/// drawn by `draw`) and the summary.
+fn run_emulated<R: serde::Serialize + std::fmt::Display>(
+    header: &dyn std::fmt::Display,
+    json: Option<&Path>,
+    html: Option<Drawing<'_, R>>,
+    run: impl FnOnce(&Interrupted) -> anyhow::Result<(R, Option<anyhow::Error>)>,
+) -> anyhow::Result<ExitCode> {
     ensure_root()?;
     let interrupted = Interrupted::install()?;
-    println!("{options}");
-    let (report, failure) = run_fallback(&options, &interrupted, |policy| print!("{policy}"))?;
-    let json = (args.json.as_deref(), || {
-        serde_json::to_string_pretty(&report)
-    });
-    finish(json, None, &report, failure)
+    println!("{header}");
+    let (report, failure) = run(&interrupted)?;
+    let html = html.map(|(path, draw)| (path, draw(&report)));
+    let json = (json, || serde_json::to_string_pretty(&report));
+    finish(json, html, &report, failure)
 }
 
 fn write_file(path: &Path, text: &str, flag: &str) -> anyhow::Result<()> {
