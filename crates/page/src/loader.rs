@@ -57,7 +57,7 @@ pub struct LoaderOptions {
     /// starts every load from this; a repeat visit first makes one
     /// unmeasured visit, and every load after it shares what the browser
     /// has learned, as a returning user's browser does.
-    pub discovery: Option<H3Discovery>,
+    pub h3_discovery: Option<H3Discovery>,
 }
 
 /// Loads the page at `url` `options.loads` times; `on_load` sees each load
@@ -71,11 +71,11 @@ pub fn load_page(
         .with_context(|| format!("`{url}` is not a URL; pass an absolute https:// URL"))?;
     Target::parse(url)?.check_proto(options.proto)?;
     anyhow::ensure!(
-        options.discovery.is_none() || options.proto == Proto::Auto,
+        options.h3_discovery.is_none() || options.proto == Proto::Auto,
         "a discovery to start from is for the auto protocol only"
     );
     crate::check_visit(options.proto, options.visit)?;
-    let known = options.discovery.clone().unwrap_or_default();
+    let known = options.h3_discovery.clone().unwrap_or_default();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -85,9 +85,9 @@ pub fn load_page(
         let returning = match options.visit {
             Visit::Repeat => {
                 let shared = Arc::new(std::sync::Mutex::new(known.clone()));
-                let discovery = (options.proto == Proto::Auto).then_some(&shared);
+                let h3_discovery = (options.proto == Proto::Auto).then_some(&shared);
                 let tls = client_tls_config(&options.tls, options.proto)?;
-                load_once(&page, options, &tls, false, discovery)
+                load_once(&page, options, &tls, false, h3_discovery)
                     .await
                     .context("the first visit of a repeat run")?;
                 Some(shared)
@@ -109,12 +109,12 @@ pub fn load_page(
                 Some(tls) => (tls.clone(), true),
                 None => (client_tls_config(&options.tls, options.proto)?, false),
             };
-            let discovery = match (&returning, options.proto) {
+            let h3_discovery = match (&returning, options.proto) {
                 (_, proto) if proto != Proto::Auto => None,
                 (Some(shared), _) => Some(shared.clone()),
                 (None, _) => Some(Arc::new(std::sync::Mutex::new(known.clone()))),
             };
-            let load = load_once(&page, options, &tls, early, discovery.as_ref())
+            let load = load_once(&page, options, &tls, early, h3_discovery.as_ref())
                 .await
                 .with_context(|| format!("load {n} of {}", options.loads))?;
             let flow = on_load(&load);
@@ -133,10 +133,10 @@ async fn load_once(
     options: &LoaderOptions,
     tls: &Arc<rustls::ClientConfig>,
     early: bool,
-    discovery: Option<&SharedDiscovery>,
+    h3_discovery: Option<&SharedDiscovery>,
 ) -> anyhow::Result<PageLoad> {
     let started_at = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
-    let mut load = PageLoader::new(options, tls.clone(), early, discovery)?;
+    let mut load = PageLoader::new(options, tls.clone(), early, h3_discovery)?;
     let outcome = tokio::time::timeout(options.load_timeout, load.run(page)).await;
     load.close().await;
     let (rows, skipped) = match outcome {
@@ -188,8 +188,9 @@ enum Connection {
 struct PageLoader {
     proto: Proto,
     tls: Arc<rustls::ClientConfig>,
-    /// For `auto`: the discovery, and the TLS configuration offering h3.
-    discovery: Option<(SharedDiscovery, Arc<rustls::ClientConfig>)>,
+    /// For `auto`: what the browser knows of HTTP/3, and the TLS
+    /// configuration offering h3.
+    auto: Option<(SharedDiscovery, Arc<rustls::ClientConfig>)>,
     early: bool,
     connect_timeout: Duration,
     schedule: Schedule,
@@ -210,16 +211,16 @@ impl PageLoader {
         options: &LoaderOptions,
         tls: Arc<rustls::ClientConfig>,
         early: bool,
-        discovery: Option<&SharedDiscovery>,
+        h3_discovery: Option<&SharedDiscovery>,
     ) -> anyhow::Result<PageLoader> {
-        let discovery = match discovery {
+        let auto = match h3_discovery {
             Some(shared) => Some((shared.clone(), client_tls_config(&options.tls, Proto::H3)?)),
             None => None,
         };
         Ok(PageLoader {
             proto: options.proto,
             tls,
-            discovery,
+            auto,
             early,
             connect_timeout: options.connect_timeout,
             schedule: Schedule::new(options.proto),
@@ -365,7 +366,7 @@ impl PageLoader {
         }
         let target = Arc::new(Target::parse(url.as_str())?);
         let addr = target.resolve().await.map_err(|err| anyhow!("{err}"))?;
-        let connector = match &self.discovery {
+        let connector = match &self.auto {
             None => OriginConnector::Fixed(Connector::new(
                 target,
                 addr,

@@ -61,7 +61,7 @@ impl Served {
             loads,
             connect_timeout: Duration::from_secs(10),
             load_timeout: Duration::from_secs(120),
-            discovery: None,
+            h3_discovery: None,
         }
     }
 
@@ -197,7 +197,7 @@ fn load_auto(
     known: Option<H3Discovery>,
 ) -> Vec<PageLoad> {
     let options = LoaderOptions {
-        discovery: known,
+        h3_discovery: known,
         ..served.options(Proto::Auto, visit, loads)
     };
     load_page(&served.url("/"), &options, &mut |_| {
@@ -365,7 +365,7 @@ fn an_unreachable_server_is_a_clear_error() {
         loads: 1,
         connect_timeout: Duration::from_secs(2),
         load_timeout: Duration::from_secs(10),
-        discovery: None,
+        h3_discovery: None,
     };
     let err = load_page(&format!("https://127.0.0.1:{port}/"), &options, &mut |_| {
         ControlFlow::Continue(())

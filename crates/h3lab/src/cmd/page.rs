@@ -165,7 +165,7 @@ fn loader_options(args: &Args) -> LoaderOptions {
         loads: args.loads,
         connect_timeout: args.connect_timeout,
         load_timeout: args.timeout,
-        discovery: None,
+        h3_discovery: None,
     }
 }
 

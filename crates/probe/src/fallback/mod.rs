@@ -189,7 +189,7 @@ fn load(url: &str, cert: &std::path::Path, visit: VisitKind) -> Result<PageLoad,
         known.assume_quic_works_here();
         known
     };
-    let (proto, visit, discovery) = match visit {
+    let (proto, visit, h3_discovery) = match visit {
         VisitKind::H2Only => (Proto::H2, Visit::Cold, None),
         VisitKind::First => (Proto::Auto, Visit::Cold, None),
         VisitKind::Repeat => (Proto::Auto, Visit::Repeat, None),
@@ -205,7 +205,7 @@ fn load(url: &str, cert: &std::path::Path, visit: VisitKind) -> Result<PageLoad,
         loads: 1,
         connect_timeout: CONNECT_TIMEOUT,
         load_timeout: LOAD_TIMEOUT,
-        discovery,
+        h3_discovery,
     };
     let report = load_page(url, &options, &mut |_| std::ops::ControlFlow::Continue(()))
         .map_err(|err| format!("{err:#}"))?;
