@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use http::header::ALT_SVC;
-use http::HeaderMap;
+use http::{HeaderMap, HeaderValue};
 use tokio::task::JoinHandle;
 
 use crate::alt_svc::{Alternative, ConnectPlan, H3Discovery};
@@ -36,7 +36,14 @@ pub struct AutoConnector {
     /// QUIC attempts that lost the race and go on, as Chromium lets them:
     /// their outcome still marks the alternative working or broken.
     pending: Mutex<Vec<QuicAttempt>>,
+    /// The `Alt-Svc` value last taken in, and when: the same value again
+    /// within [`REOBSERVE_AFTER`] changes nothing, so a busy load does not
+    /// parse it and take the shared lock for every response.
+    last_seen: Mutex<Option<(HeaderValue, Instant)>>,
 }
+
+/// How long an `Alt-Svc` value already taken in is not taken in again.
+const REOBSERVE_AFTER: Duration = Duration::from_secs(1);
 
 impl AutoConnector {
     /// `tcp_tls` offers h2 and `quic_tls` h3; both trust the server alike.
@@ -59,15 +66,28 @@ impl AutoConnector {
             quic: Mutex::new(None),
             discovery,
             pending: Mutex::new(Vec::new()),
+            last_seen: Mutex::new(None),
         })
     }
 
     /// Takes in a response's `Alt-Svc`, if it has one. Responses over
     /// HTTP/3 are left out: RFC 9114 3.1.1 lets a client ignore them.
     pub fn observe(&self, proto: Proto, headers: &HeaderMap) {
-        let value = headers.get(ALT_SVC).and_then(|v| v.to_str().ok());
-        if let (Some(value), false) = (value, proto == Proto::H3) {
-            lock(&self.discovery).observe(&self.origin, value, Instant::now());
+        let Some(value) = headers.get(ALT_SVC).filter(|_| proto != Proto::H3) else {
+            return;
+        };
+        let now = Instant::now();
+        {
+            let mut last_seen = lock(&self.last_seen);
+            if let Some((seen, at)) = last_seen.as_ref() {
+                if seen == value && now.duration_since(*at) < REOBSERVE_AFTER {
+                    return;
+                }
+            }
+            *last_seen = Some((value.clone(), now));
+        }
+        if let Ok(text) = value.to_str() {
+            lock(&self.discovery).observe(&self.origin, text, now);
         }
     }
 
