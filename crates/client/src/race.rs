@@ -220,7 +220,7 @@ pub enum OriginConnector {
     /// One protocol.
     Fixed(Connector),
     /// `auto`.
-    Auto(AutoConnector),
+    Auto(Box<AutoConnector>),
 }
 
 impl OriginConnector {

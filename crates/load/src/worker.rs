@@ -144,14 +144,14 @@ impl Worker {
     fn connector(&self) -> anyhow::Result<OriginConnector> {
         let plan = &self.plan;
         if let Some((quic_tls, discovery)) = &plan.auto {
-            return Ok(OriginConnector::Auto(AutoConnector::new(
+            return Ok(OriginConnector::Auto(Box::new(AutoConnector::new(
                 plan.target.clone(),
                 plan.addr,
                 plan.tls.clone(),
                 quic_tls.clone(),
                 plan.connect_timeout,
                 discovery.clone(),
-            )?));
+            )?)));
         }
         let mut connector = Connector::new(
             plan.target.clone(),

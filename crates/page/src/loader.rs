@@ -374,14 +374,14 @@ impl PageLoader {
                 self.tls.clone(),
                 self.connect_timeout,
             )?),
-            Some((shared, quic_tls)) => OriginConnector::Auto(AutoConnector::new(
+            Some((shared, quic_tls)) => OriginConnector::Auto(Box::new(AutoConnector::new(
                 target,
                 addr,
                 self.tls.clone(),
                 quic_tls.clone(),
                 self.connect_timeout,
                 shared.clone(),
-            )?),
+            )?)),
         };
         let connector = Arc::new(connector);
         self.connectors.insert(origin, connector.clone());
