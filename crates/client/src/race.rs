@@ -218,7 +218,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// discovery (`auto`).
 pub enum OriginConnector {
     /// One protocol.
-    Fixed(Connector),
+    Fixed(Box<Connector>),
     /// `auto`.
     Auto(Box<AutoConnector>),
 }

@@ -163,7 +163,7 @@ impl Worker {
         if let Some(dir) = &plan.qlog {
             connector.log_qlog(dir.clone())?;
         }
-        Ok(OriginConnector::Fixed(connector))
+        Ok(OriginConnector::Fixed(Box::new(connector)))
     }
 
     /// One connection slot: connect, run its streams, reconnect with a

@@ -367,13 +367,13 @@ impl PageLoader {
         let target = Arc::new(Target::parse(url.as_str())?);
         let addr = target.resolve().await.map_err(|err| anyhow!("{err}"))?;
         let connector = match &self.auto {
-            None => OriginConnector::Fixed(Connector::new(
+            None => OriginConnector::Fixed(Box::new(Connector::new(
                 target,
                 addr,
                 self.proto,
                 self.tls.clone(),
                 self.connect_timeout,
-            )?),
+            )?)),
             Some((shared, quic_tls)) => OriginConnector::Auto(Box::new(AutoConnector::new(
                 target,
                 addr,
