@@ -51,11 +51,68 @@ impl Discovery {
     }
 }
 
-/// What the HTML handlers share: the discoveries not yet handed out, and
-/// whether the parser is still in `<head>`.
+/// What a page's CSS says about web fonts. A browser fetches a face only
+/// when some text is styled with its family, and then only the first of
+/// its `src` it can use; so faces wait here until a rule uses their
+/// family (see [`FontGate`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FontFacts {
+    /// Each `@font-face`: its family (lower case) and the one source a
+    /// browser would fetch.
+    pub faces: Vec<(String, Discovery)>,
+    /// Families named by `font-family` or `font` outside `@font-face`
+    /// (lower case).
+    pub used: Vec<String>,
+}
+
+/// What scanning some text found: resources to fetch, and font facts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Findings {
+    /// Resources to fetch.
+    pub discoveries: Vec<Discovery>,
+    /// Font faces and the families used.
+    pub fonts: FontFacts,
+}
+
+impl Findings {
+    /// True when there is nothing to report.
+    pub fn is_empty(&self) -> bool {
+        self.discoveries.is_empty() && self.fonts.faces.is_empty() && self.fonts.used.is_empty()
+    }
+
+    fn extend(&mut self, other: Findings) {
+        self.discoveries.extend(other.discoveries);
+        self.fonts.faces.extend(other.fonts.faces);
+        self.fonts.used.extend(other.fonts.used);
+    }
+}
+
+/// Font faces held back until their family is used, across every
+/// stylesheet of a page. Pure.
+#[derive(Debug, Default)]
+pub struct FontGate {
+    waiting: Vec<(String, Discovery)>,
+    used: std::collections::HashSet<String>,
+}
+
+impl FontGate {
+    /// Takes in new facts; returns the faces now both declared and used.
+    pub fn take_in(&mut self, facts: FontFacts) -> Vec<Discovery> {
+        self.used.extend(facts.used);
+        self.waiting.extend(facts.faces);
+        let (ready, waiting) = std::mem::take(&mut self.waiting)
+            .into_iter()
+            .partition(|(family, _)| self.used.contains(family));
+        self.waiting = waiting;
+        ready.into_iter().map(|(_, face)| face).collect()
+    }
+}
+
+/// What the HTML handlers share: what was found and not yet handed out,
+/// and whether the parser is still in `<head>`.
 #[derive(Default)]
 struct Found {
-    discoveries: Vec<Discovery>,
+    findings: Findings,
     in_body: bool,
     style_text: String,
 }
@@ -84,24 +141,24 @@ impl HtmlScanner {
 
     /// Feeds the next chunk and returns what it revealed. Malformed HTML
     /// is scanned as a browser would; nothing here fails.
-    pub fn feed(&mut self, chunk: &[u8]) -> Vec<Discovery> {
+    pub fn feed(&mut self, chunk: &[u8]) -> Findings {
         // lol_html errors only when its memory limit is hit; what was
         // found until then stands.
         let _ = self.rewriter.write(chunk);
         self.take()
     }
 
-    /// Ends the document and returns the last discoveries.
-    pub fn finish(self) -> Vec<Discovery> {
+    /// Ends the document and returns the last findings.
+    pub fn finish(self) -> Findings {
         let found = self.found.clone();
         let _ = self.rewriter.end();
         let mut found = found.lock().expect("the scanner is single-threaded");
-        std::mem::take(&mut found.discoveries)
+        std::mem::take(&mut found.findings)
     }
 
-    fn take(&self) -> Vec<Discovery> {
+    fn take(&self) -> Findings {
         let mut found = self.found.lock().expect("the scanner is single-threaded");
-        std::mem::take(&mut found.discoveries)
+        std::mem::take(&mut found.findings)
     }
 }
 
@@ -135,8 +192,15 @@ fn handlers(base: &Url, found: &Arc<Mutex<Found>>) -> Handlers {
                 .to_ascii_lowercase();
             let media = el.get_attribute("media").unwrap_or_default();
             let preload_as = el.get_attribute("as");
+            // A disabled stylesheet is not fetched (HTML's "link type
+            // stylesheet"; rustdoc's theme switcher relies on it).
+            if el.has_attribute("disabled")
+                && rel.split_ascii_whitespace().any(|r| r == "stylesheet")
+            {
+                return Ok(());
+            }
             if let Some(d) = link(&link_base, &href, &rel, &preload_as, &media, in_head) {
-                found.discoveries.push(d);
+                found.findings.discoveries.push(d);
             }
             Ok(())
         }),
@@ -149,21 +213,21 @@ fn handlers(base: &Url, found: &Arc<Mutex<Found>>) -> Handlers {
             if let Some(mut d) = Discovery::new(&script_base, &src, ResourceKind::Script) {
                 d.module = module;
                 d.render_blocking = in_head && !module && !deferred;
-                found.discoveries.push(d);
+                found.findings.discoveries.push(d);
             }
             Ok(())
         }),
         element!("img[src]", move |el| {
             let src = el.get_attribute("src").unwrap_or_default();
             if let Some(d) = Discovery::new(&img_base, &src, ResourceKind::Image) {
-                imgs.lock().unwrap().discoveries.push(d);
+                imgs.lock().unwrap().findings.discoveries.push(d);
             }
             Ok(())
         }),
         element!("[style]", move |el| {
             let style = el.get_attribute("style").unwrap_or_default();
             let found = css_references(&style, &attr_base);
-            attrs.lock().unwrap().discoveries.extend(found);
+            attrs.lock().unwrap().findings.extend(found);
             Ok(())
         }),
         element!("style", move |_| {
@@ -176,7 +240,7 @@ fn handlers(base: &Url, found: &Arc<Mutex<Found>>) -> Handlers {
             if chunk.last_in_text_node() {
                 let css = std::mem::take(&mut found.style_text);
                 let references = css_references(&css, &style_base);
-                found.discoveries.extend(references);
+                found.findings.extend(references);
             }
             Ok(())
         }),
@@ -226,75 +290,193 @@ fn applies_to_screen(media: &str) -> bool {
         || !media.contains("print")
 }
 
-/// Every resource a stylesheet refers to: `@import`s as stylesheets,
-/// `url()`s inside `@font-face` as fonts, other `url()`s as images.
-pub fn css_references(css: &str, base: &Url) -> Vec<Discovery> {
+/// Every resource a stylesheet (or a `style` attribute) refers to:
+/// `@import`s as stylesheets and other `url()`s as images; and its font
+/// facts: each `@font-face` with the first source a browser can use, and
+/// the families its rules use.
+pub fn css_references(css: &str, base: &Url) -> Findings {
     let mut parser = Parser::new(css);
-    let mut out = Vec::new();
-    scan_css(&mut parser, base, ResourceKind::Image, &mut out);
-    out
+    let mut findings = Findings::default();
+    scan_css(&mut parser, base, &mut findings);
+    findings
 }
 
-fn scan_css(parser: &mut Parser<'_>, base: &Url, kind: ResourceKind, out: &mut Vec<Discovery>) {
+fn scan_css(parser: &mut Parser<'_>, base: &Url, out: &mut Findings) {
     let mut importing = false;
     let mut font_face_next = false;
+    let mut families = FamilyList::default();
     while let Ok(token) = parser.next() {
         let token = token.clone();
+        families.see(&token);
         match token {
             Token::AtKeyword(ref name) => {
                 importing = name.eq_ignore_ascii_case("import");
                 font_face_next = name.eq_ignore_ascii_case("font-face");
             }
             Token::QuotedString(ref s) if importing => {
-                out.extend(Discovery::new(base, s, ResourceKind::Stylesheet));
+                out.discoveries
+                    .extend(Discovery::new(base, s, ResourceKind::Stylesheet));
                 importing = false;
             }
             Token::UnquotedUrl(ref s) => {
-                let kind = if importing {
-                    ResourceKind::Stylesheet
-                } else {
-                    kind
-                };
-                out.extend(Discovery::new(base, s, kind));
+                out.discoveries
+                    .extend(Discovery::new(base, s, kind_of(importing)));
                 importing = false;
             }
             Token::Function(ref name) if name.eq_ignore_ascii_case("url") => {
-                let reference = parser
-                    .parse_nested_block(|p| {
-                        Ok::<_, cssparser::ParseError<()>>(p.expect_string()?.to_string())
-                    })
-                    .ok();
-                let kind = if importing {
-                    ResourceKind::Stylesheet
-                } else {
-                    kind
-                };
-                if let Some(reference) = reference {
-                    out.extend(Discovery::new(base, &reference, kind));
+                if let Some(reference) = url_argument(parser) {
+                    out.discoveries
+                        .extend(Discovery::new(base, &reference, kind_of(importing)));
                 }
                 importing = false;
             }
-            Token::CurlyBracketBlock => {
-                let inner = if font_face_next {
-                    ResourceKind::Font
-                } else {
-                    kind
-                };
+            Token::CurlyBracketBlock if font_face_next => {
                 font_face_next = false;
-                let _ = parser.parse_nested_block(|p| {
-                    scan_css(p, base, inner, out);
-                    Ok::<_, cssparser::ParseError<()>>(())
-                });
+                let face = parser
+                    .parse_nested_block(|p| Ok::<_, cssparser::ParseError<()>>(font_face(p, base)));
+                if let Ok(Some(face)) = face {
+                    out.fonts.faces.push(face);
+                }
             }
-            Token::Function(_) | Token::ParenthesisBlock | Token::SquareBracketBlock => {
+            Token::CurlyBracketBlock
+            | Token::Function(_)
+            | Token::ParenthesisBlock
+            | Token::SquareBracketBlock => {
                 let _ = parser.parse_nested_block(|p| {
-                    scan_css(p, base, kind, out);
+                    scan_css(p, base, out);
                     Ok::<_, cssparser::ParseError<()>>(())
                 });
             }
             Token::Semicolon => importing = false,
             _ => {}
         }
+    }
+    out.fonts.used.extend(families.finish());
+}
+
+fn kind_of(importing: bool) -> ResourceKind {
+    match importing {
+        true => ResourceKind::Stylesheet,
+        false => ResourceKind::Image,
+    }
+}
+
+/// The string inside `url(...)`, the parser being just past `url(`.
+fn url_argument(parser: &mut Parser<'_>) -> Option<String> {
+    parser
+        .parse_nested_block(|p| Ok::<_, cssparser::ParseError<()>>(p.expect_string()?.to_string()))
+        .ok()
+}
+
+/// Font formats Chromium and Firefox load; `embedded-opentype` and `svg`
+/// they skip.
+const LOADABLE_FONT_FORMATS: &[&str] = &["woff2", "woff", "truetype", "opentype", "collection"];
+
+/// An `@font-face` block: its family (lower case) and the first `url()`
+/// source of a loadable format (or of none stated). `local()` sources are
+/// skipped: no font is assumed installed.
+fn font_face(parser: &mut Parser<'_>, base: &Url) -> Option<(String, Discovery)> {
+    let mut property = String::new();
+    let mut family = None;
+    let mut sources: Vec<(String, Option<String>)> = Vec::new();
+    let mut last_ident = String::new();
+    while let Ok(token) = parser.next() {
+        let token = token.clone();
+        match token {
+            Token::Ident(ref name) => {
+                if property == "font-family" && family.is_none() {
+                    family = Some(name.to_ascii_lowercase());
+                }
+                last_ident = name.to_ascii_lowercase();
+            }
+            Token::QuotedString(ref name) if property == "font-family" => {
+                family = Some(name.to_ascii_lowercase());
+            }
+            Token::Colon => property = std::mem::take(&mut last_ident),
+            Token::Semicolon => property.clear(),
+            Token::UnquotedUrl(ref url) if property == "src" => {
+                sources.push((url.to_string(), None));
+            }
+            Token::Function(ref name) if property == "src" => {
+                let name = name.to_ascii_lowercase();
+                let argument = match name.as_str() {
+                    "url" => url_argument(parser),
+                    _ => parser
+                        .parse_nested_block(|p| {
+                            Ok::<_, cssparser::ParseError<()>>(
+                                p.expect_ident_or_string()?.to_ascii_lowercase(),
+                            )
+                        })
+                        .ok(),
+                };
+                match (name.as_str(), argument, sources.last_mut()) {
+                    ("url", Some(url), _) => sources.push((url, None)),
+                    ("format", Some(format), Some(last)) => last.1 = Some(format),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    let (url, _) = sources.into_iter().find(|(_, format)| {
+        format
+            .as_deref()
+            .is_none_or(|format| LOADABLE_FONT_FORMATS.contains(&format))
+    })?;
+    Some((family?, Discovery::new(base, &url, ResourceKind::Font)?))
+}
+
+/// The families named by `font-family` and `font` declarations, read from
+/// a stream of tokens: each run of identifiers (`Open Sans`) and each
+/// string is a candidate. In `font` the run before the size (`italic
+/// bold`) is a candidate too; it matches no face, so it does no harm.
+#[derive(Default)]
+struct FamilyList {
+    property: Option<String>,
+    last_ident: Option<String>,
+    run: Vec<String>,
+    found: Vec<String>,
+}
+
+impl FamilyList {
+    fn see(&mut self, token: &Token<'_>) {
+        let in_font = self
+            .property
+            .as_deref()
+            .is_some_and(|p| p == "font" || p == "font-family");
+        match token {
+            Token::Ident(name) => {
+                if in_font {
+                    self.run.push(name.to_ascii_lowercase());
+                }
+                self.last_ident = Some(name.to_ascii_lowercase());
+            }
+            Token::QuotedString(name) if in_font => {
+                self.end_run();
+                self.found.push(name.to_ascii_lowercase());
+            }
+            Token::Colon => {
+                self.run.clear();
+                self.property = self.last_ident.take();
+            }
+            Token::Semicolon | Token::CurlyBracketBlock => {
+                self.end_run();
+                self.property = None;
+            }
+            _ => self.end_run(),
+        }
+    }
+
+    fn end_run(&mut self) {
+        if !self.run.is_empty() {
+            self.found.push(self.run.join(" "));
+            self.run.clear();
+        }
+    }
+
+    fn finish(mut self) -> Vec<String> {
+        self.end_run();
+        self.found
     }
 }
 
@@ -421,6 +603,7 @@ mod tests {
         let html = r#"<!doctype html><html><head>
             <link rel="stylesheet" href="/css/a.css">
             <link rel=stylesheet media=print href=print.css>
+            <link rel=stylesheet href=/css/theme.css disabled>
             <link rel=icon href=/favicon.ico>
             <link rel=preload as=font href="/f.woff2">
             <script src="/js/blocking.js"></script>
@@ -432,9 +615,9 @@ mod tests {
         let mut scanner = HtmlScanner::new(&base());
         let mut found = Vec::new();
         for chunk in html.as_bytes().chunks(7) {
-            found.extend(scanner.feed(chunk));
+            found.extend(scanner.feed(chunk).discoveries);
         }
-        found.extend(scanner.finish());
+        found.extend(scanner.finish().discoveries);
         assert_eq!(
             urls(&found),
             [
@@ -464,7 +647,7 @@ mod tests {
     fn html_discoveries_arrive_while_the_document_streams() {
         let mut scanner = HtmlScanner::new(&base());
         let first = scanner.feed(b"<html><head><link rel=stylesheet href=/a.css><title>");
-        assert_eq!(urls(&first), ["https://site.test/a.css"]);
+        assert_eq!(urls(&first.discoveries), ["https://site.test/a.css"]);
     }
 
     #[test]
@@ -475,18 +658,107 @@ mod tests {
             @media (min-width: 10px) { .b { background: url(/img/b.png) } }
             .c::after { content: "url(/not-a-url.png)" }"#;
         let found = css_references(css, &Url::parse("https://site.test/css/main.css").unwrap());
-        let kinds: Vec<(&str, ResourceKind)> =
-            found.iter().map(|d| (d.url.path(), d.kind)).collect();
+        let kinds: Vec<(&str, ResourceKind)> = found
+            .discoveries
+            .iter()
+            .map(|d| (d.url.path(), d.kind))
+            .collect();
         assert_eq!(
             kinds,
             [
                 ("/css/base.css", ResourceKind::Stylesheet),
                 ("/theme.css", ResourceKind::Stylesheet),
-                ("/fonts/x.woff2", ResourceKind::Font),
-                ("/fonts/x.woff", ResourceKind::Font),
                 ("/img/hero.png", ResourceKind::Image),
                 ("/img/b.png", ResourceKind::Image),
             ]
+        );
+        let faces: Vec<(&str, &str)> = found
+            .fonts
+            .faces
+            .iter()
+            .map(|(family, face)| (family.as_str(), face.url.path()))
+            .collect();
+        assert_eq!(
+            faces,
+            [("x", "/fonts/x.woff2")],
+            "the first usable source only"
+        );
+    }
+
+    fn font_facts(css: &str) -> FontFacts {
+        css_references(css, &base()).fonts
+    }
+
+    #[test]
+    fn a_font_face_offers_the_first_source_a_browser_can_load() {
+        let facts = font_facts(
+            r#"@font-face { font-family: "Open Sans"; font-weight: 400;
+                 src: local("Open Sans"), url(/o.eot) format("embedded-opentype"),
+                      url(/o.svg#o) format("svg"), url(/o.woff) format("woff"), url(/o.ttf); }
+               @font-face { font-family: Mono; src: url(/m.bin) format("x-unknown") }"#,
+        );
+        let faces: Vec<(&str, &str)> = facts
+            .faces
+            .iter()
+            .map(|(family, face)| (family.as_str(), face.url.path()))
+            .collect();
+        assert_eq!(
+            faces,
+            [("open sans", "/o.woff")],
+            "no loadable source: no fetch"
+        );
+        assert!(facts
+            .faces
+            .iter()
+            .all(|(_, f)| f.kind == ResourceKind::Font));
+    }
+
+    #[test]
+    fn families_are_read_from_font_family_and_font_but_not_from_font_faces() {
+        let facts = font_facts(
+            r#"@font-face { font-family: Unused; src: url(/u.woff2) }
+               body { font: italic bold 12px/30px "Open Sans", Georgia, serif; color: red }
+               h1 { font-family: Fira Sans , Arial; }
+               .x { font-weight: bold }"#,
+        );
+        assert_eq!(
+            facts.used,
+            [
+                "italic bold",
+                "open sans",
+                "georgia",
+                "serif",
+                "fira sans",
+                "arial"
+            ]
+        );
+        let attribute = css_references("font-family: Mono; color: blue", &base()).fonts;
+        assert_eq!(attribute.used, ["mono"]);
+    }
+
+    #[test]
+    fn the_gate_lets_a_face_through_once_its_family_is_used_in_any_stylesheet() {
+        let face = |family: &str| {
+            (
+                family.to_string(),
+                Discovery::new(&base(), &format!("/{family}.woff2"), ResourceKind::Font).unwrap(),
+            )
+        };
+        let mut gate = FontGate::default();
+        let declared = FontFacts {
+            faces: vec![face("a"), face("b")],
+            used: vec!["b".into()],
+        };
+        assert_eq!(urls(&gate.take_in(declared)), ["https://site.test/b.woff2"]);
+        assert!(gate.take_in(FontFacts::default()).is_empty());
+        let later = FontFacts {
+            faces: vec![],
+            used: vec!["a".into(), "b".into()],
+        };
+        assert_eq!(
+            urls(&gate.take_in(later)),
+            ["https://site.test/a.woff2"],
+            "each face once"
         );
     }
 

@@ -23,7 +23,7 @@ use http::Method;
 use tokio::sync::{mpsc, OnceCell};
 use url::Url;
 
-use crate::discover::{css_references, module_imports, Discovery, HtmlScanner};
+use crate::discover::{css_references, module_imports, Discovery, Findings, FontGate, HtmlScanner};
 use crate::schedule::{urgency, Dispatch, Schedule};
 
 /// A page with more resources than this is refused rather than loaded
@@ -161,7 +161,7 @@ async fn load_once(
 /// What a fetch reports back to the load's loop.
 enum Event {
     /// Resources the body revealed.
-    Found(Vec<Discovery>),
+    Found(Findings),
     /// The resource is complete; an h1 connection comes back for reuse.
     Done {
         resource: usize,
@@ -203,6 +203,8 @@ struct PageLoader {
     host: Option<String>,
     /// URLs on other hosts, each once.
     skipped: Vec<String>,
+    /// Font faces waiting for a rule that uses their family.
+    fonts: FontGate,
     started: Instant,
 }
 
@@ -230,6 +232,7 @@ impl PageLoader {
             rows: Vec::new(),
             host: None,
             skipped: Vec::new(),
+            fonts: FontGate::default(),
             started: Instant::now(),
         })
     }
@@ -271,7 +274,8 @@ impl PageLoader {
     fn handle(&mut self, event: Event) -> anyhow::Result<()> {
         match event {
             Event::Found(found) => {
-                for discovery in found {
+                let fonts = self.fonts.take_in(found.fonts);
+                for discovery in found.discoveries.into_iter().chain(fonts) {
                     if discovery.url.host_str() != self.host.as_deref() {
                         self.skip(discovery.url);
                     } else {
@@ -466,7 +470,7 @@ impl Fetch {
         Ok(())
     }
 
-    fn report(&self, found: Vec<Discovery>) {
+    fn report(&self, found: Findings) {
         if !found.is_empty() {
             let _ = self.events.send(Event::Found(found));
         }
@@ -554,29 +558,32 @@ impl Body {
         }
     }
 
-    fn feed(&mut self, chunk: &[u8]) -> Vec<Discovery> {
+    fn feed(&mut self, chunk: &[u8]) -> Findings {
         match self {
             Body::Html(scanner) => scanner.feed(chunk),
             Body::Whole { text, .. } => {
                 let room = MAX_SCANNED_BYTES.saturating_sub(text.len());
                 text.extend_from_slice(&chunk[..chunk.len().min(room)]);
-                Vec::new()
+                Findings::default()
             }
-            Body::Opaque => Vec::new(),
+            Body::Opaque => Findings::default(),
         }
     }
 
-    fn finish(self) -> Vec<Discovery> {
+    fn finish(self) -> Findings {
         match self {
             Body::Html(scanner) => scanner.finish(),
             Body::Whole { text, base, css } => {
                 let text = String::from_utf8_lossy(&text);
                 match css {
                     true => css_references(&text, &base),
-                    false => module_imports(&text, &base),
+                    false => Findings {
+                        discoveries: module_imports(&text, &base),
+                        ..Findings::default()
+                    },
                 }
             }
-            Body::Opaque => Vec::new(),
+            Body::Opaque => Findings::default(),
         }
     }
 }

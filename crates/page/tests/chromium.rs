@@ -294,3 +294,73 @@ fn a_certificate_file_pins_the_servers_key() {
         .expect("the banner prints the SPKI pin");
     assert_eq!(spki_sha256_base64(&pem).unwrap(), printed);
 }
+
+/// A page whose CSS declares a font no text uses, offers a used one in two
+/// formats, and links a disabled stylesheet; a `style` attribute uses a
+/// third font. Chromium and the built-in loader must fetch the same
+/// files: the used faces once each, in their first format, and nothing
+/// else. Real fonts (the documentation site's Fira Sans) are needed: a
+/// face that fails to decode makes Chromium fetch the next source.
+#[test]
+fn both_loaders_fetch_only_the_fonts_text_uses() {
+    let Some(fixture) = fixture() else { return };
+    let Some(docs) = h3lab_testenv::doc_site() else {
+        return;
+    };
+    let site = fixture._dir.path().join("site");
+    let font = std::fs::read(docs.join("FiraSans-Regular.woff2")).unwrap();
+    for name in ["used.woff2", "used.woff", "unused.woff2", "inline.woff2"] {
+        std::fs::write(site.join(name), &font).unwrap();
+    }
+    std::fs::write(
+        site.join("fonts.css"),
+        r#"@font-face { font-family: "Used Face"; src: url(used.woff2) format("woff2"), url(used.woff) format("woff"); }
+@font-face { font-family: Unused; src: url(unused.woff2) format("woff2"); }
+@font-face { font-family: Inline; src: url(inline.woff2); }
+body { font-family: "Used Face", sans-serif; }
+"#,
+    )
+    .unwrap();
+    std::fs::write(site.join("off.css"), "body { color: red }\n").unwrap();
+    std::fs::write(
+        site.join("fonts.html"),
+        "<!doctype html><html><head><link rel=stylesheet href=fonts.css>\
+         <link rel=stylesheet href=off.css disabled></head>\
+         <body><p>Hello fonts</p><p style=\"font-family: Inline\">inline</p></body></html>\n",
+    )
+    .unwrap();
+    let url = fixture.url("fonts.html");
+    let files = |report: PageReport| -> Vec<String> {
+        let mut names: Vec<String> = report.loads[0]
+            .resources
+            .iter()
+            .map(|r| r.url.rsplit('/').next().unwrap().to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    let chromium = load_page(
+        &url,
+        &fixture.options(Proto::H2, Visit::Cold, 1),
+        &mut |_| ControlFlow::Continue(()),
+    )
+    .unwrap();
+    let builtin_options = h3lab_page::loader::LoaderOptions {
+        proto: Proto::H2,
+        tls: h3lab_client::TlsOptions {
+            insecure: false,
+            ca_file: Some(fixture.cert.clone()),
+        },
+        visit: Visit::Cold,
+        loads: 1,
+        connect_timeout: Duration::from_secs(10),
+        load_timeout: Duration::from_secs(20),
+        h3_discovery: None,
+    };
+    let builtin =
+        h3lab_page::loader::load_page(&url, &builtin_options, &mut |_| ControlFlow::Continue(()))
+            .unwrap();
+    let expected = ["fonts.css", "fonts.html", "inline.woff2", "used.woff2"];
+    assert_eq!(files(chromium), expected, "Chromium");
+    assert_eq!(files(builtin), expected, "the built-in loader");
+}
