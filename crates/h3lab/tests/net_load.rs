@@ -382,6 +382,42 @@ fn an_h3_download_goes_on_after_its_udp_send_buffer_fills() {
     );
 }
 
+/// A response that takes longer to cross the path than the server's
+/// header timeout: the server hands the whole body to QUIC at once, so the
+/// connection looks idle while the body is still on the wire. Its GOAWAY
+/// and close must wait until the body is acknowledged; closing at once
+/// discarded the tail, and the client waited for it until its timeout.
+#[test]
+fn an_h3_response_slower_than_the_header_timeout_arrives_whole() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    const BYTES: u64 = 500_000;
+    let load = LoadRun {
+        proto: "h3",
+        url_path: format!("/bytes/{BYTES}"),
+        requests: 1,
+    };
+    let extras = Extras {
+        serve_args: "--header-timeout 1s",
+        ..Extras::default()
+    };
+    // 500 kB through a 2 Mbit/s UDP policer: about 3 s, three header timeouts.
+    let outcome = net_run_with(
+        None,
+        &["--rtt", "20ms", "--udp", "throttle:2mbit"],
+        &[load],
+        &["--timeout", "30s"],
+        &extras,
+    );
+    assert_complete(
+        &outcome.loads[0],
+        1,
+        BYTES,
+        "h3 slower than the header timeout",
+    );
+}
+
 /// `load --proto auto` learns the server's Alt-Svc with its first call
 /// over h2, then its connection races QUIC against TCP. At 80 ms of RTT
 /// QUIC's one-round-trip handshake wins by a round trip when UDP passes;

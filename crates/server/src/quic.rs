@@ -45,6 +45,13 @@ const SEND_WINDOW: u64 = 64 * 1024 * 1024;
 /// and a wake-up per two packets received.
 const ACK_ELICITING_THRESHOLD: u32 = 9;
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often an idle connection looks again whether its last responses
+/// are acknowledged, before its GOAWAY.
+const ACK_CHECK: Duration = Duration::from_millis(50);
+/// How long an idle connection waits for an acknowledgement that does not
+/// come, in round trips, and at least.
+const ACK_PATIENCE_RTTS: u32 = 8;
+const MIN_ACK_PATIENCE: Duration = Duration::from_secs(1);
 /// After an idle connection's GOAWAY, how long the client has to close it.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
@@ -260,7 +267,9 @@ impl QuicShell {
         let _open = metrics.connection(ConnectionKind::h3);
         let _session = self.handler.hooks.session(Proto::H3, peer);
         let track = metrics.track_quic(&connection);
-        let ended = self.serve_requests(h3, &connection, &track).await;
+        // Held until the end: dropping h3's connection closes the QUIC one.
+        let mut h3 = h3;
+        let ended = self.serve_requests(&mut h3, &connection, &track).await;
         // GOAWAY is sent and every request answered. Closing now would discard
         // response bytes still queued in quinn, so let the client close first.
         let close_grace = async {
@@ -277,6 +286,7 @@ impl QuicShell {
                 b"no request within the header timeout",
             ),
         }
+        drop(h3);
     }
 
     /// The QUIC handshake as far as 0.5-RTT, then HTTP/3's control and
@@ -338,16 +348,23 @@ impl QuicShell {
 
     async fn serve_requests(
         &self,
-        mut h3: H3Connection,
+        h3: &mut H3Connection,
         connection: &Connection,
         track: &QuicTrack,
     ) -> Ended {
         let watch = RequestWatch::new();
         let mut draining = false;
+        // h3's own streams (control, QPACK) stay open for the connection's
+        // life; more than these means a response is not yet acknowledged.
+        let own_streams = connection.send_streams();
+        // Idle, but responses not yet acknowledged: since when the peer has
+        // acknowledged nothing new, and how many ACK frames it had sent.
+        let mut awaiting_acks: Option<(Instant, u64)> = None;
         loop {
             tokio::select! {
                 accepted = h3.accept() => match accepted {
                     Ok(Some(resolver)) => {
+                        awaiting_acks = None;
                         if let Some((from, to)) = track.saw_request() {
                             self.handler.hooks.emit(ServerEvent::Migrate { from, to });
                         }
@@ -371,12 +388,32 @@ impl QuicShell {
                         return Ended::Otherwise;
                     }
                 }
-                _ = watch.idle_for(self.handler.limits.header_timeout), if !draining => {
-                    Counters::count(&self.admission.counters.header_timeouts);
-                    if let Err(err) = h3.shutdown(0).await {
-                        debug!(%err, "HTTP/3 GOAWAY failed");
+                _ = watch.idle_for(self.handler.limits.header_timeout), if !draining && awaiting_acks.is_none() => {
+                    // The last response was handed to quinn, not delivered:
+                    // on a slow path it may still be on the wire.
+                    awaiting_acks = Some((Instant::now(), connection.stats().frame_rx.acks));
+                }
+                _ = tokio::time::sleep(ACK_CHECK), if awaiting_acks.is_some() => {
+                    let (since, acks) = awaiting_acks.unwrap_or((Instant::now(), 0));
+                    let now_acks = connection.stats().frame_rx.acks;
+                    let delivered = connection.send_streams() <= own_streams;
+                    // A peer that stops acknowledging is given up on after a
+                    // few round trips: time for lost probes to be sent again
+                    // (8 RTT, at least 1 s, at most the header timeout).
+                    let patience = (connection.rtt() * ACK_PATIENCE_RTTS)
+                        .max(MIN_ACK_PATIENCE)
+                        .min(self.handler.limits.header_timeout);
+                    let stalled = since.elapsed() >= patience;
+                    if delivered || (stalled && now_acks == acks) {
+                        Counters::count(&self.admission.counters.header_timeouts);
+                        if let Err(err) = h3.shutdown(0).await {
+                            debug!(%err, "HTTP/3 GOAWAY failed");
+                        }
+                        return Ended::Idle;
                     }
-                    return Ended::Idle;
+                    if now_acks != acks {
+                        awaiting_acks = Some((Instant::now(), now_acks));
+                    }
                 }
                 _ = self.lifecycle.hard.cancelled() => return Ended::Otherwise,
             }

@@ -550,6 +550,14 @@ impl Connection {
         self.0.state.lock("min_rtt").inner.min_rtt()
     }
 
+    /// h3lab: how many send streams may still have unacknowledged data
+    /// (quinn-proto's `Streams::send_streams`, which quinn itself consults
+    /// before an implicit close). A server must not close a connection
+    /// while responses it has written are still on the wire.
+    pub fn send_streams(&self) -> usize {
+        self.0.state.lock("send_streams").inner.streams().send_streams()
+    }
+
     /// Returns connection statistics
     pub fn stats(&self) -> ConnectionStats {
         self.0.state.lock("stats").inner.stats()
