@@ -249,6 +249,44 @@ impl<B: Body + Unpin> Body for Watched<B> {
     }
 }
 
+/// An HTTP/3 connection that went idle while its last responses may still
+/// be on the wire: quinn took them whole, so "no request in flight" does
+/// not mean delivered. Its GOAWAY waits until they are acknowledged, or
+/// until the peer has acknowledged nothing for a while.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AckWait {
+    /// Since when the peer has acknowledged nothing new.
+    since: Instant,
+    /// ACK frames received by then.
+    acks: u64,
+}
+
+impl AckWait {
+    pub(crate) fn new(now: Instant, acks: u64) -> Self {
+        Self { since: now, acks }
+    }
+
+    /// Whether the GOAWAY may go at `now`: everything sent is delivered,
+    /// or the peer, having sent `acks` ACK frames in all, sent none new
+    /// for `patience`.
+    pub(crate) fn over(
+        &mut self,
+        now: Instant,
+        acks: u64,
+        delivered: bool,
+        patience: Duration,
+    ) -> bool {
+        if delivered {
+            return true;
+        }
+        if acks != self.acks {
+            *self = Self::new(now, acks);
+            return false;
+        }
+        now.duration_since(self.since) >= patience
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,6 +323,28 @@ mod tests {
         drop(in_flight);
         let fired = tokio::time::timeout(short * 50, watch.idle_for(short)).await;
         assert!(fired.is_ok());
+    }
+
+    #[test]
+    fn an_idle_connection_waits_while_its_peer_acknowledges_and_not_longer() {
+        const PATIENCE: Duration = Duration::from_secs(1);
+        let start = Instant::now();
+        let mut wait = AckWait::new(start, 10);
+        let later = |ms| start + Duration::from_millis(ms);
+        assert!(!wait.over(later(900), 10, false, PATIENCE));
+        assert!(
+            !wait.over(later(950), 11, false, PATIENCE),
+            "an ACK: patience again"
+        );
+        assert!(!wait.over(later(1900), 11, false, PATIENCE));
+        assert!(
+            wait.over(later(1950), 11, false, PATIENCE),
+            "a second with no ACK"
+        );
+        assert!(
+            AckWait::new(start, 10).over(start, 10, true, PATIENCE),
+            "all delivered"
+        );
     }
 
     #[test]

@@ -28,7 +28,7 @@ use crate::admission::{Admission, Counters, QuicAdmission, QuicTicket, Unvalidat
 use crate::app::{AppRequest, BodyStream, ServerEvent};
 use crate::config::{kernel_tcp_congestion, Limits, QuicTuning};
 use crate::frame_guard::{Guarded, GuardedConnection};
-use crate::idle::RequestWatch;
+use crate::idle::{AckWait, RequestWatch};
 use crate::lifecycle::Lifecycle;
 use crate::metrics::{ConnectionKind, MeteredBody, QuicTrack};
 use crate::qlog::QlogDir;
@@ -357,9 +357,7 @@ impl QuicShell {
         // h3's own streams (control, QPACK) stay open for the connection's
         // life; more than these means a response is not yet acknowledged.
         let own_streams = connection.send_streams();
-        // Idle, but responses not yet acknowledged: since when the peer has
-        // acknowledged nothing new, and how many ACK frames it had sent.
-        let mut awaiting_acks: Option<(Instant, u64)> = None;
+        let mut awaiting_acks: Option<AckWait> = None;
         loop {
             tokio::select! {
                 accepted = h3.accept() => match accepted {
@@ -391,11 +389,9 @@ impl QuicShell {
                 _ = watch.idle_for(self.handler.limits.header_timeout), if !draining && awaiting_acks.is_none() => {
                     // The last response was handed to quinn, not delivered:
                     // on a slow path it may still be on the wire.
-                    awaiting_acks = Some((Instant::now(), connection.stats().frame_rx.acks));
+                    awaiting_acks = Some(AckWait::new(Instant::now(), connection.stats().frame_rx.acks));
                 }
                 _ = tokio::time::sleep(ACK_CHECK), if awaiting_acks.is_some() => {
-                    let (since, acks) = awaiting_acks.unwrap_or((Instant::now(), 0));
-                    let now_acks = connection.stats().frame_rx.acks;
                     let delivered = connection.send_streams() <= own_streams;
                     // A peer that stops acknowledging is given up on after a
                     // few round trips: time for lost probes to be sent again
@@ -403,16 +399,16 @@ impl QuicShell {
                     let patience = (connection.rtt() * ACK_PATIENCE_RTTS)
                         .max(MIN_ACK_PATIENCE)
                         .min(self.handler.limits.header_timeout);
-                    let stalled = since.elapsed() >= patience;
-                    if delivered || (stalled && now_acks == acks) {
+                    let acks = connection.stats().frame_rx.acks;
+                    let over = awaiting_acks
+                        .as_mut()
+                        .is_some_and(|wait| wait.over(Instant::now(), acks, delivered, patience));
+                    if over {
                         Counters::count(&self.admission.counters.header_timeouts);
                         if let Err(err) = h3.shutdown(0).await {
                             debug!(%err, "HTTP/3 GOAWAY failed");
                         }
                         return Ended::Idle;
-                    }
-                    if now_acks != acks {
-                        awaiting_acks = Some((Instant::now(), now_acks));
                     }
                 }
                 _ = self.lifecycle.hard.cancelled() => return Ended::Otherwise,
