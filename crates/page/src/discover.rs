@@ -672,14 +672,8 @@ mod tests {
                 ("/img/b.png", ResourceKind::Image),
             ]
         );
-        let faces: Vec<(&str, &str)> = found
-            .fonts
-            .faces
-            .iter()
-            .map(|(family, face)| (family.as_str(), face.url.path()))
-            .collect();
         assert_eq!(
-            faces,
+            face_paths(&found.fonts),
             [("x", "/fonts/x.woff2")],
             "the first usable source only"
         );
@@ -687,6 +681,15 @@ mod tests {
 
     fn font_facts(css: &str) -> FontFacts {
         css_references(css, &base()).fonts
+    }
+
+    /// Each face as (family, path of the source fetched).
+    fn face_paths(facts: &FontFacts) -> Vec<(&str, &str)> {
+        facts
+            .faces
+            .iter()
+            .map(|(family, face)| (family.as_str(), face.url.path()))
+            .collect()
     }
 
     #[test]
@@ -697,13 +700,8 @@ mod tests {
                       url(/o.svg#o) format("svg"), url(/o.woff) format("woff"), url(/o.ttf); }
                @font-face { font-family: Mono; src: url(/m.bin) format("x-unknown") }"#,
         );
-        let faces: Vec<(&str, &str)> = facts
-            .faces
-            .iter()
-            .map(|(family, face)| (family.as_str(), face.url.path()))
-            .collect();
         assert_eq!(
-            faces,
+            face_paths(&facts),
             [("open sans", "/o.woff")],
             "no loadable source: no fetch"
         );

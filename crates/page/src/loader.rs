@@ -82,26 +82,21 @@ pub fn load_page(
         .context("cannot start the tokio runtime")?;
     let mut report = PageReport::new(url, options.proto, Loader::Builtin, options.visit);
     runtime.block_on(async {
-        let returning = match options.visit {
-            Visit::Repeat => {
-                let shared = Arc::new(std::sync::Mutex::new(known.clone()));
-                let h3_discovery = (options.proto == Proto::Auto).then_some(&shared);
+        let auto = options.proto == Proto::Auto;
+        let fresh = || Arc::new(std::sync::Mutex::new(known.clone()));
+        // A warm or repeat run starts with a load it does not measure: it
+        // leaves TLS sessions to resume (warm), or what auto learned (repeat).
+        let (warm, returning) = match options.visit {
+            Visit::Cold => (None, None),
+            Visit::Warm | Visit::Repeat => {
                 let tls = client_tls_config(&options.tls, options.proto)?;
-                load_once(&page, options, &tls, false, h3_discovery)
+                let returning = (options.visit == Visit::Repeat && auto).then(fresh);
+                load_once(&page, options, &tls, false, returning.as_ref())
                     .await
-                    .context("the first visit of a repeat run")?;
-                Some(shared)
-            }
-            Visit::Cold | Visit::Warm => None,
-        };
-        let warm = match options.visit {
-            Visit::Cold | Visit::Repeat => None,
-            Visit::Warm => {
-                let tls = client_tls_config(&options.tls, options.proto)?;
-                load_once(&page, options, &tls, false, None)
-                    .await
-                    .context("the priming load of a warm run")?;
-                Some(tls)
+                    .with_context(|| {
+                        format!("the unmeasured first load of a {} run", options.visit)
+                    })?;
+                ((options.visit == Visit::Warm).then_some(tls), returning)
             }
         };
         for n in 1..=options.loads {
@@ -109,11 +104,7 @@ pub fn load_page(
                 Some(tls) => (tls.clone(), true),
                 None => (client_tls_config(&options.tls, options.proto)?, false),
             };
-            let h3_discovery = match (&returning, options.proto) {
-                (_, proto) if proto != Proto::Auto => None,
-                (Some(shared), _) => Some(shared.clone()),
-                (None, _) => Some(Arc::new(std::sync::Mutex::new(known.clone()))),
-            };
+            let h3_discovery = returning.clone().or_else(|| auto.then(fresh));
             let load = load_once(&page, options, &tls, early, h3_discovery.as_ref())
                 .await
                 .with_context(|| format!("load {n} of {}", options.loads))?;
