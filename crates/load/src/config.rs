@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 use bytes::Bytes;
-use h3lab_client::{Target, TlsOptions};
+use h3lab_client::{RequestTemplate, Target, TlsOptions};
 use h3lab_results::Proto;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::Method;
@@ -52,6 +52,16 @@ pub struct LoadConfig {
 }
 
 impl LoadConfig {
+    /// The request every connection sends.
+    pub(crate) fn request_template(&self) -> RequestTemplate {
+        RequestTemplate::new(
+            &self.target,
+            self.method.clone(),
+            self.headers.clone(),
+            self.body.clone(),
+        )
+    }
+
     /// A closed-model run of `DEFAULT_REQUESTS` (200) over 10 connections with
     /// the protocol the URL's scheme suggests.
     pub fn new(target: Target) -> LoadConfig {

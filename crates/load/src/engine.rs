@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context};
-use h3lab_client::{client_tls_config, AutoConnector, Connector, RequestTemplate, SharedDiscovery};
+use h3lab_client::{client_tls_config, AutoConnector, Connector, SharedDiscovery};
 use h3lab_results::load::LoadReport;
 use h3lab_results::Proto;
 use tokio_util::sync::CancellationToken;
@@ -98,11 +98,9 @@ async fn preflight(config: &LoadConfig) -> anyhow::Result<(SocketAddr, Option<Sh
         return Ok((addr, Some(discovery)));
     }
     // A private TLS config, so no session ticket leaks into the measured run.
-    // `auto` starts over TCP, as its first connection does.
-    let proto = config.proto.first_connection();
-    let tls = client_tls_config(&config.tls, proto)?;
+    let tls = client_tls_config(&config.tls, config.proto)?;
     let target = Arc::new(config.target.clone());
-    let connector = Connector::new(target, addr, proto, tls, config.connect_timeout)?;
+    let connector = Connector::new(target, addr, config.proto, tls, config.connect_timeout)?;
     connector.connect().await?;
     connector.close().await;
     Ok((addr, None))
@@ -122,13 +120,7 @@ async fn first_call(config: &LoadConfig, addr: SocketAddr) -> anyhow::Result<Sha
         discovery.clone(),
     )?;
     let mut sender = connector.connect().await?.sender;
-    let template = RequestTemplate::new(
-        &config.target,
-        config.method.clone(),
-        config.headers.clone(),
-        config.body.clone(),
-    );
-    let response = sender.send(&template).await?;
+    let response = sender.send(&config.request_template()).await?;
     connector.observe(sender.proto(), response.headers());
     response.drain().await?;
     connector.close().await;

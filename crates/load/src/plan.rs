@@ -48,12 +48,7 @@ impl Plan {
                 Some(discovery) => Some((client_tls_config(&config.tls, Proto::H3)?, discovery)),
                 None => None,
             },
-            template: RequestTemplate::new(
-                &config.target,
-                config.method.clone(),
-                config.headers.clone(),
-                config.body.clone(),
-            ),
+            template: config.request_template(),
             streams: config.streams,
             qlog: config.qlog.clone(),
             request_timeout: config.request_timeout,

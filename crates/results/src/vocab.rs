@@ -124,14 +124,6 @@ impl Proto {
             Proto::H3 => "h3",
         }
     }
-
-    /// The protocol a first connection speaks: `auto`'s is h2.
-    pub fn first_connection(self) -> Proto {
-        match self {
-            Proto::Auto => Proto::H2,
-            fixed => fixed,
-        }
-    }
 }
 
 /// What loads a page: h3lab's own browser-like loader, or real Chromium.
