@@ -27,6 +27,6 @@ pub use race::{AutoConnector, OriginConnector, SharedDiscovery};
 pub use request::RequestTemplate;
 pub use response::Response;
 pub use send::{PathFrames, Sender};
-pub use target::{Scheme, Target};
+pub use target::{ResolveRule, Scheme, Target};
 pub use tls::{client_tls_config, TlsOptions};
 pub use ttfb::measure_ttfb;

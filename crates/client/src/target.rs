@@ -1,7 +1,7 @@
 //! The URL under test: parsing, validation and address resolution.
 
 use std::fmt;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
 
 use anyhow::{anyhow, bail, Context};
@@ -145,7 +145,14 @@ impl Target {
     }
 
     /// Resolves the host once, so DNS stays out of every timed connection.
-    pub async fn resolve(&self) -> Result<SocketAddr, ClientError> {
+    /// A rule for the host and port wins over DNS, as with curl's `--resolve`.
+    pub async fn resolve(&self, rules: &[ResolveRule]) -> Result<SocketAddr, ClientError> {
+        let ruled = rules
+            .iter()
+            .find(|rule| rule.host.eq_ignore_ascii_case(&self.host) && rule.port == self.port);
+        if let Some(rule) = ruled {
+            return Ok(SocketAddr::new(rule.addr, self.port));
+        }
         let mut addrs = tokio::net::lookup_host((self.host.as_str(), self.port))
             .await
             .map_err(|err| {
@@ -169,6 +176,56 @@ impl Target {
     }
 }
 
+/// `HOST:PORT:ADDR`, curl's `--resolve`: connections to `HOST` on `PORT`
+/// go to `ADDR`, while TLS and the request still name `HOST`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolveRule {
+    /// The host name, as URLs spell it.
+    pub host: String,
+    /// The port the rule applies to.
+    pub port: u16,
+    /// Where connections go.
+    pub addr: IpAddr,
+}
+
+impl FromStr for ResolveRule {
+    type Err = anyhow::Error;
+
+    fn from_str(text: &str) -> anyhow::Result<ResolveRule> {
+        let hint = "expected HOST:PORT:ADDR, e.g. www.example.com:443:127.0.0.10";
+        let mut parts = text.splitn(3, ':');
+        let (Some(host), Some(port), Some(addr)) = (parts.next(), parts.next(), parts.next())
+        else {
+            bail!("bad --resolve `{text}`; {hint}");
+        };
+        if host.is_empty() {
+            bail!("bad --resolve `{text}`: no host; {hint}");
+        }
+        let port = port
+            .parse()
+            .map_err(|_| anyhow!("bad --resolve `{text}`: `{port}` is not a port; {hint}"))?;
+        let addr = addr
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse()
+            .map_err(|_| anyhow!("bad --resolve `{text}`: `{addr}` is not an IP address; {hint}"))?;
+        Ok(ResolveRule {
+            host: host.to_ascii_lowercase(),
+            port,
+            addr,
+        })
+    }
+}
+
+impl fmt::Display for ResolveRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.addr {
+            IpAddr::V6(addr) => write!(f, "{}:{}:[{addr}]", self.host, self.port),
+            IpAddr::V4(addr) => write!(f, "{}:{}:{addr}", self.host, self.port),
+        }
+    }
+}
+
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.absolute_uri())
@@ -178,6 +235,31 @@ impl fmt::Display for Target {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resolve_rules_parse_as_curl_writes_them_and_refuse_the_rest() {
+        let rule: ResolveRule = "WWW.Example.test:443:127.0.0.10".parse().unwrap();
+        assert_eq!(rule.host, "www.example.test");
+        assert_eq!(rule.port, 443);
+        assert_eq!(rule.to_string(), "www.example.test:443:127.0.0.10");
+        let v6: ResolveRule = "cdn.example.test:8443:[::1]".parse().unwrap();
+        assert_eq!(v6.addr, "::1".parse::<IpAddr>().unwrap());
+        assert_eq!(v6.to_string(), "cdn.example.test:8443:[::1]");
+        for bad in ["example.test", "example.test:443", ":443:127.0.0.1", "h:x:127.0.0.1", "h:443:nowhere"] {
+            let err = bad.parse::<ResolveRule>().unwrap_err().to_string();
+            assert!(err.contains("HOST:PORT:ADDR") && err.contains(bad), "{err}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_rule_for_the_host_and_port_wins_over_dns() {
+        let rules = ["www.example.test:443:198.18.0.10".parse().unwrap()];
+        let target = Target::parse("https://WWW.example.test/").unwrap();
+        let addr = target.resolve(&rules).await.unwrap();
+        assert_eq!(addr, "198.18.0.10:443".parse().unwrap());
+        let other_port = Target::parse("https://127.0.0.1:8443/").unwrap();
+        assert_eq!(other_port.resolve(&rules).await.unwrap().port(), 8443);
+    }
 
     #[test]
     fn parses_https_url_with_port_and_query() {

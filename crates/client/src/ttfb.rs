@@ -34,7 +34,7 @@ pub async fn measure_ttfb(
             "0-RTT is not supported for {proto}: TLS early data over TCP is not implemented; use h3, or measure {proto} resumed"
         );
     }
-    let addr: SocketAddr = target.resolve().await?;
+    let addr: SocketAddr = target.resolve(&[]).await?;
     let (config, full_handshakes) = counted_client_tls_config(tls, proto)?;
     let connector = Connector::new(
         Arc::new(target.clone()),

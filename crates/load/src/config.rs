@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 use bytes::Bytes;
-use h3lab_client::{RequestTemplate, Target, TlsOptions};
+use h3lab_client::{RequestTemplate, ResolveRule, Target, TlsOptions};
 use h3lab_results::Proto;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::Method;
@@ -49,6 +49,8 @@ pub struct LoadConfig {
     pub progress: bool,
     /// h3: write one qlog file per connection into this directory.
     pub qlog: Option<std::path::PathBuf>,
+    /// Host names resolved to these addresses instead of by DNS.
+    pub resolve: Vec<ResolveRule>,
 }
 
 impl LoadConfig {
@@ -84,6 +86,7 @@ impl LoadConfig {
             warmup: Duration::ZERO,
             progress: false,
             qlog: None,
+            resolve: Vec::new(),
         }
     }
 

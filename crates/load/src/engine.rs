@@ -92,7 +92,7 @@ pub fn run(config: &LoadConfig, cancel: CancellationToken) -> anyhow::Result<Loa
 }
 
 async fn preflight(config: &LoadConfig) -> anyhow::Result<(SocketAddr, Option<SharedDiscovery>)> {
-    let addr = config.target.resolve().await?;
+    let addr = config.target.resolve(&config.resolve).await?;
     if config.proto == Proto::Auto {
         let discovery = first_call(config, addr).await?;
         return Ok((addr, Some(discovery)));

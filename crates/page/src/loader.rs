@@ -13,8 +13,8 @@ use anyhow::{anyhow, bail, Context};
 use bytes::Bytes;
 use h3lab_client::alt_svc::H3Discovery;
 use h3lab_client::{
-    client_tls_config, AutoConnector, Connector, OriginConnector, RequestTemplate, Sender,
-    SharedDiscovery, Target, TlsOptions,
+    client_tls_config, AutoConnector, Connector, OriginConnector, RequestTemplate, ResolveRule,
+    Sender, SharedDiscovery, Target, TlsOptions,
 };
 use h3lab_results::page::{PageLoad, PageReport, ResourceTiming};
 use h3lab_results::{Loader, Proto, ResourceKind, Visit};
@@ -58,6 +58,9 @@ pub struct LoaderOptions {
     /// unmeasured visit, and every load after it shares what the browser
     /// has learned, as a returning user's browser does.
     pub h3_discovery: Option<H3Discovery>,
+    /// Host names resolved to these addresses instead of by DNS (curl's
+    /// `--resolve`), as a replayed page's origins are.
+    pub resolve: Vec<ResolveRule>,
 }
 
 /// Loads the page at `url` `options.loads` times; `on_load` sees each load
@@ -190,8 +193,11 @@ struct PageLoader {
     idle_h1: HashMap<u64, Sender>,
     /// Rows by resource index, in dispatch order once complete.
     rows: Vec<(usize, ResourceTiming)>,
-    /// The page's host: the only one requests go to.
-    host: Option<String>,
+    /// The page's host and those `--resolve` names: the only ones
+    /// requests go to.
+    hosts: Vec<String>,
+    /// Host names resolved without DNS.
+    resolve: Vec<ResolveRule>,
     /// URLs on other hosts, each once.
     skipped: Vec<String>,
     /// Font faces waiting for a rule that uses their family.
@@ -221,7 +227,8 @@ impl PageLoader {
             shared: HashMap::new(),
             idle_h1: HashMap::new(),
             rows: Vec::new(),
-            host: None,
+            hosts: options.resolve.iter().map(|rule| rule.host.clone()).collect(),
+            resolve: options.resolve.clone(),
             skipped: Vec::new(),
             fonts: FontGate::default(),
             started: Instant::now(),
@@ -236,7 +243,7 @@ impl PageLoader {
     /// other hosts that were left alone.
     async fn run(&mut self, page: &Url) -> anyhow::Result<(Vec<ResourceTiming>, Vec<String>)> {
         let (events, mut inbox) = mpsc::unbounded_channel();
-        self.host = page.host_str().map(str::to_string);
+        self.hosts.extend(page.host_str().map(str::to_ascii_lowercase));
         self.schedule.discover(Discovery {
             url: page.clone(),
             kind: ResourceKind::Document,
@@ -267,7 +274,8 @@ impl PageLoader {
             Event::Found(found) => {
                 let fonts = self.fonts.take_in(found.fonts);
                 for discovery in found.discoveries.into_iter().chain(fonts) {
-                    if discovery.url.host_str() != self.host.as_deref() {
+                    let host = discovery.url.host_str().unwrap_or_default();
+                    if !self.hosts.iter().any(|known| known.eq_ignore_ascii_case(host)) {
                         self.skip(discovery.url);
                     } else {
                         self.schedule.discover(discovery);
@@ -360,7 +368,7 @@ impl PageLoader {
             return Ok(connector.clone());
         }
         let target = Arc::new(Target::parse(url.as_str())?);
-        let addr = target.resolve().await.map_err(|err| anyhow!("{err}"))?;
+        let addr = (target.resolve(&self.resolve).await).map_err(|err| anyhow!("{err}"))?;
         let connector = match &self.auto {
             None => OriginConnector::Fixed(Box::new(Connector::new(
                 target,

@@ -77,6 +77,7 @@ impl Fixture {
             visit,
             loads,
             navigation_timeout: Duration::from_secs(20),
+            resolve: Vec::new(),
         }
     }
 
@@ -356,6 +357,7 @@ body { font-family: "Used Face", sans-serif; }
         connect_timeout: Duration::from_secs(10),
         load_timeout: Duration::from_secs(20),
         h3_discovery: None,
+        resolve: Vec::new(),
     };
     let builtin =
         h3lab_page::loader::load_page(&url, &builtin_options, &mut |_| ControlFlow::Continue(()))

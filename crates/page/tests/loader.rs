@@ -62,6 +62,7 @@ impl Served {
             connect_timeout: Duration::from_secs(10),
             load_timeout: Duration::from_secs(120),
             h3_discovery: None,
+            resolve: Vec::new(),
         }
     }
 
@@ -198,6 +199,7 @@ fn load_auto(
 ) -> Vec<PageLoad> {
     let options = LoaderOptions {
         h3_discovery: known,
+        resolve: Vec::new(),
         ..served.options(Proto::Auto, visit, loads)
     };
     load_page(&served.url("/"), &options, &mut |_| {
@@ -366,6 +368,7 @@ fn an_unreachable_server_is_a_clear_error() {
         connect_timeout: Duration::from_secs(2),
         load_timeout: Duration::from_secs(10),
         h3_discovery: None,
+        resolve: Vec::new(),
     };
     let err = load_page(&format!("https://127.0.0.1:{port}/"), &options, &mut |_| {
         ControlFlow::Continue(())

@@ -51,6 +51,7 @@ impl Responder {
             handler: Handler {
                 root: canonical(root)?,
                 site: canonical(site)?,
+                replay: None,
                 limits,
                 alt_svc: Some(HeaderValue::from_static(ALT_SVC)),
                 stats: Arc::default(),

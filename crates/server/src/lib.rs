@@ -27,6 +27,7 @@ mod pattern;
 mod qlog;
 mod quic;
 mod records;
+mod replay;
 mod respond;
 mod routes;
 mod tcp;
@@ -40,6 +41,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use h3lab_results::QuicCongestion;
+use h3lab_site::replay::Replay;
 use http::HeaderValue;
 use tracing::warn;
 
@@ -54,6 +56,7 @@ use admission::Admission;
 use lifecycle::Lifecycle;
 use metrics::Metrics;
 use quic::QuicShell;
+use replay::ReplaySite;
 use respond::{Handler, Stats};
 use tcp::TcpShell;
 
@@ -96,6 +99,7 @@ impl fmt::Display for ServeSummary {
 pub struct RunningServer {
     local_addr: SocketAddr,
     site: Option<PathBuf>,
+    replay_banner: Option<String>,
     trust: Option<Trust>,
     endpoint: Option<quinn::Endpoint>,
     lifecycle: Lifecycle,
@@ -129,13 +133,15 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         .as_deref()
         .map(|dir| canonical_dir(dir, "site directory", "--site"));
     let site = site.transpose()?;
+    let replay = match &site {
+        Some(dir) if Replay::is_replay_site(dir) => Some(Arc::new(ReplaySite::load(dir)?)),
+        _ => None,
+    };
+    let mut sans = config.extra_sans.clone();
+    sans.extend(replay.iter().flat_map(|r| r.hosts().iter().cloned()));
     let tls = match config.cleartext {
         true => None,
-        false => Some(tls::TlsMaterial::load(
-            &config.tls,
-            config.listen,
-            &config.extra_sans,
-        )?),
+        false => Some(tls::TlsMaterial::load(&config.tls, config.listen, &sans)?),
     };
     let buffers = bind::Buffers {
         tcp_send: config.tcp_tuning.send_buffer,
@@ -159,9 +165,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         admission.counters.clone(),
         config.hooks.clone(),
     ));
+    let replay_banner = replay.as_ref().map(|r| r.describe());
     let handler = Arc::new(Handler {
         root,
-        site: site.clone(),
+        site: site.clone().filter(|_| replay.is_none()),
+        replay,
         limits: config.limits.clone(),
         alt_svc,
         stats: stats.clone(),
@@ -222,6 +230,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     Ok(RunningServer {
         local_addr,
         site,
+        replay_banner,
         trust: tls.map(|t| Trust {
             spki_sha256_base64: t.spki_sha256_base64,
             cert_pem: t.cert_pem,
@@ -369,8 +378,10 @@ impl RunningServer {
                 "listening: tcp {addr} (h1, h2c prior knowledge; cleartext, no h3)"
             )),
         }
-        if let Some(site) = &self.site {
-            lines.push(format!("site: {} at /", site.display()));
+        match (&self.replay_banner, &self.site) {
+            (Some(replay), _) => lines.push(replay.clone()),
+            (None, Some(site)) => lines.push(format!("site: {} at /", site.display())),
+            (None, None) => {}
         }
         if self.serves_h3() {
             let tcp = kernel_tcp_congestion();

@@ -20,6 +20,7 @@ use crate::body::{AppBody, ReplyBody};
 use crate::config::Limits;
 use crate::metrics::{MeteredBody, Metrics};
 use crate::pattern::PatternCursor;
+use crate::replay::{request_host, Reply, ReplaySite};
 use h3lab_results::Proto;
 
 use crate::routes::{route, Rejection, Route, RouteLimits, StaticPath};
@@ -107,6 +108,9 @@ pub struct Handler {
     pub root: Option<PathBuf>,
     /// Canonical site directory, served at `/`.
     pub site: Option<PathBuf>,
+    /// A replay site's recorded responses, answered for every host it
+    /// recorded (in place of `site`).
+    pub replay: Option<Arc<ReplaySite>>,
     pub limits: Limits,
     /// `Alt-Svc` value for TCP responses; `None` when there is no HTTP/3.
     pub alt_svc: Option<HeaderValue>,
@@ -137,8 +141,19 @@ impl Handler {
         let route_limits = RouteLimits {
             max_response_bytes: self.limits.max_response_bytes,
             max_delay: self.limits.max_delay,
-            site: self.site.is_some(),
+            site: self.site.is_some() || self.replay.is_some(),
         };
+        let recorded = self.replay.as_ref().and_then(|replay| {
+            let path = uri.path_and_query().map_or("/", |p| p.as_str());
+            replay.find(method, request_host(uri, headers)?, path)
+        });
+        if let Some(reply) = recorded {
+            let mut response = replayed(&reply).await;
+            self.finish_headers(protocol, &mut response);
+            without_body_for_head(method, &mut response);
+            self.stats.record(protocol);
+            return self.metered(protocol, started, response);
+        }
         let mut response = match route(method, uri.path(), &route_limits) {
             Route::Health => health(protocol),
             Route::Bytes(n) => with_type(
@@ -274,6 +289,12 @@ impl Handler {
     /// without its trailing slash is redirected (301) to the slash form, as
     /// nginx does, so the relative links of its `index.html` resolve.
     async fn site_file(&self, path: &StaticPath, uri: &Uri) -> Response<ReplyBody> {
+        if self.replay.is_some() {
+            return plain(
+                StatusCode::NOT_FOUND,
+                "the replayed page recorded no such request (host, method and path)",
+            );
+        }
         let Some(site) = &self.site else {
             return plain(
                 StatusCode::NOT_FOUND,
@@ -290,6 +311,25 @@ impl Handler {
         headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
         response
     }
+}
+
+/// A recorded response, sent after its think time.
+async fn replayed(reply: &Reply) -> Response<ReplyBody> {
+    if !reply.think.is_zero() {
+        tokio::time::sleep(reply.think).await;
+    }
+    let file = match tokio::fs::File::open(&reply.body).await {
+        Ok(file) => file,
+        Err(err) => return unreadable(err),
+    };
+    let len = match file.metadata().await {
+        Ok(metadata) => metadata.len(),
+        Err(err) => return unreadable(err),
+    };
+    let mut response = Response::new(ReplyBody::file(file, len));
+    *response.status_mut() = reply.status;
+    *response.headers_mut() = reply.headers.clone();
+    response
 }
 
 /// The file `path` names below `dir`; a trailing slash names its `index.html`.

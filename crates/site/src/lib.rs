@@ -57,13 +57,18 @@
 //! seeded bytes: they have the size of a font but do not decode (a browser
 //! fetches them and then falls back to its own fonts).
 //!
+//! [`har`] rebuilds a captured page (a HAR file) as a [`replay`] site
+//! instead: every origin's responses, their bodies as sent on the wire.
+//!
 //! Not for: serving sites (`h3lab serve --site`) or loading them
 //! (`h3lab-page`).
 
 #![warn(missing_docs)]
 
+pub mod har;
 mod layout;
 mod render;
+pub mod replay;
 mod sizes;
 #[cfg(test)]
 mod tests;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
-use h3lab_client::{Target, TlsOptions};
+use h3lab_client::{ResolveRule, Target, TlsOptions};
 use h3lab_load::{CancellationToken, LoadConfig};
 use h3lab_results::load::Outcome;
 use h3lab_results::Proto;
@@ -69,6 +69,11 @@ pub struct Args {
     /// No progress bar.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// Connect to ADDR for HOST on PORT, with TLS and the requests still
+    /// naming HOST (curl's convention; repeatable), e.g. for a replay
+    /// site's origins: www.example.com:443:127.0.0.10.
+    #[arg(long, value_name = "HOST:PORT:ADDR")]
+    pub resolve: Vec<ResolveRule>,
     /// h3: write one qlog file per connection into DIR (created if
     /// missing; JSON-SEQ `.sqlog`, which qvis loads).
     #[arg(long, value_name = "DIR")]
@@ -124,6 +129,7 @@ fn load_config(args: Args) -> anyhow::Result<LoadConfig> {
         insecure: args.insecure,
         ca_file: args.ca,
     };
+    config.resolve = args.resolve;
     if let Some(threads) = args.threads {
         config.threads = threads;
     }

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::Context;
-use h3lab_client::TlsOptions;
+use h3lab_client::{ResolveRule, TlsOptions};
 use h3lab_page::chromium::{ChromiumOptions, Trust};
 use h3lab_page::loader::LoaderOptions;
 use h3lab_results::page::{PageLoad, PageReport};
@@ -53,6 +53,11 @@ pub struct Args {
     /// Chromium only: the browser binary (default: chromium on PATH).
     #[arg(long, value_name = "PATH")]
     chromium: Option<PathBuf>,
+    /// Connect to ADDR for HOST on PORT, with TLS and the requests still
+    /// naming HOST (curl's convention; repeatable), e.g. for a replay
+    /// site's origins: www.example.com:443:127.0.0.10.
+    #[arg(long, value_name = "HOST:PORT:ADDR")]
+    resolve: Vec<ResolveRule>,
     /// Connection set-up timeout (built-in loader).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     connect_timeout: Duration,
@@ -166,6 +171,7 @@ fn loader_options(args: &Args) -> LoaderOptions {
         connect_timeout: args.connect_timeout,
         load_timeout: args.timeout,
         h3_discovery: None,
+        resolve: args.resolve.clone(),
     }
 }
 
@@ -182,6 +188,7 @@ fn chromium_options(args: &Args) -> ChromiumOptions {
         visit: args.visit,
         loads: args.loads,
         navigation_timeout: args.timeout,
+        resolve: args.resolve.clone(),
     }
 }
 

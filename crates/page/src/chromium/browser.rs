@@ -72,29 +72,32 @@ pub fn find_binary(given: Option<&Path>) -> Result<PathBuf> {
         })
 }
 
-/// The flags that choose the protocol and the certificate trust.
+/// The flags that choose the protocol, for the page's origin and any
+/// others it uses (`HOST:PORT` each, the page's first).
 ///
-/// - h3: `--enable-quic --origin-to-force-quic-on=HOST:PORT`: QUIC from
-///   the first request, with no Alt-Svc discovery.
-/// - auto: `--enable-quic --origin-to-force-quic-on=HOST:9`: QUIC only
+/// - h3: `--enable-quic --origin-to-force-quic-on=HOST:PORT,...`: QUIC
+///   from the first request, with no Alt-Svc discovery.
+/// - auto: `--enable-quic --origin-to-force-quic-on=HOST:9,...`: QUIC only
 ///   where `Alt-Svc` sends it. Forcing a port nothing serves is what lets
 ///   a discovered alternative pass certificate verification (DESIGN.md,
-///   seen with Chromium 156); the page's own port is left to discovery.
+///   seen with Chromium 156); the origins' own ports are left to discovery.
 /// - h2: `--disable-quic`: TCP + TLS, ALPN offers h2 and http/1.1.
 /// - h1: `--disable-quic --disable-http2`: ALPN offers only http/1.1.
-pub fn protocol_flags(proto: Proto, quic_origin: &str) -> Vec<String> {
+pub fn protocol_flags(proto: Proto, quic_origins: &[String]) -> Vec<String> {
+    let unserved = |origin: &String| {
+        let host = origin.rsplit_once(':').map_or(origin.as_str(), |(host, _)| host);
+        format!("{host}:{UNSERVED_PORT}")
+    };
     match proto {
         Proto::H3 => vec![
             "--enable-quic".to_string(),
-            format!("--origin-to-force-quic-on={quic_origin}"),
+            format!("--origin-to-force-quic-on={}", quic_origins.join(",")),
         ],
         Proto::Auto => {
-            let host = quic_origin
-                .rsplit_once(':')
-                .map_or(quic_origin, |(host, _)| host);
+            let forced: Vec<String> = quic_origins.iter().map(unserved).collect();
             vec![
                 "--enable-quic".to_string(),
-                format!("--origin-to-force-quic-on={host}:{UNSERVED_PORT}"),
+                format!("--origin-to-force-quic-on={}", forced.join(",")),
             ]
         }
         Proto::H2 => vec!["--disable-quic".to_string()],

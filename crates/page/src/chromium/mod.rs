@@ -99,6 +99,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use base64::Engine;
 use h3lab_results::page::{PageLoad, PageReport};
+use h3lab_client::ResolveRule;
 use h3lab_results::{Loader, Proto, Visit};
 use sha2::{Digest, Sha256};
 
@@ -123,6 +124,9 @@ pub struct ChromiumOptions {
     /// A load without its load event and every response complete by then
     /// fails the run.
     pub navigation_timeout: Duration,
+    /// Host names resolved to these addresses (Chromium's host resolver
+    /// rules); every other name but the page's resolves to nothing.
+    pub resolve: Vec<ResolveRule>,
 }
 
 /// How Chromium trusts the server's certificate.
@@ -236,12 +240,15 @@ pub fn load_page(
         .port_or_known_default()
         .ok_or_else(|| anyhow!("{url} has no port"))?;
     let binary = browser::find_binary(options.binary.as_deref())?;
-    let mut flags = browser::protocol_flags(options.proto, &format!("{host}:{port}"));
+    let mut quic_origins = vec![format!("{host}:{port}")];
+    quic_origins.extend(
+        (options.resolve.iter())
+            .filter(|rule| !rule.host.eq_ignore_ascii_case(host))
+            .map(|rule| format!("{}:{}", rule.host, rule.port)),
+    );
+    let mut flags = browser::protocol_flags(options.proto, &quic_origins);
     flags.push(options.trust.flag()?);
-    // Only the page's host resolves: no request leaves for a third party.
-    flags.push(format!(
-        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE {host}"
-    ));
+    flags.push(host_resolver_rules(host, &options.resolve));
 
     let report = run(url, options, &binary, &flags, on_load);
     match (&options.trust, options.proto, report) {
@@ -256,6 +263,21 @@ pub fn load_page(
         }
         (_, _, report) => report,
     }
+}
+
+/// `--resolve` rules as Chromium's host mapping, and every other name but
+/// the page's host resolving to nothing, so no request leaves for a third
+/// party. Chromium maps a host to an address, not a port to a port.
+fn host_resolver_rules(page_host: &str, resolve: &[ResolveRule]) -> String {
+    let mut rules: Vec<String> = resolve
+        .iter()
+        .map(|rule| match rule.addr {
+            std::net::IpAddr::V6(addr) => format!("MAP {} [{addr}]", rule.host),
+            std::net::IpAddr::V4(addr) => format!("MAP {} {addr}", rule.host),
+        })
+        .collect();
+    rules.push(format!("MAP * ~NOTFOUND, EXCLUDE {page_host}"));
+    format!("--host-resolver-rules={}", rules.join(", "))
 }
 
 /// The loads of [`load_page`], once its arguments are checked.
@@ -346,17 +368,37 @@ mod tests {
 
     #[test]
     fn protocol_flags_force_quic_or_turn_it_off() {
+        let origins = ["127.0.0.1:4433".to_string()];
         assert_eq!(
-            browser::protocol_flags(Proto::H3, "127.0.0.1:4433"),
+            browser::protocol_flags(Proto::H3, &origins),
             ["--enable-quic", "--origin-to-force-quic-on=127.0.0.1:4433"]
         );
+        assert_eq!(browser::protocol_flags(Proto::H2, &origins), ["--disable-quic"]);
         assert_eq!(
-            browser::protocol_flags(Proto::H2, "x:1"),
-            ["--disable-quic"]
+            browser::protocol_flags(Proto::H1, &origins),
+            ["--disable-quic", "--disable-http2"]
+        );
+    }
+
+    #[test]
+    fn every_origin_of_a_replayed_page_is_forced_onto_quic_and_mapped_to_its_address() {
+        let origins = ["www.example.test:443".to_string(), "img.example.test:443".to_string()];
+        assert_eq!(
+            browser::protocol_flags(Proto::H3, &origins)[1],
+            "--origin-to-force-quic-on=www.example.test:443,img.example.test:443"
         );
         assert_eq!(
-            browser::protocol_flags(Proto::H1, "x:1"),
-            ["--disable-quic", "--disable-http2"]
+            browser::protocol_flags(Proto::Auto, &origins)[1],
+            "--origin-to-force-quic-on=www.example.test:9,img.example.test:9"
+        );
+        let resolve = [
+            "www.example.test:443:198.18.0.10".parse().unwrap(),
+            "img.example.test:443:::1".parse().unwrap(),
+        ];
+        assert_eq!(
+            host_resolver_rules("www.example.test", &resolve),
+            "--host-resolver-rules=MAP www.example.test 198.18.0.10, MAP img.example.test [::1], \
+             MAP * ~NOTFOUND, EXCLUDE www.example.test"
         );
     }
 
@@ -396,6 +438,7 @@ mod tests {
             visit: Visit::Cold,
             loads: 1,
             navigation_timeout: Duration::from_secs(1),
+            resolve: Vec::new(),
         };
         let err = load_page("http://127.0.0.1:1/", &options, &mut |_| {
             ControlFlow::Continue(())

@@ -206,6 +206,7 @@ fn load(url: &str, cert: &std::path::Path, visit: VisitKind) -> Result<PageLoad,
         connect_timeout: CONNECT_TIMEOUT,
         load_timeout: LOAD_TIMEOUT,
         h3_discovery,
+        resolve: Vec::new(),
     };
     let report = load_page(url, &options, &mut |_| std::ops::ControlFlow::Continue(()))
         .map_err(|err| format!("{err:#}"))?;

@@ -1,0 +1,147 @@
+//! The parts of a HAR file (1.2, and 1.1 which it extends) that a replay
+//! needs, with the private fields browsers and tools add.
+//!
+//! The `har` crate's types drop the underscore fields (`_initiator`,
+//! `_transferSize`, Playwright's `_file`) and require fields that tools
+//! leave out, so the import reads its own, lenient shapes: every field a
+//! tool may omit is optional, and unknown fields are ignored.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The file's top level.
+#[derive(Debug, Deserialize)]
+pub struct HarFile {
+    pub log: Option<Log>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Log {
+    pub version: Option<String>,
+    pub creator: Option<Creator>,
+    #[serde(default)]
+    pub pages: Vec<Page>,
+    pub entries: Option<Vec<Entry>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Creator {
+    pub name: Option<String>,
+    pub version: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Page {
+    pub id: Option<String>,
+    pub title: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Entry {
+    pub pageref: Option<String>,
+    pub request: Option<Request>,
+    pub response: Option<Response>,
+    pub timings: Option<Timings>,
+    /// Chrome: `{type, url, stack}`; WebPageTest: the initiator's URL.
+    #[serde(rename = "_initiator")]
+    pub initiator: Option<Value>,
+    /// Chrome's resource type (`document`, `websocket`, ...).
+    #[serde(rename = "_resourceType")]
+    pub resource_type: Option<String>,
+    /// Chrome and Playwright: headers and body on the wire.
+    #[serde(rename = "_transferSize")]
+    pub transfer_size: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Request {
+    pub method: Option<String>,
+    pub url: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Response {
+    pub status: Option<f64>,
+    #[serde(default)]
+    pub headers: Vec<Header>,
+    pub content: Option<Content>,
+    #[serde(rename = "bodySize")]
+    pub body_size: Option<f64>,
+    #[serde(rename = "headersSize")]
+    pub headers_size: Option<f64>,
+    /// Chrome and Playwright: headers and body on the wire.
+    #[serde(rename = "_transferSize")]
+    pub transfer_size: Option<f64>,
+    /// Chrome: the network error of a failed request.
+    #[serde(rename = "_error")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Header {
+    pub name: String,
+    pub value: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Content {
+    /// The decoded body's length.
+    pub size: Option<f64>,
+    pub text: Option<String>,
+    /// `base64` when `text` is.
+    pub encoding: Option<String>,
+    /// Playwright: the body in a file beside the HAR.
+    #[serde(rename = "_file")]
+    pub file: Option<String>,
+}
+
+/// Milliseconds; -1 (or absent) is unknown.
+#[derive(Debug, Default, Deserialize)]
+pub struct Timings {
+    pub connect: Option<f64>,
+    pub ssl: Option<f64>,
+    pub wait: Option<f64>,
+}
+
+/// A non-negative recorded figure; HAR writes -1 for unknown.
+pub fn known(value: Option<f64>) -> Option<f64> {
+    value.filter(|v| v.is_finite() && *v >= 0.0)
+}
+
+impl Entry {
+    /// The URL that caused this request, where the HAR names it: Chrome's
+    /// initiator URL or the script at the top of its stack, or
+    /// WebPageTest's string.
+    pub fn initiator_url(&self) -> Option<String> {
+        match self.initiator.as_ref()? {
+            Value::String(url) if !url.is_empty() => Some(url.clone()),
+            Value::Object(fields) => fields
+                .get("url")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .or_else(|| stack_url(fields.get("stack")?)),
+            _ => None,
+        }
+    }
+
+    /// The body's bytes on the wire as recorded, if the HAR says.
+    pub fn recorded_body_bytes(&self) -> Option<u64> {
+        let response = self.response.as_ref()?;
+        if let Some(size) = known(response.body_size).filter(|&size| size > 0.0) {
+            return Some(size as u64);
+        }
+        let transfer = known(response.transfer_size.or(self.transfer_size))?;
+        let headers = known(response.headers_size)?;
+        (transfer > headers).then(|| (transfer - headers) as u64)
+    }
+}
+
+/// The first script URL in a Chrome initiator stack, its parents included.
+fn stack_url(stack: &Value) -> Option<String> {
+    let frames = stack.get("callFrames").and_then(Value::as_array);
+    let own = frames.into_iter().flatten().find_map(|frame| {
+        let url = frame.get("url")?.as_str()?;
+        (!url.is_empty()).then(|| url.to_string())
+    });
+    own.or_else(|| stack_url(stack.get("parent")?))
+}

@@ -1,0 +1,573 @@
+//! `h3lab site from-har`: a captured page (HAR 1.2, or 1.1) rebuilt as a
+//! [replay site](crate::replay) that `h3lab serve --site` answers for
+//! every origin the page used.
+
+mod encode;
+mod format;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use base64::Engine;
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use url::Url;
+
+use crate::replay::{Origin, RecordedResponse, Replay, Skipped, Think, BODIES, MANIFEST, SCHEMA};
+use encode::Encoding;
+use format::{known, Entry, HarFile};
+
+/// How to import a HAR.
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    /// Whether the replay waits each response's recorded think time.
+    pub think: Think,
+    /// The page to import, by its `pages[].id`; `None` is the first.
+    pub page: Option<String>,
+    /// On the same request twice with different responses, keep the
+    /// first instead of refusing the HAR.
+    pub keep_first_duplicate: bool,
+}
+
+/// What an import wrote.
+#[derive(Debug)]
+pub struct ImportSummary {
+    /// The manifest written.
+    pub replay: Replay,
+    /// The page imported, when the HAR has several.
+    pub page_note: Option<String>,
+    /// Headers that could not be sent as recorded, by entry.
+    pub dropped_headers: Vec<String>,
+    /// Responses whose encoding h3lab cannot produce, sent decoded.
+    pub decoded: Vec<String>,
+}
+
+/// Reads the HAR at `har`, writes the replay site to `out`.
+pub fn import(har: &Path, out: &Path, options: &ImportOptions) -> Result<ImportSummary> {
+    let text =
+        std::fs::read_to_string(har).with_context(|| format!("cannot read {}", har.display()))?;
+    let file: HarFile = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not JSON a HAR reader understands; export the page again as HAR",
+            har.display()
+        )
+    })?;
+    let Some(log) = file.log else {
+        bail!(
+            "{} has no `log` object, so it is not a HAR file; export one from the browser's DevTools (Network → Save all as HAR)",
+            har.display()
+        );
+    };
+    match log.version.as_deref() {
+        Some("1.2") | Some("1.1") => {}
+        Some(other) => bail!(
+            "{} is HAR version {other}; h3lab reads HAR 1.2 (and 1.1, which it extends); export the page again from a current browser or tool",
+            har.display()
+        ),
+        None => bail!(
+            "{} has no `log.version`; a HAR 1.2 file says \"version\": \"1.2\"",
+            har.display()
+        ),
+    }
+    let creator = log
+        .creator
+        .as_ref()
+        .map(|c| {
+            let version = c.version.as_deref().unwrap_or("");
+            format!("{} {version}", c.name.as_deref().unwrap_or("unknown tool"))
+        })
+        .unwrap_or_else(|| "unknown tool".into());
+    let (page_id, page_note) = choose_page(&log.pages, options.page.as_deref())?;
+    let entries = log.entries.unwrap_or_default();
+    let har_dir = har.parent().unwrap_or(Path::new("."));
+    let mut builder = Builder::new(options.keep_first_duplicate);
+    for (index, entry) in entries.iter().enumerate() {
+        let on_page = match (&page_id, &entry.pageref) {
+            (Some(page), Some(pageref)) => page == pageref,
+            _ => true,
+        };
+        if on_page {
+            builder.add(index, entry, har_dir)?;
+        }
+    }
+    let source = format!(
+        "{} ({})",
+        har.file_name().unwrap_or_default().to_string_lossy(),
+        creator.trim()
+    );
+    builder.finish(source, options.think, page_note, out)
+}
+
+/// The page whose entries to import: the one asked for, or the first.
+fn choose_page(
+    pages: &[format::Page],
+    wanted: Option<&str>,
+) -> Result<(Option<String>, Option<String>)> {
+    let ids: Vec<&str> = pages.iter().filter_map(|p| p.id.as_deref()).collect();
+    match wanted {
+        Some(wanted) if ids.contains(&wanted) => Ok((Some(wanted.to_string()), None)),
+        Some(wanted) => bail!(
+            "the HAR has no page `{wanted}`; its pages are: {}",
+            if ids.is_empty() { "none".to_string() } else { ids.join(", ") }
+        ),
+        None if ids.len() > 1 => {
+            let title = pages[0].title.as_deref().unwrap_or("");
+            let note = format!(
+                "the HAR has {} pages ({}); imported the first, `{}` {title} (choose with --page)",
+                ids.len(),
+                ids.join(", "),
+                ids[0]
+            );
+            Ok((Some(ids[0].to_string()), Some(note)))
+        }
+        None => Ok((ids.first().map(|id| id.to_string()), None)),
+    }
+}
+
+/// One response on its way into the manifest.
+struct Pending {
+    response: RecordedResponse,
+    body: Vec<u8>,
+    connect_ms: Option<f64>,
+    wait_ms: Option<f64>,
+}
+
+struct Builder {
+    keep_first_duplicate: bool,
+    origins: Vec<Origin>,
+    pending: Vec<Pending>,
+    by_request: HashMap<(String, String), usize>,
+    skipped: Vec<Skipped>,
+    dropped_headers: Vec<String>,
+    decoded: Vec<String>,
+}
+
+impl Builder {
+    fn new(keep_first_duplicate: bool) -> Builder {
+        Builder {
+            keep_first_duplicate,
+            origins: Vec::new(),
+            pending: Vec::new(),
+            by_request: HashMap::new(),
+            skipped: Vec::new(),
+            dropped_headers: Vec::new(),
+            decoded: Vec::new(),
+        }
+    }
+
+    fn skip(&mut self, entry: usize, url: &str, reason: impl Into<String>) {
+        let mut url = url.to_string();
+        if url.len() > 100 {
+            let cut = (0..=97).rev().find(|&i| url.is_char_boundary(i)).unwrap_or(0);
+            url.truncate(cut);
+            url.push_str("...");
+        }
+        self.skipped.push(Skipped {
+            entry,
+            url,
+            reason: reason.into(),
+        });
+    }
+
+    fn add(&mut self, index: usize, entry: &Entry, har_dir: &Path) -> Result<()> {
+        let Some(request) = &entry.request else {
+            bail!("entry {index} has no `request`; remove the entry or export the HAR again");
+        };
+        let Some(url_text) = request.url.as_deref() else {
+            bail!("entry {index} has no `request.url`; remove the entry or export the HAR again");
+        };
+        let Some(response) = &entry.response else {
+            bail!(
+                "entry {index} ({url_text}) has no `response`; export the HAR again after the page has finished loading, or remove the entry"
+            );
+        };
+        let Ok(mut url) = Url::parse(url_text) else {
+            self.skip(index, url_text, "not a URL");
+            return Ok(());
+        };
+        url.set_fragment(None);
+        let status = known(response.status).unwrap_or(0.0) as u16;
+        if let Some(reason) = unsupported(entry, &url, status) {
+            self.skip(index, url_text, reason);
+            return Ok(());
+        }
+        let Some(host) = url.host_str().map(str::to_ascii_lowercase) else {
+            self.skip(index, url_text, "a URL without a host");
+            return Ok(());
+        };
+        let port = url.port_or_known_default().unwrap_or(443);
+        if let Some(first) = self.origins.first() {
+            if first.port != port {
+                let reason = format!(
+                    "port {port} differs from the page's port {}; the replay serves one port",
+                    first.port
+                );
+                self.skip(index, url_text, reason);
+                return Ok(());
+            }
+        }
+        let method = request.method.clone().unwrap_or_else(|| "GET".into());
+        let (body, synthesized, encoding) = self.body(index, entry, har_dir)?;
+        let key = (method.clone(), url.to_string());
+        if let Some(&earlier) = self.by_request.get(&key) {
+            let same = self.pending[earlier].body == body
+                && self.pending[earlier].response.status == status;
+            let first = self.pending[earlier].response.entry;
+            if same || self.keep_first_duplicate {
+                self.skip(index, url_text, format!("a repeat of entry {first}"));
+                return Ok(());
+            }
+            bail!(
+                "entries {first} and {index} both request {method} {url} with different responses; \
+                 a replay answers a request one way: remove one from the HAR, or pass --keep-first-duplicate"
+            );
+        }
+        let origin = url.origin().ascii_serialization();
+        if !self.origins.iter().any(|o| o.origin == origin) {
+            self.origins.push(Origin {
+                origin,
+                host: host.clone(),
+                port,
+            });
+        }
+        let headers = self.headers(index, response, encoding);
+        let path = match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_string(),
+        };
+        let timings = entry.timings.as_ref();
+        let connect_ms = timings.and_then(|t| {
+            let connect = known(t.connect)?;
+            let ssl = known(t.ssl).unwrap_or(0.0);
+            (connect > ssl).then_some(connect - ssl)
+        });
+        self.by_request.insert(key, self.pending.len());
+        self.pending.push(Pending {
+            response: RecordedResponse {
+                entry: index,
+                method,
+                url: url.to_string(),
+                host,
+                path,
+                status,
+                headers,
+                body: format!("{index:05}"),
+                body_bytes: body.len() as u64,
+                recorded_body_bytes: entry.recorded_body_bytes(),
+                synthesized,
+                think_ms: 0.0,
+                initiator: entry.initiator_url(),
+            },
+            body,
+            connect_ms,
+            wait_ms: timings.and_then(|t| known(t.wait)),
+        });
+        Ok(())
+    }
+
+    /// The body as it goes on the wire, whether it is filler, and the
+    /// encoding it carries.
+    fn body(
+        &mut self,
+        index: usize,
+        entry: &Entry,
+        har_dir: &Path,
+    ) -> Result<(Vec<u8>, bool, Option<Encoding>)> {
+        let response = entry.response.as_ref().expect("checked by add");
+        let recorded = entry.recorded_body_bytes();
+        let Some(decoded) = recorded_body(index, response, har_dir)? else {
+            let size = recorded
+                .or_else(|| known(response.content.as_ref()?.size).map(|s| s as u64))
+                .unwrap_or(0);
+            return Ok((filler(index, size), true, None));
+        };
+        let header = header(response, "content-encoding");
+        let Some(value) = header.filter(|v| !v.trim().eq_ignore_ascii_case("identity")) else {
+            return Ok((decoded, false, None));
+        };
+        match Encoding::from_header(value) {
+            Some(encoding) => {
+                let encoded = encode::encode(&decoded, encoding, recorded)
+                    .with_context(|| format!("entry {index}: encoding its body as {value}"))?;
+                Ok((encoded, false, Some(encoding)))
+            }
+            None => {
+                let url = entry.request.as_ref().and_then(|r| r.url.clone());
+                self.decoded
+                    .push(format!("entry {index} ({value}): {}", url.unwrap_or_default()));
+                Ok((decoded, false, None))
+            }
+        }
+    }
+
+    /// The recorded headers a replay can send: framing and connection
+    /// headers go (the server sets its own), and `content-encoding` stays
+    /// only when the body carries it.
+    fn headers(
+        &mut self,
+        index: usize,
+        response: &format::Response,
+        encoding: Option<Encoding>,
+    ) -> Vec<(String, String)> {
+        const FRAMING: [&str; 10] = [
+            "content-length",
+            "transfer-encoding",
+            "connection",
+            "keep-alive",
+            "proxy-connection",
+            "upgrade",
+            "te",
+            "trailer",
+            "alt-svc",
+            "content-encoding",
+        ];
+        let mut kept = Vec::new();
+        for header in &response.headers {
+            let name = header.name.to_ascii_lowercase();
+            if name.starts_with(':') || FRAMING.contains(&name.as_str()) {
+                continue;
+            }
+            if !valid_header(&name, &header.value) {
+                self.dropped_headers
+                    .push(format!("entry {index}: `{}`", header.name));
+                continue;
+            }
+            kept.push((name, header.value.clone()));
+        }
+        if encoding.is_some() {
+            let value = header(response, "content-encoding").unwrap_or_default();
+            kept.push(("content-encoding".into(), value.trim().to_string()));
+        }
+        kept
+    }
+
+    fn finish(
+        mut self,
+        source: String,
+        think: Think,
+        page_note: Option<String>,
+        out: &Path,
+    ) -> Result<ImportSummary> {
+        let Some(first) = self.pending.first() else {
+            bail!("the HAR has no response h3lab can replay (see the entries it skipped: {} of them); export the page again with its requests", self.skipped.len());
+        };
+        let page = first.response.url.clone();
+        self.set_think_times();
+        prepare(out)?;
+        let bodies = out.join(BODIES);
+        std::fs::create_dir_all(&bodies)
+            .with_context(|| format!("cannot create {}", bodies.display()))?;
+        for pending in &self.pending {
+            let path = bodies.join(&pending.response.body);
+            std::fs::write(&path, &pending.body)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        let replay = Replay {
+            schema: SCHEMA.into(),
+            source,
+            page,
+            think,
+            origins: self.origins,
+            responses: self.pending.into_iter().map(|p| p.response).collect(),
+            skipped: self.skipped,
+        };
+        let manifest = out.join(MANIFEST);
+        let text = serde_json::to_string_pretty(&replay).context("writing the manifest")?;
+        std::fs::write(&manifest, text)
+            .with_context(|| format!("cannot write {}", manifest.display()))?;
+        Ok(ImportSummary {
+            replay,
+            page_note,
+            dropped_headers: self.dropped_headers,
+            decoded: self.decoded,
+        })
+    }
+
+    /// Each response's think time: its wait less one round trip to its
+    /// origin. The round trip is the origin's fastest TCP handshake, or,
+    /// where the HAR has none, its fastest wait.
+    fn set_think_times(&mut self) {
+        let mut round_trip: BTreeMap<String, f64> = BTreeMap::new();
+        for pending in &self.pending {
+            if let Some(connect) = pending.connect_ms {
+                let rtt = round_trip.entry(pending.response.host.clone()).or_insert(connect);
+                *rtt = rtt.min(connect);
+            }
+        }
+        for pending in &self.pending {
+            if let (None, Some(wait)) = (round_trip.get(&pending.response.host), pending.wait_ms) {
+                let fastest = self
+                    .pending
+                    .iter()
+                    .filter(|p| p.response.host == pending.response.host)
+                    .filter_map(|p| p.wait_ms)
+                    .fold(wait, f64::min);
+                round_trip.insert(pending.response.host.clone(), fastest);
+            }
+        }
+        for pending in &mut self.pending {
+            let rtt = round_trip.get(&pending.response.host).copied();
+            if let (Some(rtt), Some(wait)) = (rtt, pending.wait_ms) {
+                pending.response.think_ms = ((wait - rtt).max(0.0) * 10.0).round() / 10.0;
+            }
+        }
+    }
+}
+
+/// Why an entry cannot be replayed, if it cannot.
+fn unsupported(entry: &Entry, url: &Url, status: u16) -> Option<String> {
+    let response = entry.response.as_ref()?;
+    let websocket = entry.resource_type.as_deref() == Some("websocket") || status == 101;
+    match url.scheme() {
+        "https" if websocket => Some("a WebSocket (not replayed)".into()),
+        "https" => match (&response.error, status) {
+            (Some(error), _) if !error.is_empty() => Some(format!("failed when recorded ({error})")),
+            (_, 0) => Some("failed when recorded (no status)".into()),
+            _ => None,
+        },
+        "http" => Some("cleartext http:// (the replay serves https only)".into()),
+        "ws" | "wss" => Some("a WebSocket (not replayed)".into()),
+        "data" | "blob" => Some(format!("a {}: URL (never on the network)", url.scheme())),
+        other => Some(format!("a {other}: URL")),
+    }
+}
+
+/// The body the HAR holds (embedded, or in Playwright's file beside it).
+fn recorded_body(
+    index: usize,
+    response: &format::Response,
+    har_dir: &Path,
+) -> Result<Option<Vec<u8>>> {
+    let Some(content) = &response.content else {
+        return Ok(None);
+    };
+    if let Some(text) = &content.text {
+        if content.encoding.as_deref() == Some("base64") {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(text.trim())
+                .with_context(|| {
+                    format!("entry {index}: its body says base64 but is not; export the HAR again")
+                })?;
+            return Ok(Some(bytes));
+        }
+        return Ok(Some(text.clone().into_bytes()));
+    }
+    if let Some(file) = &content.file {
+        let path = har_dir.join(file);
+        let bytes = std::fs::read(&path).with_context(|| {
+            format!(
+                "entry {index}: its body is in {}, which cannot be read; keep the HAR's attachments beside it",
+                path.display()
+            )
+        })?;
+        return Ok(Some(bytes));
+    }
+    Ok(None)
+}
+
+/// Deterministic filler of `size` bytes for a body the HAR does not hold.
+fn filler(index: usize, size: u64) -> Vec<u8> {
+    let mut bytes = vec![0; size as usize];
+    ChaCha8Rng::seed_from_u64(index as u64).fill_bytes(&mut bytes);
+    bytes
+}
+
+fn header<'a>(response: &'a format::Response, name: &str) -> Option<&'a str> {
+    response
+        .headers
+        .iter()
+        .rev()
+        .find(|h| h.name.eq_ignore_ascii_case(name))
+        .map(|h| h.value.as_str())
+}
+
+/// RFC 9110: a name is a token; a value has no control characters but tab.
+fn valid_header(name: &str, value: &str) -> bool {
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    !name.is_empty()
+        && name.chars().all(token)
+        && value.chars().all(|c| c == '\t' || !c.is_control())
+}
+
+/// Creates `out`, or empties it if it holds an earlier replay site.
+fn prepare(out: &Path) -> Result<()> {
+    if !out.exists() {
+        return std::fs::create_dir_all(out)
+            .with_context(|| format!("cannot create the site directory {}", out.display()));
+    }
+    let empty = std::fs::read_dir(out)
+        .with_context(|| format!("cannot read {}", out.display()))?
+        .next()
+        .is_none();
+    if empty {
+        return Ok(());
+    }
+    if !Replay::is_replay_site(out) {
+        bail!(
+            "{} is not empty and does not hold a replay site; pass a new or empty directory with --out (or remove this one)",
+            out.display()
+        );
+    }
+    for name in [MANIFEST, BODIES] {
+        let path = out.join(name);
+        let removed = match path.is_dir() {
+            true => std::fs::remove_dir_all(&path),
+            false => std::fs::remove_file(&path),
+        };
+        removed.with_context(|| format!("cannot remove the old {}", path.display()))?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for ImportSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let replay = &self.replay;
+        writeln!(f, "page: {}", replay.page)?;
+        writeln!(f, "from: {}", replay.source)?;
+        if let Some(note) = &self.page_note {
+            writeln!(f, "note: {note}")?;
+        }
+        let bytes: u64 = replay.responses.iter().map(|r| r.body_bytes).sum();
+        let synthesized = replay.responses.iter().filter(|r| r.synthesized).count();
+        writeln!(
+            f,
+            "responses: {} ({} bytes of bodies on the wire; {synthesized} filler of the recorded size, the HAR holding no body)",
+            replay.responses.len(),
+            bytes
+        )?;
+        writeln!(f, "origins: {}", replay.origins.len())?;
+        for origin in &replay.origins {
+            let count = replay.responses.iter().filter(|r| r.host == origin.host).count();
+            writeln!(f, "  {} ({count} responses)", origin.origin)?;
+        }
+        let off: Vec<_> = replay.responses.iter().filter(|r| off_size(r)).collect();
+        if !off.is_empty() {
+            writeln!(f, "bodies more than 5 % off their recorded size: {}", off.len())?;
+            for r in off {
+                let recorded = r.recorded_body_bytes.unwrap_or_default();
+                writeln!(f, "  entry {}: {} B, recorded {recorded} B: {}", r.entry, r.body_bytes, r.url)?;
+            }
+        }
+        for line in &self.decoded {
+            writeln!(f, "sent decoded (an encoding h3lab cannot produce): {line}")?;
+        }
+        for line in &self.dropped_headers {
+            writeln!(f, "header dropped (not valid HTTP): {line}")?;
+        }
+        writeln!(f, "skipped: {}", replay.skipped.len())?;
+        for skipped in &replay.skipped {
+            writeln!(f, "  entry {}: {}: {}", skipped.entry, skipped.reason, skipped.url)?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether a replayed body's size is more than 5 % from the recorded one.
+pub fn off_size(response: &RecordedResponse) -> bool {
+    response.recorded_body_bytes.is_some_and(|recorded| {
+        let actual = response.body_bytes as f64;
+        (actual - recorded as f64).abs() > 0.05 * recorded as f64
+    })
+}

@@ -1,0 +1,148 @@
+//! A replay site: a captured page's responses, every origin's, as
+//! `h3lab site from-har` writes them and `h3lab serve --site` answers them.
+//!
+//! The directory holds `replay.json` (this manifest) and `bodies/`, each
+//! response's body exactly as it goes on the wire (already encoded with
+//! the recorded `content-encoding`).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// The manifest's file name inside a replay site.
+pub const MANIFEST: &str = "replay.json";
+/// The directory of bodies inside a replay site.
+pub const BODIES: &str = "bodies";
+/// The manifest's schema tag.
+pub const SCHEMA: &str = "h3lab.replay/1";
+
+/// Whether a response waits its recorded server think time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Think {
+    /// Each response waits the part of its recorded wait that was not
+    /// network round trips, so a slow backend stays slow.
+    Recorded,
+    /// Responses are sent as soon as they are asked for.
+    None,
+}
+
+impl std::str::FromStr for Think {
+    type Err = anyhow::Error;
+
+    fn from_str(text: &str) -> Result<Self> {
+        match text {
+            "recorded" => Ok(Think::Recorded),
+            "none" => Ok(Think::None),
+            other => bail!("unknown think time `{other}`: use recorded or none"),
+        }
+    }
+}
+
+/// A replay site's manifest.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Replay {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// The HAR it came from and the tool that wrote it.
+    pub source: String,
+    /// The page's URL: where a load starts.
+    pub page: String,
+    /// Whether responses wait their recorded think time.
+    pub think: Think,
+    /// Every origin, in the order of its first request.
+    pub origins: Vec<Origin>,
+    /// Every replayed response.
+    pub responses: Vec<RecordedResponse>,
+    /// The HAR's entries that are not replayed, and why.
+    pub skipped: Vec<Skipped>,
+}
+
+/// One origin of the page: a host of its own when replayed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Origin {
+    /// `scheme://host[:port]`, as the HAR's URLs spell it.
+    pub origin: String,
+    /// The host name, lower case.
+    pub host: String,
+    /// The port its URLs use.
+    pub port: u16,
+}
+
+/// One response as recorded.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RecordedResponse {
+    /// The entry's position in the HAR's `entries`, from 0.
+    pub entry: usize,
+    /// The request's method.
+    pub method: String,
+    /// The request's URL.
+    pub url: String,
+    /// Its host, lower case.
+    pub host: String,
+    /// Its path and query, as the request line carries it.
+    pub path: String,
+    /// The recorded status.
+    pub status: u16,
+    /// The recorded response headers to send (framing headers removed).
+    pub headers: Vec<(String, String)>,
+    /// The body's file name in `bodies/`.
+    pub body: String,
+    /// The body's bytes on the wire, as replayed.
+    pub body_bytes: u64,
+    /// The body's bytes on the wire as the HAR recorded them, if it did.
+    pub recorded_body_bytes: Option<u64>,
+    /// Whether the body is filler of the recorded size, because the HAR
+    /// holds no body.
+    pub synthesized: bool,
+    /// The recorded server think time: the wait less one round trip.
+    pub think_ms: f64,
+    /// The URL that caused the request, where the HAR names it.
+    pub initiator: Option<String>,
+}
+
+/// An entry of the HAR that is not replayed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Skipped {
+    /// The entry's position in the HAR's `entries`, from 0.
+    pub entry: usize,
+    /// Its URL (cut short if long).
+    pub url: String,
+    /// Why it is not replayed.
+    pub reason: String,
+}
+
+impl Replay {
+    /// Reads `DIR/replay.json`, checking its schema.
+    pub fn read(dir: &Path) -> Result<Replay> {
+        let path = dir.join(MANIFEST);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let replay: Replay = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{} is not a replay manifest; rebuild the site with `h3lab site from-har`",
+                path.display()
+            )
+        })?;
+        if replay.schema != SCHEMA {
+            bail!(
+                "{} has schema `{}`, not `{SCHEMA}`; rebuild the site with this h3lab's `site from-har`",
+                path.display(),
+                replay.schema
+            );
+        }
+        Ok(replay)
+    }
+
+    /// Whether `dir` is a replay site.
+    pub fn is_replay_site(dir: &Path) -> bool {
+        dir.join(MANIFEST).is_file()
+    }
+
+    /// Every host name the replay answers for, for the certificate.
+    pub fn hosts(&self) -> BTreeSet<String> {
+        self.origins.iter().map(|o| o.host.clone()).collect()
+    }
+}
