@@ -151,7 +151,7 @@ impl Target {
             .iter()
             .find(|rule| rule.host.eq_ignore_ascii_case(&self.host) && rule.port == self.port);
         if let Some(rule) = ruled {
-            return Ok(SocketAddr::new(rule.addr, self.port));
+            return Ok(rule.socket_addr());
         }
         let mut addrs = tokio::net::lookup_host((self.host.as_str(), self.port))
             .await
@@ -177,22 +177,43 @@ impl Target {
 }
 
 /// `HOST:PORT:ADDR`, curl's `--resolve`: connections to `HOST` on `PORT`
-/// go to `ADDR`, while TLS and the request still name `HOST`.
+/// go to `ADDR`, while TLS and the request still name `HOST`. `ADDR` may
+/// carry a port of its own (`127.0.0.10:4433`, `[::1]:4433`), as curl's
+/// `--connect-to` does, for a server that is not on the URL's port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolveRule {
-    /// The host name, as URLs spell it.
+    /// The host name, lower case.
     pub host: String,
     /// The port the rule applies to.
     pub port: u16,
     /// Where connections go.
     pub addr: IpAddr,
+    /// The port connections go to, if not `port`.
+    pub connect_port: Option<u16>,
+}
+
+impl ResolveRule {
+    /// Where a connection for the rule's host goes.
+    pub fn socket_addr(&self) -> SocketAddr {
+        SocketAddr::new(self.addr, self.connect_port.unwrap_or(self.port))
+    }
+
+    /// The address, with its port if it has one of its own, as Chromium's
+    /// host resolver rules take it.
+    pub fn destination(&self) -> String {
+        match (self.addr, self.connect_port) {
+            (IpAddr::V6(addr), None) => format!("[{addr}]"),
+            (IpAddr::V4(addr), None) => addr.to_string(),
+            (addr, Some(port)) => SocketAddr::new(addr, port).to_string(),
+        }
+    }
 }
 
 impl FromStr for ResolveRule {
     type Err = anyhow::Error;
 
     fn from_str(text: &str) -> anyhow::Result<ResolveRule> {
-        let hint = "expected HOST:PORT:ADDR, e.g. www.example.com:443:127.0.0.10";
+        let hint = "expected HOST:PORT:ADDR, e.g. www.example.com:443:127.0.0.10 (or ADDR:PORT for another port)";
         let mut parts = text.splitn(3, ':');
         let (Some(host), Some(port), Some(addr)) = (parts.next(), parts.next(), parts.next())
         else {
@@ -204,25 +225,28 @@ impl FromStr for ResolveRule {
         let port = port
             .parse()
             .map_err(|_| anyhow!("bad --resolve `{text}`: `{port}` is not a port; {hint}"))?;
-        let addr = addr
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse()
-            .map_err(|_| anyhow!("bad --resolve `{text}`: `{addr}` is not an IP address; {hint}"))?;
+        let (addr, connect_port) = match addr.parse::<SocketAddr>() {
+            Ok(socket) => (socket.ip(), Some(socket.port())),
+            Err(_) => {
+                let bare = addr.trim_start_matches('[').trim_end_matches(']');
+                let ip = bare.parse().map_err(|_| {
+                    anyhow!("bad --resolve `{text}`: `{addr}` is not an IP address; {hint}")
+                })?;
+                (ip, None)
+            }
+        };
         Ok(ResolveRule {
             host: host.to_ascii_lowercase(),
             port,
             addr,
+            connect_port,
         })
     }
 }
 
 impl fmt::Display for ResolveRule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.addr {
-            IpAddr::V6(addr) => write!(f, "{}:{}:[{addr}]", self.host, self.port),
-            IpAddr::V4(addr) => write!(f, "{}:{}:{addr}", self.host, self.port),
-        }
+        write!(f, "{}:{}:{}", self.host, self.port, self.destination())
     }
 }
 
@@ -245,6 +269,9 @@ mod tests {
         let v6: ResolveRule = "cdn.example.test:8443:[::1]".parse().unwrap();
         assert_eq!(v6.addr, "::1".parse::<IpAddr>().unwrap());
         assert_eq!(v6.to_string(), "cdn.example.test:8443:[::1]");
+        let moved: ResolveRule = "www.example.test:443:127.0.0.10:4433".parse().unwrap();
+        assert_eq!(moved.socket_addr(), "127.0.0.10:4433".parse().unwrap());
+        assert_eq!(moved.to_string(), "www.example.test:443:127.0.0.10:4433");
         for bad in ["example.test", "example.test:443", ":443:127.0.0.1", "h:x:127.0.0.1", "h:443:nowhere"] {
             let err = bad.parse::<ResolveRule>().unwrap_err().to_string();
             assert!(err.contains("HOST:PORT:ADDR") && err.contains(bad), "{err}");
@@ -257,6 +284,9 @@ mod tests {
         let target = Target::parse("https://WWW.example.test/").unwrap();
         let addr = target.resolve(&rules).await.unwrap();
         assert_eq!(addr, "198.18.0.10:443".parse().unwrap());
+        let moved = ["www.example.test:443:[::1]:4433".parse().unwrap()];
+        let addr = target.resolve(&moved).await.unwrap();
+        assert_eq!(addr, "[::1]:4433".parse().unwrap());
         let other_port = Target::parse("https://127.0.0.1:8443/").unwrap();
         assert_eq!(other_port.resolve(&rules).await.unwrap().port(), 8443);
     }

@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod chromium;
+mod decode;
 pub mod discover;
 pub mod har;
 pub mod loader;

@@ -18,11 +18,12 @@ use h3lab_client::{
 };
 use h3lab_results::page::{PageLoad, PageReport, ResourceTiming};
 use h3lab_results::{Loader, Proto, ResourceKind, Visit};
-use http::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
+use http::header::{HeaderMap, HeaderValue, ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE};
 use http::Method;
 use tokio::sync::{mpsc, OnceCell};
 use url::Url;
 
+use crate::decode::{self, ContentDecoder};
 use crate::discover::{css_references, module_imports, Discovery, Findings, FontGate, HtmlScanner};
 use crate::schedule::{urgency, Dispatch, Schedule};
 
@@ -441,11 +442,13 @@ impl Fetch {
         let status = response.status().as_u16();
         let stream = response.stream_id();
         let mut body = Body::for_resource(&self.discovery, response.headers());
+        let mut decoder = ContentDecoder::for_headers(response.headers())?;
         let mut bytes = 0u64;
         while let Some(chunk) = response.chunk().await.map_err(|err| err.to_string())? {
             bytes += chunk.len() as u64;
-            self.report(body.feed(&chunk));
+            self.report(body.feed(&decoder.feed(&chunk)?));
         }
+        self.report(body.feed(&decoder.finish()?));
         self.report(body.finish());
         let timing = ResourceTiming {
             url: self.discovery.url.to_string(),
@@ -508,6 +511,7 @@ impl Fetch {
             _ => "*/*",
         };
         headers.insert(ACCEPT, HeaderValue::from_static(accept));
+        headers.insert(ACCEPT_ENCODING, HeaderValue::from_static(decode::ACCEPTED));
         let urgency = urgency(&self.discovery);
         let priority = match self.discovery.kind {
             ResourceKind::Image => format!("u={urgency}, i"),

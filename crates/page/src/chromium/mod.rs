@@ -271,10 +271,7 @@ pub fn load_page(
 fn host_resolver_rules(page_host: &str, resolve: &[ResolveRule]) -> String {
     let mut rules: Vec<String> = resolve
         .iter()
-        .map(|rule| match rule.addr {
-            std::net::IpAddr::V6(addr) => format!("MAP {} [{addr}]", rule.host),
-            std::net::IpAddr::V4(addr) => format!("MAP {} {addr}", rule.host),
-        })
+        .map(|rule| format!("MAP {} {}", rule.host, rule.destination()))
         .collect();
     rules.push(format!("MAP * ~NOTFOUND, EXCLUDE {page_host}"));
     format!("--host-resolver-rules={}", rules.join(", "))
@@ -394,11 +391,12 @@ mod tests {
         let resolve = [
             "www.example.test:443:198.18.0.10".parse().unwrap(),
             "img.example.test:443:::1".parse().unwrap(),
+            "static.example.test:443:127.0.0.12:4433".parse().unwrap(),
         ];
         assert_eq!(
             host_resolver_rules("www.example.test", &resolve),
             "--host-resolver-rules=MAP www.example.test 198.18.0.10, MAP img.example.test [::1], \
-             MAP * ~NOTFOUND, EXCLUDE www.example.test"
+             MAP static.example.test 127.0.0.12:4433, MAP * ~NOTFOUND, EXCLUDE www.example.test"
         );
     }
 

@@ -124,11 +124,18 @@ impl Entry {
         }
     }
 
-    /// The body's bytes on the wire as recorded, if the HAR says.
-    pub fn recorded_body_bytes(&self) -> Option<u64> {
+    /// The body's bytes on the wire as recorded, if the HAR says. Firefox
+    /// counts the response's header bytes in `bodySize`
+    /// (`body_size_has_headers`); Chrome writes -1 there for HTTP/2 and
+    /// HTTP/3 and leaves `_transferSize` less the headers.
+    pub fn recorded_body_bytes(&self, body_size_has_headers: bool) -> Option<u64> {
         let response = self.response.as_ref()?;
         if let Some(size) = known(response.body_size).filter(|&size| size > 0.0) {
-            return Some(size as u64);
+            let headers = match body_size_has_headers {
+                true => known(response.headers_size).unwrap_or(0.0),
+                false => 0.0,
+            };
+            return Some((size - headers).max(0.0) as u64);
         }
         let transfer = known(response.transfer_size.or(self.transfer_size))?;
         let headers = known(response.headers_size)?;

@@ -82,7 +82,8 @@ pub fn import(har: &Path, out: &Path, options: &ImportOptions) -> Result<ImportS
     let (page_id, page_note) = choose_page(&log.pages, options.page.as_deref())?;
     let entries = log.entries.unwrap_or_default();
     let har_dir = har.parent().unwrap_or(Path::new("."));
-    let mut builder = Builder::new(options.keep_first_duplicate);
+    let from_firefox = creator.starts_with("Firefox");
+    let mut builder = Builder::new(options.keep_first_duplicate, from_firefox);
     for (index, entry) in entries.iter().enumerate() {
         let on_page = match (&page_id, &entry.pageref) {
             (Some(page), Some(pageref)) => page == pageref,
@@ -136,6 +137,8 @@ struct Pending {
 
 struct Builder {
     keep_first_duplicate: bool,
+    /// The HAR counts header bytes in `bodySize` (Firefox).
+    body_size_has_headers: bool,
     origins: Vec<Origin>,
     pending: Vec<Pending>,
     by_request: HashMap<(String, String), usize>,
@@ -145,9 +148,10 @@ struct Builder {
 }
 
 impl Builder {
-    fn new(keep_first_duplicate: bool) -> Builder {
+    fn new(keep_first_duplicate: bool, body_size_has_headers: bool) -> Builder {
         Builder {
             keep_first_duplicate,
+            body_size_has_headers,
             origins: Vec::new(),
             pending: Vec::new(),
             by_request: HashMap::new(),
@@ -255,7 +259,7 @@ impl Builder {
                 headers,
                 body: format!("{index:05}"),
                 body_bytes: body.len() as u64,
-                recorded_body_bytes: entry.recorded_body_bytes(),
+                recorded_body_bytes: entry.recorded_body_bytes(self.body_size_has_headers),
                 synthesized,
                 think_ms: 0.0,
                 initiator: entry.initiator_url(),
@@ -276,7 +280,7 @@ impl Builder {
         har_dir: &Path,
     ) -> Result<(Vec<u8>, bool, Option<Encoding>)> {
         let response = entry.response.as_ref().expect("checked by add");
-        let recorded = entry.recorded_body_bytes();
+        let recorded = entry.recorded_body_bytes(self.body_size_has_headers);
         let Some(decoded) = recorded_body(index, response, har_dir)? else {
             let size = recorded
                 .or_else(|| known(response.content.as_ref()?.size).map(|s| s as u64))

@@ -1,0 +1,188 @@
+//! `site from-har` on captures in the shapes Chrome, Firefox, Playwright
+//! and WebPageTest write (fixtures/har/README.md says where each quirk was
+//! confirmed), and on broken HARs.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use h3lab_site::har::{import, off_size, ImportOptions, ImportSummary};
+use h3lab_site::replay::{Replay, Think, BODIES};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/har")
+        .join(name)
+}
+
+fn options() -> ImportOptions {
+    ImportOptions {
+        think: Think::Recorded,
+        page: None,
+        keep_first_duplicate: false,
+    }
+}
+
+fn import_fixture(name: &str, out: &Path) -> ImportSummary {
+    import(&fixture(name), out, &options()).unwrap()
+}
+
+/// The page every fixture captured: URL, status, decoded length.
+const PAGE: [(&str, u16, usize); 5] = [
+    ("https://www.example.test/", 200, 2934),
+    ("https://static.example.test/app.css", 200, 2169),
+    ("https://static.example.test/app.js", 200, 2527),
+    ("https://img.example.test/hero.png", 200, 1653),
+    ("https://img.example.test/missing.png", 404, 158),
+];
+
+fn decoded(dir: &Path, body: &str, encoding: Option<&str>) -> Vec<u8> {
+    let bytes = std::fs::read(dir.join(BODIES).join(body)).unwrap();
+    let mut out = Vec::new();
+    match encoding {
+        None => return bytes,
+        Some("gzip") => flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_end(&mut out)
+            .unwrap(),
+        Some("br") => brotli::Decompressor::new(&bytes[..], 4096)
+            .read_to_end(&mut out)
+            .unwrap(),
+        Some(other) => panic!("unexpected encoding {other}"),
+    };
+    out
+}
+
+#[test]
+fn every_tools_capture_imports_as_the_same_three_origin_page() {
+    for tool in ["chrome", "firefox", "playwright", "webpagetest"] {
+        let out = tempfile::tempdir().unwrap();
+        let summary = import_fixture(&format!("{tool}.har"), out.path());
+        let replay = Replay::read(out.path()).unwrap();
+        assert_eq!(replay.page, "https://www.example.test/", "{tool}");
+        let hosts: Vec<_> = replay.origins.iter().map(|o| o.host.as_str()).collect();
+        assert_eq!(
+            hosts,
+            ["www.example.test", "static.example.test", "img.example.test"],
+            "{tool}"
+        );
+        assert_eq!(replay.responses.len(), PAGE.len(), "{tool}: {summary}");
+        for (url, status, length) in PAGE {
+            let response = replay.responses.iter().find(|r| r.url == url).unwrap();
+            assert_eq!(response.status, status, "{tool} {url}");
+            let encoding = response
+                .headers
+                .iter()
+                .find(|(name, _)| name == "content-encoding")
+                .map(|(_, value)| value.as_str());
+            if !response.synthesized {
+                let body = decoded(out.path(), &response.body, encoding);
+                assert_eq!(body.len(), length, "{tool} {url}");
+            }
+            assert!(!off_size(response), "{tool} {url}: {summary}");
+            let framing = response.headers.iter().any(|(name, _)| {
+                name.starts_with(':') || name == "content-length" || name == "alt-svc"
+            });
+            assert!(!framing, "{tool} {url}: {:?}", response.headers);
+        }
+    }
+}
+
+#[test]
+fn compressed_bodies_go_out_in_their_recorded_encoding_at_their_recorded_size() {
+    let out = tempfile::tempdir().unwrap();
+    import_fixture("firefox.har", out.path());
+    let replay = Replay::read(out.path()).unwrap();
+    let document = &replay.responses[0];
+    assert!(document
+        .headers
+        .contains(&("content-encoding".into(), "gzip".into())));
+    assert_eq!(document.recorded_body_bytes, Some(1354));
+    assert!(document.body_bytes.abs_diff(1354) <= 5, "{document:?}");
+    let css = replay.responses.iter().find(|r| r.url.ends_with(".css")).unwrap();
+    assert!(css.headers.contains(&("content-encoding".into(), "br".into())));
+    assert!(css.body_bytes.abs_diff(763) <= 5, "{css:?}");
+    assert!(css
+        .headers
+        .contains(&("cache-control".into(), "public, max-age=31536000".into())));
+}
+
+#[test]
+fn what_cannot_be_replayed_is_listed_with_its_reason() {
+    let out = tempfile::tempdir().unwrap();
+    let chrome = import_fixture("chrome.har", out.path()).replay;
+    let reasons: Vec<_> = chrome.skipped.iter().map(|s| s.reason.as_str()).collect();
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert!(reasons.iter().any(|r| r.starts_with("a repeat of entry")), "{reasons:?}");
+    assert!(reasons.iter().any(|r| r.contains("WebSocket")), "{reasons:?}");
+    assert!(reasons.iter().any(|r| r.contains("ERR_NAME_NOT_RESOLVED")), "{reasons:?}");
+    let out = tempfile::tempdir().unwrap();
+    let firefox = import_fixture("firefox.har", out.path()).replay;
+    assert!(firefox.skipped.iter().any(|s| s.reason.contains("data: URL")));
+}
+
+#[test]
+fn chromes_initiators_and_recorded_think_times_are_kept() {
+    let out = tempfile::tempdir().unwrap();
+    let replay = import_fixture("chrome.har", out.path()).replay;
+    let css = replay.responses.iter().find(|r| r.url.ends_with(".css")).unwrap();
+    assert_eq!(css.initiator.as_deref(), Some("https://www.example.test/"));
+    let document = &replay.responses[0];
+    assert!(document.initiator.is_none());
+    // ~45 ms wait on a ~40 ms path: about 5 ms of server think time.
+    assert!((1.0..15.0).contains(&document.think_ms), "{document:?}");
+}
+
+#[test]
+fn a_har_of_several_pages_imports_the_one_asked_for() {
+    let out = tempfile::tempdir().unwrap();
+    let first = import_fixture("webpagetest.har", out.path());
+    assert!(first.page_note.unwrap().contains("--page"));
+    let repeat = ImportOptions {
+        page: Some("page_1_1_1".into()),
+        ..options()
+    };
+    let replay = import(&fixture("webpagetest.har"), out.path(), &repeat)
+        .unwrap()
+        .replay;
+    assert!(replay.responses.len() < PAGE.len(), "{:?}", replay.responses);
+    let wrong = ImportOptions {
+        page: Some("page_9".into()),
+        ..options()
+    };
+    let err = import(&fixture("webpagetest.har"), out.path(), &wrong).unwrap_err();
+    assert!(format!("{err:#}").contains("page_1_0_1"), "{err:#}");
+}
+
+#[test]
+fn broken_hars_are_refused_naming_the_problem_and_the_fix() {
+    let cases = [
+        ("bad/not-har.json", "no `log`"),
+        ("bad/version-1-0.har", "HAR version 1.0"),
+        ("bad/no-response.har", "has no `response`"),
+        ("bad/duplicate-url.har", "--keep-first-duplicate"),
+    ];
+    for (name, expected) in cases {
+        let out = tempfile::tempdir().unwrap();
+        let err = import(&fixture(name), out.path(), &options()).unwrap_err();
+        assert!(format!("{err:#}").contains(expected), "{name}: {err:#}");
+        assert!(!out.path().join("replay.json").exists(), "{name}");
+    }
+    let out = tempfile::tempdir().unwrap();
+    let keep = ImportOptions {
+        keep_first_duplicate: true,
+        ..options()
+    };
+    let summary = import(&fixture("bad/duplicate-url.har"), out.path(), &keep).unwrap();
+    assert_eq!(summary.replay.skipped.len(), 1);
+}
+
+#[test]
+fn an_import_replaces_an_earlier_replay_but_not_other_files() {
+    let out = tempfile::tempdir().unwrap();
+    import_fixture("chrome.har", out.path());
+    import_fixture("firefox.har", out.path());
+    assert!(Replay::read(out.path()).unwrap().source.contains("Firefox"));
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("notes.txt"), "mine").unwrap();
+    let err = import(&fixture("chrome.har"), other.path(), &options()).unwrap_err();
+    assert!(err.to_string().contains("--out"), "{err}");
+}
