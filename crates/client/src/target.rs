@@ -272,7 +272,13 @@ mod tests {
         let moved: ResolveRule = "www.example.test:443:127.0.0.10:4433".parse().unwrap();
         assert_eq!(moved.socket_addr(), "127.0.0.10:4433".parse().unwrap());
         assert_eq!(moved.to_string(), "www.example.test:443:127.0.0.10:4433");
-        for bad in ["example.test", "example.test:443", ":443:127.0.0.1", "h:x:127.0.0.1", "h:443:nowhere"] {
+        for bad in [
+            "example.test",
+            "example.test:443",
+            ":443:127.0.0.1",
+            "h:x:127.0.0.1",
+            "h:443:nowhere",
+        ] {
             let err = bad.parse::<ResolveRule>().unwrap_err().to_string();
             assert!(err.contains("HOST:PORT:ADDR") && err.contains(bad), "{err}");
         }

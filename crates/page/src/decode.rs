@@ -30,10 +30,9 @@ impl ContentDecoder {
             "" | "identity" => ContentDecoder::Identity,
             "gzip" | "x-gzip" => ContentDecoder::Gzip(flate2::write::GzDecoder::new(Vec::new())),
             "deflate" => ContentDecoder::Deflate(flate2::write::ZlibDecoder::new(Vec::new())),
-            "br" => ContentDecoder::Brotli(Box::new(brotli::DecompressorWriter::new(
-                Vec::new(),
-                4096,
-            ))),
+            "br" => {
+                ContentDecoder::Brotli(Box::new(brotli::DecompressorWriter::new(Vec::new(), 4096)))
+            }
             "zstd" => ContentDecoder::Zstd(
                 zstd::stream::write::Decoder::new(Vec::new()).map_err(|err| err.to_string())?,
             ),
@@ -62,7 +61,7 @@ impl ContentDecoder {
             ContentDecoder::Identity => return Ok(Vec::new()),
             ContentDecoder::Gzip(d) => d.try_finish().map_err(failed)?,
             ContentDecoder::Deflate(d) => d.try_finish().map_err(failed)?,
-            ContentDecoder::Brotli(d) => d.close().map_err(|err| failed(err.into()))?,
+            ContentDecoder::Brotli(d) => d.close().map_err(failed)?,
             ContentDecoder::Zstd(d) => d.flush().map_err(failed)?,
         }
         Ok(std::mem::take(self.output()))
@@ -98,7 +97,9 @@ mod tests {
 
     #[test]
     fn every_offered_encoding_decodes_chunk_by_chunk() {
-        let text: Vec<u8> = (0..5000).flat_map(|i| format!("<p>{i}</p>").into_bytes()).collect();
+        let text: Vec<u8> = (0..5000)
+            .flat_map(|i| format!("<p>{i}</p>").into_bytes())
+            .collect();
         let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         gzip.write_all(&text).unwrap();
         let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());

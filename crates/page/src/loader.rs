@@ -62,6 +62,9 @@ pub struct LoaderOptions {
     /// Host names resolved to these addresses instead of by DNS (curl's
     /// `--resolve`), as a replayed page's origins are.
     pub resolve: Vec<ResolveRule>,
+    /// URLs the captured page recorded with an error status (a replay's
+    /// 404s): answered so, they do not fail the load.
+    pub recorded_errors: Vec<String>,
 }
 
 /// Loads the page at `url` `options.loads` times; `on_load` sees each load
@@ -199,6 +202,7 @@ struct PageLoader {
     hosts: Vec<String>,
     /// Host names resolved without DNS.
     resolve: Vec<ResolveRule>,
+    recorded_errors: Vec<String>,
     /// URLs on other hosts, each once.
     skipped: Vec<String>,
     /// Font faces waiting for a rule that uses their family.
@@ -228,8 +232,13 @@ impl PageLoader {
             shared: HashMap::new(),
             idle_h1: HashMap::new(),
             rows: Vec::new(),
-            hosts: options.resolve.iter().map(|rule| rule.host.clone()).collect(),
+            hosts: options
+                .resolve
+                .iter()
+                .map(|rule| rule.host.clone())
+                .collect(),
             resolve: options.resolve.clone(),
+            recorded_errors: options.recorded_errors.clone(),
             skipped: Vec::new(),
             fonts: FontGate::default(),
             started: Instant::now(),
@@ -244,7 +253,8 @@ impl PageLoader {
     /// other hosts that were left alone.
     async fn run(&mut self, page: &Url) -> anyhow::Result<(Vec<ResourceTiming>, Vec<String>)> {
         let (events, mut inbox) = mpsc::unbounded_channel();
-        self.hosts.extend(page.host_str().map(str::to_ascii_lowercase));
+        self.hosts
+            .extend(page.host_str().map(str::to_ascii_lowercase));
         self.schedule.discover(Discovery {
             url: page.clone(),
             kind: ResourceKind::Document,
@@ -276,7 +286,11 @@ impl PageLoader {
                 let fonts = self.fonts.take_in(found.fonts);
                 for discovery in found.discoveries.into_iter().chain(fonts) {
                     let host = discovery.url.host_str().unwrap_or_default();
-                    if !self.hosts.iter().any(|known| known.eq_ignore_ascii_case(host)) {
+                    if !self
+                        .hosts
+                        .iter()
+                        .any(|known| known.eq_ignore_ascii_case(host))
+                    {
                         self.skip(discovery.url);
                     } else {
                         self.schedule.discover(discovery);
@@ -318,7 +332,7 @@ impl PageLoader {
         let failed: Vec<String> = self
             .rows
             .iter()
-            .filter(|(_, row)| row.status >= 400)
+            .filter(|(_, row)| row.status >= 400 && !self.recorded_errors.contains(&row.url))
             .map(|(_, row)| format!("{} ({})", row.url, row.status))
             .collect();
         if failed.is_empty() {

@@ -78,6 +78,7 @@ impl Fixture {
             loads,
             navigation_timeout: Duration::from_secs(20),
             resolve: Vec::new(),
+            recorded_errors: Vec::new(),
         }
     }
 
@@ -358,6 +359,7 @@ body { font-family: "Used Face", sans-serif; }
         load_timeout: Duration::from_secs(20),
         h3_discovery: None,
         resolve: Vec::new(),
+        recorded_errors: Vec::new(),
     };
     let builtin =
         h3lab_page::loader::load_page(&url, &builtin_options, &mut |_| ControlFlow::Continue(()))

@@ -63,6 +63,7 @@ impl Served {
             load_timeout: Duration::from_secs(120),
             h3_discovery: None,
             resolve: Vec::new(),
+            recorded_errors: Vec::new(),
         }
     }
 
@@ -200,6 +201,7 @@ fn load_auto(
     let options = LoaderOptions {
         h3_discovery: known,
         resolve: Vec::new(),
+        recorded_errors: Vec::new(),
         ..served.options(Proto::Auto, visit, loads)
     };
     load_page(&served.url("/"), &options, &mut |_| {
@@ -369,6 +371,7 @@ fn an_unreachable_server_is_a_clear_error() {
         load_timeout: Duration::from_secs(10),
         h3_discovery: None,
         resolve: Vec::new(),
+        recorded_errors: Vec::new(),
     };
     let err = load_page(&format!("https://127.0.0.1:{port}/"), &options, &mut |_| {
         ControlFlow::Continue(())

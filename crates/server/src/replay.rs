@@ -40,10 +40,18 @@ impl ReplaySite {
         for recorded in &replay.responses {
             let entry = recorded.entry;
             let fix = "rebuild the site with `h3lab site from-har`";
-            let status = StatusCode::from_u16(recorded.status)
-                .with_context(|| format!("entry {entry}: status {} is not valid; {fix}", recorded.status))?;
-            let method = Method::from_bytes(recorded.method.as_bytes())
-                .with_context(|| format!("entry {entry}: method `{}` is not valid; {fix}", recorded.method))?;
+            let status = StatusCode::from_u16(recorded.status).with_context(|| {
+                format!(
+                    "entry {entry}: status {} is not valid; {fix}",
+                    recorded.status
+                )
+            })?;
+            let method = Method::from_bytes(recorded.method.as_bytes()).with_context(|| {
+                format!(
+                    "entry {entry}: method `{}` is not valid; {fix}",
+                    recorded.method
+                )
+            })?;
             let mut headers = HeaderMap::new();
             for (name, value) in &recorded.headers {
                 let (Ok(name), Ok(value)) = (
@@ -56,7 +64,10 @@ impl ReplaySite {
             }
             let body = dir.join(BODIES).join(&recorded.body);
             if !body.is_file() {
-                bail!("entry {entry}: its body {} is missing; {fix}", body.display());
+                bail!(
+                    "entry {entry}: its body {} is missing; {fix}",
+                    body.display()
+                );
             }
             let think = match replay.think {
                 Think::Recorded => Duration::from_secs_f64(recorded.think_ms.max(0.0) / 1000.0),

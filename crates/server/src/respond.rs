@@ -20,7 +20,7 @@ use crate::body::{AppBody, ReplyBody};
 use crate::config::Limits;
 use crate::metrics::{MeteredBody, Metrics};
 use crate::pattern::PatternCursor;
-use crate::replay::{request_host, Reply, ReplaySite};
+use crate::replay::{request_host, ReplaySite, Reply};
 use h3lab_results::Proto;
 
 use crate::routes::{route, Rejection, Route, RouteLimits, StaticPath};

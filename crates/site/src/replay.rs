@@ -141,6 +141,15 @@ impl Replay {
         dir.join(MANIFEST).is_file()
     }
 
+    /// The URLs recorded with an error status: a replayed load that gets
+    /// them so is as the page was.
+    pub fn recorded_errors(&self) -> Vec<String> {
+        (self.responses.iter())
+            .filter(|r| r.status >= 400)
+            .map(|r| r.url.clone())
+            .collect()
+    }
+
     /// Every host name the replay answers for, for the certificate.
     pub fn hosts(&self) -> BTreeSet<String> {
         self.origins.iter().map(|o| o.host.clone()).collect()

@@ -61,7 +61,11 @@ fn every_tools_capture_imports_as_the_same_three_origin_page() {
         let hosts: Vec<_> = replay.origins.iter().map(|o| o.host.as_str()).collect();
         assert_eq!(
             hosts,
-            ["www.example.test", "static.example.test", "img.example.test"],
+            [
+                "www.example.test",
+                "static.example.test",
+                "img.example.test"
+            ],
             "{tool}"
         );
         assert_eq!(replay.responses.len(), PAGE.len(), "{tool}: {summary}");
@@ -97,8 +101,14 @@ fn compressed_bodies_go_out_in_their_recorded_encoding_at_their_recorded_size() 
         .contains(&("content-encoding".into(), "gzip".into())));
     assert_eq!(document.recorded_body_bytes, Some(1354));
     assert!(document.body_bytes.abs_diff(1354) <= 5, "{document:?}");
-    let css = replay.responses.iter().find(|r| r.url.ends_with(".css")).unwrap();
-    assert!(css.headers.contains(&("content-encoding".into(), "br".into())));
+    let css = replay
+        .responses
+        .iter()
+        .find(|r| r.url.ends_with(".css"))
+        .unwrap();
+    assert!(css
+        .headers
+        .contains(&("content-encoding".into(), "br".into())));
     assert!(css.body_bytes.abs_diff(763) <= 5, "{css:?}");
     assert!(css
         .headers
@@ -111,19 +121,35 @@ fn what_cannot_be_replayed_is_listed_with_its_reason() {
     let chrome = import_fixture("chrome.har", out.path()).replay;
     let reasons: Vec<_> = chrome.skipped.iter().map(|s| s.reason.as_str()).collect();
     assert_eq!(reasons.len(), 3, "{reasons:?}");
-    assert!(reasons.iter().any(|r| r.starts_with("a repeat of entry")), "{reasons:?}");
-    assert!(reasons.iter().any(|r| r.contains("WebSocket")), "{reasons:?}");
-    assert!(reasons.iter().any(|r| r.contains("ERR_NAME_NOT_RESOLVED")), "{reasons:?}");
+    assert!(
+        reasons.iter().any(|r| r.starts_with("a repeat of entry")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("WebSocket")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("ERR_NAME_NOT_RESOLVED")),
+        "{reasons:?}"
+    );
     let out = tempfile::tempdir().unwrap();
     let firefox = import_fixture("firefox.har", out.path()).replay;
-    assert!(firefox.skipped.iter().any(|s| s.reason.contains("data: URL")));
+    assert!(firefox
+        .skipped
+        .iter()
+        .any(|s| s.reason.contains("data: URL")));
 }
 
 #[test]
 fn chromes_initiators_and_recorded_think_times_are_kept() {
     let out = tempfile::tempdir().unwrap();
     let replay = import_fixture("chrome.har", out.path()).replay;
-    let css = replay.responses.iter().find(|r| r.url.ends_with(".css")).unwrap();
+    let css = replay
+        .responses
+        .iter()
+        .find(|r| r.url.ends_with(".css"))
+        .unwrap();
     assert_eq!(css.initiator.as_deref(), Some("https://www.example.test/"));
     let document = &replay.responses[0];
     assert!(document.initiator.is_none());
@@ -143,7 +169,11 @@ fn a_har_of_several_pages_imports_the_one_asked_for() {
     let replay = import(&fixture("webpagetest.har"), out.path(), &repeat)
         .unwrap()
         .replay;
-    assert!(replay.responses.len() < PAGE.len(), "{:?}", replay.responses);
+    assert!(
+        replay.responses.len() < PAGE.len(),
+        "{:?}",
+        replay.responses
+    );
     let wrong = ImportOptions {
         page: Some("page_9".into()),
         ..options()

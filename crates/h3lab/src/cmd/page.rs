@@ -58,6 +58,11 @@ pub struct Args {
     /// site's origins: www.example.com:443:127.0.0.10.
     #[arg(long, value_name = "HOST:PORT:ADDR")]
     resolve: Vec<ResolveRule>,
+    /// The replay site (`h3lab site from-har`) the page comes from: the
+    /// responses it recorded with an error status (a missing image) do
+    /// not fail a load.
+    #[arg(long, value_name = "DIR")]
+    replay: Option<PathBuf>,
     /// Connection set-up timeout (built-in loader).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     connect_timeout: Duration,
@@ -77,6 +82,10 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     check_flags(&args)?;
+    let recorded_errors = match &args.replay {
+        Some(dir) => h3lab_site::replay::Replay::read(dir)?.recorded_errors(),
+        None => Vec::new(),
+    };
     // Ctrl-C ends the run after the current load, keeping the loads so far.
     let stop = super::stop_flag()?;
     let bar = progress_bar(&args);
@@ -97,10 +106,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let outcome = match args.browser {
         Loader::Builtin => {
-            h3lab_page::loader::load_page(&args.url, &loader_options(&args), &mut on_load)
+            let options = loader_options(&args, recorded_errors);
+            h3lab_page::loader::load_page(&args.url, &options, &mut on_load)
         }
         Loader::Chromium => {
-            h3lab_page::chromium::load_page(&args.url, &chromium_options(&args), &mut on_load)
+            let options = chromium_options(&args, recorded_errors);
+            h3lab_page::chromium::load_page(&args.url, &options, &mut on_load)
         }
     };
     bar.finish_and_clear();
@@ -159,7 +170,7 @@ fn check_flags(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn loader_options(args: &Args) -> LoaderOptions {
+fn loader_options(args: &Args, recorded_errors: Vec<String>) -> LoaderOptions {
     LoaderOptions {
         proto: args.proto,
         tls: TlsOptions {
@@ -172,10 +183,11 @@ fn loader_options(args: &Args) -> LoaderOptions {
         load_timeout: args.timeout,
         h3_discovery: None,
         resolve: args.resolve.clone(),
+        recorded_errors,
     }
 }
 
-fn chromium_options(args: &Args) -> ChromiumOptions {
+fn chromium_options(args: &Args, recorded_errors: Vec<String>) -> ChromiumOptions {
     let trust = match (&args.spki, &args.ca) {
         (Some(spki), _) => Trust::SpkiSha256Base64(spki.clone()),
         (None, Some(ca)) => Trust::CaFile(ca.clone()),
@@ -189,6 +201,7 @@ fn chromium_options(args: &Args) -> ChromiumOptions {
         loads: args.loads,
         navigation_timeout: args.timeout,
         resolve: args.resolve.clone(),
+        recorded_errors,
     }
 }
 

@@ -85,7 +85,9 @@ pub fn find_binary(given: Option<&Path>) -> Result<PathBuf> {
 /// - h1: `--disable-quic --disable-http2`: ALPN offers only http/1.1.
 pub fn protocol_flags(proto: Proto, quic_origins: &[String]) -> Vec<String> {
     let unserved = |origin: &String| {
-        let host = origin.rsplit_once(':').map_or(origin.as_str(), |(host, _)| host);
+        let host = origin
+            .rsplit_once(':')
+            .map_or(origin.as_str(), |(host, _)| host);
         format!("{host}:{UNSERVED_PORT}")
     };
     match proto {

@@ -77,13 +77,15 @@ struct Row {
 /// Fails, naming every offending URL, when a response came over another
 /// protocol, a request failed (`Network.loadingFailed`), a response had a
 /// status of 400 or more, a request never finished, or the load event is
-/// missing. Requests for other schemes than http(s) (`data:`, `blob:`)
+/// missing; a status the captured page recorded for that URL
+/// (`recorded_errors`, a replay's 404s) is no problem. Requests for other schemes than http(s) (`data:`, `blob:`)
 /// are not network resources and are left out, and so is the browser's
 /// own favicon request.
 pub fn page_load_from_events(
     events: &[Value],
     requested: Proto,
     performance: &PagePerformance,
+    recorded_errors: &[String],
 ) -> Result<PageLoad, String> {
     let mut rows: HashMap<&str, Row> = HashMap::new();
     let mut order: Vec<&str> = Vec::new();
@@ -105,7 +107,7 @@ pub fn page_load_from_events(
             problems.push(format!("{url} came over {protocol}, not {expected}"));
         }
         let status = response["status"].as_u64().unwrap_or(0);
-        if status >= 400 {
+        if status >= 400 && !recorded_errors.iter().any(|recorded| recorded == url) {
             problems.push(format!("{url} answered status {status}"));
         }
     };
@@ -414,7 +416,7 @@ mod tests {
             response_start: Some(7.0),
             largest_contentful_paint: Some(25.0),
         };
-        let load = page_load_from_events(&page_events("h3"), Proto::H3, &performance).unwrap();
+        let load = page_load_from_events(&page_events("h3"), Proto::H3, &performance, &[]).unwrap();
         let urls: Vec<&str> = load.resources.iter().map(|r| r.url.as_str()).collect();
         assert_eq!(
             urls,
@@ -459,9 +461,13 @@ mod tests {
 
     #[test]
     fn page_times_are_null_when_the_page_did_not_report_them() {
-        let load =
-            page_load_from_events(&page_events("h2"), Proto::H2, &PagePerformance::default())
-                .unwrap();
+        let load = page_load_from_events(
+            &page_events("h2"),
+            Proto::H2,
+            &PagePerformance::default(),
+            &[],
+        )
+        .unwrap();
         let browser = load.browser.unwrap();
         assert_eq!(browser.response_start_ms, None);
         assert_eq!(browser.largest_contentful_paint_ms, None);
@@ -476,11 +482,16 @@ mod tests {
     fn a_response_over_another_protocol_is_named_with_its_url() {
         let mut events = page_events("h3");
         events[9] = received("I", "Image", 0.012, "h2", 42, 200);
-        let err =
-            page_load_from_events(&events, Proto::H3, &PagePerformance::default()).unwrap_err();
-        assert_eq!(err, "https://a.test/i.png came over h2, not h3");
-        let err = page_load_from_events(&page_events("h2"), Proto::H1, &PagePerformance::default())
+        let err = page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &[])
             .unwrap_err();
+        assert_eq!(err, "https://a.test/i.png came over h2, not h3");
+        let err = page_load_from_events(
+            &page_events("h2"),
+            Proto::H1,
+            &PagePerformance::default(),
+            &[],
+        )
+        .unwrap_err();
         assert!(
             err.contains("https://a.test/s.css came over h2, not http/1.1"),
             "{err}"
@@ -494,16 +505,16 @@ mod tests {
             "requestId": "I", "timestamp": T0 + 0.04, "type": "Image",
             "errorText": "net::ERR_QUIC_PROTOCOL_ERROR", "canceled": false
         }});
-        let err =
-            page_load_from_events(&events, Proto::H3, &PagePerformance::default()).unwrap_err();
+        let err = page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &[])
+            .unwrap_err();
         assert_eq!(
             err,
             "https://a.test/i.png failed to load: net::ERR_QUIC_PROTOCOL_ERROR"
         );
         let mut events = page_events("h3");
         events[8] = received("S", "Stylesheet", 0.011, "h3", 7, 404);
-        let err =
-            page_load_from_events(&events, Proto::H3, &PagePerformance::default()).unwrap_err();
+        let err = page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &[])
+            .unwrap_err();
         assert_eq!(err, "https://a.test/s.css answered status 404");
     }
 
@@ -511,15 +522,15 @@ mod tests {
     fn an_unfinished_request_or_missing_load_event_fails_the_load() {
         let mut events = page_events("h3");
         events.pop();
-        let err =
-            page_load_from_events(&events, Proto::H3, &PagePerformance::default()).unwrap_err();
+        let err = page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &[])
+            .unwrap_err();
         assert_eq!(err, "https://a.test/i.png never finished loading");
         let mut events = page_events("h3");
         events.remove(14);
-        let err =
-            page_load_from_events(&events, Proto::H3, &PagePerformance::default()).unwrap_err();
+        let err = page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &[])
+            .unwrap_err();
         assert_eq!(err, "the page fired no load event");
-        let err = page_load_from_events(&events[4..], Proto::H3, &PagePerformance::default())
+        let err = page_load_from_events(&events[4..], Proto::H3, &PagePerformance::default(), &[])
             .unwrap_err();
         assert_eq!(err, "Chromium reported no request for the page's document");
     }
@@ -532,7 +543,8 @@ mod tests {
         events.push(favicon);
         events.push(received("F", "Other", 0.031, "h3", 7, 404));
         events.push(finished("F", 0.050));
-        let load = page_load_from_events(&events, Proto::H3, &PagePerformance::default()).unwrap();
+        let load =
+            page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &[]).unwrap();
         assert_eq!(load.resources.len(), 3);
         assert!((load.load_ms - 40.0).abs() < 1e-6);
     }
@@ -543,7 +555,8 @@ mod tests {
         let mut redirect = sent("S", "https://a.test/s2.css", "Stylesheet", 0.0115, None);
         redirect["params"]["redirectResponse"] = json!({"status": 301, "protocol": "h3"});
         events.insert(6, redirect);
-        let load = page_load_from_events(&events, Proto::H3, &PagePerformance::default()).unwrap();
+        let load =
+            page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &[]).unwrap();
         assert_eq!(load.resources.len(), 3);
         assert_eq!(load.resources[1].url, "https://a.test/s2.css");
         assert!((load.resources[1].start_ms - 11.0).abs() < 1e-6);
@@ -555,7 +568,8 @@ mod tests {
         events.push(json!({"method": "Network.loadingFailed", "params": {
             "requestId": "B", "timestamp": T0 + 0.014, "errorText": "net::ERR_NAME_NOT_RESOLVED"
         }}));
-        let load = page_load_from_events(&events, Proto::H3, &PagePerformance::default()).unwrap();
+        let load =
+            page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &[]).unwrap();
         assert_eq!(load.resources.len(), 3);
         assert_eq!(load.skipped, ["https://badge.test/b.svg"]);
     }

@@ -98,8 +98,8 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use base64::Engine;
-use h3lab_results::page::{PageLoad, PageReport};
 use h3lab_client::ResolveRule;
+use h3lab_results::page::{PageLoad, PageReport};
 use h3lab_results::{Loader, Proto, Visit};
 use sha2::{Digest, Sha256};
 
@@ -127,6 +127,9 @@ pub struct ChromiumOptions {
     /// Host names resolved to these addresses (Chromium's host resolver
     /// rules); every other name but the page's resolves to nothing.
     pub resolve: Vec<ResolveRule>,
+    /// URLs the captured page recorded with an error status (a replay's
+    /// 404s): answered so, they do not fail the load.
+    pub recorded_errors: Vec<String>,
 }
 
 /// How Chromium trusts the server's certificate.
@@ -356,7 +359,13 @@ fn measure(browser: &mut Browser, url: &str, options: &ChromiumOptions) -> Resul
     let (events, performance) =
         browser.navigate(url, Some(PERFORMANCE_SCRIPT), options.navigation_timeout)?;
     let performance = PagePerformance::from_json(&performance);
-    page_load_from_events(&events, options.proto, &performance).map_err(|err| anyhow!(err))
+    page_load_from_events(
+        &events,
+        options.proto,
+        &performance,
+        &options.recorded_errors,
+    )
+    .map_err(|err| anyhow!(err))
 }
 
 #[cfg(test)]
@@ -370,7 +379,10 @@ mod tests {
             browser::protocol_flags(Proto::H3, &origins),
             ["--enable-quic", "--origin-to-force-quic-on=127.0.0.1:4433"]
         );
-        assert_eq!(browser::protocol_flags(Proto::H2, &origins), ["--disable-quic"]);
+        assert_eq!(
+            browser::protocol_flags(Proto::H2, &origins),
+            ["--disable-quic"]
+        );
         assert_eq!(
             browser::protocol_flags(Proto::H1, &origins),
             ["--disable-quic", "--disable-http2"]
@@ -379,7 +391,10 @@ mod tests {
 
     #[test]
     fn every_origin_of_a_replayed_page_is_forced_onto_quic_and_mapped_to_its_address() {
-        let origins = ["www.example.test:443".to_string(), "img.example.test:443".to_string()];
+        let origins = [
+            "www.example.test:443".to_string(),
+            "img.example.test:443".to_string(),
+        ];
         assert_eq!(
             browser::protocol_flags(Proto::H3, &origins)[1],
             "--origin-to-force-quic-on=www.example.test:443,img.example.test:443"
@@ -437,6 +452,7 @@ mod tests {
             loads: 1,
             navigation_timeout: Duration::from_secs(1),
             resolve: Vec::new(),
+            recorded_errors: Vec::new(),
         };
         let err = load_page("http://127.0.0.1:1/", &options, &mut |_| {
             ControlFlow::Continue(())

@@ -207,6 +207,7 @@ fn load(url: &str, cert: &std::path::Path, visit: VisitKind) -> Result<PageLoad,
         load_timeout: LOAD_TIMEOUT,
         h3_discovery,
         resolve: Vec::new(),
+        recorded_errors: Vec::new(),
     };
     let report = load_page(url, &options, &mut |_| std::ops::ControlFlow::Continue(()))
         .map_err(|err| format!("{err:#}"))?;

@@ -272,9 +272,16 @@ mod tests {
             drop(writer);
             for padding in 2..600 {
                 let padded = pad_brotli(out.clone(), padding);
-                assert_eq!(decode(&padded, Encoding::Brotli), text(3000), "lgwin {window}");
+                assert_eq!(
+                    decode(&padded, Encoding::Brotli),
+                    text(3000),
+                    "lgwin {window}"
+                );
                 assert!(padded.len() <= out.len() + padding);
-                assert!(padded.len() + 2 >= out.len() + padding, "lgwin {window} +{padding}");
+                assert!(
+                    padded.len() + 2 >= out.len() + padding,
+                    "lgwin {window} +{padding}"
+                );
             }
         }
     }
@@ -283,7 +290,12 @@ mod tests {
     fn gzip_padding_stops_at_what_decoders_accept_in_a_header() {
         let original = text(5000);
         let plain = encode(&original, Encoding::Gzip, None).unwrap();
-        let padded = encode(&original, Encoding::Gzip, Some(plain.len() as u64 + 100_000)).unwrap();
+        let padded = encode(
+            &original,
+            Encoding::Gzip,
+            Some(plain.len() as u64 + 100_000),
+        )
+        .unwrap();
         assert_eq!(decode(&padded, Encoding::Gzip), original);
         assert_eq!(padded.len(), plain.len() + 65_001);
     }

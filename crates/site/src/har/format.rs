@@ -139,7 +139,7 @@ impl Entry {
         }
         let transfer = known(response.transfer_size.or(self.transfer_size))?;
         let headers = known(response.headers_size)?;
-        (transfer > headers).then(|| (transfer - headers) as u64)
+        (transfer > headers).then_some((transfer - headers) as u64)
     }
 }
 

@@ -111,7 +111,11 @@ fn choose_page(
         Some(wanted) if ids.contains(&wanted) => Ok((Some(wanted.to_string()), None)),
         Some(wanted) => bail!(
             "the HAR has no page `{wanted}`; its pages are: {}",
-            if ids.is_empty() { "none".to_string() } else { ids.join(", ") }
+            if ids.is_empty() {
+                "none".to_string()
+            } else {
+                ids.join(", ")
+            }
         ),
         None if ids.len() > 1 => {
             let title = pages[0].title.as_deref().unwrap_or("");
@@ -164,7 +168,10 @@ impl Builder {
     fn skip(&mut self, entry: usize, url: &str, reason: impl Into<String>) {
         let mut url = url.to_string();
         if url.len() > 100 {
-            let cut = (0..=97).rev().find(|&i| url.is_char_boundary(i)).unwrap_or(0);
+            let cut = (0..=97)
+                .rev()
+                .find(|&i| url.is_char_boundary(i))
+                .unwrap_or(0);
             url.truncate(cut);
             url.push_str("...");
         }
@@ -299,8 +306,10 @@ impl Builder {
             }
             None => {
                 let url = entry.request.as_ref().and_then(|r| r.url.clone());
-                self.decoded
-                    .push(format!("entry {index} ({value}): {}", url.unwrap_or_default()));
+                self.decoded.push(format!(
+                    "entry {index} ({value}): {}",
+                    url.unwrap_or_default()
+                ));
                 Ok((decoded, false, None))
             }
         }
@@ -396,7 +405,9 @@ impl Builder {
         let mut round_trip: BTreeMap<String, f64> = BTreeMap::new();
         for pending in &self.pending {
             if let Some(connect) = pending.connect_ms {
-                let rtt = round_trip.entry(pending.response.host.clone()).or_insert(connect);
+                let rtt = round_trip
+                    .entry(pending.response.host.clone())
+                    .or_insert(connect);
                 *rtt = rtt.min(connect);
             }
         }
@@ -427,7 +438,9 @@ fn unsupported(entry: &Entry, url: &Url, status: u16) -> Option<String> {
     match url.scheme() {
         "https" if websocket => Some("a WebSocket (not replayed)".into()),
         "https" => match (&response.error, status) {
-            (Some(error), _) if !error.is_empty() => Some(format!("failed when recorded ({error})")),
+            (Some(error), _) if !error.is_empty() => {
+                Some(format!("failed when recorded ({error})"))
+            }
             (_, 0) => Some("failed when recorded (no status)".into()),
             _ => None,
         },
@@ -543,15 +556,27 @@ impl fmt::Display for ImportSummary {
         )?;
         writeln!(f, "origins: {}", replay.origins.len())?;
         for origin in &replay.origins {
-            let count = replay.responses.iter().filter(|r| r.host == origin.host).count();
+            let count = replay
+                .responses
+                .iter()
+                .filter(|r| r.host == origin.host)
+                .count();
             writeln!(f, "  {} ({count} responses)", origin.origin)?;
         }
         let off: Vec<_> = replay.responses.iter().filter(|r| off_size(r)).collect();
         if !off.is_empty() {
-            writeln!(f, "bodies more than 5 % off their recorded size: {}", off.len())?;
+            writeln!(
+                f,
+                "bodies more than 5 % off their recorded size: {}",
+                off.len()
+            )?;
             for r in off {
                 let recorded = r.recorded_body_bytes.unwrap_or_default();
-                writeln!(f, "  entry {}: {} B, recorded {recorded} B: {}", r.entry, r.body_bytes, r.url)?;
+                writeln!(
+                    f,
+                    "  entry {}: {} B, recorded {recorded} B: {}",
+                    r.entry, r.body_bytes, r.url
+                )?;
             }
         }
         for line in &self.decoded {
@@ -562,7 +587,11 @@ impl fmt::Display for ImportSummary {
         }
         writeln!(f, "skipped: {}", replay.skipped.len())?;
         for skipped in &replay.skipped {
-            writeln!(f, "  entry {}: {}: {}", skipped.entry, skipped.reason, skipped.url)?;
+            writeln!(
+                f,
+                "  entry {}: {}: {}",
+                skipped.entry, skipped.reason, skipped.url
+            )?;
         }
         Ok(())
     }
