@@ -67,6 +67,26 @@ struct Row {
     send_start_ms: Option<f64>,
 }
 
+/// What a load may reach and what it may find missing, beyond the page's
+/// own host.
+#[derive(Debug, Default)]
+pub struct PageRules {
+    /// Hosts the host resolver rules map to an address (a replay's origins).
+    pub mapped_hosts: Vec<String>,
+    /// URLs the captured page recorded with an error status.
+    pub recorded_errors: Vec<String>,
+}
+
+impl PageRules {
+    fn maps(&self, host: Option<String>) -> bool {
+        host.is_some_and(|host| {
+            self.mapped_hosts
+                .iter()
+                .any(|m| m.eq_ignore_ascii_case(&host))
+        })
+    }
+}
+
 /// Turns the DevTools events of one navigation into a [`PageLoad`].
 ///
 /// `events` are every `Network.*` and `Page.*` event of the page's session
@@ -78,14 +98,16 @@ struct Row {
 /// protocol, a request failed (`Network.loadingFailed`), a response had a
 /// status of 400 or more, a request never finished, or the load event is
 /// missing; a status the captured page recorded for that URL
-/// (`recorded_errors`, a replay's 404s) is no problem. Requests for other schemes than http(s) (`data:`, `blob:`)
+/// (`rules.recorded_errors`, a replay's 404s) is no problem. Requests on
+/// hosts other than the page's and `rules.mapped_hosts` are listed as
+/// skipped. Requests for other schemes than http(s) (`data:`, `blob:`)
 /// are not network resources and are left out, and so is the browser's
 /// own favicon request.
 pub fn page_load_from_events(
     events: &[Value],
     requested: Proto,
     performance: &PagePerformance,
-    recorded_errors: &[String],
+    rules: &PageRules,
 ) -> Result<PageLoad, String> {
     let mut rows: HashMap<&str, Row> = HashMap::new();
     let mut order: Vec<&str> = Vec::new();
@@ -107,7 +129,7 @@ pub fn page_load_from_events(
             problems.push(format!("{url} came over {protocol}, not {expected}"));
         }
         let status = response["status"].as_u64().unwrap_or(0);
-        if status >= 400 && !recorded_errors.iter().any(|recorded| recorded == url) {
+        if status >= 400 && !rules.recorded_errors.iter().any(|recorded| recorded == url) {
             problems.push(format!("{url} answered status {status}"));
         }
     };
@@ -142,7 +164,7 @@ pub fn page_load_from_events(
                 if document.is_none() && kind == Some(ResourceKind::Document) {
                     document = Some(id);
                     page_host = host_of(url);
-                } else if host_of(url) != page_host {
+                } else if host_of(url) != page_host && !rules.maps(host_of(url)) {
                     // Never fetched: the host resolver rules send it nowhere.
                     skipped.push(url.to_string());
                     continue;
@@ -203,8 +225,18 @@ pub fn page_load_from_events(
                 }
             }
             "Network.loadingFailed" => {
-                if let Some(row) = params["requestId"].as_str().and_then(|id| rows.get(id)) {
+                if let Some(row) = params["requestId"].as_str().and_then(|id| rows.get_mut(id)) {
                     let error = params["errorText"].as_str().unwrap_or("unknown error");
+                    // A recorded error answered, then blocked (a 404 page
+                    // for an image meets Opaque Response Blocking, before
+                    // DevTools sees its status): the page is as captured.
+                    let recorded = rules.recorded_errors.contains(&row.url);
+                    let answered = row.status.is_some_and(|status| status >= 400)
+                        || error == "net::ERR_BLOCKED_BY_ORB";
+                    if recorded && answered {
+                        row.end = timestamp;
+                        continue;
+                    }
                     let why = match params["blockedReason"].as_str() {
                         Some(reason) => format!("{error}, blocked: {reason}"),
                         None => error.to_string(),
@@ -416,7 +448,13 @@ mod tests {
             response_start: Some(7.0),
             largest_contentful_paint: Some(25.0),
         };
-        let load = page_load_from_events(&page_events("h3"), Proto::H3, &performance, &[]).unwrap();
+        let load = page_load_from_events(
+            &page_events("h3"),
+            Proto::H3,
+            &performance,
+            &PageRules::default(),
+        )
+        .unwrap();
         let urls: Vec<&str> = load.resources.iter().map(|r| r.url.as_str()).collect();
         assert_eq!(
             urls,
@@ -482,8 +520,13 @@ mod tests {
     fn a_response_over_another_protocol_is_named_with_its_url() {
         let mut events = page_events("h3");
         events[9] = received("I", "Image", 0.012, "h2", 42, 200);
-        let err = page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &[])
-            .unwrap_err();
+        let err = page_load_from_events(
+            &events,
+            Proto::H3,
+            &PagePerformance::default(),
+            &PageRules::default(),
+        )
+        .unwrap_err();
         assert_eq!(err, "https://a.test/i.png came over h2, not h3");
         let err = page_load_from_events(
             &page_events("h2"),
@@ -505,16 +548,26 @@ mod tests {
             "requestId": "I", "timestamp": T0 + 0.04, "type": "Image",
             "errorText": "net::ERR_QUIC_PROTOCOL_ERROR", "canceled": false
         }});
-        let err = page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &[])
-            .unwrap_err();
+        let err = page_load_from_events(
+            &events,
+            Proto::H3,
+            &PagePerformance::default(),
+            &PageRules::default(),
+        )
+        .unwrap_err();
         assert_eq!(
             err,
             "https://a.test/i.png failed to load: net::ERR_QUIC_PROTOCOL_ERROR"
         );
         let mut events = page_events("h3");
         events[8] = received("S", "Stylesheet", 0.011, "h3", 7, 404);
-        let err = page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &[])
-            .unwrap_err();
+        let err = page_load_from_events(
+            &events,
+            Proto::H3,
+            &PagePerformance::default(),
+            &PageRules::default(),
+        )
+        .unwrap_err();
         assert_eq!(err, "https://a.test/s.css answered status 404");
     }
 
@@ -522,16 +575,31 @@ mod tests {
     fn an_unfinished_request_or_missing_load_event_fails_the_load() {
         let mut events = page_events("h3");
         events.pop();
-        let err = page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &[])
-            .unwrap_err();
+        let err = page_load_from_events(
+            &events,
+            Proto::H3,
+            &PagePerformance::default(),
+            &PageRules::default(),
+        )
+        .unwrap_err();
         assert_eq!(err, "https://a.test/i.png never finished loading");
         let mut events = page_events("h3");
         events.remove(14);
-        let err = page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &[])
-            .unwrap_err();
+        let err = page_load_from_events(
+            &events,
+            Proto::H3,
+            &PagePerformance::default(),
+            &PageRules::default(),
+        )
+        .unwrap_err();
         assert_eq!(err, "the page fired no load event");
-        let err = page_load_from_events(&events[4..], Proto::H3, &PagePerformance::default(), &[])
-            .unwrap_err();
+        let err = page_load_from_events(
+            &events[4..],
+            Proto::H3,
+            &PagePerformance::default(),
+            &PageRules::default(),
+        )
+        .unwrap_err();
         assert_eq!(err, "Chromium reported no request for the page's document");
     }
 
@@ -543,8 +611,13 @@ mod tests {
         events.push(favicon);
         events.push(received("F", "Other", 0.031, "h3", 7, 404));
         events.push(finished("F", 0.050));
-        let load =
-            page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &[]).unwrap();
+        let load = page_load_from_events(
+            &events,
+            Proto::H3,
+            &PagePerformance::default(),
+            &PageRules::default(),
+        )
+        .unwrap();
         assert_eq!(load.resources.len(), 3);
         assert!((load.load_ms - 40.0).abs() < 1e-6);
     }
@@ -555,8 +628,13 @@ mod tests {
         let mut redirect = sent("S", "https://a.test/s2.css", "Stylesheet", 0.0115, None);
         redirect["params"]["redirectResponse"] = json!({"status": 301, "protocol": "h3"});
         events.insert(6, redirect);
-        let load =
-            page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &[]).unwrap();
+        let load = page_load_from_events(
+            &events,
+            Proto::H3,
+            &PagePerformance::default(),
+            &PageRules::default(),
+        )
+        .unwrap();
         assert_eq!(load.resources.len(), 3);
         assert_eq!(load.resources[1].url, "https://a.test/s2.css");
         assert!((load.resources[1].start_ms - 11.0).abs() < 1e-6);
@@ -568,8 +646,13 @@ mod tests {
         events.push(json!({"method": "Network.loadingFailed", "params": {
             "requestId": "B", "timestamp": T0 + 0.014, "errorText": "net::ERR_NAME_NOT_RESOLVED"
         }}));
-        let load =
-            page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &[]).unwrap();
+        let load = page_load_from_events(
+            &events,
+            Proto::H3,
+            &PagePerformance::default(),
+            &PageRules::default(),
+        )
+        .unwrap();
         assert_eq!(load.resources.len(), 3);
         assert_eq!(load.skipped, ["https://badge.test/b.svg"]);
     }

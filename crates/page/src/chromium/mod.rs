@@ -268,6 +268,15 @@ pub fn load_page(
     }
 }
 
+impl ChromiumOptions {
+    fn page_rules(&self) -> events::PageRules {
+        events::PageRules {
+            mapped_hosts: self.resolve.iter().map(|rule| rule.host.clone()).collect(),
+            recorded_errors: self.recorded_errors.clone(),
+        }
+    }
+}
+
 /// `--resolve` rules as Chromium's host mapping, and every other name but
 /// the page's host resolving to nothing, so no request leaves for a third
 /// party. Chromium maps a host to an address, not a port to a port.
@@ -276,7 +285,15 @@ fn host_resolver_rules(page_host: &str, resolve: &[ResolveRule]) -> String {
         .iter()
         .map(|rule| format!("MAP {} {}", rule.host, rule.destination()))
         .collect();
-    rules.push(format!("MAP * ~NOTFOUND, EXCLUDE {page_host}"));
+    // EXCLUDE takes a host out of every rule, its own MAP too, so it is
+    // only for a page host left to DNS. The first MAP that matches wins.
+    match resolve
+        .iter()
+        .any(|rule| rule.host.eq_ignore_ascii_case(page_host))
+    {
+        true => rules.push("MAP * ~NOTFOUND".to_string()),
+        false => rules.push(format!("MAP * ~NOTFOUND, EXCLUDE {page_host}")),
+    }
     format!("--host-resolver-rules={}", rules.join(", "))
 }
 
@@ -359,13 +376,8 @@ fn measure(browser: &mut Browser, url: &str, options: &ChromiumOptions) -> Resul
     let (events, performance) =
         browser.navigate(url, Some(PERFORMANCE_SCRIPT), options.navigation_timeout)?;
     let performance = PagePerformance::from_json(&performance);
-    page_load_from_events(
-        &events,
-        options.proto,
-        &performance,
-        &options.recorded_errors,
-    )
-    .map_err(|err| anyhow!(err))
+    page_load_from_events(&events, options.proto, &performance, &options.page_rules())
+        .map_err(|err| anyhow!(err))
 }
 
 #[cfg(test)]
@@ -411,7 +423,11 @@ mod tests {
         assert_eq!(
             host_resolver_rules("www.example.test", &resolve),
             "--host-resolver-rules=MAP www.example.test 198.18.0.10, MAP img.example.test [::1], \
-             MAP static.example.test 127.0.0.12:4433, MAP * ~NOTFOUND, EXCLUDE www.example.test"
+             MAP static.example.test 127.0.0.12:4433, MAP * ~NOTFOUND"
+        );
+        assert_eq!(
+            host_resolver_rules("127.0.0.1", &resolve[1..2]),
+            "--host-resolver-rules=MAP img.example.test [::1], MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
         );
     }
 
