@@ -16,7 +16,7 @@
 // The browser is $CHROMIUM, else `chromium` found on PATH. On success it prints
 // one line `har: OUT entries=N status=S ms=T` to stdout and exits 0; on any
 // failure it prints `record.js: ...` to stderr and exits 1 (2 for bad usage).
-// OUT is removed first, so a HAR left behind is always from this run.
+// OUT is removed first and again on failure: OUT exists afterwards iff exit 0.
 'use strict';
 
 const fs = require('fs');
@@ -35,7 +35,14 @@ function usage(msg) {
   process.exit(2);
 }
 
+let outPath = null; // set once OUT is known: removed on failure
+
 function fail(msg) {
+  if (outPath) {
+    try {
+      fs.rmSync(outPath, { force: true });
+    } catch {}
+  }
   process.stderr.write(`record.js: ${msg}\n`);
   process.exit(1);
 }
@@ -121,6 +128,7 @@ async function main() {
     fail(`cannot load playwright-core (run: npm --prefix ${path.relative(process.cwd(), __dirname) || '.'} ci): ${e.message}`);
   }
 
+  outPath = opts.out;
   try {
     fs.rmSync(opts.out, { force: true });
     fs.mkdirSync(path.dirname(opts.out), { recursive: true });
@@ -135,9 +143,8 @@ async function main() {
   const started = Date.now();
   let browser = null;
   const deadline = setTimeout(() => {
-    process.stderr.write(`record.js: gave up after ${DEADLINE_MS} ms\n`);
     // Playwright kills the browser it launched when the process exits.
-    process.exit(1);
+    fail(`gave up after ${DEADLINE_MS} ms`);
   }, DEADLINE_MS);
 
   let status;
@@ -169,7 +176,7 @@ async function main() {
     await browser.close();
     browser = null;
     if (status >= 400 && !opts.allowErrorStatus) {
-      throw new Error(`${opts.url} answered ${status} (HAR kept at ${opts.out}; --allow-error-status accepts it)`);
+      throw new Error(`${opts.url} answered ${status} (--allow-error-status accepts it)`);
     }
   } catch (e) {
     if (browser) await browser.close().catch(() => {});

@@ -503,7 +503,7 @@ mod tests {
             &page_events("h2"),
             Proto::H2,
             &PagePerformance::default(),
-            &[],
+            &PageRules::default(),
         )
         .unwrap();
         let browser = load.browser.unwrap();
@@ -532,7 +532,7 @@ mod tests {
             &page_events("h2"),
             Proto::H1,
             &PagePerformance::default(),
-            &[],
+            &PageRules::default(),
         )
         .unwrap_err();
         assert!(
@@ -639,6 +639,34 @@ mod tests {
         assert_eq!(load.resources[1].url, "https://a.test/s2.css");
         assert!((load.resources[1].start_ms - 11.0).abs() < 1e-6);
     }
+    #[test]
+    fn a_replays_mapped_hosts_are_fetched_and_its_recorded_errors_pass() {
+        let mut events = page_events("h3");
+        events.push(sent("B", "https://badge.test/b.svg", "Image", 0.013, None));
+        events.push(json!({"method": "Network.loadingFailed", "params": {
+            "requestId": "B", "timestamp": T0 + 0.014, "errorText": "net::ERR_BLOCKED_BY_ORB"
+        }}));
+        let mut rules = PageRules {
+            mapped_hosts: vec!["badge.test".into()],
+            recorded_errors: Vec::new(),
+        };
+        let err = page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &rules)
+            .unwrap_err();
+        assert!(
+            err.contains("b.svg failed to load: net::ERR_BLOCKED_BY_ORB"),
+            "{err}"
+        );
+        rules.recorded_errors = vec!["https://badge.test/b.svg".into()];
+        let load =
+            page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &rules).unwrap();
+        assert_eq!(load.resources.len(), 4);
+        assert!(load.skipped.is_empty());
+        assert_eq!(
+            load.resources[3].status, 0,
+            "blocked before DevTools saw it"
+        );
+    }
+
     #[test]
     fn resources_on_other_hosts_are_listed_as_skipped_and_their_failure_ignored() {
         let mut events = page_events("h3");
