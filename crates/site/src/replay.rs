@@ -6,6 +6,7 @@
 //! the recorded `content-encoding`).
 
 use std::collections::BTreeSet;
+use std::net::IpAddr;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -148,6 +149,30 @@ impl Replay {
             .filter(|r| r.status >= 400)
             .map(|r| r.url.clone())
             .collect()
+    }
+
+    /// Where each origin lives when replayed, in order: the addresses in
+    /// `server_ips` (an emulated path's `H3LAB_SERVER_IPS`), or else
+    /// 127.0.0.10 on (loopback, where every 127/8 address is local).
+    pub fn origin_addresses(&self, server_ips: Option<&str>) -> Result<Vec<IpAddr>> {
+        let Some(list) = server_ips else {
+            let loopback = (0..self.origins.len()).map(|i| IpAddr::from([127, 0, 0, 10 + i as u8]));
+            anyhow::ensure!(self.origins.len() <= 200, "a replay of more than 200 origins is not supported");
+            return Ok(loopback.collect());
+        };
+        let addresses: Vec<IpAddr> = list
+            .split(',')
+            .map(|ip| ip.trim().parse().with_context(|| format!("H3LAB_SERVER_IPS holds `{ip}`, not an IP address")))
+            .collect::<Result<_>>()?;
+        if addresses.len() < self.origins.len() {
+            bail!(
+                "the replay has {} origins but the server has {} extra addresses; run it with `h3lab net run --server-addresses {}`",
+                self.origins.len(),
+                addresses.len(),
+                self.origins.len()
+            );
+        }
+        Ok(addresses[..self.origins.len()].to_vec())
     }
 
     /// Every host name the replay answers for, for the certificate.

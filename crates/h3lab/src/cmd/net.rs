@@ -44,6 +44,11 @@ struct RunArgs {
     /// Shell command to run in the server namespace while CMD runs.
     #[arg(long)]
     server_cmd: Option<String>,
+    /// Give the server N more addresses (198.18.0.10 on; the commands see
+    /// them in H3LAB_SERVER_IPS), one per origin of a replayed page
+    /// (`h3lab page --replay` uses them). Needs root.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    server_addresses: usize,
     /// The program to run in the client namespace, after `--`.
     #[arg(last = true)]
     command: Vec<String>,
@@ -102,6 +107,10 @@ fn run_behind_link(args: RunArgs) -> anyhow::Result<ExitCode> {
         .transpose()?;
     let interrupted = Interrupted::install()?;
     let Some(settings) = settings else {
+        anyhow::ensure!(
+            args.server_addresses == 0,
+            "--server-addresses needs an emulated path; on plain loopback every 127.0.0.0/8 address is the server's already"
+        );
         let exit = run_commands(
             &Placement::Loopback,
             &args.command,
@@ -110,7 +119,10 @@ fn run_behind_link(args: RunArgs) -> anyhow::Result<ExitCode> {
         )?;
         return Ok(ExitCode::from(exit.shell_code()));
     };
-    let path = EmulatedPath::start(settings.build())?;
+    let mut path = EmulatedPath::start(settings.build())?;
+    if args.server_addresses > 0 {
+        path.add_server_addresses(args.server_addresses)?;
+    }
     let exit = run_commands(
         &Placement::Emulated(&path),
         &args.command,

@@ -15,6 +15,7 @@ use h3lab_page::chromium::{ChromiumOptions, Trust};
 use h3lab_page::loader::LoaderOptions;
 use h3lab_results::page::{PageLoad, PageReport};
 use h3lab_results::{Loader, Proto, Visit};
+use h3lab_site::replay::Replay;
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(clap::Args)]
@@ -58,9 +59,11 @@ pub struct Args {
     /// site's origins: www.example.com:443:127.0.0.10.
     #[arg(long, value_name = "HOST:PORT:ADDR")]
     resolve: Vec<ResolveRule>,
-    /// The replay site (`h3lab site from-har`) the page comes from: the
-    /// responses it recorded with an error status (a missing image) do
-    /// not fail a load.
+    /// The replay site (`h3lab site from-har`) the page comes from. Each
+    /// origin without a --resolve rule goes to its own address: in order,
+    /// those of $H3LAB_SERVER_IPS (`h3lab net run --server-addresses N`),
+    /// else 127.0.0.10 on. Responses it recorded with an error status (a
+    /// missing image) do not fail a load.
     #[arg(long, value_name = "DIR")]
     replay: Option<PathBuf>,
     /// Connection set-up timeout (built-in loader).
@@ -82,8 +85,25 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     check_flags(&args)?;
+    let mut args = args;
     let recorded_errors = match &args.replay {
-        Some(dir) => h3lab_site::replay::Replay::read(dir)?.recorded_errors(),
+        Some(dir) => {
+            let replay = Replay::read(dir)?;
+            let server_ips = std::env::var("H3LAB_SERVER_IPS").ok();
+            let addresses = replay.origin_addresses(server_ips.as_deref())?;
+            for (origin, addr) in replay.origins.iter().zip(addresses) {
+                let ruled = (args.resolve.iter()).any(|r| r.host == origin.host && r.port == origin.port);
+                if !ruled {
+                    args.resolve.push(ResolveRule {
+                        host: origin.host.clone(),
+                        port: origin.port,
+                        addr,
+                        connect_port: None,
+                    });
+                }
+            }
+            replay.recorded_errors()
+        }
         None => Vec::new(),
     };
     // Ctrl-C ends the run after the current load, keeping the loads so far.

@@ -31,6 +31,10 @@ const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 const SECOND_CLIENT_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 3);
 /// The server's address.
 const SERVER_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+/// The host part of the server's first extra address (198.18.0.10).
+const FIRST_EXTRA_SERVER_HOST: u8 = 10;
+/// How many extra addresses the server's /24 leaves room for.
+const MAX_EXTRA_SERVER_IPS: u8 = 200;
 
 /// How long [`EmulatedPath::stats`] waits for the forwarding thread.
 const STATS_PATIENCE: Duration = Duration::from_millis(200);
@@ -46,6 +50,8 @@ pub struct EmulatedPath {
     /// The forwarding thread, until stopped.
     thread: Option<JoinHandle<()>>,
     epoch: Instant,
+    /// Addresses the server has besides [`SERVER_IP`].
+    extra_server_ips: Vec<Ipv4Addr>,
     // Dropped after the threads are joined (fields drop in order).
     client: Namespace,
     server: Namespace,
@@ -107,6 +113,7 @@ impl EmulatedPath {
             nat_rebound,
             thread: Some(thread),
             epoch,
+            extra_server_ips: Vec::new(),
             client,
             server,
         })
@@ -137,6 +144,24 @@ impl EmulatedPath {
         netns::promote_secondaries(self.client.handle())?;
         netns::change_address(self.client.name(), "add", &SECOND_CLIENT_IP.to_string())?;
         Ok(SECOND_CLIENT_IP)
+    }
+
+    /// Gives the server `count` more addresses in its subnet, 198.18.0.10
+    /// on, so each origin of a replayed page is a host of its own, as on
+    /// the web. Commands then learn them from `H3LAB_SERVER_IPS`
+    /// (comma-separated, in order). Needs root.
+    pub fn add_server_addresses(&mut self, count: usize) -> anyhow::Result<Vec<Ipv4Addr>> {
+        self.ensure_named("giving the server more addresses")?;
+        anyhow::ensure!(
+            count <= MAX_EXTRA_SERVER_IPS as usize,
+            "at most {MAX_EXTRA_SERVER_IPS} more server addresses; a page with more origins than that is not supported"
+        );
+        for i in 0..count as u8 {
+            let address = Ipv4Addr::new(198, 18, 0, FIRST_EXTRA_SERVER_HOST + i);
+            netns::change_address(self.server.name(), "add", &address.to_string())?;
+            self.extra_server_ips.push(address);
+        }
+        Ok(self.extra_server_ips.clone())
     }
 
     /// A handle that changes the path while it runs, from any thread.
@@ -178,6 +203,10 @@ impl EmulatedPath {
         command
             .env("H3LAB_SERVER_IP", SERVER_IP.to_string())
             .env("H3LAB_CLIENT_IP", CLIENT_IP.to_string());
+        if !self.extra_server_ips.is_empty() {
+            let ips: Vec<String> = self.extra_server_ips.iter().map(Ipv4Addr::to_string).collect();
+            command.env("H3LAB_SERVER_IPS", ips.join(","));
+        }
         let net = namespace.handle().as_raw_fd();
         let user = namespace.user().map(|user| user.as_raw_fd());
         // SAFETY: the closure only calls setns(2), which is async-signal-
