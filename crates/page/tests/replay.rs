@@ -210,3 +210,105 @@ fn chromium_replays_every_origin_of_the_har_over_h2_and_h3() {
         }
     }
 }
+
+/// A HAR recorded by real Chromium (through Playwright) during the test,
+/// of a generated CMS page served as `www.example.test`, imports and
+/// replays: the built-in loader fetches every recorded response, with its
+/// recorded status and size.
+#[test]
+fn a_har_chromium_records_now_replays_with_its_recorded_responses() {
+    let (Some(chromium), Some(recorder)) =
+        (h3lab_testenv::chromium(), h3lab_testenv::har_recorder())
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let original = dir.path().join("original");
+    h3lab_site::generate(h3lab_site::Shape::Cms, 1, &original).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let config = ServerConfig {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        tls: TlsSource::SelfSigned,
+        site: Some(original.clone()),
+        ..ServerConfig::default()
+    };
+    let server = runtime.block_on(h3lab_server::start(config)).unwrap();
+    let har = dir.path().join("page.har");
+    let output = std::process::Command::new("node")
+        .arg(&recorder)
+        .arg("https://www.example.test/index.html")
+        .arg(&har)
+        .arg("--resolve")
+        .arg(format!("www.example.test:443:{}", server.local_addr()))
+        .env("CHROMIUM", &chromium)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    drop(server);
+
+    let site = dir.path().join("replay");
+    let options = ImportOptions {
+        think: Think::None,
+        page: None,
+        keep_first_duplicate: false,
+    };
+    let summary = import(&har, &site, &options).unwrap();
+    let replay = summary.replay;
+    assert!(replay.source.contains("Playwright"), "{}", replay.source);
+    assert_eq!(replay.page, "https://www.example.test/index.html");
+    assert!(
+        replay.responses.iter().all(|r| !r.synthesized),
+        "{:?}",
+        replay.responses
+    );
+    for recorded in &replay.responses {
+        let path = original.join(recorded.path.trim_start_matches('/'));
+        let file = std::fs::read(&path).unwrap();
+        let body = std::fs::read(site.join("bodies").join(&recorded.body)).unwrap();
+        assert_eq!(body, file, "{}", recorded.url);
+    }
+
+    let config = ServerConfig {
+        listen: SocketAddr::from(([0, 0, 0, 0], 0)),
+        tls: TlsSource::SelfSigned,
+        site: Some(site.clone()),
+        ..ServerConfig::default()
+    };
+    let server = runtime.block_on(h3lab_server::start(config)).unwrap();
+    let ca = dir.path().join("cert.pem");
+    std::fs::write(&ca, server.cert_pem().unwrap()).unwrap();
+    let rule = format!(
+        "www.example.test:443:127.0.0.10:{}",
+        server.local_addr().port()
+    );
+    let options = LoaderOptions {
+        proto: Proto::H2,
+        tls: TlsOptions {
+            insecure: false,
+            ca_file: Some(ca),
+        },
+        visit: Visit::Cold,
+        loads: 1,
+        connect_timeout: Duration::from_secs(10),
+        load_timeout: Duration::from_secs(60),
+        h3_discovery: None,
+        resolve: vec![rule.parse().unwrap()],
+        recorded_errors: Vec::new(),
+    };
+    let report = load_page(&replay.page, &options, &mut |_| ControlFlow::Continue(())).unwrap();
+    let fetched: BTreeMap<&str, u64> = (report.loads[0].resources.iter())
+        .map(|r| (r.url.as_str(), r.bytes))
+        .collect();
+    let recorded: BTreeMap<&str, u64> = (replay.responses.iter())
+        .map(|r| (r.url.as_str(), r.body_bytes))
+        .collect();
+    assert_eq!(fetched, recorded);
+}

@@ -157,12 +157,19 @@ impl Replay {
     pub fn origin_addresses(&self, server_ips: Option<&str>) -> Result<Vec<IpAddr>> {
         let Some(list) = server_ips else {
             let loopback = (0..self.origins.len()).map(|i| IpAddr::from([127, 0, 0, 10 + i as u8]));
-            anyhow::ensure!(self.origins.len() <= 200, "a replay of more than 200 origins is not supported");
+            anyhow::ensure!(
+                self.origins.len() <= 200,
+                "a replay of more than 200 origins is not supported"
+            );
             return Ok(loopback.collect());
         };
         let addresses: Vec<IpAddr> = list
             .split(',')
-            .map(|ip| ip.trim().parse().with_context(|| format!("H3LAB_SERVER_IPS holds `{ip}`, not an IP address")))
+            .map(|ip| {
+                ip.trim()
+                    .parse()
+                    .with_context(|| format!("H3LAB_SERVER_IPS holds `{ip}`, not an IP address"))
+            })
             .collect::<Result<_>>()?;
         if addresses.len() < self.origins.len() {
             bail!(

@@ -126,6 +126,20 @@ pub fn doc_site() -> Option<PathBuf> {
     }))
 }
 
+/// `tests/har-recorder/record.js`, with its playwright-core installed:
+/// a real Chromium records a HAR through it.
+pub fn har_recorder() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/har-recorder");
+    let installed = dir
+        .join("node_modules/playwright-core/package.json")
+        .is_file();
+    let found = installed.then(|| dir.join("record.js"));
+    runs(found.ok_or_else(|| {
+        "playwright-core for the HAR recorder is not installed: `npm --prefix tests/har-recorder ci` (.ci/run does)"
+            .to_string()
+    }))
+}
+
 /// A file of `../shared` (the traces, the studies) beside the repository.
 pub fn shared_file(relative: &str) -> Option<PathBuf> {
     let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");

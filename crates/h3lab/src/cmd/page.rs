@@ -92,7 +92,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let server_ips = std::env::var("H3LAB_SERVER_IPS").ok();
             let addresses = replay.origin_addresses(server_ips.as_deref())?;
             for (origin, addr) in replay.origins.iter().zip(addresses) {
-                let ruled = (args.resolve.iter()).any(|r| r.host == origin.host && r.port == origin.port);
+                let ruled =
+                    (args.resolve.iter()).any(|r| r.host == origin.host && r.port == origin.port);
                 if !ruled {
                     args.resolve.push(ResolveRule {
                         host: origin.host.clone(),

@@ -204,7 +204,11 @@ impl EmulatedPath {
             .env("H3LAB_SERVER_IP", SERVER_IP.to_string())
             .env("H3LAB_CLIENT_IP", CLIENT_IP.to_string());
         if !self.extra_server_ips.is_empty() {
-            let ips: Vec<String> = self.extra_server_ips.iter().map(Ipv4Addr::to_string).collect();
+            let ips: Vec<String> = self
+                .extra_server_ips
+                .iter()
+                .map(Ipv4Addr::to_string)
+                .collect();
             command.env("H3LAB_SERVER_IPS", ips.join(","));
         }
         let net = namespace.handle().as_raw_fd();
