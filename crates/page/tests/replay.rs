@@ -17,9 +17,29 @@ use h3lab_client::{ResolveRule, TlsOptions};
 use h3lab_page::chromium::{self, ChromiumOptions, Trust};
 use h3lab_page::loader::{load_page, LoaderOptions};
 use h3lab_results::{Proto, Visit};
-use h3lab_server::{ServerConfig, TlsSource};
+use h3lab_server::{RunningServer, ServerConfig, TlsSource};
 use h3lab_site::har::{import, ImportOptions};
 use h3lab_site::replay::{Replay, Think};
+
+/// The runtime the servers run on; a test keeps it until its servers drop.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A server with a self-signed certificate for `site` on `ip`, port 0.
+fn serve(runtime: &tokio::runtime::Runtime, ip: [u8; 4], site: &Path) -> RunningServer {
+    let config = ServerConfig {
+        listen: SocketAddr::from((ip, 0)),
+        tls: TlsSource::SelfSigned,
+        site: Some(site.to_path_buf()),
+        ..ServerConfig::default()
+    };
+    runtime.block_on(h3lab_server::start(config)).unwrap()
+}
 
 fn chrome_fixture() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../site/tests/fixtures/har/chrome.har")
@@ -28,7 +48,7 @@ fn chrome_fixture() -> std::path::PathBuf {
 /// A replay site served on 0.0.0.0 and the rules that send each of its
 /// origins to an address of its own. The server drops before its runtime.
 struct Replayed {
-    server: h3lab_server::RunningServer,
+    server: RunningServer,
     _runtime: tokio::runtime::Runtime,
     replay: Replay,
     resolve: Vec<ResolveRule>,
@@ -46,18 +66,8 @@ impl Replayed {
         };
         import(&chrome_fixture(), site.path(), &options).unwrap();
         let replay = Replay::read(site.path()).unwrap();
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let config = ServerConfig {
-            listen: SocketAddr::from(([0, 0, 0, 0], 0)),
-            tls: TlsSource::SelfSigned,
-            site: Some(site.path().to_path_buf()),
-            ..ServerConfig::default()
-        };
-        let server = runtime.block_on(h3lab_server::start(config)).unwrap();
+        let runtime = runtime();
+        let server = serve(&runtime, [0, 0, 0, 0], site.path());
         let certs = tempfile::tempdir().unwrap();
         let ca = certs.path().join("cert.pem");
         std::fs::write(&ca, server.cert_pem().unwrap()).unwrap();
@@ -225,18 +235,8 @@ fn a_har_chromium_records_now_replays_with_its_recorded_responses() {
     let dir = tempfile::tempdir().unwrap();
     let original = dir.path().join("original");
     h3lab_site::generate(h3lab_site::Shape::Cms, 1, &original).unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let config = ServerConfig {
-        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-        tls: TlsSource::SelfSigned,
-        site: Some(original.clone()),
-        ..ServerConfig::default()
-    };
-    let server = runtime.block_on(h3lab_server::start(config)).unwrap();
+    let runtime = runtime();
+    let server = serve(&runtime, [127, 0, 0, 1], &original);
     let har = dir.path().join("page.har");
     let output = std::process::Command::new("node")
         .arg(&recorder)
@@ -276,13 +276,7 @@ fn a_har_chromium_records_now_replays_with_its_recorded_responses() {
         assert_eq!(body, file, "{}", recorded.url);
     }
 
-    let config = ServerConfig {
-        listen: SocketAddr::from(([0, 0, 0, 0], 0)),
-        tls: TlsSource::SelfSigned,
-        site: Some(site.clone()),
-        ..ServerConfig::default()
-    };
-    let server = runtime.block_on(h3lab_server::start(config)).unwrap();
+    let server = serve(&runtime, [0, 0, 0, 0], &site);
     let ca = dir.path().join("cert.pem");
     std::fs::write(&ca, server.cert_pem().unwrap()).unwrap();
     let rule = format!(

@@ -283,8 +283,14 @@ fn prepare(out: &Path) -> Result<()> {
             out.display()
         );
     }
-    for name in entries {
-        let path = out.join(name);
+    remove_entries(out, &entries)
+}
+
+/// Removes the files and directories `names` in `dir`: an earlier site
+/// being replaced.
+fn remove_entries(dir: &Path, names: &[impl AsRef<Path>]) -> Result<()> {
+    for name in names {
+        let path = dir.join(name);
         let removed = match path.is_dir() {
             true => std::fs::remove_dir_all(&path),
             false => std::fs::remove_file(&path),

@@ -527,15 +527,7 @@ fn prepare(out: &Path) -> Result<()> {
             out.display()
         );
     }
-    for name in [MANIFEST, BODIES] {
-        let path = out.join(name);
-        let removed = match path.is_dir() {
-            true => std::fs::remove_dir_all(&path),
-            false => std::fs::remove_file(&path),
-        };
-        removed.with_context(|| format!("cannot remove the old {}", path.display()))?;
-    }
-    Ok(())
+    crate::remove_entries(out, &[MANIFEST, BODIES])
 }
 
 impl fmt::Display for ImportSummary {
