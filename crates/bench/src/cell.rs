@@ -4,6 +4,7 @@
 //! never a missing or made-up figure.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use anyhow::{bail, Context};
 use h3lab_results::bench::{CellRecord, CpuUse, LinkRecord, Metric, Outcome, SweptSetting};
 use h3lab_results::load::LoadReport;
 use h3lab_results::page::PageReport;
+use h3lab_site::replay::Replay;
 use linkem::model::LinkStats;
 use linkem::run::Placement;
 use linkem::{EmulatedPath, LinkSettings};
@@ -72,24 +74,42 @@ fn measure(
     let seed = suite.seed.wrapping_add(u64::from(spec.repetition));
     let settings = crate::profile::settings(suite, &spec.profile, seed)?;
     record.path_rtt_ms = settings.as_ref().map_or(0.0, |s| s.rtt as f64 / 1e6);
-    let path = settings
+    let site = site_dir(suite, spec, &ctx.scratch)?;
+    let replay = match &site {
+        Some(dir) if Replay::is_replay_site(dir) => Some(Replay::read(dir)?),
+        _ => None,
+    };
+    let mut path = settings
         .as_ref()
         .map(|s| EmulatedPath::start(s.build()))
         .transpose()?;
+    let origin_ips = match (&replay, &mut path) {
+        (None, _) => None,
+        (Some(replay), Some(path)) => {
+            let ips = path.add_server_addresses(replay.origins.len())?;
+            let ips: Vec<IpAddr> = ips.into_iter().map(IpAddr::V4).collect();
+            Some(replay.origin_addresses(Some(&ips))?)
+        }
+        (Some(replay), None) => Some(replay.origin_addresses(None)?),
+    };
     let placement = match &path {
         Some(path) => Placement::Emulated(path),
         None => Placement::Loopback,
     };
     let scratch = cell_dir(&ctx.scratch, spec)?;
-    let site = site_dir(suite, spec, &ctx.scratch)?;
     let server_start = server::Start {
         placement: &placement,
         exe: &ctx.exe,
         scratch: &scratch,
         site: site.as_deref(),
         setting: spec.setting.as_ref(),
+        every_address: replay.is_some(),
     };
     let mut server = server::start(suite, &server_start)?;
+    if let (Some(replay), Some(ips), Some(dir)) = (replay, origin_ips, &site) {
+        let port = server.addr.port();
+        server.replay = Some(server::ReplayTarget::new(&replay, &ips, dir, port));
+    }
     if server_tuning.is_none() {
         server_tuning.clone_from(&server.tuning);
     }
@@ -201,30 +221,43 @@ fn site_dir(suite: &Suite, spec: &CellSpec, scratch: &Path) -> anyhow::Result<Op
     let Load::Page { site, .. } = &spec.workload.load else {
         return Ok(None);
     };
-    let shape = match site {
+    let name = match site {
         Site::Dir(dir) => {
             let dir = dir
                 .canonicalize()
                 .with_context(|| format!("the site directory {} is gone", dir.display()))?;
             return Ok(Some(dir));
         }
-        Site::Shape(shape) => *shape,
+        Site::Shape(shape) => format!("site-{shape}-{}", suite.seed),
+        Site::Har(_) => format!("replay-{}", spec.workload.name()),
     };
-    let dir = scratch.join(format!("site-{shape}-{}", suite.seed));
+    let dir = scratch.join(&name);
     if !dir.is_dir() {
-        // Generated aside and renamed into place: a site directory that
+        // Written aside and renamed into place: a site directory that
         // exists is complete.
-        let partial = scratch.join(format!(".site-{shape}-{}.partial", suite.seed));
+        let partial = scratch.join(format!(".{name}.partial"));
         if partial.exists() {
             std::fs::remove_dir_all(&partial)
                 .with_context(|| format!("cannot remove {}", partial.display()))?;
         }
-        h3lab_site::generate(shape, suite.seed, &partial)
-            .with_context(|| format!("generating the `{shape}` site"))?;
+        write_site(site, suite.seed, &partial)?;
         std::fs::rename(&partial, &dir)
             .with_context(|| format!("cannot move the site to {}", dir.display()))?;
     }
     Ok(Some(dir))
+}
+
+/// Generates a shape's site, or imports a HAR as a replay site, into `out`.
+fn write_site(site: &Site, seed: u64, out: &Path) -> anyhow::Result<()> {
+    match site {
+        Site::Shape(shape) => h3lab_site::generate(*shape, seed, out)
+            .map(drop)
+            .with_context(|| format!("generating the `{shape}` site")),
+        Site::Har(har) => crate::suite::import_har(&har.path, out)
+            .map(drop)
+            .with_context(|| format!("importing {}", har.path.display())),
+        Site::Dir(dir) => bail!("{} is served where it is, not written", dir.display()),
+    }
 }
 
 fn is_throughput(spec: &CellSpec) -> bool {

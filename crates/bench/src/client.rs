@@ -109,7 +109,19 @@ pub(crate) fn run(
             loads,
             ..
         } => {
-            command.args(["page", &format!("{base}/")]);
+            match &server.replay {
+                Some(replay) => {
+                    command
+                        .args(["page", &replay.page, "--replay"])
+                        .arg(&replay.dir);
+                    for rule in &replay.rules {
+                        command.args(["--resolve", rule]);
+                    }
+                }
+                None => {
+                    command.args(["page", &format!("{base}/")]);
+                }
+            }
             command.args(["--browser", loader.name(), "--visit", visit.name()]);
             command.args(["-n", &loads.0.to_string()]);
             command.args(["--timeout", &format!("{}s", PAGE_LOAD_TIMEOUT.as_secs())]);

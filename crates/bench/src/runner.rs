@@ -18,7 +18,7 @@ use crate::spec::CellSpec;
 use crate::suite::{Load, PublishedFigure, Site, Suite, Workload};
 use crate::sweep::Sweep;
 use h3lab_results::bench::{
-    CellRecord, ClaimSweep, Results, StudyClaim, SuiteInfo, RESULTS_SCHEMA,
+    CapturedPage, CellRecord, ClaimSweep, Results, StudyClaim, SuiteInfo, RESULTS_SCHEMA,
 };
 use h3lab_results::Visit;
 
@@ -104,6 +104,7 @@ fn site_bytes(site: &Site, seed: u64) -> u64 {
             plan.files.iter().map(|file| file.bytes).sum()
         }
         Site::Dir(dir) => directory_bytes(dir),
+        Site::Har(har) => har.bytes,
     }
 }
 
@@ -155,7 +156,34 @@ pub fn new_results(suite: &Suite, ctx: &RunContext) -> Results {
         interrupted: false,
         cells: Vec::new(),
         studies: study_claims(suite),
+        captures: captured_pages(suite),
     }
+}
+
+/// The HARs the page workloads replay, with what each recorded.
+fn captured_pages(suite: &Suite) -> Vec<CapturedPage> {
+    let hars = suite
+        .workloads
+        .iter()
+        .filter_map(|workload| match &workload.load {
+            Load::Page {
+                site: Site::Har(har),
+                ..
+            } => Some((workload.name(), har)),
+            _ => None,
+        });
+    hars.map(|(workload, har)| CapturedPage {
+        workload: workload.to_string(),
+        har: har.path.display().to_string(),
+        tool: har.recorded.tool.clone(),
+        page: har.page.clone(),
+        origins: har.origins,
+        responses: har.responses,
+        protocol: har.recorded.protocol.clone(),
+        on_load_ms: har.recorded.on_load_ms,
+        on_content_load_ms: har.recorded.on_content_load_ms,
+    })
+    .collect()
 }
 
 /// Runs every cell, calling `after_cell` with the results so far after each

@@ -12,6 +12,8 @@ use anyhow::{anyhow, bail};
 use linkem::run::{Placement, Side};
 use linkem::supervise::Supervised;
 
+use h3lab_site::replay::Replay;
+
 use crate::process;
 use crate::suite::{Suite, Target};
 use crate::sweep::{Setting, Tunable};
@@ -32,6 +34,32 @@ pub(crate) struct ServerProcess {
     /// Where the built-in server serves `/metrics`, on the server side's own
     /// loopback so that scraping sends nothing over the emulated link.
     pub(crate) metrics: Option<SocketAddr>,
+    /// A replayed page's origins, each on an address of its own.
+    pub(crate) replay: Option<ReplayTarget>,
+}
+
+/// Where a replayed page's origins are: the page, the replay site, and one
+/// `--resolve` rule per origin to its own address on the server's port.
+pub(crate) struct ReplayTarget {
+    pub(crate) page: String,
+    pub(crate) dir: PathBuf,
+    pub(crate) rules: Vec<String>,
+}
+
+impl ReplayTarget {
+    pub(crate) fn new(replay: &Replay, ips: &[IpAddr], dir: &Path, port: u16) -> ReplayTarget {
+        let rules = (replay.origins.iter().zip(ips))
+            .map(|(origin, ip)| {
+                let destination = SocketAddr::new(*ip, port);
+                format!("{}:{}:{destination}", origin.host, origin.port)
+            })
+            .collect();
+        ReplayTarget {
+            page: replay.page.clone(),
+            dir: dir.to_path_buf(),
+            rules,
+        }
+    }
 }
 
 /// Where and how a cell's server starts.
@@ -44,6 +72,9 @@ pub(crate) struct Start<'a> {
     /// A directory the built-in server serves at `/` (page workloads, which
     /// the suite allows with the built-in server only).
     pub(crate) site: Option<&'a Path>,
+    /// Listen on every address of the server side (0.0.0.0), as a
+    /// replayed page's origins need, each on an address of its own.
+    pub(crate) every_address: bool,
     /// The swept setting the built-in server runs with (a suite with a
     /// sweep has no `server_cmd`).
     pub(crate) setting: Option<&'a Setting>,
@@ -80,6 +111,7 @@ fn start_builtin(start: &Start<'_>, target: &Target) -> anyhow::Result<ServerPro
         scratch,
         site,
         setting,
+        every_address,
     } = *start;
     // On loopback other programs own ports: let the server pick one.
     let port = match placement {
@@ -98,13 +130,19 @@ fn start_builtin(start: &Start<'_>, target: &Target) -> anyhow::Result<ServerPro
     if let Some(site) = site {
         extra.extend(["--site".into(), site.into()]);
     }
-    let server = h3lab_harness::start_builtin(placement, exe, port, &cert, &extra)?;
+    let ip = match every_address {
+        true => IpAddr::from([0, 0, 0, 0]),
+        false => IpAddr::V4(placement.server_ip()),
+    };
+    let listen = SocketAddr::new(ip, port);
+    let server = h3lab_harness::start_builtin_on(placement, exe, listen, &cert, &extra)?;
     Ok(ServerProcess {
         process: server.process,
         addr: server.addr,
         cert: Some(cert),
         tuning: Some(server.tuning),
         metrics: server.metrics,
+        replay: None,
     })
 }
 
@@ -138,6 +176,7 @@ fn start_custom(
         cert: None,
         tuning: None,
         metrics: None,
+        replay: None,
     })
 }
 

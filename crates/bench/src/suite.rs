@@ -26,7 +26,7 @@ pub(crate) use custom_profile::CustomProfile;
 pub(crate) use published::PublishedFigure;
 pub(crate) use target::Target;
 pub(crate) use values::{Count, HumanDuration};
-pub(crate) use workload::{DownloadMetric, Load, RpsMetric, Site, Workload};
+pub(crate) use workload::{import_har, DownloadMetric, Load, RpsMetric, Site, Workload};
 
 /// A parsed, validated suite.
 #[derive(Debug, Clone, Deserialize)]

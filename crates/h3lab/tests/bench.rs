@@ -525,3 +525,94 @@ fn unknown_preset_lists_the_real_ones() {
         assert!(text.contains(name), "--list misses {name}:\n{text}");
     }
 }
+
+/// A suite whose page workload names a HAR (`har = ...`) of three origins
+/// replays it over h1, h2 and h3 with both loaders on an emulated path:
+/// every cell loads every recorded response over the protocol asked for,
+/// the run has verdicts against h2, and the HAR's own figures are in the
+/// results and the summary.
+#[test]
+fn a_har_suite_replays_the_captured_page_over_each_protocol_with_verdicts() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    if h3lab_testenv::chromium().is_none() {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let har = Path::new(env!("CARGO_MANIFEST_DIR")).join("../site/tests/fixtures/har/chrome.har");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("har");
+    let suite = format!(
+        r#"
+name = "har"
+protocols = ["h1", "h2", "h3"]
+profiles = ["near"]
+repetitions = 2
+seed = 7
+[[profile]]
+name = "near"
+rtt = "20ms"
+[[workload]]
+kind = "page"
+name = "captured"
+har = "{har}"
+loads = 2
+[[workload]]
+kind = "page"
+name = "captured-chromium"
+har = "{har}"
+loader = "chromium"
+loads = 1
+"#,
+        har = har.display()
+    );
+    let (output, left_behind) = bench(&suite, &out);
+    assert!(output.status.success(), "bench failed: {}", stderr(&output));
+    let summary = String::from_utf8_lossy(&output.stdout);
+    assert!(summary.contains("h3 vs h2:"), "no verdict: {summary}");
+    assert!(
+        summary.contains("recorded where it was captured"),
+        "{summary}"
+    );
+    let results = results(&out);
+    assert_eq!(
+        results.cells.len(),
+        3 * 2 * 2,
+        "protocols × workloads × repetitions"
+    );
+    assert_eq!(results.captures.len(), 2);
+    assert_eq!(results.captures[0].origins, 3);
+    for cell in &results.cells {
+        assert_eq!(cell.outcome, Outcome::Ok, "{cell:?}");
+        let report: PageReport =
+            serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
+        for load in &report.loads {
+            assert_eq!(
+                load.resources.len(),
+                5,
+                "{} {}",
+                cell.workload,
+                cell.protocol
+            );
+            let hosts: std::collections::BTreeSet<&str> = (load.resources.iter())
+                .map(|r| {
+                    r.url
+                        .trim_start_matches("https://")
+                        .split('/')
+                        .next()
+                        .unwrap()
+                })
+                .collect();
+            assert_eq!(hosts.len(), 3, "{hosts:?}");
+        }
+        // Chromium may block the recorded 404 page of an image (Opaque
+        // Response Blocking) before it reports the protocol.
+        let known: Vec<String> = page_protocols(cell)
+            .into_iter()
+            .filter(|p| !p.is_empty())
+            .collect();
+        assert_eq!(known, [cell.protocol.alpn_name()], "{}", cell.workload);
+    }
+    assert!(!left_behind, "namespaces left behind");
+}

@@ -14,4 +14,4 @@ mod scrape;
 mod start;
 
 pub use scrape::scrape;
-pub use start::{start_builtin, BuiltinServer};
+pub use start::{start_builtin, start_builtin_on, BuiltinServer};

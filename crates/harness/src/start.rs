@@ -44,11 +44,25 @@ pub fn start_builtin(
     extra: &[OsString],
 ) -> anyhow::Result<BuiltinServer> {
     let ip = IpAddr::V4(placement.server_ip());
+    start_builtin_on(placement, exe, SocketAddr::new(ip, port), cert, extra)
+}
+
+/// [`start_builtin`] listening on `listen`: 0.0.0.0 serves every address
+/// of the server side, as a replayed page's origins need. The address
+/// returned is then the server's own.
+pub fn start_builtin_on(
+    placement: &Placement<'_>,
+    exe: &Path,
+    listen: SocketAddr,
+    cert: &Path,
+    extra: &[OsString],
+) -> anyhow::Result<BuiltinServer> {
+    let ip = IpAddr::V4(placement.server_ip());
     let mut command = placement.command(Side::Server, exe);
     command
         .arg("serve")
         .arg("--listen")
-        .arg(SocketAddr::new(ip, port).to_string())
+        .arg(listen.to_string())
         .arg("--san")
         .arg(ip.to_string())
         .arg("--write-cert")
@@ -66,7 +80,10 @@ pub fn start_builtin(
     match wait_for_banner(stdout) {
         Ok((addr, banner)) => Ok(BuiltinServer {
             process,
-            addr,
+            addr: match addr.ip().is_unspecified() {
+                true => SocketAddr::new(ip, addr.port()),
+                false => addr,
+            },
             tuning: banner.tuning,
             metrics: banner.metrics,
         }),

@@ -129,6 +129,7 @@ pub(crate) fn results() -> Results {
                 caveat: "ttfb caveat </script><script>alert(1)</script>".into(),
             },
         ],
+        captures: Vec::new(),
     }
 }
 

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use h3lab_results::bench::Results;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
+use crate::captures::{compare_captures, CaptureComparison};
 use crate::cell::CellSummary;
 use crate::difference::{Call, Difference};
 use crate::format::list_repetitions;
@@ -37,6 +38,7 @@ pub fn render_html(results: &Results) -> String {
     let colours = protocol_colours(results);
     let conditions = conditions(results, &summaries);
     let claims = compare_claims(&results.studies, &summaries, &results.suite.baseline);
+    let captures = compare_captures(&results.captures, &summaries);
     let pages = page_workloads(results, &summaries);
     let plot_data = plot_data_json(&colours, &conditions, pages.iter().map(|p| &p.violin));
     let page = html! {
@@ -52,6 +54,7 @@ pub fn render_html(results: &Results) -> String {
                 (header(results))
                 (status(results, &summaries))
                 @if !claims.is_empty() { (claims_section(&claims)) }
+                @if !captures.is_empty() { (captures_section(&captures)) }
                 (summary_section(results, &summaries, &colours))
                 (pages::pages_section(&pages, &colours))
                 @if !conditions.is_empty() { (plots_section(&conditions)) }
@@ -158,6 +161,24 @@ fn status(results: &Results, summaries: &[CellSummary]) -> Markup {
                             li { (summary.key.profile) " · " (summary.key.workload_label()) " · " (summary.key.protocol) ": " (problem) }
                         }
                     }
+                }
+            }
+        }
+    }
+}
+
+/// Each replayed HAR: what it recorded where it was captured, beside the
+/// replay's medians.
+fn captures_section(captures: &[CaptureComparison]) -> Markup {
+    html! {
+        section #captures {
+            h2 { "Captured pages" }
+            p { "Replayed from HAR files; the recorded figures are from the network each page was captured on, not from the emulated paths." }
+            @for capture in captures {
+                div.claim {
+                    h3 { (capture.title()) }
+                    p { (capture.recorded()) }
+                    p { (capture.replayed_line()) }
                 }
             }
         }

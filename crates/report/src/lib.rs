@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 mod bottleneck;
+mod captures;
 mod cell;
 mod compare;
 mod csv_out;

@@ -10,6 +10,7 @@ use comfy_table::{
 use h3lab_results::bench::Results;
 use h3lab_results::WorkloadKind;
 
+use crate::captures::compare_captures;
 use crate::cell::CellSummary;
 use crate::format::list_repetitions;
 use crate::format::{fraction_as_percent, maybe, short};
@@ -37,6 +38,22 @@ pub fn terminal_table(results: &Results) -> String {
         ));
     }
     out.push_str(&claims_block(results, &summaries));
+    out.push_str(&captures_block(results, &summaries));
+    out
+}
+
+/// Each replayed HAR: what it recorded, beside the replay's medians.
+fn captures_block(results: &Results, summaries: &[CellSummary]) -> String {
+    let compared = compare_captures(&results.captures, summaries);
+    if compared.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\ncaptured pages\n");
+    for capture in &compared {
+        out.push_str(&wrapped(2, &capture.title()));
+        out.push_str(&wrapped(4, &capture.recorded()));
+        out.push_str(&wrapped(4, &capture.replayed_line()));
+    }
     out
 }
 

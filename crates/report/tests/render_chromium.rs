@@ -363,6 +363,7 @@ fn synthetic_results() -> Results {
                 caveat: "The study's H3 ran in Node.js user space; quinn with GSO is faster at this rate.".into(),
             },
         ],
+        captures: Vec::new(),
     }
 }
 

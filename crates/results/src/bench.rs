@@ -29,6 +29,34 @@ pub struct Results {
     /// Published figures of the study a preset reproduces, shown beside ours.
     #[serde(default)]
     pub studies: Vec<StudyClaim>,
+    /// Captured pages (HAR) the page workloads replay, with the figures
+    /// the capture itself recorded, shown beside ours.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub captures: Vec<CapturedPage>,
+}
+
+/// A page workload's HAR and what it recorded on the network it was
+/// captured on; null where the HAR does not say.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapturedPage {
+    /// The workload that replays it.
+    pub workload: String,
+    /// The HAR file.
+    pub har: String,
+    /// The tool that wrote it.
+    pub tool: String,
+    /// The page's URL.
+    pub page: String,
+    /// Origins, each a host of its own in the replay.
+    pub origins: usize,
+    /// Responses replayed.
+    pub responses: usize,
+    /// The protocol the document came over when captured.
+    pub protocol: Option<String>,
+    /// The recorded load event, ms after the page's start.
+    pub on_load_ms: Option<f64>,
+    /// The recorded DOMContentLoaded, ms after the page's start.
+    pub on_content_load_ms: Option<f64>,
 }
 
 /// What was asked: the suite's name, matrix, repetitions and baseline.

@@ -53,12 +53,28 @@ pub struct Replay {
     pub page: String,
     /// Whether responses wait their recorded think time.
     pub think: Think,
+    /// The page load as the HAR recorded it, on the network it was
+    /// captured on.
+    pub recorded: RecordedLoad,
     /// Every origin, in the order of its first request.
     pub origins: Vec<Origin>,
     /// Every replayed response.
     pub responses: Vec<RecordedResponse>,
     /// The HAR's entries that are not replayed, and why.
     pub skipped: Vec<Skipped>,
+}
+
+/// The captured load's own figures; null where the HAR does not say.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecordedLoad {
+    /// The tool that wrote the HAR.
+    pub tool: String,
+    /// The protocol the document came over (`h3`, `h2`, `http/1.1`).
+    pub protocol: Option<String>,
+    /// The load event, ms after the page's start.
+    pub on_load_ms: Option<f64>,
+    /// DOMContentLoaded, ms after the page's start.
+    pub on_content_load_ms: Option<f64>,
 }
 
 /// One origin of the page: a host of its own when replayed.
@@ -151,35 +167,27 @@ impl Replay {
             .collect()
     }
 
-    /// Where each origin lives when replayed, in order: the addresses in
-    /// `server_ips` (an emulated path's `H3LAB_SERVER_IPS`), or else
+    /// Where each origin lives when replayed, in order: the server's
+    /// extra addresses on an emulated path (`server_ips`), or else
     /// 127.0.0.10 on (loopback, where every 127/8 address is local).
-    pub fn origin_addresses(&self, server_ips: Option<&str>) -> Result<Vec<IpAddr>> {
-        let Some(list) = server_ips else {
-            let loopback = (0..self.origins.len()).map(|i| IpAddr::from([127, 0, 0, 10 + i as u8]));
+    pub fn origin_addresses(&self, server_ips: Option<&[IpAddr]>) -> Result<Vec<IpAddr>> {
+        let origins = self.origins.len();
+        let Some(addresses) = server_ips else {
             anyhow::ensure!(
-                self.origins.len() <= 200,
+                origins <= 200,
                 "a replay of more than 200 origins is not supported"
             );
-            return Ok(loopback.collect());
+            return Ok((0..origins)
+                .map(|i| IpAddr::from([127, 0, 0, 10 + i as u8]))
+                .collect());
         };
-        let addresses: Vec<IpAddr> = list
-            .split(',')
-            .map(|ip| {
-                ip.trim()
-                    .parse()
-                    .with_context(|| format!("H3LAB_SERVER_IPS holds `{ip}`, not an IP address"))
-            })
-            .collect::<Result<_>>()?;
-        if addresses.len() < self.origins.len() {
+        if addresses.len() < origins {
             bail!(
-                "the replay has {} origins but the server has {} extra addresses; run it with `h3lab net run --server-addresses {}`",
-                self.origins.len(),
+                "the replay has {origins} origins but the server has {} extra addresses; run it with `h3lab net run --server-addresses {origins}`",
                 addresses.len(),
-                self.origins.len()
             );
         }
-        Ok(addresses[..self.origins.len()].to_vec())
+        Ok(addresses[..origins].to_vec())
     }
 
     /// Every host name the replay answers for, for the certificate.

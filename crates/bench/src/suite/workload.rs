@@ -57,13 +57,67 @@ pub(crate) enum Load {
 }
 
 /// The site a page workload loads.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Site {
     /// A synthetic site of this shape, generated once per run from the
     /// suite's seed.
     Shape(Shape),
     /// A static site already on disk, served at `/`.
     Dir(PathBuf),
+    /// A captured page (`har = "page.har"`), imported once per run as a
+    /// replay site with every origin on an address of its own.
+    Har(Har),
+}
+
+/// A HAR a page workload replays, checked when the suite is read.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Har {
+    /// The HAR file.
+    pub(crate) path: PathBuf,
+    /// The page's URL.
+    pub(crate) page: String,
+    /// Its origins, each a host of its own in the replay.
+    pub(crate) origins: usize,
+    /// Responses replayed.
+    pub(crate) responses: usize,
+    /// The replayed bodies' bytes on the wire.
+    pub(crate) bytes: u64,
+    /// What the capture recorded.
+    pub(crate) recorded: h3lab_site::replay::RecordedLoad,
+}
+
+impl Har {
+    /// Imports the HAR into a scratch directory to check it and learn its
+    /// shape; a HAR that does not import is an error naming the entry.
+    fn check(path: PathBuf) -> Result<Har, String> {
+        let scratch =
+            tempfile::tempdir().map_err(|err| format!("cannot make a scratch directory: {err}"))?;
+        let summary = import_har(&path, scratch.path())
+            .map_err(|err| format!("har `{}`: {err:#}", path.display()))?;
+        let replay = summary.replay;
+        Ok(Har {
+            path,
+            page: replay.page,
+            origins: replay.origins.len(),
+            responses: replay.responses.len(),
+            bytes: replay.responses.iter().map(|r| r.body_bytes).sum(),
+            recorded: replay.recorded,
+        })
+    }
+}
+
+/// Imports `har` into `out` as every page workload replays it: the first
+/// page, with its recorded think time.
+pub(crate) fn import_har(
+    har: &std::path::Path,
+    out: &std::path::Path,
+) -> anyhow::Result<h3lab_site::har::ImportSummary> {
+    let options = h3lab_site::har::ImportOptions {
+        think: h3lab_site::replay::Think::Recorded,
+        page: None,
+        keep_first_duplicate: false,
+    };
+    h3lab_site::har::import(har, out, &options)
 }
 
 impl Site {
@@ -115,6 +169,7 @@ struct WorkloadTable {
     modes: Option<Vec<TtfbMode>>,
     samples: Option<Count>,
     site: Option<Site>,
+    har: Option<PathBuf>,
     loader: Option<Loader>,
     visit: Option<Visit>,
     loads: Option<Count>,
@@ -142,6 +197,7 @@ impl WorkloadTable {
             ("modes", self.modes.is_some()),
             ("samples", self.samples.is_some()),
             ("site", self.site.is_some()),
+            ("har", self.har.is_some()),
             ("loader", self.loader.is_some()),
             ("visit", self.visit.is_some()),
             ("loads", self.loads.is_some()),
@@ -199,12 +255,21 @@ impl WorkloadTable {
                 }
             }
             WorkloadKind::Page => {
-                let site = self.site.clone().ok_or_else(|| {
-                    format!(
-                        "page workload `{name}` needs `site`: a shape (small, content, spa, cms) \
-                         or the directory of a static site"
-                    )
-                })?;
+                let site = match (self.site.clone(), self.har.clone()) {
+                    (Some(site), None) => site,
+                    (None, Some(har)) => Site::Har(Har::check(har)?),
+                    (Some(_), Some(_)) => {
+                        return Err(format!(
+                            "page workload `{name}` has both `site` and `har`; give one"
+                        ))
+                    }
+                    (None, None) => {
+                        return Err(format!(
+                        "page workload `{name}` needs `site` (a shape: small, content, spa, cms; \
+                             or the directory of a static site) or `har` (a captured page)"
+                    ))
+                    }
+                };
                 Load::Page {
                     site,
                     loader: self.loader.unwrap_or_default(),
@@ -228,7 +293,7 @@ fn keys_of(kind: WorkloadKind) -> &'static [&'static str] {
         WorkloadKind::Rps => &["size", "connections", "streams", "duration", "metric"],
         WorkloadKind::Download => &["size", "connections", "streams", "metric"],
         WorkloadKind::Ttfb => &["modes", "samples"],
-        WorkloadKind::Page => &["site", "loader", "visit", "loads"],
+        WorkloadKind::Page => &["site", "har", "loader", "visit", "loads"],
     }
 }
 

@@ -89,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let recorded_errors = match &args.replay {
         Some(dir) => {
             let replay = Replay::read(dir)?;
-            let server_ips = std::env::var("H3LAB_SERVER_IPS").ok();
+            let server_ips = server_ips_from_env()?;
             let addresses = replay.origin_addresses(server_ips.as_deref())?;
             for (origin, addr) in replay.origins.iter().zip(addresses) {
                 let ruled =
@@ -160,6 +160,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The server's extra addresses an emulated path exports
+/// (`h3lab net run --server-addresses N`), if any.
+fn server_ips_from_env() -> anyhow::Result<Option<Vec<std::net::IpAddr>>> {
+    let Ok(list) = std::env::var("H3LAB_SERVER_IPS") else {
+        return Ok(None);
+    };
+    let parsed = list.split(',').map(|ip| {
+        (ip.trim().parse())
+            .with_context(|| format!("H3LAB_SERVER_IPS holds `{ip}`, not an IP address"))
+    });
+    Ok(Some(parsed.collect::<anyhow::Result<_>>()?))
 }
 
 /// `--json` and `--har`, with whatever loads there are.

@@ -34,6 +34,17 @@ pub struct Creator {
 pub struct Page {
     pub id: Option<String>,
     pub title: Option<String>,
+    #[serde(rename = "pageTimings")]
+    pub page_timings: Option<PageTimings>,
+}
+
+/// Milliseconds from the page's start; -1 (or absent) is unknown.
+#[derive(Debug, Deserialize)]
+pub struct PageTimings {
+    #[serde(rename = "onContentLoad")]
+    pub on_content_load: Option<f64>,
+    #[serde(rename = "onLoad")]
+    pub on_load: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -62,6 +73,8 @@ pub struct Request {
 #[derive(Debug, Deserialize)]
 pub struct Response {
     pub status: Option<f64>,
+    #[serde(rename = "httpVersion")]
+    pub http_version: Option<String>,
     #[serde(default)]
     pub headers: Vec<Header>,
     pub content: Option<Content>,
@@ -101,6 +114,21 @@ pub struct Timings {
     pub connect: Option<f64>,
     pub ssl: Option<f64>,
     pub wait: Option<f64>,
+}
+
+/// The protocol an `httpVersion` names, as ALPN spells it (`h3`, `h2`,
+/// `http/1.1`): tools write `h2`, `http/2.0`, `HTTP/2`, `HTTP/2.0`.
+pub fn protocol_name(http_version: &str) -> Option<String> {
+    let version = http_version.trim().to_ascii_lowercase();
+    let name = match version.as_str() {
+        "" | "unknown" => return None,
+        "h3" | "http/3" | "http/3.0" | "h3-29" => "h3",
+        "h2" | "http/2" | "http/2.0" => "h2",
+        "http/1.1" => "http/1.1",
+        "http/1.0" => "http/1.0",
+        other => other,
+    };
+    Some(name.to_string())
 }
 
 /// A non-negative recorded figure; HAR writes -1 for unknown.

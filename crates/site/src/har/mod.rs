@@ -15,7 +15,9 @@ use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use url::Url;
 
-use crate::replay::{Origin, RecordedResponse, Replay, Skipped, Think, BODIES, MANIFEST, SCHEMA};
+use crate::replay::{
+    Origin, RecordedLoad, RecordedResponse, Replay, Skipped, Think, BODIES, MANIFEST, SCHEMA,
+};
 use encode::Encoding;
 use format::{known, Entry, HarFile};
 
@@ -80,6 +82,16 @@ pub fn import(har: &Path, out: &Path, options: &ImportOptions) -> Result<ImportS
         })
         .unwrap_or_else(|| "unknown tool".into());
     let (page_id, page_note) = choose_page(&log.pages, options.page.as_deref())?;
+    let timings = (log.pages.iter())
+        .find(|p| p.id.is_some() && p.id == page_id)
+        .or(log.pages.first())
+        .and_then(|p| p.page_timings.as_ref());
+    let recorded = RecordedLoad {
+        tool: creator.trim().to_string(),
+        protocol: None,
+        on_load_ms: timings.and_then(|t| known(t.on_load)),
+        on_content_load_ms: timings.and_then(|t| known(t.on_content_load)),
+    };
     let entries = log.entries.unwrap_or_default();
     let har_dir = har.parent().unwrap_or(Path::new("."));
     let from_firefox = creator.starts_with("Firefox");
@@ -98,7 +110,7 @@ pub fn import(har: &Path, out: &Path, options: &ImportOptions) -> Result<ImportS
         har.file_name().unwrap_or_default().to_string_lossy(),
         creator.trim()
     );
-    builder.finish(source, options.think, page_note, out)
+    builder.finish(source, options.think, recorded, page_note, out)
 }
 
 /// The page whose entries to import: the one asked for, or the first.
@@ -134,6 +146,8 @@ fn choose_page(
 /// One response on its way into the manifest.
 struct Pending {
     response: RecordedResponse,
+    /// The protocol it was recorded over.
+    protocol: Option<String>,
     body: Vec<u8>,
     connect_ms: Option<f64>,
     wait_ms: Option<f64>,
@@ -272,6 +286,7 @@ impl Builder {
                 initiator: entry.initiator_url(),
             },
             body,
+            protocol: (response.http_version.as_deref()).and_then(format::protocol_name),
             connect_ms,
             wait_ms: timings.and_then(|t| known(t.wait)),
         });
@@ -360,6 +375,7 @@ impl Builder {
         mut self,
         source: String,
         think: Think,
+        mut recorded: RecordedLoad,
         page_note: Option<String>,
         out: &Path,
     ) -> Result<ImportSummary> {
@@ -367,6 +383,7 @@ impl Builder {
             bail!("the HAR has no response h3lab can replay (see the entries it skipped: {} of them); export the page again with its requests", self.skipped.len());
         };
         let page = first.response.url.clone();
+        recorded.protocol = first.protocol.clone();
         self.set_think_times();
         prepare(out)?;
         let bodies = out.join(BODIES);
@@ -382,6 +399,7 @@ impl Builder {
             source,
             page,
             think,
+            recorded,
             origins: self.origins,
             responses: self.pending.into_iter().map(|p| p.response).collect(),
             skipped: self.skipped,
@@ -535,6 +553,15 @@ impl fmt::Display for ImportSummary {
         let replay = &self.replay;
         writeln!(f, "page: {}", replay.page)?;
         writeln!(f, "from: {}", replay.source)?;
+        let recorded = &replay.recorded;
+        let ms = |v: Option<f64>| v.map_or("unknown".to_string(), |v| format!("{v:.0} ms"));
+        writeln!(
+            f,
+            "recorded: load event {}, DOMContentLoaded {}, document over {}",
+            ms(recorded.on_load_ms),
+            ms(recorded.on_content_load_ms),
+            recorded.protocol.as_deref().unwrap_or("unknown")
+        )?;
         if let Some(note) = &self.page_note {
             writeln!(f, "note: {note}")?;
         }
