@@ -433,6 +433,38 @@ mod tests {
     }
 
     #[test]
+    fn page_workload_takes_a_har_and_checks_it_when_the_suite_is_read() {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../site/tests/fixtures/har");
+        let har = |name: &str| format!("har = {:?}", fixtures.join(name).display().to_string());
+        let suite =
+            Suite::from_toml(&PAGE.replace("site = \"small\"", &har("chrome.har"))).unwrap();
+        match &suite.workloads[0].load {
+            Load::Page {
+                site: Site::Har(har),
+                ..
+            } => {
+                assert_eq!((har.origins, har.responses), (3, 5));
+                assert_eq!(har.page, "https://www.example.test/");
+                assert_eq!(har.recorded.protocol.as_deref(), Some("h2"));
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+        let err = error_of(&PAGE.replace("site = \"small\"", &har("bad/no-response.har")));
+        assert!(
+            err.contains("line 9") && err.contains("has no `response`"),
+            "{err}"
+        );
+        let both = PAGE.replace(
+            "site = \"small\"",
+            &format!("site = \"small\"\n{}", har("chrome.har")),
+        );
+        assert!(error_of(&both).contains("both `site` and `har`"));
+        let neither = PAGE.replace("site = \"small\"\n", "");
+        assert!(error_of(&neither).contains("or `har` (a captured page)"));
+    }
+
+    #[test]
     fn bad_page_workloads_are_rejected_with_their_line() {
         let err = error_of(&PAGE.replace("\"small\"", "\"/no/such/site\""));
         assert!(
