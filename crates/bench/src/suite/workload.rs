@@ -452,7 +452,7 @@ mod tests {
         }
         let err = error_of(&PAGE.replace("site = \"small\"", &har("bad/no-response.har")));
         assert!(
-            err.contains("line 9") && err.contains("has no `response`"),
+            err.contains("line 6") && err.contains("has no `response`"),
             "{err}"
         );
         let both = PAGE.replace(
