@@ -32,6 +32,17 @@ pub struct Discovery {
 }
 
 impl Discovery {
+    /// A resource a captured page recorded (a replay's initiator graph),
+    /// neither render-blocking nor a module: what its body does not show.
+    pub fn recorded(url: Url, kind: ResourceKind) -> Discovery {
+        Discovery {
+            url,
+            kind,
+            render_blocking: false,
+            module: false,
+        }
+    }
+
     fn new(base: &Url, reference: &str, kind: ResourceKind) -> Option<Discovery> {
         let reference = reference.trim();
         if reference.is_empty() || reference.starts_with("data:") {

@@ -65,6 +65,22 @@ pub struct LoaderOptions {
     /// URLs the captured page recorded with an error status (a replay's
     /// 404s): answered so, they do not fail the load.
     pub recorded_errors: Vec<String>,
+    /// A replayed page's recorded requests, which bound what is fetched.
+    pub recorded: Option<RecordedPage>,
+}
+
+/// A replayed page's recorded requests. The loader fetches only those (a
+/// reference the browser did not follow, such as a lazy image, is listed
+/// as skipped), and after each response the requests it initiated that its
+/// body did not reveal (a script's fetches), as the HAR's initiator graph
+/// says. What bodies reveal is still found as they stream in, as a
+/// browser's preload scanner finds it.
+#[derive(Debug, Clone, Default)]
+pub struct RecordedPage {
+    /// Every recorded URL.
+    pub urls: std::collections::HashSet<String>,
+    /// The requests each URL initiated, with what they are.
+    pub initiated: HashMap<String, Vec<(String, ResourceKind)>>,
 }
 
 /// Loads the page at `url` `options.loads` times; `on_load` sees each load
@@ -203,6 +219,7 @@ struct PageLoader {
     /// Host names resolved without DNS.
     resolve: Vec<ResolveRule>,
     recorded_errors: Vec<String>,
+    recorded: Option<RecordedPage>,
     /// URLs on other hosts, each once.
     skipped: Vec<String>,
     /// Font faces waiting for a rule that uses their family.
@@ -239,6 +256,7 @@ impl PageLoader {
                 .collect(),
             resolve: options.resolve.clone(),
             recorded_errors: options.recorded_errors.clone(),
+            recorded: options.recorded.clone(),
             skipped: Vec::new(),
             fonts: FontGate::default(),
             started: Instant::now(),
@@ -285,12 +303,7 @@ impl PageLoader {
             Event::Found(found) => {
                 let fonts = self.fonts.take_in(found.fonts);
                 for discovery in found.discoveries.into_iter().chain(fonts) {
-                    let host = discovery.url.host_str().unwrap_or_default();
-                    if !self
-                        .hosts
-                        .iter()
-                        .any(|known| known.eq_ignore_ascii_case(host))
-                    {
+                    if !self.may_fetch(&discovery.url) {
                         self.skip(discovery.url);
                     } else {
                         self.schedule.discover(discovery);
@@ -310,6 +323,7 @@ impl PageLoader {
                     self.idle_h1.insert(connection, sender);
                 }
                 self.rows.push((resource, timing));
+                self.discover_initiated(resource);
             }
             Event::Failed { resource, error } => {
                 bail!("fetching {}: {error}", self.schedule.resource(resource).url)
@@ -318,8 +332,34 @@ impl PageLoader {
         Ok(())
     }
 
-    /// h3lab sends traffic only to the host under test: a resource on
-    /// another host is listed, not fetched.
+    /// Whether a discovered URL is fetched: it is on the page's host or
+    /// one `--resolve` names, and, in a replay, it was recorded.
+    fn may_fetch(&self, url: &Url) -> bool {
+        let host = url.host_str().unwrap_or_default();
+        let reachable = self
+            .hosts
+            .iter()
+            .any(|known| known.eq_ignore_ascii_case(host));
+        let recorded = (self.recorded.as_ref()).is_none_or(|page| page.urls.contains(url.as_str()));
+        reachable && recorded
+    }
+
+    /// The recorded requests `resource` initiated that are not yet known.
+    fn discover_initiated(&mut self, resource: usize) {
+        let Some(page) = &self.recorded else {
+            return;
+        };
+        let url = self.schedule.resource(resource).url.as_str();
+        let children = page.initiated.get(url).cloned().unwrap_or_default();
+        for (child, kind) in children {
+            if let Ok(child) = Url::parse(&child) {
+                self.schedule.discover(Discovery::recorded(child, kind));
+            }
+        }
+    }
+
+    /// h3lab sends traffic only to the host under test, and a replay only
+    /// what was recorded: anything else is listed, not fetched.
     fn skip(&mut self, url: Url) {
         let url = url.to_string();
         if !self.skipped.contains(&url) {

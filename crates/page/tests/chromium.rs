@@ -360,6 +360,7 @@ body { font-family: "Used Face", sans-serif; }
         h3_discovery: None,
         resolve: Vec::new(),
         recorded_errors: Vec::new(),
+        recorded: None,
     };
     let builtin =
         h3lab_page::loader::load_page(&url, &builtin_options, &mut |_| ControlFlow::Continue(()))

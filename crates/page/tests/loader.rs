@@ -64,6 +64,7 @@ impl Served {
             h3_discovery: None,
             resolve: Vec::new(),
             recorded_errors: Vec::new(),
+            recorded: None,
         }
     }
 
@@ -202,6 +203,7 @@ fn load_auto(
         h3_discovery: known,
         resolve: Vec::new(),
         recorded_errors: Vec::new(),
+        recorded: None,
         ..served.options(Proto::Auto, visit, loads)
     };
     load_page(&served.url("/"), &options, &mut |_| {
@@ -372,6 +374,7 @@ fn an_unreachable_server_is_a_clear_error() {
         h3_discovery: None,
         resolve: Vec::new(),
         recorded_errors: Vec::new(),
+        recorded: None,
     };
     let err = load_page(&format!("https://127.0.0.1:{port}/"), &options, &mut |_| {
         ControlFlow::Continue(())

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use h3lab_client::{ResolveRule, TlsOptions};
 use h3lab_page::chromium::{self, ChromiumOptions, Trust};
-use h3lab_page::loader::{load_page, LoaderOptions};
+use h3lab_page::loader::{load_page, LoaderOptions, RecordedPage};
 use h3lab_results::{Proto, Visit};
 use h3lab_server::{RunningServer, ServerConfig, TlsSource};
 use h3lab_site::har::{import, ImportOptions};
@@ -170,6 +170,7 @@ fn a_replayed_har_loads_every_origin_from_its_own_address_over_each_protocol() {
             h3_discovery: None,
             resolve: replayed.resolve.clone(),
             recorded_errors: recorded_errors.clone(),
+            recorded: None,
         };
         let page = &replayed.replay.page;
         let report = load_page(page, &options, &mut |_| ControlFlow::Continue(())).unwrap();
@@ -296,6 +297,7 @@ fn a_har_chromium_records_now_replays_with_its_recorded_responses() {
         h3_discovery: None,
         resolve: vec![rule.parse().unwrap()],
         recorded_errors: Vec::new(),
+        recorded: None,
     };
     let report = load_page(&replay.page, &options, &mut |_| ControlFlow::Continue(())).unwrap();
     let fetched: BTreeMap<&str, u64> = (report.loads[0].resources.iter())
@@ -305,4 +307,105 @@ fn a_har_chromium_records_now_replays_with_its_recorded_responses() {
         .map(|r| (r.url.as_str(), r.body_bytes))
         .collect();
     assert_eq!(fetched, recorded);
+}
+
+/// The Chrome fixture with a request only a script makes (`data.json`,
+/// initiated by `app.js`) and a reference the browser did not follow (a
+/// lazy image below the fold), replayed with and without the HAR's
+/// initiator graph.
+#[test]
+fn the_initiator_graph_adds_what_bodies_do_not_show_and_bounds_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut har: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(chrome_fixture()).unwrap()).unwrap();
+    let entries = har["log"]["entries"].as_array_mut().unwrap();
+    let document = &mut entries[0]["response"]["content"]["text"];
+    let text = document.as_str().unwrap().replace(
+        "</footer>",
+        "<img src=\"https://img.example.test/below-fold.png\" loading=\"lazy\"></footer>",
+    );
+    *document = text.into();
+    let mut data = entries[2].clone();
+    assert_eq!(data["request"]["url"], "https://static.example.test/app.js");
+    data["request"]["url"] = "https://static.example.test/data.json".into();
+    data["response"]["content"] = serde_json::json!({"size": 17, "mimeType": "application/json", "text": "{\"items\": [1, 2]}"});
+    data["response"]["headers"] =
+        serde_json::json!([{"name": "content-type", "value": "application/json"}]);
+    data["_initiator"] = serde_json::json!({"type": "script", "stack": {"callFrames": [
+        {"functionName": "load", "url": "https://static.example.test/app.js", "lineNumber": 3, "columnNumber": 2}
+    ]}});
+    data["_resourceType"] = "fetch".into();
+    entries.push(data);
+    let har_path = dir.path().join("page.har");
+    std::fs::write(&har_path, har.to_string()).unwrap();
+    let site = dir.path().join("site");
+    let options = ImportOptions {
+        think: Think::None,
+        page: None,
+        keep_first_duplicate: false,
+    };
+    import(&har_path, &site, &options).unwrap();
+    let replay = Replay::read(&site).unwrap();
+    let graph = replay.initiated();
+    assert_eq!(
+        graph["https://static.example.test/app.js"],
+        [(
+            "https://static.example.test/data.json".to_string(),
+            h3lab_results::ResourceKind::Other
+        )]
+    );
+
+    let runtime = runtime();
+    let server = serve(&runtime, [0, 0, 0, 0], &site);
+    let ca = dir.path().join("cert.pem");
+    std::fs::write(&ca, server.cert_pem().unwrap()).unwrap();
+    let port = server.local_addr().port();
+    let resolve: Vec<ResolveRule> = (replay.origins.iter().enumerate())
+        .map(|(i, o)| {
+            format!("{}:443:127.0.0.{}:{port}", o.host, 10 + i)
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    let load = |recorded: Option<RecordedPage>| {
+        let options = LoaderOptions {
+            proto: Proto::H2,
+            tls: TlsOptions {
+                insecure: false,
+                ca_file: Some(ca.clone()),
+            },
+            visit: Visit::Cold,
+            loads: 1,
+            connect_timeout: Duration::from_secs(10),
+            load_timeout: Duration::from_secs(60),
+            h3_discovery: None,
+            resolve: resolve.clone(),
+            recorded_errors: replay.recorded_errors(),
+            recorded,
+        };
+        load_page(&replay.page, &options, &mut |_| ControlFlow::Continue(()))
+    };
+    let recorded = RecordedPage {
+        urls: replay.responses.iter().map(|r| r.url.clone()).collect(),
+        initiated: graph,
+    };
+    let report = load(Some(recorded)).unwrap();
+    let rows = &report.loads[0].resources;
+    let urls: BTreeSet<&str> = rows.iter().map(|r| r.url.as_str()).collect();
+    let recorded: BTreeSet<&str> = replay.responses.iter().map(|r| r.url.as_str()).collect();
+    assert_eq!(urls, recorded);
+    assert_eq!(
+        report.loads[0].skipped,
+        ["https://img.example.test/below-fold.png"]
+    );
+    let row = |suffix: &str| rows.iter().find(|r| r.url.ends_with(suffix)).unwrap();
+    assert!(row("data.json").start_ms >= row("app.js").end_ms);
+
+    // From bodies alone, the script's fetch is missed and the lazy image,
+    // which the replay never recorded, fails the load.
+    let err = load(None).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("below-fold.png (404)"),
+        "{err:#}"
+    );
 }

@@ -5,11 +5,12 @@
 //! response's body exactly as it goes on the wire (already encoded with
 //! the recorded `content-encoding`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::net::IpAddr;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
+use h3lab_results::ResourceKind;
 use serde::{Deserialize, Serialize};
 
 /// The manifest's file name inside a replay site.
@@ -118,6 +119,8 @@ pub struct RecordedResponse {
     pub think_ms: f64,
     /// The URL that caused the request, where the HAR names it.
     pub initiator: Option<String>,
+    /// What it is, from the HAR's resource type or the content type.
+    pub kind: ResourceKind,
 }
 
 /// An entry of the HAR that is not replayed.
@@ -188,6 +191,19 @@ impl Replay {
             );
         }
         Ok(addresses[..origins].to_vec())
+    }
+
+    /// The initiator graph: for each URL, the recorded requests it caused,
+    /// in order, with what they are.
+    pub fn initiated(&self) -> HashMap<String, Vec<(String, ResourceKind)>> {
+        let mut graph: HashMap<String, Vec<(String, ResourceKind)>> = HashMap::new();
+        for response in &self.responses {
+            if let Some(parent) = &response.initiator {
+                let children = graph.entry(parent.clone()).or_default();
+                children.push((response.url.clone(), response.kind));
+            }
+        }
+        graph
     }
 
     /// Every host name the replay answers for, for the certificate.

@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 use h3lab_client::{ResolveRule, TlsOptions};
 use h3lab_page::chromium::{ChromiumOptions, Trust};
-use h3lab_page::loader::LoaderOptions;
+use h3lab_page::loader::{LoaderOptions, RecordedPage};
 use h3lab_results::page::{PageLoad, PageReport};
 use h3lab_results::{Loader, Proto, Visit};
 use h3lab_site::replay::Replay;
@@ -86,27 +86,10 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     check_flags(&args)?;
     let mut args = args;
-    let recorded_errors = match &args.replay {
-        Some(dir) => {
-            let replay = Replay::read(dir)?;
-            let server_ips = server_ips_from_env()?;
-            let addresses = replay.origin_addresses(server_ips.as_deref())?;
-            for (origin, addr) in replay.origins.iter().zip(addresses) {
-                let ruled =
-                    (args.resolve.iter()).any(|r| r.host == origin.host && r.port == origin.port);
-                if !ruled {
-                    args.resolve.push(ResolveRule {
-                        host: origin.host.clone(),
-                        port: origin.port,
-                        addr,
-                        connect_port: None,
-                    });
-                }
-            }
-            replay.recorded_errors()
-        }
-        None => Vec::new(),
-    };
+    let replay = args.replay.as_deref().map(Replay::read).transpose()?;
+    if let Some(replay) = &replay {
+        add_origin_rules(replay, &mut args.resolve)?;
+    }
     // Ctrl-C ends the run after the current load, keeping the loads so far.
     let stop = super::stop_flag()?;
     let bar = progress_bar(&args);
@@ -127,11 +110,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let outcome = match args.browser {
         Loader::Builtin => {
-            let options = loader_options(&args, recorded_errors);
+            let options = loader_options(&args, replay.as_ref());
             h3lab_page::loader::load_page(&args.url, &options, &mut on_load)
         }
         Loader::Chromium => {
-            let options = chromium_options(&args, recorded_errors);
+            let options = chromium_options(&args, replay.as_ref());
             h3lab_page::chromium::load_page(&args.url, &options, &mut on_load)
         }
     };
@@ -204,7 +187,26 @@ fn check_flags(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn loader_options(args: &Args, recorded_errors: Vec<String>) -> LoaderOptions {
+/// A `--resolve` rule for each origin of the replay that has none: its
+/// own address, in order.
+fn add_origin_rules(replay: &Replay, resolve: &mut Vec<ResolveRule>) -> anyhow::Result<()> {
+    let server_ips = server_ips_from_env()?;
+    let addresses = replay.origin_addresses(server_ips.as_deref())?;
+    for (origin, addr) in replay.origins.iter().zip(addresses) {
+        let ruled = (resolve.iter()).any(|r| r.host == origin.host && r.port == origin.port);
+        if !ruled {
+            resolve.push(ResolveRule {
+                host: origin.host.clone(),
+                port: origin.port,
+                addr,
+                connect_port: None,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn loader_options(args: &Args, replay: Option<&Replay>) -> LoaderOptions {
     LoaderOptions {
         proto: args.proto,
         tls: TlsOptions {
@@ -217,11 +219,15 @@ fn loader_options(args: &Args, recorded_errors: Vec<String>) -> LoaderOptions {
         load_timeout: args.timeout,
         h3_discovery: None,
         resolve: args.resolve.clone(),
-        recorded_errors,
+        recorded_errors: replay.map(Replay::recorded_errors).unwrap_or_default(),
+        recorded: replay.map(|replay| RecordedPage {
+            urls: replay.responses.iter().map(|r| r.url.clone()).collect(),
+            initiated: replay.initiated(),
+        }),
     }
 }
 
-fn chromium_options(args: &Args, recorded_errors: Vec<String>) -> ChromiumOptions {
+fn chromium_options(args: &Args, replay: Option<&Replay>) -> ChromiumOptions {
     let trust = match (&args.spki, &args.ca) {
         (Some(spki), _) => Trust::SpkiSha256Base64(spki.clone()),
         (None, Some(ca)) => Trust::CaFile(ca.clone()),
@@ -235,7 +241,7 @@ fn chromium_options(args: &Args, recorded_errors: Vec<String>) -> ChromiumOption
         loads: args.loads,
         navigation_timeout: args.timeout,
         resolve: args.resolve.clone(),
-        recorded_errors,
+        recorded_errors: replay.map(Replay::recorded_errors).unwrap_or_default(),
     }
 }
 

@@ -208,6 +208,7 @@ fn load(url: &str, cert: &std::path::Path, visit: VisitKind) -> Result<PageLoad,
         h3_discovery,
         resolve: Vec::new(),
         recorded_errors: Vec::new(),
+        recorded: None,
     };
     let report = load_page(url, &options, &mut |_| std::ops::ControlFlow::Continue(()))
         .map_err(|err| format!("{err:#}"))?;

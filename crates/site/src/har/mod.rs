@@ -11,6 +11,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use base64::Engine;
+use h3lab_results::ResourceKind;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use url::Url;
@@ -284,6 +285,7 @@ impl Builder {
                 synthesized,
                 think_ms: 0.0,
                 initiator: entry.initiator_url(),
+                kind: resource_kind(entry, response),
             },
             body,
             protocol: (response.http_version.as_deref()).and_then(format::protocol_name),
@@ -447,6 +449,31 @@ impl Builder {
             }
         }
     }
+}
+
+/// What a response is: Chrome's resource type where the HAR has it, else
+/// its content type.
+fn resource_kind(entry: &Entry, response: &format::Response) -> ResourceKind {
+    let by_type = match entry.resource_type.as_deref().unwrap_or("") {
+        "document" => Some(ResourceKind::Document),
+        "stylesheet" => Some(ResourceKind::Stylesheet),
+        "script" => Some(ResourceKind::Script),
+        "font" => Some(ResourceKind::Font),
+        "image" => Some(ResourceKind::Image),
+        "" => None,
+        _ => Some(ResourceKind::Other),
+    };
+    let content_type = header(response, "content-type")
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    by_type.unwrap_or(match content_type.as_str() {
+        t if t.starts_with("text/html") => ResourceKind::Document,
+        t if t.starts_with("text/css") => ResourceKind::Stylesheet,
+        t if t.contains("javascript") || t.contains("ecmascript") => ResourceKind::Script,
+        t if t.starts_with("font/") || t.contains("font-") => ResourceKind::Font,
+        t if t.starts_with("image/") => ResourceKind::Image,
+        _ => ResourceKind::Other,
+    })
 }
 
 /// Why an entry cannot be replayed, if it cannot.
