@@ -158,6 +158,18 @@ fn chromes_initiators_and_recorded_think_times_are_kept() {
 }
 
 #[test]
+fn every_tools_timings_give_the_documents_few_milliseconds_of_think_time() {
+    // Each fixture's document waited ~45 ms on a ~40 ms path; Firefox
+    // counts TLS apart from `connect`, the others inside it.
+    for tool in ["chrome", "firefox", "playwright"] {
+        let out = tempfile::tempdir().unwrap();
+        let replay = import_fixture(&format!("{tool}.har"), out.path()).replay;
+        let think = replay.responses[0].think_ms;
+        assert!((1.0..15.0).contains(&think), "{tool}: {think} ms");
+    }
+}
+
+#[test]
 fn a_har_of_several_pages_imports_the_one_asked_for() {
     let out = tempfile::tempdir().unwrap();
     let first = import_fixture("webpagetest.har", out.path());

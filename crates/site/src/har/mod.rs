@@ -95,8 +95,8 @@ pub fn import(har: &Path, out: &Path, options: &ImportOptions) -> Result<ImportS
     };
     let entries = log.entries.unwrap_or_default();
     let har_dir = har.parent().unwrap_or(Path::new("."));
-    let from_firefox = creator.starts_with("Firefox");
-    let mut builder = Builder::new(options.keep_first_duplicate, from_firefox);
+    let firefox = creator.starts_with("Firefox");
+    let mut builder = Builder::new(options.keep_first_duplicate, firefox);
     for (index, entry) in entries.iter().enumerate() {
         let on_page = match (&page_id, &entry.pageref) {
             (Some(page), Some(pageref)) => page == pageref,
@@ -156,8 +156,9 @@ struct Pending {
 
 struct Builder {
     keep_first_duplicate: bool,
-    /// The HAR counts header bytes in `bodySize` (Firefox).
-    body_size_has_headers: bool,
+    /// Firefox's HAR: `bodySize` counts the header bytes, and `connect`
+    /// leaves out TLS (the others count TLS in `connect`).
+    firefox: bool,
     origins: Vec<Origin>,
     pending: Vec<Pending>,
     by_request: HashMap<(String, String), usize>,
@@ -167,10 +168,10 @@ struct Builder {
 }
 
 impl Builder {
-    fn new(keep_first_duplicate: bool, body_size_has_headers: bool) -> Builder {
+    fn new(keep_first_duplicate: bool, firefox: bool) -> Builder {
         Builder {
             keep_first_duplicate,
-            body_size_has_headers,
+            firefox,
             origins: Vec::new(),
             pending: Vec::new(),
             by_request: HashMap::new(),
@@ -266,7 +267,10 @@ impl Builder {
         let timings = entry.timings.as_ref();
         let connect_ms = timings.and_then(|t| {
             let connect = known(t.connect)?;
-            let ssl = known(t.ssl).unwrap_or(0.0);
+            let ssl = match self.firefox {
+                true => 0.0,
+                false => known(t.ssl).unwrap_or(0.0),
+            };
             (connect > ssl).then_some(connect - ssl)
         });
         self.by_request.insert(key, self.pending.len());
@@ -281,7 +285,7 @@ impl Builder {
                 headers,
                 body: format!("{index:05}"),
                 body_bytes: body.len() as u64,
-                recorded_body_bytes: entry.recorded_body_bytes(self.body_size_has_headers),
+                recorded_body_bytes: entry.recorded_body_bytes(self.firefox),
                 synthesized,
                 think_ms: 0.0,
                 initiator: entry.initiator_url(),
@@ -304,7 +308,7 @@ impl Builder {
         har_dir: &Path,
     ) -> Result<(Vec<u8>, bool, Option<Encoding>)> {
         let response = entry.response.as_ref().expect("checked by add");
-        let recorded = entry.recorded_body_bytes(self.body_size_has_headers);
+        let recorded = entry.recorded_body_bytes(self.firefox);
         let Some(decoded) = recorded_body(index, response, har_dir)? else {
             let size = recorded
                 .or_else(|| known(response.content.as_ref()?.size).map(|s| s as u64))
