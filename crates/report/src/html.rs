@@ -231,6 +231,7 @@ fn claim_card(comparison: &ClaimComparison) -> Markup {
                     }
                 }
             }
+            @if comparison.pairs.is_empty() { p.hint { (crate::table::NOTHING_PUBLISHED) } }
             @if comparison.differs() { p.caveat { strong { "Why ours may differ: " } (claim.caveat) } }
         }
     }

@@ -358,6 +358,10 @@ fn wrapped(indent: u16, text: &str) -> String {
         .collect()
 }
 
+/// What a claim with no published figure says in place of a comparison.
+pub(crate) const NOTHING_PUBLISHED: &str =
+    "no figure published, so nothing to compare: ours are in the table above";
+
 fn claims_block(results: &Results, summaries: &[CellSummary]) -> String {
     let comparisons = compare_claims(&results.studies, summaries, &results.suite.baseline);
     if comparisons.is_empty() {
@@ -379,6 +383,9 @@ fn claims_block(results: &Results, summaries: &[CellSummary]) -> String {
         ));
         for pair in &comparison.pairs {
             out.push_str(&wrapped(4, &pair.describe()));
+        }
+        if comparison.pairs.is_empty() {
+            out.push_str(&wrapped(4, NOTHING_PUBLISHED));
         }
         if comparison.differs() {
             out.push_str(&wrapped(4, &format!("why it may differ: {}", claim.caveat)));
@@ -487,6 +494,22 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("h3 vs h2: +2.4 % [-6.8, +12.5] better"));
+    }
+
+    #[test]
+    fn a_claim_without_a_figure_says_there_is_nothing_to_compare() {
+        let mut results = fixture::results();
+        let mut claim = results.studies[0].clone();
+        claim.label = "h3 faster, by more than elsewhere (no figure published)".into();
+        claim.published.clear();
+        results.studies = vec![claim];
+        let text = terminal_table(&results);
+        let after = text.split("(no figure published)").nth(1).unwrap();
+        assert!(
+            after.contains(NOTHING_PUBLISHED.split(',').next().unwrap()),
+            "{text}"
+        );
+        assert!(crate::html::render_html(&results).contains(NOTHING_PUBLISHED));
     }
 
     #[test]
