@@ -178,6 +178,17 @@ type Handlers = Vec<(
     lol_html::send::ElementContentHandlers<'static>,
 )>;
 
+/// An attribute's value with its character references decoded
+/// (`&amp;` in a URL is `&`), as a browser reads it; lol_html gives the
+/// raw text.
+fn attribute<H: lol_html::HandlerTypes>(
+    el: &lol_html::html_content::Element<'_, '_, H>,
+    name: &str,
+) -> Option<String> {
+    let raw = el.get_attribute(name)?;
+    Some(html_escape::decode_html_entities(&raw).into_owned())
+}
+
 fn handlers(base: &Url, found: &Arc<Mutex<Found>>) -> Handlers {
     // Each handler owns its own handle on the base URL and the findings.
     let shared = || (base.clone(), found.clone());
@@ -196,13 +207,13 @@ fn handlers(base: &Url, found: &Arc<Mutex<Found>>) -> Handlers {
         element!("link[href]", move |el| {
             let mut found = links.lock().unwrap();
             let in_head = !found.in_body;
-            let href = el.get_attribute("href").unwrap_or_default();
+            let href = attribute(el, "href").unwrap_or_default();
             let rel = el
                 .get_attribute("rel")
                 .unwrap_or_default()
                 .to_ascii_lowercase();
-            let media = el.get_attribute("media").unwrap_or_default();
-            let preload_as = el.get_attribute("as");
+            let media = attribute(el, "media").unwrap_or_default();
+            let preload_as = attribute(el, "as");
             // A disabled stylesheet is not fetched (HTML's "link type
             // stylesheet"; rustdoc's theme switcher relies on it).
             if el.has_attribute("disabled")
@@ -218,8 +229,8 @@ fn handlers(base: &Url, found: &Arc<Mutex<Found>>) -> Handlers {
         element!("script[src]", move |el| {
             let mut found = scripts.lock().unwrap();
             let in_head = !found.in_body;
-            let src = el.get_attribute("src").unwrap_or_default();
-            let module = el.get_attribute("type").as_deref() == Some("module");
+            let src = attribute(el, "src").unwrap_or_default();
+            let module = attribute(el, "type").as_deref() == Some("module");
             let deferred = el.has_attribute("async") || el.has_attribute("defer");
             if let Some(mut d) = Discovery::new(&script_base, &src, ResourceKind::Script) {
                 d.module = module;
@@ -229,14 +240,14 @@ fn handlers(base: &Url, found: &Arc<Mutex<Found>>) -> Handlers {
             Ok(())
         }),
         element!("img[src]", move |el| {
-            let src = el.get_attribute("src").unwrap_or_default();
+            let src = attribute(el, "src").unwrap_or_default();
             if let Some(d) = Discovery::new(&img_base, &src, ResourceKind::Image) {
                 imgs.lock().unwrap().findings.discoveries.push(d);
             }
             Ok(())
         }),
         element!("[style]", move |el| {
-            let style = el.get_attribute("style").unwrap_or_default();
+            let style = attribute(el, "style").unwrap_or_default();
             let found = css_references(&style, &attr_base);
             attrs.lock().unwrap().findings.extend(found);
             Ok(())
@@ -607,6 +618,24 @@ mod tests {
 
     fn urls(found: &[Discovery]) -> Vec<&str> {
         found.iter().map(|d| d.url.as_str()).collect()
+    }
+
+    #[test]
+    fn character_references_in_attributes_are_decoded_as_a_browser_does() {
+        let html = r#"<link rel="stylesheet" href="/a.css?v=1&amp;t=2">
+            <img src="/badge.svg?style=flat&amp;label=x&#38;y=1">
+            <script src="/s.js?a=&quot;b&quot;"></script>"#;
+        let mut scanner = HtmlScanner::new(&base());
+        let mut found = scanner.feed(html.as_bytes()).discoveries;
+        found.extend(scanner.finish().discoveries);
+        assert_eq!(
+            urls(&found),
+            [
+                "https://site.test/a.css?v=1&t=2",
+                "https://site.test/badge.svg?style=flat&label=x&y=1",
+                "https://site.test/s.js?a=%22b%22",
+            ]
+        );
     }
 
     #[test]
