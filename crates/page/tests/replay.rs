@@ -409,3 +409,101 @@ fn the_initiator_graph_adds_what_bodies_do_not_show_and_bounds_the_rest() {
         "{err:#}"
     );
 }
+
+/// A real page no one here wrote (rustdoc's `syn` index, from Debian's
+/// cargo-doc), recorded by Chromium through Playwright and replayed: the
+/// built-in loader and Chromium fetch the same resources, with byte counts
+/// within 5 % of each other.
+#[test]
+fn both_loaders_fetch_the_same_resources_of_a_recorded_real_page() {
+    let (Some(chromium), Some(recorder), Some(docs)) = (
+        h3lab_testenv::chromium(),
+        h3lab_testenv::har_recorder(),
+        h3lab_testenv::doc_site(),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = runtime();
+    let original = serve(&runtime, [127, 0, 0, 1], &docs);
+    let har = dir.path().join("syn.har");
+    let output = std::process::Command::new("node")
+        .arg(&recorder)
+        .arg("https://www.example.test/syn/index.html")
+        .arg(&har)
+        .arg("--resolve")
+        .arg(format!("www.example.test:443:{}", original.local_addr()))
+        .env("CHROMIUM", &chromium)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    drop(original);
+    let site = dir.path().join("replay");
+    let options = ImportOptions {
+        think: Think::None,
+        page: None,
+        keep_first_duplicate: false,
+    };
+    let replay = import(&har, &site, &options).unwrap().replay;
+    let server = serve(&runtime, [0, 0, 0, 0], &site);
+    let ca = dir.path().join("cert.pem");
+    std::fs::write(&ca, server.cert_pem().unwrap()).unwrap();
+    let rule: ResolveRule = format!(
+        "www.example.test:443:127.0.0.10:{}",
+        server.local_addr().port()
+    )
+    .parse()
+    .unwrap();
+    let builtin = LoaderOptions {
+        proto: Proto::H2,
+        tls: TlsOptions {
+            insecure: false,
+            ca_file: Some(ca.clone()),
+        },
+        visit: Visit::Cold,
+        loads: 1,
+        connect_timeout: Duration::from_secs(10),
+        load_timeout: Duration::from_secs(60),
+        h3_discovery: None,
+        resolve: vec![rule.clone()],
+        recorded_errors: replay.recorded_errors(),
+        recorded: Some(RecordedPage {
+            urls: replay.responses.iter().map(|r| r.url.clone()).collect(),
+            initiated: replay.initiated(),
+        }),
+    };
+    let browser = ChromiumOptions {
+        binary: Some(chromium),
+        proto: Proto::H2,
+        trust: Trust::CaFile(ca),
+        visit: Visit::Cold,
+        loads: 1,
+        navigation_timeout: Duration::from_secs(20),
+        resolve: vec![rule],
+        recorded_errors: replay.recorded_errors(),
+    };
+    let page = &replay.page;
+    let ours = load_page(page, &builtin, &mut |_| ControlFlow::Continue(())).unwrap();
+    let theirs = chromium::load_page(page, &browser, &mut |_| ControlFlow::Continue(())).unwrap();
+    let fetched = |load: &h3lab_results::page::PageLoad| -> BTreeMap<String, u64> {
+        load.resources
+            .iter()
+            .map(|r| (r.url.clone(), r.bytes))
+            .collect()
+    };
+    let (ours, theirs) = (fetched(&ours.loads[0]), fetched(&theirs.loads[0]));
+    assert!(ours.len() > 10, "{ours:?}");
+    assert_eq!(
+        ours.keys().collect::<Vec<_>>(),
+        theirs.keys().collect::<Vec<_>>()
+    );
+    let (a, b) = (
+        ours.values().sum::<u64>() as f64,
+        theirs.values().sum::<u64>() as f64,
+    );
+    assert!((a - b).abs() <= 0.05 * b, "{a} B against Chromium's {b} B");
+}
