@@ -41,6 +41,32 @@ fn serve(runtime: &tokio::runtime::Runtime, ip: [u8; 4], site: &Path) -> Running
     runtime.block_on(h3lab_server::start(config)).unwrap()
 }
 
+/// Real Chromium recording HARs through Playwright (`tests/har-recorder`).
+struct Recording<'a> {
+    recorder: &'a Path,
+    chromium: &'a Path,
+    runtime: &'a tokio::runtime::Runtime,
+}
+
+impl Recording<'_> {
+    /// Serves `site` on loopback as www.example.test and records a HAR of
+    /// `url` into `har`.
+    fn record(&self, site: &Path, url: &str, har: &Path) {
+        let server = serve(self.runtime, [127, 0, 0, 1], site);
+        let output = std::process::Command::new("node")
+            .arg(self.recorder)
+            .arg(url)
+            .arg(har)
+            .arg("--resolve")
+            .arg(format!("www.example.test:443:{}", server.local_addr()))
+            .env("CHROMIUM", self.chromium)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stderr}");
+    }
+}
+
 fn chrome_fixture() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../site/tests/fixtures/har/chrome.har")
 }
@@ -237,23 +263,13 @@ fn a_har_chromium_records_now_replays_with_its_recorded_responses() {
     let original = dir.path().join("original");
     h3lab_site::generate(h3lab_site::Shape::Cms, 1, &original).unwrap();
     let runtime = runtime();
-    let server = serve(&runtime, [127, 0, 0, 1], &original);
     let har = dir.path().join("page.har");
-    let output = std::process::Command::new("node")
-        .arg(&recorder)
-        .arg("https://www.example.test/index.html")
-        .arg(&har)
-        .arg("--resolve")
-        .arg(format!("www.example.test:443:{}", server.local_addr()))
-        .env("CHROMIUM", &chromium)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    drop(server);
+    let recording = Recording {
+        recorder: &recorder,
+        chromium: &chromium,
+        runtime: &runtime,
+    };
+    recording.record(&original, "https://www.example.test/index.html", &har);
 
     let site = dir.path().join("replay");
     let options = ImportOptions {
@@ -425,23 +441,13 @@ fn both_loaders_fetch_the_same_resources_of_a_recorded_real_page() {
     };
     let dir = tempfile::tempdir().unwrap();
     let runtime = runtime();
-    let original = serve(&runtime, [127, 0, 0, 1], &docs);
     let har = dir.path().join("syn.har");
-    let output = std::process::Command::new("node")
-        .arg(&recorder)
-        .arg("https://www.example.test/syn/index.html")
-        .arg(&har)
-        .arg("--resolve")
-        .arg(format!("www.example.test:443:{}", original.local_addr()))
-        .env("CHROMIUM", &chromium)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    drop(original);
+    let recording = Recording {
+        recorder: &recorder,
+        chromium: &chromium,
+        runtime: &runtime,
+    };
+    recording.record(&docs, "https://www.example.test/syn/index.html", &har);
     let site = dir.path().join("replay");
     let options = ImportOptions {
         think: Think::None,
