@@ -18,7 +18,7 @@ use h3lab_client::{
 };
 use h3lab_results::page::{PageLoad, PageReport, ResourceTiming};
 use h3lab_results::{Loader, Proto, ResourceKind, Visit};
-use http::header::{HeaderMap, HeaderValue, ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE};
+use http::header::{HeaderMap, HeaderValue, ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE, LOCATION};
 use http::Method;
 use tokio::sync::{mpsc, OnceCell};
 use url::Url;
@@ -495,6 +495,7 @@ impl Fetch {
         self.connector.observe(proto, response.headers());
         let status = response.status().as_u16();
         let stream = response.stream_id();
+        self.report(self.redirect(status, response.headers()));
         let mut body = Body::for_resource(&self.discovery, response.headers());
         let mut decoder = ContentDecoder::for_headers(response.headers())?;
         let mut bytes = 0u64;
@@ -524,6 +525,28 @@ impl Fetch {
             h1,
         });
         Ok(())
+    }
+
+    /// A redirect's target, fetched next as the same kind of resource, as
+    /// a browser follows it (a replayed page that starts at
+    /// `https://example.com/` and moves to `https://www.example.com/`).
+    fn redirect(&self, status: u16, headers: &HeaderMap) -> Findings {
+        let redirects = matches!(status, 301 | 302 | 303 | 307 | 308);
+        let location = headers.get(LOCATION).and_then(|v| v.to_str().ok());
+        let target = location
+            .filter(|_| redirects)
+            .and_then(|to| self.discovery.url.join(to).ok());
+        let Some(mut url) = target else {
+            return Findings::default();
+        };
+        url.set_fragment(None);
+        Findings {
+            discoveries: vec![Discovery {
+                url,
+                ..self.discovery.clone()
+            }],
+            ..Findings::default()
+        }
     }
 
     fn report(&self, found: Findings) {

@@ -513,3 +513,74 @@ fn both_loaders_fetch_the_same_resources_of_a_recorded_real_page() {
     );
     assert!((a - b).abs() <= 0.05 * b, "{a} B against Chromium's {b} B");
 }
+
+/// A capture that starts with a redirect (`https://example.test/` moved
+/// to `https://www.example.test/`, as many sites do): the built-in loader
+/// follows it as a browser does, and loads the page it leads to.
+#[test]
+fn a_replay_that_starts_with_a_redirect_follows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut har: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(chrome_fixture()).unwrap()).unwrap();
+    let entries = har["log"]["entries"].as_array_mut().unwrap();
+    let mut moved = entries[0].clone();
+    moved["request"]["url"] = "https://example.test/".into();
+    moved["response"]["status"] = 301.into();
+    moved["response"]["headers"] = serde_json::json!([
+        {"name": "location", "value": "https://www.example.test/"},
+        {"name": "content-type", "value": "text/html"}
+    ]);
+    moved["response"]["content"] =
+        serde_json::json!({"size": 0, "mimeType": "text/html", "text": ""});
+    moved["response"]["bodySize"] = 0.into();
+    entries.insert(0, moved);
+    let har_path = dir.path().join("page.har");
+    std::fs::write(&har_path, har.to_string()).unwrap();
+    let site = dir.path().join("site");
+    let options = ImportOptions {
+        think: Think::None,
+        page: None,
+        keep_first_duplicate: false,
+    };
+    let replay = import(&har_path, &site, &options).unwrap().replay;
+    assert_eq!(replay.page, "https://example.test/");
+    assert_eq!(replay.origins.len(), 4);
+
+    let runtime = runtime();
+    let server = serve(&runtime, [0, 0, 0, 0], &site);
+    let ca = dir.path().join("cert.pem");
+    std::fs::write(&ca, server.cert_pem().unwrap()).unwrap();
+    let port = server.local_addr().port();
+    let resolve: Vec<ResolveRule> = (replay.origins.iter().enumerate())
+        .map(|(i, o)| {
+            format!("{}:443:127.0.0.{}:{port}", o.host, 10 + i)
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    let options = LoaderOptions {
+        proto: Proto::H3,
+        tls: TlsOptions {
+            insecure: false,
+            ca_file: Some(ca),
+        },
+        visit: Visit::Cold,
+        loads: 1,
+        connect_timeout: Duration::from_secs(10),
+        load_timeout: Duration::from_secs(60),
+        h3_discovery: None,
+        resolve,
+        recorded_errors: replay.recorded_errors(),
+        recorded: Some(RecordedPage {
+            urls: replay.responses.iter().map(|r| r.url.clone()).collect(),
+            initiated: replay.initiated(),
+        }),
+    };
+    let report = load_page(&replay.page, &options, &mut |_| ControlFlow::Continue(())).unwrap();
+    let rows = &report.loads[0].resources;
+    let urls: Vec<&str> = rows.iter().map(|r| r.url.as_str()).collect();
+    assert_eq!(rows.len(), replay.responses.len(), "{urls:?}");
+    assert_eq!((urls[0], rows[0].status), ("https://example.test/", 301));
+    assert_eq!(urls[1], "https://www.example.test/");
+    assert!(rows[1].start_ms >= rows[0].end_ms);
+}
