@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::ops::ControlFlow;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use h3lab_client::{ResolveRule, TlsOptions};
@@ -67,35 +67,40 @@ impl Recording<'_> {
     }
 }
 
-fn chrome_fixture() -> std::path::PathBuf {
+fn chrome_fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../site/tests/fixtures/har/chrome.har")
 }
 
-/// A replay site served on 0.0.0.0 and the rules that send each of its
-/// origins to an address of its own. The server drops before its runtime.
+/// A HAR imported without think time, served on 0.0.0.0, and the rules
+/// that send each of its origins to an address of its own (127.0.0.10
+/// on). The server drops before its runtime.
 struct Replayed {
     server: RunningServer,
     _runtime: tokio::runtime::Runtime,
     replay: Replay,
     resolve: Vec<ResolveRule>,
-    ca: std::path::PathBuf,
-    _dirs: [tempfile::TempDir; 2],
+    ca: PathBuf,
+    site: PathBuf,
+    _dirs: tempfile::TempDir,
 }
 
 impl Replayed {
     fn chrome_fixture() -> Replayed {
-        let site = tempfile::tempdir().unwrap();
+        Replayed::from_har(&chrome_fixture())
+    }
+
+    fn from_har(har: &Path) -> Replayed {
+        let dirs = tempfile::tempdir().unwrap();
+        let site = dirs.path().join("site");
         let options = ImportOptions {
             think: Think::None,
             page: None,
             keep_first_duplicate: false,
         };
-        import(&chrome_fixture(), site.path(), &options).unwrap();
-        let replay = Replay::read(site.path()).unwrap();
+        let replay = import(har, &site, &options).unwrap().replay;
         let runtime = runtime();
-        let server = serve(&runtime, [0, 0, 0, 0], site.path());
-        let certs = tempfile::tempdir().unwrap();
-        let ca = certs.path().join("cert.pem");
+        let server = serve(&runtime, [0, 0, 0, 0], &site);
+        let ca = dirs.path().join("cert.pem");
         std::fs::write(&ca, server.cert_pem().unwrap()).unwrap();
         let port = server.local_addr().port();
         let resolve = (replay.origins.iter().enumerate())
@@ -110,7 +115,55 @@ impl Replayed {
             replay,
             resolve,
             ca,
-            _dirs: [site, certs],
+            site,
+            _dirs: dirs,
+        }
+    }
+
+    /// One cold load over `proto` with the built-in loader, discovering
+    /// from bodies alone (set `recorded` to follow the capture).
+    fn builtin(&self, proto: Proto) -> LoaderOptions {
+        LoaderOptions {
+            proto,
+            tls: TlsOptions {
+                insecure: false,
+                ca_file: Some(self.ca.clone()),
+            },
+            visit: Visit::Cold,
+            loads: 1,
+            connect_timeout: Duration::from_secs(10),
+            load_timeout: Duration::from_secs(60),
+            h3_discovery: None,
+            resolve: self.resolve.clone(),
+            recorded_errors: self.replay.recorded_errors(),
+            recorded: None,
+        }
+    }
+
+    /// What the capture recorded, which bounds a replayed load.
+    fn recorded_page(&self) -> RecordedPage {
+        RecordedPage {
+            urls: self
+                .replay
+                .responses
+                .iter()
+                .map(|r| r.url.clone())
+                .collect(),
+            initiated: self.replay.initiated(),
+        }
+    }
+
+    /// One cold load over `proto` in the Chromium at `binary`.
+    fn chromium(&self, binary: &Path, proto: Proto) -> ChromiumOptions {
+        ChromiumOptions {
+            binary: Some(binary.to_path_buf()),
+            proto,
+            trust: Trust::CaFile(self.ca.clone()),
+            visit: Visit::Cold,
+            loads: 1,
+            navigation_timeout: Duration::from_secs(20),
+            resolve: self.resolve.clone(),
+            recorded_errors: self.replay.recorded_errors(),
         }
     }
 
@@ -183,21 +236,7 @@ fn a_replayed_har_loads_every_origin_from_its_own_address_over_each_protocol() {
     let recorded_errors = replayed.replay.recorded_errors();
     assert_eq!(recorded_errors, ["https://img.example.test/missing.png"]);
     for proto in [Proto::H1, Proto::H2, Proto::H3] {
-        let options = LoaderOptions {
-            proto,
-            tls: TlsOptions {
-                insecure: false,
-                ca_file: Some(replayed.ca.clone()),
-            },
-            visit: Visit::Cold,
-            loads: 1,
-            connect_timeout: Duration::from_secs(10),
-            load_timeout: Duration::from_secs(60),
-            h3_discovery: None,
-            resolve: replayed.resolve.clone(),
-            recorded_errors: recorded_errors.clone(),
-            recorded: None,
-        };
+        let options = replayed.builtin(proto);
         let page = &replayed.replay.page;
         let report = load_page(page, &options, &mut |_| ControlFlow::Continue(())).unwrap();
         let load = &report.loads[0];
@@ -225,16 +264,7 @@ fn chromium_replays_every_origin_of_the_har_over_h2_and_h3() {
     };
     let replayed = Replayed::chrome_fixture();
     for proto in [Proto::H2, Proto::H3] {
-        let options = ChromiumOptions {
-            binary: Some(chromium.clone()),
-            proto,
-            trust: Trust::CaFile(replayed.ca.clone()),
-            visit: Visit::Cold,
-            loads: 1,
-            navigation_timeout: Duration::from_secs(20),
-            resolve: replayed.resolve.clone(),
-            recorded_errors: replayed.replay.recorded_errors(),
-        };
+        let options = replayed.chromium(&chromium, proto);
         let page = &replayed.replay.page;
         let report =
             chromium::load_page(page, &options, &mut |_| ControlFlow::Continue(())).unwrap();
@@ -271,14 +301,8 @@ fn a_har_chromium_records_now_replays_with_its_recorded_responses() {
     };
     recording.record(&original, "https://www.example.test/index.html", &har);
 
-    let site = dir.path().join("replay");
-    let options = ImportOptions {
-        think: Think::None,
-        page: None,
-        keep_first_duplicate: false,
-    };
-    let summary = import(&har, &site, &options).unwrap();
-    let replay = summary.replay;
+    let replayed = Replayed::from_har(&har);
+    let replay = &replayed.replay;
     assert!(replay.source.contains("Playwright"), "{}", replay.source);
     assert_eq!(replay.page, "https://www.example.test/index.html");
     assert!(
@@ -289,32 +313,10 @@ fn a_har_chromium_records_now_replays_with_its_recorded_responses() {
     for recorded in &replay.responses {
         let path = original.join(recorded.path.trim_start_matches('/'));
         let file = std::fs::read(&path).unwrap();
-        let body = std::fs::read(site.join("bodies").join(&recorded.body)).unwrap();
+        let body = std::fs::read(replayed.site.join("bodies").join(&recorded.body)).unwrap();
         assert_eq!(body, file, "{}", recorded.url);
     }
-
-    let server = serve(&runtime, [0, 0, 0, 0], &site);
-    let ca = dir.path().join("cert.pem");
-    std::fs::write(&ca, server.cert_pem().unwrap()).unwrap();
-    let rule = format!(
-        "www.example.test:443:127.0.0.10:{}",
-        server.local_addr().port()
-    );
-    let options = LoaderOptions {
-        proto: Proto::H2,
-        tls: TlsOptions {
-            insecure: false,
-            ca_file: Some(ca),
-        },
-        visit: Visit::Cold,
-        loads: 1,
-        connect_timeout: Duration::from_secs(10),
-        load_timeout: Duration::from_secs(60),
-        h3_discovery: None,
-        resolve: vec![rule.parse().unwrap()],
-        recorded_errors: Vec::new(),
-        recorded: None,
-    };
+    let options = replayed.builtin(Proto::H2);
     let report = load_page(&replay.page, &options, &mut |_| ControlFlow::Continue(())).unwrap();
     let fetched: BTreeMap<&str, u64> = (report.loads[0].resources.iter())
         .map(|r| (r.url.as_str(), r.bytes))
@@ -354,57 +356,23 @@ fn the_initiator_graph_adds_what_bodies_do_not_show_and_bounds_the_rest() {
     entries.push(data);
     let har_path = dir.path().join("page.har");
     std::fs::write(&har_path, har.to_string()).unwrap();
-    let site = dir.path().join("site");
-    let options = ImportOptions {
-        think: Think::None,
-        page: None,
-        keep_first_duplicate: false,
-    };
-    import(&har_path, &site, &options).unwrap();
-    let replay = Replay::read(&site).unwrap();
-    let graph = replay.initiated();
+    let replayed = Replayed::from_har(&har_path);
+    let replay = &replayed.replay;
     assert_eq!(
-        graph["https://static.example.test/app.js"],
+        replay.initiated()["https://static.example.test/app.js"],
         [(
             "https://static.example.test/data.json".to_string(),
             h3lab_results::ResourceKind::Other
         )]
     );
-
-    let runtime = runtime();
-    let server = serve(&runtime, [0, 0, 0, 0], &site);
-    let ca = dir.path().join("cert.pem");
-    std::fs::write(&ca, server.cert_pem().unwrap()).unwrap();
-    let port = server.local_addr().port();
-    let resolve: Vec<ResolveRule> = (replay.origins.iter().enumerate())
-        .map(|(i, o)| {
-            format!("{}:443:127.0.0.{}:{port}", o.host, 10 + i)
-                .parse()
-                .unwrap()
-        })
-        .collect();
     let load = |recorded: Option<RecordedPage>| {
         let options = LoaderOptions {
-            proto: Proto::H2,
-            tls: TlsOptions {
-                insecure: false,
-                ca_file: Some(ca.clone()),
-            },
-            visit: Visit::Cold,
-            loads: 1,
-            connect_timeout: Duration::from_secs(10),
-            load_timeout: Duration::from_secs(60),
-            h3_discovery: None,
-            resolve: resolve.clone(),
-            recorded_errors: replay.recorded_errors(),
             recorded,
+            ..replayed.builtin(Proto::H2)
         };
         load_page(&replay.page, &options, &mut |_| ControlFlow::Continue(()))
     };
-    let recorded = RecordedPage {
-        urls: replay.responses.iter().map(|r| r.url.clone()).collect(),
-        initiated: graph,
-    };
+    let recorded = replayed.recorded_page();
     let report = load(Some(recorded)).unwrap();
     let rows = &report.loads[0].resources;
     let urls: BTreeSet<&str> = rows.iter().map(|r| r.url.as_str()).collect();
@@ -448,50 +416,13 @@ fn both_loaders_fetch_the_same_resources_of_a_recorded_real_page() {
         runtime: &runtime,
     };
     recording.record(&docs, "https://www.example.test/syn/index.html", &har);
-    let site = dir.path().join("replay");
-    let options = ImportOptions {
-        think: Think::None,
-        page: None,
-        keep_first_duplicate: false,
-    };
-    let replay = import(&har, &site, &options).unwrap().replay;
-    let server = serve(&runtime, [0, 0, 0, 0], &site);
-    let ca = dir.path().join("cert.pem");
-    std::fs::write(&ca, server.cert_pem().unwrap()).unwrap();
-    let rule: ResolveRule = format!(
-        "www.example.test:443:127.0.0.10:{}",
-        server.local_addr().port()
-    )
-    .parse()
-    .unwrap();
+    let replayed = Replayed::from_har(&har);
+    let replay = &replayed.replay;
     let builtin = LoaderOptions {
-        proto: Proto::H2,
-        tls: TlsOptions {
-            insecure: false,
-            ca_file: Some(ca.clone()),
-        },
-        visit: Visit::Cold,
-        loads: 1,
-        connect_timeout: Duration::from_secs(10),
-        load_timeout: Duration::from_secs(60),
-        h3_discovery: None,
-        resolve: vec![rule.clone()],
-        recorded_errors: replay.recorded_errors(),
-        recorded: Some(RecordedPage {
-            urls: replay.responses.iter().map(|r| r.url.clone()).collect(),
-            initiated: replay.initiated(),
-        }),
+        recorded: Some(replayed.recorded_page()),
+        ..replayed.builtin(Proto::H2)
     };
-    let browser = ChromiumOptions {
-        binary: Some(chromium),
-        proto: Proto::H2,
-        trust: Trust::CaFile(ca),
-        visit: Visit::Cold,
-        loads: 1,
-        navigation_timeout: Duration::from_secs(20),
-        resolve: vec![rule],
-        recorded_errors: replay.recorded_errors(),
-    };
+    let browser = replayed.chromium(&chromium, Proto::H2);
     let page = &replay.page;
     let ours = load_page(page, &builtin, &mut |_| ControlFlow::Continue(())).unwrap();
     let theirs = chromium::load_page(page, &browser, &mut |_| ControlFlow::Continue(())).unwrap();
@@ -536,45 +467,13 @@ fn a_replay_that_starts_with_a_redirect_follows_it() {
     entries.insert(0, moved);
     let har_path = dir.path().join("page.har");
     std::fs::write(&har_path, har.to_string()).unwrap();
-    let site = dir.path().join("site");
-    let options = ImportOptions {
-        think: Think::None,
-        page: None,
-        keep_first_duplicate: false,
-    };
-    let replay = import(&har_path, &site, &options).unwrap().replay;
+    let replayed = Replayed::from_har(&har_path);
+    let replay = &replayed.replay;
     assert_eq!(replay.page, "https://example.test/");
     assert_eq!(replay.origins.len(), 4);
-
-    let runtime = runtime();
-    let server = serve(&runtime, [0, 0, 0, 0], &site);
-    let ca = dir.path().join("cert.pem");
-    std::fs::write(&ca, server.cert_pem().unwrap()).unwrap();
-    let port = server.local_addr().port();
-    let resolve: Vec<ResolveRule> = (replay.origins.iter().enumerate())
-        .map(|(i, o)| {
-            format!("{}:443:127.0.0.{}:{port}", o.host, 10 + i)
-                .parse()
-                .unwrap()
-        })
-        .collect();
     let options = LoaderOptions {
-        proto: Proto::H3,
-        tls: TlsOptions {
-            insecure: false,
-            ca_file: Some(ca),
-        },
-        visit: Visit::Cold,
-        loads: 1,
-        connect_timeout: Duration::from_secs(10),
-        load_timeout: Duration::from_secs(60),
-        h3_discovery: None,
-        resolve,
-        recorded_errors: replay.recorded_errors(),
-        recorded: Some(RecordedPage {
-            urls: replay.responses.iter().map(|r| r.url.clone()).collect(),
-            initiated: replay.initiated(),
-        }),
+        recorded: Some(replayed.recorded_page()),
+        ..replayed.builtin(Proto::H3)
     };
     let report = load_page(&replay.page, &options, &mut |_| ControlFlow::Continue(())).unwrap();
     let rows = &report.loads[0].resources;
