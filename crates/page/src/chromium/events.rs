@@ -365,6 +365,16 @@ fn resource_kind(devtools_type: &str) -> ResourceKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The load of `events`, with no page figures and no replay rules.
+    fn load_from(events: &[Value], requested: Proto) -> Result<PageLoad, String> {
+        page_load_from_events(
+            events,
+            requested,
+            &PagePerformance::default(),
+            &PageRules::default(),
+        )
+    }
     use serde_json::json;
 
     const T0: f64 = 1000.0;
@@ -499,13 +509,7 @@ mod tests {
 
     #[test]
     fn page_times_are_null_when_the_page_did_not_report_them() {
-        let load = page_load_from_events(
-            &page_events("h2"),
-            Proto::H2,
-            &PagePerformance::default(),
-            &PageRules::default(),
-        )
-        .unwrap();
+        let load = load_from(&page_events("h2"), Proto::H2).unwrap();
         let browser = load.browser.unwrap();
         assert_eq!(browser.response_start_ms, None);
         assert_eq!(browser.largest_contentful_paint_ms, None);
@@ -520,21 +524,9 @@ mod tests {
     fn a_response_over_another_protocol_is_named_with_its_url() {
         let mut events = page_events("h3");
         events[9] = received("I", "Image", 0.012, "h2", 42, 200);
-        let err = page_load_from_events(
-            &events,
-            Proto::H3,
-            &PagePerformance::default(),
-            &PageRules::default(),
-        )
-        .unwrap_err();
+        let err = load_from(&events, Proto::H3).unwrap_err();
         assert_eq!(err, "https://a.test/i.png came over h2, not h3");
-        let err = page_load_from_events(
-            &page_events("h2"),
-            Proto::H1,
-            &PagePerformance::default(),
-            &PageRules::default(),
-        )
-        .unwrap_err();
+        let err = load_from(&page_events("h2"), Proto::H1).unwrap_err();
         assert!(
             err.contains("https://a.test/s.css came over h2, not http/1.1"),
             "{err}"
@@ -548,26 +540,14 @@ mod tests {
             "requestId": "I", "timestamp": T0 + 0.04, "type": "Image",
             "errorText": "net::ERR_QUIC_PROTOCOL_ERROR", "canceled": false
         }});
-        let err = page_load_from_events(
-            &events,
-            Proto::H3,
-            &PagePerformance::default(),
-            &PageRules::default(),
-        )
-        .unwrap_err();
+        let err = load_from(&events, Proto::H3).unwrap_err();
         assert_eq!(
             err,
             "https://a.test/i.png failed to load: net::ERR_QUIC_PROTOCOL_ERROR"
         );
         let mut events = page_events("h3");
         events[8] = received("S", "Stylesheet", 0.011, "h3", 7, 404);
-        let err = page_load_from_events(
-            &events,
-            Proto::H3,
-            &PagePerformance::default(),
-            &PageRules::default(),
-        )
-        .unwrap_err();
+        let err = load_from(&events, Proto::H3).unwrap_err();
         assert_eq!(err, "https://a.test/s.css answered status 404");
     }
 
@@ -575,31 +555,13 @@ mod tests {
     fn an_unfinished_request_or_missing_load_event_fails_the_load() {
         let mut events = page_events("h3");
         events.pop();
-        let err = page_load_from_events(
-            &events,
-            Proto::H3,
-            &PagePerformance::default(),
-            &PageRules::default(),
-        )
-        .unwrap_err();
+        let err = load_from(&events, Proto::H3).unwrap_err();
         assert_eq!(err, "https://a.test/i.png never finished loading");
         let mut events = page_events("h3");
         events.remove(14);
-        let err = page_load_from_events(
-            &events,
-            Proto::H3,
-            &PagePerformance::default(),
-            &PageRules::default(),
-        )
-        .unwrap_err();
+        let err = load_from(&events, Proto::H3).unwrap_err();
         assert_eq!(err, "the page fired no load event");
-        let err = page_load_from_events(
-            &events[4..],
-            Proto::H3,
-            &PagePerformance::default(),
-            &PageRules::default(),
-        )
-        .unwrap_err();
+        let err = load_from(&events[4..], Proto::H3).unwrap_err();
         assert_eq!(err, "Chromium reported no request for the page's document");
     }
 
@@ -611,13 +573,7 @@ mod tests {
         events.push(favicon);
         events.push(received("F", "Other", 0.031, "h3", 7, 404));
         events.push(finished("F", 0.050));
-        let load = page_load_from_events(
-            &events,
-            Proto::H3,
-            &PagePerformance::default(),
-            &PageRules::default(),
-        )
-        .unwrap();
+        let load = load_from(&events, Proto::H3).unwrap();
         assert_eq!(load.resources.len(), 3);
         assert!((load.load_ms - 40.0).abs() < 1e-6);
     }
@@ -628,13 +584,7 @@ mod tests {
         let mut redirect = sent("S", "https://a.test/s2.css", "Stylesheet", 0.0115, None);
         redirect["params"]["redirectResponse"] = json!({"status": 301, "protocol": "h3"});
         events.insert(6, redirect);
-        let load = page_load_from_events(
-            &events,
-            Proto::H3,
-            &PagePerformance::default(),
-            &PageRules::default(),
-        )
-        .unwrap();
+        let load = load_from(&events, Proto::H3).unwrap();
         assert_eq!(load.resources.len(), 3);
         assert_eq!(load.resources[1].url, "https://a.test/s2.css");
         assert!((load.resources[1].start_ms - 11.0).abs() < 1e-6);
@@ -674,13 +624,7 @@ mod tests {
         events.push(json!({"method": "Network.loadingFailed", "params": {
             "requestId": "B", "timestamp": T0 + 0.014, "errorText": "net::ERR_NAME_NOT_RESOLVED"
         }}));
-        let load = page_load_from_events(
-            &events,
-            Proto::H3,
-            &PagePerformance::default(),
-            &PageRules::default(),
-        )
-        .unwrap();
+        let load = load_from(&events, Proto::H3).unwrap();
         assert_eq!(load.resources.len(), 3);
         assert_eq!(load.skipped, ["https://badge.test/b.svg"]);
     }
