@@ -236,7 +236,9 @@ impl Builder {
             }
         }
         let method = request.method.clone().unwrap_or_else(|| "GET".into());
-        let (body, synthesized, encoding) = self.body(index, entry, har_dir)?;
+        let recorded_body_bytes = entry.recorded_body_bytes(self.firefox);
+        let (body, synthesized, encoding) =
+            self.body(index, entry, recorded_body_bytes, har_dir)?;
         let key = (method.clone(), url.to_string());
         if let Some(&earlier) = self.by_request.get(&key) {
             let same = self.pending[earlier].body == body
@@ -285,7 +287,7 @@ impl Builder {
                 headers,
                 body: format!("{index:05}"),
                 body_bytes: body.len() as u64,
-                recorded_body_bytes: entry.recorded_body_bytes(self.firefox),
+                recorded_body_bytes,
                 synthesized,
                 think_ms: 0.0,
                 initiator: entry.initiator_url(),
@@ -299,16 +301,17 @@ impl Builder {
         Ok(())
     }
 
-    /// The body as it goes on the wire, whether it is filler, and the
+    /// The body as it goes on the wire (`recorded` bytes long where the
+    /// HAR says and the encoding allows), whether it is filler, and the
     /// encoding it carries.
     fn body(
         &mut self,
         index: usize,
         entry: &Entry,
+        recorded: Option<u64>,
         har_dir: &Path,
     ) -> Result<(Vec<u8>, bool, Option<Encoding>)> {
         let response = entry.response.as_ref().expect("checked by add");
-        let recorded = entry.recorded_body_bytes(self.firefox);
         let Some(decoded) = recorded_body(index, response, har_dir)? else {
             let size = recorded
                 .or_else(|| known(response.content.as_ref()?.size).map(|s| s as u64))
