@@ -4,18 +4,21 @@
 //! discoveries out.
 //!
 //! What it finds: `<link rel=stylesheet|preload|modulepreload>`, `<script
-//! src>`, `<img src>`, `url()` and `@import` in stylesheets, `<style>`
-//! elements and `style` attributes, and `import`/`export … from` in module
-//! scripts. What it does not: `<base href>`, `srcset`, `<picture>` sources,
-//! video, iframes and anything a script would fetch when run.
+//! src>`, `<img src>`, `@import` in stylesheets and `<style>` elements,
+//! and `import`/`export … from` in module scripts. A stylesheet's images
+//! and fonts are for the style engine ([`crate::style`]) to decide, once
+//! the document and its sheets are in. What it does not: `<base href>`,
+//! `srcset`, `<picture>` sources, video, iframes and anything a script
+//! would fetch when run.
 
 use std::sync::{Arc, Mutex};
 
-use cssparser::{Parser, Token};
 use h3lab_results::ResourceKind;
 use lol_html::send::{HtmlRewriter, Settings};
 use lol_html::{element, text};
 use url::Url;
+
+use crate::style::Sheet;
 
 /// A resource a page refers to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,8 +35,9 @@ pub struct Discovery {
 }
 
 impl Discovery {
-    /// A resource a captured page recorded (a replay's initiator graph),
-    /// neither render-blocking nor a module: what its body does not show.
+    /// A resource found away from the markup that names it (a replay's
+    /// initiator graph, or what styling uses), neither render-blocking
+    /// nor a module.
     pub fn recorded(url: Url, kind: ResourceKind) -> Discovery {
         Discovery {
             url,
@@ -62,60 +66,22 @@ impl Discovery {
     }
 }
 
-/// What a page's CSS says about web fonts. A browser fetches a face only
-/// when some text is styled with its family, and then only the first of
-/// its `src` it can use; so faces wait here until a rule uses their
-/// family (see [`FontGate`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FontFacts {
-    /// Each `@font-face`: its family (lower case) and the one source a
-    /// browser would fetch.
-    pub faces: Vec<(String, Discovery)>,
-    /// Families named by `font-family` or `font` outside `@font-face`
-    /// (lower case).
-    pub used: Vec<String>,
-}
-
-/// What scanning some text found: resources to fetch, and font facts.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What scanning some text found: resources to fetch, and what the
+/// style engine ([`crate::style`]) needs to decide the rest.
+#[derive(Debug, Clone, Default)]
 pub struct Findings {
     /// Resources to fetch.
     pub discoveries: Vec<Discovery>,
-    /// Font faces and the families used.
-    pub fonts: FontFacts,
+    /// A stylesheet that arrived, by its URL.
+    pub stylesheet: Option<(Url, Sheet)>,
+    /// The page's HTML, once whole.
+    pub document: Option<(Url, String)>,
 }
 
 impl Findings {
     /// True when there is nothing to report.
     pub fn is_empty(&self) -> bool {
-        self.discoveries.is_empty() && self.fonts.faces.is_empty() && self.fonts.used.is_empty()
-    }
-
-    fn extend(&mut self, other: Findings) {
-        self.discoveries.extend(other.discoveries);
-        self.fonts.faces.extend(other.fonts.faces);
-        self.fonts.used.extend(other.fonts.used);
-    }
-}
-
-/// Font faces held back until their family is used, across every
-/// stylesheet of a page. Pure.
-#[derive(Debug, Default)]
-pub struct FontGate {
-    waiting: Vec<(String, Discovery)>,
-    used: std::collections::HashSet<String>,
-}
-
-impl FontGate {
-    /// Takes in new facts; returns the faces now both declared and used.
-    pub fn take_in(&mut self, facts: FontFacts) -> Vec<Discovery> {
-        self.used.extend(facts.used);
-        self.waiting.extend(facts.faces);
-        let (ready, waiting) = std::mem::take(&mut self.waiting)
-            .into_iter()
-            .partition(|(family, _)| self.used.contains(family));
-        self.waiting = waiting;
-        ready.into_iter().map(|(_, face)| face).collect()
+        self.discoveries.is_empty() && self.stylesheet.is_none() && self.document.is_none()
     }
 }
 
@@ -196,7 +162,6 @@ fn handlers(base: &Url, found: &Arc<Mutex<Found>>) -> Handlers {
     let (link_base, links) = shared();
     let (script_base, scripts) = shared();
     let (img_base, imgs) = shared();
-    let (attr_base, attrs) = shared();
     let (_, style_start) = shared();
     let (style_base, styles) = shared();
     vec![
@@ -246,12 +211,6 @@ fn handlers(base: &Url, found: &Arc<Mutex<Found>>) -> Handlers {
             }
             Ok(())
         }),
-        element!("[style]", move |el| {
-            let style = attribute(el, "style").unwrap_or_default();
-            let found = css_references(&style, &attr_base);
-            attrs.lock().unwrap().findings.extend(found);
-            Ok(())
-        }),
         element!("style", move |_| {
             style_start.lock().unwrap().style_text.clear();
             Ok(())
@@ -261,8 +220,8 @@ fn handlers(base: &Url, found: &Arc<Mutex<Found>>) -> Handlers {
             found.style_text.push_str(chunk.as_str());
             if chunk.last_in_text_node() {
                 let css = std::mem::take(&mut found.style_text);
-                let references = css_references(&css, &style_base);
-                found.findings.extend(references);
+                let imports = style_imports(&css, &style_base);
+                found.findings.discoveries.extend(imports);
             }
             Ok(())
         }),
@@ -312,194 +271,13 @@ fn applies_to_screen(media: &str) -> bool {
         || !media.contains("print")
 }
 
-/// Every resource a stylesheet (or a `style` attribute) refers to:
-/// `@import`s as stylesheets and other `url()`s as images; and its font
-/// facts: each `@font-face` with the first source a browser can use, and
-/// the families its rules use.
-pub fn css_references(css: &str, base: &Url) -> Findings {
-    let mut parser = Parser::new(css);
-    let mut findings = Findings::default();
-    scan_css(&mut parser, base, &mut findings);
-    findings
-}
-
-fn scan_css(parser: &mut Parser<'_>, base: &Url, out: &mut Findings) {
-    let mut importing = false;
-    let mut font_face_next = false;
-    let mut families = FamilyList::default();
-    while let Ok(token) = parser.next() {
-        let token = token.clone();
-        families.see(&token);
-        match token {
-            Token::AtKeyword(ref name) => {
-                importing = name.eq_ignore_ascii_case("import");
-                font_face_next = name.eq_ignore_ascii_case("font-face");
-            }
-            Token::QuotedString(ref s) if importing => {
-                out.discoveries
-                    .extend(Discovery::new(base, s, ResourceKind::Stylesheet));
-                importing = false;
-            }
-            Token::UnquotedUrl(ref s) => {
-                out.discoveries
-                    .extend(Discovery::new(base, s, kind_of(importing)));
-                importing = false;
-            }
-            Token::Function(ref name) if name.eq_ignore_ascii_case("url") => {
-                if let Some(reference) = url_argument(parser) {
-                    out.discoveries
-                        .extend(Discovery::new(base, &reference, kind_of(importing)));
-                }
-                importing = false;
-            }
-            Token::CurlyBracketBlock if font_face_next => {
-                font_face_next = false;
-                let face = parser
-                    .parse_nested_block(|p| Ok::<_, cssparser::ParseError<()>>(font_face(p, base)));
-                if let Ok(Some(face)) = face {
-                    out.fonts.faces.push(face);
-                }
-            }
-            Token::CurlyBracketBlock
-            | Token::Function(_)
-            | Token::ParenthesisBlock
-            | Token::SquareBracketBlock => {
-                let _ = parser.parse_nested_block(|p| {
-                    scan_css(p, base, out);
-                    Ok::<_, cssparser::ParseError<()>>(())
-                });
-            }
-            Token::Semicolon => importing = false,
-            _ => {}
-        }
-    }
-    out.fonts.used.extend(families.finish());
-}
-
-fn kind_of(importing: bool) -> ResourceKind {
-    match importing {
-        true => ResourceKind::Stylesheet,
-        false => ResourceKind::Image,
-    }
-}
-
-/// The string inside `url(...)`, the parser being just past `url(`.
-fn url_argument(parser: &mut Parser<'_>) -> Option<String> {
-    parser
-        .parse_nested_block(|p| Ok::<_, cssparser::ParseError<()>>(p.expect_string()?.to_string()))
-        .ok()
-}
-
-/// Font formats Chromium and Firefox load; `embedded-opentype` and `svg`
-/// they skip.
-const LOADABLE_FONT_FORMATS: &[&str] = &["woff2", "woff", "truetype", "opentype", "collection"];
-
-/// An `@font-face` block: its family (lower case) and the first `url()`
-/// source of a loadable format (or of none stated). `local()` sources are
-/// skipped: no font is assumed installed.
-fn font_face(parser: &mut Parser<'_>, base: &Url) -> Option<(String, Discovery)> {
-    let mut property = String::new();
-    let mut family = None;
-    let mut sources: Vec<(String, Option<String>)> = Vec::new();
-    let mut last_ident = String::new();
-    while let Ok(token) = parser.next() {
-        let token = token.clone();
-        match token {
-            Token::Ident(ref name) => {
-                if property == "font-family" && family.is_none() {
-                    family = Some(name.to_ascii_lowercase());
-                }
-                last_ident = name.to_ascii_lowercase();
-            }
-            Token::QuotedString(ref name) if property == "font-family" => {
-                family = Some(name.to_ascii_lowercase());
-            }
-            Token::Colon => property = std::mem::take(&mut last_ident),
-            Token::Semicolon => property.clear(),
-            Token::UnquotedUrl(ref url) if property == "src" => {
-                sources.push((url.to_string(), None));
-            }
-            Token::Function(ref name) if property == "src" => {
-                let name = name.to_ascii_lowercase();
-                let argument = match name.as_str() {
-                    "url" => url_argument(parser),
-                    _ => parser
-                        .parse_nested_block(|p| {
-                            Ok::<_, cssparser::ParseError<()>>(
-                                p.expect_ident_or_string()?.to_ascii_lowercase(),
-                            )
-                        })
-                        .ok(),
-                };
-                match (name.as_str(), argument, sources.last_mut()) {
-                    ("url", Some(url), _) => sources.push((url, None)),
-                    ("format", Some(format), Some(last)) => last.1 = Some(format),
-                    _ => {}
-                }
-            }
-            _ => {}
-        }
-    }
-    let (url, _) = sources.into_iter().find(|(_, format)| {
-        format
-            .as_deref()
-            .is_none_or(|format| LOADABLE_FONT_FORMATS.contains(&format))
-    })?;
-    Some((family?, Discovery::new(base, &url, ResourceKind::Font)?))
-}
-
-/// The families named by `font-family` and `font` declarations, read from
-/// a stream of tokens: each run of identifiers (`Open Sans`) and each
-/// string is a candidate. In `font` the run before the size (`italic
-/// bold`) is a candidate too; it matches no face, so it does no harm.
-#[derive(Default)]
-struct FamilyList {
-    property: Option<String>,
-    last_ident: Option<String>,
-    run: Vec<String>,
-    found: Vec<String>,
-}
-
-impl FamilyList {
-    fn see(&mut self, token: &Token<'_>) {
-        let in_font = self
-            .property
-            .as_deref()
-            .is_some_and(|p| p == "font" || p == "font-family");
-        match token {
-            Token::Ident(name) => {
-                if in_font {
-                    self.run.push(name.to_ascii_lowercase());
-                }
-                self.last_ident = Some(name.to_ascii_lowercase());
-            }
-            Token::QuotedString(name) if in_font => {
-                self.end_run();
-                self.found.push(name.to_ascii_lowercase());
-            }
-            Token::Colon => {
-                self.run.clear();
-                self.property = self.last_ident.take();
-            }
-            Token::Semicolon | Token::CurlyBracketBlock => {
-                self.end_run();
-                self.property = None;
-            }
-            _ => self.end_run(),
-        }
-    }
-
-    fn end_run(&mut self) {
-        if !self.run.is_empty() {
-            self.found.push(self.run.join(" "));
-            self.run.clear();
-        }
-    }
-
-    fn finish(mut self) -> Vec<String> {
-        self.end_run();
-        self.found
-    }
+/// The stylesheets a `<style>` element's `@import`s fetch.
+fn style_imports(css: &str, base: &Url) -> Vec<Discovery> {
+    Sheet::parse(css, base)
+        .imports
+        .into_iter()
+        .filter_map(|url| Discovery::new(base, url.as_str(), ResourceKind::Stylesheet))
+        .collect()
 }
 
 /// The modules an ES module imports statically (`import "x"`, `import a
@@ -649,7 +427,7 @@ mod tests {
             <script src="/js/blocking.js"></script>
             <script defer src="/js/deferred.js"></script>
             <script type=module src="app.js#x"></script>
-            <style>body { background: url("/img/bg.png") }</style>
+            <style>@import "/css/imported.css"; body { background: url("/img/bg.png") }</style>
             </head><body><img src="/img/a.png"><div style="background:url(b.png)"></div>
             <script src="/js/late.js"></script><img src="data:image/png;base64,AA"></body></html>"#;
         let mut scanner = HtmlScanner::new(&base());
@@ -667,20 +445,21 @@ mod tests {
                 "https://site.test/js/blocking.js",
                 "https://site.test/js/deferred.js",
                 "https://site.test/dir/app.js",
-                "https://site.test/img/bg.png",
+                "https://site.test/css/imported.css",
                 "https://site.test/img/a.png",
-                "https://site.test/dir/b.png",
                 "https://site.test/js/late.js",
-            ]
+            ],
+            "CSS images are the style engine's to decide, not the scanner's"
         );
         let blocking: Vec<bool> = found.iter().map(|d| d.render_blocking).collect();
         assert_eq!(
             blocking,
-            [true, false, false, true, false, false, false, false, false, false]
+            [true, false, false, true, false, false, false, false, false]
         );
         assert_eq!(found[2].kind, ResourceKind::Font);
         assert!(found[5].module && !found[4].module);
-        assert_eq!(found[6].kind, ResourceKind::Image);
+        assert_eq!(found[6].kind, ResourceKind::Stylesheet);
+        assert_eq!(found[7].kind, ResourceKind::Image);
     }
 
     #[test]
@@ -688,116 +467,6 @@ mod tests {
         let mut scanner = HtmlScanner::new(&base());
         let first = scanner.feed(b"<html><head><link rel=stylesheet href=/a.css><title>");
         assert_eq!(urls(&first.discoveries), ["https://site.test/a.css"]);
-    }
-
-    #[test]
-    fn css_imports_fonts_and_images_are_told_apart() {
-        let css = r#"@import "base.css"; @import url(/theme.css) screen;
-            @font-face { font-family: X; src: url("/fonts/x.woff2") format("woff2"), url(/fonts/x.woff); }
-            .hero { background-image: url('/img/hero.png'); }
-            @media (min-width: 10px) { .b { background: url(/img/b.png) } }
-            .c::after { content: "url(/not-a-url.png)" }"#;
-        let found = css_references(css, &Url::parse("https://site.test/css/main.css").unwrap());
-        let kinds: Vec<(&str, ResourceKind)> = found
-            .discoveries
-            .iter()
-            .map(|d| (d.url.path(), d.kind))
-            .collect();
-        assert_eq!(
-            kinds,
-            [
-                ("/css/base.css", ResourceKind::Stylesheet),
-                ("/theme.css", ResourceKind::Stylesheet),
-                ("/img/hero.png", ResourceKind::Image),
-                ("/img/b.png", ResourceKind::Image),
-            ]
-        );
-        assert_eq!(
-            face_paths(&found.fonts),
-            [("x", "/fonts/x.woff2")],
-            "the first usable source only"
-        );
-    }
-
-    fn font_facts(css: &str) -> FontFacts {
-        css_references(css, &base()).fonts
-    }
-
-    /// Each face as (family, path of the source fetched).
-    fn face_paths(facts: &FontFacts) -> Vec<(&str, &str)> {
-        facts
-            .faces
-            .iter()
-            .map(|(family, face)| (family.as_str(), face.url.path()))
-            .collect()
-    }
-
-    #[test]
-    fn a_font_face_offers_the_first_source_a_browser_can_load() {
-        let facts = font_facts(
-            r#"@font-face { font-family: "Open Sans"; font-weight: 400;
-                 src: local("Open Sans"), url(/o.eot) format("embedded-opentype"),
-                      url(/o.svg#o) format("svg"), url(/o.woff) format("woff"), url(/o.ttf); }
-               @font-face { font-family: Mono; src: url(/m.bin) format("x-unknown") }"#,
-        );
-        assert_eq!(
-            face_paths(&facts),
-            [("open sans", "/o.woff")],
-            "no loadable source: no fetch"
-        );
-        assert!(facts
-            .faces
-            .iter()
-            .all(|(_, f)| f.kind == ResourceKind::Font));
-    }
-
-    #[test]
-    fn families_are_read_from_font_family_and_font_but_not_from_font_faces() {
-        let facts = font_facts(
-            r#"@font-face { font-family: Unused; src: url(/u.woff2) }
-               body { font: italic bold 12px/30px "Open Sans", Georgia, serif; color: red }
-               h1 { font-family: Fira Sans , Arial; }
-               .x { font-weight: bold }"#,
-        );
-        assert_eq!(
-            facts.used,
-            [
-                "italic bold",
-                "open sans",
-                "georgia",
-                "serif",
-                "fira sans",
-                "arial"
-            ]
-        );
-        let attribute = css_references("font-family: Mono; color: blue", &base()).fonts;
-        assert_eq!(attribute.used, ["mono"]);
-    }
-
-    #[test]
-    fn the_gate_lets_a_face_through_once_its_family_is_used_in_any_stylesheet() {
-        let face = |family: &str| {
-            (
-                family.to_string(),
-                Discovery::new(&base(), &format!("/{family}.woff2"), ResourceKind::Font).unwrap(),
-            )
-        };
-        let mut gate = FontGate::default();
-        let declared = FontFacts {
-            faces: vec![face("a"), face("b")],
-            used: vec!["b".into()],
-        };
-        assert_eq!(urls(&gate.take_in(declared)), ["https://site.test/b.woff2"]);
-        assert!(gate.take_in(FontFacts::default()).is_empty());
-        let later = FontFacts {
-            faces: vec![],
-            used: vec!["a".into(), "b".into()],
-        };
-        assert_eq!(
-            urls(&gate.take_in(later)),
-            ["https://site.test/a.woff2"],
-            "each face once"
-        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod discover;
 pub mod har;
 pub mod loader;
 mod schedule;
+pub mod style;
 
 use anyhow::bail;
 use h3lab_results::{Proto, Visit};

@@ -4,7 +4,7 @@
 //! queued at once; [`crate::schedule`] decides which request goes out on
 //! which connection. This file is the I/O shell around those pure parts.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -24,8 +24,9 @@ use tokio::sync::{mpsc, OnceCell};
 use url::Url;
 
 use crate::decode::{self, ContentDecoder};
-use crate::discover::{css_references, module_imports, Discovery, Findings, FontGate, HtmlScanner};
+use crate::discover::{module_imports, Discovery, Findings, HtmlScanner};
 use crate::schedule::{urgency, Dispatch, Schedule};
+use crate::style::{self, Sheet};
 
 /// A page with more resources than this is refused rather than loaded
 /// without end.
@@ -222,8 +223,8 @@ struct PageLoader {
     recorded: Option<RecordedPage>,
     /// URLs on other hosts, each once.
     skipped: Vec<String>,
-    /// Font faces waiting for a rule that uses their family.
-    fonts: FontGate,
+    /// What the style engine decides from.
+    styles: Styles,
     started: Instant,
 }
 
@@ -258,7 +259,7 @@ impl PageLoader {
             recorded_errors: options.recorded_errors.clone(),
             recorded: options.recorded.clone(),
             skipped: Vec::new(),
-            fonts: FontGate::default(),
+            styles: Styles::default(),
             started: Instant::now(),
         })
     }
@@ -301,16 +302,11 @@ impl PageLoader {
     fn handle(&mut self, event: Event) -> anyhow::Result<()> {
         match event {
             Event::Found(found) => {
-                let fonts = self.fonts.take_in(found.fonts);
-                for discovery in found.discoveries.into_iter().chain(fonts) {
-                    if !self.may_fetch(&discovery.url) {
-                        self.skip(discovery.url);
-                    } else {
-                        self.schedule.discover(discovery);
-                    }
-                }
-                if self.schedule.resources().len() > MAX_RESOURCES {
-                    bail!("the page has more than {MAX_RESOURCES} resources; h3lab loads pages up to that size");
+                self.discover_all(found.discoveries)?;
+                let document = found.document.is_some();
+                self.styles.take_in(found.document, found.stylesheet);
+                if document {
+                    self.restyle()?;
                 }
             }
             Event::Done {
@@ -324,12 +320,44 @@ impl PageLoader {
                 }
                 self.rows.push((resource, timing));
                 self.discover_initiated(resource);
+                if self.styles.awaited.remove(&resource) {
+                    self.restyle()?;
+                }
             }
             Event::Failed { resource, error } => {
                 bail!("fetching {}: {error}", self.schedule.resource(resource).url)
             }
         }
         Ok(())
+    }
+
+    /// Schedules what may be fetched and lists the rest.
+    fn discover_all(&mut self, discoveries: Vec<Discovery>) -> anyhow::Result<()> {
+        for discovery in discoveries {
+            if !self.may_fetch(&discovery.url) {
+                self.skip(discovery.url);
+                continue;
+            }
+            let stylesheet = discovery.kind == ResourceKind::Stylesheet;
+            if let Some(resource) = self.schedule.discover(discovery) {
+                if stylesheet {
+                    self.styles.awaited.insert(resource);
+                }
+            }
+        }
+        if self.schedule.resources().len() > MAX_RESOURCES {
+            bail!("the page has more than {MAX_RESOURCES} resources; h3lab loads pages up to that size");
+        }
+        Ok(())
+    }
+
+    /// Styles the page once its document and every stylesheet found so
+    /// far are in, as a browser styles it once nothing blocks rendering,
+    /// and again after each later stylesheet; fetches what that styling
+    /// uses.
+    fn restyle(&mut self) -> anyhow::Result<()> {
+        let styled = self.styles.fetched();
+        self.discover_all(styled)
     }
 
     /// Whether a discovered URL is fetched: it is on the page's host or
@@ -496,7 +524,7 @@ impl Fetch {
         let status = response.status().as_u16();
         let stream = response.stream_id();
         self.report(self.redirect(status, response.headers()));
-        let mut body = Body::for_resource(&self.discovery, response.headers());
+        let mut body = Body::for_resource(&self.discovery, status, response.headers());
         let mut decoder = ContentDecoder::for_headers(response.headers())?;
         let mut bytes = 0u64;
         while let Some(chunk) = response.chunk().await.map_err(|err| err.to_string())? {
@@ -604,8 +632,12 @@ impl Fetch {
 
 /// What the loader does with a body while it arrives.
 enum Body {
-    /// HTML, scanned chunk by chunk.
-    Html(Box<HtmlScanner>),
+    /// HTML, scanned chunk by chunk and kept for the style engine.
+    Html {
+        scanner: Box<HtmlScanner>,
+        text: Vec<u8>,
+        url: Url,
+    },
     /// A stylesheet or module script, scanned once whole.
     Whole { text: Vec<u8>, base: Url, css: bool },
     /// Counted only.
@@ -613,16 +645,24 @@ enum Body {
 }
 
 impl Body {
-    fn for_resource(discovery: &Discovery, headers: &HeaderMap) -> Body {
+    /// A redirect's body is not parsed, as a browser does not.
+    fn for_resource(discovery: &Discovery, status: u16, headers: &HeaderMap) -> Body {
         let content_type = headers
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_ascii_lowercase();
         let base = discovery.url.clone();
+        if (300..400).contains(&status) {
+            return Body::Opaque;
+        }
         match discovery.kind {
             ResourceKind::Document if content_type.is_empty() || content_type.contains("html") => {
-                Body::Html(Box::new(HtmlScanner::new(&base)))
+                Body::Html {
+                    scanner: Box::new(HtmlScanner::new(&base)),
+                    text: Vec::new(),
+                    url: base,
+                }
             }
             ResourceKind::Stylesheet => Body::Whole {
                 text: Vec::new(),
@@ -640,10 +680,12 @@ impl Body {
 
     fn feed(&mut self, chunk: &[u8]) -> Findings {
         match self {
-            Body::Html(scanner) => scanner.feed(chunk),
+            Body::Html { scanner, text, .. } => {
+                keep(text, chunk);
+                scanner.feed(chunk)
+            }
             Body::Whole { text, .. } => {
-                let room = MAX_SCANNED_BYTES.saturating_sub(text.len());
-                text.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                keep(text, chunk);
                 Findings::default()
             }
             Body::Opaque => Findings::default(),
@@ -652,11 +694,24 @@ impl Body {
 
     fn finish(self) -> Findings {
         match self {
-            Body::Html(scanner) => scanner.finish(),
+            Body::Html { scanner, text, url } => Findings {
+                document: Some((url, String::from_utf8_lossy(&text).into_owned())),
+                ..scanner.finish()
+            },
             Body::Whole { text, base, css } => {
                 let text = String::from_utf8_lossy(&text);
                 match css {
-                    true => css_references(&text, &base),
+                    true => {
+                        let sheet = Sheet::parse(&text, &base);
+                        let imports = (sheet.imports.iter())
+                            .map(|url| Discovery::recorded(url.clone(), ResourceKind::Stylesheet))
+                            .collect();
+                        Findings {
+                            discoveries: imports,
+                            stylesheet: Some((base, sheet)),
+                            ..Findings::default()
+                        }
+                    }
                     false => Findings {
                         discoveries: module_imports(&text, &base),
                         ..Findings::default()
@@ -664,6 +719,43 @@ impl Body {
                 }
             }
             Body::Opaque => Findings::default(),
+        }
+    }
+}
+
+/// Keeps a body's bytes for scanning once whole, up to a bound.
+fn keep(text: &mut Vec<u8>, chunk: &[u8]) {
+    let room = MAX_SCANNED_BYTES.saturating_sub(text.len());
+    text.extend_from_slice(&chunk[..chunk.len().min(room)]);
+}
+
+/// The page's HTML and the stylesheets in so far: what the style engine
+/// decides a stylesheet's images and fonts from.
+#[derive(Default)]
+struct Styles {
+    document: Option<(Url, String)>,
+    sheets: HashMap<Url, Sheet>,
+    /// Stylesheets requested and not yet in, by resource.
+    awaited: HashSet<usize>,
+}
+
+impl Styles {
+    fn take_in(&mut self, document: Option<(Url, String)>, sheet: Option<(Url, Sheet)>) {
+        if self.document.is_none() {
+            self.document = document;
+        }
+        self.sheets.extend(sheet);
+    }
+
+    /// What styling uses, once the document and every awaited
+    /// stylesheet are in.
+    fn fetched(&self) -> Vec<Discovery> {
+        match &self.document {
+            Some((url, html)) if self.awaited.is_empty() => style::fetched(html, url, &self.sheets)
+                .into_iter()
+                .map(|fetch| Discovery::recorded(fetch.url, fetch.kind))
+                .collect(),
+            _ => Vec::new(),
         }
     }
 }

@@ -82,6 +82,37 @@ impl Fixture {
         }
     }
 
+    /// One cold load of `url` by the built-in loader.
+    fn builtin_load(&self, url: &str, proto: Proto) -> PageReport {
+        let options = h3lab_page::loader::LoaderOptions {
+            proto,
+            tls: h3lab_client::TlsOptions {
+                insecure: false,
+                ca_file: Some(self.cert.clone()),
+            },
+            visit: Visit::Cold,
+            loads: 1,
+            connect_timeout: Duration::from_secs(10),
+            load_timeout: Duration::from_secs(20),
+            h3_discovery: None,
+            resolve: Vec::new(),
+            recorded_errors: Vec::new(),
+            recorded: None,
+        };
+        h3lab_page::loader::load_page(url, &options, &mut |_| ControlFlow::Continue(())).unwrap()
+    }
+
+    /// A server on another port with the same certificate, serving `dir`
+    /// at `/` (`serve --site`).
+    fn serve_site(&self, dir: &Path) -> RunningServer {
+        let (config, _) = common::server_config(self._dir.path());
+        let config = ServerConfig {
+            site: Some(dir.to_path_buf()),
+            ..config
+        };
+        self._runtime.block_on(h3lab_server::start(config)).unwrap()
+    }
+
     fn file_size(&self, url: &str) -> u64 {
         let name = url.rsplit('/').next().unwrap();
         let site = self._dir.path().join("site");
@@ -347,25 +378,49 @@ body { font-family: "Used Face", sans-serif; }
         &mut |_| ControlFlow::Continue(()),
     )
     .unwrap();
-    let builtin_options = h3lab_page::loader::LoaderOptions {
-        proto: Proto::H2,
-        tls: h3lab_client::TlsOptions {
-            insecure: false,
-            ca_file: Some(fixture.cert.clone()),
-        },
-        visit: Visit::Cold,
-        loads: 1,
-        connect_timeout: Duration::from_secs(10),
-        load_timeout: Duration::from_secs(20),
-        h3_discovery: None,
-        resolve: Vec::new(),
-        recorded_errors: Vec::new(),
-        recorded: None,
-    };
-    let builtin =
-        h3lab_page::loader::load_page(&url, &builtin_options, &mut |_| ControlFlow::Continue(()))
-            .unwrap();
+    let builtin = fixture.builtin_load(&url, Proto::H2);
     let expected = ["fonts.css", "fonts.html", "inline.woff2", "used.woff2"];
     assert_eq!(files(chromium), expected, "Chromium");
     assert_eq!(files(builtin), expected, "the built-in loader");
+}
+
+/// Real pages no one here wrote (rustdoc output: web fonts in several
+/// styles and weights, images of rules for elements a script adds, a
+/// collapsible section): Chromium and the built-in loader load them
+/// directly, with no recording to follow, and must fetch the same files
+/// with the same bytes (the issue allows 5 %).
+#[test]
+fn both_loaders_fetch_the_same_files_of_real_documentation_pages() {
+    let Some(fixture) = fixture() else { return };
+    let Some(docs) = h3lab_testenv::doc_site() else {
+        return;
+    };
+    let server = fixture.serve_site(&docs);
+    let files = |report: &PageReport| -> Vec<(String, u64)> {
+        let mut files: Vec<(String, u64)> = (report.loads[0].resources.iter())
+            .map(|r| (r.url.clone(), r.bytes))
+            .collect();
+        files.sort();
+        files
+    };
+    for page in [
+        "/syn/index.html",
+        "/syn/enum.Expr.html",
+        "/quote/index.html",
+    ] {
+        let url = format!("https://{}{page}", server.local_addr());
+        let options = fixture.options(Proto::H2, Visit::Cold, 1);
+        let chromium = load_page(&url, &options, &mut |_| ControlFlow::Continue(())).unwrap();
+        let builtin = fixture.builtin_load(&url, Proto::H2);
+        let (chromium, builtin) = (files(&chromium), files(&builtin));
+        let urls =
+            |files: &[(String, u64)]| files.iter().map(|(u, _)| u.clone()).collect::<Vec<_>>();
+        assert_eq!(urls(&builtin), urls(&chromium), "{page}: the same files");
+        let bytes = |files: &[(String, u64)]| files.iter().map(|(_, b)| b).sum::<u64>() as f64;
+        let ratio = bytes(&builtin) / bytes(&chromium);
+        assert!(
+            (0.95..=1.05).contains(&ratio),
+            "{page}: bytes {ratio:.3} of Chromium's"
+        );
+    }
 }
