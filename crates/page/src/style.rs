@@ -176,8 +176,7 @@ impl Sheet {
         sheet
     }
 
-    /// The declarations of a `style=""` attribute, as a sheet of one rule
-    /// that matches nothing by itself.
+    /// The declarations of a `style=""` attribute.
     fn inline(css: &str, base: &Url) -> Vec<Declaration> {
         let mut parser = Parser::new(css);
         declarations(&mut parser, base)
@@ -211,11 +210,7 @@ impl Sheet {
             let declarations = parser
                 .parse_nested_block(|p| Ok::<_, cssparser::ParseError<()>>(declarations(p, base)))
                 .unwrap_or_default();
-            let wanted = declarations.iter().any(|d| d.slot != Slot::Display)
-                || declarations
-                    .iter()
-                    .any(|d| matches!(d.value, Value::DisplayNone(_)));
-            if wanted {
+            if !declarations.is_empty() {
                 self.rules.push(Rule {
                     selectors: selector_list(&prelude),
                     declarations,
