@@ -53,10 +53,10 @@ pub struct ServeArgs {
     /// Largest N for /bytes/N; larger gets 400.
     #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_response_bytes)]
     max_response_bytes: u64,
-    /// Worker threads of the server's runtime, shared by h1, h2 and h3
-    /// (default: one per CPU). On a machine whose other cores run the
-    /// client, fewer workers hand less work between threads; see
-    /// docs/performance.md.
+    /// Worker threads of the server's runtime for h1 and h2 (default: one
+    /// per CPU); h3 runs on a thread of its own. On a machine whose other
+    /// cores run the client, fewer workers hand less work between
+    /// threads; see docs/performance.md.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
     /// Concurrent streams per h2 or h3 connection.

@@ -26,6 +26,7 @@ mod metrics;
 mod pattern;
 mod qlog;
 mod quic;
+mod quic_thread;
 mod records;
 mod replay;
 mod respond;
@@ -56,6 +57,7 @@ use admission::Admission;
 use lifecycle::Lifecycle;
 use metrics::Metrics;
 use quic::QuicShell;
+use quic_thread::QuicThread;
 use replay::ReplaySite;
 use respond::{Handler, Stats};
 use tcp::TcpShell;
@@ -102,6 +104,8 @@ pub struct RunningServer {
     replay_banner: Option<String>,
     trust: Option<Trust>,
     endpoint: Option<quinn::Endpoint>,
+    /// Where QUIC runs; dropped after the endpoint.
+    quic_thread: Option<QuicThread>,
     lifecycle: Lifecycle,
     stats: Arc<Stats>,
     metrics: Arc<Metrics>,
@@ -188,8 +192,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     let listener = tokio::net::TcpListener::from_std(sockets.tcp)?;
 
     let serves_h3 = sockets.udp.is_some() && tls.is_some();
-    let (endpoint, qlog) = match (sockets.udp, &tls) {
-        (Some(udp), Some(tls)) => {
+    let quic_thread = match serves_h3 {
+        true => Some(QuicThread::start()?),
+        false => None,
+    };
+    let (endpoint, qlog) = match (sockets.udp, &tls, &quic_thread) {
+        (Some(udp), Some(tls), Some(quic_thread)) => {
             let crypto = Arc::new(metrics.meter_quic_tls(tls.quic_config()?));
             let (limits, congestion) = (config.limits.clone(), config.quic_congestion);
             let quic_tuning = config.quic_tuning;
@@ -203,7 +211,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
                     qlog::QlogDir::new(dir, server.clone(), transport)
                 })
                 .transpose()?;
-            (Some(quic::endpoint(udp, server)?), qlog)
+            let endpoint = {
+                let _on_quic_thread = quic_thread.handle().enter();
+                quic::endpoint(udp, server)?
+            };
+            (Some(endpoint), qlog)
         }
         _ => (None, None),
     };
@@ -214,14 +226,17 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     if config.serve_tcp || tls.is_none() {
         lifecycle.tasks.spawn(tcp.accept_loop(listener));
     }
-    if let Some(endpoint) = &endpoint {
+    if let (Some(endpoint), Some(quic_thread)) = (&endpoint, &quic_thread) {
         let quic = Arc::new(QuicShell {
             handler,
             admission: admission.clone(),
             lifecycle: lifecycle.clone(),
             qlog,
         });
-        lifecycle.tasks.spawn(quic.accept_loop(endpoint.clone()));
+        let accept_loop = lifecycle
+            .tasks
+            .track_future(quic.accept_loop(endpoint.clone()));
+        quic_thread.handle().spawn(accept_loop);
     }
     let metrics_addr = match metrics_listener {
         Some(listener) => Some(serve_metrics(listener, &metrics, &lifecycle)?),
@@ -236,6 +251,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
             cert_pem: t.cert_pem,
         }),
         endpoint,
+        quic_thread,
         lifecycle,
         stats,
         metrics,
@@ -284,6 +300,7 @@ fn tuning_settings(
     settings.push(("max_streams", format!("{streams} per h2 or h3 connection")));
     if serves_h3 {
         settings.extend(quic::settings(config.quic_congestion, &config.quic_tuning));
+        settings.push(("quic_threads", "1: QUIC's own event loop".into()));
     }
     settings.extend(granted_buffers);
     settings
@@ -393,7 +410,7 @@ impl RunningServer {
 
     /// Stops accepting, lets in-flight requests finish within the grace
     /// period, closes QUIC with code 0 and returns what was served.
-    pub async fn shutdown(self) -> ServeSummary {
+    pub async fn shutdown(mut self) -> ServeSummary {
         self.lifecycle.graceful.cancel();
         self.lifecycle.tasks.close();
         if tokio::time::timeout(self.grace, self.lifecycle.tasks.wait())
@@ -408,6 +425,8 @@ impl RunningServer {
             let _ = tokio::time::timeout(CLOSE_WAIT, endpoint.wait_idle()).await;
         }
         let _ = tokio::time::timeout(CLOSE_WAIT, self.lifecycle.tasks.wait()).await;
+        // Whatever QUIC still runs after the grace period ends with its thread.
+        drop(self.quic_thread.take());
         self.stats.snapshot()
     }
 }
