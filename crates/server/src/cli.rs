@@ -138,6 +138,12 @@ pub struct ServeArgs {
     /// kernel caps them at net.core.wmem_max and rmem_max).
     #[arg(long, value_name = "BYTES", default_value_t = QuicTuning::default().udp_buffer)]
     udp_buffer: usize,
+    /// Where h3 runs: own, one thread of its own (quinn's tasks then never
+    /// hand work across threads, but h3 uses one core); shared, the
+    /// runtime h1 and h2 use (--threads), for more than one core's worth
+    /// of h3.
+    #[arg(long, value_enum, default_value = "own")]
+    quic_thread: QuicThreadChoice,
     /// Serve Prometheus metrics at http://ADDR:PORT/metrics (plain HTTP, a
     /// listener of its own; port 0 picks a free one). See docs/metrics.md.
     #[arg(long, value_name = "ADDR:PORT")]
@@ -171,6 +177,13 @@ impl From<TcpCc> for TcpCongestion {
 enum Switch {
     On,
     Off,
+}
+
+/// `--quic-thread`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum QuicThreadChoice {
+    Own,
+    Shared,
 }
 
 /// `--tls-records`.
@@ -228,6 +241,7 @@ impl ServeArgs {
                 initial_window: self.quic_initial_window,
                 segmentation_offload: self.gso == Switch::On,
                 udp_buffer: self.udp_buffer,
+                own_thread: self.quic_thread == QuicThreadChoice::Own,
             },
             metrics: self.metrics,
             qlog: self.qlog,
@@ -255,5 +269,16 @@ mod tests {
         let err = parse("0").err().expect("0 threads is refused").to_string();
         assert!(err.contains("--threads"), "{err}");
         assert_eq!(Serve::try_parse_from(["serve"]).unwrap().args.threads, None);
+    }
+
+    #[test]
+    fn h3_has_its_own_thread_unless_asked_to_share() {
+        let own_thread = |args: &[&str]| {
+            let serve = Serve::try_parse_from(args).unwrap();
+            serve.args.server_config().quic_tuning.own_thread
+        };
+        assert!(own_thread(&["serve"]));
+        assert!(!own_thread(&["serve", "--quic-thread", "shared"]));
+        assert!(Serve::try_parse_from(["serve", "--quic-thread", "two"]).is_err());
     }
 }

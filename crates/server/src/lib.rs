@@ -192,12 +192,16 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     let listener = tokio::net::TcpListener::from_std(sockets.tcp)?;
 
     let serves_h3 = sockets.udp.is_some() && tls.is_some();
-    let quic_thread = match serves_h3 {
+    let quic_thread = match serves_h3 && config.quic_tuning.own_thread {
         true => Some(QuicThread::start()?),
         false => None,
     };
-    let (endpoint, qlog) = match (sockets.udp, &tls, &quic_thread) {
-        (Some(udp), Some(tls), Some(quic_thread)) => {
+    let quic_runtime = match &quic_thread {
+        Some(thread) => thread.handle().clone(),
+        None => tokio::runtime::Handle::current(),
+    };
+    let (endpoint, qlog) = match (sockets.udp, &tls) {
+        (Some(udp), Some(tls)) => {
             let crypto = Arc::new(metrics.meter_quic_tls(tls.quic_config()?));
             let (limits, congestion) = (config.limits.clone(), config.quic_congestion);
             let quic_tuning = config.quic_tuning;
@@ -212,7 +216,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
                 })
                 .transpose()?;
             let endpoint = {
-                let _on_quic_thread = quic_thread.handle().enter();
+                let _on_quic_runtime = quic_runtime.enter();
                 quic::endpoint(udp, server)?
             };
             (Some(endpoint), qlog)
@@ -226,7 +230,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     if config.serve_tcp || tls.is_none() {
         lifecycle.tasks.spawn(tcp.accept_loop(listener));
     }
-    if let (Some(endpoint), Some(quic_thread)) = (&endpoint, &quic_thread) {
+    if let Some(endpoint) = &endpoint {
         let quic = Arc::new(QuicShell {
             handler,
             admission: admission.clone(),
@@ -236,7 +240,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         let accept_loop = lifecycle
             .tasks
             .track_future(quic.accept_loop(endpoint.clone()));
-        quic_thread.handle().spawn(accept_loop);
+        quic_runtime.spawn(accept_loop);
     }
     let metrics_addr = match metrics_listener {
         Some(listener) => Some(serve_metrics(listener, &metrics, &lifecycle)?),
@@ -300,7 +304,6 @@ fn tuning_settings(
     settings.push(("max_streams", format!("{streams} per h2 or h3 connection")));
     if serves_h3 {
         settings.extend(quic::settings(config.quic_congestion, &config.quic_tuning));
-        settings.push(("quic_threads", "1: QUIC's own event loop".into()));
     }
     settings.extend(granted_buffers);
     settings

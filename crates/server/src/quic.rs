@@ -70,6 +70,10 @@ pub fn settings(congestion: QuicCongestion, tuning: &QuicTuning) -> Vec<(&'stati
         (None, QuicCongestion::Bbr) => format!("{window} B (10 datagrams, as TCP's 10 segments)"),
         (None, _) => format!("{window} B (quinn's default for its controller)"),
     };
+    let quic_thread = match tuning.own_thread {
+        true => "own (one event loop for h3)",
+        false => "shared with h1 and h2",
+    };
     let gso = match tuning.segmentation_offload {
         true => "on (where the kernel supports it)",
         false => "off",
@@ -87,6 +91,7 @@ pub fn settings(congestion: QuicCongestion, tuning: &QuicTuning) -> Vec<(&'stati
             ),
         ),
         ("udp_buffer", format!("{} B asked", tuning.udp_buffer)),
+        ("quic_thread", quic_thread.to_string()),
     ]
 }
 

@@ -125,3 +125,26 @@ async fn gso_sends_several_datagrams_per_system_call_and_off_sends_one() {
         "with GSO on loopback a call sends 2 datagrams or more on average: {datagrams} datagrams in {calls} calls"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h3_is_served_on_its_own_thread_or_on_the_shared_runtime_and_says_which() {
+    for (own_thread, line) in [
+        (true, "tuning: quic_thread = own (one event loop for h3)"),
+        (false, "tuning: quic_thread = shared with h1 and h2"),
+    ] {
+        let tuning = QuicTuning {
+            own_thread,
+            ..QuicTuning::default()
+        };
+        let server = start_with(QuicCongestion::Cubic, tuning, None).await;
+        assert!(
+            server.banner().iter().any(|l| l == line),
+            "{:?}",
+            server.banner()
+        );
+        let mut client = connect(&server, Proto::H3).await;
+        assert_eq!(client.get("/bytes/300000").await.body.len(), 300_000);
+        client.close();
+        server.shutdown().await;
+    }
+}
