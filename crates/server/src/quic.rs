@@ -277,10 +277,18 @@ impl QuicShell {
         let ended = self.serve_requests(&mut h3, &connection, &track).await;
         // GOAWAY is sent and every request answered. Closing now would discard
         // response bytes still queued in quinn, so let the client close first.
+        let (grace, reason): (_, &[u8]) = match ended {
+            Ended::Idle => (Some(CLOSE_GRACE), b"no request within the header timeout"),
+            Ended::ClientDone => (
+                Some(Duration::ZERO),
+                b"the client sent GOAWAY; all answered",
+            ),
+            Ended::Otherwise => (None, b""),
+        };
         let close_grace = async {
-            match ended {
-                Ended::Idle => tokio::time::sleep(CLOSE_GRACE).await,
-                Ended::Otherwise => std::future::pending().await,
+            match grace {
+                Some(grace) => tokio::time::sleep(grace).await,
+                None => std::future::pending().await,
             }
         };
         tokio::select! {
@@ -288,7 +296,7 @@ impl QuicShell {
             _ = self.lifecycle.hard.cancelled() => {}
             _ = close_grace => connection.close(
                 VarInt::from_u64(Code::H3_NO_ERROR.value()).unwrap_or_default(),
-                b"no request within the header timeout",
+                reason,
             ),
         }
         drop(h3);
@@ -363,9 +371,16 @@ impl QuicShell {
         // life; more than these means a response is not yet acknowledged.
         let own_streams = connection.send_streams();
         let mut awaiting_acks: Option<AckWait> = None;
+        // The client sent GOAWAY (or ended its control stream): no request
+        // comes any more, and the client waits for the server to close.
+        let mut client_done = false;
         loop {
+            let idle_wait = match client_done {
+                true => Duration::ZERO,
+                false => self.handler.limits.header_timeout,
+            };
             tokio::select! {
-                accepted = h3.accept() => match accepted {
+                accepted = h3.accept(), if !client_done => match accepted {
                     Ok(Some(resolver)) => {
                         awaiting_acks = None;
                         if let Some((from, to)) = track.saw_request() {
@@ -378,7 +393,7 @@ impl QuicShell {
                         let request = Box::pin(serve_request(handler, resolver, peer, watch.clone()));
                         self.lifecycle.tasks.spawn(request);
                     }
-                    Ok(None) => return Ended::Otherwise,
+                    Ok(None) => client_done = true,
                     Err(err) => {
                         debug!(%err, "HTTP/3 connection ended");
                         return Ended::Otherwise;
@@ -391,7 +406,7 @@ impl QuicShell {
                         return Ended::Otherwise;
                     }
                 }
-                _ = watch.idle_for(self.handler.limits.header_timeout), if !draining && awaiting_acks.is_none() => {
+                _ = watch.idle_for(idle_wait), if !draining && awaiting_acks.is_none() => {
                     // The last response was handed to quinn, not delivered:
                     // on a slow path it may still be on the wire.
                     awaiting_acks = Some(AckWait::new(Instant::now(), connection.stats().frame_rx.acks));
@@ -409,11 +424,16 @@ impl QuicShell {
                         .as_mut()
                         .is_some_and(|wait| wait.over(Instant::now(), acks, delivered, patience));
                     if over {
-                        Counters::count(&self.admission.counters.header_timeouts);
+                        if !client_done {
+                            Counters::count(&self.admission.counters.header_timeouts);
+                        }
                         if let Err(err) = h3.shutdown(0).await {
                             debug!(%err, "HTTP/3 GOAWAY failed");
                         }
-                        return Ended::Idle;
+                        return match client_done {
+                            true => Ended::ClientDone,
+                            false => Ended::Idle,
+                        };
                     }
                 }
                 _ = self.lifecycle.hard.cancelled() => return Ended::Otherwise,
@@ -457,6 +477,10 @@ impl HandshakeWatch {
 enum Ended {
     /// No request came within the header timeout; GOAWAY is sent.
     Idle,
+    /// The client sent GOAWAY, every response is delivered, and so is
+    /// the server's GOAWAY: the server closes, as an h3 client that
+    /// shuts down waits for it to (oha, the h3 crate's own client).
+    ClientDone,
     /// The client closed, the connection failed or the server shut down.
     Otherwise,
 }

@@ -71,3 +71,52 @@ async fn idle_tcp_connections_do_not_hold_up_shutdown() {
     );
     assert_eq!((served.h1, served.h2), (1, 1));
 }
+
+/// An h3 client that shuts down (oha does, after its last request) sends
+/// GOAWAY and waits for the server to close the connection. The server
+/// closes it once every response is delivered; before, each side waited
+/// for the other until the 30 s idle timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_goaway_gets_the_connection_closed_once_all_is_answered() {
+    let server = start(None, Limits::default()).await;
+    let endpoint = crate::common::quic_endpoint(&server);
+    let connection = endpoint
+        .connect(server.local_addr(), "localhost")
+        .unwrap()
+        .await
+        .unwrap();
+    let (mut driver, mut sender) = h3::client::new(h3_quinn::Connection::new(connection.clone()))
+        .await
+        .unwrap();
+    let request = http::Request::get(format!("https://localhost/bytes/{}", 200_000))
+        .body(())
+        .unwrap();
+    let mut stream = sender.send_request(request).await.unwrap();
+    stream.finish().await.unwrap();
+    let response = stream.recv_response().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut body = 0;
+    while let Some(chunk) = stream.recv_data().await.unwrap() {
+        body += bytes::Buf::remaining(&chunk);
+    }
+    assert_eq!(body, 200_000);
+    let started = Instant::now();
+    driver.shutdown(0).await.unwrap();
+    let closed = tokio::time::timeout(
+        Duration::from_secs(10),
+        futures::future::poll_fn(|cx| driver.poll_close(cx)),
+    )
+    .await
+    .expect("the server never closed the connection after the client's GOAWAY");
+    assert!(closed.is_h3_no_error(), "{closed}");
+    let quinn::ConnectionError::ApplicationClosed(close) = connection.close_reason().unwrap()
+    else {
+        panic!("not closed by the server: {:?}", connection.close_reason());
+    };
+    assert_eq!(
+        u64::from(close.error_code),
+        h3::error::Code::H3_NO_ERROR.value()
+    );
+    eprintln!("closed {:?} after the client's GOAWAY", started.elapsed());
+    server.shutdown().await;
+}
