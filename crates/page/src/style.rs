@@ -275,24 +275,35 @@ fn applies_to_screen(prelude: &str) -> bool {
 /// The declarations of a block: those that decide a fetch.
 fn declarations(parser: &mut Parser<'_>, base: &Url) -> Vec<Declaration> {
     let mut out = Vec::new();
+    each_declaration(parser, |property, value| {
+        out.extend(declaration(property, value, base))
+    });
+    out
+}
+
+/// Calls `read` with each declaration of a block: its name (lower case)
+/// and a parser over its value. What is not a declaration is skipped, as
+/// a browser skips it.
+fn each_declaration(parser: &mut Parser<'_>, mut read: impl FnMut(&str, &mut Parser<'_>)) {
     loop {
         parser.skip_whitespace();
-        let Ok(token) = parser.next().cloned() else {
-            return out;
+        let name = match parser.next().cloned() {
+            Ok(Token::Ident(name)) => name.to_ascii_lowercase(),
+            Ok(_) => {
+                skip_to_semicolon(parser);
+                continue;
+            }
+            Err(_) => return,
         };
-        let Token::Ident(name) = token else {
-            skip_to_semicolon(parser);
-            continue;
-        };
-        let property = name.to_ascii_lowercase();
         if parser.expect_colon().is_err() {
             skip_to_semicolon(parser);
             continue;
         }
-        let found = parser.parse_until_after(cssparser::Delimiter::Semicolon, |p| {
-            Ok::<_, cssparser::ParseError<()>>(declaration(&property, p, base))
+        let _ = parser.parse_until_after(cssparser::Delimiter::Semicolon, |value| {
+            read(&name, value);
+            while value.next().is_ok() {}
+            Ok::<_, cssparser::ParseError<()>>(())
         });
-        out.extend(found.unwrap_or_default());
     }
 }
 
@@ -520,33 +531,14 @@ fn font_face(parser: &mut Parser<'_>, base: &Url) -> Option<Face> {
     let mut weights = (400, 400);
     let mut ranges = None;
     let mut source = None;
-    loop {
-        parser.skip_whitespace();
-        let Ok(Token::Ident(name)) = parser.next().cloned() else {
-            if parser.is_exhausted() {
-                break;
-            }
-            skip_to_semicolon(parser);
-            continue;
-        };
-        let descriptor = name.to_ascii_lowercase();
-        if parser.expect_colon().is_err() {
-            skip_to_semicolon(parser);
-            continue;
-        }
-        let _ = parser.parse_until_after(cssparser::Delimiter::Semicolon, |p| {
-            match descriptor.as_str() {
-                "font-family" => family = families(&words(p, base).words).into_iter().next(),
-                "font-style" => style = font_style(&words(p, base).words),
-                "font-weight" => weights = weight_range(&words(p, base).words),
-                "unicode-range" => ranges = Some(unicode_ranges(p)),
-                "src" => source = font_source(p, base),
-                _ => {}
-            }
-            while p.next().is_ok() {}
-            Ok::<_, cssparser::ParseError<()>>(())
-        });
-    }
+    each_declaration(parser, |descriptor, value| match descriptor {
+        "font-family" => family = families(&words(value, base).words).into_iter().next(),
+        "font-style" => style = font_style(&words(value, base).words),
+        "font-weight" => weights = weight_range(&words(value, base).words),
+        "unicode-range" => ranges = Some(unicode_ranges(value)),
+        "src" => source = font_source(value, base),
+        _ => {}
+    });
     Some(Face {
         family: family?,
         style,
