@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -155,6 +155,10 @@ fn start_custom(
     let shell = shell
         .replace("{ip}", &ip.to_string())
         .replace("{port}", &port.to_string());
+    let addr = SocketAddr::new(ip, port);
+    if let Placement::Loopback = placement {
+        check_free(addr)?;
+    }
     let mut command = process::command(placement, Side::Server, "sh");
     command
         .arg("-c")
@@ -162,7 +166,6 @@ fn start_custom(
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     let mut process = process::spawn(command, &format!("server command `{shell}`"))?;
-    let addr = SocketAddr::new(ip, port);
     wait_until_listening(placement, addr, &mut process).map_err(|err| {
         process.stop(Duration::from_secs(1));
         anyhow!(
@@ -178,6 +181,22 @@ fn start_custom(
         metrics: None,
         replay: None,
     })
+}
+
+/// On loopback a server command shares ports with every other program:
+/// if one already listens on `addr`, the cells would measure it, not the
+/// command's server, which fails to bind.
+fn check_free(addr: SocketAddr) -> anyhow::Result<()> {
+    let in_use = |proto: &str, err: std::io::Error| {
+        anyhow!(
+            "{proto} {addr} is already in use by another program ({err}), so the cells would \
+             measure that program, not this server; stop it, or set another port with \
+             [target] port"
+        )
+    };
+    TcpListener::bind(addr).map_err(|err| in_use("TCP", err))?;
+    UdpSocket::bind(addr).map_err(|err| in_use("UDP", err))?;
+    Ok(())
 }
 
 /// Polls a TCP connect to `addr` from the client side.
@@ -207,5 +226,33 @@ fn connects(placement: &Placement<'_>, addr: SocketAddr) -> anyhow::Result<bool>
     match placement {
         Placement::Emulated(path) => Ok(path.spawn_in_client(attempt)?.join().unwrap_or(false)),
         Placement::Loopback => Ok(attempt()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_command_on_a_loopback_port_another_program_holds_fails_and_says_so() {
+        let squatter = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = squatter.local_addr().unwrap().port();
+        let ip = IpAddr::from([127, 0, 0, 1]);
+        let err = start_custom(&Placement::Loopback, "sleep 30", ip, port)
+            .err()
+            .expect("the port is taken");
+        let message = format!("{err:#}");
+        assert!(
+            message.contains(&format!("TCP 127.0.0.1:{port} is already in use")),
+            "{message}"
+        );
+        assert!(message.contains("[target] port"), "{message}");
+        drop(squatter);
+        let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = udp.local_addr().unwrap().port();
+        let err = start_custom(&Placement::Loopback, "sleep 30", ip, port)
+            .err()
+            .expect("the UDP port is taken");
+        assert!(format!("{err:#}").contains("UDP 127.0.0.1:"), "{err:#}");
     }
 }
