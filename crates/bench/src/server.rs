@@ -248,11 +248,14 @@ mod tests {
         );
         assert!(message.contains("[target] port"), "{message}");
         drop(squatter);
-        let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+        // An address of its own, where no test's TCP connection can hold
+        // the same port number and make TCP's check fail first.
+        let udp = UdpSocket::bind("127.0.0.78:0").unwrap();
         let port = udp.local_addr().unwrap().port();
+        let ip = IpAddr::from([127, 0, 0, 78]);
         let err = start_custom(&Placement::Loopback, "sleep 30", ip, port)
             .err()
             .expect("the UDP port is taken");
-        assert!(format!("{err:#}").contains("UDP 127.0.0.1:"), "{err:#}");
+        assert!(format!("{err:#}").contains("UDP 127.0.0.78:"), "{err:#}");
     }
 }

@@ -131,7 +131,10 @@ mod tests {
 
     #[test]
     fn taken_udp_port_is_a_clear_error() {
-        let squatter = UdpSocket::bind("127.0.0.1:0").unwrap();
+        // An address of its own: on 127.0.0.1 the UDP squatter's port can
+        // be some other test's TCP ephemeral port, and then TCP's bind
+        // fails first.
+        let squatter = UdpSocket::bind("127.0.0.77:0").unwrap();
         let addr = squatter.local_addr().unwrap();
         let err = bind(addr, true, &KERNEL_BUFFERS)
             .err()
