@@ -13,6 +13,7 @@
 //! media queries other than `print`, and font fallback for characters a
 //! face turns out not to have.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use cssparser::{Parser, Token};
@@ -142,6 +143,14 @@ const USER_AGENT_CSS: &str = "
     i, em, cite, var, dfn, address { font-style: italic }
     code, kbd, samp, pre, tt { font-family: monospace }
 ";
+
+/// [`USER_AGENT_CSS`], parsed once; it has no `url()` to resolve.
+static USER_AGENT: std::sync::LazyLock<Sheet> = std::sync::LazyLock::new(|| {
+    Sheet::parse(
+        USER_AGENT_CSS,
+        &Url::parse("about:blank").expect("a valid URL"),
+    )
+});
 
 /// Family names that always resolve to an installed font: the search for
 /// a web font stops there.
@@ -362,19 +371,13 @@ fn words(parser: &mut Parser<'_>, base: &Url) -> Words {
                         "url" => p
                             .expect_string()
                             .ok()
-                            .map(|s| s.to_string())
+                            .and_then(|s| base.join(s).ok())
                             .into_iter()
                             .collect(),
-                        _ => words(p, base)
-                            .urls
-                            .into_iter()
-                            .map(String::from)
-                            .collect::<Vec<_>>(),
+                        _ => words(p, base).urls,
                     })
                 });
-                for reference in nested.unwrap_or_default() {
-                    out.urls.extend(base.join(&reference).ok());
-                }
+                out.urls.extend(nested.unwrap_or_default());
                 if name == "calc"
                     || name == "clamp"
                     || name == "min"
@@ -952,7 +955,6 @@ struct Inherited {
 /// not yet arrived are left out; a caller asks again when they come.
 pub fn fetched(html: &str, page: &Url, sheets: &HashMap<Url, Sheet>) -> Vec<Fetch> {
     let dom = Html::parse_document(html);
-    let user_agent = Sheet::parse(USER_AGENT_CSS, page);
     let mut author = Vec::new();
     for element in dom
         .root_element()
@@ -963,8 +965,8 @@ pub fn fetched(html: &str, page: &Url, sheets: &HashMap<Url, Sheet>) -> Vec<Fetc
     }
     let mut entries = Vec::new();
     let mut out = Vec::new();
-    let origins = std::iter::once((Origin::UserAgent, &user_agent))
-        .chain(author.iter().map(|sheet| (Origin::Author, sheet)));
+    let origins = std::iter::once((Origin::UserAgent, &*USER_AGENT))
+        .chain(author.iter().map(|sheet| (Origin::Author, sheet.as_ref())));
     for (origin, sheet) in origins {
         for rule in &sheet.rules {
             for selector in &rule.selectors {
@@ -1021,17 +1023,17 @@ impl<'a> Cascade<'a> {
 
 /// The sheets an element brings into the cascade, in order: a `<style>`,
 /// or a `<link rel=stylesheet>` that has arrived, each after its imports.
-fn collect_sheet(
+fn collect_sheet<'a>(
     element: ElementRef<'_>,
     page: &Url,
-    sheets: &HashMap<Url, Sheet>,
-    out: &mut Vec<Sheet>,
+    sheets: &'a HashMap<Url, Sheet>,
+    out: &mut Vec<Cow<'a, Sheet>>,
 ) {
     let attr = |name| element.value().attr(name).unwrap_or_default();
     match element.value().name() {
         "style" => {
             let css: String = element.text().collect();
-            push_with_imports(Sheet::parse(&css, page), sheets, out, 0);
+            push_with_imports(Cow::Owned(Sheet::parse(&css, page)), sheets, out, 0);
         }
         "link" => {
             let rel = attr("rel").to_ascii_lowercase();
@@ -1048,7 +1050,7 @@ fn collect_sheet(
             };
             url.set_fragment(None);
             if let Some(sheet) = sheets.get(&url) {
-                push_with_imports(sheet.clone(), sheets, out, 0);
+                push_with_imports(Cow::Borrowed(sheet), sheets, out, 0);
             }
         }
         _ => {}
@@ -1058,10 +1060,10 @@ fn collect_sheet(
 /// Import loops end here; browsers cut them too.
 const MAX_IMPORT_DEPTH: usize = 8;
 
-fn push_with_imports(
-    sheet: Sheet,
-    sheets: &HashMap<Url, Sheet>,
-    out: &mut Vec<Sheet>,
+fn push_with_imports<'a>(
+    sheet: Cow<'a, Sheet>,
+    sheets: &'a HashMap<Url, Sheet>,
+    out: &mut Vec<Cow<'a, Sheet>>,
     depth: usize,
 ) {
     if depth > MAX_IMPORT_DEPTH {
@@ -1069,7 +1071,7 @@ fn push_with_imports(
     }
     for import in &sheet.imports {
         if let Some(imported) = sheets.get(import) {
-            push_with_imports(imported.clone(), sheets, out, depth + 1);
+            push_with_imports(Cow::Borrowed(imported), sheets, out, depth + 1);
         }
     }
     out.push(sheet);
