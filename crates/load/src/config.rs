@@ -1,10 +1,11 @@
 //! What a load run does, and parsers for the flag values users type.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use anyhow::{anyhow, bail, Context};
 use bytes::Bytes;
 use h3lab_client::{RequestTemplate, ResolveRule, Target, TlsOptions};
+use h3lab_results::load::Shard;
 use h3lab_results::Proto;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::Method;
@@ -51,6 +52,37 @@ pub struct LoadConfig {
     pub qlog: Option<std::path::PathBuf>,
     /// Host names resolved to these addresses instead of by DNS.
     pub resolve: Vec<ResolveRule>,
+    /// `--shard I/N`: this process runs part I of a test split N ways;
+    /// connections, requests and rate above are the whole test's.
+    pub shard: Option<Shard>,
+    /// `--start-at`: begin at this wall-clock instant, as every worker does.
+    pub start_at: Option<StartAt>,
+}
+
+/// A wall-clock start shared by the workers of a split test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartAt {
+    /// The instant, as the system clock counts it.
+    pub at: SystemTime,
+    /// The same, in RFC 3339 (UTC), as reports carry it.
+    pub text: String,
+}
+
+/// This process's part of the test.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Part {
+    pub connections: usize,
+    /// Measured requests to issue; `None` when bounded by time only.
+    pub requests: Option<u64>,
+    /// Open model: this part's requests per second.
+    pub rate: Option<f64>,
+    /// Open model: sends of the whole test are numbered in turn across
+    /// shards and then threads, so they interleave evenly: this part's
+    /// thread `t` takes send slot `first_slot + stride * t`, one slot
+    /// being `1 / whole_rate` seconds.
+    pub first_slot: u64,
+    pub stride: u64,
+    pub whole_rate: Option<f64>,
 }
 
 impl LoadConfig {
@@ -87,6 +119,8 @@ impl LoadConfig {
             progress: false,
             qlog: None,
             resolve: Vec::new(),
+            shard: None,
+            start_at: None,
         }
     }
 
@@ -122,7 +156,59 @@ impl LoadConfig {
         if self.request_timeout.is_zero() || self.connect_timeout.is_zero() {
             bail!("--timeout and --connect-timeout must be longer than zero");
         }
+        self.validate_split()
+    }
+
+    fn validate_split(&self) -> anyhow::Result<()> {
+        if let Some(start) = &self.start_at {
+            if let Ok(past) = SystemTime::now().duration_since(start.at) {
+                bail!(
+                    "--start-at {} is {:.1} s in the past: give every worker the same time a \
+                     little in the future (h3lab dist k8s picks one)",
+                    start.text,
+                    past.as_secs_f64()
+                );
+            }
+        }
+        let Some(shard) = self.shard else {
+            return Ok(());
+        };
+        let count = u64::from(shard.count);
+        if (self.connections as u64) < count {
+            bail!(
+                "-c {} connections cannot be split into {count} shards: each worker needs at \
+                 least one; raise -c to {count} or more",
+                self.connections
+            );
+        }
+        if let Some(requests) = self.request_limit().filter(|&requests| requests < count) {
+            bail!(
+                "-n {requests} requests cannot be split into {count} shards: each worker needs \
+                 at least one; raise -n to {count} or more"
+            );
+        }
         Ok(())
+    }
+
+    /// This process's part: the whole test, or its shard's share of the
+    /// connections, and of the requests and rate in proportion to them.
+    /// The shares of all shards add up exactly to the whole.
+    pub(crate) fn part(&self) -> Part {
+        let shard = self.shard.unwrap_or(Shard { index: 0, count: 1 });
+        let index = shard.index as usize;
+        let whole = self.connections as u64;
+        let connections = spread(whole, shard.count as usize);
+        let own = connections[index];
+        Part {
+            connections: own as usize,
+            requests: self
+                .request_limit()
+                .map(|limit| spread_in_proportion(limit, &connections, whole)[index]),
+            rate: self.rate.map(|rate| rate * own as f64 / whole as f64),
+            first_slot: u64::from(shard.index),
+            stride: u64::from(shard.count),
+            whole_rate: self.rate,
+        }
     }
 
     /// Measured requests to issue when the user set no bound at all.
@@ -132,6 +218,61 @@ impl LoadConfig {
             (requests, _) => requests,
         }
     }
+}
+
+/// `total` split into `parts` near-equal whole numbers, the larger first.
+pub(crate) fn spread(total: u64, parts: usize) -> Vec<u64> {
+    let parts_u64 = parts as u64;
+    (0..parts_u64)
+        .map(|i| total / parts_u64 + u64::from(i < total % parts_u64))
+        .collect()
+}
+
+/// `total` split like `weights` (which sum to `weight_sum`), exactly.
+pub(crate) fn spread_in_proportion(total: u64, weights: &[u64], weight_sum: u64) -> Vec<u64> {
+    let mut shares: Vec<u64> = weights.iter().map(|w| total * w / weight_sum).collect();
+    let mut left = total - shares.iter().sum::<u64>();
+    for share in shares.iter_mut() {
+        if left == 0 {
+            break;
+        }
+        *share += 1;
+        left -= 1;
+    }
+    shares
+}
+
+/// Parses `--shard I/N`: part I (from 0) of N.
+pub fn parse_shard(text: &str) -> anyhow::Result<Shard> {
+    let parsed = text.split_once('/').and_then(|(index, count)| {
+        Some((
+            index.trim().parse::<u32>().ok()?,
+            count.trim().parse::<u32>().ok()?,
+        ))
+    });
+    let Some((index, count)) = parsed else {
+        bail!("bad shard `{text}`: write it as I/N, worker I (from 0) of N, e.g. 0/4");
+    };
+    if count == 0 || index >= count {
+        bail!(
+            "shard `{text}` is out of range: of {count} shards, I runs from 0 to {}",
+            count.saturating_sub(1)
+        );
+    }
+    Ok(Shard { index, count })
+}
+
+/// Parses `--start-at`: an RFC 3339 time such as 2026-11-26T12:00:00Z.
+pub fn parse_start_at(text: &str) -> anyhow::Result<StartAt> {
+    let at = humantime::parse_rfc3339_weak(text).map_err(|err| {
+        anyhow!(
+            "bad start time `{text}`: {err}; write it in RFC 3339, UTC, like 2026-11-26T12:00:00Z"
+        )
+    })?;
+    Ok(StartAt {
+        at,
+        text: humantime::format_rfc3339(at).to_string(),
+    })
 }
 
 fn default_threads() -> usize {
@@ -211,6 +352,53 @@ mod tests {
         assert_eq!(config.request_limit(), None);
         config.requests = Some(7);
         assert_eq!(config.request_limit(), Some(7));
+    }
+
+    #[test]
+    fn shard_shares_add_up_to_the_whole() {
+        let mut config = LoadConfig::new(Target::parse("https://127.0.0.1:1/").unwrap());
+        config.connections = 10;
+        config.requests = Some(1001);
+        config.rate = Some(300.0);
+        let parts: Vec<Part> = (0..3)
+            .map(|index| {
+                config.shard = Some(parse_shard(&format!("{index}/3")).unwrap());
+                config.validate().unwrap();
+                config.part()
+            })
+            .collect();
+        let connections: Vec<usize> = parts.iter().map(|part| part.connections).collect();
+        assert_eq!(connections, vec![4, 3, 3]);
+        let requests: u64 = parts.iter().map(|part| part.requests.unwrap()).sum();
+        assert_eq!(requests, 1001);
+        let rate: f64 = parts.iter().map(|part| part.rate.unwrap()).sum();
+        assert!((rate - 300.0).abs() < 1e-9, "{rate}");
+        assert_eq!(parts[2].first_slot, 2);
+        assert_eq!(parts[2].stride, 3);
+    }
+
+    #[test]
+    fn bad_shards_and_start_times_say_what_to_write() {
+        for (text, expected) in [
+            ("4/4", "from 0 to 3"),
+            ("1/0", "out of range"),
+            ("a/4", "write it as I/N"),
+            ("3", "write it as I/N"),
+        ] {
+            let err = parse_shard(text).unwrap_err().to_string();
+            assert!(err.contains(expected), "{text}: {err}");
+        }
+        let err = parse_start_at("noon").unwrap_err().to_string();
+        assert!(err.contains("RFC 3339"), "{err}");
+        let mut config = LoadConfig::new(Target::parse("https://127.0.0.1:1/").unwrap());
+        config.start_at = Some(parse_start_at("2020-01-01T00:00:00Z").unwrap());
+        let err = config.validate().unwrap_err().to_string();
+        assert!(err.contains("in the past"), "{err}");
+        config.start_at = None;
+        config.connections = 3;
+        config.shard = Some(parse_shard("0/4").unwrap());
+        let err = config.validate().unwrap_err().to_string();
+        assert!(err.contains("raise -c to 4"), "{err}");
     }
 
     #[test]

@@ -5,22 +5,29 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, Context};
 use h3lab_client::{client_tls_config, AutoConnector, Connector, SharedDiscovery};
-use h3lab_results::load::LoadReport;
+use h3lab_results::load::{LoadReport, Worker};
 use h3lab_results::Proto;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::LoadConfig;
+use crate::config::{spread, spread_in_proportion, LoadConfig, Part, StartAt};
 use crate::cpu::CpuTime;
+use crate::host;
 use crate::plan::{Plan, Share};
 use crate::progress::Progress;
 use crate::report::{self, RunShape, RunTotals};
 use crate::schedule::Schedule;
 use crate::tally::Tally;
 use crate::worker::{run_worker, WorkerResult};
+
+/// Beyond this, a worker that began after the common start warns.
+const LATE_START_WARNING: Duration = Duration::from_millis(10);
+
+/// How often a worker waiting for the common start looks for Ctrl-C.
+const CANCEL_CHECK: Duration = Duration::from_millis(100);
 
 /// Runs the load described by `config` until its bound, a fatal set-up
 /// error, or `cancel` (Ctrl-C), and returns everything measured.
@@ -38,9 +45,14 @@ pub fn run(config: &LoadConfig, cancel: CancellationToken) -> anyhow::Result<Loa
         .build()
         .context("starting the tokio runtime")?;
     let (addr, discovery) = control.block_on(preflight(config))?;
+    let part = config.part();
+    let started_late = config
+        .start_at
+        .as_ref()
+        .map(|start| wait_for_start(start, &cancel));
     let plan = Arc::new(Plan::new(config, addr, discovery)?);
-    let threads = config.threads.min(config.connections);
-    let shares = split_work(config, threads, plan.start);
+    let threads = config.threads.min(part.connections);
+    let shares = split_work(config, &part, threads, plan.start);
     let progress = Progress::new(config);
     let workers: Vec<JoinHandle<anyhow::Result<WorkerResult>>> = shares
         .into_iter()
@@ -71,10 +83,10 @@ pub fn run(config: &LoadConfig, cancel: CancellationToken) -> anyhow::Result<Loa
     let shape = RunShape {
         url: config.target.to_string(),
         proto: config.proto,
-        connections: config.connections,
+        connections: part.connections,
         streams: config.streams,
         threads,
-        target_rate: config.rate,
+        target_rate: part.rate,
     };
     let totals = RunTotals {
         duration_s: end
@@ -88,7 +100,37 @@ pub fn run(config: &LoadConfig, cancel: CancellationToken) -> anyhow::Result<Loa
         user_s: cpu.user.as_secs_f64(),
         sys_s: cpu.sys.as_secs_f64(),
     };
-    Ok(report::build(shape, tally, totals))
+    let worker = Worker {
+        shard: config.shard,
+        host: host::name(),
+        start_at: config.start_at.as_ref().map(|start| start.text.clone()),
+        started_late_us: started_late.map(|late| late.as_micros() as u64),
+        clock: host::clock(),
+    };
+    Ok(report::build(shape, tally, totals, worker))
+}
+
+/// Sleeps until the common start and returns how late it woke (or how
+/// long after the start the preflight check ended). A late worker says so.
+fn wait_for_start(start: &StartAt, cancel: &CancellationToken) -> Duration {
+    while let Ok(ahead) = start.at.duration_since(SystemTime::now()) {
+        if cancel.is_cancelled() || ahead.is_zero() {
+            break;
+        }
+        std::thread::sleep(ahead.min(CANCEL_CHECK));
+    }
+    let late = SystemTime::now()
+        .duration_since(start.at)
+        .unwrap_or_default();
+    if late > LATE_START_WARNING {
+        eprintln!(
+            "warning: this worker began {:.1} ms after --start-at {}: the checks before the \
+             run (connecting to the target) took longer than the wait; start further ahead",
+            late.as_secs_f64() * 1000.0,
+            start.text
+        );
+    }
+    late
 }
 
 async fn preflight(config: &LoadConfig) -> anyhow::Result<(SocketAddr, Option<SharedDiscovery>)> {
@@ -127,23 +169,27 @@ async fn first_call(config: &LoadConfig, addr: SocketAddr) -> anyhow::Result<Sha
     Ok(discovery)
 }
 
-/// Connections, request budget and rate are split in proportion, and each
-/// worker's timetable is offset so the merged stream stays evenly spaced.
-fn split_work(config: &LoadConfig, threads: usize, start: Instant) -> Vec<Share> {
-    let connections = spread(config.connections as u64, threads);
-    let limits = config
-        .request_limit()
-        .map(|limit| spread_in_proportion(limit, &connections, config.connections as u64));
+/// This process's part is split across threads in proportion to their
+/// connections, and each thread's timetable is offset so the merged stream
+/// (across threads and shards) stays evenly spaced.
+fn split_work(config: &LoadConfig, part: &Part, threads: usize, start: Instant) -> Vec<Share> {
+    let connections = spread(part.connections as u64, threads);
+    let limits = part
+        .requests
+        .map(|limit| spread_in_proportion(limit, &connections, part.connections as u64));
     let measure_start = start + config.warmup;
     let deadline = config.duration.map(|duration| measure_start + duration);
     connections
         .iter()
         .enumerate()
         .map(|(index, &conns)| {
-            let rate = config.rate.map(|rate| {
-                let share = rate * conns as f64 / config.connections as f64;
-                let offset = Duration::from_secs_f64(index as f64 / rate);
-                (share, start + offset)
+            let rate = part.rate.zip(part.whole_rate).map(|(rate, whole_rate)| {
+                let share = rate * conns as f64 / part.connections as f64;
+                let slot = part.first_slot + part.stride * index as u64;
+                (
+                    share,
+                    start + Duration::from_secs_f64(slot as f64 / whole_rate),
+                )
             });
             let limit = limits.as_ref().map(|limits| limits[index]);
             Share {
@@ -154,30 +200,11 @@ fn split_work(config: &LoadConfig, threads: usize, start: Instant) -> Vec<Share>
         .collect()
 }
 
-/// `total` split into `parts` near-equal whole numbers.
-fn spread(total: u64, parts: usize) -> Vec<u64> {
-    let parts_u64 = parts as u64;
-    (0..parts_u64)
-        .map(|i| total / parts_u64 + u64::from(i < total % parts_u64))
-        .collect()
-}
-
-/// `total` split like `weights` (which sum to `weight_sum`), exactly.
-fn spread_in_proportion(total: u64, weights: &[u64], weight_sum: u64) -> Vec<u64> {
-    let mut shares: Vec<u64> = weights.iter().map(|w| total * w / weight_sum).collect();
-    let mut left = total - shares.iter().sum::<u64>();
-    for share in shares.iter_mut() {
-        if left == 0 {
-            break;
-        }
-        *share += 1;
-        left -= 1;
-    }
-    shares
-}
-
 #[cfg(test)]
 mod tests {
+    use h3lab_client::Target;
+    use h3lab_results::load::Shard;
+
     use super::*;
 
     #[test]
@@ -188,5 +215,23 @@ mod tests {
         let shares = spread_in_proportion(7, &[2, 1], 3);
         assert_eq!(shares.iter().sum::<u64>(), 7);
         assert_eq!(shares, vec![5, 2]);
+    }
+
+    #[test]
+    fn shards_and_threads_interleave_their_sends() {
+        let mut config = LoadConfig::new(Target::parse("https://127.0.0.1:1/").unwrap());
+        config.connections = 4;
+        config.rate = Some(1000.0);
+        let start = Instant::now();
+        let mut firsts: Vec<Duration> = (0..2)
+            .flat_map(|index| {
+                config.shard = Some(Shard { index, count: 2 });
+                split_work(&config, &config.part(), 2, start)
+            })
+            .map(|mut share| share.schedule.next(start).unwrap().intended.unwrap() - start)
+            .collect();
+        firsts.sort();
+        let ms = Duration::from_millis;
+        assert_eq!(firsts, vec![ms(0), ms(1), ms(2), ms(3)]);
     }
 }

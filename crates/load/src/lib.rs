@@ -11,6 +11,7 @@
 mod config;
 mod cpu;
 mod engine;
+mod host;
 mod pacer;
 mod plan;
 mod progress;
@@ -19,6 +20,8 @@ mod schedule;
 mod tally;
 mod worker;
 
-pub use config::{parse_body, parse_duration, parse_header, LoadConfig};
+pub use config::{
+    parse_body, parse_duration, parse_header, parse_shard, parse_start_at, LoadConfig, StartAt,
+};
 pub use engine::run;
 pub use tokio_util::sync::CancellationToken;

@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use h3lab_client::{client_tls_config, RequestTemplate, SharedDiscovery, Target};
 use h3lab_results::Proto;
@@ -25,6 +25,8 @@ pub(crate) struct Plan {
     pub(crate) request_timeout: Duration,
     pub(crate) connect_timeout: Duration,
     pub(crate) start: Instant,
+    /// The wall clock at `start`, so outcomes land in wall-clock seconds.
+    start_unix: Duration,
     pub(crate) measure_start: Instant,
     pub(crate) deadline: Option<Instant>,
     pub(crate) qlog: Option<std::path::PathBuf>,
@@ -54,9 +56,20 @@ impl Plan {
             request_timeout: config.request_timeout,
             connect_timeout: config.connect_timeout,
             start,
+            start_unix: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default(),
             measure_start,
             deadline: config.duration.map(|duration| measure_start + duration),
         })
+    }
+}
+
+impl Plan {
+    /// The Unix second `at` falls in, on the wall clock read at the start
+    /// (not re-read, so a clock step mid-run moves no outcome).
+    pub(crate) fn unix_second(&self, at: Instant) -> i64 {
+        (self.start_unix + at.saturating_duration_since(self.start)).as_secs() as i64
     }
 }
 

@@ -1,7 +1,7 @@
 //! A finished run's tally turned into its report (`h3lab.load/1`, whose
 //! types live in `h3lab-results`).
 
-use h3lab_results::load::{Cpu, LoadReport, Model, OpenModel, Warmup, LOAD_SCHEMA};
+use h3lab_results::load::{Cpu, LoadReport, Model, OpenModel, Warmup, Worker, LOAD_SCHEMA};
 use h3lab_results::Proto;
 
 use crate::tally::Tally;
@@ -26,7 +26,12 @@ pub(crate) struct RunTotals {
 }
 
 /// The report of a finished run.
-pub(crate) fn build(shape: RunShape, tally: Tally, totals: RunTotals) -> LoadReport {
+pub(crate) fn build(
+    shape: RunShape,
+    tally: Tally,
+    totals: RunTotals,
+    worker: Worker,
+) -> LoadReport {
     let errors = tally.error_counts();
     let status_counts = tally.status_counts();
     let open_model = shape.target_rate.map(|target_rate| OpenModel {
@@ -93,6 +98,10 @@ pub(crate) fn build(shape: RunShape, tally: Tally, totals: RunTotals) -> LoadRep
             requests_per_cpu_s: 0.0,
         },
         warmup,
+        worker: Some(worker),
+        timeline: Some(tally.timeline),
+        workers: Vec::new(),
+        missing_shards: Vec::new(),
     };
     report.derive_rates();
     report
@@ -126,7 +135,14 @@ mod tests {
             user_s: cpu_s,
             sys_s: 0.0,
         };
-        build(shape, tally, totals)
+        let worker = Worker {
+            shard: None,
+            host: "test".to_string(),
+            start_at: None,
+            started_late_us: None,
+            clock: Default::default(),
+        };
+        build(shape, tally, totals, worker)
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use h3lab_results::load::ErrorCounts;
+use h3lab_results::load::{ErrorCounts, Timeline};
 use h3lab_results::{ErrorKind, Micros, Proto};
 
 /// Status codes are three digits; index them directly.
@@ -33,6 +33,8 @@ pub(crate) struct Tally {
     pub warmup_completed: u64,
     pub warmup_failed: u64,
     pub warmup_latency: Micros,
+    /// Measured outcomes per wall-clock second.
+    pub timeline: Timeline,
 }
 
 impl Default for Tally {
@@ -59,18 +61,22 @@ impl Default for Tally {
             warmup_completed: 0,
             warmup_failed: 0,
             warmup_latency: Micros::default(),
+            timeline: Timeline::default(),
         }
     }
 }
 
 impl Tally {
+    /// A complete response, received in wall-clock second `unix_s`.
     pub fn record_response(
         &mut self,
+        unix_s: i64,
         status: u16,
         body_bytes: u64,
         ttfb: Duration,
         latency: Duration,
     ) {
+        self.timeline.record(unix_s, 1, 0, body_bytes);
         self.completed += 1;
         self.body_bytes += body_bytes;
         self.ttfb.record(ttfb);
@@ -79,6 +85,17 @@ impl Tally {
         if status >= 400 {
             self.record_error(ErrorKind::BadStatus, || format!("HTTP status {status}"));
         }
+    }
+
+    /// A failed attempt, in wall-clock second `unix_s`.
+    pub fn record_failure(
+        &mut self,
+        unix_s: i64,
+        kind: ErrorKind,
+        message: impl FnOnce() -> String,
+    ) {
+        self.timeline.record(unix_s, 0, 1, 0);
+        self.record_error(kind, message);
     }
 
     /// `message` is only built for the first error of each kind.
@@ -117,6 +134,7 @@ impl Tally {
         self.warmup_completed += other.warmup_completed;
         self.warmup_failed += other.warmup_failed;
         self.warmup_latency.add(&other.warmup_latency);
+        self.timeline.add(&other.timeline);
     }
 
     pub fn error_counts(&self) -> ErrorCounts {
@@ -148,8 +166,8 @@ mod tests {
     fn bad_status_counts_as_status_and_error() {
         let mut tally = Tally::default();
         let ms = Duration::from_millis(1);
-        tally.record_response(200, 10, ms, ms);
-        tally.record_response(404, 3, ms, ms);
+        tally.record_response(7, 200, 10, ms, ms);
+        tally.record_response(7, 404, 3, ms, ms);
         tally.record_error(ErrorKind::Reset, || "first".into());
         tally.record_error(ErrorKind::Reset, || "second".into());
         assert_eq!(tally.status_counts(), BTreeMap::from([(200, 1), (404, 1)]));
@@ -163,9 +181,9 @@ mod tests {
     fn merge_adds_everything() {
         let ms = Duration::from_millis(1);
         let mut a = Tally::default();
-        a.record_response(200, 5, ms, ms);
+        a.record_response(7, 200, 5, ms, ms);
         let mut b = Tally::default();
-        b.record_response(200, 7, ms, 2 * ms);
+        b.record_response(8, 200, 7, ms, 2 * ms);
         b.record_error(ErrorKind::Timeout, || "slow".into());
         a.merge(b);
         assert_eq!(a.completed, 2);
@@ -173,5 +191,6 @@ mod tests {
         assert_eq!(a.latency.count(), 2);
         assert_eq!(a.status_counts()[&200], 2);
         assert_eq!(a.error_counts().timeout, 1);
+        assert_eq!(a.timeline.completed, vec![1, 1]);
     }
 }

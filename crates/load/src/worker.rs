@@ -304,6 +304,7 @@ impl Worker {
             return;
         }
         tally.record_response(
+            self.plan.unix_second(exchange.end_at),
             exchange.status.as_u16(),
             exchange.body_bytes,
             exchange.head_at.saturating_duration_since(origin),
@@ -331,7 +332,7 @@ impl Worker {
             tally.warmup_failed += 1;
             return;
         }
-        tally.record_error(kind, message);
+        tally.record_failure(self.plan.unix_second(Instant::now()), kind, message);
         self.done.fetch_add(1, Ordering::Relaxed);
     }
 

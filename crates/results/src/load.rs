@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 use crate::histogram::Micros;
 use crate::vocab::{ErrorKind, Proto};
 
+mod workers;
+
+pub use workers::{merge_workers, Clock, Shard, Timeline, Worker, WorkerRow};
+
 /// Open-model sends later than this at the median, in µs, put the
 /// generator's own delay into the latencies (see [`LoadReport::pacing_warning`]).
 pub const LAG_P50_BOUND_US: u64 = 20;
@@ -86,6 +90,19 @@ pub struct LoadReport {
     pub cpu: Cpu,
     /// The excluded warm-up phase; `None` without `--warmup`.
     pub warmup: Option<Warmup>,
+    /// Where the run ran and, for a split test, which shard it was;
+    /// absent in a merged report (see `workers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<Worker>,
+    /// The measured phase second by second, on wall-clock seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Timeline>,
+    /// A merged report: one row per merged run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<WorkerRow>,
+    /// A merged report with `--allow-partial`: the shards it lacks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_shards: Vec<u32>,
 }
 
 /// How requests are issued: closed loops or a fixed rate.
@@ -190,6 +207,13 @@ impl LoadReport {
     /// several machines): counts and histograms add up, the duration is
     /// the longest one, rates are recomputed from the totals.
     pub fn merge(&mut self, other: &LoadReport) -> anyhow::Result<()> {
+        if other.url != self.url {
+            bail!(
+                "cannot merge a report on {} into one on {}: merge runs against one URL",
+                other.url,
+                self.url
+            );
+        }
         if other.schema != self.schema || other.model != self.model || other.proto != self.proto {
             bail!(
                 "cannot merge a {} {} report into a {} {} one: merge runs of one protocol and model",
@@ -248,6 +272,15 @@ impl LoadReport {
             }
             (mine, theirs) => mine.or_else(|| theirs.clone()),
         };
+        self.timeline = match (self.timeline.take(), &other.timeline) {
+            (Some(mut mine), Some(theirs)) => {
+                mine.add(theirs);
+                Some(mine)
+            }
+            (mine, theirs) => mine.or_else(|| theirs.clone()),
+        };
+        self.worker = None;
+        self.workers.extend(other.workers.iter().cloned());
         self.derive_rates();
         Ok(())
     }
@@ -283,8 +316,7 @@ impl LoadReport {
         if open.lag_us.count() == 0 || (p50 <= LAG_P50_BOUND_US && p99 <= LAG_P99_BOUND_US) {
             return None;
         }
-        let thread_seconds = self.duration_s * self.threads as f64;
-        let busy = (self.cpu.user_s + self.cpu.sys_s) / thread_seconds.max(f64::MIN_POSITIVE);
+        let busy = self.busy_share();
         let cause = if busy >= BUSY_GENERATOR {
             format!(
                 "its {} threads were busy {:.0} % of the time: no CPU was left to send on \
@@ -309,6 +341,12 @@ impl LoadReport {
              when it can; latency, measured from the intended time, includes that delay. \
              The generator: {cause}"
         ))
+    }
+
+    /// Share of the worker threads' wall time they spent on the CPU (0..1).
+    pub fn busy_share(&self) -> f64 {
+        let thread_seconds = self.duration_s * self.threads as f64;
+        (self.cpu.user_s + self.cpu.sys_s) / thread_seconds.max(f64::MIN_POSITIVE)
     }
 
     /// Interrupted beats failed: Ctrl-C is what the user asked for.
@@ -515,6 +553,15 @@ impl fmt::Display for LoadReport {
             "  cpu:       user {:.3} s + sys {:.3} s = {:.0} requests per CPU-second",
             self.cpu.user_s, self.cpu.sys_s, self.cpu.requests_per_cpu_s
         )?;
+        if let Some((min, median, max)) = self.timeline.as_ref().and_then(Timeline::full_seconds) {
+            writeln!(
+                f,
+                "  per second: {min} min, {median} median, {max} max completed (whole seconds)"
+            )?;
+        }
+        if !self.workers.is_empty() {
+            write!(f, "{}", workers::WorkerTable(self))?;
+        }
         if let Some(warmup) = &self.warmup {
             writeln!(
                 f,

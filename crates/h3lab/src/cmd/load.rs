@@ -1,5 +1,6 @@
 //! `h3lab load URL`: HTTP/1.1, HTTP/2 or HTTP/3 load against one URL, with
-//! flags familiar to h2load and oha users.
+//! flags familiar to h2load and oha users; `h3lab load merge`: one report
+//! from the reports of a test's workers.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,14 +8,18 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use h3lab_client::{ResolveRule, Target, TlsOptions};
-use h3lab_load::{CancellationToken, LoadConfig};
-use h3lab_results::load::Outcome;
+use h3lab_load::{CancellationToken, LoadConfig, StartAt};
+use h3lab_results::load::{merge_workers, LoadReport, Outcome, Shard};
 use h3lab_results::Proto;
 
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct Args {
+    #[command(subcommand)]
+    pub merge: Option<Merge>,
     /// URL to load, e.g. https://127.0.0.1:4433/bytes/1000 (http:// only with h1).
-    pub url: String,
+    #[arg(required = true)]
+    pub url: Option<String>,
     /// Protocol [default: h2 for https://, h1 for http://]. auto: a first
     /// call over h2 learns Alt-Svc, then each connection races QUIC
     /// against TCP, as browsers do (docs/discovery.md).
@@ -51,7 +56,8 @@ pub struct Args {
     /// Trust the certificate(s) in this PEM file.
     #[arg(long, value_name = "FILE")]
     pub ca: Option<PathBuf>,
-    /// Also write the report as JSON (schema h3lab.load/1) to FILE.
+    /// Also write the report as JSON (schema h3lab.load/1) to FILE; with
+    /// `-`, to standard output, and the text report to standard error.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Worker threads [default: number of cores].
@@ -78,22 +84,89 @@ pub struct Args {
     /// missing; JSON-SEQ `.sqlog`, which qvis loads).
     #[arg(long, value_name = "DIR")]
     pub qlog: Option<std::path::PathBuf>,
+    /// Run part I (from 0) of a test split N ways, e.g. 2/8: a 1/N share
+    /// of -c, and of -n and --rate in proportion. The flags above stay the
+    /// whole test's, the same for every worker (docs/distributed.md).
+    #[arg(long, value_name = "I/N", value_parser = h3lab_load::parse_shard)]
+    pub shard: Option<Shard>,
+    /// Begin at this wall-clock time (RFC 3339, e.g. 2026-11-26T12:00:00Z),
+    /// as every worker of a split test does; -z then runs from there.
+    #[arg(long, value_name = "TIME", value_parser = h3lab_load::parse_start_at)]
+    pub start_at: Option<StartAt>,
+}
+
+/// `h3lab load merge`: one report from the reports of a test's workers.
+#[derive(clap::Subcommand)]
+pub enum Merge {
+    /// Merge the JSON reports of one test's workers exactly (histograms
+    /// added, never percentiles averaged), with a per-worker table.
+    Merge(MergeArgs),
+}
+
+#[derive(clap::Args)]
+pub struct MergeArgs {
+    /// The workers' reports (`h3lab load --json`).
+    #[arg(required = true, value_name = "REPORT.json")]
+    pub reports: Vec<PathBuf>,
+    /// Also write the merged report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Merge even with shards missing, and say which.
+    #[arg(long)]
+    pub allow_partial: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(Merge::Merge(merge)) = args.merge {
+        return run_merge(merge);
+    }
     let json_path = args.json.clone();
     let config = load_config(args)?;
     let cancel = CancellationToken::new();
     watch_ctrl_c(cancel.clone())?;
     let report = h3lab_load::run(&config, cancel)?;
-    print!("{report}");
+    show(&report, json_path.as_deref())?;
+    exit_code(&report)
+}
+
+/// Prints the report, and writes its JSON where asked (`-`: standard
+/// output, with the text moved to standard error).
+fn show(report: &LoadReport, json_path: Option<&std::path::Path>) -> anyhow::Result<()> {
+    match json_path {
+        Some(path) if path.as_os_str() == "-" => {
+            eprint!("{report}");
+            println!("{}", report.to_json());
+        }
+        _ => print!("{report}"),
+    }
     if let Some(warning) = report.pacing_warning() {
         eprintln!("{warning}");
     }
-    if let Some(path) = json_path {
-        std::fs::write(&path, report.to_json())
+    if let Some(path) = json_path.filter(|path| path.as_os_str() != "-") {
+        std::fs::write(path, report.to_json())
             .with_context(|| format!("writing the JSON report to {}", path.display()))?;
     }
+    Ok(())
+}
+
+fn run_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
+    let reports = args
+        .reports
+        .iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the report {}", path.display()))?;
+            let report = LoadReport::from_json(&text)
+                .with_context(|| format!("{} is not an h3lab load report", path.display()))?;
+            Ok((path.display().to_string(), report))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let merged = merge_workers(&reports, args.allow_partial)?;
+    show(&merged, args.json.as_deref())?;
+    exit_code(&merged)
+}
+
+fn exit_code(report: &LoadReport) -> anyhow::Result<ExitCode> {
     match report.outcome() {
         Outcome::Success => Ok(ExitCode::SUCCESS),
         Outcome::Interrupted => {
@@ -105,7 +178,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn load_config(args: Args) -> anyhow::Result<LoadConfig> {
-    let target = Target::parse(&args.url)?;
+    let url = args.url.as_deref().expect("clap requires the URL");
+    let target = Target::parse(url)?;
     let mut config = LoadConfig::new(target);
     if let Some(proto) = args.proto {
         config.proto = proto;
@@ -138,6 +212,8 @@ fn load_config(args: Args) -> anyhow::Result<LoadConfig> {
     config.warmup = args.warmup;
     config.progress = !args.quiet;
     config.qlog = args.qlog;
+    config.shard = args.shard;
+    config.start_at = args.start_at;
     config.validate()?;
     Ok(config)
 }
