@@ -33,6 +33,9 @@ enum Command {
     Serve(h3lab_server::cli::ServeArgs),
     /// Load-test a URL over h1, h2, h3 or auto (discovery as browsers do).
     Load(cmd::load::Args),
+    /// Split one load across many machines as a Kubernetes Indexed Job,
+    /// and merge the workers' reports exactly.
+    Dist(cmd::dist::Args),
     /// Run commands behind an emulated network link (no netem needed).
     Net(cmd::net::Args),
     /// Write deterministic synthetic sites shaped after the page-load studies.
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Serve(args) => cmd::serve::run(args),
         Command::Load(args) => cmd::load::run(args),
+        Command::Dist(args) => cmd::dist::run(args),
         Command::Net(args) => cmd::net::run(args),
         Command::Site(args) => cmd::site::run(args),
         Command::Page(args) => cmd::page::run(args),

@@ -198,6 +198,11 @@ impl LoadReport {
         Ok(report)
     }
 
+    /// Serializes the report as one line of JSON, which a log keeps whole.
+    pub fn to_json_line(&self) -> String {
+        serde_json::to_string(self).expect("a report always serializes")
+    }
+
     /// Serializes the report as pretty-printed JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a report always serializes")

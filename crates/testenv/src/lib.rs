@@ -1,6 +1,7 @@
 //! Whether a test that needs something from the machine can run: root,
 //! unprivileged user namespaces with an open TUN device, Chromium, Caddy,
-//! nginx, a real documentation site, the shared traces. One rule everywhere: in CI (`CI=true`) a
+//! nginx, a real documentation site, the shared traces, a Kubernetes schema
+//! validator. One rule everywhere: in CI (`CI=true`) a
 //! missing precondition fails the test, naming what is missing and how to
 //! provide it (`.ci/run` provides all of them); on a developer's machine the
 //! test prints that message and skips.
@@ -104,6 +105,21 @@ pub fn nginx() -> Option<PathBuf> {
         &["nginx"],
         &[PathBuf::from("/usr/sbin/nginx")],
         "nginx is not installed: `apt-get install nginx` (.ci/run does), or set H3LAB_NGINX",
+    ))
+}
+
+/// `kubernetes-validate` (PyPI), which checks a manifest against the
+/// Kubernetes API's published JSON schemas, bundled for each version.
+pub fn kubernetes_validate() -> Option<PathBuf> {
+    runs(find(
+        "H3LAB_KUBERNETES_VALIDATE",
+        &["kubernetes-validate"],
+        &[PathBuf::from(
+            "/opt/h3lab-ci/kubernetes-validate/bin/kubernetes-validate",
+        )],
+        "kubernetes-validate is not installed: `python3 -m venv /opt/h3lab-ci/kubernetes-validate \
+         && /opt/h3lab-ci/kubernetes-validate/bin/pip install kubernetes-validate==1.37.0` \
+         (.ci/run does), or set H3LAB_KUBERNETES_VALIDATE",
     ))
 }
 

@@ -131,11 +131,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 /// Prints the report, and writes its JSON where asked (`-`: standard
 /// output, with the text moved to standard error).
-fn show(report: &LoadReport, json_path: Option<&std::path::Path>) -> anyhow::Result<()> {
+pub(super) fn show(report: &LoadReport, json_path: Option<&std::path::Path>) -> anyhow::Result<()> {
     match json_path {
         Some(path) if path.as_os_str() == "-" => {
             eprint!("{report}");
-            println!("{}", report.to_json());
+            println!("{}", report.to_json_line());
         }
         _ => print!("{report}"),
     }
@@ -166,7 +166,7 @@ fn run_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
     exit_code(&merged)
 }
 
-fn exit_code(report: &LoadReport) -> anyhow::Result<ExitCode> {
+pub(super) fn exit_code(report: &LoadReport) -> anyhow::Result<ExitCode> {
     match report.outcome() {
         Outcome::Success => Ok(ExitCode::SUCCESS),
         Outcome::Interrupted => {
@@ -175,6 +175,30 @@ fn exit_code(report: &LoadReport) -> anyhow::Result<ExitCode> {
         }
         Outcome::Failed(summary) => Err(anyhow!(summary)),
     }
+}
+
+/// Checks `load URL FLAGS...` as `h3lab load` would parse and validate
+/// it, without running it.
+pub(super) fn check(argv: &[String]) -> anyhow::Result<()> {
+    #[derive(clap::Parser)]
+    #[command(name = "h3lab")]
+    struct Line {
+        #[command(subcommand)]
+        command: LoadOnly,
+    }
+    #[derive(clap::Subcommand)]
+    enum LoadOnly {
+        Load(Args),
+    }
+    let line = <Line as clap::Parser>::try_parse_from(
+        std::iter::once("h3lab".to_string()).chain(argv.iter().cloned()),
+    )
+    .map_err(|err| {
+        let text = err.render().to_string();
+        anyhow!("{}", text.trim_start_matches("error: ").trim_end())
+    })?;
+    let LoadOnly::Load(args) = line.command;
+    load_config(args).map(|_| ())
 }
 
 fn load_config(args: Args) -> anyhow::Result<LoadConfig> {

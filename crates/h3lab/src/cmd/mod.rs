@@ -2,6 +2,7 @@
 //! library crates together.
 
 pub mod bench;
+pub mod dist;
 pub mod load;
 pub mod net;
 pub mod page;
