@@ -66,6 +66,15 @@ fn manifest_args(manifest: &Path, index: u32) -> Vec<String> {
     argv
 }
 
+/// The common start the manifest gives every pod.
+fn start_at(manifest: &Path) -> String {
+    manifest_args(manifest, 0)
+        .iter()
+        .find_map(|arg| arg.strip_prefix("--start-at="))
+        .unwrap()
+        .to_string()
+}
+
 /// The pods' command lines `h3lab dist local` says it ran, by index.
 fn pods_ran(stderr: &str) -> Vec<Vec<String>> {
     stderr
@@ -145,9 +154,23 @@ fn four_local_workers_send_the_whole_rate_and_merge_like_one_process() {
     let mut latencies = Micros::default();
     let mut shards = Vec::new();
     for entry in std::fs::read_dir(&reports_dir).unwrap() {
-        let worker = read_report(&entry.unwrap().path());
-        latencies.add(&worker.latency_us);
-        shards.push(worker.worker.unwrap().shard.unwrap().index);
+        let report = read_report(&entry.unwrap().path());
+        latencies.add(&report.latency_us);
+        let worker = report.worker.expect("a worker names where it ran");
+        assert!(!worker.host.is_empty());
+        assert!(
+            worker.clock.synchronized.is_some(),
+            "the kernel always answers"
+        );
+        assert!(
+            worker.started_late_us.is_some(),
+            "with --start-at, lateness is measured"
+        );
+        assert_eq!(
+            worker.start_at.as_deref(),
+            Some(start_at(&manifest).as_str())
+        );
+        shards.push(worker.shard.unwrap().index);
     }
     shards.sort();
     assert_eq!(shards, vec![0, 1, 2, 3]);
