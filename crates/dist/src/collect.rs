@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use h3lab_results::load::LoadReport;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -25,7 +25,8 @@ pub struct Collected {
 }
 
 /// Waits up to `wait` for Job `name` to finish, then reads every pod's
-/// report from its log. `progress` hears the Job's state while it runs.
+/// report from its log (after `wait`, whatever they have printed: a pod
+/// still running has no report yet). `progress` hears the Job's state.
 pub async fn collect(
     client: Client,
     namespace: &str,
@@ -44,12 +45,12 @@ pub async fn collect(
             break;
         }
         if tokio::time::Instant::now() >= deadline {
-            bail!(
-                "Job {name} has not finished after {}: {}; collect again later, or wait \
-                 longer with --wait",
+            progress(&format!(
+                "not finished after {} ({}): collecting what the pods have printed so far",
                 humantime::format_duration(wait),
                 state.describe()
-            );
+            ));
+            break;
         }
         progress(&state.describe());
         tokio::time::sleep(POLL).await;
@@ -68,10 +69,14 @@ pub async fn collect(
             container: Some(CONTAINER.to_string()),
             ..LogParams::default()
         };
-        let log = pods.logs(&pod_name, &params).await.unwrap_or_default();
-        match report_in_log(&log) {
-            Some(report) => collected.reports.push((pod_name, report)),
-            None => collected.without_report.push(why_no_report(&pod, &log)),
+        match pods.logs(&pod_name, &params).await {
+            Ok(log) => match report_in_log(&log) {
+                Some(report) => collected.reports.push((pod_name, report)),
+                None => collected.without_report.push(why_no_report(&pod, &log)),
+            },
+            Err(err) => collected
+                .without_report
+                .push(format!("pod {pod_name}: its log could not be read: {err}")),
         }
     }
     Ok(collected)

@@ -12,7 +12,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Container, EnvVar};
 
 use crate::collect::report_in_log;
-use crate::manifest::INDEX_ANNOTATION;
+use crate::manifest::{INDEX_ANNOTATION, NODE_FIELD};
 
 /// One pod's container, as the kubelet would start it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,26 +72,36 @@ pub fn run_pods(runs: &[PodRun], program: &Path) -> anyhow::Result<Vec<PodOutcom
                 .with_context(|| format!("starting {} for pod {}", program.display(), run.name()))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    children
-        .into_iter()
-        .zip(runs)
-        .map(|(child, run)| {
-            let output = child
-                .wait_with_output()
-                .with_context(|| format!("waiting for pod {}", run.name()))?;
-            let stdout = String::from_utf8_lossy(&output.stdout);
-            Ok(report_in_log(&stdout).ok_or_else(|| {
-                let stderr = String::from_utf8_lossy(&output.stderr);
-                let last = stderr.lines().rev().find(|line| !line.trim().is_empty());
-                format!(
-                    "pod {} ({}) printed no report{}",
-                    run.name(),
-                    output.status,
-                    last.map_or(String::new(), |line| format!(": {line}"))
-                )
-            }))
-        })
-        .collect()
+    // Each pod's pipes are drained on a thread of its own, so a pod that
+    // prints much cannot stall while another is waited for.
+    std::thread::scope(|scope| {
+        let waits: Vec<_> = children
+            .into_iter()
+            .zip(runs)
+            .map(|(child, run)| scope.spawn(move || outcome(child, run)))
+            .collect();
+        waits
+            .into_iter()
+            .map(|wait| wait.join().expect("a pod's waiting thread panicked"))
+            .collect()
+    })
+}
+
+fn outcome(child: std::process::Child, run: &PodRun) -> anyhow::Result<PodOutcome> {
+    let output = child
+        .wait_with_output()
+        .with_context(|| format!("waiting for pod {}", run.name()))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    Ok(report_in_log(&stdout).ok_or_else(|| {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let last = stderr.lines().rev().find(|line| !line.trim().is_empty());
+        format!(
+            "pod {} ({}) printed no report{}",
+            run.name(),
+            output.status,
+            last.map_or(String::new(), |line| format!(": {line}"))
+        )
+    }))
 }
 
 /// The pods of an Indexed Job, one per completion index.
@@ -100,7 +110,10 @@ pub fn pod_runs(job: &Job) -> anyhow::Result<Vec<PodRun>> {
     if spec.completion_mode.as_deref() != Some("Indexed") {
         bail!("the Job is not an Indexed Job: write it with h3lab dist k8s");
     }
-    let completions = spec.completions.context("the Job sets no completions")?;
+    let completions = spec
+        .completions
+        .filter(|completions| (1..=100_000).contains(completions))
+        .context("the Job's completions must be from 1 to 100000")?;
     let pod = spec
         .template
         .spec
@@ -146,6 +159,10 @@ fn env_value(var: &EnvVar, index: u32) -> anyhow::Result<String> {
         Some(path) if path == format!("metadata.annotations['{INDEX_ANNOTATION}']") => {
             Ok(index.to_string())
         }
+        // Every local pod runs on this machine.
+        Some(NODE_FIELD) => Ok(std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|name| name.trim().to_string())
+            .unwrap_or_else(|_| "localhost".to_string())),
         None if var.value_from.is_none() => Ok(String::new()),
         _ => Err(anyhow!(
             "environment variable {} comes from the cluster ({:?}); a local run knows only \
@@ -173,9 +190,13 @@ pub fn expand(text: &str, env: &BTreeMap<String, String>) -> String {
         let reference = after
             .strip_prefix('(')
             .and_then(|inner| inner.find(')').map(|end| &inner[..end]));
-        match reference.and_then(|name| env.get(name).map(|value| (name, value))) {
-            Some((name, value)) => {
-                out.push_str(value);
+        match reference {
+            // A whole reference: its value, or as written if undefined.
+            Some(name) => {
+                match env.get(name) {
+                    Some(value) => out.push_str(value),
+                    None => out.push_str(&rest[at..at + name.len() + 3]),
+                }
                 rest = &after[name.len() + 2..];
             }
             None => {
@@ -199,6 +220,8 @@ mod tests {
         assert_eq!(expand("$(I)/8", &env), "3/8");
         assert_eq!(expand("$$(I) $(J) $I $", &env), "$(I) $(J) $I $");
         assert_eq!(expand("a$(I)b$(I)", &env), "a3b3");
+        assert_eq!(expand("$(A$(I))", &env), "$(A$(I))");
+        assert_eq!(expand("$(I", &env), "$(I");
     }
 
     #[test]
@@ -213,6 +236,7 @@ mod tests {
             cpu: "1".to_string(),
             memory: "256Mi".to_string(),
             one_node_each: false,
+            deadline: None,
         };
         let runs = pod_runs(&plan.job()).unwrap();
         assert_eq!(runs.len(), 3);
@@ -221,14 +245,14 @@ mod tests {
             .to_vec();
         assert_eq!(runs[2].argv[..4], expected[..]);
         assert_eq!(runs[2].env["H3LAB_SHARD_INDEX"], "2");
+        assert!(!runs[2].env["H3LAB_NODE"].is_empty());
         let line = runs[2].command_line();
+        let expected = " H3LAB_SHARD_INDEX=2 h3lab load https://s/ --shard=2/3 ";
         assert!(
-            line.starts_with("H3LAB_SHARD_INDEX=2 h3lab load https://s/ --shard=2/3 "),
+            line.starts_with("H3LAB_NODE=") && line.contains(expected),
             "{line}"
         );
-        assert!(
-            line.ends_with(" '--json=-' --quiet") || line.ends_with(" --json=- --quiet"),
-            "{line}"
-        );
+        assert!(line.ends_with(" --json=- --quiet"), "{line}");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
     }
 }

@@ -5,8 +5,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::bail;
-use k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequirement;
-use k8s_openapi::api::batch::v1::{Job, JobSpec, PodFailurePolicy, PodFailurePolicyRule};
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Affinity, Container, EnvVar, EnvVarSource, ObjectFieldSelector, PodAffinityTerm,
     PodAntiAffinity, PodSpec, PodTemplateSpec, ResourceRequirements, SecurityContext,
@@ -18,15 +17,20 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 /// The environment variable that carries a pod's completion index, from
 /// the annotation the Job controller sets on every pod of an Indexed Job.
 pub const INDEX_VAR: &str = "H3LAB_SHARD_INDEX";
+/// The environment variable that names the pod's node (`spec.nodeName`),
+/// which `h3lab load` reports as its host: an Indexed Job's pods are all
+/// called `JOB-INDEX`, and the node is what tells two workers apart.
+pub const NODE_VAR: &str = "H3LAB_NODE";
+/// Where the downward API finds a pod's node.
+pub const NODE_FIELD: &str = "spec.nodeName";
+/// Kubernetes' limit on an Indexed Job with a per-index backoff limit.
+const MAX_WORKERS: u32 = 100_000;
 /// Where the Job controller puts a pod's completion index.
 pub const INDEX_ANNOTATION: &str = "batch.kubernetes.io/job-completion-index";
 /// The label the Job controller puts on its pods (Kubernetes 1.27+).
 pub const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
 /// The name of the one container in each pod.
 pub const CONTAINER: &str = "h3lab";
-/// `h3lab load` exits 1 when some requests failed, after printing its
-/// report: that pod's shard is done, not worth a retry.
-const SOME_REQUESTS_FAILED: i32 = 1;
 
 /// What the Job runs and where.
 #[derive(Debug, Clone)]
@@ -49,6 +53,9 @@ pub struct JobPlan {
     pub memory: String,
     /// Require one node per pod (`true`), or only prefer it.
     pub one_node_each: bool,
+    /// How long the Job may run before Kubernetes stops it, from when it
+    /// is created; `None` when the load's length is unknown (`-n`).
+    pub deadline: Option<std::time::Duration>,
 }
 
 impl JobPlan {
@@ -62,8 +69,10 @@ impl JobPlan {
                 self.name
             );
         }
-        if self.workers == 0 {
-            bail!("--workers must be at least 1");
+        if !(1..=MAX_WORKERS).contains(&self.workers) {
+            bail!(
+                "--workers must be from 1 to {MAX_WORKERS} (Kubernetes' limit for an Indexed Job)"
+            );
         }
         if self.load_args.first().map(String::as_str) != Some("load") {
             bail!("after `--` give the load to split, e.g. -- load https://server/ -c 64 --rate 50000 -z 60s");
@@ -115,21 +124,11 @@ impl JobPlan {
                 completion_mode: Some("Indexed".to_string()),
                 completions: Some(self.workers as i32),
                 parallelism: Some(self.workers as i32),
-                // A retried pod would start after the common start and
-                // refuse to run; and one failed shard must not stop the
-                // others, so each index fails alone.
+                // A retried pod would start after the common start, and
+                // refuse to; and one failed shard must not stop the others,
+                // so each index fails alone, without a retry.
                 backoff_limit_per_index: Some(0),
-                pod_failure_policy: Some(PodFailurePolicy {
-                    rules: vec![PodFailurePolicyRule {
-                        action: "FailIndex".to_string(),
-                        on_exit_codes: Some(PodFailurePolicyOnExitCodesRequirement {
-                            container_name: Some(CONTAINER.to_string()),
-                            operator: "In".to_string(),
-                            values: vec![SOME_REQUESTS_FAILED],
-                        }),
-                        on_pod_conditions: None,
-                    }],
-                }),
+                active_deadline_seconds: self.deadline.map(|deadline| deadline.as_secs() as i64),
                 // A day to collect the pods' reports, then the Job goes.
                 ttl_seconds_after_finished: Some(24 * 3600),
                 template: PodTemplateSpec {
@@ -158,17 +157,13 @@ impl JobPlan {
                 image: Some(self.image.clone()),
                 command: Some(vec!["h3lab".to_string()]),
                 args: Some(self.pod_args()),
-                env: Some(vec![EnvVar {
-                    name: INDEX_VAR.to_string(),
-                    value_from: Some(EnvVarSource {
-                        field_ref: Some(ObjectFieldSelector {
-                            field_path: format!("metadata.annotations['{INDEX_ANNOTATION}']"),
-                            api_version: None,
-                        }),
-                        ..EnvVarSource::default()
-                    }),
-                    value: None,
-                }]),
+                env: Some(vec![
+                    field_env(
+                        INDEX_VAR,
+                        &format!("metadata.annotations['{INDEX_ANNOTATION}']"),
+                    ),
+                    field_env(NODE_VAR, NODE_FIELD),
+                ]),
                 // Requests equal to limits: the Guaranteed QoS class, so
                 // no worker is squeezed by a neighbour it cannot see.
                 resources: Some(ResourceRequirements {
@@ -225,6 +220,21 @@ impl JobPlan {
     }
 }
 
+/// An environment variable the kubelet fills from the pod's own fields.
+fn field_env(name: &str, field_path: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_string(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: field_path.to_string(),
+                api_version: None,
+            }),
+            ..EnvVarSource::default()
+        }),
+        value: None,
+    }
+}
+
 /// The Job as YAML, with `apiVersion` and `kind` (for `kubectl apply -f`).
 pub fn to_yaml(job: &Job) -> anyhow::Result<String> {
     Ok(serde_yaml_ng::to_string(job)?)
@@ -272,6 +282,7 @@ mod tests {
             cpu: "2".to_string(),
             memory: "512Mi".to_string(),
             one_node_each: true,
+            deadline: Some(std::time::Duration::from_secs(300)),
         }
     }
 
@@ -333,13 +344,10 @@ mod tests {
         let mut bad = plan(4);
         bad.load_args.remove(0);
         assert!(bad.validate().unwrap_err().to_string().contains("-- load"));
-        let mut bad = plan(0);
-        bad.workers = 0;
-        assert!(bad
-            .validate()
-            .unwrap_err()
-            .to_string()
-            .contains("at least 1"));
+        for workers in [0, 100_001] {
+            let err = plan(workers).validate().unwrap_err().to_string();
+            assert!(err.contains("from 1 to 100000"), "{err}");
+        }
         plan(4).validate().unwrap();
     }
 }

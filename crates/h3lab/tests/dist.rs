@@ -84,7 +84,7 @@ fn pods_ran(stderr: &str) -> Vec<Vec<String>> {
             let (_, command) = line.split_once(": ").unwrap();
             command
                 .split(' ')
-                .filter(|word| !word.starts_with("H3LAB_SHARD_INDEX="))
+                .skip_while(|word| *word != "h3lab")
                 .map(|word| word.trim_matches('\'').to_string())
                 .collect()
         })

@@ -164,7 +164,7 @@ impl LoadConfig {
             if let Ok(past) = SystemTime::now().duration_since(start.at) {
                 bail!(
                     "--start-at {} is {:.1} s in the past: give every worker the same time a \
-                     little in the future (h3lab dist k8s picks one)",
+                     little in the future",
                     start.text,
                     past.as_secs_f64()
                 );
@@ -181,11 +181,15 @@ impl LoadConfig {
                 self.connections
             );
         }
-        if let Some(requests) = self.request_limit().filter(|&requests| requests < count) {
-            bail!(
-                "-n {requests} requests cannot be split into {count} shards: each worker needs \
-                 at least one; raise -n to {count} or more"
-            );
+        if let Some(requests) = self.request_limit() {
+            let whole = self.connections as u64;
+            let connections = spread(whole, shard.count as usize);
+            if spread_in_proportion(requests, &connections, whole).contains(&0) {
+                bail!(
+                    "-n {requests} requests cannot be split into {count} shards: shares follow \
+                     the connections, and one worker would get none; raise -n to {whole} or more"
+                );
+            }
         }
         Ok(())
     }
@@ -399,6 +403,11 @@ mod tests {
         config.shard = Some(parse_shard("0/4").unwrap());
         let err = config.validate().unwrap_err().to_string();
         assert!(err.contains("raise -c to 4"), "{err}");
+        config.connections = 10;
+        config.shard = Some(parse_shard("2/3").unwrap());
+        config.requests = Some(3);
+        let err = config.validate().unwrap_err().to_string();
+        assert!(err.contains("raise -n to 10"), "{err}");
     }
 
     #[test]

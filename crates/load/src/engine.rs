@@ -46,11 +46,14 @@ pub fn run(config: &LoadConfig, cancel: CancellationToken) -> anyhow::Result<Loa
         .context("starting the tokio runtime")?;
     let (addr, discovery) = control.block_on(preflight(config))?;
     let part = config.part();
+    if let Some(start) = &config.start_at {
+        wait_for_start(start, &cancel);
+    }
+    let plan = Arc::new(Plan::new(config, addr, discovery)?);
     let started_late = config
         .start_at
         .as_ref()
-        .map(|start| wait_for_start(start, &cancel));
-    let plan = Arc::new(Plan::new(config, addr, discovery)?);
+        .map(|start| started_late(start, plan.start_wall));
     let threads = config.threads.min(part.connections);
     let shares = split_work(config, &part, threads, plan.start);
     let progress = Progress::new(config);
@@ -110,22 +113,24 @@ pub fn run(config: &LoadConfig, cancel: CancellationToken) -> anyhow::Result<Loa
     Ok(report::build(shape, tally, totals, worker))
 }
 
-/// Sleeps until the common start and returns how late it woke (or how
-/// long after the start the preflight check ended). A late worker says so.
-fn wait_for_start(start: &StartAt, cancel: &CancellationToken) -> Duration {
+/// Sleeps until the common start (or Ctrl-C).
+fn wait_for_start(start: &StartAt, cancel: &CancellationToken) {
     while let Ok(ahead) = start.at.duration_since(SystemTime::now()) {
         if cancel.is_cancelled() || ahead.is_zero() {
             break;
         }
         std::thread::sleep(ahead.min(CANCEL_CHECK));
     }
-    let late = SystemTime::now()
-        .duration_since(start.at)
-        .unwrap_or_default();
+}
+
+/// How long after the common start the load began; a late worker says so.
+fn started_late(start: &StartAt, began: SystemTime) -> Duration {
+    let late = began.duration_since(start.at).unwrap_or_default();
     if late > LATE_START_WARNING {
         eprintln!(
             "warning: this worker began {:.1} ms after --start-at {}: the checks before the \
-             run (connecting to the target) took longer than the wait; start further ahead",
+             run (connecting to the target) took longer than the wait, or the machine was \
+             busy; start further ahead",
             late.as_secs_f64() * 1000.0,
             start.text
         );

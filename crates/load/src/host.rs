@@ -3,8 +3,15 @@
 
 use h3lab_results::load::Clock;
 
-/// The host name (in a Kubernetes pod, the pod's name).
+/// Set by `h3lab dist k8s` in each pod to the pod's node.
+const NODE_VAR: &str = "H3LAB_NODE";
+
+/// The machine's name: the node's under `h3lab dist k8s` (its pods' own
+/// host names are all `JOB-INDEX`), else the host name.
 pub(crate) fn name() -> String {
+    if let Some(node) = std::env::var(NODE_VAR).ok().filter(|node| !node.is_empty()) {
+        return node;
+    }
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|name| name.trim().to_string())
         .unwrap_or_else(|_| "unknown".to_string())

@@ -26,7 +26,7 @@ pub(crate) struct Plan {
     pub(crate) connect_timeout: Duration,
     pub(crate) start: Instant,
     /// The wall clock at `start`, so outcomes land in wall-clock seconds.
-    start_unix: Duration,
+    pub(crate) start_wall: SystemTime,
     pub(crate) measure_start: Instant,
     pub(crate) deadline: Option<Instant>,
     pub(crate) qlog: Option<std::path::PathBuf>,
@@ -40,6 +40,7 @@ impl Plan {
         discovery: Option<SharedDiscovery>,
     ) -> anyhow::Result<Plan> {
         let start = Instant::now();
+        let start_wall = SystemTime::now();
         let measure_start = start + config.warmup;
         Ok(Plan {
             target: Arc::new(config.target.clone()),
@@ -56,9 +57,7 @@ impl Plan {
             request_timeout: config.request_timeout,
             connect_timeout: config.connect_timeout,
             start,
-            start_unix: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap_or_default(),
+            start_wall,
             measure_start,
             deadline: config.duration.map(|duration| measure_start + duration),
         })
@@ -69,7 +68,10 @@ impl Plan {
     /// The Unix second `at` falls in, on the wall clock read at the start
     /// (not re-read, so a clock step mid-run moves no outcome).
     pub(crate) fn unix_second(&self, at: Instant) -> i64 {
-        (self.start_unix + at.saturating_duration_since(self.start)).as_secs() as i64
+        let wall = self.start_wall + at.saturating_duration_since(self.start);
+        wall.duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs() as i64
     }
 }
 

@@ -285,7 +285,6 @@ impl LoadReport {
             (mine, theirs) => mine.or_else(|| theirs.clone()),
         };
         self.worker = None;
-        self.workers.extend(other.workers.iter().cloned());
         self.derive_rates();
         Ok(())
     }

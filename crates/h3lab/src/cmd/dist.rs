@@ -8,7 +8,9 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context};
 use h3lab_dist::{JobPlan, PodRun};
-use h3lab_results::load::{merge_workers, LoadReport};
+use h3lab_results::load::LoadReport;
+
+use super::load::MergeOptions;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -70,12 +72,8 @@ struct K8sArgs {
 
 #[derive(clap::Args)]
 struct MergeFlags {
-    /// Also write the merged report as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// Merge even with shards missing, and say which.
-    #[arg(long)]
-    allow_partial: bool,
+    #[command(flatten)]
+    options: MergeOptions,
     /// Keep each worker's report in this directory [default: JOB-reports].
     #[arg(long, value_name = "DIR")]
     reports_dir: Option<PathBuf>,
@@ -114,30 +112,46 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Time left after the load's planned end for the pods to finish and
+/// print their reports before Kubernetes stops the Job.
+const DEADLINE_MARGIN: Duration = Duration::from_secs(120);
+
 fn k8s(args: K8sArgs) -> anyhow::Result<ExitCode> {
+    if args.start_at.is_none() && args.start_in.is_zero() {
+        bail!("--start-in must leave the pods time to be scheduled and start, e.g. 2m");
+    }
     let start_at = match args.start_at {
         Some(start) => start,
         None => h3lab_load::parse_start_at(
             &humantime::format_rfc3339_seconds(SystemTime::now() + args.start_in).to_string(),
         )?,
     };
-    let plan = JobPlan {
+    let mut plan = JobPlan {
         name: args.name,
         namespace: args.namespace,
         workers: args.workers,
         image: args.image,
-        start_at: start_at.text,
+        start_at: start_at.text.clone(),
         load_args: args.load,
         cpu: args.cpu,
         memory: args.memory,
         one_node_each: !args.allow_shared_nodes,
+        deadline: None,
     };
     plan.validate()?;
-    let job = plan.job();
-    for pod in h3lab_dist::pod_runs(&job)? {
-        super::load::check(&pod.argv[1..])
+    let mut load = None;
+    for pod in h3lab_dist::pod_runs(&plan.job())? {
+        let config = super::load::check(&pod.argv[1..])
             .with_context(|| format!("the load of pod {}", pod.index))?;
+        load.get_or_insert(config);
     }
+    // A pod that cannot start holds an Indexed Job open for ever; past the
+    // load's planned end, Kubernetes stops it and collect merges the rest.
+    plan.deadline = load.and_then(|load| {
+        let wait = start_at.at.duration_since(SystemTime::now()).ok()?;
+        Some(wait + load.warmup + load.duration? + load.request_timeout + DEADLINE_MARGIN)
+    });
+    let job = plan.job();
     let yaml = h3lab_dist::to_yaml(&job)?;
     match args.output {
         Some(path) => std::fs::write(&path, yaml)
@@ -237,10 +251,8 @@ fn merge_and_show(
     if reports.is_empty() {
         bail!("no worker left a report, so there is nothing to merge");
     }
-    let merged = merge_workers(&reports, flags.allow_partial)?;
-    super::load::show(&merged, flags.json.as_deref())?;
     eprintln!("each worker's report is in {}", dir.display());
-    super::load::exit_code(&merged)
+    super::load::merge_and_show(&reports, &flags.options)
 }
 
 fn keep_reports(dir: &Path, reports: &[(String, LoadReport)]) -> anyhow::Result<()> {

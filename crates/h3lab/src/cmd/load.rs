@@ -108,6 +108,13 @@ pub struct MergeArgs {
     /// The workers' reports (`h3lab load --json`).
     #[arg(required = true, value_name = "REPORT.json")]
     pub reports: Vec<PathBuf>,
+    #[command(flatten)]
+    pub options: MergeOptions,
+}
+
+/// How a merged report is written, and whether shards may be missing.
+#[derive(clap::Args)]
+pub struct MergeOptions {
     /// Also write the merged report as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -161,8 +168,16 @@ fn run_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
             Ok((path.display().to_string(), report))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let merged = merge_workers(&reports, args.allow_partial)?;
-    show(&merged, args.json.as_deref())?;
+    merge_and_show(&reports, &args.options)
+}
+
+/// Merges one test's reports, prints the result and writes its JSON.
+pub(super) fn merge_and_show(
+    reports: &[(String, LoadReport)],
+    options: &MergeOptions,
+) -> anyhow::Result<ExitCode> {
+    let merged = merge_workers(reports, options.allow_partial)?;
+    show(&merged, options.json.as_deref())?;
     exit_code(&merged)
 }
 
@@ -178,8 +193,8 @@ pub(super) fn exit_code(report: &LoadReport) -> anyhow::Result<ExitCode> {
 }
 
 /// Checks `load URL FLAGS...` as `h3lab load` would parse and validate
-/// it, without running it.
-pub(super) fn check(argv: &[String]) -> anyhow::Result<()> {
+/// it, without running it, and returns what it would run.
+pub(super) fn check(argv: &[String]) -> anyhow::Result<LoadConfig> {
     #[derive(clap::Parser)]
     #[command(name = "h3lab")]
     struct Line {
@@ -198,7 +213,7 @@ pub(super) fn check(argv: &[String]) -> anyhow::Result<()> {
         anyhow!("{}", text.trim_start_matches("error: ").trim_end())
     })?;
     let LoadOnly::Load(args) = line.command;
-    load_config(args).map(|_| ())
+    load_config(args)
 }
 
 fn load_config(args: Args) -> anyhow::Result<LoadConfig> {

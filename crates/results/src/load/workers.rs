@@ -14,7 +14,8 @@ use super::{LoadReport, BUSY_GENERATOR};
 pub struct Worker {
     /// `--shard I/N`; absent for a run that was not split.
     pub shard: Option<Shard>,
-    /// The machine's host name (in Kubernetes, the pod's name).
+    /// The machine's name: under `h3lab dist k8s` the pod's node, else
+    /// the host name.
     pub host: String,
     /// `--start-at` as given (RFC 3339, UTC); absent without it.
     pub start_at: Option<String>,
@@ -92,8 +93,8 @@ pub struct WorkerRow {
 }
 
 impl Timeline {
-    /// Counts one outcome at `unix_s`; a time before the first bucket
-    /// (only possible if the clock stepped back) goes into the first.
+    /// Counts one outcome at `unix_s`, growing the timeline at either end
+    /// (threads merge theirs in any order).
     pub fn record(&mut self, unix_s: i64, completed: u64, failed: u64, body_bytes: u64) {
         if self.completed.is_empty() {
             self.start_unix_s = unix_s;
@@ -159,6 +160,17 @@ impl Timeline {
         let mut full = self.completed[1..self.completed.len() - 1].to_vec();
         full.sort_unstable();
         Some((full[0], full[full.len() / 2], full[full.len() - 1]))
+    }
+}
+
+/// Two timelines further apart than this are not of one test.
+const MAX_TIMELINE_GAP_S: i64 = 7 * 24 * 3600;
+
+impl Timeline {
+    /// Three series of one length, starting at a plausible time.
+    fn is_consistent(&self) -> bool {
+        let len = self.completed.len();
+        self.failed.len() == len && self.body_bytes.len() == len && self.start_unix_s >= 0
     }
 }
 
@@ -241,6 +253,18 @@ fn check_same_test(
             report.streams_per_connection.to_string(),
         ));
     }
+    for (which, other) in [(first_name, first), (name, report)] {
+        if let Some(timeline) = &other.timeline {
+            if !timeline.is_consistent() {
+                bail!("{which} has a damaged timeline (series of different lengths)");
+            }
+        }
+    }
+    if let (Some(mine), Some(theirs)) = (&first.timeline, &report.timeline) {
+        if (mine.start_unix_s - theirs.start_unix_s).abs() > MAX_TIMELINE_GAP_S {
+            bail!("{name} ran more than a week apart from {first_name}: merge only the workers of one run");
+        }
+    }
     let start = |report: &LoadReport| {
         report
             .worker
@@ -275,6 +299,13 @@ fn check_shards(reports: &[(String, LoadReport)], allow_partial: bool) -> anyhow
     let mut seen = BTreeSet::new();
     for (name, report) in reports {
         let this = shard(report).expect("checked above");
+        if this.index >= this.count {
+            bail!(
+                "{name} claims shard {}/{}, which does not exist",
+                this.index,
+                this.count
+            );
+        }
         if this.count != count {
             bail!(
                 "{name} is shard {}/{}, but {} is one of {count}: merge only the workers of one run",
