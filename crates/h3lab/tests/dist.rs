@@ -240,6 +240,12 @@ fn the_manifest_for_eight_workers_passes_the_kubernetes_schema() {
         "60s",
     ]);
     assert_ok(&output, "dist k8s");
+    let yaml: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    // The default start (2 min ahead), 60 s of load, a 30 s request timeout
+    // and 2 min of margin: Kubernetes stops a Job whose pod never started.
+    let deadline = yaml["spec"]["activeDeadlineSeconds"].as_i64().unwrap();
+    assert!((325..=331).contains(&deadline), "{deadline}");
     // The oldest API the manifest's types target (k8s-openapi's v1_33), and the newest.
     for version in ["1.33.0", "1.37.0"] {
         let check = Command::new(&validate)

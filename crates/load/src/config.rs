@@ -76,10 +76,11 @@ pub(crate) struct Part {
     pub requests: Option<u64>,
     /// Open model: this part's requests per second.
     pub rate: Option<f64>,
-    /// Open model: sends of the whole test are numbered in turn across
-    /// shards and then threads, so they interleave evenly: this part's
-    /// thread `t` takes send slot `first_slot + stride * t`, one slot
-    /// being `1 / whole_rate` seconds.
+    /// Open model: the threads of all shards are numbered in turn across
+    /// shards and then threads, and each one's first send is offset by its
+    /// number: this part's thread `t` starts at send slot `first_slot +
+    /// stride * t`, one slot being `1 / whole_rate` seconds. The sends are
+    /// evenly spaced when connections divide evenly, close to it otherwise.
     pub first_slot: u64,
     pub stride: u64,
     pub whole_rate: Option<f64>,

@@ -56,7 +56,7 @@ pub fn run(config: &LoadConfig, cancel: CancellationToken) -> anyhow::Result<Loa
         .map(|start| started_late(start, plan.start_wall));
     let threads = config.threads.min(part.connections);
     let shares = split_work(config, &part, threads, plan.start);
-    let progress = Progress::new(config);
+    let progress = Progress::new(config, part.requests);
     let workers: Vec<JoinHandle<anyhow::Result<WorkerResult>>> = shares
         .into_iter()
         .enumerate()
@@ -175,8 +175,8 @@ async fn first_call(config: &LoadConfig, addr: SocketAddr) -> anyhow::Result<Sha
 }
 
 /// This process's part is split across threads in proportion to their
-/// connections, and each thread's timetable is offset so the merged stream
-/// (across threads and shards) stays evenly spaced.
+/// connections, and each thread's timetable is offset by its place among
+/// all shards' threads, so their sends interleave.
 fn split_work(config: &LoadConfig, part: &Part, threads: usize, start: Instant) -> Vec<Share> {
     let connections = spread(part.connections as u64, threads);
     let limits = part

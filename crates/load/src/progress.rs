@@ -27,8 +27,9 @@ pub(crate) struct Progress {
 }
 
 impl Progress {
-    pub fn new(config: &LoadConfig) -> Progress {
-        let goal = match (config.request_limit(), config.duration) {
+    /// `requests`: this process's part of the measured requests, if counted.
+    pub fn new(config: &LoadConfig, requests: Option<u64>) -> Progress {
+        let goal = match (requests, config.duration) {
             (Some(requests), _) => Goal::Requests(requests),
             (None, Some(duration)) => Goal::Duration(duration),
             (None, None) => unreachable!("request_limit is Some when no duration is set"),

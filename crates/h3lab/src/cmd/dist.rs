@@ -122,9 +122,12 @@ fn k8s(args: K8sArgs) -> anyhow::Result<ExitCode> {
     }
     let start_at = match args.start_at {
         Some(start) => start,
-        None => h3lab_load::parse_start_at(
-            &humantime::format_rfc3339_seconds(SystemTime::now() + args.start_in).to_string(),
-        )?,
+        None => {
+            let at = SystemTime::now()
+                .checked_add(args.start_in)
+                .context("--start-in is too far ahead; a few minutes is enough")?;
+            h3lab_load::parse_start_at(&humantime::format_rfc3339_seconds(at).to_string())?
+        }
     };
     let mut plan = JobPlan {
         name: args.name,
