@@ -59,6 +59,9 @@ pub struct LoadConfig {
     pub start_at: Option<StartAt>,
 }
 
+/// An unsplit test: the one part of one.
+const WHOLE: Shard = Shard { index: 0, count: 1 };
+
 /// A wall-clock start shared by the workers of a split test.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StartAt {
@@ -182,13 +185,12 @@ impl LoadConfig {
                 self.connections
             );
         }
-        if let Some(requests) = self.request_limit() {
-            let whole = self.connections as u64;
-            let connections = spread(whole, shard.count as usize);
-            if spread_in_proportion(requests, &connections, whole).contains(&0) {
+        if let (Some(requests), (_, Some(shares))) = (self.request_limit(), self.shard_shares()) {
+            if shares.contains(&0) {
                 bail!(
                     "-n {requests} requests cannot be split into {count} shards: shares follow \
-                     the connections, and one worker would get none; raise -n to {whole} or more"
+                     the connections, and one worker would get none; raise -n to {} or more",
+                    self.connections
                 );
             }
         }
@@ -199,21 +201,32 @@ impl LoadConfig {
     /// connections, and of the requests and rate in proportion to them.
     /// The shares of all shards add up exactly to the whole.
     pub(crate) fn part(&self) -> Part {
-        let shard = self.shard.unwrap_or(Shard { index: 0, count: 1 });
+        let shard = self.shard.unwrap_or(WHOLE);
         let index = shard.index as usize;
-        let whole = self.connections as u64;
-        let connections = spread(whole, shard.count as usize);
+        let (connections, requests) = self.shard_shares();
         let own = connections[index];
         Part {
             connections: own as usize,
-            requests: self
-                .request_limit()
-                .map(|limit| spread_in_proportion(limit, &connections, whole)[index]),
-            rate: self.rate.map(|rate| rate * own as f64 / whole as f64),
+            requests: requests.map(|requests| requests[index]),
+            rate: self
+                .rate
+                .map(|rate| rate * own as f64 / self.connections as f64),
             first_slot: u64::from(shard.index),
             stride: u64::from(shard.count),
             whole_rate: self.rate,
         }
+    }
+
+    /// Every shard's connections, and its measured requests (if counted)
+    /// in proportion to them.
+    fn shard_shares(&self) -> (Vec<u64>, Option<Vec<u64>>) {
+        let whole = self.connections as u64;
+        let count = self.shard.unwrap_or(WHOLE).count as usize;
+        let connections = spread(whole, count);
+        let requests = self
+            .request_limit()
+            .map(|limit| spread_in_proportion(limit, &connections, whole));
+        (connections, requests)
     }
 
     /// Measured requests to issue when the user set no bound at all.

@@ -62,9 +62,7 @@ impl Plan {
             deadline: config.duration.map(|duration| measure_start + duration),
         })
     }
-}
 
-impl Plan {
     /// The Unix second `at` falls in, on the wall clock read at the start
     /// (not re-read, so a clock step mid-run moves no outcome).
     pub(crate) fn unix_second(&self, at: Instant) -> i64 {

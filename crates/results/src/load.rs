@@ -267,23 +267,13 @@ impl LoadReport {
         }
         self.cpu.user_s += other.cpu.user_s;
         self.cpu.sys_s += other.cpu.sys_s;
-        self.warmup = match (self.warmup.take(), &other.warmup) {
-            (Some(mut mine), Some(theirs)) => {
-                mine.duration_s = mine.duration_s.max(theirs.duration_s);
-                mine.completed += theirs.completed;
-                mine.failed += theirs.failed;
-                mine.latency_us.add(&theirs.latency_us);
-                Some(mine)
-            }
-            (mine, theirs) => mine.or_else(|| theirs.clone()),
-        };
-        self.timeline = match (self.timeline.take(), &other.timeline) {
-            (Some(mut mine), Some(theirs)) => {
-                mine.add(theirs);
-                Some(mine)
-            }
-            (mine, theirs) => mine.or_else(|| theirs.clone()),
-        };
+        self.warmup = add_optional(self.warmup.take(), &other.warmup, |mine, theirs| {
+            mine.duration_s = mine.duration_s.max(theirs.duration_s);
+            mine.completed += theirs.completed;
+            mine.failed += theirs.failed;
+            mine.latency_us.add(&theirs.latency_us);
+        });
+        self.timeline = add_optional(self.timeline.take(), &other.timeline, Timeline::add);
         self.worker = None;
         self.derive_rates();
         Ok(())
@@ -427,6 +417,21 @@ impl fmt::Display for Model {
             Model::Closed => "closed",
             Model::Open => "open",
         })
+    }
+}
+
+/// `mine` with `theirs` added, or whichever of the two exists.
+fn add_optional<T: Clone>(
+    mine: Option<T>,
+    theirs: &Option<T>,
+    add: impl FnOnce(&mut T, &T),
+) -> Option<T> {
+    match (mine, theirs) {
+        (Some(mut mine), Some(theirs)) => {
+            add(&mut mine, theirs);
+            Some(mine)
+        }
+        (mine, theirs) => mine.or_else(|| theirs.clone()),
     }
 }
 

@@ -142,17 +142,15 @@ fn k8s(args: K8sArgs) -> anyhow::Result<ExitCode> {
         deadline: None,
     };
     plan.validate()?;
-    let mut load = None;
-    for pod in h3lab_dist::pod_runs(&plan.job())? {
-        let config = super::load::check(&pod.argv[1..])
-            .with_context(|| format!("the load of pod {}", pod.index))?;
-        load.get_or_insert(config);
-    }
+    // The pods differ only in their shard, and the load's validation
+    // checks every shard's share, so pod 0 stands for all of them.
+    let first = &h3lab_dist::pod_runs(&plan.job())?[0];
+    let load = super::load::check(&first.argv[1..]).context("the load of pod 0")?;
     // A pod that cannot start holds an Indexed Job open for ever; past the
     // load's planned end, Kubernetes stops it and collect merges the rest.
-    plan.deadline = load.and_then(|load| {
+    plan.deadline = load.duration.and_then(|duration| {
         let wait = start_at.at.duration_since(SystemTime::now()).ok()?;
-        Some(wait + load.warmup + load.duration? + load.request_timeout + DEADLINE_MARGIN)
+        Some(wait + load.warmup + duration + load.request_timeout + DEADLINE_MARGIN)
     });
     let job = plan.job();
     let yaml = h3lab_dist::to_yaml(&job)?;

@@ -96,9 +96,6 @@ impl Timeline {
     /// Counts one outcome at `unix_s`, growing the timeline at either end
     /// (threads merge theirs in any order).
     pub fn record(&mut self, unix_s: i64, completed: u64, failed: u64, body_bytes: u64) {
-        if self.completed.is_empty() {
-            self.start_unix_s = unix_s;
-        }
         let index = self.slot(unix_s);
         self.completed[index] += completed;
         self.failed[index] += failed;
@@ -161,18 +158,16 @@ impl Timeline {
         full.sort_unstable();
         Some((full[0], full[full.len() / 2], full[full.len() - 1]))
     }
-}
 
-/// Two timelines further apart than this are not of one test.
-const MAX_TIMELINE_GAP_S: i64 = 7 * 24 * 3600;
-
-impl Timeline {
     /// Three series of one length, starting at a plausible time.
     fn is_consistent(&self) -> bool {
         let len = self.completed.len();
         self.failed.len() == len && self.body_bytes.len() == len && self.start_unix_s >= 0
     }
 }
+
+/// Two timelines further apart than this are not of one test.
+const MAX_TIMELINE_GAP_S: i64 = 7 * 24 * 3600;
 
 impl WorkerRow {
     fn new(source: &str, report: &LoadReport) -> WorkerRow {
@@ -211,7 +206,6 @@ pub fn merge_workers(
     }
     let missing = check_shards(reports, allow_partial)?;
     let mut merged = first.clone();
-    merged.workers.clear();
     for (_, report) in &reports[1..] {
         merged.merge(report)?;
     }

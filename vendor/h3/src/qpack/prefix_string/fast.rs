@@ -152,7 +152,8 @@ pub fn decode(input: &[u8]) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{HpackStringDecode, HpackStringEncode};
+    use super::super::encode::HpackStringEncode;
+    use super::super::HpackStringDecode;
     use super::*;
 
     fn reference_encode(value: &[u8]) -> Vec<u8> {
