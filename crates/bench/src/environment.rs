@@ -47,7 +47,15 @@ pub(crate) fn capture(suite: &Suite) -> Environment {
         sysctls,
         library_versions: library_versions(),
         server_tuning: None,
+        loopback_cpus: has_loopback_cells(suite).then(linkem::cpus::loopback_placement),
     }
+}
+
+fn has_loopback_cells(suite: &Suite) -> bool {
+    suite
+        .profiles
+        .iter()
+        .any(|name| matches!(suite.link_settings(name), Ok(None)))
 }
 
 /// The built-in server's QUIC controller, resolving `auto` the way the

@@ -15,6 +15,7 @@
 
 pub mod capacity;
 pub mod config;
+pub mod cpus;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod model;

@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
+use crate::cpus::CpuSplit;
 use crate::supervise::{Exit, Group, Supervised};
 use crate::EmulatedPath;
 
@@ -51,7 +52,8 @@ impl Interrupted {
 pub enum Placement<'a> {
     /// The client and server namespaces of this path.
     Emulated(&'a EmulatedPath),
-    /// This network namespace, both addresses 127.0.0.1.
+    /// This network namespace, both addresses 127.0.0.1; the server and the
+    /// client each on half of the CPUs ([`crate::cpus`]).
     Loopback,
 }
 
@@ -70,11 +72,14 @@ impl Placement<'_> {
         match (self, side) {
             (Placement::Emulated(path), Side::Client) => path.client_command(program),
             (Placement::Emulated(path), Side::Server) => path.server_command(program),
-            (Placement::Loopback, _) => {
+            (Placement::Loopback, side) => {
                 let mut command = Command::new(program);
                 command
                     .env("H3LAB_SERVER_IP", "127.0.0.1")
                     .env("H3LAB_CLIENT_IP", "127.0.0.1");
+                if let Ok(split) = CpuSplit::of_this_process() {
+                    split.pin(side, &mut command);
+                }
                 command
             }
         }

@@ -94,6 +94,7 @@ pub(crate) fn results() -> Results {
             udp_gso: "on".into(),
             library_versions: BTreeMap::from([("quinn".into(), "0.11".into())]),
             server_tuning: None,
+            loopback_cpus: None,
         },
         started_at: "2026-01-01T00:00:00Z".into(),
         finished_at: Some("2026-01-01T00:10:00Z".into()),

@@ -388,6 +388,7 @@ fn environment_section(results: &Results) -> Markup {
                     tr { th { "TCP congestion control" } td { (env.tcp_congestion_control) } }
                     tr { th { "QUIC congestion control" } td { (env.quic_congestion_control) } }
                     tr { th { "UDP GSO/GRO" } td { (env.udp_gso) } }
+                    @if let Some(cpus) = &env.loopback_cpus { tr { th { "loopback CPUs" } td { (cpus) } } }
                     @for (name, value) in &env.sysctls { tr { th { code { (name) } } td { (value) } } }
                     @for (name, version) in &env.library_versions { tr { th { (name) } td { (version) } } }
                     @match &env.server_tuning {

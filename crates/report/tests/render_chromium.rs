@@ -332,6 +332,7 @@ fn synthetic_results() -> Results {
             udp_gso: "GSO on, GRO on".into(),
             library_versions: BTreeMap::from([("quinn".into(), "0.11".into()), ("hyper".into(), "1".into())]),
             server_tuning: None,
+            loopback_cpus: None,
         },
         started_at: "2026-01-01T10:00:00Z".into(),
         finished_at: Some("2026-01-01T10:20:00Z".into()),

@@ -113,6 +113,12 @@ pub struct Environment {
     /// in runs written before it was recorded.
     #[serde(default)]
     pub server_tuning: Option<std::collections::BTreeMap<String, String>>,
+    /// Where the two ends of plain-loopback cells ran ("server on CPU 0,
+    /// client on CPU 1", or "shared (...)" when the CPUs cannot be split).
+    /// `None` without loopback cells, and in runs written before it was
+    /// recorded.
+    #[serde(default)]
+    pub loopback_cpus: Option<String>,
 }
 
 /// The swept tunable a [`StudyClaim`] is about.

@@ -4,7 +4,7 @@ use std::{
     task::{Context, Poll},
 };
 
-use bytes::{Buf, BufMut, Bytes};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use futures_util::{future, ready};
 use pin_project_lite::pin_project;
 use tokio::io::ReadBuf;
@@ -246,6 +246,21 @@ where
         if let Some(payload) = self.frame.as_mut().and_then(|f| f.payload_mut()) {
             payload.advance(cnt);
         }
+    }
+
+    /// h3lab: once the frame header is out, the payload's own
+    /// `copy_to_bytes`, which for a `Bytes` payload is a slice of it, not a
+    /// copy. (`Buf`'s default copies, which is what the header still gets.)
+    fn copy_to_bytes(&mut self, len: usize) -> Bytes {
+        if self.len == self.pos {
+            if let Some(payload) = self.frame.as_mut().and_then(|f| f.payload_mut()) {
+                return payload.copy_to_bytes(len);
+            }
+        }
+        assert!(len <= self.remaining(), "copy_to_bytes past the end");
+        let mut copy = BytesMut::with_capacity(len);
+        copy.put((&mut *self).take(len));
+        copy.freeze()
     }
 }
 

@@ -751,12 +751,11 @@ impl RecvState {
         max_receive_segments: usize,
         endpoint: &proto::Endpoint,
     ) -> Self {
-        let recv_buf = vec![
-            0;
-            endpoint.config().get_max_udp_payload_size().min(64 * 1024) as usize
-                * max_receive_segments
-                * BATCH_SIZE
-        ];
+        let message_len = (endpoint.config().get_max_udp_payload_size() as usize
+            * max_receive_segments)
+            .min(MAX_RECEIVED_MESSAGE);
+        let mut recv_buf = vec![0; message_len * BATCH_SIZE];
+        prefault(&mut recv_buf);
         Self {
             connections: ConnectionSet {
                 senders: FxHashMap::default(),
@@ -795,7 +794,7 @@ impl RecvState {
                 Poll::Ready(Ok(msgs)) => {
                     self.recv_limiter.record_work(msgs);
                     for (meta, buf) in metas.iter().zip(iovs.iter()).take(msgs) {
-                        let mut data: BytesMut = buf[0..meta.len].into();
+                        let mut data = copy_received(&buf[0..meta.len]);
                         while !data.is_empty() {
                             let buf = data.split_to(meta.stride.min(data.len()));
                             let mut response_buffer = Vec::new();
@@ -868,6 +867,41 @@ impl fmt::Debug for RecvState {
             .field("recv_limiter", &self.recv_limiter)
             .finish_non_exhaustive()
     }
+}
+
+/// h3lab: the largest message one receive can return on Linux. quinn sizes
+/// each message's buffer as the largest datagram times the most segments
+/// GRO may coalesce (64 x 65,527 B, 128 MiB for a batch of 32). The kernel
+/// never hands a UDP socket more than 64 KiB at once: GRO stops a UDP
+/// train before 65,536 bytes (`skb_gro_receive`; the larger sizes of BIG
+/// TCP are for TCP only), and a datagram's length field has 16 bits.
+/// Messages of such a 128 MiB buffer each begin 4 MiB apart, so the first
+/// receive into each one faulted in fresh pages (a 2 MiB huge page each)
+/// in the middle of a transfer; 32 x 64 KiB is 2 MiB, faulted in once,
+/// when the endpoint is made.
+const MAX_RECEIVED_MESSAGE: usize = 64 * 1024;
+
+/// h3lab: touches every page of `buf` now, so that the kernel's first
+/// copy into it does not pay for the page faults in the middle of a
+/// transfer. Volatile, because the compiler knows the zeroed allocation
+/// already holds zeroes.
+fn prefault(buf: &mut [u8]) {
+    for page in buf.chunks_mut(4096) {
+        // SAFETY: `page` is a valid, non-empty `&mut [u8]`.
+        unsafe { std::ptr::write_volatile(page.as_mut_ptr(), 0) };
+    }
+}
+
+/// h3lab: a received message in an allocation of its own, whose capacity is
+/// rounded up to a power of two. quinn allocated the exact length, and
+/// coalesced messages come in every multiple of the datagram size, so each
+/// of dozens of lengths took a size class and fresh pages of its own; the
+/// first use of each faulted in fresh memory during a transfer. Rounded,
+/// a transfer reuses a few size classes' blocks.
+fn copy_received(message: &[u8]) -> BytesMut {
+    let mut data = BytesMut::with_capacity(message.len().next_power_of_two());
+    data.extend_from_slice(message);
+    data
 }
 
 #[derive(Default)]

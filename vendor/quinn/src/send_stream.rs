@@ -287,6 +287,22 @@ impl SendStream {
     ) -> Poll<Result<usize, WriteError>> {
         pin!(self.get_mut().write(buf)).as_mut().poll(cx)
     }
+
+    /// h3lab: [`poll_write`](Self::poll_write) for data already in a
+    /// [`Bytes`], which the stream keeps without copying it (as
+    /// [`write_chunks`](Self::write_chunks) does). What the stream takes is
+    /// removed from the front of `chunk`; returns how many bytes that was.
+    pub fn poll_write_chunk(
+        &mut self,
+        cx: &mut Context,
+        chunk: &mut Bytes,
+    ) -> Poll<Result<usize, WriteError>> {
+        self.execute_poll(cx, |stream| {
+            stream
+                .write_chunks(std::slice::from_mut(chunk))
+                .map(|written| written.bytes)
+        })
+    }
 }
 
 /// Check if a send stream is stopped.
