@@ -32,6 +32,15 @@ const CANCEL_CHECK: Duration = Duration::from_millis(100);
 /// Runs the load described by `config` until its bound, a fatal set-up
 /// error, or `cancel` (Ctrl-C), and returns everything measured.
 ///
+/// Where the measured time starts: at the end of the warm-up, or at the
+/// first connection attempt if that came later. Starting a worker thread
+/// and its connector (for h3 a QUIC endpoint and its receive buffers) is
+/// the tool's set-up, not the protocol's, and would otherwise count in a
+/// short run's duration and in a download's time.
+fn measured_from(measure_start: Instant, first_attempt: Option<Instant>) -> Instant {
+    first_attempt.map_or(measure_start, |attempt| attempt.max(measure_start))
+}
+
 /// Before the run one throw-away connection checks that the target answers
 /// at all, so an untrusted certificate or a missing UDP listener fails
 /// fast with one clear message instead of a report full of errors. Under
@@ -93,7 +102,7 @@ pub fn run(config: &LoadConfig, cancel: CancellationToken) -> anyhow::Result<Loa
     };
     let totals = RunTotals {
         duration_s: end
-            .saturating_duration_since(plan.measure_start)
+            .saturating_duration_since(measured_from(plan.measure_start, tally.first_attempt))
             .as_secs_f64(),
         warmup_s: end
             .min(plan.measure_start)
@@ -211,6 +220,18 @@ mod tests {
     use h3lab_results::load::Shard;
 
     use super::*;
+
+    #[test]
+    fn the_clock_starts_at_the_first_connection_attempt_or_after_the_warmup() {
+        let start = Instant::now();
+        let ms = Duration::from_millis;
+        assert_eq!(measured_from(start, Some(start + ms(2))), start + ms(2));
+        assert_eq!(
+            measured_from(start + ms(500), Some(start + ms(2))),
+            start + ms(500)
+        );
+        assert_eq!(measured_from(start, None), start);
+    }
 
     #[test]
     fn spread_is_exact_and_even() {

@@ -2,7 +2,7 @@
 //! at the end, so the hot path takes no lock and shares no cache line.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use h3lab_results::load::{ErrorCounts, Timeline};
 use h3lab_results::{ErrorKind, Micros, Proto};
@@ -35,6 +35,8 @@ pub(crate) struct Tally {
     pub warmup_latency: Micros,
     /// Measured outcomes per wall-clock second.
     pub timeline: Timeline,
+    /// When this worker first tried to connect.
+    pub first_attempt: Option<Instant>,
 }
 
 impl Default for Tally {
@@ -62,6 +64,7 @@ impl Default for Tally {
             warmup_failed: 0,
             warmup_latency: Micros::default(),
             timeline: Timeline::default(),
+            first_attempt: None,
         }
     }
 }
@@ -135,6 +138,10 @@ impl Tally {
         self.warmup_failed += other.warmup_failed;
         self.warmup_latency.add(&other.warmup_latency);
         self.timeline.add(&other.timeline);
+        self.first_attempt = match (self.first_attempt, other.first_attempt) {
+            (Some(mine), Some(theirs)) => Some(mine.min(theirs)),
+            (mine, theirs) => mine.or(theirs),
+        };
     }
 
     pub fn error_counts(&self) -> ErrorCounts {
@@ -185,7 +192,11 @@ mod tests {
         let mut b = Tally::default();
         b.record_response(8, 200, 7, ms, 2 * ms);
         b.record_error(ErrorKind::Timeout, || "slow".into());
+        let first = Instant::now();
+        a.first_attempt = Some(first + ms);
+        b.first_attempt = Some(first);
         a.merge(b);
+        assert_eq!(a.first_attempt, Some(first), "the earliest attempt of all");
         assert_eq!(a.completed, 2);
         assert_eq!(a.body_bytes, 12);
         assert_eq!(a.latency.count(), 2);

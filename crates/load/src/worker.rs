@@ -174,6 +174,10 @@ impl Worker {
         let mut failures = 0;
         let mut opened = 0u64;
         while !self.schedule.borrow().is_done(Instant::now()) {
+            self.tally
+                .borrow_mut()
+                .first_attempt
+                .get_or_insert_with(Instant::now);
             match connector.connect(false).await {
                 Err(err) => {
                     let Some(ticket) = self.next_ticket() else {
