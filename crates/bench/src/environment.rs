@@ -158,4 +158,16 @@ mod tests {
         assert_ne!(env.kernel, "unknown");
         assert!(env.sysctls.contains_key("net.core.rmem_max"));
     }
+
+    #[test]
+    fn only_runs_with_loopback_cells_record_the_cpu_split() {
+        let emulated = crate::presets::preset("default").unwrap();
+        assert_eq!(capture(&emulated).loopback_cpus, None);
+        let loopback = crate::presets::preset("servers").unwrap();
+        let cpus = capture(&loopback).loopback_cpus.unwrap();
+        assert!(
+            cpus.starts_with("server on CPU") || cpus.starts_with("shared ("),
+            "{cpus}"
+        );
+    }
 }

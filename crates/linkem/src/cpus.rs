@@ -14,8 +14,6 @@
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
-use crate::run::Side;
-
 /// The CPUs of each end, as listed by the kernel (`sched_getaffinity`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuSplit {
@@ -53,18 +51,15 @@ impl CpuSplit {
             cpu_list(&self.client)
         )
     }
+}
 
-    /// Makes `command` start on `side`'s CPUs.
-    pub(crate) fn pin(&self, side: Side, command: &mut Command) {
-        let cpus = match side {
-            Side::Server => self.server.clone(),
-            Side::Client => self.client.clone(),
-        };
-        // SAFETY: the closure only builds a CPU set on the stack and makes
-        // one system call, both async-signal-safe.
-        unsafe {
-            command.pre_exec(move || set_affinity(&cpus));
-        }
+/// Makes `command` start on `cpus` only.
+pub(crate) fn pin(cpus: &[usize], command: &mut Command) {
+    let cpus = cpus.to_vec();
+    // SAFETY: the closure only builds a CPU set on the stack and makes one
+    // system call, both async-signal-safe.
+    unsafe {
+        command.pre_exec(move || set_affinity(&cpus));
     }
 }
 
@@ -145,15 +140,14 @@ mod tests {
             eprintln!("skipped: this machine has one CPU");
             return;
         };
-        for (side, cpus) in [(Side::Server, &split.server), (Side::Client, &split.client)] {
+        for cpus in [&split.server, &split.client] {
             let mut command = Command::new("sh");
             command.args(["-c", "grep Cpus_allowed_list /proc/self/status"]);
-            split.pin(side, &mut command);
+            pin(cpus, &mut command);
             let output = command.output().unwrap();
             let text = String::from_utf8_lossy(&output.stdout);
             let listed = text.split(':').nth(1).unwrap().trim();
-            let expected: Vec<usize> = listed_cpus(listed);
-            assert_eq!(&expected, cpus, "{side:?}: {text}");
+            assert_eq!(&listed_cpus(listed), cpus, "{text}");
         }
     }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
-use crate::cpus::CpuSplit;
+use crate::cpus::{self, CpuSplit};
 use crate::supervise::{Exit, Group, Supervised};
 use crate::EmulatedPath;
 
@@ -78,7 +78,11 @@ impl Placement<'_> {
                     .env("H3LAB_SERVER_IP", "127.0.0.1")
                     .env("H3LAB_CLIENT_IP", "127.0.0.1");
                 if let Ok(split) = CpuSplit::of_this_process() {
-                    split.pin(side, &mut command);
+                    let cpus = match side {
+                        Side::Server => &split.server,
+                        Side::Client => &split.client,
+                    };
+                    cpus::pin(cpus, &mut command);
                 }
                 command
             }
