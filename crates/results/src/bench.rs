@@ -116,8 +116,9 @@ pub struct Environment {
     /// Where the two ends of plain-loopback cells ran ("server on CPU 0,
     /// client on CPU 1", or "shared (...)" when the CPUs cannot be split).
     /// `None` without loopback cells, and in runs written before it was
-    /// recorded.
-    #[serde(default)]
+    /// recorded; left out of the file then, so older files read and write
+    /// back unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loopback_cpus: Option<String>,
 }
 
