@@ -32,15 +32,6 @@ const CANCEL_CHECK: Duration = Duration::from_millis(100);
 /// Runs the load described by `config` until its bound, a fatal set-up
 /// error, or `cancel` (Ctrl-C), and returns everything measured.
 ///
-/// Where the measured time starts: at the end of the warm-up, or at the
-/// first connection attempt if that came later. Starting a worker thread
-/// and its connector (for h3 a QUIC endpoint and its receive buffers) is
-/// the tool's set-up, not the protocol's, and would otherwise count in a
-/// short run's duration and in a download's time.
-fn measured_from(measure_start: Instant, first_attempt: Option<Instant>) -> Instant {
-    first_attempt.map_or(measure_start, |attempt| attempt.max(measure_start))
-}
-
 /// Before the run one throw-away connection checks that the target answers
 /// at all, so an untrusted certificate or a missing UDP listener fails
 /// fast with one clear message instead of a report full of errors. Under
@@ -181,6 +172,15 @@ async fn first_call(config: &LoadConfig, addr: SocketAddr) -> anyhow::Result<Sha
     response.drain().await?;
     connector.close().await;
     Ok(discovery)
+}
+
+/// Where the measured time starts: at the end of the warm-up, or at the
+/// first connection attempt if that came later. Starting a worker thread
+/// and its connector (for h3 a QUIC endpoint and its receive buffers) is
+/// the tool's set-up, not the protocol's, and would otherwise count in a
+/// short run's duration and in a download's time.
+fn measured_from(measure_start: Instant, first_attempt: Option<Instant>) -> Instant {
+    first_attempt.map_or(measure_start, |attempt| attempt.max(measure_start))
 }
 
 /// This process's part is split across threads in proportion to their
