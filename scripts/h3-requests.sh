@@ -23,7 +23,13 @@ for round in $(seq "$ROUNDS"); do
             "$binary" serve --listen "127.0.0.1:$PORT" >"$OUT/serve.log" 2>&1 &
             server=$!
             trap 'kill $server 2>/dev/null' EXIT
-            sleep 0.5
+            for _ in $(seq 100); do
+                grep -q '^listening:' "$OUT/serve.log" && break
+                kill -0 "$server" 2>/dev/null || { cat "$OUT/serve.log" >&2; exit 1; }
+                sleep 0.1
+            done
+            grep -q '^listening:' "$OUT/serve.log" ||
+                { echo "h3lab serve did not report listening within 10 s" >&2; exit 1; }
             before_ticks=$(cpu_ticks "$server")
             json=$OUT/$name-$proto-$round.json
             "$binary" load "https://127.0.0.1:$PORT/bytes/1000" --proto "$proto" -c 10 -m 10 \

@@ -138,10 +138,11 @@ impl Tally {
         self.warmup_failed += other.warmup_failed;
         self.warmup_latency.add(&other.warmup_latency);
         self.timeline.add(&other.timeline);
-        self.first_attempt = match (self.first_attempt, other.first_attempt) {
-            (Some(mine), Some(theirs)) => Some(mine.min(theirs)),
-            (mine, theirs) => mine.or(theirs),
-        };
+        self.first_attempt = self
+            .first_attempt
+            .into_iter()
+            .chain(other.first_attempt)
+            .min();
     }
 
     pub fn error_counts(&self) -> ErrorCounts {
