@@ -109,6 +109,11 @@ pub struct CellSummary {
     /// 10 ms clock ticks to resolve (under 50 ms in all).
     pub server_cpu_per_request_us: Option<f64>,
     pub server_cpu_per_gb_s: Option<f64>,
+    /// The client's CPU over its whole run (start-up included, as the
+    /// kernel counted it at exit) per request and per GB of response
+    /// bodies; None when nothing was received.
+    pub client_cpu_per_request_us: Option<f64>,
+    pub client_cpu_per_gb_s: Option<f64>,
     /// What ran short during the successful repetitions' measured
     /// intervals: the figure may be the CPU's, not the protocol's.
     pub bottlenecks: Vec<Bottleneck>,

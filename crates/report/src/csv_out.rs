@@ -50,6 +50,8 @@ struct Row<'a> {
     server_cpu_pct: Option<f64>,
     server_cpu_per_request_us: Option<f64>,
     server_cpu_per_gb_s: Option<f64>,
+    client_cpu_per_request_us: Option<f64>,
+    client_cpu_per_gb_s: Option<f64>,
     failures: String,
     problems: String,
 }
@@ -96,6 +98,8 @@ impl<'a> Row<'a> {
             server_cpu_pct: s.server_cpu_pct,
             server_cpu_per_request_us: s.server_cpu_per_request_us,
             server_cpu_per_gb_s: s.server_cpu_per_gb_s,
+            client_cpu_per_request_us: s.client_cpu_per_request_us,
+            client_cpu_per_gb_s: s.client_cpu_per_gb_s,
             failures: s
                 .failures
                 .iter()
@@ -179,6 +183,7 @@ mod tests {
         assert!((pct("vs_baseline_high_pct") - (260.0 / 200.0 - 1.0) * 100.0).abs() < 1e-9);
         let p50: f64 = h3[column("latency_p50_ms")].parse().unwrap();
         assert!((p50 - 20.0).abs() <= 0.02);
+        assert_eq!(&h3[column("client_cpu_per_request_us")], "1000.0");
 
         let failed = rows
             .iter()

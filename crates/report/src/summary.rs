@@ -183,6 +183,8 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
         server_cpu_pct: cpu_percent(&ok, |r| r.cpu.server_s),
         server_cpu_per_request_us: server_cpu_per(&ok, |r| r.requests as f64 / 1e6),
         server_cpu_per_gb_s: server_cpu_per(&ok, |r| r.bytes as f64 / 1e9),
+        client_cpu_per_request_us: client_cpu_per(&ok, |r| r.requests as f64 / 1e6),
+        client_cpu_per_gb_s: client_cpu_per(&ok, |r| r.bytes as f64 / 1e9),
         bottlenecks: bottlenecks(&ok),
         problems,
         key,
@@ -243,6 +245,15 @@ fn server_cpu_per(ok: &[&CellRecord], amount: impl Fn(&CellRecord) -> f64) -> Op
     let amount: f64 = ok.iter().map(|r| amount(r)).sum();
     cpu.filter(|cpu| cpu.is_finite() && *cpu >= SERVER_CPU_RESOLVED_S && amount > 0.0)
         .map(|cpu| cpu / amount)
+}
+
+/// The client's CPU seconds (whole runs) per `amount`, summed over the
+/// repetitions. Its CPU is always known: the kernel reports it when the
+/// client exits.
+fn client_cpu_per(ok: &[&CellRecord], amount: impl Fn(&CellRecord) -> f64) -> Option<f64> {
+    let cpu: f64 = ok.iter().map(|r| r.cpu.client_s).sum();
+    let amount: f64 = ok.iter().map(|r| amount(r)).sum();
+    (cpu.is_finite() && amount > 0.0).then(|| cpu / amount)
 }
 
 fn fill_baseline_differences(summaries: &mut [CellSummary], baseline: &str) {
@@ -452,6 +463,15 @@ mod tests {
         // 3 × 1.0 s client and 3 × 0.5 s server over 3 × 10 s.
         assert!((h3.client_cpu_pct.unwrap() - 10.0).abs() < 1e-9);
         assert!((h3.server_cpu_pct.unwrap() - 5.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn client_cpu_is_per_request_and_per_gb_of_the_successful_repetitions() {
+        let summaries = summarize(&fixture::results());
+        let h3 = find(&summaries, "broadband", "rps-1k", "h3", None);
+        // 3 × 1.0 s over 3 × 1000 requests and 3 × 1,024,000 bytes.
+        assert!((h3.client_cpu_per_request_us.unwrap() - 1000.0).abs() < 1e-9);
+        assert!((h3.client_cpu_per_gb_s.unwrap() - 3.0 / 0.003_072).abs() < 1e-6);
     }
 
     #[test]

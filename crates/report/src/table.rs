@@ -131,6 +131,7 @@ fn profile_block(
         out.push_str(&baseline_lines(cells, baseline));
         out.push_str(&bottleneck_lines(cells));
         out.push_str(&server_cpu_line(cells));
+        out.push_str(&client_cpu_line(cells));
     }
     out.push_str(&failure_lines(block));
     out
@@ -181,19 +182,41 @@ fn baseline_lines(cells: &[&CellSummary], baseline: &str) -> String {
         .collect()
 }
 
-/// One line per marked cell, e.g. `! h3: server at 0.97 cores (repetition
-/// 1): the figure may be the CPU's, not the protocol's`.
 /// The server's CPU per unit of work, per protocol, where it is known:
 /// per request for request-rate cells, per GB for downloads.
 fn server_cpu_line(cells: &[&CellSummary]) -> String {
+    cpu_line(cells, "server CPU", |summary| {
+        (
+            summary.server_cpu_per_request_us,
+            summary.server_cpu_per_gb_s,
+        )
+    })
+}
+
+/// The same for the client (its whole run).
+fn client_cpu_line(cells: &[&CellSummary]) -> String {
+    cpu_line(cells, "client CPU", |summary| {
+        (
+            summary.client_cpu_per_request_us,
+            summary.client_cpu_per_gb_s,
+        )
+    })
+}
+
+/// `label: h2 1.27 s/GB, h3 2.17 s/GB`, from each cell's (per request,
+/// per GB) figures; empty when no cell has its figure.
+fn cpu_line(
+    cells: &[&CellSummary],
+    label: &str,
+    per_unit: impl Fn(&CellSummary) -> (Option<f64>, Option<f64>),
+) -> String {
     let figures: Vec<String> = cells
         .iter()
         .filter_map(|summary| {
+            let (per_request_us, per_gb_s) = per_unit(summary);
             let figure = match summary.kind? {
-                WorkloadKind::Rps => {
-                    format!("{:.1} us/request", summary.server_cpu_per_request_us?)
-                }
-                WorkloadKind::Download => format!("{:.2} s/GB", summary.server_cpu_per_gb_s?),
+                WorkloadKind::Rps => format!("{:.1} us/request", per_request_us?),
+                WorkloadKind::Download => format!("{:.2} s/GB", per_gb_s?),
                 WorkloadKind::Ttfb | WorkloadKind::Page => return None,
             };
             Some(format!("{} {figure}", summary.key.protocol))
@@ -204,10 +227,12 @@ fn server_cpu_line(cells: &[&CellSummary]) -> String {
     }
     wrapped(
         COLUMN_GAP as u16,
-        &format!("server CPU: {}", figures.join(", ")),
+        &format!("{label}: {}", figures.join(", ")),
     )
 }
 
+/// One line per marked cell, e.g. `! h3: server at 0.97 cores (repetition
+/// 1): the figure may be the CPU's, not the protocol's`.
 fn bottleneck_lines(cells: &[&CellSummary]) -> String {
     cells
         .iter()
@@ -426,6 +451,28 @@ mod tests {
         let page = crate::html::render_html(&results);
         assert!(page.contains("CPU-bound?"), "{page}");
         assert!(page.contains("server at 0.98 cores"), "{page}");
+    }
+
+    #[test]
+    fn server_and_client_cpu_lines_give_each_protocol_per_request() {
+        let mut results = fixture::results();
+        for cell in results.cells.iter_mut() {
+            cell.cpu.server_interval_s = Some(0.25);
+        }
+        let text = terminal_table(&results);
+        // 3 × 0.25 s server and 3 × 1.0 s client over 3 × 1000 requests.
+        assert!(
+            text.contains(
+                "server CPU: h1 250.0 us/request, h2 250.0 us/request, h3 250.0 us/request"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "client CPU: h1 1000.0 us/request, h2 1000.0 us/request, h3 1000.0 us/request"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
