@@ -195,7 +195,7 @@ fn server_cpu_line(cells: &[&CellSummary]) -> String {
 
 /// The same for the client (its whole run).
 fn client_cpu_line(cells: &[&CellSummary]) -> String {
-    cpu_line(cells, "client CPU", |summary| {
+    cpu_line(cells, "client CPU (whole run)", |summary| {
         (
             summary.client_cpu_per_request_us,
             summary.client_cpu_per_gb_s,
@@ -469,7 +469,7 @@ mod tests {
         );
         assert!(
             text.contains(
-                "client CPU: h1 1000.0 us/request, h2 1000.0 us/request, h3 1000.0 us/request"
+                "client CPU (whole run): h1 1000.0 us/request, h2 1000.0 us/request, h3 1000.0 us/request"
             ),
             "{text}"
         );
