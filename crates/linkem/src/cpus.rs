@@ -14,6 +14,9 @@
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
+use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+use nix::unistd::Pid;
+
 /// The CPUs of each end, as listed by the kernel (`sched_getaffinity`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuSplit {
@@ -56,7 +59,7 @@ impl CpuSplit {
 /// Makes `command` start on `cpus` only.
 pub(crate) fn pin(cpus: &[usize], command: &mut Command) {
     let cpus = cpus.to_vec();
-    // SAFETY: the closure only builds a CPU set on the stack and makes one
+    // SAFETY: the closure only fills a CPU set on the stack and makes one
     // system call, both async-signal-safe.
     unsafe {
         command.pre_exec(move || set_affinity(&cpus));
@@ -77,30 +80,19 @@ fn cpu_list(cpus: &[usize]) -> String {
     format!("{noun} {}", list.join(","))
 }
 
-fn allowed_cpus() -> std::io::Result<Vec<usize>> {
-    // SAFETY: an all-zero cpu_set_t is a valid empty set, and the kernel
-    // writes at most size_of::<cpu_set_t>() bytes into it.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::cpu_set_t>();
-    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let cpus = (0..libc::CPU_SETSIZE as usize)
-        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
-        .collect();
-    Ok(cpus)
+fn allowed_cpus() -> nix::Result<Vec<usize>> {
+    let set = sched_getaffinity(Pid::from_raw(0))?;
+    Ok((0..CpuSet::count())
+        .filter(|&cpu| set.is_set(cpu).unwrap_or(false))
+        .collect())
 }
 
 fn set_affinity(cpus: &[usize]) -> std::io::Result<()> {
-    // SAFETY: as in `allowed_cpus`; CPU_SET only writes within the set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let mut set = CpuSet::new();
     for &cpu in cpus {
-        unsafe { libc::CPU_SET(cpu, &mut set) };
+        set.set(cpu)?;
     }
-    let size = std::mem::size_of::<libc::cpu_set_t>();
-    if unsafe { libc::sched_setaffinity(0, size, &set) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    sched_setaffinity(Pid::from_raw(0), &set)?;
     Ok(())
 }
 
