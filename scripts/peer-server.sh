@@ -1,18 +1,30 @@
 #!/usr/bin/env bash
-# Starts a peer server for `h3lab bench`'s `servers` preset, in the
-# foreground, serving /bytes/1000 and /bytes/10000000 over TLS 1.3 on
-# IP:PORT: `caddy` (h1, h2 and h3, quic-go) or `nginx` (h1 and h2; h3 only
-# where the build has http_v3_module, which Debian 12's 1.22 lacks).
-# Usage: scripts/peer-server.sh caddy|nginx IP PORT
+# Starts a peer server in the foreground for `h3lab bench` (the `servers`
+# and `study-c` presets), serving ROOT at / over TLS 1.3 on IP:PORT with
+# CERT and KEY, every response `Cache-Control: no-store` where the server
+# can set it:
+#   caddy   h1, h2 and h3 (Go's TLS and HTTP/2, quic-go)
+#   nginx   h1 and h2 (OpenSSL; h3 only where the build has
+#           http_v3_module, which Debian 12's 1.22 lacks)
+#   ngtcp2  h3 only: Debian's gtlsserver (ngtcp2, nghttp3, GnuTLS)
+#   quiche  h3 only: scripts/quiche-server (Cloudflare's quiche)
+# Usage: scripts/peer-server.sh caddy|nginx|ngtcp2|quiche IP PORT ROOT CERT KEY
+# In a suite: "scripts/peer-server.sh caddy {ip} {port} {site} {cert} {key}".
 #
-# Bodies and a self-signed certificate are made once under
-# ${TMPDIR:-/tmp}/h3lab-peer-server and reused. Settings are each server's
-# defaults (nginx: Debian's sendfile, tcp_nopush, 16 KB ssl_buffer_size).
+# Settings are each server's defaults (nginx: Debian's sendfile,
+# tcp_nopush, 16 KB ssl_buffer_size), so each row shows the server as
+# people deploy it. Its own files go to ${TMPDIR:-/tmp}/h3lab-peer-server.
 set -euo pipefail
 
 die() { echo "peer-server: $*" >&2; exit 127; }
-[[ $# -eq 3 ]] || die "usage: $0 caddy|nginx IP PORT"
-name=$1 ip=$2 port=$3
+[[ $# -eq 6 ]] || die "usage: $0 caddy|nginx|ngtcp2|quiche IP PORT ROOT CERT KEY"
+name=$1 ip=$2 port=$3 root=$4 cert=$5 key=$6
+here=$(cd "$(dirname "$0")" && pwd)
+
+[[ -d $root ]] || die "no directory to serve at $root"
+for file in "$cert" "$key"; do
+  [[ -r $file ]] || die "cannot read $file"
+done
 
 case $name in
   caddy)
@@ -24,26 +36,21 @@ case $name in
     nginx=$(command -v nginx || echo /usr/sbin/nginx)
     [[ -x $nginx ]] || die "nginx is not installed: apt-get install nginx"
     ;;
-  *) die "unknown server '$name': caddy or nginx" ;;
+  ngtcp2)
+    gtlsserver=$(command -v gtlsserver || echo /usr/sbin/gtlsserver)
+    [[ -x $gtlsserver ]] || die "ngtcp2's server is not installed: apt-get install ngtcp2-server"
+    ;;
+  quiche)
+    quiche=$here/quiche-server/target/release/quiche-server
+    [[ -x $quiche ]] || die "the quiche server is not built: cargo build --release --manifest-path scripts/quiche-server/Cargo.toml (needs cmake)"
+    ;;
+  *) die "unknown server '$name': caddy, nginx, ngtcp2 or quiche" ;;
 esac
 
-dir=${TMPDIR:-/tmp}/h3lab-peer-server
-mkdir -p "$dir/www/bytes"
-for size in 1000 10000000; do
-  [[ -s $dir/www/bytes/$size ]] || head -c "$size" /dev/urandom > "$dir/www/bytes/$size"
-done
-# One certificate per address, naming it, so a client that sends no SNI
-# (an IP address) still gets it from Caddy.
-cert=$dir/cert-$ip.pem key=$dir/key-$ip.pem
-if [[ ! -s $key ]]; then
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
-    -subj /CN=h3lab -addext "subjectAltName=IP:$ip" -keyout "$key" -out "$cert" 2>/dev/null \
-    || die "openssl could not make a certificate: apt-get install openssl"
-fi
-# nginx's workers run as nobody when started as root.
-chmod -R a+rX "$dir"
-run=$dir/$name-$ip-$port
+run=${TMPDIR:-/tmp}/h3lab-peer-server/$name-$ip-$port
 mkdir -p "$run"
+# nginx's workers run as nobody when started as root.
+chmod a+rx "$run" "$(dirname "$run")"
 
 case $name in
   caddy)
@@ -58,7 +65,8 @@ case $name in
 }
 https://$ip:$port {
 	tls $cert $key
-	root * $dir/www
+	root * $root
+	header Cache-Control no-store
 	file_server
 }
 CADDY
@@ -80,6 +88,7 @@ http {
   sendfile on;
   tcp_nopush on;
   client_body_temp_path $run/body;
+  include /etc/nginx/mime.types;
   default_type application/octet-stream;
   server {
     listen $ip:$port ssl http2;
@@ -87,10 +96,19 @@ http {
     ssl_protocols TLSv1.3;
     ssl_certificate $cert;
     ssl_certificate_key $key;
-    root $dir/www;
+    add_header Cache-Control no-store always;
+    root $root;
   }
 }
 NGINX
     exec "$nginx" -c "$run/nginx.conf"
+    ;;
+  ngtcp2)
+    # gtlsserver answers with no Cache-Control header (it has no setting
+    # for it); the bench's loads are cold, with no cache to consult.
+    exec "$gtlsserver" --quiet --htdocs="$root" "$ip" "$port" "$key" "$cert"
+    ;;
+  quiche)
+    exec "$quiche" "$ip" "$port" "$cert" "$key" "$root"
     ;;
 esac

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use h3lab_results::bench::{CellRecord, CpuUse, LinkRecord, Metric, Outcome, SweptSetting};
+use h3lab_results::bench::{
+    CellRecord, CpuUse, InitialWindows, LinkRecord, Metric, Outcome, SweptSetting,
+};
 use h3lab_results::load::LoadReport;
 use h3lab_results::page::PageReport;
 use h3lab_site::replay::Replay;
@@ -92,6 +94,7 @@ fn measure(
         }
         (Some(replay), None) => Some(replay.origin_addresses(None)?),
     };
+    let tcp_window = tcp_initial_window(suite, spec, path.as_ref())?;
     let placement = match &path {
         Some(path) => Placement::Emulated(path),
         None => Placement::Loopback,
@@ -101,7 +104,10 @@ fn measure(
         placement: &placement,
         exe: &ctx.exe,
         scratch: &scratch,
+        run_scratch: &ctx.scratch,
         site: site.as_deref(),
+        body_size: body_size(spec),
+        protocol: spec.protocol,
         setting: spec.setting.as_ref(),
         every_address: replay.is_some(),
     };
@@ -113,6 +119,13 @@ fn measure(
     if server_tuning.is_none() {
         server_tuning.clone_from(&server.tuning);
     }
+    record.initial_windows = Some(InitialWindows {
+        tcp_segments: path
+            .as_ref()
+            .map(|_| tcp_window.unwrap_or(LINUX_TCP_INITIAL_WINDOW)),
+        tcp_set: tcp_window.is_some(),
+        quic_bytes: server.tuning.as_ref().and_then(quic_initial_window),
+    });
     let before = usage::Reading::now(&server.process, path.as_ref());
     let outcome = client::run(
         spec,
@@ -138,6 +151,45 @@ fn measure(
     record.server_metrics = metrics?;
     record.cpu.client_s = run.cpu_s();
     fill_from_client(spec, run, record)
+}
+
+/// Linux's `TCP_INIT_CWND`, in segments, since 2.6.39.
+const LINUX_TCP_INITIAL_WINDOW: u32 = 10;
+
+/// Sets the TCP initial window the suite asks for (its sweep's value, or
+/// `[target] initial_window`) on the cell's path, and returns it.
+fn tcp_initial_window(
+    suite: &Suite,
+    spec: &CellSpec,
+    path: Option<&EmulatedPath>,
+) -> anyhow::Result<Option<u32>> {
+    let asked = spec
+        .setting
+        .as_ref()
+        .and_then(|setting| setting.tcp_initial_window())
+        .or(suite.target.initial_window.map(|packets| packets.0));
+    match (asked, path) {
+        (None, _) => Ok(None),
+        (Some(segments), Some(path)) => {
+            path.set_tcp_initial_window(segments)?;
+            Ok(Some(segments))
+        }
+        (Some(segments), None) => bail!(
+            "an initial window of {segments} packets is set on an emulated path's routes; on \
+             loopback it would change this machine's own, so run it on another profile"
+        ),
+    }
+}
+
+/// The built-in server's QUIC initial window in bytes, from its
+/// `quic_initial_window = 14720 B (...)` line.
+fn quic_initial_window(tuning: &BTreeMap<String, String>) -> Option<u64> {
+    tuning
+        .get("quic_initial_window")?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// `cells[].link`: the link's statistics, and under `settings` what the
@@ -211,6 +263,16 @@ fn fill_from_page(mut report: PageReport, record: &mut CellRecord) -> anyhow::Re
     report.loads = vec![load];
     record.client_report = Some(serde_json::to_value(&report)?);
     Ok(())
+}
+
+/// The body the client asks for as `/bytes/N`, which a server command
+/// serves from a file of that size; `None` for page cells.
+fn body_size(spec: &CellSpec) -> Option<u64> {
+    match &spec.workload.load {
+        Load::Rps { size, .. } | Load::Download { size, .. } => Some(size.0),
+        Load::Ttfb { .. } => Some(client::TTFB_BODY_SIZE),
+        Load::Page { .. } => None,
+    }
 }
 
 /// The directory the server of a page cell serves: the suite's own, or the
@@ -372,6 +434,7 @@ fn empty_record(spec: &CellSpec) -> CellRecord {
         client_report: None,
         server_metrics: None,
         elapsed_s: 0.0,
+        initial_windows: None,
     }
 }
 

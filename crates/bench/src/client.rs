@@ -37,6 +37,10 @@ impl ClientRun {
     }
 }
 
+/// The body a ttfb cell asks for: one byte, so the first byte is the
+/// whole response.
+pub(crate) const TTFB_BODY_SIZE: u64 = 1;
+
 /// How long one page load may take before the page run fails.
 const PAGE_LOAD_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -99,7 +103,7 @@ pub(crate) fn run(
         }
         Load::Ttfb { samples, .. } => {
             let mode = spec.mode.context("a ttfb cell needs a mode")?;
-            command.args(["probe", "ttfb", &format!("{base}/bytes/1")]);
+            command.args(["probe", "ttfb", &format!("{base}/bytes/{TTFB_BODY_SIZE}")]);
             command.args(["--mode", mode.name(), "--samples", &samples.0.to_string()]);
             Duration::from_secs(30) * (samples.0 + 1) * 2
         }

@@ -9,6 +9,7 @@
 
 mod cell;
 mod client;
+mod custom_server;
 mod environment;
 pub mod presets;
 mod process;

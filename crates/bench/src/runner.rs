@@ -31,7 +31,9 @@ pub fn plan(suite: &Suite) -> Vec<CellSpec> {
                 for mode in modes_of(workload) {
                     for setting in Sweep::settings_for(suite.sweep.as_ref(), workload.name()) {
                         for &protocol in &suite.protocols {
-                            if mode.is_none_or(|m| m.applies_to(protocol)) {
+                            if mode.is_none_or(|m| m.applies_to(protocol))
+                                && suite.offers(setting.as_ref(), protocol)
+                            {
                                 cells.push(CellSpec {
                                     profile: profile.clone(),
                                     workload: workload.clone(),
@@ -300,14 +302,23 @@ fn suite_info(suite: &Suite, ctx: &RunContext) -> SuiteInfo {
     }
 }
 
-fn study_claims(suite: &Suite) -> Vec<StudyClaim> {
+pub(crate) fn study_claims(suite: &Suite) -> Vec<StudyClaim> {
     suite
         .published
         .iter()
         .map(|figure| StudyClaim {
             study: figure.study.clone(),
             profile: figure.profile.clone(),
-            workload: figure.workload.clone(),
+            workload: match (&figure.row, &suite.sweep) {
+                (Some(value), Some(sweep)) => {
+                    let row = crate::sweep::Setting {
+                        tunable: sweep.tunable,
+                        value: value.clone(),
+                    };
+                    crate::sweep::workload_label(&figure.workload, Some(&row))
+                }
+                _ => figure.workload.clone(),
+            },
             mode: figure.mode.clone(),
             unit: figure.unit.clone(),
             higher_is_better: figure.higher_is_better,
@@ -499,13 +510,14 @@ workloads = ["small"]
     }
 
     #[test]
-    fn default_preset_is_estimated_under_five_minutes() {
+    fn default_preset_is_estimated_under_seven_minutes() {
         let suite = crate::presets::preset("default").unwrap();
         let total: f64 = plan(&suite)
             .iter()
             .map(|cell| estimated_seconds(&suite, cell))
             .sum();
-        assert!(total < 300.0, "default preset estimated at {total:.0} s");
+        // The small page at two initial windows is most of it.
+        assert!(total < 420.0, "default preset estimated at {total:.0} s");
     }
 
     #[test]

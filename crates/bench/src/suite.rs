@@ -92,6 +92,15 @@ impl Suite {
     }
 
     /// The custom profile called `name`, if the suite defines one.
+    /// Whether the server of `setting` (a `server` sweep's row) offers
+    /// `protocol`; every other server runs every protocol.
+    pub(crate) fn offers(&self, setting: Option<&crate::sweep::Setting>, protocol: Proto) -> bool {
+        setting
+            .filter(|s| s.tunable == crate::sweep::Tunable::Server)
+            .and_then(|s| self.target.servers.get(&s.value))
+            .is_none_or(|server| server.offers(protocol))
+    }
+
     pub(crate) fn custom_profile(&self, name: &str) -> Option<&CustomProfile> {
         self.custom_profiles.iter().find(|p| p.name == name)
     }

@@ -14,6 +14,10 @@ pub(crate) enum Tunable {
     QuicCc,
     TcpCc,
     QuicInitialWindow,
+    /// Both transports' initial congestion window, in packets: TCP's
+    /// through the routes of the path (`initcwnd`, `initrwnd`), QUIC's
+    /// through `--quic-initial-window` (packets of [`QUIC_PACKET_BYTES`]).
+    InitialWindow,
     Gso,
     UdpBuffer,
     TcpSendBuffer,
@@ -38,6 +42,8 @@ enum Values {
     Bytes,
     /// A positive whole number.
     Count,
+    /// A number of packets: `32` or `"32 packets"`.
+    Packets,
     /// A server's name: `builtin` or a key of `[target.servers]`.
     ServerName,
 }
@@ -45,7 +51,12 @@ enum Values {
 /// The `server` sweep's value for the built-in server.
 pub(crate) const BUILTIN_SERVER: &str = "builtin";
 
-const TUNABLES: [(Tunable, &str, Values); 16] = [
+/// The QUIC datagram h3lab counts an initial window in: a full-sized one
+/// on a 1,500-byte MTU path (1,500 − 20 IP − 8 UDP), as RFC 9002's 10
+/// datagrams of 1,472 B give its 14,720 B.
+pub(crate) const QUIC_PACKET_BYTES: u64 = 1472;
+
+const TUNABLES: [(Tunable, &str, Values); 17] = [
     (Tunable::Cc, "cc", Values::OneOf(&["cubic", "bbr", "reno"])),
     (
         Tunable::QuicCc,
@@ -62,6 +73,7 @@ const TUNABLES: [(Tunable, &str, Values); 16] = [
         "quic_initial_window",
         Values::Bytes,
     ),
+    (Tunable::InitialWindow, "initial_window", Values::Packets),
     (Tunable::Gso, "gso", Values::OneOf(&["on", "off"])),
     (Tunable::UdpBuffer, "udp_buffer", Values::Bytes),
     (Tunable::TcpSendBuffer, "tcp_send_buffer", Values::Bytes),
@@ -135,6 +147,9 @@ impl Tunable {
                 .ok_or_else(|| {
                     format!("[sweep] `{value}` is not a positive whole number for `{name}`")
                 }),
+            Values::Packets => parse_packets(value).map(|packets| packets.to_string()).ok_or_else(|| {
+                format!("[sweep] `{value}` is not a number of packets for `{name}`; write e.g. `10` or `\"32 packets\"` (1 to 1024)")
+            }),
             Values::ServerName if !value.is_empty() && !value.contains(char::is_whitespace) => {
                 Ok(value.to_string())
             }
@@ -151,6 +166,12 @@ impl Tunable {
     }
 }
 
+/// `32` or `32 packets`, from 1 to 1024.
+pub(crate) fn parse_packets(text: &str) -> Option<u32> {
+    let number = text.trim().strip_suffix("packets").unwrap_or(text).trim();
+    number.parse().ok().filter(|n| (1..=1024).contains(n))
+}
+
 /// One value of the swept tunable: what a cell's server runs with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Setting {
@@ -162,6 +183,14 @@ impl Setting {
     /// `cc=bbr`, as cell labels and workload names show it.
     pub(crate) fn label(&self) -> String {
         format!("{}={}", self.tunable.name(), self.value)
+    }
+
+    /// The TCP initial window it asks the path for, in segments.
+    pub(crate) fn tcp_initial_window(&self) -> Option<u32> {
+        match self.tunable {
+            Tunable::InitialWindow => self.value.parse().ok(),
+            _ => None,
+        }
     }
 
     /// The `h3lab serve` arguments that apply it (none for `server`, which
@@ -178,6 +207,13 @@ impl Setting {
                 vec!["--quic-cc".into(), quic, "--tcp-cc".into(), value]
             }
             Tunable::Server => Vec::new(),
+            Tunable::InitialWindow => {
+                let packets: u64 = value.parse().expect("normalized to a count");
+                vec![
+                    "--quic-initial-window".into(),
+                    (packets * QUIC_PACKET_BYTES).to_string(),
+                ]
+            }
             tunable => vec![flag(tunable.name()), value],
         }
     }
@@ -307,6 +343,31 @@ mod tests {
             ["--quic-cc", "newreno", "--tcp-cc", "reno"]
         );
         assert!(Tunable::Cc.sets_quic_cc() && !Tunable::Gso.sets_quic_cc());
+    }
+
+    #[test]
+    fn initial_window_sets_both_transports_in_packets() {
+        let sweep = parse("tunable = \"initial_window\"\nvalues = [\"10 packets\", 32]").unwrap();
+        assert_eq!(sweep.values, ["10", "32"]);
+        let wide = Setting {
+            tunable: sweep.tunable,
+            value: sweep.values[1].clone(),
+        };
+        assert_eq!(wide.server_args(), ["--quic-initial-window", "47104"]);
+        assert_eq!(wide.tcp_initial_window(), Some(32));
+        assert_eq!(wide.label(), "initial_window=32");
+        let gso = Setting {
+            tunable: Tunable::Gso,
+            value: "on".into(),
+        };
+        assert_eq!(gso.tcp_initial_window(), None);
+        for bad in ["0", "\"many packets\"", "2000"] {
+            let err = parse(&format!(
+                "tunable = \"initial_window\"\nvalues = [10, {bad}]"
+            ))
+            .unwrap_err();
+            assert!(err.contains("not a number of packets"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -82,6 +82,11 @@ impl Supervised {
         })
     }
 
+    /// The child's process id (a `sh -c` command's shell).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     /// How the child ended, if it has.
     pub fn poll(&mut self) -> Option<Exit> {
         self.try_reap(false)

@@ -173,6 +173,81 @@ fn tcp_download(path: &EmulatedPath) -> (u64, usize) {
     received
 }
 
+fn tcp_info(stream: &TcpStream) -> libc::tcp_info {
+    // SAFETY: tcp_info is plain old data; zeroes are a valid value.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: valid out-pointers of the sizes given.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    assert_eq!(rc, 0);
+    info
+}
+
+/// A one-byte request answered with `size` bytes on a new connection: the
+/// time from the request to the answer's last byte at the client, and the
+/// server's congestion window (segments) as it starts to answer.
+fn first_answer(path: &EmulatedPath, size: usize) -> (Duration, u32) {
+    let listener = listener_in_server(path);
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        stream.set_nodelay(true).unwrap();
+        let mut request = [0u8];
+        stream.read_exact(&mut request).unwrap();
+        let window = tcp_info(&stream).tcpi_snd_cwnd;
+        stream.write_all(&vec![1u8; size]).unwrap();
+        window
+    });
+    let elapsed = path
+        .spawn_in_client(move || {
+            let mut stream = TcpStream::connect(addr).unwrap();
+            stream.write_all(b"x").unwrap();
+            let start = Instant::now();
+            let mut answer = vec![0u8; size];
+            stream.read_exact(&mut answer).unwrap();
+            start.elapsed()
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    (elapsed, server.join().unwrap())
+}
+
+#[test]
+fn the_tcp_initial_window_is_set_for_both_sides_of_the_path() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let rtt = Duration::from_millis(100);
+    // 28 full segments: one round trip at a window of 32 (when the
+    // receiver's first window allows it too), two at Linux's 10.
+    let size = 28 * 1448;
+    let linux = EmulatedPath::start(settings("100ms", "100mbit", "100mbit").build()).unwrap();
+    let (two_trips, window) = first_answer(&linux, size);
+    assert_eq!(window, 10, "Linux starts TCP at 10 segments");
+    linux.shutdown().unwrap();
+    let wide = EmulatedPath::start(settings("100ms", "100mbit", "100mbit").build()).unwrap();
+    wide.set_tcp_initial_window(32).unwrap();
+    let (one_trip, window) = first_answer(&wide, size);
+    assert_eq!(window, 32, "the route's initcwnd");
+    eprintln!("{size} B answered in {two_trips:?} at 10 segments, {one_trip:?} at 32");
+    assert!(
+        one_trip < rtt * 3 / 2 && two_trips > rtt * 3 / 2,
+        "{size} B took {one_trip:?} at 32 segments and {two_trips:?} at 10, on a {rtt:?} path"
+    );
+    let err = wide.set_tcp_initial_window(0).unwrap_err();
+    assert!(format!("{err:#}").contains("out of range"), "{err:#}");
+    wide.shutdown().unwrap();
+}
+
 #[test]
 fn bulk_tcp_download_reaches_the_configured_rate() {
     if !h3lab_testenv::root() {

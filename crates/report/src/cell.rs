@@ -3,7 +3,7 @@
 //! (`summary`, `page_loads`, `page_data`, `table`, `html`), so none of
 //! them needs another for the types alone.
 
-use h3lab_results::bench::CellRecord;
+use h3lab_results::bench::{CellRecord, InitialWindows, SweptSetting};
 use h3lab_results::WorkloadKind;
 use serde::Serialize;
 
@@ -86,6 +86,11 @@ pub struct CellSummary {
     pub failures: Vec<Failure>,
     /// Repetitions Ctrl-C cut short: neither figures nor failures.
     pub interrupted: Vec<u32>,
+    /// The swept tunable and value of the cell's row, if it is swept.
+    pub sweep: Option<SweptSetting>,
+    /// The initial windows the cell's connections started with, when its
+    /// successful repetitions all recorded the same.
+    pub initial_windows: Option<InitialWindows>,
     /// Statistics of the metric samples of the successful repetitions.
     pub stats: Option<SampleStats>,
     /// The finite metric samples of each successful repetition, what

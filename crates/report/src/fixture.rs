@@ -171,6 +171,7 @@ pub(crate) fn rps_record(
         client_report: None,
         server_metrics: None,
         elapsed_s: 10.0,
+        initial_windows: None,
     }
 }
 
@@ -282,7 +283,12 @@ pub(crate) fn with_page_repetitions(repetitions: u32) -> Results {
     results
 }
 
-fn page_record(profile: &str, protocol: &str, samples: Vec<f64>, load_ms: f64) -> CellRecord {
+pub(crate) fn page_record(
+    profile: &str,
+    protocol: &str,
+    samples: Vec<f64>,
+    load_ms: f64,
+) -> CellRecord {
     let proto = if protocol == "h2" {
         Proto::H2
     } else {

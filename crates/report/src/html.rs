@@ -20,6 +20,7 @@ use crate::page_data::{
     conditions, link_rows, plot_data_json, protocol_colours, Condition, LinkRow,
 };
 use crate::page_loads::page_workloads;
+use crate::settings;
 use crate::studies::{compare_claims, Agreement, ClaimComparison, Effect};
 use crate::summary::{path_impairments, summarize};
 use crate::table::profiles_in_order;
@@ -272,7 +273,12 @@ fn summary_section(
                 @let block: Vec<&CellSummary> = summaries.iter().filter(|s| s.key.profile == profile).collect();
                 h3 { (profile) span.sub { " · path RTT " (short(block.first().map_or(0.0, |s| s.path_rtt_ms))) " ms"
                     @if let Some(loss) = path_impairments(results, &profile) { " · " (loss) } } }
-                (summary_table(&block, &results.suite.baseline, colours))
+                @let windows = settings::common_windows(&block);
+                @if let Some(windows) = &windows { p.hint { (windows) } }
+                (summary_table(&block, &results.suite.baseline, colours, windows.is_none()))
+                @for line in settings::turning_verdicts(&block, &results.suite.baseline) {
+                    p.hint.bad { "⚠ " (line) }
+                }
             }
         }
     }
@@ -282,6 +288,7 @@ fn summary_table(
     block: &[&CellSummary],
     baseline: &str,
     colours: &BTreeMap<String, String>,
+    windows_per_workload: bool,
 ) -> Markup {
     html! {
         table.summary {
@@ -304,6 +311,10 @@ fn summary_table(
                             @if first_of_workload {
                                 (summary.key.workload_label()) br;
                                 span.unit { (summary.measure()) ", " (summary.unit) ", " (if summary.higher_is_better { "higher is better" } else { "lower is better" }) }
+                                @if windows_per_workload {
+                                    @let group: Vec<&CellSummary> = block.iter().copied().filter(|s| s.key.workload_label() == summary.key.workload_label()).collect();
+                                    @if let Some(windows) = settings::common_windows(&group) { br; span.unit { (windows) } }
+                                }
                             }
                         }
                         td.nowrap {

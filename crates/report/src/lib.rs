@@ -20,6 +20,7 @@ mod histogram;
 mod html;
 mod page_data;
 mod page_loads;
+mod settings;
 mod stats;
 mod studies;
 mod summary;

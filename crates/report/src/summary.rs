@@ -173,6 +173,8 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
             .filter(|record| record.outcome == Outcome::Interrupted)
             .map(|record| record.repetition)
             .collect(),
+        sweep: described_by.and_then(|r| r.sweep.clone()),
+        initial_windows: agreed(ok.iter().map(|r| r.initial_windows)),
         stats: SampleStats::of(&samples),
         samples_by_repetition,
         vs_baseline: None,
@@ -189,6 +191,14 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
         problems,
         key,
     }
+}
+
+/// The one value every item has, if they all have the same.
+fn agreed<T: PartialEq>(mut values: impl Iterator<Item = Option<T>>) -> Option<T> {
+    let first = values.next()??;
+    values
+        .all(|value| value.as_ref() == Some(&first))
+        .then_some(first)
 }
 
 fn failures(records: &[&CellRecord]) -> Vec<Failure> {

@@ -14,6 +14,7 @@ use crate::captures::compare_captures;
 use crate::cell::CellSummary;
 use crate::format::list_repetitions;
 use crate::format::{fraction_as_percent, maybe, short};
+use crate::settings;
 use crate::studies::compare_claims;
 use crate::summary::{path_impairments, summarize};
 
@@ -123,15 +124,27 @@ fn profile_block(
     let widths = column_widths(std::iter::once(&header).chain(rows.iter().flatten()));
     let loss = loss.map_or(String::new(), |loss| format!(", {loss}"));
     let mut out = format!("\n{profile} (path RTT {} ms{loss})\n", short(rtt));
+    let common_windows = settings::common_windows(block);
+    if let Some(windows) = &common_windows {
+        out.push_str(&wrapped(0, windows));
+    }
     out.push_str(&aligned(vec![header], &widths, 1));
     out.push_str(&rule(&widths));
     for ((heading, cells), rows) in groups.iter().zip(rows) {
         out.push_str(&format!("{heading}\n"));
         out.push_str(&aligned(rows, &widths, 1));
+        if common_windows.is_none() {
+            if let Some(windows) = settings::common_windows(cells) {
+                out.push_str(&wrapped(COLUMN_GAP as u16, &windows));
+            }
+        }
         out.push_str(&baseline_lines(cells, baseline));
         out.push_str(&bottleneck_lines(cells));
         out.push_str(&server_cpu_line(cells));
         out.push_str(&client_cpu_line(cells));
+    }
+    for line in settings::turning_verdicts(block, baseline) {
+        out.push_str(&wrapped(0, &format!("! {line}")));
     }
     out.push_str(&failure_lines(block));
     out

@@ -471,6 +471,7 @@ fn record(
         client_report: None,
         server_metrics: None,
         elapsed_s: 10.0,
+        initial_windows: None,
     }
 }
 

@@ -194,6 +194,29 @@ pub struct CellRecord {
     pub server_metrics: Option<std::collections::BTreeMap<String, f64>>,
     /// Wall time of the repetition, in seconds.
     pub elapsed_s: f64,
+    /// The initial congestion windows the cell's connections started
+    /// with, as far as h3lab knows them (absent in results from before
+    /// they were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_windows: Option<InitialWindows>,
+}
+
+/// `cells[].initial_windows`: what each transport's connections started
+/// with. Short transfers (a page, a first byte) depend on them more than
+/// on the protocol, so a verdict must say which it ran with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InitialWindows {
+    /// TCP (h1, h2), in segments: the emulated path's route `initcwnd`
+    /// when the suite set one, else Linux's 10 (`TCP_INIT_CWND`); `null`
+    /// on loopback, whose routes h3lab does not own.
+    pub tcp_segments: Option<u32>,
+    /// Whether the suite set `tcp_segments` (`[target] initial_window` or
+    /// an `initial_window` sweep) rather than leaving the kernel's.
+    pub tcp_set: bool,
+    /// QUIC (h3), in bytes, as the built-in server printed it; `null` for a
+    /// server command, which does not say (docs/tuning.md lists the
+    /// common stacks' own).
+    pub quic_bytes: Option<u64>,
 }
 
 /// `cells[].link`: what the emulated path did and what it was set to.

@@ -5,7 +5,7 @@
 use h3lab_results::{Proto, Visit};
 
 use super::published::PublishedFigure;
-use super::workload::Load;
+use super::workload::{Load, Site};
 use super::Suite;
 use crate::sweep::{Sweep, Tunable, BUILTIN_SERVER};
 
@@ -77,19 +77,7 @@ impl Suite {
         self.check_auto()?;
         self.check_sweep()?;
         if let Some(command) = &self.target.server_cmd {
-            if let Some(page) = self
-                .workloads
-                .iter()
-                .find(|w| matches!(w.load, Load::Page { .. }))
-            {
-                anyhow::bail!(
-                    "suite `{}`: page workload `{}` needs the built-in server, which serves its site, \
-                     but [target] runs `{command}`; remove `server_cmd` or move the page workload \
-                     to a suite of its own",
-                    self.name,
-                    page.name
-                );
-            }
+            self.check_pages_on(command)?;
         }
         for profile in &self.profiles {
             if self.custom_profile(profile).is_none() {
@@ -146,11 +134,24 @@ impl Suite {
         let swept = self.sweep.as_ref().filter(|sweep| {
             sweep.workloads.is_empty() || sweep.workloads.contains(&figure.workload)
         });
+        if let Some(row) = &figure.row {
+            let runs = swept.is_some_and(|sweep| sweep.values.contains(row));
+            anyhow::ensure!(
+                runs && figure.sweep.is_none(),
+                "suite `{}`: published figure `{label}` names row `{row}`, but [sweep] runs no such \
+                 value for workload `{}` (or the figure also has `sweep`); `row` picks one value's \
+                 row of a swept workload for figures per protocol",
+                self.name,
+                figure.workload
+            );
+            return Ok(());
+        }
         let (published, sweep) = match (&figure.sweep, swept) {
             (None, None) => return Ok(()),
             (None, Some(_)) => anyhow::bail!(
                 "suite `{}`: published figure `{label}` compares protocols in workload `{}`, \
-                 which is swept; give it a `sweep = {{ baseline, values }}` or compare an unswept workload",
+                 which is swept; give it a `sweep = {{ baseline, values }}`, name the value's \
+                 `row`, or compare an unswept workload",
                 self.name,
                 figure.workload
             ),
@@ -204,6 +205,19 @@ impl Suite {
         let Some(sweep) = &self.sweep else {
             return Ok(());
         };
+        if let Some(window) = self.target.initial_window {
+            anyhow::ensure!(
+                !matches!(
+                    sweep.tunable,
+                    Tunable::InitialWindow | Tunable::QuicInitialWindow
+                ),
+                "suite `{}`: [target] initial_window = {} and [sweep] `{}` both set the initial \
+                 window; keep one",
+                self.name,
+                window.0,
+                sweep.tunable.name()
+            );
+        }
         if sweep.tunable == Tunable::Server {
             self.check_server_sweep(sweep)?;
         } else if let Some(command) = &self.target.server_cmd {
@@ -222,6 +236,37 @@ impl Suite {
                 "suite `{}`: [sweep] names workload `{stray}`, which is not a [[workload]] of the suite",
                 self.name
             );
+        }
+        Ok(())
+    }
+
+    /// A server command can serve a page workload's site only when it is
+    /// told where the site is (`{site}`); a captured page needs the
+    /// built-in server, which replays its think time and recorded
+    /// encodings and gives each origin an address of its own.
+    fn check_pages_on(&self, command: &str) -> anyhow::Result<()> {
+        for workload in &self.workloads {
+            let Load::Page { site, .. } = &workload.load else {
+                continue;
+            };
+            if matches!(site, Site::Har(_)) {
+                anyhow::bail!(
+                    "suite `{}`: page workload `{}` replays a HAR, which needs the built-in server \
+                     (it replays the recorded think time and encodings, one address per origin), \
+                     but a server command `{command}` would answer it; move it to a suite of its own",
+                    self.name,
+                    workload.name
+                );
+            }
+            if !command.contains("{site}") {
+                anyhow::bail!(
+                    "suite `{}`: page workload `{}` needs its site served, but the server command \
+                     `{command}` has no `{{site}}`; put `{{site}}` where the command takes the \
+                     directory to serve at `/`",
+                    self.name,
+                    workload.name
+                );
+            }
         }
         Ok(())
     }
@@ -246,16 +291,12 @@ impl Suite {
                 self.name
             );
         }
-        if self
-            .workloads
+        for server in sweep
+            .values
             .iter()
-            .any(|w| matches!(w.load, Load::Page { .. }))
+            .filter_map(|v| self.target.servers.get(v))
         {
-            anyhow::bail!(
-                "suite `{}`: page workloads need the built-in server, so they cannot be in a \
-                 suite that sweeps `server`; move them to a suite of their own",
-                self.name
-            );
+            self.check_pages_on(server.command())?;
         }
         Ok(())
     }
@@ -299,14 +340,96 @@ mod tests {
     }
 
     #[test]
-    fn page_workloads_need_the_builtin_server() {
+    fn page_workloads_on_a_server_command_need_its_site_placeholder() {
         let text = format!("{PAGE}\n[target]\nserver_cmd = \"caddy run\"\n");
         let err = error_of(&text);
         assert!(
-            err.contains("page workload `pages` needs the built-in server")
-                && err.contains("server_cmd"),
+            err.contains("page workload `pages` needs its site served")
+                && err.contains("`caddy run` has no `{site}`"),
             "{err}"
         );
+        let served = text.replace("caddy run", "serve {ip} {port} {site}");
+        assert!(Suite::from_toml(&served).is_ok());
+        let swept = format!(
+            "{PAGE}\n[target.servers]\ncaddy = \"caddy run\"\n\
+             [sweep]\ntunable = \"server\"\nvalues = [\"builtin\", \"caddy\"]\n"
+        );
+        assert!(error_of(&swept).contains("has no `{site}`"));
+        assert!(Suite::from_toml(&swept.replace("caddy run", "caddy {site}")).is_ok());
+    }
+
+    #[test]
+    fn a_captured_page_needs_the_builtin_server() {
+        let har = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../site/tests/fixtures/har/chrome.har"
+        );
+        let text = PAGE.replace("site = \"small\"", &format!("har = \"{har}\""));
+        assert!(Suite::from_toml(&text).is_ok(), "{}", error_of(&text));
+        let err = error_of(&format!(
+            "{text}\n[target]\nserver_cmd = \"caddy {{site}}\"\n"
+        ));
+        assert!(
+            err.contains("replays a HAR, which needs the built-in server"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_published_row_names_one_value_of_a_swept_workload() {
+        let sweep = "\n[sweep]\ntunable = \"cc\"\nvalues = [\"cubic\", \"bbr\"]\n";
+        let figure = "\n[[published]]\nstudy = \"A\"\nlabel = \"rps\"\nprofile = \"broadband\"\n\
+                      workload = \"api\"\nrow = \"bbr\"\nunit = \"req/s\"\nhigher_is_better = true\n\
+                      h2 = 1.0\nh3 = 2.0\ncaveat = \"\"\n";
+        let ok = format!("{MINIMAL}{sweep}{figure}");
+        let suite = Suite::from_toml(&ok).unwrap();
+        let claims = crate::runner::study_claims(&suite);
+        assert_eq!(claims[0].workload, "api [cc=bbr]");
+        let err = error_of(&ok.replace("row = \"bbr\"", "row = \"reno\""));
+        assert!(err.contains("names row `reno`"), "{err}");
+        let err = error_of(&format!("{MINIMAL}{figure}"));
+        assert!(err.contains("names row `bbr`"), "{err}");
+    }
+
+    #[test]
+    fn a_target_initial_window_is_in_packets_and_not_swept_as_well() {
+        let text = format!("{MINIMAL}\n[target]\ninitial_window = \"32 packets\"\n");
+        let suite = Suite::from_toml(&text).unwrap();
+        assert_eq!(suite.target.initial_window.map(|p| p.0), Some(32));
+        let err = error_of(&text.replace("\"32 packets\"", "0"));
+        assert!(err.contains("not a number of packets"), "{err}");
+        let swept = format!(
+            "{text}\n[sweep]\ntunable = \"quic_initial_window\"\nvalues = [14720, 47104]\n"
+        );
+        assert!(error_of(&swept).contains("both set the initial window"));
+    }
+
+    #[test]
+    fn a_server_table_limits_its_rows_to_the_protocols_it_offers() {
+        let text = format!(
+            "{MINIMAL}\n[target.servers]\nngtcp2 = {{ cmd = \"gtlsserver {{ip}} {{port}}\", protocols = [\"h3\"] }}\n\
+             [sweep]\ntunable = \"server\"\nvalues = [\"builtin\", \"ngtcp2\"]\n"
+        );
+        let suite = Suite::from_toml(&text).unwrap();
+        let rows: Vec<(String, Proto)> = crate::runner::plan(&suite)
+            .into_iter()
+            .filter(|cell| cell.repetition == 0)
+            .map(|cell| (cell.workload_label(), cell.protocol))
+            .collect();
+        let ngtcp2: Vec<Proto> = rows
+            .iter()
+            .filter(|(label, _)| label.ends_with("[server=ngtcp2]"))
+            .map(|(_, protocol)| *protocol)
+            .collect();
+        assert_eq!(ngtcp2, [Proto::H3]);
+        assert!(
+            rows.iter()
+                .filter(|(l, _)| l.ends_with("[server=builtin]"))
+                .count()
+                > 1
+        );
+        let bad = text.replace("protocols = [\"h3\"]", "protocols = [\"h4\"]");
+        assert!(error_of(&bad).contains("a server command (a string), or a table"));
     }
 
     #[test]

@@ -11,6 +11,10 @@ pub(crate) struct PublishedFigure {
     pub(crate) label: String,
     pub(crate) profile: String,
     pub(crate) workload: String,
+    /// For a swept workload: the value whose row the protocol figures
+    /// describe (e.g. `node` for a study of Node.js servers in a suite that
+    /// sweeps `server`).
+    pub(crate) row: Option<String>,
     pub(crate) mode: Option<String>,
     pub(crate) unit: String,
     pub(crate) higher_is_better: bool,

@@ -53,3 +53,27 @@ impl<'de> Deserialize<'de> for HumanDuration {
             })
     }
 }
+
+/// An initial window in packets, written `32` or `"32 packets"` (1 to 1024).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Packets(pub(crate) u32);
+
+impl<'de> Deserialize<'de> for Packets {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Number(i64),
+            Text(String),
+        }
+        let text = match Written::deserialize(d)? {
+            Written::Number(n) => n.to_string(),
+            Written::Text(text) => text,
+        };
+        crate::sweep::parse_packets(&text).map(Packets).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "`{text}` is not a number of packets; write e.g. `10` or `\"32 packets\"` (1 to 1024)"
+            ))
+        })
+    }
+}

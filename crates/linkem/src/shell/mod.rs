@@ -164,6 +164,19 @@ impl EmulatedPath {
         Ok(self.extra_server_ips.clone())
     }
 
+    /// Starts every TCP connection on both sides of the path with a
+    /// congestion window and a receive window of `segments` (the routes'
+    /// `initcwnd` and `initrwnd`), where Linux starts at 10. Needs root.
+    pub fn set_tcp_initial_window(&self, segments: u32) -> anyhow::Result<()> {
+        self.ensure_named("setting TCP's initial window")?;
+        anyhow::ensure!(
+            (1..=1024).contains(&segments),
+            "a TCP initial window of {segments} segments is out of range (1 to 1024)"
+        );
+        netns::set_initial_window(self.client.name(), &CLIENT_IP.to_string(), segments)?;
+        netns::set_initial_window(self.server.name(), &SERVER_IP.to_string(), segments)
+    }
+
     /// A handle that changes the path while it runs, from any thread.
     /// Needs root.
     pub fn control(&self) -> anyhow::Result<PathControl> {

@@ -215,6 +215,25 @@ pub fn change_address(name: &str, action: &str, address: &str) -> anyhow::Result
     ip(&["-n", name, "addr", action, &prefix, "dev", DEVICE], None)
 }
 
+/// Sets the initial congestion window (`initcwnd`) and the initial
+/// receive window (`initrwnd`) of namespace `name`'s route to its /24, in
+/// segments: Linux takes both from the route, not from a socket option, so
+/// every TCP connection of the namespace starts with them. The receive
+/// window matters too: a Linux receiver advertises about 10 segments at
+/// first, which would hold a larger `initcwnd` back to 10.
+pub fn set_initial_window(name: &str, address: &str, segments: u32) -> anyhow::Result<()> {
+    let octets: Vec<&str> = address.split('.').take(3).collect();
+    let prefix = format!("{}.0/24", octets.join("."));
+    let segments = segments.to_string();
+    ip(
+        &[
+            "-n", name, "route", "replace", &prefix, "dev", DEVICE, "proto", "kernel", "scope",
+            "link", "src", address, "initcwnd", &segments, "initrwnd", &segments,
+        ],
+        None,
+    )
+}
+
 /// Makes deleting the device's first address promote the next one in
 /// its subnet (by default the kernel deletes them all, and the route
 /// with them).
