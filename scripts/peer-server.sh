@@ -42,7 +42,7 @@ case $name in
     ;;
   quiche)
     quiche=$here/quiche-server/target/release/quiche-server
-    [[ -x $quiche ]] || die "the quiche server is not built: cargo build --release --manifest-path scripts/quiche-server/Cargo.toml (needs cmake)"
+    [[ -x $quiche ]] || die "the quiche server is not built: cargo build --release --manifest-path scripts/quiche-server/Cargo.toml (needs cmake and libclang-dev)"
     ;;
   *) die "unknown server '$name': caddy, nginx, ngtcp2 or quiche" ;;
 esac

@@ -250,10 +250,13 @@ fn connects(placement: &Placement<'_>, addr: SocketAddr) -> anyhow::Result<bool>
 }
 
 /// Whether a UDP socket on `port` exists in the network namespace of
-/// process `pid` (the server command's shell, which its server shares).
+/// process `pid` (the server command's shell, which its server shares),
+/// IPv4 or IPv6 (Go servers bind a dual-stack `[::]` socket).
 fn udp_bound(pid: u32, port: u16) -> bool {
-    let table = std::fs::read_to_string(format!("/proc/{pid}/net/udp")).unwrap_or_default();
-    udp_table_has_port(&table, port)
+    ["udp", "udp6"].iter().any(|table| {
+        let table = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        udp_table_has_port(&table, port)
+    })
 }
 
 /// Whether `/proc/net/udp`'s table lists a local socket on `port` (the
@@ -359,5 +362,10 @@ mod tests {
         assert!(udp_bound(std::process::id(), port));
         drop(socket);
         assert!(!udp_bound(std::process::id(), port));
+        let dual_stack = UdpSocket::bind("[::]:0").unwrap();
+        assert!(udp_bound(
+            std::process::id(),
+            dual_stack.local_addr().unwrap().port()
+        ));
     }
 }

@@ -18,6 +18,8 @@ pub(crate) enum Tunable {
     /// through the routes of the path (`initcwnd`, `initrwnd`), QUIC's
     /// through `--quic-initial-window` (packets of [`QUIC_PACKET_BYTES`]).
     InitialWindow,
+    QuicAckEvery,
+    QuicMaxAckDelay,
     Gso,
     UdpBuffer,
     TcpSendBuffer,
@@ -44,6 +46,8 @@ enum Values {
     Count,
     /// A number of packets: `32` or `"32 packets"`.
     Packets,
+    /// A duration: `5ms`, `1s`.
+    Duration,
     /// A server's name: `builtin` or a key of `[target.servers]`.
     ServerName,
 }
@@ -56,7 +60,7 @@ pub(crate) const BUILTIN_SERVER: &str = "builtin";
 /// datagrams of 1,472 B give its 14,720 B.
 pub(crate) const QUIC_PACKET_BYTES: u64 = 1472;
 
-const TUNABLES: [(Tunable, &str, Values); 17] = [
+const TUNABLES: [(Tunable, &str, Values); 19] = [
     (Tunable::Cc, "cc", Values::OneOf(&["cubic", "bbr", "reno"])),
     (
         Tunable::QuicCc,
@@ -74,6 +78,12 @@ const TUNABLES: [(Tunable, &str, Values); 17] = [
         Values::Bytes,
     ),
     (Tunable::InitialWindow, "initial_window", Values::Packets),
+    (Tunable::QuicAckEvery, "quic_ack_every", Values::Count),
+    (
+        Tunable::QuicMaxAckDelay,
+        "quic_max_ack_delay",
+        Values::Duration,
+    ),
     (Tunable::Gso, "gso", Values::OneOf(&["on", "off"])),
     (Tunable::UdpBuffer, "udp_buffer", Values::Bytes),
     (Tunable::TcpSendBuffer, "tcp_send_buffer", Values::Bytes),
@@ -150,6 +160,11 @@ impl Tunable {
             Values::Packets => parse_packets(value).map(|packets| packets.to_string()).ok_or_else(|| {
                 format!("[sweep] `{value}` is not a number of packets for `{name}`; write e.g. `10` or `\"32 packets\"` (1 to 1024)")
             }),
+            Values::Duration => humantime::parse_duration(value)
+                .ok()
+                .filter(|duration| !duration.is_zero())
+                .map(|duration| humantime::format_duration(duration).to_string())
+                .ok_or_else(|| format!("[sweep] `{value}` is not a duration for `{name}`; write e.g. `5ms`")),
             Values::ServerName if !value.is_empty() && !value.contains(char::is_whitespace) => {
                 Ok(value.to_string())
             }
@@ -368,6 +383,28 @@ mod tests {
             .unwrap_err();
             assert!(err.contains("not a number of packets"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn ack_settings_pass_to_the_server_as_written() {
+        let sweep =
+            parse("tunable = \"quic_max_ack_delay\"\nvalues = [\"5ms\", \"25ms\"]").unwrap();
+        let short = Setting {
+            tunable: sweep.tunable,
+            value: sweep.values[0].clone(),
+        };
+        assert_eq!(short.server_args(), ["--quic-max-ack-delay", "5ms"]);
+        assert!(
+            parse("tunable = \"quic_max_ack_delay\"\nvalues = [\"soon\", \"5ms\"]")
+                .unwrap_err()
+                .contains("not a duration")
+        );
+        let every = parse("tunable = \"quic_ack_every\"\nvalues = [2, 10]").unwrap();
+        let rfc = Setting {
+            tunable: every.tunable,
+            value: every.values[0].clone(),
+        };
+        assert_eq!(rfc.server_args(), ["--quic-ack-every", "2"]);
     }
 
     #[test]

@@ -205,7 +205,7 @@ pub enum QuicCongestion {
     Cubic,
     /// NewReno.
     NewReno,
-    /// quinn's experimental BBR (v1).
+    /// h3lab's own BBR (`crates/congestion`), which replaced quinn's.
     Bbr,
 }
 

@@ -144,6 +144,20 @@ pub struct ServeArgs {
     /// of h3.
     #[arg(long, value_enum, default_value = "own")]
     quic_thread: QuicThreadChoice,
+    /// Ask clients that support the ACK frequency extension to acknowledge
+    /// every N ack-eliciting packets (10: Chromium's decimation; 2: RFC
+    /// 9000's ACK for every other packet, asked of no one).
+    #[arg(long, value_name = "N", default_value_t = QuicTuning::default().ack_every,
+          value_parser = clap::value_parser!(u32).range(1..=256))]
+    quic_ack_every: u32,
+    /// The longest ACK delay asked of such clients (default: the client's
+    /// own max_ack_delay, which quinn caps at one RTT).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    quic_max_ack_delay: Option<std::time::Duration>,
+    /// How one connection's responses share its packets: fair, in turn, a
+    /// packet each; in-order, each response whole in the order written.
+    #[arg(long, value_enum, default_value = "fair")]
+    quic_stream_order: StreamOrder,
     /// Serve Prometheus metrics at http://ADDR:PORT/metrics (plain HTTP, a
     /// listener of its own; port 0 picks a free one). See docs/metrics.md.
     #[arg(long, value_name = "ADDR:PORT")]
@@ -170,6 +184,13 @@ impl From<TcpCc> for TcpCongestion {
             TcpCc::Reno => TcpCongestion::Reno,
         }
     }
+}
+
+/// `--quic-stream-order`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum StreamOrder {
+    Fair,
+    InOrder,
 }
 
 /// `--gso`.
@@ -242,6 +263,9 @@ impl ServeArgs {
                 segmentation_offload: self.gso == Switch::On,
                 udp_buffer: self.udp_buffer,
                 own_thread: self.quic_thread == QuicThreadChoice::Own,
+                ack_every: self.quic_ack_every,
+                max_ack_delay: self.quic_max_ack_delay,
+                fair_streams: self.quic_stream_order == StreamOrder::Fair,
             },
             metrics: self.metrics,
             qlog: self.qlog,

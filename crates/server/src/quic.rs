@@ -38,12 +38,6 @@ use crate::respond::{declared_length, EchoBody, Handler};
 /// so a single transfer is not window-limited.
 const STREAM_WINDOW: u32 = 16 * 1024 * 1024;
 const SEND_WINDOW: u64 = 64 * 1024 * 1024;
-/// Ack-eliciting packets a client that supports the ACK frequency extension
-/// may receive before it must acknowledge (RFC 9000's default is 1: an ACK
-/// for every other packet). An ACK per 10 packets, or after one RTT, is
-/// Chromium's ACK decimation; it spares both ends a datagram, a system call
-/// and a wake-up per two packets received.
-const ACK_ELICITING_THRESHOLD: u32 = 9;
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often an idle connection looks again whether its last responses
 /// are acknowledged, before its GOAWAY.
@@ -83,13 +77,7 @@ pub fn settings(congestion: QuicCongestion, tuning: &QuicTuning) -> Vec<(&'stati
         ("quic_send_window", format!("{SEND_WINDOW} B")),
         ("quic_initial_window", initial_window),
         ("quic_gso", gso.to_string()),
-        (
-            "quic_ack_frequency",
-            format!(
-                "ACK every {} ack-eliciting packets or one RTT, asked of clients that support it",
-                ACK_ELICITING_THRESHOLD + 1
-            ),
-        ),
+        ("quic_ack_frequency", ack_frequency_line(tuning)),
         ("udp_buffer", format!("{} B asked", tuning.udp_buffer)),
         ("quic_thread", quic_thread.to_string()),
     ]
@@ -123,11 +111,41 @@ pub fn transport(
         .max_concurrent_bidi_streams(VarInt::from_u32(limits.max_streams_per_connection))
         .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
         .send_window(SEND_WINDOW)
+        .send_fairness(tuning.fair_streams)
         .max_idle_timeout(Some(IDLE_TIMEOUT.try_into()?));
-    let mut ack_frequency = AckFrequencyConfig::default();
-    ack_frequency.ack_eliciting_threshold(VarInt::from_u32(ACK_ELICITING_THRESHOLD));
-    transport.ack_frequency_config(Some(ack_frequency));
+    transport.ack_frequency_config(ack_frequency(tuning));
     Ok(transport)
+}
+
+/// What clients that support the ACK frequency extension are asked for:
+/// nothing at RFC 9000's defaults. Fewer ACKs spare both ends a datagram,
+/// a system call and a wake-up per two packets received.
+fn ack_frequency(tuning: &QuicTuning) -> Option<AckFrequencyConfig> {
+    if tuning.ack_every == RFC_ACK_EVERY && tuning.max_ack_delay.is_none() {
+        return None;
+    }
+    let mut config = AckFrequencyConfig::default();
+    // The threshold counts the packets a client may hold unacknowledged.
+    config.ack_eliciting_threshold(VarInt::from_u32(tuning.ack_every - 1));
+    config.max_ack_delay(tuning.max_ack_delay);
+    Some(config)
+}
+
+/// RFC 9000's default: an ACK for every other ack-eliciting packet.
+const RFC_ACK_EVERY: u32 = 2;
+
+fn ack_frequency_line(tuning: &QuicTuning) -> String {
+    let delay = match tuning.max_ack_delay {
+        Some(delay) => format!("{} ms", delay.as_secs_f64() * 1e3),
+        None => "one RTT (the client's max_ack_delay, capped at the RTT)".to_string(),
+    };
+    match ack_frequency(tuning) {
+        None => "none asked: RFC 9000's ACK for every other packet".to_string(),
+        Some(_) => format!(
+            "ACK every {} ack-eliciting packets or after {delay}, asked of clients that support it",
+            tuning.ack_every
+        ),
+    }
 }
 
 /// The server configuration: `crypto` with the [`transport`] settings.
