@@ -26,18 +26,20 @@ for file in "$cert" "$key"; do
   [[ -r $file ]] || die "cannot read $file"
 done
 
+# H3LAB_CADDY, H3LAB_NGINX and H3LAB_GTLSSERVER name a binary elsewhere,
+# as for the tests.
 case $name in
   caddy)
-    caddy=$(command -v caddy || true)
+    caddy=${H3LAB_CADDY:-$(command -v caddy || true)}
     [[ -n $caddy ]] || { [[ -x $(go env GOPATH 2>/dev/null)/bin/caddy ]] && caddy=$(go env GOPATH)/bin/caddy; } || true
     [[ -n $caddy ]] || die "caddy is not installed: go install github.com/caddyserver/caddy/v2/cmd/caddy@v2.11.9"
     ;;
   nginx)
-    nginx=$(command -v nginx || echo /usr/sbin/nginx)
+    nginx=${H3LAB_NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
     [[ -x $nginx ]] || die "nginx is not installed: apt-get install nginx"
     ;;
   ngtcp2)
-    gtlsserver=$(command -v gtlsserver || echo /usr/sbin/gtlsserver)
+    gtlsserver=${H3LAB_GTLSSERVER:-$(command -v gtlsserver || echo /usr/sbin/gtlsserver)}
     [[ -x $gtlsserver ]] || die "ngtcp2's server is not installed: apt-get install ngtcp2-server"
     ;;
   quiche)

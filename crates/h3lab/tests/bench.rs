@@ -230,6 +230,95 @@ loads = 2
     assert!(!left_behind, "namespaces left behind");
 }
 
+#[test]
+fn page_workloads_run_on_peer_servers_each_with_the_protocols_it_offers() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let (Some(caddy), Some(nginx), Some(gtlsserver)) = (
+        h3lab_testenv::caddy(),
+        h3lab_testenv::nginx(),
+        h3lab_testenv::gtlsserver(),
+    ) else {
+        return;
+    };
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("peers");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/peer-server.sh");
+    let peer = |name: &str| format!("{script} {name} {{ip}} {{port}} {{site}} {{cert}} {{key}}");
+    let suite = format!(
+        r#"
+name = "peers"
+protocols = ["h1", "h2", "h3"]
+profiles = ["broadband"]
+repetitions = 1
+seed = 7
+[target]
+port = 8443
+initial_window = 32
+[target.servers]
+caddy = "H3LAB_CADDY={caddy} {caddy_cmd}"
+nginx = {{ cmd = "H3LAB_NGINX={nginx} {nginx_cmd}", protocols = ["h1", "h2"] }}
+ngtcp2 = {{ cmd = "H3LAB_GTLSSERVER={gtlsserver} {ngtcp2_cmd}", protocols = ["h3"] }}
+[sweep]
+tunable = "server"
+values = ["caddy", "nginx", "ngtcp2"]
+[[workload]]
+kind = "page"
+name = "small-page"
+site = "small"
+loads = 2
+"#,
+        caddy = caddy.display(),
+        nginx = nginx.display(),
+        gtlsserver = gtlsserver.display(),
+        caddy_cmd = peer("caddy"),
+        nginx_cmd = peer("nginx"),
+        ngtcp2_cmd = peer("ngtcp2"),
+    );
+    let (output, left_behind) = bench(&suite, &out);
+    assert!(output.status.success(), "bench failed: {}", stderr(&output));
+    let site = h3lab_site::plan(h3lab_site::Shape::Small, 7);
+    let results = results(&out);
+    let rows: Vec<(String, Proto)> = results
+        .cells
+        .iter()
+        .map(|cell| (cell.workload.clone(), cell.protocol))
+        .collect();
+    let row = |server: &str, protocol| (format!("small-page [server={server}]"), protocol);
+    assert_eq!(
+        rows,
+        [
+            row("caddy", Proto::H1),
+            row("caddy", Proto::H2),
+            row("caddy", Proto::H3),
+            row("nginx", Proto::H1),
+            row("nginx", Proto::H2),
+            row("ngtcp2", Proto::H3),
+        ]
+    );
+    for cell in &results.cells {
+        assert_eq!(cell.outcome, Outcome::Ok, "{cell:?}");
+        assert_eq!(cell.requests, 21, "20 assets + index.html: {cell:?}");
+        assert_eq!(
+            cell.bytes,
+            site.total_bytes() + site.files[0].bytes,
+            "{cell:?}"
+        );
+        assert_eq!(
+            page_protocols(cell),
+            [cell.protocol.alpn_name()],
+            "{cell:?}"
+        );
+        let windows = cell.initial_windows.expect("recorded");
+        assert_eq!(windows.tcp_segments, Some(32), "{cell:?}");
+        assert!(windows.tcp_set);
+        assert_eq!(windows.quic_bytes, None, "a peer does not say: {cell:?}");
+    }
+    assert!(!left_behind, "namespaces left behind");
+}
+
 /// The protocols a page cell's kept load went over, each once, in order.
 fn page_protocols(cell: &h3lab_results::bench::CellRecord) -> Vec<String> {
     let report: PageReport = serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();

@@ -78,6 +78,14 @@ pub fn settings(congestion: QuicCongestion, tuning: &QuicTuning) -> Vec<(&'stati
         ("quic_initial_window", initial_window),
         ("quic_gso", gso.to_string()),
         ("quic_ack_frequency", ack_frequency_line(tuning)),
+        (
+            "quic_stream_order",
+            match tuning.fair_streams {
+                true => "fair: a connection's responses take turns, a packet each",
+                false => "in-order: each response whole, in the order written",
+            }
+            .to_string(),
+        ),
         ("udp_buffer", format!("{} B asked", tuning.udp_buffer)),
         ("quic_thread", quic_thread.to_string()),
     ]

@@ -108,6 +108,17 @@ pub fn nginx() -> Option<PathBuf> {
     ))
 }
 
+/// ngtcp2's example HTTP/3 server, Debian's `gtlsserver`.
+pub fn gtlsserver() -> Option<PathBuf> {
+    runs(find(
+        "H3LAB_GTLSSERVER",
+        &["gtlsserver"],
+        &[PathBuf::from("/usr/sbin/gtlsserver")],
+        "ngtcp2's server is not installed: `apt-get install ngtcp2-server` (.ci/run does), or \
+         set H3LAB_GTLSSERVER",
+    ))
+}
+
 /// `kubernetes-validate` (PyPI), which checks a manifest against the
 /// Kubernetes API's published JSON schemas, bundled for each version.
 pub fn kubernetes_validate() -> Option<PathBuf> {
