@@ -20,6 +20,7 @@ pub(crate) enum Tunable {
     InitialWindow,
     QuicAckEvery,
     QuicMaxAckDelay,
+    QuicStreamOrder,
     Gso,
     UdpBuffer,
     TcpSendBuffer,
@@ -60,7 +61,7 @@ pub(crate) const BUILTIN_SERVER: &str = "builtin";
 /// datagrams of 1,472 B give its 14,720 B.
 pub(crate) const QUIC_PACKET_BYTES: u64 = 1472;
 
-const TUNABLES: [(Tunable, &str, Values); 19] = [
+const TUNABLES: [(Tunable, &str, Values); 20] = [
     (Tunable::Cc, "cc", Values::OneOf(&["cubic", "bbr", "reno"])),
     (
         Tunable::QuicCc,
@@ -83,6 +84,11 @@ const TUNABLES: [(Tunable, &str, Values); 19] = [
         Tunable::QuicMaxAckDelay,
         "quic_max_ack_delay",
         Values::Duration,
+    ),
+    (
+        Tunable::QuicStreamOrder,
+        "quic_stream_order",
+        Values::OneOf(&["fair", "in-order"]),
     ),
     (Tunable::Gso, "gso", Values::OneOf(&["on", "off"])),
     (Tunable::UdpBuffer, "udp_buffer", Values::Bytes),
