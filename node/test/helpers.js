@@ -32,8 +32,16 @@ function run(program, args, timeoutMs = 60_000) {
   });
 }
 
+/** Directories made by tempDir, removed when the test process exits, pass or fail. */
+const made = [];
+process.on('exit', () => {
+  for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
+});
+
 function tempDir() {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'h3lab-node-'));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'h3lab-node-'));
+  made.push(dir);
+  return dir;
 }
 
 /** A bounded `h3lab load` against `url`; its JSON report. */

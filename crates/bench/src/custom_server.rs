@@ -58,6 +58,9 @@ pub(crate) fn start(
     command
         .arg("-c")
         .arg(&shell)
+        // What the server writes aside (configurations, logs) goes with
+        // the cell's scratch space.
+        .env("TMPDIR", custom.cell_scratch)
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     let mut process = process::spawn(command, &format!("server command `{shell}`"))?;

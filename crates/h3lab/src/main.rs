@@ -3,7 +3,25 @@
 //! This binary only parses arguments and wires the library crates together;
 //! the work lives in `crates/*`.
 
+/// `println!` through [`output::write`].
+macro_rules! outln {
+    () => {
+        $crate::output::write(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::output::write(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` through [`output::write`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::output::write(format_args!($($arg)*))
+    };
+}
+
 mod cmd;
+mod output;
 
 /// mimalloc instead of glibc's malloc: the HTTP stacks allocate per request
 /// and per packet, and glibc's malloc and free took about 10 % of the

@@ -15,6 +15,8 @@ use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 
 const POLL: Duration = Duration::from_millis(5);
+/// How long the group has to vanish after SIGKILL.
+const KILL_PATIENCE: Duration = Duration::from_secs(1);
 
 /// Which process group a child joins, which decides how it is signalled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,24 +150,47 @@ impl Supervised {
         }
     }
 
-    /// SIGTERM, then SIGKILL after `grace`; returns how it ended.
+    /// SIGTERM, then SIGKILL after `grace`; returns how the child ended.
+    /// For a child of its own group, the rest of the group goes too: a
+    /// `sh -c` command's server can outlive the shell that started it, and
+    /// would then still hold the port the next start needs.
     pub fn stop(&mut self, grace: Duration) -> Exit {
-        if let Some(exit) = self.try_reap(false) {
-            return exit;
-        }
-        self.signal(Signal::SIGTERM);
         let deadline = Instant::now() + grace;
-        while Instant::now() < deadline {
-            if let Some(exit) = self.try_reap(false) {
-                return exit;
-            }
-            std::thread::sleep(POLL);
+        let mut exit = self.try_reap(false);
+        if exit.is_none() || self.group_lives() {
+            self.signal(Signal::SIGTERM);
         }
-        self.signal(Signal::SIGKILL);
-        self.try_reap(true).unwrap_or(Exit {
+        while Instant::now() < deadline && (exit.is_none() || self.group_lives()) {
+            std::thread::sleep(POLL);
+            exit = exit.or_else(|| self.try_reap(false));
+        }
+        if exit.is_none() || self.group_lives() {
+            self.signal(Signal::SIGKILL);
+            let killed = Instant::now() + KILL_PATIENCE;
+            while self.group_lives() && Instant::now() < killed {
+                std::thread::sleep(POLL);
+            }
+        }
+        exit.or_else(|| self.try_reap(true)).unwrap_or(Exit {
             code: 137,
             cpu_s: 0.0,
         })
+    }
+
+    /// Whether a process of the child's own group, other than a zombie
+    /// waiting to be reaped, is still running. Always false for a child in
+    /// the terminal's group, which is not h3lab's to end.
+    fn group_lives(&self) -> bool {
+        if self.group != Group::Own {
+            return false;
+        }
+        let group = self.child.id().to_string();
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return false;
+        };
+        entries
+            .filter_map(|entry| std::fs::read_to_string(entry.ok()?.path().join("stat")).ok())
+            .any(|stat| running_in_group(&stat, &group))
     }
 
     /// The last line the child wrote to its piped stderr, as `: line`
@@ -227,6 +252,16 @@ impl Drop for Supervised {
 
 fn seconds(time: libc::timeval) -> f64 {
     time.tv_sec as f64 + time.tv_usec as f64 / 1e6
+}
+
+/// Whether a /proc/PID/stat line is of a process of `group` that has not
+/// exited (state Z, zombie, or X, dead).
+fn running_in_group(stat: &str, group: &str) -> bool {
+    let Some((_, fields)) = stat.rsplit_once(')') else {
+        return false;
+    };
+    let fields: Vec<&str> = fields.split_whitespace().collect();
+    fields.get(2) == Some(&group) && !matches!(fields.first(), Some(&"Z" | &"X"))
 }
 
 /// User + system clock ticks of a /proc/PID/stat line if its process group
@@ -304,6 +339,30 @@ mod tests {
             "the child finished instead of blocking"
         );
         assert_eq!(child.last_stderr_line(), ": last words");
+    }
+
+    #[test]
+    fn stop_returns_once_the_whole_group_is_gone_not_only_the_shell() {
+        // The outer shell dies on SIGTERM at once; the inner one, as a
+        // server closing its connections would, takes half a second.
+        let script = "sh -c 'trap \"sleep 0.5; exit 0\" TERM; while :; do sleep 0.05; done'; true";
+        let mut child = Supervised::spawn(sh(script), Group::Own, "nested").unwrap();
+        let group = child.id().to_string();
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(child.group_lives());
+        child.stop(Duration::from_secs(5));
+        assert!(
+            !child.group_lives(),
+            "a process of group {group} outlived stop"
+        );
+    }
+
+    #[test]
+    fn zombies_and_other_groups_do_not_count_as_running() {
+        let running = "42 (a (b) c) S 1 7 7 0 -1";
+        assert!(running_in_group(running, "7"));
+        assert!(!running_in_group(running, "8"));
+        assert!(!running_in_group("42 (a) Z 1 7 7 0 -1", "7"));
     }
 
     #[test]

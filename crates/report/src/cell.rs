@@ -137,6 +137,7 @@ impl CellSummary {
     pub fn measure(&self) -> &str {
         match self.kind {
             Some(WorkloadKind::Rps) => "request rate",
+            Some(WorkloadKind::Download) if self.metric == "requests_per_s" => "request rate",
             Some(WorkloadKind::Download) => "download time",
             Some(WorkloadKind::Ttfb) => "time to first byte",
             Some(WorkloadKind::Page) => "page load",

@@ -295,15 +295,19 @@ fn compare_sweep<'a>(
     sweep: &ClaimSweep,
     by_key: &ByKey,
 ) -> ClaimComparison<'a> {
-    let cell = |value: &str, protocol: &str| {
+    let ran = |value: &str, protocol: &str| {
         let key = CellKey {
             profile: claim.profile.clone(),
             workload: format!("{} [{}={value}]", claim.workload, sweep.tunable),
             protocol: protocol.to_string(),
             mode: claim.mode.clone(),
         };
-        by_key.get(&key).copied().filter(|s| s.stats.is_some())
+        by_key.get(&key).copied()
     };
+    let cell = |value: &str, protocol: &str| ran(value, protocol).filter(|s| s.stats.is_some());
+    // A protocol some value's server does not offer (an h3-only server's
+    // h1) was never run there: it has no row, rather than one of no data.
+    // One that ran and failed keeps its row, with no data.
     let protocols: std::collections::BTreeSet<&str> = by_key
         .keys()
         .filter(|key| key.profile == claim.profile && key.mode == claim.mode)
@@ -311,7 +315,7 @@ fn compare_sweep<'a>(
             claim
                 .published
                 .keys()
-                .any(|value| cell(value, &key.protocol).is_some())
+                .all(|value| ran(value, &key.protocol).is_some())
         })
         .map(|key| key.protocol.as_str())
         .collect();

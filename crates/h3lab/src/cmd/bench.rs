@@ -49,16 +49,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 presets::names().join(", ")
             )
         })?;
-        print!("{text}");
+        out!("{text}");
         return Ok(ExitCode::SUCCESS);
     }
     let (suite, preset) = load_suite(&args)?;
     let cells = runner::plan(&suite);
     if args.dry_run {
         for cell in &cells {
-            println!("{}", cell.label());
+            outln!("{}", cell.label());
         }
-        println!("{} cells", cells.len());
+        outln!("{} cells", cells.len());
         return Ok(ExitCode::SUCCESS);
     }
     runner::check_can_emulate(&suite)?;
@@ -152,10 +152,10 @@ fn run_suite(
     if let Some(err) = write_error {
         eprintln!("warning: writing intermediate results failed once: {err:#}");
     }
-    print!("{}", h3lab_report::terminal_table(&results));
-    println!("\nresults: {}", out.join("results.json").display());
-    println!("table:   {}", out.join("results.csv").display());
-    println!("report:  {}", out.join("report.html").display());
+    out!("{}", h3lab_report::terminal_table(&results));
+    outln!("\nresults: {}", out.join("results.json").display());
+    outln!("table:   {}", out.join("results.csv").display());
+    outln!("report:  {}", out.join("report.html").display());
     Ok(exit_code(&results, &stop))
 }
 

@@ -157,7 +157,7 @@ fn k8s(args: K8sArgs) -> anyhow::Result<ExitCode> {
     match args.output {
         Some(path) => std::fs::write(&path, yaml)
             .with_context(|| format!("writing the manifest to {}", path.display()))?,
-        None => print!("{yaml}"),
+        None => out!("{yaml}"),
     }
     eprintln!(
         "the load starts at {}: kubectl apply -f the manifest before then, and afterwards \
@@ -187,7 +187,7 @@ fn local(args: LocalArgs) -> anyhow::Result<ExitCode> {
     }
     if args.dry_run {
         for run in &runs {
-            println!("pod {}: {}", run.index, run.command_line());
+            outln!("pod {}: {}", run.index, run.command_line());
         }
         return Ok(ExitCode::SUCCESS);
     }

@@ -142,9 +142,9 @@ pub(super) fn show(report: &LoadReport, json_path: Option<&std::path::Path>) -> 
     match json_path {
         Some(path) if path.as_os_str() == "-" => {
             eprint!("{report}");
-            println!("{}", report.to_json_line());
+            outln!("{}", report.to_json_line());
         }
-        _ => print!("{report}"),
+        _ => out!("{report}"),
     }
     if let Some(warning) = report.pacing_warning() {
         eprintln!("{warning}");

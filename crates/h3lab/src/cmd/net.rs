@@ -69,7 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         NetCommand::Run(args) => run_behind_link(*args),
         NetCommand::Profiles => {
             for profile in linkem::profiles() {
-                println!("{}", profile.describe());
+                outln!("{}", profile.describe());
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -77,7 +77,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let removed = linkem::cleanup_stale()?;
             eprintln!("removed {} stale namespace(s)", removed.len());
             for name in removed {
-                println!("{name}");
+                outln!("{name}");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -159,7 +159,7 @@ fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         args.duration as f64 / 1e9
     );
     let report = linkem::capacity::measure(&settings, Duration::from_nanos(args.duration))?;
-    println!("{}", serde_json::to_string_pretty(&report)?);
+    outln!("{}", serde_json::to_string_pretty(&report)?);
     eprintln!("{report}");
     Ok(ExitCode::SUCCESS)
 }

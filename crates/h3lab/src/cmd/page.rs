@@ -133,10 +133,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if !args.quiet {
         if let Some(median) = report.median_load() {
-            print!("{}", report.loads[median].waterfall());
+            out!("{}", report.loads[median].waterfall());
         }
     }
-    println!("{report}");
+    outln!("{report}");
     let interrupted = report.loads.len() < args.loads as usize;
     Ok(if interrupted {
         ExitCode::from(130)

@@ -98,7 +98,7 @@ fn ttfb(args: TtfbArgs) -> anyhow::Result<ExitCode> {
     };
     let (report, failure) = sample_ttfb(&options, |sample| {
         if !args.quiet {
-            println!("{sample}");
+            outln!("{sample}");
         }
     })?;
     let json = (args.json.as_deref(), || {
@@ -121,7 +121,7 @@ fn finish(
     if let Some((path, text)) = html {
         write_file(path, &text, "--html")?;
     }
-    println!("{summary}");
+    outln!("{summary}");
     match failure {
         Some(err) => Err(err),
         None => Ok(ExitCode::SUCCESS),
@@ -193,7 +193,7 @@ fn migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
         exe: std::env::current_exe().context("cannot find the h3lab binary to start the server")?,
     };
     run_emulated(&options, args.json.as_deref(), None, |interrupted| {
-        run_migrate(&options, interrupted, |result| println!("{result}"))
+        run_migrate(&options, interrupted, |result| outln!("{result}"))
     })
 }
 
@@ -242,7 +242,7 @@ fn hol(args: HolArgs) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(|path| (path, hol_html as fn(&HolReport) -> String));
     run_emulated(&options, args.json.as_deref(), html, |interrupted| {
-        run_hol(&options, interrupted, |run| println!("{run}"))
+        run_hol(&options, interrupted, |run| outln!("{run}"))
     })
 }
 
@@ -289,7 +289,7 @@ fn fallback(args: FallbackArgs) -> anyhow::Result<ExitCode> {
     };
     options.validate()?;
     run_emulated(&options, args.json.as_deref(), None, |interrupted| {
-        run_fallback(&options, interrupted, |policy| print!("{policy}"))
+        run_fallback(&options, interrupted, |policy| out!("{policy}"))
     })
 }
 
@@ -307,7 +307,7 @@ fn run_emulated<R: serde::Serialize + std::fmt::Display>(
 ) -> anyhow::Result<ExitCode> {
     ensure_root()?;
     let interrupted = Interrupted::install()?;
-    println!("{header}");
+    outln!("{header}");
     let (report, failure) = run(&interrupted)?;
     let html = html.map(|(path, draw)| (path, draw(&report)));
     let json = (json, || serde_json::to_string_pretty(&report));

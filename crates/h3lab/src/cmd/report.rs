@@ -27,14 +27,14 @@ pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         .or_else(|| args.results.parent().map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from("."));
     h3lab_report::write_all(&results, &out)?;
-    print!("{}", h3lab_report::terminal_table(&results));
-    println!("\nreport: {}", out.join("report.html").display());
+    out!("{}", h3lab_report::terminal_table(&results));
+    outln!("\nreport: {}", out.join("report.html").display());
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let a = h3lab_report::load_results(&args.a)?;
     let b = h3lab_report::load_results(&args.b)?;
-    print!("{}", h3lab_report::compare(&a, &b));
+    out!("{}", h3lab_report::compare(&a, &b));
     Ok(ExitCode::SUCCESS)
 }

@@ -36,7 +36,7 @@ async fn serve(args: ServeArgs) -> Result<ExitCode> {
     wait_for_stop_signal().await?;
     eprintln!("shutting down: finishing in-flight requests");
     let summary = server.shutdown().await;
-    println!("{summary}");
+    outln!("{summary}");
     Ok(ExitCode::SUCCESS)
 }
 

@@ -70,14 +70,14 @@ fn from_har(args: FromHarArgs) -> anyhow::Result<ExitCode> {
         keep_first_duplicate: args.keep_first_duplicate,
     };
     let summary = h3lab_site::har::import(&args.har, &args.out, &options)?;
-    println!("replay site in {}", args.out.display());
-    print!("{summary}");
+    outln!("replay site in {}", args.out.display());
+    out!("{summary}");
     let replay = &summary.replay;
     let port = replay.origins[0].port;
     let resolve: Vec<String> = (replay.origins.iter().enumerate())
         .map(|(i, o)| format!("--resolve {}:{port}:127.0.0.{}", o.host, 10 + i))
         .collect();
-    println!(
+    outln!(
         "serve it:  h3lab serve --site {} --listen 0.0.0.0:{port}\nload it:   h3lab page {} {}",
         args.out.display(),
         replay.page,
@@ -88,12 +88,12 @@ fn from_har(args: FromHarArgs) -> anyhow::Result<ExitCode> {
 
 fn generate(args: GenArgs) -> anyhow::Result<ExitCode> {
     let summary = h3lab_site::generate(args.shape, args.seed, &args.out)?;
-    println!(
+    outln!(
         "site {} (seed {}) in {}",
         summary.shape,
         summary.seed,
         args.out.display()
     );
-    print!("{summary}");
+    out!("{summary}");
     Ok(ExitCode::SUCCESS)
 }

@@ -312,11 +312,11 @@ impl<'a> Iterator for DecodeIter<'a> {
 }
 
 pub trait HpackStringDecode {
-    fn hpack_decode(&self) -> DecodeIter;
+    fn hpack_decode(&self) -> DecodeIter<'_>;
 }
 
 impl HpackStringDecode for Vec<u8> {
-    fn hpack_decode(&self) -> DecodeIter {
+    fn hpack_decode(&self) -> DecodeIter<'_> {
         DecodeIter {
             bit_pos: BitWindow::new(),
             content: self,
