@@ -11,7 +11,7 @@ use common::EXE;
 /// read end is closed before the command writes), and returns its exit
 /// status and stderr.
 fn run_into_closed_pipe(args: &[&str]) -> (std::process::ExitStatus, String) {
-    let (reader, writer) = std::io::pipe().unwrap();
+    let (reader, writer) = nix::unistd::pipe().unwrap();
     drop(reader);
     let output = Command::new(EXE)
         .args(args)
