@@ -14,7 +14,6 @@ use linkem::run::{Placement, Side};
 use linkem::supervise::Supervised;
 
 use crate::process;
-use crate::server::ServerProcess;
 
 /// How long a server may take to start listening.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
@@ -37,11 +36,15 @@ pub(crate) struct Custom<'a> {
     pub(crate) protocol: Proto,
 }
 
+/// A started server command.
+pub(crate) struct Started {
+    pub(crate) process: Supervised,
+    /// The certificate the client is to trust (`{cert}`), if it was given one.
+    pub(crate) cert: Option<PathBuf>,
+}
+
 /// Starts the command in the server namespace and waits until it listens.
-pub(crate) fn start(
-    placement: &Placement<'_>,
-    custom: &Custom<'_>,
-) -> anyhow::Result<ServerProcess> {
+pub(crate) fn start(placement: &Placement<'_>, custom: &Custom<'_>) -> anyhow::Result<Started> {
     let addr = custom.addr;
     // Servers may pass through the scratch space (to each cell's directory)
     // without listing it.
@@ -71,14 +74,7 @@ pub(crate) fn start(
             process.last_stderr_line()
         )
     })?;
-    Ok(ServerProcess {
-        process,
-        addr,
-        cert,
-        tuning: None,
-        metrics: None,
-        replay: None,
-    })
+    Ok(Started { process, cert })
 }
 
 /// The command with its placeholders replaced, and the certificate the

@@ -110,7 +110,15 @@ pub(crate) fn start(suite: &Suite, start: &Start<'_>) -> anyhow::Result<ServerPr
         cell_scratch: start.scratch,
         protocol: start.protocol,
     };
-    custom_server::start(start.placement, &custom)
+    let started = custom_server::start(start.placement, &custom)?;
+    Ok(ServerProcess {
+        process: started.process,
+        addr: custom.addr,
+        cert: started.cert,
+        tuning: None,
+        metrics: None,
+        replay: None,
+    })
 }
 
 fn start_builtin(start: &Start<'_>, target: &Target) -> anyhow::Result<ServerProcess> {

@@ -105,21 +105,28 @@ fn tcp_round_trip_matches_the_configured_rtt() {
     path.shutdown().unwrap();
 }
 
-fn tcp_max_segment(stream: &TcpStream) -> usize {
-    let mut mss: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+/// A TCP-level socket option read as `T`, a C integer or struct that any
+/// bytes (zeroes first) make a valid value of.
+fn tcp_option<T>(stream: &TcpStream, option: libc::c_int) -> T {
+    // SAFETY: T is plain old data, as the callers below use it.
+    let mut value: T = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<T>() as libc::socklen_t;
     // SAFETY: valid out-pointers of the sizes given.
     let rc = unsafe {
         libc::getsockopt(
             stream.as_raw_fd(),
             libc::IPPROTO_TCP,
-            libc::TCP_MAXSEG,
-            (&mut mss as *mut libc::c_int).cast(),
+            option,
+            (&mut value as *mut T).cast(),
             &mut len,
         )
     };
     assert_eq!(rc, 0);
-    mss as usize
+    value
+}
+
+fn tcp_max_segment(stream: &TcpStream) -> usize {
+    tcp_option::<libc::c_int>(stream, libc::TCP_MAXSEG) as usize
 }
 
 /// Bytes received between `from` and `to` after the first byte.
@@ -173,24 +180,6 @@ fn tcp_download(path: &EmulatedPath) -> (u64, usize) {
     received
 }
 
-fn tcp_info(stream: &TcpStream) -> libc::tcp_info {
-    // SAFETY: tcp_info is plain old data; zeroes are a valid value.
-    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-    // SAFETY: valid out-pointers of the sizes given.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
-            &mut len,
-        )
-    };
-    assert_eq!(rc, 0);
-    info
-}
-
 /// A one-byte request answered with `size` bytes on a new connection: the
 /// time from the request to the answer's last byte at the client, and the
 /// server's congestion window (segments) as it starts to answer.
@@ -202,7 +191,7 @@ fn first_answer(path: &EmulatedPath, size: usize) -> (Duration, u32) {
         stream.set_nodelay(true).unwrap();
         let mut request = [0u8];
         stream.read_exact(&mut request).unwrap();
-        let window = tcp_info(&stream).tcpi_snd_cwnd;
+        let window = tcp_option::<libc::tcp_info>(&stream, libc::TCP_INFO).tcpi_snd_cwnd;
         stream.write_all(&vec![1u8; size]).unwrap();
         window
     });
