@@ -26,7 +26,9 @@ function h3labBinary() {
 /** Runs a program to its end (bounded by `timeoutMs`); its exit code and output. */
 function run(program, args, timeoutMs = 60_000) {
   return new Promise((resolve) => {
-    execFile(program, args, { timeout: timeoutMs, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
+    // Its temporary files (Chromium's among them) go to a directory removed at exit.
+    const env = { ...process.env, TMPDIR: tempDir() };
+    execFile(program, args, { timeout: timeoutMs, maxBuffer: 64 << 20, env }, (err, stdout, stderr) => {
       resolve({ code: err ? (err.code ?? err.signal) : 0, stdout, stderr });
     });
   });

@@ -46,6 +46,8 @@ struct Recording<'a> {
     recorder: &'a Path,
     chromium: &'a Path,
     runtime: &'a tokio::runtime::Runtime,
+    /// The recorder's `TMPDIR`, removed with the test.
+    scratch: tempfile::TempDir,
 }
 
 impl Recording<'_> {
@@ -60,6 +62,8 @@ impl Recording<'_> {
             .arg("--resolve")
             .arg(format!("www.example.test:443:{}", server.local_addr()))
             .env("CHROMIUM", self.chromium)
+            // Playwright's and Chromium's temporary files go with the test.
+            .env("TMPDIR", self.scratch.path())
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -298,6 +302,7 @@ fn a_har_chromium_records_now_replays_with_its_recorded_responses() {
         recorder: &recorder,
         chromium: &chromium,
         runtime: &runtime,
+        scratch: tempfile::tempdir().unwrap(),
     };
     recording.record(&original, "https://www.example.test/index.html", &har);
 
@@ -414,6 +419,7 @@ fn both_loaders_fetch_the_same_resources_of_a_recorded_real_page() {
         recorder: &recorder,
         chromium: &chromium,
         runtime: &runtime,
+        scratch: tempfile::tempdir().unwrap(),
     };
     recording.record(&docs, "https://www.example.test/syn/index.html", &har);
     let replayed = Replayed::from_har(&har);

@@ -125,6 +125,8 @@ fn chromium(browser: &Path, extra: &[&str], page: &Path) -> ChromiumRun {
         .args(h3lab_testenv::CHROMIUM_HEADLESS)
         .args(["--virtual-time-budget=10000", "--enable-logging=stderr"])
         .arg(format!("--user-data-dir={}", profile.path().display()))
+        // Chromium's own temporary files go with the profile, not to /tmp.
+        .env("TMPDIR", profile.path())
         .args(extra)
         .arg(format!("file://{}", page.display()))
         .stdout(Stdio::piped())

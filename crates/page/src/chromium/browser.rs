@@ -122,6 +122,10 @@ pub struct Browser {
     process: Supervised,
     /// The profile when it is the browser's own, removed with it.
     _profile: Option<tempfile::TempDir>,
+    /// Chromium's own temporary files (`TMPDIR`), removed with it: left
+    /// to itself it leaves an `org.chromium.Chromium.*` directory in /tmp
+    /// at every launch. Last, so it goes after the process has stopped.
+    _scratch: tempfile::TempDir,
 }
 
 impl Browser {
@@ -158,8 +162,15 @@ impl Browser {
             }
             _ => {}
         }
+        let scratch = tempfile::Builder::new()
+            .prefix("h3lab-chromium-tmp-")
+            .tempdir()
+            .context("cannot create a temporary directory for Chromium")?;
         let mut command = Command::new(binary);
-        command.args(BASE_FLAGS).args(flags);
+        command
+            .args(BASE_FLAGS)
+            .args(flags)
+            .env("TMPDIR", scratch.path());
         // SAFETY: geteuid has no preconditions and cannot fail.
         if unsafe { libc::geteuid() } == 0 {
             // Chromium refuses to run as root with its sandbox on.
@@ -207,6 +218,7 @@ impl Browser {
             session,
             process,
             _profile: owned,
+            _scratch: scratch,
         };
         browser.call("Network.enable", json!({}))?;
         browser.call("Network.setCacheDisabled", json!({"cacheDisabled": true}))?;
