@@ -134,11 +134,15 @@
       bgcolor: "rgba(255,255,255,0.85)", bordercolor: "#d9dee4", borderwidth: 1
     };
     var all = [].concat.apply([], plot.traces.map(function (t) { return t.latency_ms; })).filter(function (v) { return v > 0; });
-    var ticks = logTicks(Math.min.apply(null, all), Math.max.apply(null, all));
-    layout.xaxis = {
+    var low = Math.min.apply(null, all), high = Math.max.apply(null, all);
+    var ticks = logTicks(low, high);
+    var shown = ticks.filter(function (tick) { return tick >= low && tick <= high; });
+    // Latencies within a fraction of a decade (a few requests of one size)
+    // would get no 1-2-5 tick in view on a log axis: a linear one has ticks.
+    layout.xaxis = shown.length >= 2 ? {
       title: { text: "latency (ms, log scale)" }, type: "log", gridcolor: "#e4e7eb",
       tickmode: "array", tickvals: ticks, ticktext: ticks.map(String)
-    };
+    } : { title: { text: "latency (ms)" }, type: "linear", gridcolor: "#e4e7eb" };
     layout.yaxis = { title: { text: "fraction of requests ≤ x" }, range: [0, 1.02], tickformat: ".0%", gridcolor: "#e4e7eb" };
     return Plotly.newPlot(plot.id, traces, layout, config);
   }

@@ -19,7 +19,7 @@ use crate::format::{fraction_as_percent, maybe, number, short};
 use crate::page_data::{
     conditions, link_rows, plot_data_json, protocol_colours, Condition, LinkRow,
 };
-use crate::page_loads::page_workloads;
+use crate::page_loads::{page_violins, page_workloads};
 use crate::settings;
 use crate::studies::{compare_claims, Agreement, ClaimComparison, Effect};
 use crate::summary::{path_impairments, summarize};
@@ -41,7 +41,7 @@ pub fn render_html(results: &Results) -> String {
     let claims = compare_claims(&results.studies, &summaries, &results.suite.baseline);
     let captures = compare_captures(&results.captures, &summaries);
     let pages = page_workloads(results, &summaries);
-    let plot_data = plot_data_json(&colours, &conditions, pages.iter().map(|p| &p.violin));
+    let plot_data = plot_data_json(&colours, &conditions, page_violins(&pages));
     let page = html! {
         (DOCTYPE)
         html lang="en" {
@@ -279,6 +279,8 @@ fn summary_section(
                 @for line in settings::turning_verdicts(&block, &results.suite.baseline) {
                     p.hint.bad { "⚠ " (line) }
                 }
+                h4 { "Request latency and CPU" }
+                (latency_cpu_table(&block, colours))
             }
         }
     }
@@ -297,15 +299,12 @@ fn summary_table(
                     th { "workload" } th { "protocol" } th.num { "n" } th.num { "failed" }
                     th.num { "median" } th.num { "mean" } th.num { "p90" } th.num { "p99" }
                     th.num { "min" } th.num { "max" } th.num { "CV" } th.num { "vs " (baseline) }
-                    th.num.lat { "latency p50 ms" } th.num { "p90" } th.num { "p99" } th.num { "max" }
-                    th.num.lat { "CPU client" } th.num { "server" }
                 }
             }
             tbody {
                 @for (index, summary) in block.iter().enumerate() {
                     @let first_of_workload = index == 0 || block[index - 1].key.workload_label() != summary.key.workload_label();
                     @let stats = summary.stats.as_ref();
-                    @let latency = summary.latency.as_ref();
                     tr class=(if first_of_workload { "group-start" } else { "" }) {
                         td {
                             @if first_of_workload {
@@ -343,7 +342,33 @@ fn summary_table(
                             (false, Some(diff)) => td class=(call_class(diff.call())) { (diff.describe()) },
                             (false, None) => td.num.muted { "–" },
                         }
-                        td.num.lat { (maybe(latency.map(|l| l.p50_ms))) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The same cells' request latency and CPU, in a table of their own so
+/// the summary's verdicts fit a 1,280-pixel window.
+fn latency_cpu_table(block: &[&CellSummary], colours: &BTreeMap<String, String>) -> Markup {
+    html! {
+        table.summary.latency-cpu {
+            thead {
+                tr {
+                    th { "workload" } th { "protocol" }
+                    th.num { "latency p50 ms" } th.num { "p90" } th.num { "p99" } th.num { "max" }
+                    th.num.lat { "CPU client" } th.num { "server" }
+                }
+            }
+            tbody {
+                @for (index, summary) in block.iter().enumerate() {
+                    @let first_of_workload = index == 0 || block[index - 1].key.workload_label() != summary.key.workload_label();
+                    @let latency = summary.latency.as_ref();
+                    tr class=(if first_of_workload { "group-start" } else { "" }) {
+                        td { @if first_of_workload { (summary.key.workload_label()) } }
+                        td.nowrap { (protocol_badge(colours, &summary.key.protocol)) }
+                        td.num { (maybe(latency.map(|l| l.p50_ms))) }
                         td.num { (maybe(latency.map(|l| l.p90_ms))) }
                         td.num { (maybe(latency.map(|l| l.p99_ms))) }
                         td.num { (maybe(latency.map(|l| l.max_ms))) }

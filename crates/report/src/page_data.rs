@@ -304,7 +304,7 @@ mod tests {
         let json = plot_data_json(
             &protocol_colours(results),
             &conditions,
-            pages.iter().map(|p| &p.violin),
+            crate::page_loads::page_violins(&pages),
         );
         serde_json::from_str(&json).unwrap()
     }

@@ -1,7 +1,8 @@
 //! Page-load cells (`kind = "page"`): the report's view of one page
-//! workload. Per workload, one violin of every load time with the
-//! protocols side by side per profile (as study E drew them); per
-//! profile, the cells' statistics (study E's columns come straight from
+//! workload. Per workload and profile, one violin of every load time with
+//! the protocols side by side (as study E drew them), each profile on an
+//! axis of its own, since paths differ tenfold; per profile, the cells'
+//! statistics (study E's columns come straight from
 //! the summaries) and the median load of each protocol, whose waterfall
 //! `html` draws. Nothing here writes markup.
 
@@ -16,16 +17,25 @@ use crate::stats::{split_finite, SampleStats};
 /// One page workload (a site) over every profile it ran in.
 pub(crate) struct PageWorkload<'a> {
     pub(crate) workload: String,
-    /// Every load time, one violin per protocol in each profile.
-    pub(crate) violin: ViolinPlot,
     /// The profiles in suite order.
     pub(crate) conditions: Vec<PageCondition<'a>>,
+}
+
+/// Every page violin of `workloads`: one per workload and profile.
+pub(crate) fn page_violins<'p>(
+    workloads: &'p [PageWorkload<'_>],
+) -> impl Iterator<Item = &'p ViolinPlot> {
+    workloads
+        .iter()
+        .flat_map(|workload| workload.conditions.iter().map(|c| &c.violin))
 }
 
 /// One profile of a page workload.
 pub(crate) struct PageCondition<'a> {
     pub(crate) profile: String,
     pub(crate) path_rtt_ms: f64,
+    /// Every load time in this profile, one violin per protocol.
+    pub(crate) violin: ViolinPlot,
     /// One per protocol, in suite order.
     pub(crate) cells: Vec<PageCell<'a>>,
     /// The longest median load's end: the waterfalls of one condition
@@ -79,17 +89,16 @@ pub(crate) fn page_workloads<'a>(
         let index = match workloads.iter().position(|w| w.workload == key.workload) {
             Some(index) => index,
             None => {
-                workloads.push(new_workload(workloads.len(), &key.workload, summary));
+                workloads.push(new_workload(&key.workload));
                 workloads.len() - 1
             }
         };
-        let workload = &mut workloads[index];
+        let condition = add_cell(&mut workloads[index], index, summary, results);
         if let Some(samples) = samples.get(key) {
-            workload
+            condition
                 .violin
                 .push(&key.protocol, &key.profile, samples.clone());
         }
-        add_cell(workload, summary, results);
     }
     workloads
 }
@@ -101,20 +110,21 @@ fn workload_rank(summaries: &[CellSummary], workload: &str) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-fn new_workload<'a>(index: usize, workload: &str, summary: &CellSummary) -> PageWorkload<'a> {
+fn new_workload<'a>(workload: &str) -> PageWorkload<'a> {
     PageWorkload {
         workload: workload.to_string(),
-        violin: ViolinPlot::new(
-            format!("page-violin-{index}"),
-            format!("{workload}: page load time per profile"),
-            format!("{} (lower is better)", summary.unit),
-            true,
-        ),
         conditions: Vec::new(),
     }
 }
 
-fn add_cell<'a>(workload: &mut PageWorkload<'a>, summary: &'a CellSummary, results: &Results) {
+/// Adds the cell to its profile's condition (made on first use) and
+/// returns the condition; `index` is the workload's.
+fn add_cell<'a, 'w>(
+    workload: &'w mut PageWorkload<'a>,
+    index: usize,
+    summary: &'a CellSummary,
+    results: &Results,
+) -> &'w mut PageCondition<'a> {
     let key = &summary.key;
     let condition = match workload
         .conditions
@@ -123,9 +133,16 @@ fn add_cell<'a>(workload: &mut PageWorkload<'a>, summary: &'a CellSummary, resul
     {
         Some(index) => &mut workload.conditions[index],
         None => {
+            let violin = ViolinPlot::new(
+                format!("page-violin-{index}-{}", workload.conditions.len()),
+                format!("{} on {}: page load time", workload.workload, key.profile),
+                format!("{} (lower is better)", summary.unit),
+                true,
+            );
             workload.conditions.push(PageCondition {
                 profile: key.profile.clone(),
                 path_rtt_ms: summary.path_rtt_ms,
+                violin,
                 cells: Vec::new(),
                 axis_ms: 0.0,
             });
@@ -140,6 +157,7 @@ fn add_cell<'a>(workload: &mut PageWorkload<'a>, summary: &'a CellSummary, resul
         summary,
         median_load,
     });
+    condition
 }
 
 /// The median load of the cell `key`: among its successful repetitions
@@ -208,24 +226,22 @@ mod tests {
     use h3lab_results::Proto;
 
     #[test]
-    fn one_workload_with_a_violin_per_protocol_in_each_profile() {
+    fn one_workload_with_a_violin_per_profile_and_its_protocols_side_by_side() {
         let results = fixture::with_pages();
         let summaries = summarize(&results);
         let workloads = page_workloads(&results, &summaries);
         assert_eq!(workloads.len(), 1);
         let page = &workloads[0];
         assert_eq!(page.workload, "page-small");
-        assert_eq!(
-            page.violin.trace_names(),
-            [
-                ("h2", "broadband"),
-                ("h3", "broadband"),
-                ("h2", "cellular"),
-                ("h3", "cellular")
-            ]
-        );
         let profiles: Vec<&str> = page.conditions.iter().map(|c| c.profile.as_str()).collect();
         assert_eq!(profiles, ["broadband", "cellular"]);
+        for condition in &page.conditions {
+            let profile = condition.profile.as_str();
+            assert_eq!(
+                condition.violin.trace_names(),
+                [("h2", profile), ("h3", profile)]
+            );
+        }
         for condition in &page.conditions {
             assert_eq!(condition.cells.len(), 2);
             for cell in &condition.cells {

@@ -35,8 +35,8 @@ fn report_renders_with_all_plots_in_chromium() {
     let html = std::fs::read_to_string(&report).unwrap();
     let plot_ids = plot_div_ids(&html);
     // 2 profiles × 3 workloads violins + CDFs for the 4 conditions with
-    // histograms + one page-load violin.
-    assert_eq!(plot_ids.len(), 11, "{plot_ids:?}");
+    // histograms + a page-load violin per profile.
+    assert_eq!(plot_ids.len(), 12, "{plot_ids:?}");
     // 2 profiles × h2/h3 median-load waterfalls, inline SVG.
     assert_eq!(html.matches(r#"<svg class="waterfall""#).count(), 4);
 
@@ -97,6 +97,73 @@ fn report_renders_with_all_plots_in_chromium() {
         report.display(),
         screenshot.display()
     );
+}
+
+/// Appended to a copy of the report: once the plots have drawn, it writes
+/// into the page what a reader at 1,280 pixels would miss, as JSON: the
+/// tables wider than the window (and by how much), and the plots without
+/// ticks on an axis.
+const LAYOUT_PROBE: &str = r#"<script>
+window.addEventListener('load', () => setTimeout(() => {
+  const width = document.documentElement.clientWidth;
+  const wide = [...document.querySelectorAll('table')]
+    .filter((t) => t.getBoundingClientRect().right > width + 1 || t.scrollWidth > t.parentElement.clientWidth + 1)
+    .map((t) => `${t.className}: ${Math.round(t.getBoundingClientRect().right)} px of ${width}`);
+  const tickless = [...document.querySelectorAll('div.plot[id]')]
+    .filter((p) => p.querySelectorAll('.xtick').length === 0 || p.querySelectorAll('.ytick').length === 0)
+    .map((p) => p.id);
+  const out = document.createElement('pre');
+  out.id = 'layout-probe';
+  out.textContent = JSON.stringify({ width, wide, tickless });
+  document.body.appendChild(out);
+}, 500));
+</script>"#;
+
+/// Renders `report` at 1,280 × 4,000 and reads [`LAYOUT_PROBE`]'s answer.
+fn layout_at_1280(browser: &Path, report: &Path) -> serde_json::Value {
+    let html = std::fs::read_to_string(report).unwrap();
+    let probed = report.with_file_name("report-layout-probe.html");
+    std::fs::write(
+        &probed,
+        html.replace("</body>", &format!("{LAYOUT_PROBE}</body>")),
+    )
+    .unwrap();
+    let run = chromium(browser, &["--dump-dom", "--window-size=1280,4000"], &probed);
+    let start = run
+        .stdout
+        .find(r#"<pre id="layout-probe">"#)
+        .unwrap_or_else(|| panic!("the layout probe did not run; log:\n{}", run.log_tail()));
+    let json = &run.stdout[start..];
+    let json = &json[json.find('>').unwrap() + 1..json.find("</pre>").unwrap()];
+    serde_json::from_str(&json.replace("&quot;", "\"").replace("&amp;", "&")).unwrap()
+}
+
+#[test]
+fn every_table_fits_1280_pixels_and_every_plot_has_ticks_on_both_axes() {
+    let Some(browser) = h3lab_testenv::chromium() else {
+        return;
+    };
+    // The default preset's own run (2026-11-27; the client reports of all
+    // but its page cells and the server metrics left out), and the
+    // synthetic run the other test draws.
+    let default_run: Results = serde_json::from_str(include_str!("data/default-preset.json"))
+        .expect("tests/data/default-preset.json");
+    for (name, results) in [("default", default_run), ("synthetic", synthetic_results())] {
+        let out_dir =
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("h3lab-layout-{name}"));
+        h3lab_report::write_all(&results, &out_dir).expect("write report");
+        let layout = layout_at_1280(&browser, &out_dir.join("report.html"));
+        assert!(
+            layout["width"].as_u64().unwrap() >= 1200,
+            "{name}: {layout}"
+        );
+        assert_eq!(layout["wide"], serde_json::json!([]), "{name}: {layout}");
+        assert_eq!(
+            layout["tickless"],
+            serde_json::json!([]),
+            "{name}: {layout}"
+        );
+    }
 }
 
 /// What a Chromium run printed: stdout, and its log (console messages and

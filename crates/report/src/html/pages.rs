@@ -1,5 +1,5 @@
 //! The "Page loads" section: per page workload, a violin of every load
-//! time (protocols side by side per profile), study E's table (median,
+//! time per profile (protocols side by side, each profile on its own axis), study E's table (median,
 //! mean, p90, p99, min, max and the load count, in ms) and, per profile,
 //! one waterfall per protocol of the median load.
 
@@ -33,10 +33,14 @@ pub(super) fn pages_section(
             @for workload in workloads {
                 div.card.page {
                     h3 { (workload.workload) }
-                    @if workload.violin.is_empty() {
-                        div.plot.empty { p { "No successful repetition of this page." } }
-                    } @else {
-                        div.plot.wide id=(workload.violin.id) {}
+                    div.plots {
+                        @for condition in &workload.conditions {
+                            @if condition.violin.is_empty() {
+                                div.plot.empty { p { "No successful repetition on " (condition.profile) "." } }
+                            } @else {
+                                div.plot id=(condition.violin.id) {}
+                            }
+                        }
                     }
                     (columns_table(workload, colours))
                     @for condition in &workload.conditions {

@@ -72,7 +72,7 @@ fn embeds_plot_data_for_every_condition() {
     let json = plot_data_json(
         &protocol_colours(&results),
         &conditions,
-        pages.iter().map(|p| &p.violin),
+        crate::page_loads::page_violins(&pages),
     );
     assert_eq!(
         data,
@@ -168,41 +168,41 @@ fn between<'a>(page: &'a str, start: &str, end: &str) -> &'a str {
 }
 
 #[test]
-fn page_loads_get_a_violin_with_every_protocol_per_profile() {
+fn page_loads_get_a_violin_per_profile_each_on_its_own_axis() {
     let results = fixture::with_pages();
     let page = render_html(&results);
     let data = plot_data(&page);
-    let violin = data["violins"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["id"] == "page-violin-0")
-        .expect("a page violin");
-    assert!(page.contains(r#"<div class="plot wide" id="page-violin-0">"#));
-    assert_eq!(violin["grouped"], true);
-    assert_eq!(violin["axis"], "ms (lower is better)");
-    let traces: Vec<(String, String, usize)> = violin["traces"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            (
-                t["protocol"].as_str().unwrap().to_string(),
-                t["category"].as_str().unwrap().to_string(),
-                t["samples"].as_array().unwrap().len(),
-            )
-        })
-        .collect();
-    let expected: Vec<(String, String, usize)> = [
-        ("h2", "broadband"),
-        ("h3", "broadband"),
-        ("h2", "cellular"),
-        ("h3", "cellular"),
-    ]
-    .iter()
-    .map(|(p, c)| (p.to_string(), c.to_string(), 20))
-    .collect();
-    assert_eq!(traces, expected);
+    for (id, profile) in [
+        ("page-violin-0-0", "broadband"),
+        ("page-violin-0-1", "cellular"),
+    ] {
+        let violin = data["violins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["id"] == id)
+            .unwrap_or_else(|| panic!("no {id}"));
+        assert!(page.contains(&format!(r#"<div class="plot" id="{id}">"#)));
+        assert_eq!(violin["grouped"], true, "protocols side by side");
+        assert_eq!(violin["axis"], "ms (lower is better)");
+        let traces: Vec<(String, String, usize)> = violin["traces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["protocol"].as_str().unwrap().to_string(),
+                    t["category"].as_str().unwrap().to_string(),
+                    t["samples"].as_array().unwrap().len(),
+                )
+            })
+            .collect();
+        let expected: Vec<(String, String, usize)> = ["h2", "h3"]
+            .iter()
+            .map(|p| (p.to_string(), profile.to_string(), 20))
+            .collect();
+        assert_eq!(traces, expected, "{id}");
+    }
     // Page cells are not repeated among the per-condition distributions.
     let other_ids: Vec<&str> = data["violins"]
         .as_array()
@@ -212,7 +212,13 @@ fn page_loads_get_a_violin_with_every_protocol_per_profile() {
         .collect();
     assert_eq!(
         other_ids,
-        ["violin-0", "violin-1", "violin-2", "page-violin-0"]
+        [
+            "violin-0",
+            "violin-1",
+            "violin-2",
+            "page-violin-0-0",
+            "page-violin-0-1"
+        ]
     );
 }
 
