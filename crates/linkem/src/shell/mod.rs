@@ -166,15 +166,19 @@ impl EmulatedPath {
 
     /// Starts every TCP connection on both sides of the path with a
     /// congestion window and a receive window of `segments` (the routes'
-    /// `initcwnd` and `initrwnd`), where Linux starts at 10. Needs root.
+    /// `initcwnd` and `initrwnd`), where Linux starts at 10. `ip` runs
+    /// inside each namespace, so a path made without root can do it too.
     pub fn set_tcp_initial_window(&self, segments: u32) -> anyhow::Result<()> {
-        self.ensure_named("setting TCP's initial window")?;
         anyhow::ensure!(
             (1..=1024).contains(&segments),
             "a TCP initial window of {segments} segments is out of range (1 to 1024)"
         );
-        netns::set_initial_window(self.client.name(), &CLIENT_IP.to_string(), segments)?;
-        netns::set_initial_window(self.server.name(), &SERVER_IP.to_string(), segments)
+        for (namespace, address) in [(&self.client, CLIENT_IP), (&self.server, SERVER_IP)] {
+            let mut ip = self.command_in(namespace, "ip");
+            ip.args(netns::initial_window_route(&address.to_string(), segments));
+            netns::run_ip(&mut ip, None)?;
+        }
+        Ok(())
     }
 
     /// A handle that changes the path while it runs, from any thread.

@@ -60,7 +60,7 @@ fn ip(args: &[&str], batch: Option<&str>) -> anyhow::Result<()> {
 /// kill `ip netns add` after it made the namespace and before h3lab knows
 /// it exists (probe migrate's Ctrl-C test found such a namespace left
 /// behind); h3lab stops on the signal itself and deletes what it made.
-fn run_ip(command: &mut Command, batch: Option<&str>) -> anyhow::Result<()> {
+pub fn run_ip(command: &mut Command, batch: Option<&str>) -> anyhow::Result<()> {
     let mut child = command
         .process_group(0)
         .stdin(Stdio::piped())
@@ -215,23 +215,22 @@ pub fn change_address(name: &str, action: &str, address: &str) -> anyhow::Result
     ip(&["-n", name, "addr", action, &prefix, "dev", DEVICE], None)
 }
 
-/// Sets the initial congestion window (`initcwnd`) and the initial
-/// receive window (`initrwnd`) of namespace `name`'s route to its /24, in
-/// segments: Linux takes both from the route, not from a socket option, so
-/// every TCP connection of the namespace starts with them. The receive
-/// window matters too: a Linux receiver advertises about 10 segments at
-/// first, which would hold a larger `initcwnd` back to 10.
-pub fn set_initial_window(name: &str, address: &str, segments: u32) -> anyhow::Result<()> {
+/// The `ip` arguments that set the initial congestion window (`initcwnd`)
+/// and the initial receive window (`initrwnd`) of the route to `address`'s
+/// /24, in segments: Linux takes both from the route, not from a socket
+/// option, so every TCP connection of the namespace starts with them. The
+/// receive window matters too: a Linux receiver advertises about 10
+/// segments at first, which would hold a larger `initcwnd` back to 10.
+pub fn initial_window_route(address: &str, segments: u32) -> Vec<String> {
     let octets: Vec<&str> = address.split('.').take(3).collect();
     let prefix = format!("{}.0/24", octets.join("."));
     let segments = segments.to_string();
-    ip(
-        &[
-            "-n", name, "route", "replace", &prefix, "dev", DEVICE, "proto", "kernel", "scope",
-            "link", "src", address, "initcwnd", &segments, "initrwnd", &segments,
-        ],
-        None,
-    )
+    [
+        "route", "replace", &prefix, "dev", DEVICE, "proto", "kernel", "scope", "link", "src",
+        address, "initcwnd", &segments, "initrwnd", &segments,
+    ]
+    .map(str::to_string)
+    .to_vec()
 }
 
 /// Makes deleting the device's first address promote the next one in
