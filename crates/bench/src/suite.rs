@@ -91,7 +91,6 @@ impl Suite {
         Suite::from_toml(&text).with_context(|| format!("suite file {}", path.display()))
     }
 
-    /// The custom profile called `name`, if the suite defines one.
     /// Whether the server of `setting` (a `server` sweep's row) offers
     /// `protocol`; every other server runs every protocol.
     pub(crate) fn offers(&self, setting: Option<&crate::sweep::Setting>, protocol: Proto) -> bool {
@@ -101,6 +100,7 @@ impl Suite {
             .is_none_or(|server| server.offers(protocol))
     }
 
+    /// The custom profile called `name`, if the suite defines one.
     pub(crate) fn custom_profile(&self, name: &str) -> Option<&CustomProfile> {
         self.custom_profiles.iter().find(|p| p.name == name)
     }
