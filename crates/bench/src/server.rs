@@ -14,7 +14,7 @@ use h3lab_site::replay::Replay;
 
 use crate::custom_server::{self, Custom};
 use crate::suite::{Suite, Target};
-use crate::sweep::{Setting, Tunable, QUIC_PACKET_BYTES};
+use crate::sweep::{quic_initial_window_args, Setting, Tunable};
 
 const DEFAULT_PORT: u16 = 443;
 
@@ -147,8 +147,11 @@ fn start_builtin(start: &Start<'_>, target: &Target) -> anyhow::Result<ServerPro
     }
     // The suite checks that no sweep sets the window too.
     if let Some(packets) = target.initial_window {
-        let bytes = u64::from(packets.0) * QUIC_PACKET_BYTES;
-        extra.extend(["--quic-initial-window".into(), bytes.to_string().into()]);
+        extra.extend(
+            quic_initial_window_args(packets.0)
+                .into_iter()
+                .map(OsString::from),
+        );
     }
     if let Some(site) = site {
         extra.extend(["--site".into(), site.into()]);

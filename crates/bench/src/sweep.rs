@@ -4,6 +4,7 @@
 //! change for each protocol?" within one run. Documented in
 //! `docs/suite.md`.
 
+use h3lab_results::bench::InitialWindows;
 use serde::{Deserialize, Deserializer};
 
 /// A tunable of the built-in server and the kind of value it takes.
@@ -16,7 +17,7 @@ pub(crate) enum Tunable {
     QuicInitialWindow,
     /// Both transports' initial congestion window, in packets: TCP's
     /// through the routes of the path (`initcwnd`, `initrwnd`), QUIC's
-    /// through `--quic-initial-window` (packets of [`QUIC_PACKET_BYTES`]).
+    /// through `--quic-initial-window` ([`quic_initial_window_args`]).
     InitialWindow,
     QuicAckEvery,
     QuicMaxAckDelay,
@@ -55,11 +56,6 @@ enum Values {
 
 /// The `server` sweep's value for the built-in server.
 pub(crate) const BUILTIN_SERVER: &str = "builtin";
-
-/// The QUIC datagram h3lab counts an initial window in: a full-sized one
-/// on a 1,500-byte MTU path (1,500 − 20 IP − 8 UDP), as RFC 9002's 10
-/// datagrams of 1,472 B give its 14,720 B.
-pub(crate) const QUIC_PACKET_BYTES: u64 = 1472;
 
 const TUNABLES: [(Tunable, &str, Values); 20] = [
     (Tunable::Cc, "cc", Values::OneOf(&["cubic", "bbr", "reno"])),
@@ -187,6 +183,13 @@ impl Tunable {
     }
 }
 
+/// The built-in server's flag that starts QUIC at `packets` full-sized
+/// datagrams.
+pub(crate) fn quic_initial_window_args(packets: u32) -> Vec<String> {
+    let bytes = u64::from(packets) * InitialWindows::QUIC_PACKET_BYTES;
+    vec!["--quic-initial-window".into(), bytes.to_string()]
+}
+
 /// `32` or `32 packets`, from 1 to 1024.
 pub(crate) fn parse_packets(text: &str) -> Option<u32> {
     let number = text.trim().strip_suffix("packets").unwrap_or(text).trim();
@@ -229,11 +232,7 @@ impl Setting {
             }
             Tunable::Server => Vec::new(),
             Tunable::InitialWindow => {
-                let packets: u64 = value.parse().expect("normalized to a count");
-                vec![
-                    "--quic-initial-window".into(),
-                    (packets * QUIC_PACKET_BYTES).to_string(),
-                ]
+                quic_initial_window_args(value.parse().expect("normalized to a count"))
             }
             tunable => vec![flag(tunable.name()), value],
         }

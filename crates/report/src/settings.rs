@@ -7,10 +7,6 @@ use h3lab_results::bench::InitialWindows;
 use crate::cell::CellSummary;
 use crate::difference::Call;
 
-/// The QUIC packet size initial windows are counted in (bench's
-/// `QUIC_PACKET_BYTES`): a full datagram on a 1,500-byte path.
-const QUIC_PACKET_BYTES: u64 = 1472;
-
 /// e.g. `initial windows: TCP 10 segments (Linux's default), QUIC 14720 B
 /// (10 packets)`.
 pub fn describe(windows: &InitialWindows) -> String {
@@ -20,8 +16,11 @@ pub fn describe(windows: &InitialWindows) -> String {
         (None, _) => "TCP the machine's own (loopback)".to_string(),
     };
     let quic = match windows.quic_bytes {
-        Some(bytes) if bytes % QUIC_PACKET_BYTES == 0 => {
-            format!("QUIC {bytes} B ({} packets)", bytes / QUIC_PACKET_BYTES)
+        Some(bytes) if bytes % InitialWindows::QUIC_PACKET_BYTES == 0 => {
+            format!(
+                "QUIC {bytes} B ({} packets)",
+                bytes / InitialWindows::QUIC_PACKET_BYTES
+            )
         }
         Some(bytes) => format!("QUIC {bytes} B"),
         None => "QUIC the server's own (it does not report it)".to_string(),

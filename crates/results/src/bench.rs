@@ -219,6 +219,13 @@ pub struct InitialWindows {
     pub quic_bytes: Option<u64>,
 }
 
+impl InitialWindows {
+    /// The QUIC datagram an initial window in packets is counted in: a
+    /// full-sized one on a 1,500-byte MTU path (1,500 − 20 IP − 8 UDP), as
+    /// RFC 9002's 10 datagrams of 1,472 B give its 14,720 B.
+    pub const QUIC_PACKET_BYTES: u64 = 1472;
+}
+
 /// `cells[].link`: what the emulated path did and what it was set to.
 /// linkem writes it (`LinkStats` and `LinkSettings`); this crate sits below
 /// linkem, so it reads the same JSON with types of its own. Fields are in
