@@ -11,9 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use h3lab_results::bench::{
-    CellRecord, CpuUse, InitialWindows, LinkRecord, Metric, Outcome, SweptSetting,
-};
+use h3lab_results::bench::{CellRecord, CpuUse, InitialWindows, LinkRecord, Metric, Outcome};
 use h3lab_results::load::LoadReport;
 use h3lab_results::page::PageReport;
 use h3lab_site::replay::Replay;
@@ -408,10 +406,7 @@ fn empty_record(spec: &CellSpec) -> CellRecord {
     CellRecord {
         profile: spec.profile.clone(),
         workload: spec.workload_label(),
-        sweep: spec.setting.as_ref().map(|setting| SweptSetting {
-            tunable: setting.tunable.name().to_string(),
-            value: setting.value.clone(),
-        }),
+        sweep: spec.setting.as_ref().map(|setting| setting.recorded()),
         kind: spec.workload.kind(),
         protocol: spec.protocol,
         mode: spec.mode,

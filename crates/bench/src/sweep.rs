@@ -4,7 +4,7 @@
 //! change for each protocol?" within one run. Documented in
 //! `docs/suite.md`.
 
-use h3lab_results::bench::InitialWindows;
+use h3lab_results::bench::{InitialWindows, SweptSetting};
 use serde::{Deserialize, Deserializer};
 
 /// A tunable of the built-in server and the kind of value it takes.
@@ -204,9 +204,12 @@ pub(crate) struct Setting {
 }
 
 impl Setting {
-    /// `cc=bbr`, as cell labels and workload names show it.
-    pub(crate) fn label(&self) -> String {
-        format!("{}={}", self.tunable.name(), self.value)
+    /// The setting as results record it.
+    pub(crate) fn recorded(&self) -> SweptSetting {
+        SweptSetting {
+            tunable: self.tunable.name().to_string(),
+            value: self.value.clone(),
+        }
     }
 
     /// The TCP initial window it asks the path for, in segments.
@@ -244,7 +247,7 @@ impl Setting {
 /// reports.
 pub(crate) fn workload_label(workload: &str, setting: Option<&Setting>) -> String {
     match setting {
-        Some(setting) => format!("{workload} [{}]", setting.label()),
+        Some(setting) => setting.recorded().row_label(workload),
         None => workload.to_string(),
     }
 }
@@ -349,7 +352,10 @@ mod tests {
             value: sweep.values[1].clone(),
         };
         assert_eq!(setting.server_args(), ["--quic-initial-window", "65536"]);
-        assert_eq!(setting.label(), "quic_initial_window=65536");
+        assert_eq!(
+            workload_label("w", Some(&setting)),
+            "w [quic_initial_window=65536]"
+        );
     }
 
     #[test]
@@ -375,7 +381,7 @@ mod tests {
         };
         assert_eq!(wide.server_args(), ["--quic-initial-window", "47104"]);
         assert_eq!(wide.tcp_initial_window(), Some(32));
-        assert_eq!(wide.label(), "initial_window=32");
+        assert_eq!(workload_label("w", Some(&wide)), "w [initial_window=32]");
         let gso = Setting {
             tunable: Tunable::Gso,
             value: "on".into(),

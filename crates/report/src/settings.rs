@@ -47,7 +47,7 @@ pub fn turning_verdicts(cells: &[&CellSummary], baseline: &str) -> Vec<String> {
         let (Some(sweep), Some(difference)) = (&cell.sweep, &cell.vs_baseline) else {
             continue;
         };
-        let suffix = format!(" [{}={}]", sweep.tunable, sweep.value);
+        let suffix = sweep.row_label("");
         let row = SweptRow {
             workload: cell.key.workload_label().replace(&suffix, ""),
             protocol: cell.key.protocol.clone(),

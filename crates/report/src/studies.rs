@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 
-use h3lab_results::bench::{ClaimSweep, StudyClaim};
+use h3lab_results::bench::{ClaimSweep, StudyClaim, SweptSetting};
 
 use crate::cell::{CellKey, CellSummary};
 use crate::difference::{Call, Difference};
@@ -298,7 +298,11 @@ fn compare_sweep<'a>(
     let ran = |value: &str, protocol: &str| {
         let key = CellKey {
             profile: claim.profile.clone(),
-            workload: format!("{} [{}={value}]", claim.workload, sweep.tunable),
+            workload: SweptSetting {
+                tunable: sweep.tunable.clone(),
+                value: value.to_string(),
+            }
+            .row_label(&claim.workload),
             protocol: protocol.to_string(),
             mode: claim.mode.clone(),
         };

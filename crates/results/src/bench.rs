@@ -140,6 +140,14 @@ pub struct SweptSetting {
     pub value: String,
 }
 
+impl SweptSetting {
+    /// The row's workload name, `rps-1KB [cc=bbr]`: each value of a swept
+    /// workload is a row of its own in results and reports.
+    pub fn row_label(&self, workload: &str) -> String {
+        format!("{workload} [{}={}]", self.tunable, self.value)
+    }
+}
+
 /// One cell (profile × workload × protocol [× mode]) and one repetition.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CellRecord {
