@@ -84,7 +84,7 @@ const TUNABLES: [(Tunable, &str, Values); 20] = [
     (
         Tunable::QuicStreamOrder,
         "quic_stream_order",
-        Values::OneOf(&["fair", "in-order"]),
+        Values::OneOf(&["priority", "fair", "in-order"]),
     ),
     (Tunable::Gso, "gso", Values::OneOf(&["on", "off"])),
     (Tunable::UdpBuffer, "udp_buffer", Values::Bytes),

@@ -154,9 +154,11 @@ pub struct ServeArgs {
     /// own max_ack_delay, which quinn caps at one RTT).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     quic_max_ack_delay: Option<std::time::Duration>,
-    /// How one connection's responses share its packets: fair, in turn, a
-    /// packet each; in-order, each response whole in the order written.
-    #[arg(long, value_enum, default_value = "fair")]
+    /// How one connection's responses share its packets: priority, by the
+    /// request's RFC 9218 priority header (as quic-go does; no header: in
+    /// turn); fair, in turn, a packet each; in-order, each response whole
+    /// in the order written.
+    #[arg(long, value_enum, default_value = "priority")]
     quic_stream_order: StreamOrder,
     /// Serve Prometheus metrics at http://ADDR:PORT/metrics (plain HTTP, a
     /// listener of its own; port 0 picks a free one). See docs/metrics.md.
@@ -189,6 +191,7 @@ impl From<TcpCc> for TcpCongestion {
 /// `--quic-stream-order`.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum StreamOrder {
+    Priority,
     Fair,
     InOrder,
 }
@@ -265,7 +268,11 @@ impl ServeArgs {
                 own_thread: self.quic_thread == QuicThreadChoice::Own,
                 ack_every: self.quic_ack_every,
                 max_ack_delay: self.quic_max_ack_delay,
-                fair_streams: self.quic_stream_order == StreamOrder::Fair,
+                stream_order: match self.quic_stream_order {
+                    StreamOrder::Priority => crate::StreamOrder::Priority,
+                    StreamOrder::Fair => crate::StreamOrder::Fair,
+                    StreamOrder::InOrder => crate::StreamOrder::InOrder,
+                },
             },
             metrics: self.metrics,
             qlog: self.qlog,

@@ -148,9 +148,21 @@ pub struct QuicTuning {
     /// The longest ACK delay asked of such clients; `None` leaves the
     /// client's own `max_ack_delay`, which quinn caps at one RTT.
     pub max_ack_delay: Option<std::time::Duration>,
-    /// Send the streams of one connection in turn, a packet each (quinn's
-    /// default), rather than each response whole in the order written.
-    pub fair_streams: bool,
+    /// How one connection's responses share its packets.
+    pub stream_order: StreamOrder,
+}
+
+/// How one QUIC connection's responses share its packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamOrder {
+    /// In turn, a packet each (quinn's default).
+    Fair,
+    /// Each response whole, in the order written.
+    InOrder,
+    /// By the request's RFC 9218 `priority` header: more urgent first,
+    /// non-incremental ones whole in stream order, incremental ones in turn
+    /// (see [`crate::priority`]).
+    Priority,
 }
 
 impl Default for QuicTuning {
@@ -162,7 +174,7 @@ impl Default for QuicTuning {
             own_thread: true,
             ack_every: 10,
             max_ack_delay: None,
-            fair_streams: true,
+            stream_order: StreamOrder::Priority,
         }
     }
 }

@@ -24,6 +24,7 @@ mod idle;
 mod lifecycle;
 mod metrics;
 mod pattern;
+mod priority;
 mod qlog;
 mod quic;
 mod quic_thread;
@@ -49,7 +50,8 @@ use tracing::warn;
 pub use admission::DefenceCounts;
 pub use app::{App, AppRequest, AppResponse, BodyStream, EventSink, Hooks, ServerEvent};
 pub use config::{
-    kernel_tcp_congestion, DynamicRecords, Limits, QuicTuning, ServerConfig, TcpCongestion,
+    kernel_tcp_congestion, DynamicRecords, Limits, QuicTuning, ServerConfig, StreamOrder,
+    TcpCongestion,
     TcpTuning, TlsRecords, TlsSource, MAX_INITIAL_WINDOW, MIN_INITIAL_WINDOW,
 };
 
@@ -236,6 +238,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
             admission: admission.clone(),
             lifecycle: lifecycle.clone(),
             qlog,
+            stream_order: config.quic_tuning.stream_order,
         });
         let accept_loop = lifecycle
             .tasks

@@ -26,11 +26,12 @@ use h3lab_results::{Proto, QuicCongestion};
 
 use crate::admission::{Admission, Counters, QuicAdmission, QuicTicket, Unvalidated};
 use crate::app::{AppRequest, BodyStream, ServerEvent};
-use crate::config::{kernel_tcp_congestion, Limits, QuicTuning};
+use crate::config::{kernel_tcp_congestion, Limits, QuicTuning, StreamOrder};
 use crate::frame_guard::{Guarded, GuardedConnection};
 use crate::idle::{AckWait, RequestWatch};
 use crate::lifecycle::Lifecycle;
 use crate::metrics::{ConnectionKind, MeteredBody, QuicTrack};
+use crate::priority::Priority;
 use crate::qlog::QlogDir;
 use crate::respond::{declared_length, EchoBody, Handler};
 
@@ -80,9 +81,14 @@ pub fn settings(congestion: QuicCongestion, tuning: &QuicTuning) -> Vec<(&'stati
         ("quic_ack_frequency", ack_frequency_line(tuning)),
         (
             "quic_stream_order",
-            match tuning.fair_streams {
-                true => "fair: a connection's responses take turns, a packet each",
-                false => "in-order: each response whole, in the order written",
+            match tuning.stream_order {
+                StreamOrder::Fair => "fair: a connection's responses take turns, a packet each",
+                StreamOrder::InOrder => "in-order: each response whole, in the order written",
+                StreamOrder::Priority => {
+                    "priority: by the request's RFC 9218 priority header (more urgent first; \
+                     non-incremental whole in stream order, incremental in turn; \
+                     no header: urgency 3, incremental)"
+                }
             }
             .to_string(),
         ),
@@ -119,7 +125,7 @@ pub fn transport(
         .max_concurrent_bidi_streams(VarInt::from_u32(limits.max_streams_per_connection))
         .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
         .send_window(SEND_WINDOW)
-        .send_fairness(tuning.fair_streams)
+        .send_fairness(tuning.stream_order != StreamOrder::InOrder)
         .max_idle_timeout(Some(IDLE_TIMEOUT.try_into()?));
     transport.ack_frequency_config(ack_frequency(tuning));
     Ok(transport)
@@ -223,6 +229,8 @@ pub struct QuicShell {
     pub lifecycle: Lifecycle,
     /// `--qlog`: each connection gets a configuration logging to its own file.
     pub qlog: Option<QlogDir>,
+    /// How each connection's responses share its packets.
+    pub stream_order: StreamOrder,
 }
 
 impl QuicShell {
@@ -416,7 +424,7 @@ impl QuicShell {
                         let peer = connection.remote_address();
                         // Boxed: the request's future is kilobytes, and tokio
                         // moves an unboxed one several times while spawning it.
-                        let request = Box::pin(serve_request(handler, resolver, peer, watch.clone()));
+                        let request = Box::pin(serve_request(handler, resolver, peer, watch.clone(), self.stream_order));
                         self.lifecycle.tasks.spawn(request);
                     }
                     Ok(None) => client_done = true,
@@ -516,6 +524,7 @@ async fn serve_request(
     resolver: RequestResolver<GuardedConnection, Bytes>,
     peer: SocketAddr,
     watch: Arc<RequestWatch>,
+    order: StreamOrder,
 ) {
     let header_timeout = handler.limits.header_timeout;
     let (request, stream) = match timeout(header_timeout, resolver.resolve_request()).await {
@@ -525,6 +534,9 @@ async fn serve_request(
     };
     let _in_flight = watch.begin();
     let (mut send_half, mut recv_half) = stream.split();
+    if order == StreamOrder::Priority {
+        schedule(&send_half, Priority::of(request.headers()));
+    }
     let response = match handler.app() {
         Some(app) => {
             let (parts, ()) = request.into_parts();
@@ -561,6 +573,15 @@ async fn serve_request(
     };
     if let Err(err) = send(&mut send_half, response).await {
         debug!("HTTP/3 response not sent: {err:#}");
+    }
+}
+
+/// Sets the response's place among the connection's others before any of
+/// it is written, so quinn queues it there from its first byte.
+fn schedule(stream: &RequestStream<h3_quinn::SendStream<Bytes>, Bytes>, priority: Priority) {
+    let value = priority.quinn_value(stream.send_id().index());
+    if let Err(err) = stream.quic_stream().set_priority(value) {
+        debug!(%err, "HTTP/3 response not scheduled: the stream is gone");
     }
 }
 

@@ -458,6 +458,11 @@ where
             chunk: Bytes::new(),
         }
     }
+
+    /// h3lab: quinn's send priority for this stream (higher goes first).
+    pub fn set_priority(&self, priority: i32) -> Result<(), quinn::ClosedStream> {
+        self.stream.set_priority(priority)
+    }
 }
 
 impl<B> quic::SendStream<B> for SendStream<B>

@@ -451,6 +451,12 @@ impl<S, B> BufRecvStream<S, B> {
             _marker: PhantomData,
         }
     }
+
+    /// h3lab: the QUIC stream, for settings h3 has no API for (its send
+    /// priority).
+    pub fn quic_stream(&self) -> &S {
+        &self.stream
+    }
 }
 
 impl<B, S: RecvStream> BufRecvStream<S, B> {

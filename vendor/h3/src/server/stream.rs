@@ -194,6 +194,12 @@ where
     pub fn send_id(&self) -> StreamId {
         self.inner.stream.send_id()
     }
+
+    /// h3lab: the QUIC send stream, for settings h3 has no API for (RFC 9218
+    /// scheduling through the stream's send priority).
+    pub fn quic_stream(&self) -> &S {
+        self.inner.stream.stream.quic_stream()
+    }
 }
 
 impl<S, B> RequestStream<S, B>
