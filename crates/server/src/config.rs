@@ -267,6 +267,15 @@ impl TcpTuning {
                 format!("{} B", self.h2_connection_window),
             ),
             ("h2_send_buffer", format!("{} B", self.h2_send_buffer)),
+            // Said so that a page verdict shows it: h3 reads the priority
+            // header (quic_stream_order), hyper's h2 has no API for it.
+            (
+                "h2_stream_order",
+                "fair: a connection's responses take turns, a DATA frame each; no priority \
+                 header read (hyper's h2 has no scheduling API; Go's net/http h2 also \
+                 defaults to taking turns)"
+                    .to_string(),
+            ),
             (
                 "tcp_send_buffer",
                 buffer_setting(self.send_buffer, "tcp_wmem"),

@@ -51,8 +51,7 @@ pub use admission::DefenceCounts;
 pub use app::{App, AppRequest, AppResponse, BodyStream, EventSink, Hooks, ServerEvent};
 pub use config::{
     kernel_tcp_congestion, DynamicRecords, Limits, QuicTuning, ServerConfig, StreamOrder,
-    TcpCongestion,
-    TcpTuning, TlsRecords, TlsSource, MAX_INITIAL_WINDOW, MIN_INITIAL_WINDOW,
+    TcpCongestion, TcpTuning, TlsRecords, TlsSource, MAX_INITIAL_WINDOW, MIN_INITIAL_WINDOW,
 };
 
 use admission::Admission;

@@ -118,9 +118,17 @@ mod tests {
         assert_eq!(of(&["i=?0, u=2"]), priority(2, false));
         assert_eq!(of(&["u=5", "i"]), priority(5, true), "split over two lines");
         assert_eq!(of(&["i"]), priority(3, true), "urgency defaults to 3");
-        assert_eq!(of(&["u=9"]), priority(3, false), "out of range: the default");
+        assert_eq!(
+            of(&["u=9"]),
+            priority(3, false),
+            "out of range: the default"
+        );
         assert_eq!(of(&["u=-1"]), priority(3, false));
-        assert_eq!(of(&["u=1, x=7"]), priority(1, false), "unknown keys are ignored");
+        assert_eq!(
+            of(&["u=1, x=7"]),
+            priority(1, false),
+            "unknown keys are ignored"
+        );
         assert_eq!(of(&["u=\"0\""]), priority(3, false), "not an integer");
         assert_eq!(of(&["u=0,,"]), Priority::UNSPECIFIED, "not a dictionary");
     }

@@ -8,6 +8,7 @@ mod endpoints;
 mod h3_setup;
 mod limits;
 mod metrics;
+mod priority;
 mod qlog;
 mod quic_tuning;
 mod relay;
