@@ -272,8 +272,7 @@ impl TcpTuning {
             (
                 "h2_stream_order",
                 "fair: a connection's responses take turns, a DATA frame each; no priority \
-                 header read (hyper's h2 has no scheduling API; Go's net/http h2 also \
-                 defaults to taking turns)"
+                 header read (hyper's h2 has no scheduling API)"
                     .to_string(),
             ),
             (
