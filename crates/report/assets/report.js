@@ -147,6 +147,26 @@
     return Plotly.newPlot(plot.id, traces, layout, config);
   }
 
+  function drawCpuPerGb(plot) {
+    var bar = function (name, values, pattern) {
+      return {
+        type: "bar",
+        name: name,
+        x: plot.protocols,
+        y: values,
+        marker: { color: plot.protocols.map(colour), pattern: { shape: pattern, fgcolor: "#ffffff" } },
+        hovertemplate: name + " %{x}: %{y:.2f} s/GB<extra></extra>"
+      };
+    };
+    var traces = [bar("server", plot.server_s, ""), bar("client (whole run)", plot.client_s, "/")];
+    var layout = baseLayout(plot.title);
+    layout.barmode = "group";
+    layout.xaxis = { title: { text: "protocol" }, type: "category" };
+    layout.yaxis = { title: { text: "CPU seconds per GB" }, rangemode: "tozero", gridcolor: "#e4e7eb" };
+    return Plotly.newPlot(plot.id, traces, layout, config);
+  }
+
   data.violins.forEach(drawViolin);
   data.cdfs.forEach(drawCdf);
+  data.cpu_per_gb.forEach(drawCpuPerGb);
 })();

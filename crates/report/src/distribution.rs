@@ -7,6 +7,7 @@ use maud::{html, Markup, DOCTYPE};
 const WIDTH: f64 = 720.0;
 const HEIGHT: f64 = 360.0;
 const MARGIN: f64 = 50.0;
+/// About this many ticks on the horizontal axis.
 const TICKS: usize = 5;
 const COLOURS: [&str; 4] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
 
@@ -47,16 +48,18 @@ pub fn distribution_html(title: &str, notes: &[String], charts: &[Chart]) -> Str
 }
 
 fn plot(chart: &Chart) -> Markup {
-    let x_max = chart
+    let largest = chart
         .series
         .iter()
         .flat_map(|s| s.values.iter().copied().filter(|v| v.is_finite()))
-        .fold(0.0f64, f64::max)
-        .max(1.0);
+        .fold(0.0f64, f64::max);
+    let step = tick_step(largest);
+    // The axis ends on a tick, so every tick is a round number.
+    let x_max = (largest / step).ceil().max(1.0) * step;
     html! {
         h2 { (chart.title) }
         svg xmlns="http://www.w3.org/2000/svg" width=(WIDTH) height=(HEIGHT) role="img" {
-            (axes(x_max, &chart.x_label))
+            (axes(x_max, step, &chart.x_label))
             @for (index, one) in chart.series.iter().enumerate() {
                 (curve(one, index, chart.series.len(), x_max))
             }
@@ -72,16 +75,40 @@ fn y_at(fraction: f64) -> f64 {
     HEIGHT - MARGIN - fraction * (HEIGHT - 2.0 * MARGIN)
 }
 
-fn axes(x_max: f64, x_label: &str) -> Markup {
+/// The spacing of about [`TICKS`] ticks from 0 to `largest`: 1, 2 or 5
+/// times a power of ten, as plotting libraries choose (1 for an empty or
+/// all-zero sample).
+fn tick_step(largest: f64) -> f64 {
+    if largest <= 0.0 || !largest.is_finite() {
+        return 1.0;
+    }
+    let rough = largest / TICKS as f64;
+    let power = 10f64.powf(rough.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * power)
+        .find(|step| *step >= rough)
+        .unwrap_or(10.0 * power)
+}
+
+/// Decimals that tell ticks `step` apart.
+fn decimals(step: f64) -> usize {
+    (-step.log10().floor()).max(0.0) as usize
+}
+
+fn axes(x_max: f64, step: f64, x_label: &str) -> Markup {
     let (left, bottom) = (MARGIN, HEIGHT - MARGIN);
+    let x_ticks = (x_max / step).round() as usize;
     html! {
         line x1=(left) y1=(bottom) x2=(WIDTH - MARGIN) y2=(bottom) stroke="black" {}
         line x1=(left) y1=(bottom) x2=(left) y2=(MARGIN) stroke="black" {}
-        @for tick in 0..=TICKS {
-            @let value = x_max * tick as f64 / TICKS as f64;
+        @for tick in 0..=x_ticks {
+            @let value = step * tick as f64;
             text x=(x_at(value, x_max)) y=(bottom + 16.0) text-anchor="middle" font-size="11" {
-                (format!("{value:.0}"))
+                (format!("{value:.*}", decimals(step)))
             }
+        }
+        @for tick in 0..=TICKS {
             text x=(left - 6.0) y=(y_at(tick as f64 / TICKS as f64) + 4.0) text-anchor="end" font-size="11" {
                 (format!("{:.1}", tick as f64 / TICKS as f64))
             }
@@ -148,5 +175,39 @@ mod tests {
         assert!(page.contains("h2 (n=2)"), "{page}");
         assert!(page.contains("h3 &lt;x&gt; (n=1)"), "{page}");
         assert!(!page.contains("src="), "the page loads nothing");
+    }
+
+    /// The horizontal ticks of the first plot on `page`, as drawn.
+    fn x_ticks(page: &str) -> Vec<String> {
+        page.split("<text")
+            .filter(|text| text.contains(r#"text-anchor="middle" font-size="11""#))
+            .map(|text| text[text.find('>').unwrap() + 1..text.find("</text>").unwrap()].to_string())
+            .collect()
+    }
+
+    fn page_of(values: Vec<f64>) -> String {
+        let chart = Chart {
+            title: "stall".into(),
+            x_label: "ms".into(),
+            series: vec![Series {
+                name: "h3".into(),
+                values,
+            }],
+        };
+        distribution_html("probe", &[], &[chart])
+    }
+
+    #[test]
+    fn horizontal_ticks_are_round_numbers_up_to_past_the_largest_value() {
+        assert_eq!(x_ticks(&page_of(vec![3.0, 355.0])), ["0", "100", "200", "300", "400"]);
+        assert_eq!(
+            x_ticks(&page_of(vec![47.0])),
+            ["0", "10", "20", "30", "40", "50"]
+        );
+        assert_eq!(
+            x_ticks(&page_of(vec![0.1, 0.3])),
+            ["0.0", "0.1", "0.2", "0.3"]
+        );
+        assert_eq!(x_ticks(&page_of(vec![])), ["0", "1"]);
     }
 }

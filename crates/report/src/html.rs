@@ -390,7 +390,9 @@ fn plots_section(conditions: &[Condition]) -> Markup {
         section #plots {
             h2 { "Distributions" }
             p.hint { "Violins: every sample of the successful repetitions, with the box (median, quartiles) inside. "
-                "CDFs: request latency from the merged HdrHistograms (log scale)." }
+                "CDFs: request latency from the merged HdrHistograms (log scale). "
+                "Bars (downloads): CPU seconds per GB of response bodies, the server's over the measured "
+                "interval and the client's over its whole run; a missing bar is a figure not known." }
             @for condition in conditions {
                 div.card.condition {
                     h3 { (condition.profile) " · " (condition.workload) }
@@ -404,6 +406,7 @@ fn plots_section(conditions: &[Condition]) -> Markup {
                             Some(cdf) => { div.plot id=(cdf.id) {} },
                             None => { div.plot.empty { p { "No latency histograms recorded for this condition." } } },
                         }
+                        @if let Some(cpu) = &condition.cpu_per_gb { div.plot id=(cpu.id) {} }
                     }
                 }
             }

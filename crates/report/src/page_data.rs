@@ -43,6 +43,7 @@ struct PlotData<'a> {
     colours: &'a BTreeMap<String, String>,
     violins: Vec<&'a ViolinPlot>,
     cdfs: Vec<&'a CdfPlot>,
+    cpu_per_gb: Vec<&'a CpuPerGbPlot>,
 }
 
 /// One condition (profile × workload): its violin plot and, when latency
@@ -52,6 +53,19 @@ pub(crate) struct Condition {
     pub(crate) workload: String,
     pub(crate) violin: ViolinPlot,
     pub(crate) cdf: Option<CdfPlot>,
+    /// Downloads: what a GB cost each protocol's server and client.
+    pub(crate) cpu_per_gb: Option<CpuPerGbPlot>,
+}
+
+/// Bars of the server's and the client's CPU seconds per GB, side by side
+/// for each protocol; an unknown figure is null, drawn as no bar.
+#[derive(Serialize)]
+pub(crate) struct CpuPerGbPlot {
+    pub(crate) id: String,
+    title: String,
+    protocols: Vec<String>,
+    server_s: Vec<Option<f64>>,
+    client_s: Vec<Option<f64>>,
 }
 
 #[derive(Serialize)]
@@ -152,6 +166,19 @@ pub(crate) fn conditions(results: &Results, summaries: &[CellSummary]) -> Vec<Co
                 samples: samples.clone(),
             });
         }
+        let costs = (summary.server_cpu_per_gb_s, summary.client_cpu_per_gb_s);
+        if summary.kind == Some(WorkloadKind::Download) && costs != (None, None) {
+            let plot = condition.cpu_per_gb.get_or_insert_with(|| CpuPerGbPlot {
+                id: format!("cpu-{index}"),
+                title: format!("{} · {}: CPU per GB", key.profile, key.workload),
+                protocols: Vec::new(),
+                server_s: Vec::new(),
+                client_s: Vec::new(),
+            });
+            plot.protocols.push(key.protocol.clone());
+            plot.server_s.push(costs.0);
+            plot.client_s.push(costs.1);
+        }
         if let Some((_, histogram)) = histograms.iter().find(|(k, _)| k == key) {
             let (latency_ms, fraction) = cdf_points(histogram).into_iter().unzip();
             let cdf = condition.cdf.get_or_insert_with(|| CdfPlot {
@@ -190,6 +217,7 @@ fn new_condition(index: usize, summary: &CellSummary) -> Condition {
             false,
         ),
         cdf: None,
+        cpu_per_gb: None,
     }
 }
 
@@ -226,6 +254,10 @@ pub(crate) fn plot_data_json<'a>(
             .filter(|v| !v.is_empty())
             .collect(),
         cdfs: conditions.iter().filter_map(|c| c.cdf.as_ref()).collect(),
+        cpu_per_gb: conditions
+            .iter()
+            .filter_map(|c| c.cpu_per_gb.as_ref())
+            .collect(),
     })
 }
 

@@ -326,3 +326,33 @@ fn page_claims_compare_medians_lower_is_better() {
     assert!(card.contains("direction DIFFERS"), "{card}");
     assert!(card.contains("page caveat"));
 }
+
+#[test]
+fn downloads_get_a_cpu_per_gb_plot_with_every_protocols_server_and_client() {
+    let mut results = fixture::results();
+    for record in results.cells.iter_mut() {
+        record.kind = WorkloadKind::Download;
+        if record.protocol == Proto::H3 && record.profile == "broadband" {
+            record.cpu.server_interval_s = Some(0.25);
+        }
+    }
+    let page = render_html(&results);
+    let plots = plot_data(&page)["cpu_per_gb"].as_array().unwrap().clone();
+    let broadband = plots
+        .iter()
+        .find(|p| p["title"].as_str().unwrap().starts_with("broadband"))
+        .expect("a CPU plot for broadband");
+    let id = broadband["id"].as_str().unwrap();
+    assert!(page.contains(&format!(r#"<div class="plot" id="{id}">"#)));
+    let protocols = broadband["protocols"].as_array().unwrap();
+    let h3 = protocols.iter().position(|p| p == "h3").unwrap();
+    let h2 = protocols.iter().position(|p| p == "h2").unwrap();
+    // 3 × 0.25 s over 3 × 1,024,000 bytes; h2's server CPU is unknown.
+    let server = broadband["server_s"].as_array().unwrap();
+    assert!((server[h3].as_f64().unwrap() - 0.75 / 0.003_072).abs() < 1e-6);
+    assert!(server[h2].is_null(), "unknown is null, not 0: {broadband}");
+    assert!(broadband["client_s"][h3].as_f64().unwrap() > 0.0);
+
+    let rps_page = render_html(&fixture::results());
+    assert_eq!(plot_data(&rps_page)["cpu_per_gb"], serde_json::json!([]));
+}
