@@ -58,7 +58,7 @@ fn plot(chart: &Chart) -> Markup {
     let x_max = (largest / step).ceil().max(1.0) * step;
     html! {
         h2 { (chart.title) }
-        svg xmlns="http://www.w3.org/2000/svg" width=(WIDTH) height=(HEIGHT) role="img" {
+        svg.cdf xmlns="http://www.w3.org/2000/svg" width=(WIDTH) height=(HEIGHT) role="img" {
             (axes(x_max, step, &chart.x_label))
             @for (index, one) in chart.series.iter().enumerate() {
                 (curve(one, index, chart.series.len(), x_max))
@@ -181,7 +181,9 @@ mod tests {
     fn x_ticks(page: &str) -> Vec<String> {
         page.split("<text")
             .filter(|text| text.contains(r#"text-anchor="middle" font-size="11""#))
-            .map(|text| text[text.find('>').unwrap() + 1..text.find("</text>").unwrap()].to_string())
+            .map(|text| {
+                text[text.find('>').unwrap() + 1..text.find("</text>").unwrap()].to_string()
+            })
             .collect()
     }
 
@@ -199,7 +201,10 @@ mod tests {
 
     #[test]
     fn horizontal_ticks_are_round_numbers_up_to_past_the_largest_value() {
-        assert_eq!(x_ticks(&page_of(vec![3.0, 355.0])), ["0", "100", "200", "300", "400"]);
+        assert_eq!(
+            x_ticks(&page_of(vec![3.0, 355.0])),
+            ["0", "100", "200", "300", "400"]
+        );
         assert_eq!(
             x_ticks(&page_of(vec![47.0])),
             ["0", "10", "20", "30", "40", "50"]

@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
+use h3lab_report::{distribution_html, Chart, Series};
 use h3lab_results::bench::{
     CellRecord, CpuUse, Environment, Metric, Outcome, Results, StudyClaim, SuiteInfo,
     RESULTS_SCHEMA,
@@ -35,8 +36,9 @@ fn report_renders_with_all_plots_in_chromium() {
     let html = std::fs::read_to_string(&report).unwrap();
     let plot_ids = plot_div_ids(&html);
     // 2 profiles × 3 workloads violins + CDFs for the 4 conditions with
-    // histograms + a page-load violin per profile.
-    assert_eq!(plot_ids.len(), 12, "{plot_ids:?}");
+    // histograms + a CPU-per-GB plot for each profile's download + a
+    // page-load violin per profile.
+    assert_eq!(plot_ids.len(), 14, "{plot_ids:?}");
     // 2 profiles × h2/h3 median-load waterfalls, inline SVG.
     assert_eq!(html.matches(r#"<svg class="waterfall""#).count(), 4);
 
@@ -44,7 +46,14 @@ fn report_renders_with_all_plots_in_chromium() {
     for id in &plot_ids {
         let drawn = plot_markup(&run.stdout, id);
         // plotly's SVG: the layer, a trace group and a drawn path for each plot.
-        let expected: &[&str] = if id.contains("violin-") {
+        let expected: &[&str] = if id.starts_with("cpu-") {
+            &[
+                r#"class="main-svg""#,
+                r#"class="barlayer"#,
+                r#"class="trace bars""#,
+                r#"<g class="point"><path"#,
+            ]
+        } else if id.contains("violin-") {
             &[
                 r#"class="main-svg""#,
                 r#"class="violinlayer"#,
@@ -101,20 +110,31 @@ fn report_renders_with_all_plots_in_chromium() {
 
 /// Appended to a copy of the report: once the plots have drawn, it writes
 /// into the page what a reader at 1,280 pixels would miss, as JSON: the
-/// tables wider than the window (and by how much), and the plots without
-/// ticks on an axis.
+/// tables and inline plots wider than the window (and by how much), the
+/// plots without ticks on an axis, and the probe pages' horizontal tick
+/// labels, which should be round numbers.
 const LAYOUT_PROBE: &str = r#"<script>
 window.addEventListener('load', () => setTimeout(() => {
   const width = document.documentElement.clientWidth;
-  const wide = [...document.querySelectorAll('table')]
+  const wide = [...document.querySelectorAll('table, svg.cdf')]
     .filter((t) => t.getBoundingClientRect().right > width + 1 || t.scrollWidth > t.parentElement.clientWidth + 1)
-    .map((t) => `${t.className}: ${Math.round(t.getBoundingClientRect().right)} px of ${width}`);
-  const tickless = [...document.querySelectorAll('div.plot[id]')]
-    .filter((p) => p.querySelectorAll('.xtick').length === 0 || p.querySelectorAll('.ytick').length === 0)
-    .map((p) => p.id);
+    .map((t) => `${t.tagName} ${t.className.baseVal ?? t.className}: ${Math.round(t.getBoundingClientRect().right)} px of ${width}`);
+  // plotly's plots, and the probe pages' inline SVG CDFs (svg.cdf; their tick labels
+  // are the 11-pixel texts, centred under the x axis, right-aligned by y).
+  const ticks = (svg, anchor) => [...svg.querySelectorAll(`text[font-size="11"][text-anchor="${anchor}"]`)];
+  const tickless = [
+    ...[...document.querySelectorAll('div.plot[id]')]
+      .filter((p) => p.querySelectorAll('.xtick').length === 0 || p.querySelectorAll('.ytick').length === 0)
+      .map((p) => p.id),
+    ...[...document.querySelectorAll('svg.cdf')]
+      .filter((svg) => ticks(svg, 'middle').length < 2 || ticks(svg, 'end').length < 2)
+      .map((svg, index) => `svg ${index}`),
+  ];
+  const x_ticks = [...document.querySelectorAll('svg.cdf')]
+    .map((svg) => ticks(svg, 'middle').map((t) => t.textContent));
   const out = document.createElement('pre');
   out.id = 'layout-probe';
-  out.textContent = JSON.stringify({ width, wide, tickless });
+  out.textContent = JSON.stringify({ width, wide, tickless, x_ticks });
   document.body.appendChild(out);
 }, 500));
 </script>"#;
@@ -148,22 +168,109 @@ fn every_table_fits_1280_pixels_and_every_plot_has_ticks_on_both_axes() {
     // synthetic run the other test draws.
     let default_run: Results = serde_json::from_str(include_str!("data/default-preset.json"))
         .expect("tests/data/default-preset.json");
-    for (name, results) in [("default", default_run), ("synthetic", synthetic_results())] {
+    // Study D's run (2026-11-28, beside a build: its cells are marked
+    // CPU-bound), whose own figure is the CPU per GB.
+    let study_d: Results =
+        serde_json::from_str(include_str!("data/study-d.json")).expect("tests/data/study-d.json");
+    let runs = [
+        ("default", default_run),
+        ("study-d", study_d),
+        ("synthetic", synthetic_results()),
+    ];
+    for (name, results) in runs {
         let out_dir =
             PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("h3lab-layout-{name}"));
         h3lab_report::write_all(&results, &out_dir).expect("write report");
-        let layout = layout_at_1280(&browser, &out_dir.join("report.html"));
-        assert!(
-            layout["width"].as_u64().unwrap() >= 1200,
-            "{name}: {layout}"
-        );
-        assert_eq!(layout["wide"], serde_json::json!([]), "{name}: {layout}");
-        assert_eq!(
-            layout["tickless"],
-            serde_json::json!([]),
-            "{name}: {layout}"
-        );
+        let report = out_dir.join("report.html");
+        if name == "study-d" {
+            let html = std::fs::read_to_string(&report).unwrap();
+            assert_eq!(html.matches(r#"id="cpu-"#).count(), 1, "its CPU per GB");
+        }
+        check_layout(&browser, name, &report);
     }
+    // A probe page (`probe hol --html`), with the spread of a real run.
+    let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("h3lab-layout-probe");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let probe_page = out_dir.join("report.html");
+    std::fs::write(&probe_page, hol_like_probe_page()).unwrap();
+    let layout = check_layout(&browser, "probe", &probe_page);
+    let plots = layout["x_ticks"].as_array().unwrap();
+    assert_eq!(plots.len(), 2, "{layout}");
+    for labels in plots {
+        let values: Vec<f64> = labels
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|label| label.as_str().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(values[0], 0.0, "{labels}");
+        let step = values[1];
+        let leading = step / 10f64.powf(step.log10().floor());
+        assert!(
+            [1.0, 2.0, 5.0].iter().any(|m| (leading - m).abs() < 1e-9),
+            "ticks 1, 2 or 5 times a power of ten apart: {labels}"
+        );
+        for (index, value) in values.iter().enumerate() {
+            assert!((value - step * index as f64).abs() < 1e-9, "{labels}");
+        }
+    }
+}
+
+/// Renders `page` at 1,280 pixels and fails on a table or plot wider than
+/// the window or a plot without ticks on an axis; returns the layout read.
+fn check_layout(browser: &Path, name: &str, page: &Path) -> serde_json::Value {
+    let layout = layout_at_1280(browser, page);
+    assert!(
+        layout["width"].as_u64().unwrap() >= 1200,
+        "{name}: {layout}"
+    );
+    assert_eq!(layout["wide"], serde_json::json!([]), "{name}: {layout}");
+    assert_eq!(
+        layout["tickless"],
+        serde_json::json!([]),
+        "{name}: {layout}"
+    );
+    layout
+}
+
+/// A head-of-line probe page: per-stream stalls and completions of h2 and
+/// h3, spread as in a 2 % loss run (docs/hol.md).
+fn hol_like_probe_page() -> String {
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut spread = |scale: f64, count: usize| -> Vec<f64> {
+        (0..count)
+            .map(|_| scale * rng.random::<f64>().powi(3))
+            .collect()
+    };
+    let chart = |title: &str, h2: Vec<f64>, h3: Vec<f64>| Chart {
+        title: title.to_string(),
+        x_label: "milliseconds".to_string(),
+        series: vec![
+            Series {
+                name: "h2".to_string(),
+                values: h2,
+            },
+            Series {
+                name: "h3".to_string(),
+                values: h3,
+            },
+        ],
+    };
+    let stall = chart(
+        "Head-of-line stall per stream",
+        spread(355.0, 80),
+        spread(2.0, 80),
+    );
+    let completion = chart(
+        "Completion per stream",
+        spread(690.0, 80),
+        spread(420.0, 80),
+    );
+    distribution_html(
+        "h3lab probe hol: per-stream head-of-line stall and completion",
+        &["80 streams each, 2 % loss".to_string()],
+        &[stall, completion],
+    )
 }
 
 /// What a Chromium run printed: stdout, and its log (console messages and
