@@ -133,16 +133,32 @@ pub(crate) fn quic_connect_error(err: quinn::ConnectionError, addr: SocketAddr) 
     }
 }
 
-/// Certificate problems get the fix; other TLS failures keep their detail.
+/// Certificate problems get their cause and the fix; other TLS failures
+/// keep their detail.
 pub(crate) fn tls_failure(addr: SocketAddr, detail: &str) -> ClientError {
-    let hint = if detail.contains("CaUsedAsEndEntity") {
+    // rustls' wording (its `Display`) and, on QUIC, its `Debug` names.
+    let lower = detail.to_ascii_lowercase();
+    let hint = if lower.contains("not valid for name") || lower.contains("notvalidforname") {
+        "; the certificate is not valid for the host name asked for (a name mismatch): \
+         ask for a name it was issued for (--resolve HOST:PORT:ADDR keeps the name while \
+         connecting elsewhere) or use --insecure"
+    } else if lower.contains("expired") {
+        "; the certificate has expired (or this machine's clock is wrong): renew it or use \
+         --insecure"
+    } else if lower.contains("unknownissuer") || lower.contains("unknown issuer") {
+        "; its chain leads to no trusted root (the system's store, or SSL_CERT_FILE when \
+         set): add the issuing CA with --ca FILE or use --insecure"
+    } else if lower.contains("badsignature") || lower.contains("bad signature") {
+        "; its chain does not verify: a trusted root has the issuer's name but did not sign \
+         it (a replaced CA?): trust the CA that issued it with --ca FILE or use --insecure"
+    } else if detail.contains("CaUsedAsEndEntity") {
         "; the server's certificate says it is a CA (basicConstraints CA:TRUE), which \
          TLS refuses as a server certificate even with --ca: give the server a leaf \
          certificate (e.g. openssl req -x509 ... -addext basicConstraints=critical,CA:FALSE) \
          or use --insecure"
-    } else if detail.to_ascii_lowercase().contains("certificate") {
+    } else if lower.contains("certificate") {
         "; use --insecure or --ca FILE to trust the server's certificate"
-    } else if detail.to_ascii_lowercase().contains("application") {
+    } else if lower.contains("application") {
         "; the server does not offer this protocol in ALPN, try another --proto"
     } else {
         ""
@@ -167,9 +183,22 @@ mod tests {
         assert!(ca.to_string().contains("CA:FALSE"), "{ca}");
         let unknown = tls_failure(addr, "invalid peer certificate: UnknownIssuer");
         assert!(
-            unknown.to_string().contains("--insecure or --ca FILE"),
+            unknown.to_string().contains("no trusted root")
+                && unknown.to_string().contains("--ca FILE"),
             "{unknown}"
         );
         assert_eq!(unknown.kind(), ErrorKind::Tls);
+        let name = tls_failure(
+            addr,
+            "invalid peer certificate: certificate not valid for name \"127.0.0.1\"; \
+             certificate is only valid for DnsName(\"www.example.test\")",
+        );
+        assert!(name.to_string().contains("name mismatch"), "{name}");
+        let expired = tls_failure(
+            addr,
+            "invalid peer certificate: certificate expired: verification time 1800000000 (UNIX), \
+             but certificate is not valid after 1700000000 (100000000 seconds ago)",
+        );
+        assert!(expired.to_string().contains("has expired"), "{expired}");
     }
 }

@@ -1,12 +1,13 @@
-//! rustls client configuration: ring provider, ALPN per protocol, trust
-//! from `--ca FILE` or none at all with `--insecure`, and an in-memory
-//! session-ticket store shared by every connection made from one config.
+//! rustls client configuration: ring provider, ALPN per protocol, trust in
+//! the system's certificate authorities plus `--ca FILE` (or in anything
+//! with `--insecure`), and an in-memory session-ticket store shared by
+//! every connection made from one config.
 
 use std::fs::File;
 use std::io::BufReader;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{bail, Context};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -22,7 +23,7 @@ use h3lab_results::Proto;
 pub struct TlsOptions {
     /// Accept any certificate (signatures are still checked).
     pub insecure: bool,
-    /// Trust the certificates in this PEM file.
+    /// Trust the certificates in this PEM file too, beside the system's.
     pub ca_file: Option<PathBuf>,
 }
 
@@ -82,10 +83,10 @@ pub(crate) fn counted_client_tls_config(
     Ok((Arc::new(config), full_handshakes))
 }
 
-/// Roots from `--ca`; without it the store is empty, so a handshake fails
-/// with a message that points at `--insecure` or `--ca`.
+/// The system's roots, as curl, h2load and oha trust them, and `--ca`'s.
 fn load_roots(options: &TlsOptions) -> anyhow::Result<RootCertStore> {
     let mut roots = RootCertStore::empty();
+    roots.add_parsable_certificates(system_roots().iter().cloned());
     let Some(path) = &options.ca_file else {
         return Ok(roots);
     };
@@ -108,15 +109,24 @@ fn load_roots(options: &TlsOptions) -> anyhow::Result<RootCertStore> {
     Ok(roots)
 }
 
+/// The system's certificate authorities, read once per process:
+/// `SSL_CERT_FILE` or `SSL_CERT_DIR` when set (as OpenSSL reads them), else
+/// the platform's store (`/etc/ssl/certs` on Debian). A store that cannot
+/// be read counts as empty: the handshake then fails naming the fixes.
+fn system_roots() -> &'static [CertificateDer<'static>] {
+    static ROOTS: OnceLock<Vec<CertificateDer<'static>>> = OnceLock::new();
+    ROOTS.get_or_init(|| rustls_native_certs::load_native_certs().certs)
+}
+
 /// Which server certificates are trusted.
 #[derive(Debug)]
 enum Trust {
     /// `--insecure`: any certificate (handshake signatures are still checked).
     Any,
-    /// Certificates that chain to the `--ca` roots.
+    /// Certificates that chain to the system's or `--ca`'s roots.
     Roots(Arc<WebPkiServerVerifier>),
-    /// Neither `--ca` nor `--insecure`: none, so the handshake fails with
-    /// an unknown-issuer error whose message names both flags.
+    /// No system store and no `--ca`: none, so the handshake fails with an
+    /// unknown-issuer error whose message names the fixes.
     Nothing,
 }
 
@@ -128,7 +138,7 @@ impl Trust {
         let verifier =
             WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
                 .build()
-                .context("building the certificate verifier from --ca")?;
+                .context("building the certificate verifier from the trusted roots")?;
         Ok(Trust::Roots(verifier))
     }
 }

@@ -53,7 +53,8 @@ pub struct Args {
     /// Accept any server certificate.
     #[arg(long)]
     pub insecure: bool,
-    /// Trust the certificate(s) in this PEM file.
+    /// Trust the certificate(s) in this PEM file too (the system's
+    /// certificate authorities, or SSL_CERT_FILE's, are always trusted).
     #[arg(long, value_name = "FILE")]
     pub ca: Option<PathBuf>,
     /// Also write the report as JSON (schema h3lab.load/1) to FILE; with

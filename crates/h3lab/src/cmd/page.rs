@@ -43,8 +43,9 @@ pub struct Args {
     /// Accept any server certificate.
     #[arg(long)]
     insecure: bool,
-    /// Trust the certificate(s) in this PEM file (for Chromium: its first
-    /// certificate's key is pinned).
+    /// Trust the certificate(s) in this PEM file too, beside the system's
+    /// certificate authorities (for Chromium: its first certificate's key
+    /// is pinned).
     #[arg(long, value_name = "FILE")]
     ca: Option<PathBuf>,
     /// Chromium only: trust the key with this base64 SHA-256 SPKI pin (what

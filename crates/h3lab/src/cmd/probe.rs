@@ -61,7 +61,8 @@ struct TtfbArgs {
     /// Accept any server certificate.
     #[arg(long)]
     insecure: bool,
-    /// Trust the certificate(s) in this PEM file.
+    /// Trust the certificate(s) in this PEM file too (the system's
+    /// certificate authorities, or SSL_CERT_FILE's, are always trusted).
     #[arg(long, value_name = "FILE")]
     ca: Option<PathBuf>,
     /// Connection set-up timeout.
