@@ -26,7 +26,7 @@ fn untrusted_certificate_names_the_fix() {
         config.tls = TlsOptions::default();
         let err = run_err(&config);
         assert!(
-            err.contains("use --insecure or --ca FILE"),
+            err.contains("no trusted root") && err.contains("--ca FILE or use --insecure"),
             "{proto}: {err}"
         );
         assert!(
