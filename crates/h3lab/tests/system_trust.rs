@@ -81,6 +81,16 @@ fn a_server_whose_root_is_in_the_system_store_is_trusted_without_flags() {
     }
 }
 
+/// `h3lab load` over h2 and h3 fails, and its message says `cause`.
+fn refused_naming(server: &Server, trust_store: &Path, cause: &str) {
+    for proto in ["h2", "h3"] {
+        let output = load(server, proto, trust_store);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{proto}");
+        assert!(stderr.contains(cause), "{proto}: {stderr}");
+    }
+}
+
 #[test]
 fn an_unknown_root_a_name_mismatch_and_an_expired_certificate_are_named() {
     let dir = tempfile::tempdir().unwrap();
@@ -88,12 +98,7 @@ fn an_unknown_root_a_name_mismatch_and_an_expired_certificate_are_named() {
     // A store holding only another authority.
     let elsewhere = tempfile::tempdir().unwrap();
     serve_with_leaf_of_test_ca(elsewhere.path(), "another CA", FOR_THIS_ADDRESS);
-    for proto in ["h2", "h3"] {
-        let output = load(&server, proto, &elsewhere.path().join("ca.pem"));
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success(), "{proto}");
-        assert!(stderr.contains("no trusted root"), "{proto}: {stderr}");
-    }
+    refused_naming(&server, &elsewhere.path().join("ca.pem"), "no trusted root");
 
     let misnamed_dir = tempfile::tempdir().unwrap();
     let leaf = Leaf {
@@ -101,12 +106,11 @@ fn an_unknown_root_a_name_mismatch_and_an_expired_certificate_are_named() {
         expired: false,
     };
     let misnamed = serve_with_leaf_of_test_ca(misnamed_dir.path(), "h3lab test CA", leaf);
-    for proto in ["h2", "h3"] {
-        let output = load(&misnamed, proto, &misnamed_dir.path().join("ca.pem"));
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success(), "{proto}");
-        assert!(stderr.contains("name mismatch"), "{proto}: {stderr}");
-    }
+    refused_naming(
+        &misnamed,
+        &misnamed_dir.path().join("ca.pem"),
+        "name mismatch",
+    );
 
     let expired_dir = tempfile::tempdir().unwrap();
     let leaf = Leaf {
@@ -114,10 +118,5 @@ fn an_unknown_root_a_name_mismatch_and_an_expired_certificate_are_named() {
         expired: true,
     };
     let expired = serve_with_leaf_of_test_ca(expired_dir.path(), "h3lab test CA", leaf);
-    for proto in ["h2", "h3"] {
-        let output = load(&expired, proto, &expired_dir.path().join("ca.pem"));
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success(), "{proto}");
-        assert!(stderr.contains("has expired"), "{proto}: {stderr}");
-    }
+    refused_naming(&expired, &expired_dir.path().join("ca.pem"), "has expired");
 }
