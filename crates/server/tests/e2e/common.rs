@@ -3,6 +3,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -388,8 +389,16 @@ pub async fn assert_refused(
 pub struct ScratchDir(pub PathBuf);
 
 impl ScratchDir {
+    /// A directory of its own for each call: tests run in parallel, and two
+    /// that shared one (the same `name` in one process) removed each
+    /// other's files while the server was reading them.
     pub fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("h3lab-server-{name}-{}", std::process::id()));
+        static MADE: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "h3lab-server-{name}-{}-{}",
+            std::process::id(),
+            MADE.fetch_add(1, Ordering::Relaxed)
+        ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         Self(dir)
