@@ -4,6 +4,8 @@
 
 use maud::{html, Markup, DOCTYPE};
 
+use crate::format::tick_step;
+
 const WIDTH: f64 = 720.0;
 const HEIGHT: f64 = 360.0;
 const MARGIN: f64 = 50.0;
@@ -53,7 +55,7 @@ fn plot(chart: &Chart) -> Markup {
         .iter()
         .flat_map(|s| s.values.iter().copied().filter(|v| v.is_finite()))
         .fold(0.0f64, f64::max);
-    let step = tick_step(largest);
+    let step = x_tick_step(largest);
     // The axis ends on a tick, so every tick is a round number.
     let x_max = (largest / step).ceil().max(1.0) * step;
     html! {
@@ -75,20 +77,13 @@ fn y_at(fraction: f64) -> f64 {
     HEIGHT - MARGIN - fraction * (HEIGHT - 2.0 * MARGIN)
 }
 
-/// The spacing of about [`TICKS`] ticks from 0 to `largest`: 1, 2 or 5
-/// times a power of ten, as plotting libraries choose (1 for an empty or
-/// all-zero sample).
-fn tick_step(largest: f64) -> f64 {
+/// The spacing of about [`TICKS`] ticks from 0 to `largest` (1 for an
+/// empty or all-zero sample).
+fn x_tick_step(largest: f64) -> f64 {
     if largest <= 0.0 || !largest.is_finite() {
         return 1.0;
     }
-    let rough = largest / TICKS as f64;
-    let power = 10f64.powf(rough.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .into_iter()
-        .map(|m| m * power)
-        .find(|step| *step >= rough)
-        .unwrap_or(10.0 * power)
+    tick_step(largest, TICKS)
 }
 
 /// Decimals that tell ticks `step` apart.

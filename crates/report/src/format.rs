@@ -49,6 +49,18 @@ pub fn list_repetitions(repetitions: &[u32]) -> String {
     }
 }
 
+/// A step of 1, 2 or 5 × 10ⁿ that cuts `span` into at most about `ticks`
+/// ticks, as plotting libraries choose axis labels.
+pub fn tick_step(span: f64, ticks: usize) -> f64 {
+    let raw = span / ticks as f64;
+    let magnitude = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * magnitude)
+        .find(|step| *step >= raw)
+        .unwrap_or(10.0 * magnitude)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,7 @@ use h3lab_results::page::{PageLoad, ResourceTiming};
 use h3lab_results::ResourceKind;
 use maud::{html, Markup};
 
-use crate::format::short;
+use crate::format::{short, tick_step};
 
 /// At most this many resources are drawn; a note says how many were left out.
 pub(crate) const MAX_ROWS: usize = 120;
@@ -78,7 +78,7 @@ impl Scale {
 
 /// Tick labels along the top and a grid line per tick, at a 1-2-5 step.
 fn axis(scale: &Scale, height: f64) -> Markup {
-    let step = tick_step(scale.axis_ms);
+    let step = tick_step(scale.axis_ms, 8);
     let ticks: Vec<f64> = (0..)
         .map(|i| f64::from(i) * step)
         .take_while(|t| *t <= scale.axis_ms + step * 1e-9)
@@ -93,17 +93,6 @@ fn axis(scale: &Scale, height: f64) -> Markup {
             }
         }
     }
-}
-
-/// A step of 1, 2 or 5 × 10ⁿ that cuts `span` into at most about 8 ticks.
-pub(crate) fn tick_step(span: f64) -> f64 {
-    let raw = span / 8.0;
-    let magnitude = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .into_iter()
-        .map(|m| m * magnitude)
-        .find(|step| *step >= raw)
-        .unwrap_or(10.0 * magnitude)
 }
 
 fn bar(scale: &Scale, index: usize, resource: &ResourceTiming) -> Markup {
@@ -279,8 +268,8 @@ mod tests {
         let cut = label(&long);
         assert_eq!(cut.chars().count(), LABEL_CHARS);
         assert!(cut.starts_with('…') && cut.ends_with("/end.js"));
-        assert_eq!(tick_step(812.0), 200.0);
-        assert_eq!(tick_step(80.0), 10.0);
-        assert_eq!(tick_step(6000.0), 1000.0);
+        assert_eq!(tick_step(812.0, 8), 200.0);
+        assert_eq!(tick_step(80.0, 8), 10.0);
+        assert_eq!(tick_step(6000.0, 8), 1000.0);
     }
 }

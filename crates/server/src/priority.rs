@@ -47,15 +47,15 @@ impl Priority {
     /// structured dictionary is ignored, as RFC 9218 §4 asks; within one
     /// that parses, a missing or out-of-range parameter takes its default.
     pub fn of(headers: &HeaderMap) -> Priority {
-        let joined: Vec<&[u8]> = headers
+        let lines: Vec<&[u8]> = headers
             .get_all("priority")
             .iter()
             .map(|value| value.as_bytes())
             .collect();
-        if joined.is_empty() {
+        if lines.is_empty() {
             return Priority::UNSPECIFIED;
         }
-        let Ok(dictionary) = Parser::new(&joined.join(&b", "[..])).parse::<Dictionary>() else {
+        let Ok(dictionary) = Parser::new(&lines.join(&b", "[..])).parse::<Dictionary>() else {
             return Priority::UNSPECIFIED;
         };
         let item = |key: &str| match dictionary.get(key) {
