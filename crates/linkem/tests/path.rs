@@ -417,7 +417,8 @@ fn hold_path_child() {
     if std::env::var_os("LINKEM_HOLD_PATH").is_none() {
         return;
     }
-    let path = EmulatedPath::start(LinkSettings::default().build()).unwrap();
+    let mut path = EmulatedPath::start(LinkSettings::default().build()).unwrap();
+    path.route_out().unwrap();
     let (client, server) = path.namespace_names();
     println!("namespaces {client} {server}");
     std::thread::sleep(Duration::from_secs(60));
@@ -459,6 +460,8 @@ fn killed_run_is_cleaned_up_by_the_next_run() {
             .all(|name| namespaces().contains(name.as_str())),
         "SIGKILL leaves the namespaces behind"
     );
+    let owner = format!("h3lab-gw-{}-", child.id());
+    assert!(gateway_rules().contains(&owner), "and the gateway's rules");
     let path = EmulatedPath::start(LinkSettings::default().build()).unwrap();
     let (client, server) = path.namespace_names();
     let (client, server) = (client.to_string(), server.to_string());
@@ -467,12 +470,115 @@ fn killed_run_is_cleaned_up_by_the_next_run() {
         names.iter().all(|name| !listed.contains(name.as_str())),
         "{listed}"
     );
+    assert!(!gateway_rules().contains(&owner), "{}", gateway_rules());
     path.shutdown().unwrap();
     let listed = namespaces();
     assert!(
         !listed.contains(&client) && !listed.contains(&server),
         "{listed}"
     );
+}
+
+/// The root namespace's iptables rules, NAT and filter tables.
+fn gateway_rules() -> String {
+    ["nat", "filter"]
+        .iter()
+        .map(|table| {
+            let out = Command::new("iptables")
+                .args(["-t", table, "-S"])
+                .output()
+                .expect("iptables is installed (apt-get install iptables)");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        })
+        .collect()
+}
+
+/// A namespace standing for a server out on the network: a veth pair to
+/// the root namespace, `203.0.113.1` there and `203.0.113.2` inside.
+struct RemoteHost {
+    name: String,
+}
+
+impl RemoteHost {
+    const ADDRESS: &str = "203.0.113.2";
+
+    fn start() -> RemoteHost {
+        let name = format!("h3lab-{}-remote", std::process::id());
+        let device = format!("h3rt{}", std::process::id() % 100_000);
+        let run = |args: &str| {
+            let status = Command::new("ip")
+                .args(args.split_whitespace())
+                .status()
+                .unwrap();
+            assert!(status.success(), "ip {args}");
+        };
+        run(&format!("netns add {name}"));
+        run(&format!(
+            "link add {device} type veth peer name eth0 netns {name}"
+        ));
+        run(&format!("addr add 203.0.113.1/24 dev {device}"));
+        run(&format!("link set {device} up"));
+        run(&format!("-n {name} addr add {}/24 dev eth0", Self::ADDRESS));
+        run(&format!("-n {name} link set eth0 up"));
+        run(&format!("-n {name} link set lo up"));
+        run(&format!("-n {name} route add default via 203.0.113.1"));
+        RemoteHost { name }
+    }
+
+    /// A TCP listener on `ADDRESS:port` inside the namespace.
+    fn listen(&self, port: u16) -> TcpListener {
+        let file = std::fs::File::open(format!("/run/netns/{}", self.name)).unwrap();
+        let address = format!("{}:{port}", Self::ADDRESS);
+        std::thread::spawn(move || {
+            nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+            TcpListener::bind(address).unwrap()
+        })
+        .join()
+        .unwrap()
+    }
+}
+
+impl Drop for RemoteHost {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "delete", &self.name])
+            .status();
+    }
+}
+
+#[test]
+fn a_routed_out_path_reaches_a_host_beyond_it_behind_nat_and_leaves_nothing() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let remote = RemoteHost::start();
+    let listener = remote.listen(7000);
+    let echo = std::thread::spawn(move || {
+        let (mut stream, peer) = listener.accept().unwrap();
+        let mut byte = [0u8];
+        while stream.read_exact(&mut byte).is_ok() && stream.write_all(&byte).is_ok() {}
+        peer
+    });
+    let mut path = EmulatedPath::start(settings("40ms", "100mbit", "100mbit").build()).unwrap();
+    path.route_out().unwrap();
+    let mut stream = path
+        .spawn_in_client(|| TcpStream::connect((RemoteHost::ADDRESS, 7000)).unwrap())
+        .unwrap()
+        .join()
+        .unwrap();
+    let round_trip = median_round_trip(&mut stream, 9);
+    drop(stream);
+    let peer = echo.join().unwrap();
+    // The remote host sees the machine's own address, not the path's.
+    assert_eq!(peer.ip().to_string(), "203.0.113.1");
+    assert!(
+        round_trip >= Duration::from_millis(40) && round_trip < Duration::from_millis(80),
+        "{round_trip:?} over a 40 ms path"
+    );
+    let owner = format!("h3lab-gw-{}-", std::process::id());
+    assert!(gateway_rules().contains(&owner));
+    path.shutdown().unwrap();
+    assert!(!gateway_rules().contains(&owner), "{}", gateway_rules());
 }
 
 /// A UDP socket bound at `bind` inside the client or server namespace; it

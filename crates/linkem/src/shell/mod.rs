@@ -2,6 +2,7 @@
 //! forwarding thread driving the pure model of both directions.
 
 mod forward;
+mod gateway;
 mod netns;
 mod tun;
 mod userns;
@@ -23,6 +24,7 @@ pub use netns::cleanup_stale;
 use crate::config::LinkConfig;
 use crate::model::{Direction, DirectionConfig, LinkStats, LossModel, Pipe, RateSpec, Way};
 use forward::{Clock, Forwarder, Lane, Snapshots};
+use gateway::Gateway;
 use netns::Namespace;
 
 /// The client's address (RFC 2544 benchmarking range).
@@ -52,6 +54,9 @@ pub struct EmulatedPath {
     epoch: Instant,
     /// Addresses the server has besides [`SERVER_IP`].
     extra_server_ips: Vec<Ipv4Addr>,
+    /// Where the path leaves for this machine's network, once
+    /// [`EmulatedPath::route_out`] made it.
+    gateway: Option<Gateway>,
     // Dropped after the threads are joined (fields drop in order).
     client: Namespace,
     server: Namespace,
@@ -114,6 +119,7 @@ impl EmulatedPath {
             thread: Some(thread),
             epoch,
             extra_server_ips: Vec::new(),
+            gateway: None,
             client,
             server,
         })
@@ -162,6 +168,20 @@ impl EmulatedPath {
             self.extra_server_ips.push(address);
         }
         Ok(self.extra_server_ips.clone())
+    }
+
+    /// Makes the path lead out to this machine's own network, as
+    /// Mahimahi's shells do: the client namespace's traffic to any
+    /// address beyond the path crosses the emulated link, then leaves the
+    /// server namespace through NAT to whatever this machine reaches. A
+    /// real server is then measured behind the emulated conditions. Needs
+    /// root and iptables; everything it adds is removed with the path.
+    pub fn route_out(&mut self) -> anyhow::Result<()> {
+        self.ensure_named("taking the path out to this machine's network")?;
+        if self.gateway.is_none() {
+            self.gateway = Some(Gateway::open(&self.client, &self.server)?);
+        }
+        Ok(())
     }
 
     /// Starts every TCP connection on both sides of the path with a

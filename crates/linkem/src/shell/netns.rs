@@ -237,11 +237,18 @@ pub fn initial_window_route(address: &str, segments: u32) -> Vec<String> {
 /// its subnet (by default the kernel deletes them all, and the route
 /// with them).
 pub fn promote_secondaries(handle: &File) -> anyhow::Result<()> {
+    let setting = format!("/proc/sys/net/ipv4/conf/{DEVICE}/promote_secondaries");
+    write_sysctl(handle, &setting, "1")
+}
+
+/// Writes `value` to the `/proc/sys` file `setting` of the namespace
+/// behind `handle` (a thread enters it: each namespace has its own).
+pub fn write_sysctl(handle: &File, setting: &str, value: &str) -> anyhow::Result<()> {
     let handle = handle.try_clone()?;
+    let (setting, value) = (setting.to_string(), value.to_string());
     std::thread::spawn(move || -> anyhow::Result<()> {
         enter(&handle)?;
-        let setting = format!("/proc/sys/net/ipv4/conf/{DEVICE}/promote_secondaries");
-        std::fs::write(&setting, "1").with_context(|| format!("cannot write {setting}"))
+        std::fs::write(&setting, value).with_context(|| format!("cannot write {setting}"))
     })
     .join()
     .map_err(|_| anyhow::anyhow!("the namespace thread panicked"))?
@@ -274,6 +281,7 @@ pub fn cleanup_stale() -> anyhow::Result<Vec<String>> {
             removed.push(name);
         }
     }
+    super::gateway::cleanup_stale(is_alive)?;
     Ok(removed)
 }
 
