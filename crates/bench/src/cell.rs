@@ -509,6 +509,7 @@ mod tests {
 
     fn load(ms: f64, sizes: &[u64]) -> PageLoad {
         PageLoad {
+            path_rtt_ms: None,
             started_at: "2026-11-23T08:00:00.000Z".into(),
             load_ms: ms,
             resources: sizes

@@ -48,6 +48,11 @@ pub struct ConnectTiming {
     /// `None` for cleartext, and for h3: quinn does not expose the handshake
     /// kind (the ttfb probe proves h3 resumption from the handshake itself).
     pub(crate) resumed: Option<bool>,
+    /// The path's round trip as the connection itself measured it just
+    /// after set-up: the kernel's smoothed RTT (TCP_INFO, from the SYN and
+    /// the TLS flights) or QUIC's estimate. `None` where the kernel did not
+    /// say. A real path drifts, so this is recorded beside each figure.
+    pub path_rtt: Option<Duration>,
 }
 
 /// A fresh connection: its request handle and set-up timing.
@@ -165,11 +170,13 @@ impl Connector {
     async fn connect_h1(&self) -> Result<Connection, ClientError> {
         let (tcp, tcp_time) = self.connect_tcp().await?;
         if self.target.scheme() == Scheme::Http {
+            let path_rtt = tcp_rtt(&tcp);
             let sender = start_h1(tcp).await?;
             let timing = ConnectTiming {
                 tcp_connect: Some(tcp_time),
                 handshake: None,
                 resumed: None,
+                path_rtt,
             };
             return Ok(Connection { sender, timing });
         }
@@ -244,6 +251,7 @@ impl Connector {
                 ))
             }
         };
+        let path_rtt = Some(conn.rtt());
         let mut sender = start_h3(conn).await?;
         let response = match timeout(self.connect_timeout, sender.send(template)).await {
             Err(_) => return Err(self.no_quic_answer()),
@@ -254,6 +262,7 @@ impl Connector {
             tcp_connect: None,
             handshake: Some(start.elapsed()),
             resumed: None,
+            path_rtt,
         };
         Ok((response, sender, timing, accepted))
     }
@@ -365,6 +374,7 @@ impl Connector {
             tcp_connect: Some(tcp_time),
             handshake: Some(handshake_time),
             resumed: Some(session.handshake_kind() == Some(HandshakeKind::Resumed)),
+            path_rtt: tcp_rtt(tls.get_ref().0),
         };
         Ok((tls, timing))
     }
@@ -389,6 +399,25 @@ fn quic_client(addr: SocketAddr, tls: &Arc<rustls::ClientConfig>) -> anyhow::Res
         config: quinn::ClientConfig::new(Arc::new(crypto)),
         qlog: None,
     })
+}
+
+/// The kernel's smoothed RTT of a TCP connection (`tcpi_rtt`, in µs).
+fn tcp_rtt(stream: &TcpStream) -> Option<Duration> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: tcp_info is plain data, zeroed is a valid value of it.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: a live socket's descriptor, and a buffer of `len` bytes.
+    let status = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    (status == 0 && info.tcpi_rtt > 0).then(|| Duration::from_micros(info.tcpi_rtt.into()))
 }
 
 /// A UDP socket on `local` with [`UDP_BUFFER_BYTES`] buffers asked each way.
@@ -446,6 +475,7 @@ async fn h3_connection(conn: quinn::Connection, start: Instant) -> Result<Connec
         tcp_connect: None,
         handshake: Some(start.elapsed()),
         resumed: None,
+        path_rtt: Some(conn.rtt()),
     };
     let sender = start_h3(conn).await?;
     Ok(Connection { sender, timing })

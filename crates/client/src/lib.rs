@@ -13,6 +13,7 @@
 pub mod alt_svc;
 mod connect;
 mod error;
+mod offer;
 mod race;
 mod request;
 mod response;
@@ -23,6 +24,7 @@ mod ttfb;
 
 pub use connect::{ConnectTiming, Connection, Connector};
 pub use error::ClientError;
+pub use offer::check_offer;
 pub use race::{AutoConnector, OriginConnector, SharedDiscovery};
 pub use request::RequestTemplate;
 pub use response::Response;

@@ -14,16 +14,17 @@ use h3lab_results::{ErrorKind, Proto, TtfbMode};
 use crate::connect::{ConnectTiming, Connector};
 use crate::error::ClientError;
 use crate::request::RequestTemplate;
-use crate::target::Target;
+use crate::target::{ResolveRule, Target};
 use crate::tls::{counted_client_tls_config, TlsOptions};
 
 /// Measures `GET target` on a new connection. Uses its own TLS session
 /// store, so a `Cold` sample never resumes by accident. A sample whose
 /// connection did not start the way `mode` claims, or whose response was
 /// not a success, is an error ([`TtfbSample::check`]), never a mislabelled
-/// figure.
+/// figure. `resolve` pins host names to addresses, as curl's `--resolve`.
 pub async fn measure_ttfb(
     target: &Target,
+    resolve: &[ResolveRule],
     proto: Proto,
     mode: TtfbMode,
     tls: &TlsOptions,
@@ -34,7 +35,7 @@ pub async fn measure_ttfb(
             "0-RTT is not supported for {proto}: TLS early data over TCP is not implemented; use h3, or measure {proto} resumed"
         );
     }
-    let addr: SocketAddr = target.resolve(&[]).await?;
+    let addr: SocketAddr = target.resolve(resolve).await?;
     let (config, full_handshakes) = counted_client_tls_config(tls, proto)?;
     let connector = Connector::new(
         Arc::new(target.clone()),
@@ -104,6 +105,7 @@ fn sample(
         early_data_accepted,
         status,
         body_bytes,
+        path_rtt_ms: timing.path_rtt.map(ms),
     }
 }
 

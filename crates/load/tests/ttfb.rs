@@ -30,6 +30,7 @@ fn measure_path(
         .unwrap();
     runtime.block_on(measure_ttfb(
         &target,
+        &[],
         proto,
         mode,
         &tls,

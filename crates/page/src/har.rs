@@ -138,6 +138,7 @@ mod tests {
         let mut report =
             PageReport::new("https://a.test/", Proto::H3, Loader::Builtin, Visit::Cold);
         report.loads.push(PageLoad {
+            path_rtt_ms: None,
             started_at: "2026-11-23T08:00:00.000Z".into(),
             load_ms: 60.0,
             resources: vec![

@@ -170,6 +170,7 @@ async fn load_once(
         resources: rows,
         browser: None,
         skipped,
+        path_rtt_ms: load.path_rtt_ms(),
     })
 }
 
@@ -226,6 +227,8 @@ struct PageLoader {
     /// What the style engine decides from.
     styles: Styles,
     started: Instant,
+    /// The path's round trip as each connection measured it after set-up.
+    path_rtts: Arc<std::sync::Mutex<Vec<Duration>>>,
 }
 
 impl PageLoader {
@@ -261,7 +264,15 @@ impl PageLoader {
             skipped: Vec::new(),
             styles: Styles::default(),
             started: Instant::now(),
+            path_rtts: Arc::default(),
         })
+    }
+
+    /// The median of the connections' measured round trips, in ms.
+    fn path_rtt_ms(&self) -> Option<f64> {
+        let mut rtts = self.path_rtts.lock().expect("no fetch panics holding it").clone();
+        rtts.sort();
+        rtts.get(rtts.len() / 2).map(|rtt| rtt.as_secs_f64() * 1e3)
     }
 
     fn complete(&self) -> usize {
@@ -440,6 +451,7 @@ impl PageLoader {
             early: self.early,
             started: self.started,
             events: events.clone(),
+            path_rtts: self.path_rtts.clone(),
         };
         tokio::spawn(fetch.run(connection));
         Ok(())
@@ -494,6 +506,7 @@ struct Fetch {
     early: bool,
     started: Instant,
     events: mpsc::UnboundedSender<Event>,
+    path_rtts: Arc<std::sync::Mutex<Vec<Duration>>>,
 }
 
 impl Fetch {
@@ -598,11 +611,11 @@ impl Fetch {
     }
 
     async fn open(&self) -> Result<Sender, String> {
-        self.connector
-            .connect(self.early)
-            .await
-            .map(|c| c.sender)
-            .map_err(|err| err.to_string())
+        let connection = (self.connector.connect(self.early).await).map_err(|err| err.to_string())?;
+        if let Some(rtt) = connection.timing.path_rtt {
+            self.path_rtts.lock().expect("no fetch panics holding it").push(rtt);
+        }
+        Ok(connection.sender)
     }
 
     /// A browser's request headers, with the RFC 9218 priority the

@@ -8,7 +8,9 @@
 //! how long data that had arrived waited behind another stream
 //! (head-of-line blocking); and `probe fallback`, which loads a site with
 //! `Alt-Svc` discovery on paths that let UDP through, block it or throttle
-//! it, against the same site over h2 only.
+//! it, against the same site over h2 only; and `probe offer`, which asks
+//! origins what they offer (ALPN, QUIC, `Alt-Svc`), as a field run does
+//! before it measures.
 //!
 //! For ttfb: the sampling loop (`ttfb`) over `h3lab-client`'s measurement.
 //! For migrate: the scenario (`scenario`), the pure summaries (`summary`,
@@ -32,6 +34,7 @@
 mod claims;
 mod drive;
 pub mod fallback;
+pub mod offer;
 pub mod hol;
 pub mod report;
 mod run;

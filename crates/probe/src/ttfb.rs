@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use h3lab_client::{measure_ttfb, Target, TlsOptions};
+use h3lab_client::{measure_ttfb, ResolveRule, Target, TlsOptions};
 use h3lab_results::ttfb::{TtfbReport, TtfbSample, TTFB_SCHEMA};
 use h3lab_results::{Proto, TtfbMode};
 
@@ -23,6 +23,8 @@ pub struct TtfbOptions {
     pub tls: TlsOptions,
     /// Connection set-up timeout.
     pub connect_timeout: Duration,
+    /// Host names pinned to addresses (curl's `--resolve`).
+    pub resolve: Vec<ResolveRule>,
 }
 
 /// Measures `options.samples` new connections, calling `on_sample` after
@@ -52,6 +54,7 @@ pub fn sample_ttfb(
     for _ in 0..options.samples {
         let measured = runtime.block_on(measure_ttfb(
             &target,
+            &options.resolve,
             options.proto,
             options.mode,
             &options.tls,

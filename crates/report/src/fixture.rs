@@ -296,6 +296,7 @@ pub(crate) fn page_record(
     };
     let mut report = PageReport::new("https://site.test/", proto, Loader::Builtin, Visit::Cold);
     report.loads.push(PageLoad {
+        path_rtt_ms: None,
         started_at: "2026-01-01T00:00:00Z".into(),
         load_ms,
         resources: waterfall(protocol, load_ms),

@@ -218,6 +218,7 @@ mod tests {
 
     fn load(resources: Vec<ResourceTiming>) -> PageLoad {
         PageLoad {
+            path_rtt_ms: None,
             started_at: "2026-01-01T00:00:00Z".into(),
             load_ms: 100.0,
             resources,

@@ -15,6 +15,7 @@
 pub mod bench;
 mod histogram;
 pub mod load;
+pub mod offer;
 pub mod page;
 pub mod quantile;
 pub mod server_output;

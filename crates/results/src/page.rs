@@ -43,6 +43,12 @@ pub struct PageLoad {
     /// sends traffic only to the host under test); absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<String>,
+    /// The path's round trip during this load: the median over its
+    /// connections of what each measured just after set-up (TCP_INFO's
+    /// smoothed RTT, or QUIC's estimate). Absent when unknown, as for
+    /// Chromium, which does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_rtt_ms: Option<f64>,
 }
 
 impl PageLoad {
@@ -246,6 +252,7 @@ mod tests {
 
     fn load(ms: f64, resources: Vec<ResourceTiming>) -> PageLoad {
         PageLoad {
+            path_rtt_ms: None,
             started_at: "2026-11-23T08:00:00.000Z".into(),
             load_ms: ms,
             resources,

@@ -44,6 +44,11 @@ pub struct TtfbSample {
     pub status: u16,
     /// Response body bytes received.
     pub body_bytes: u64,
+    /// The path's round trip as the connection measured it just after
+    /// set-up (TCP_INFO's smoothed RTT, or QUIC's estimate); absent when
+    /// unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_rtt_ms: Option<f64>,
 }
 
 impl TtfbSample {
@@ -120,6 +125,7 @@ mod tests {
 
     fn sample() -> TtfbSample {
         TtfbSample {
+            path_rtt_ms: None,
             ttfb_ms: 20.0,
             tcp_connect_ms: None,
             handshake_ms: Some(10.0),
@@ -183,6 +189,7 @@ mod tests {
         assert_eq!(report.to_string(), "h3 cold https://x/: no sample");
         for ttfb_ms in [30.0, 10.0, 20.0] {
             report.samples.push(TtfbSample {
+                path_rtt_ms: None,
                 ttfb_ms,
                 ..sample()
             });
@@ -192,6 +199,7 @@ mod tests {
             "h3 cold ttfb: median 20.00 ms, min 10.00 ms, max 30.00 ms over 3 new connections"
         );
         report.samples.push(TtfbSample {
+            path_rtt_ms: None,
             ttfb_ms: 40.0,
             ..sample()
         });

@@ -8,10 +8,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use h3lab_client::TlsOptions;
+use h3lab_client::{ResolveRule, TlsOptions};
 use h3lab_probe::fallback::{run_fallback, FallbackOptions};
 use h3lab_probe::hol::report::{HolReport, StreamResult};
 use h3lab_probe::hol::{run_hol, HolOptions};
+use h3lab_probe::offer::check_offers;
 use h3lab_probe::scenario::{default_delay_threshold, default_request_timeout, Change, Scenario};
 use h3lab_probe::ttfb::{sample_ttfb, TtfbOptions};
 use h3lab_probe::{ensure_root, run_migrate, MigrateOptions};
@@ -42,6 +43,34 @@ enum Probe {
     /// UDP: page loads with Alt-Svc discovery against an h2-only site
     /// (needs root).
     Fallback(Box<FallbackArgs>),
+    /// What each origin offers: h1 and h2 by ALPN over TCP, h3 by a QUIC
+    /// handshake, and the Alt-Svc it advertises.
+    Offer(OfferArgs),
+}
+
+#[derive(clap::Args)]
+struct OfferArgs {
+    /// URLs whose origins to check, e.g. https://www.example.com/.
+    #[arg(required = true)]
+    urls: Vec<String>,
+    /// Connect to ADDR for HOST:PORT instead of resolving HOST (curl's
+    /// --resolve HOST:PORT:ADDR); repeatable.
+    #[arg(long, value_name = "HOST:PORT:ADDR")]
+    resolve: Vec<ResolveRule>,
+    /// Accept any server certificate.
+    #[arg(long)]
+    insecure: bool,
+    /// Trust the certificate(s) in this PEM file too (the system's
+    /// certificate authorities, or SSL_CERT_FILE's, are always trusted).
+    #[arg(long, value_name = "FILE")]
+    ca: Option<PathBuf>,
+    /// How long each connection may take; a QUIC handshake with no answer
+    /// within it means no h3.
+    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+    timeout: Duration,
+    /// Also write the report as JSON (schema h3lab.offer/1) to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -68,6 +97,10 @@ struct TtfbArgs {
     /// Connection set-up timeout.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     connect_timeout: Duration,
+    /// Connect to ADDR for HOST:PORT instead of resolving HOST (curl's
+    /// --resolve HOST:PORT:ADDR); repeatable.
+    #[arg(long, value_name = "HOST:PORT:ADDR")]
+    resolve: Vec<ResolveRule>,
     /// Also write the samples as JSON (schema h3lab.ttfb/2, docs/results-schema.md) to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -82,7 +115,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Probe::Migrate(args) => migrate(*args),
         Probe::Hol(args) => hol(*args),
         Probe::Fallback(args) => fallback(*args),
+        Probe::Offer(args) => offer(args),
     }
+}
+
+fn offer(args: OfferArgs) -> anyhow::Result<ExitCode> {
+    let tls = TlsOptions {
+        insecure: args.insecure,
+        ca_file: args.ca,
+    };
+    let report = check_offers(&args.urls, &args.resolve, &tls, args.timeout)?;
+    let json = (args.json.as_deref(), || {
+        serde_json::to_string_pretty(&report)
+    });
+    let unreachable = report
+        .origins
+        .iter()
+        .find(|o| o.offered() == "none")
+        .map(|o| anyhow::anyhow!("{} offers no protocol h3lab could use; see the notes above", o.origin));
+    finish(json, None, &report, unreachable)
 }
 
 fn ttfb(args: TtfbArgs) -> anyhow::Result<ExitCode> {
@@ -96,6 +147,7 @@ fn ttfb(args: TtfbArgs) -> anyhow::Result<ExitCode> {
             ca_file: args.ca,
         },
         connect_timeout: args.connect_timeout,
+        resolve: args.resolve,
     };
     let (report, failure) = sample_ttfb(&options, |sample| {
         if !args.quiet {

@@ -324,6 +324,7 @@ pub fn page_load_from_events(
         _ => return Err("Chromium gave no wall-clock time for the document's request".to_string()),
     };
     Ok(PageLoad {
+        path_rtt_ms: None,
         started_at,
         load_ms,
         resources,

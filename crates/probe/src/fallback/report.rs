@@ -235,6 +235,7 @@ mod tests {
 
     fn load(load_ms: f64, protocol: &str) -> Result<PageLoad, String> {
         Ok(PageLoad {
+            path_rtt_ms: None,
             started_at: String::new(),
             load_ms,
             resources: vec![ResourceTiming {

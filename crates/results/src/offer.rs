@@ -1,0 +1,149 @@
+//! `h3lab.offer/1`: what an origin offers, as `h3lab probe offer` and a
+//! field run's check find it before anything is measured.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Proto;
+
+/// Schema tag of [`OfferReport`].
+pub const OFFER_SCHEMA: &str = "h3lab.offer/1";
+
+/// The origins checked, in the order asked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OfferReport {
+    /// Always [`OFFER_SCHEMA`].
+    pub schema: String,
+    /// One per origin.
+    pub origins: Vec<OriginOffer>,
+}
+
+/// What one origin offers. `true` and `false` are what the origin
+/// answered; null means it could not be told (the origin was unreachable,
+/// or its certificate was refused before ALPN was settled).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OriginOffer {
+    /// `https://host:port`.
+    pub origin: String,
+    /// The address checked (and measured), `ip:port`; null when the host
+    /// did not resolve.
+    pub address: Option<String>,
+    /// HTTP/1.1: the server agreed to `http/1.1` in ALPN, or chose none.
+    pub h1: Option<bool>,
+    /// HTTP/2: the server agreed to `h2` in ALPN.
+    pub h2: Option<bool>,
+    /// HTTP/3: a QUIC handshake with ALPN `h3` completed.
+    pub h3: Option<bool>,
+    /// The `Alt-Svc` header of its answer to a GET over TCP, as sent;
+    /// null when it sent none.
+    pub alt_svc: Option<String>,
+    /// Why a protocol is `false` or null, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl OriginOffer {
+    /// What the origin said of `proto`; `auto` is offered when h1 or h2 is.
+    pub fn offers(&self, proto: Proto) -> Option<bool> {
+        match proto {
+            Proto::H1 => self.h1,
+            Proto::H2 => self.h2,
+            Proto::H3 => self.h3,
+            Proto::Auto => match (self.h1, self.h2) {
+                (Some(true), _) | (_, Some(true)) => Some(true),
+                (Some(false), Some(false)) => Some(false),
+                _ => None,
+            },
+        }
+    }
+
+    /// Why a run forcing `proto` cannot measure this origin, naming it;
+    /// `None` when the origin offers it.
+    pub fn refusal(&self, proto: Proto) -> Option<String> {
+        let why = match self.notes.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", self.notes.join("; ")),
+        };
+        match self.offers(proto) {
+            Some(true) => None,
+            Some(false) => Some(format!(
+                "{} does not offer {proto}: it offers {}{why}; drop {proto} from the protocols, or use auto",
+                self.origin,
+                self.offered()
+            )),
+            None => Some(format!("{} could not be checked for {proto}{why}", self.origin)),
+        }
+    }
+
+    /// The protocols offered, `h1, h2` or `none`.
+    pub fn offered(&self) -> String {
+        let offered: Vec<&str> = [(Proto::H1, self.h1), (Proto::H2, self.h2), (Proto::H3, self.h3)]
+            .into_iter()
+            .filter(|(_, offered)| *offered == Some(true))
+            .map(|(proto, _)| proto.name())
+            .collect();
+        match offered.is_empty() {
+            true => "none".to_string(),
+            false => offered.join(", "),
+        }
+    }
+}
+
+/// One line per origin, as `probe offer` prints it.
+impl std::fmt::Display for OfferReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let word = |offered: Option<bool>| match offered {
+            Some(true) => "yes",
+            Some(false) => "no",
+            None => "?",
+        };
+        for (i, offer) in self.origins.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(
+                f,
+                "{}  {}  h1 {}  h2 {}  h3 {}  alt-svc: {}",
+                offer.origin,
+                offer.address.as_deref().unwrap_or("unresolved"),
+                word(offer.h1),
+                word(offer.h2),
+                word(offer.h3),
+                offer.alt_svc.as_deref().unwrap_or("none"),
+            )?;
+            for note in &offer.notes {
+                write!(f, "\n  {note}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offer(h1: Option<bool>, h2: Option<bool>, h3: Option<bool>) -> OriginOffer {
+        OriginOffer {
+            origin: "https://www.site.test:443".into(),
+            address: Some("198.51.100.2:443".into()),
+            h1,
+            h2,
+            h3,
+            alt_svc: None,
+            notes: vec!["no QUIC answer within 3s".into()],
+        }
+    }
+
+    #[test]
+    fn a_protocol_not_offered_is_refused_naming_the_origin_and_unknown_is_not_false() {
+        let nginx = offer(Some(true), Some(true), Some(false));
+        assert_eq!(nginx.refusal(Proto::H2), None);
+        assert_eq!(nginx.refusal(Proto::Auto), None);
+        let refused = nginx.refusal(Proto::H3).unwrap();
+        assert!(refused.starts_with("https://www.site.test:443 does not offer h3: it offers h1, h2"), "{refused}");
+        let unknown = offer(None, None, None);
+        assert_eq!(unknown.offers(Proto::Auto), None);
+        assert!(unknown.refusal(Proto::H1).unwrap().contains("could not be checked"));
+        assert_eq!(unknown.offered(), "none");
+    }
+}
