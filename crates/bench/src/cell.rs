@@ -19,7 +19,8 @@ use linkem::model::LinkStats;
 use linkem::run::Placement;
 use linkem::{EmulatedPath, LinkSettings};
 
-use crate::client::{self, ClientRun};
+use crate::client::{self, Aim, ClientRun};
+use crate::field::FieldTarget;
 use crate::server;
 use crate::spec::CellSpec;
 use crate::suite::{DownloadMetric, Load, RpsMetric, Site, Suite};
@@ -35,6 +36,9 @@ pub struct RunContext {
     pub stop: Arc<AtomicBool>,
     /// The preset the suite came from, if any.
     pub preset: Option<String>,
+    /// A field run's pinned addresses and offers (`FieldTarget::prepare`);
+    /// `None` for a lab run.
+    pub field: Option<FieldTarget>,
 }
 
 /// Runs the cell; failures are recorded, not returned. Fills
@@ -47,7 +51,10 @@ pub(crate) fn run(
 ) -> CellRecord {
     let started = Instant::now();
     let mut record = empty_record(spec);
-    let measured = measure(suite, spec, ctx, &mut record, server_tuning);
+    let measured = match &ctx.field {
+        Some(field) => measure_field(suite, spec, ctx, field, &mut record),
+        None => measure(suite, spec, ctx, &mut record, server_tuning),
+    };
     // Ctrl-C cuts the client short, so what it measured is not the cell's
     // figure, and whatever error that caused is not the cell's either.
     if ctx.stop.load(Ordering::Relaxed) {
@@ -60,6 +67,14 @@ pub(crate) fn run(
         record.metric.samples.clear();
     }
     record.elapsed_s = started.elapsed().as_secs_f64();
+    record
+}
+
+/// The record of a cell that does not run, and why (a field origin
+/// does not offer its protocol).
+pub(crate) fn refused(spec: &CellSpec, why: String) -> CellRecord {
+    let mut record = empty_record(spec);
+    record.outcome = Outcome::Failed { error: why };
     record
 }
 
@@ -124,17 +139,17 @@ fn measure(
         tcp_set: tcp_window.is_some(),
         quic_bytes: server.tuning.as_ref().and_then(quic_initial_window),
     });
-    let before = usage::Reading::now(&server.process, path.as_ref());
+    let before = usage::Reading::now(Some(&server.process), path.as_ref());
     let outcome = client::run(
         spec,
         &placement,
         &ctx.exe,
-        &server,
+        &Aim::Lab(&server),
         &scratch,
         suite.warmup.0,
         &ctx.stop,
     );
-    let after = usage::Reading::now(&server.process, path.as_ref());
+    let after = usage::Reading::now(Some(&server.process), path.as_ref());
     usage::record_interval(&before, &after, &mut record.cpu);
     let metrics = server
         .metrics
@@ -147,6 +162,58 @@ fn measure(
     }
     let run = outcome?;
     record.server_metrics = metrics?;
+    record.cpu.client_s = run.cpu_s();
+    fill_from_client(spec, run, record)
+}
+
+/// A field cell: no server; the client in a namespace whose traffic
+/// crosses the profile's emulated link and leaves through NAT to this
+/// machine's network (or, on `real`, in this namespace), to the
+/// workload's URL at its pinned address.
+fn measure_field(
+    suite: &Suite,
+    spec: &CellSpec,
+    ctx: &RunContext,
+    field: &FieldTarget,
+    record: &mut CellRecord,
+) -> anyhow::Result<()> {
+    let seed = suite.seed.wrapping_add(u64::from(spec.repetition));
+    let settings = crate::profile::settings(suite, &spec.profile, seed)?;
+    record.path_rtt_ms = settings.as_ref().map_or(0.0, |s| s.rtt as f64 / 1e6);
+    let mut path = settings
+        .as_ref()
+        .map(|s| EmulatedPath::start(s.build()))
+        .transpose()?;
+    if let Some(path) = &mut path {
+        path.route_out()?;
+    }
+    let placement = match &path {
+        Some(path) => Placement::Emulated(path),
+        None => Placement::Loopback,
+    };
+    let scratch = cell_dir(&ctx.scratch, spec)?;
+    let url = (spec.workload.url.as_ref()).context("a field workload has a URL")?;
+    let aim = Aim::Field {
+        url,
+        pins: field.pins(),
+        insecure: suite.target.insecure,
+    };
+    let before = usage::Reading::now(None, path.as_ref());
+    let outcome = client::run(
+        spec,
+        &placement,
+        &ctx.exe,
+        &aim,
+        &scratch,
+        suite.warmup.0,
+        &ctx.stop,
+    );
+    let after = usage::Reading::now(None, path.as_ref());
+    usage::record_interval(&before, &after, &mut record.cpu);
+    if let (Some(path), Some(settings)) = (path, &settings) {
+        record.link = Some(link_record(path.shutdown()?, settings)?);
+    }
+    let run = outcome?;
     record.cpu.client_s = run.cpu_s();
     fill_from_client(spec, run, record)
 }
@@ -223,6 +290,7 @@ fn fill_from_client(
             record.client_report = Some(value);
         }
         ClientRun::Ttfb { probe, .. } => {
+            record.measured_rtt_ms = median_of(probe.samples.iter().map(|s| s.path_rtt_ms));
             record.requests = probe.samples.len() as u64;
             record.metric.samples = probe.samples.iter().map(|s| s.ttfb_ms).collect();
             record.client_report = Some(serde_json::to_value(&probe)?);
@@ -231,16 +299,26 @@ fn fill_from_client(
             let Load::Page { loads, .. } = &spec.workload.load else {
                 bail!("a {} cell got a page report", spec.workload.kind());
             };
+            let loads = match spec.unit {
+                Some(_) => 1,
+                None => loads.0,
+            };
             anyhow::ensure!(
-                report.loads.len() == loads.0 as usize,
-                "the page run reported {} of {} loads",
+                report.loads.len() == loads as usize,
+                "the page run reported {} of {loads} loads",
                 report.loads.len(),
-                loads.0
             );
+            record.measured_rtt_ms = median_of(report.loads.iter().map(|l| l.path_rtt_ms));
             fill_from_page(*report, record)?;
         }
     }
     Ok(())
+}
+
+/// The median of the values known; `None` if none is.
+fn median_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let mut known: Vec<f64> = values.flatten().collect();
+    h3lab_results::quantile::median(&mut known)
 }
 
 /// A page cell's record from its client's report: every load time as a
@@ -267,7 +345,7 @@ fn fill_from_page(mut report: PageReport, record: &mut CellRecord) -> anyhow::Re
 /// serves from a file of that size; `None` for page cells.
 fn body_size(spec: &CellSpec) -> Option<u64> {
     match &spec.workload.load {
-        Load::Rps { size, .. } | Load::Download { size, .. } => Some(size.0),
+        Load::Rps { size, .. } | Load::Download { size, .. } => size.map(|size| size.0),
         Load::Ttfb { .. } => Some(client::TTFB_BODY_SIZE),
         Load::Page { .. } => None,
     }
@@ -282,6 +360,7 @@ fn site_dir(suite: &Suite, spec: &CellSpec, scratch: &Path) -> anyhow::Result<Op
         return Ok(None);
     };
     let name = match site {
+        Site::Remote => return Ok(None),
         Site::Dir(dir) => {
             let dir = dir
                 .canonicalize()
@@ -317,6 +396,7 @@ fn write_site(site: &Site, seed: u64, out: &Path) -> anyhow::Result<()> {
             .map(drop)
             .with_context(|| format!("importing {}", har.path.display())),
         Site::Dir(dir) => bail!("{} is served where it is, not written", dir.display()),
+        Site::Remote => bail!("a field run's page is on its server, not written"),
     }
 }
 
@@ -430,6 +510,7 @@ fn empty_record(spec: &CellSpec) -> CellRecord {
         server_metrics: None,
         elapsed_s: 0.0,
         initial_windows: None,
+        measured_rtt_ms: None,
     }
 }
 

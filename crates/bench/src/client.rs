@@ -3,7 +3,7 @@
 //! read back here.
 
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
@@ -18,7 +18,7 @@ use h3lab_results::page::PageReport;
 use h3lab_results::ttfb::TtfbReport;
 use h3lab_results::Proto;
 
-use crate::suite::Load;
+use crate::suite::{caps, ByteSize, FieldUrl, Load};
 
 /// A finished client run.
 pub(crate) enum ClientRun {
@@ -44,28 +44,78 @@ pub(crate) const TTFB_BODY_SIZE: u64 = 1;
 /// How long one page load may take before the page run fails.
 const PAGE_LOAD_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Runs the cell's client against `server` and reads its JSON report.
+/// What a cell's client requests, and how it trusts the server.
+pub(crate) enum Aim<'a> {
+    /// A server the cell started: `/bytes/N`, its site or its replay.
+    Lab(&'a ServerProcess),
+    /// A deployed server: the workload's URL, every host pinned, trusted
+    /// through the system's authorities unless `insecure`.
+    Field {
+        url: &'a FieldUrl,
+        pins: &'a [String],
+        insecure: bool,
+    },
+}
+
+impl Aim<'_> {
+    /// The URL of a body of `size` bytes, or the field URL.
+    fn body_url(&self, size: Option<ByteSize>) -> anyhow::Result<String> {
+        match (self, size) {
+            (Aim::Lab(server), Some(size)) => {
+                Ok(format!("https://{}/bytes/{}", server.addr, size.0))
+            }
+            (Aim::Field { url, .. }, _) => Ok(url.to_string()),
+            (Aim::Lab(_), None) => bail!("a lab workload needs a size"),
+        }
+    }
+
+    /// `--resolve` rules, and the trust flags.
+    fn add_flags(&self, command: &mut Command) {
+        match self {
+            Aim::Lab(server) => match &server.cert {
+                Some(cert) => command.arg("--ca").arg(cert),
+                None => command.arg("--insecure"),
+            },
+            Aim::Field { pins, insecure, .. } => {
+                for pin in *pins {
+                    command.args(["--resolve", pin]);
+                }
+                match insecure {
+                    true => command.arg("--insecure"),
+                    false => command,
+                }
+            }
+        };
+    }
+}
+
+/// Runs the cell's client against `aim` and reads its JSON report.
 pub(crate) fn run(
     spec: &CellSpec,
     placement: &Placement<'_>,
     exe: &Path,
-    server: &ServerProcess,
+    aim: &Aim<'_>,
     scratch: &Path,
     warmup: Duration,
     stop: &AtomicBool,
 ) -> anyhow::Result<ClientRun> {
     let json = scratch.join("client.json");
-    let base = format!("https://{}", server.addr);
     let mut command = process::command(placement, Side::Client, exe);
+    // A field cell is one load or sample of the repetition.
+    let units = |asked: u32| match spec.unit {
+        Some(_) => 1,
+        None => asked,
+    };
     let budget = match &spec.workload.load {
         Load::Rps {
             size,
             connections,
             streams,
             duration,
+            rate,
             ..
         } => {
-            command.arg("load").arg(format!("{base}/bytes/{}", size.0));
+            command.arg("load").arg(aim.body_url(*size)?);
             // h1 has no multiplexing: one request at a time per connection.
             let streams = match spec.protocol {
                 Proto::H1 => 1,
@@ -73,6 +123,13 @@ pub(crate) fn run(
             };
             command.args(["-c", &connections.0.to_string(), "-m", &streams.to_string()]);
             command.args(["-z", &format!("{}ms", duration.0.as_millis())]);
+            let rate = match aim {
+                Aim::Field { .. } => Some(rate.map_or(caps::DEFAULT_RATE, |r| r.0)),
+                Aim::Lab(_) => rate.map(|r| r.0),
+            };
+            if let Some(rate) = rate {
+                command.args(["--rate", &rate.to_string()]);
+            }
             if !warmup.is_zero() {
                 command.args(["--warmup", &format!("{}ms", warmup.as_millis())]);
             }
@@ -84,7 +141,7 @@ pub(crate) fn run(
             connections,
             ..
         } => {
-            command.arg("load").arg(format!("{base}/bytes/{}", size.0));
+            command.arg("load").arg(aim.body_url(*size)?);
             // h1 has no multiplexing: parallel streams need connections.
             let connections = match (spec.protocol, connections) {
                 (Proto::H1, _) => streams.0,
@@ -103,9 +160,11 @@ pub(crate) fn run(
         }
         Load::Ttfb { samples, .. } => {
             let mode = spec.mode.context("a ttfb cell needs a mode")?;
-            command.args(["probe", "ttfb", &format!("{base}/bytes/{TTFB_BODY_SIZE}")]);
-            command.args(["--mode", mode.name(), "--samples", &samples.0.to_string()]);
-            Duration::from_secs(30) * (samples.0 + 1) * 2
+            let samples = units(samples.0);
+            let url = aim.body_url(Some(ByteSize(TTFB_BODY_SIZE)))?;
+            command.args(["probe", "ttfb", &url]);
+            command.args(["--mode", mode.name(), "--samples", &samples.to_string()]);
+            Duration::from_secs(30) * (samples + 1) * 2
         }
         Load::Page {
             loader,
@@ -113,8 +172,11 @@ pub(crate) fn run(
             loads,
             ..
         } => {
-            match &server.replay {
-                Some(replay) => {
+            match aim {
+                Aim::Lab(ServerProcess {
+                    replay: Some(replay),
+                    ..
+                }) => {
                     command
                         .args(["page", &replay.page, "--replay"])
                         .arg(&replay.dir);
@@ -122,24 +184,25 @@ pub(crate) fn run(
                         command.args(["--resolve", rule]);
                     }
                 }
-                None => {
-                    command.args(["page", &format!("{base}/")]);
+                Aim::Lab(server) => {
+                    command.args(["page", &format!("https://{}/", server.addr)]);
+                }
+                Aim::Field { url, .. } => {
+                    command.args(["page", url.0.as_str()]);
                 }
             }
+            let loads = units(loads.0);
             command.args(["--browser", loader.name(), "--visit", visit.name()]);
-            command.args(["-n", &loads.0.to_string()]);
+            command.args(["-n", &loads.to_string()]);
             command.args(["--timeout", &format!("{}s", PAGE_LOAD_TIMEOUT.as_secs())]);
-            PAGE_LOAD_TIMEOUT * loads.0 + Duration::from_secs(60)
+            PAGE_LOAD_TIMEOUT * loads + Duration::from_secs(60)
         }
     };
     command
         .args(["--proto", spec.protocol.name(), "--json"])
         .arg(&json);
     command.arg("--quiet");
-    match &server.cert {
-        Some(cert) => command.arg("--ca").arg(cert),
-        None => command.arg("--insecure"),
-    };
+    aim.add_flags(&mut command);
     command.stdout(Stdio::null()).stderr(Stdio::piped());
     let mut process = process::spawn(command, "client")?;
     // On Ctrl-C the client gets SIGINT and writes what it gathered; it is

@@ -11,6 +11,7 @@ mod cell;
 mod client;
 mod custom_server;
 mod environment;
+pub mod field;
 pub mod presets;
 mod process;
 mod profile;

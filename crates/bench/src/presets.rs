@@ -3,7 +3,10 @@
 //! published experiments of `studies.md` and carry their figures; `node`
 //! compares Node.js servers (and the h3lab-node package) with h3lab serve;
 //! `servers` compares h3lab serve with Caddy and nginx; `udp-blocked` shows
-//! what turning h3 on costs users whose network blocks or throttles UDP.
+//! what turning h3 on costs users whose network blocks or throttles UDP;
+//! `field` measures a deployed site over the real path (`--url`).
+
+use anyhow::Context;
 
 use crate::runner;
 use crate::suite::Suite;
@@ -19,7 +22,22 @@ const PRESETS: &[(&str, &str)] = &[
     ("node", include_str!("../presets/node.toml")),
     ("servers", include_str!("../presets/servers.toml")),
     ("udp-blocked", include_str!("../presets/udp-blocked.toml")),
+    ("field", include_str!("../presets/field.toml")),
 ];
+
+/// The `field` preset against `url` (`h3lab bench --url URL`), with
+/// `resolve` pins (`HOST:PORT:ADDR`) added to its target.
+pub fn field(url: &str, resolve: &[String]) -> anyhow::Result<Suite> {
+    let text = preset_text("field").expect("the field preset is built in");
+    let quoted = |text: &str| toml::Value::String(text.to_string()).to_string();
+    let mut target = format!("[target]\nurl = {}\n", quoted(url));
+    if !resolve.is_empty() {
+        let pins: Vec<String> = resolve.iter().map(|pin| quoted(pin)).collect();
+        target.push_str(&format!("resolve = [{}]\n", pins.join(", ")));
+    }
+    let text = text.replace("[target]\nurl = \"https://www.example.com/\"\n", &target);
+    Suite::from_toml(&text).context("the field preset with --url")
+}
 
 /// Names of the built-in presets.
 pub fn names() -> Vec<&'static str> {
@@ -86,6 +104,30 @@ mod tests {
             let suite = preset(name).unwrap_or_else(|e| panic!("preset {name}: {e:#}"));
             assert_eq!(suite.name, name);
         }
+    }
+
+    #[test]
+    fn the_field_preset_takes_the_url_and_pins_of_bench_url() {
+        let suite = field(
+            "https://www.site.test/shop?a=\"b\"",
+            &["www.site.test:443:198.51.100.2".to_string()],
+        )
+        .unwrap();
+        assert!(suite.is_field());
+        assert_eq!(
+            suite.target.url[0].to_string(),
+            "https://www.site.test/shop?a=%22b%22"
+        );
+        assert_eq!(
+            suite.target.resolve[0].to_string(),
+            "www.site.test:443:198.51.100.2"
+        );
+        let again = Suite::from_toml(&suite.source).unwrap();
+        assert_eq!(
+            again.target.url, suite.target.url,
+            "the recorded suite is the one run"
+        );
+        assert!(field("http://www.site.test/", &[]).is_err());
     }
 
     #[test]

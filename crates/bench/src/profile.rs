@@ -24,6 +24,9 @@ pub(crate) fn settings(
     name: &str,
     seed: u64,
 ) -> anyhow::Result<Option<LinkSettings>> {
+    if suite.is_field() && name == crate::suite::REAL {
+        return Ok(None);
+    }
     let settings = match suite.custom_profile(name) {
         Some(custom) => {
             custom_settings(custom).with_context(|| format!("profile `{name}` in the suite"))?

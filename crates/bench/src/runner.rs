@@ -22,7 +22,9 @@ use h3lab_results::bench::{
 };
 use h3lab_results::{Proto, Visit};
 
-/// Every cell of the suite, in run order.
+/// Every cell of the suite, in run order. In a field run each page load
+/// and ttfb sample is a cell of its own, and the protocols take turns
+/// load by load, so a real path's drift hits them alike.
 pub fn plan(suite: &Suite) -> Vec<CellSpec> {
     let mut cells = Vec::new();
     for repetition in 0..suite.repetitions.0 {
@@ -30,18 +32,21 @@ pub fn plan(suite: &Suite) -> Vec<CellSpec> {
             for workload in suite.workloads.iter().filter(|w| w.runs_on(profile)) {
                 for mode in modes_of(workload) {
                     for setting in Sweep::settings_for(suite.sweep.as_ref(), workload.name()) {
-                        for &protocol in &suite.protocols {
-                            if mode.is_none_or(|m| m.applies_to(protocol))
-                                && suite.offers(setting.as_ref(), protocol)
-                            {
-                                cells.push(CellSpec {
-                                    profile: profile.clone(),
-                                    workload: workload.clone(),
-                                    protocol,
-                                    mode,
-                                    setting: setting.clone(),
-                                    repetition,
-                                });
+                        for unit in units_of(suite, workload) {
+                            for &protocol in &suite.protocols {
+                                if mode.is_none_or(|m| m.applies_to(protocol))
+                                    && suite.offers(setting.as_ref(), protocol)
+                                {
+                                    cells.push(CellSpec {
+                                        profile: profile.clone(),
+                                        workload: workload.clone(),
+                                        protocol,
+                                        mode,
+                                        setting: setting.clone(),
+                                        repetition,
+                                        unit,
+                                    });
+                                }
                             }
                         }
                     }
@@ -50,6 +55,17 @@ pub fn plan(suite: &Suite) -> Vec<CellSpec> {
         }
     }
     cells
+}
+
+/// A field run's loads (page) or samples (ttfb) of one repetition, each
+/// a cell; one cell of the whole workload otherwise.
+fn units_of(suite: &Suite, workload: &Workload) -> Vec<Option<u32>> {
+    let units = match (&workload.load, suite.is_field()) {
+        (Load::Page { loads, .. }, true) => loads.0,
+        (Load::Ttfb { samples, .. }, true) => samples.0,
+        _ => return vec![None],
+    };
+    (0..units).map(Some).collect()
 }
 
 /// Rough wall time of a cell: set-up plus the workload's own length on the
@@ -63,17 +79,27 @@ pub fn estimated_seconds(suite: &Suite, cell: &CellSpec) -> f64 {
         let rate = s.down.mean_bits_per_sec().unwrap_or(10e9);
         (s.rtt as f64 / 1e9, rate, s.loss.mean_loss())
     });
+    let pause = match suite.is_field() {
+        true => crate::field::pause(suite).as_secs_f64(),
+        false => 0.0,
+    };
+    let units = |asked: u32| match cell.unit {
+        Some(_) => 1.0,
+        None => f64::from(asked),
+    };
     SETUP_S
+        + pause
         + match &cell.workload.load {
             Load::Rps { duration, .. } => duration.0.as_secs_f64(),
             Load::Download { size, streams, .. } => {
-                (size.0 * u64::from(streams.0)) as f64 * 8.0 / down_bits_per_s + 20.0 * rtt_s
+                let bytes = size.map_or(UNKNOWN_BODY_BYTES, |size| size.0 as f64);
+                bytes * f64::from(streams.0) * 8.0 / down_bits_per_s + 20.0 * rtt_s
             }
-            Load::Ttfb { samples, .. } => f64::from(samples.0 + 1) * 4.0 * rtt_s,
+            Load::Ttfb { samples, .. } => (units(samples.0) + 1.0) * 4.0 * rtt_s,
             Load::Page {
                 site, visit, loads, ..
             } => {
-                let measured = f64::from(loads.0);
+                let measured = units(loads.0);
                 let primed = match visit {
                     Visit::Cold => 0.0,
                     Visit::Warm | Visit::Repeat => 1.0,
@@ -88,6 +114,10 @@ pub fn estimated_seconds(suite: &Suite, cell: &CellSpec) -> f64 {
             }
         }
 }
+
+/// A field download's size as the estimate assumes it (the response's is
+/// unknown until it arrives): 10 MB.
+const UNKNOWN_BODY_BYTES: f64 = 10e6;
 
 /// What decides a page load's length: its bytes and its resources.
 struct PageSize {
@@ -105,6 +135,10 @@ impl PageSize {
             }
             Site::Dir(dir) => directory_size(dir),
             Site::Har(har) => (har.bytes, har.responses as u64),
+            // A deployed page is unknown until loaded: the estimate takes
+            // a median web page (HTTP Archive, 2024: about 2.5 MB, 70
+            // requests).
+            Site::Remote => (2_500_000, 70),
         };
         PageSize {
             bytes: bytes as f64,
@@ -178,15 +212,20 @@ fn directory_size(dir: &std::path::Path) -> (u64, u64) {
 /// the suite's emulated paths (no root, and no usable unprivileged user
 /// namespaces), instead of failing every cell the same way.
 pub fn check_can_emulate(suite: &Suite) -> anyhow::Result<()> {
-    let Some(name) = suite.profiles.iter().find(|p| p.as_str() != "loopback") else {
+    for name in &suite.profiles {
+        let Some(settings) = profile::settings(suite, name, suite.seed)? else {
+            continue;
+        };
+        let mut path = EmulatedPath::start(settings.build())
+            .with_context(|| format!("`h3lab bench` cannot emulate profile `{name}`"))?;
+        if suite.is_field() {
+            path.route_out().with_context(|| {
+                format!("`h3lab bench` cannot take profile `{name}` out to the real path")
+            })?;
+        }
+        path.shutdown()?;
         return Ok(());
-    };
-    let Some(settings) = profile::settings(suite, name, suite.seed)? else {
-        return Ok(());
-    };
-    let path = EmulatedPath::start(settings.build())
-        .with_context(|| format!("`h3lab bench` cannot emulate profile `{name}`"))?;
-    path.shutdown()?;
+    }
     Ok(())
 }
 
@@ -209,6 +248,7 @@ pub fn new_results(suite: &Suite, ctx: &RunContext) -> Results {
         cells: Vec::new(),
         studies: study_claims(suite),
         captures: captured_pages(suite),
+        field: ctx.field.as_ref().map(|field| field.record.clone()),
     }
 }
 
@@ -247,12 +287,22 @@ pub fn run(
     mut after_cell: impl FnMut(&Results, &CellRecord),
 ) -> Results {
     let mut results = new_results(suite, ctx);
-    for spec in plan(suite) {
+    for (i, spec) in plan(suite).into_iter().enumerate() {
         if ctx.stop.load(Ordering::Relaxed) {
             results.interrupted = true;
             break;
         }
-        let record = cell::run(suite, &spec, ctx, &mut results.environment.server_tuning);
+        if let (Some(_), true) = (&ctx.field, i > 0) {
+            pause(crate::field::pause(suite), &ctx.stop);
+        }
+        let refusal = (ctx.field.as_ref()).and_then(|field| field.refusal(suite, &spec));
+        let mut record = match refusal {
+            Some(refusal) => cell::refused(&spec, refusal),
+            None => cell::run(suite, &spec, ctx, &mut results.environment.server_tuning),
+        };
+        if ctx.field.is_some() {
+            record.profile = crate::field::profile_label(&spec.profile);
+        }
         results.cells.push(record);
         if ctx.stop.load(Ordering::Relaxed) {
             results.interrupted = true;
@@ -263,13 +313,32 @@ pub fn run(
     results
 }
 
+/// Waits `how_long`, or until Ctrl-C.
+fn pause(how_long: std::time::Duration, stop: &std::sync::atomic::AtomicBool) {
+    let end = std::time::Instant::now() + how_long;
+    while !stop.load(Ordering::Relaxed) {
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(std::time::Duration::from_millis(50)));
+    }
+}
+
 fn suite_info(suite: &Suite, ctx: &RunContext) -> SuiteInfo {
     SuiteInfo {
         name: suite.name.clone(),
         preset: ctx.preset.clone(),
         description: suite.description.clone(),
         protocols: suite.protocols.iter().map(|p| p.to_string()).collect(),
-        profiles: suite.profiles.clone(),
+        profiles: match ctx.field {
+            Some(_) => suite
+                .profiles
+                .iter()
+                .map(|p| crate::field::profile_label(p))
+                .collect(),
+            None => suite.profiles.clone(),
+        },
         workloads: suite
             .workloads
             .iter()
@@ -284,6 +353,13 @@ fn suite_info(suite: &Suite, ctx: &RunContext) -> SuiteInfo {
         warmup_s: suite.warmup.0.as_secs_f64(),
         baseline: suite.baseline.to_string(),
         target: match &suite.target.server_cmd {
+            _ if suite.is_field() => {
+                let urls: Vec<String> = suite.target.url.iter().map(|u| u.to_string()).collect();
+                format!(
+                    "field: {} (a deployed server, over the real path)",
+                    urls.join(", ")
+                )
+            }
             Some(command) => format!("custom server: {command}"),
             None if !suite.target.servers.is_empty() => {
                 let servers: Vec<String> = suite

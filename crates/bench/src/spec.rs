@@ -16,14 +16,19 @@ pub struct CellSpec {
     /// The swept tunable's value the server runs with, if the workload is swept.
     pub(crate) setting: Option<Setting>,
     pub(crate) repetition: u32,
+    /// In a field run, which load (page) or sample (ttfb) of the
+    /// repetition this cell is: each is a cell of its own, so the
+    /// protocols take turns load by load on a path that drifts.
+    pub(crate) unit: Option<u32>,
 }
 
 impl CellSpec {
     /// A short label for progress lines: `broadband api-1KB h3 #2`.
     pub fn label(&self) -> String {
         let mode = self.mode.map(|m| format!(" {m}")).unwrap_or_default();
+        let unit = self.unit.map(|u| format!(".{}", u + 1)).unwrap_or_default();
         format!(
-            "{} {}{} {} #{}",
+            "{} {}{} {} #{}{unit}",
             self.profile,
             self.workload_label(),
             mode,

@@ -9,6 +9,7 @@
 
 mod checks;
 mod custom_profile;
+mod field;
 mod published;
 mod target;
 mod values;
@@ -23,9 +24,11 @@ use serde::Deserialize;
 use crate::sweep::Sweep;
 
 pub(crate) use custom_profile::CustomProfile;
+pub(crate) use field::{caps, DEFAULT_PAUSE, REAL};
 pub(crate) use published::PublishedFigure;
 pub(crate) use target::Target;
-pub(crate) use values::{Count, HumanDuration};
+pub(crate) use target::{FieldUrl, Pin};
+pub(crate) use values::{ByteSize, Count, HumanDuration};
 pub(crate) use workload::{import_har, DownloadMetric, Load, RpsMetric, Site, Workload};
 
 /// A parsed, validated suite.
@@ -61,6 +64,10 @@ pub struct Suite {
     pub(crate) published: Vec<PublishedFigure>,
     /// One server tunable swept as a dimension of the matrix.
     pub(crate) sweep: Option<Sweep>,
+    /// The TOML the suite was read from, recorded with a field run's
+    /// results so that they say how to run it again.
+    #[serde(skip)]
+    pub(crate) source: String,
 }
 
 fn default_repetitions() -> Count {
@@ -78,7 +85,9 @@ fn default_baseline() -> Proto {
 impl Suite {
     /// Parses and validates a suite; errors carry the TOML line number.
     pub fn from_toml(text: &str) -> anyhow::Result<Suite> {
-        let suite: Suite = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut suite: Suite = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+        suite.source = text.to_string();
+        suite.fill_field_urls();
         suite.check_cross_references()?;
         Ok(suite)
     }
@@ -139,8 +148,10 @@ duration = "2s"
                 streams,
                 duration,
                 metric,
+                rate,
             } => {
-                assert_eq!(size.0, 1000);
+                assert_eq!(size.unwrap().0, 1000);
+                assert_eq!(*rate, None);
                 assert_eq!(*connections, Count(10));
                 assert_eq!(*streams, Count(1));
                 assert_eq!(duration.0, Duration::from_secs(2));

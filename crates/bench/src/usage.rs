@@ -24,10 +24,10 @@ struct MachineTicks {
 }
 
 impl Reading {
-    pub(crate) fn now(server: &Supervised, path: Option<&EmulatedPath>) -> Reading {
+    pub(crate) fn now(server: Option<&Supervised>, path: Option<&EmulatedPath>) -> Reading {
         Reading {
             at: Instant::now(),
-            server_s: server.group_cpu_s(),
+            server_s: server.and_then(Supervised::group_cpu_s),
             emulator_s: path.map(EmulatedPath::forwarder_cpu_s),
             machine: std::fs::read_to_string("/proc/stat")
                 .ok()

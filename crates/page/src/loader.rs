@@ -270,7 +270,11 @@ impl PageLoader {
 
     /// The median of the connections' measured round trips, in ms.
     fn path_rtt_ms(&self) -> Option<f64> {
-        let mut rtts = self.path_rtts.lock().expect("no fetch panics holding it").clone();
+        let mut rtts = self
+            .path_rtts
+            .lock()
+            .expect("no fetch panics holding it")
+            .clone();
         rtts.sort();
         rtts.get(rtts.len() / 2).map(|rtt| rtt.as_secs_f64() * 1e3)
     }
@@ -611,9 +615,13 @@ impl Fetch {
     }
 
     async fn open(&self) -> Result<Sender, String> {
-        let connection = (self.connector.connect(self.early).await).map_err(|err| err.to_string())?;
+        let connection =
+            (self.connector.connect(self.early).await).map_err(|err| err.to_string())?;
         if let Some(rtt) = connection.timing.path_rtt {
-            self.path_rtts.lock().expect("no fetch panics holding it").push(rtt);
+            self.path_rtts
+                .lock()
+                .expect("no fetch panics holding it")
+                .push(rtt);
         }
         Ok(connection.sender)
     }

@@ -34,8 +34,8 @@
 mod claims;
 mod drive;
 pub mod fallback;
-pub mod offer;
 pub mod hol;
+pub mod offer;
 pub mod report;
 mod run;
 pub mod scenario;

@@ -21,7 +21,10 @@ pub fn check_offers(
     let mut origins = Vec::new();
     for url in urls {
         let offer = runtime.block_on(check_offer(url, resolve, tls, timeout))?;
-        if !origins.iter().any(|o: &h3lab_results::offer::OriginOffer| o.origin == offer.origin) {
+        if !origins
+            .iter()
+            .any(|o: &h3lab_results::offer::OriginOffer| o.origin == offer.origin)
+        {
             origins.push(offer);
         }
     }

@@ -166,7 +166,29 @@
     return Plotly.newPlot(plot.id, traces, layout, config);
   }
 
+  // A field run's measured round trip per cell, in run order: one line
+  // per protocol, so a drift that hits one protocol's loads shows.
+  function drawDrift(plot) {
+    var traces = plot.traces.map(function (t) {
+      return {
+        type: "scatter",
+        mode: "lines+markers",
+        name: t.protocol,
+        x: t.x,
+        y: t.y,
+        line: { color: colour(t.protocol), width: 1 },
+        marker: { color: colour(t.protocol), size: 5 },
+        hovertemplate: t.protocol + " cell %{x}: %{y:.1f} ms<extra></extra>"
+      };
+    });
+    var layout = baseLayout(plot.title);
+    layout.xaxis = { title: { text: "cell, in run order" }, gridcolor: "#e4e7eb" };
+    layout.yaxis = { title: { text: "measured round trip (ms)" }, rangemode: "tozero", gridcolor: "#e4e7eb" };
+    return Plotly.newPlot(plot.id, traces, layout, config);
+  }
+
   data.violins.forEach(drawViolin);
   data.cdfs.forEach(drawCdf);
   data.cpu_per_gb.forEach(drawCpuPerGb);
+  data.drift.forEach(drawDrift);
 })();

@@ -131,6 +131,7 @@ pub(crate) fn results() -> Results {
             },
         ],
         captures: Vec::new(),
+        field: None,
     }
 }
 
@@ -172,6 +173,7 @@ pub(crate) fn rps_record(
         server_metrics: None,
         elapsed_s: 10.0,
         initial_windows: None,
+        measured_rtt_ms: None,
     }
 }
 

@@ -41,7 +41,8 @@ pub fn render_html(results: &Results) -> String {
     let claims = compare_claims(&results.studies, &summaries, &results.suite.baseline);
     let captures = compare_captures(&results.captures, &summaries);
     let pages = page_workloads(results, &summaries);
-    let plot_data = plot_data_json(&colours, &conditions, page_violins(&pages));
+    let drift = crate::field::drift_plots(results);
+    let plot_data = plot_data_json(&colours, &conditions, page_violins(&pages), &drift);
     let page = html! {
         (DOCTYPE)
         html lang="en" {
@@ -54,6 +55,7 @@ pub fn render_html(results: &Results) -> String {
             body {
                 (header(results))
                 (status(results, &summaries))
+                (field::field_section(results, &drift, &colours))
                 @if !claims.is_empty() { (claims_section(&claims)) }
                 @if !captures.is_empty() { (captures_section(&captures)) }
                 (summary_section(results, &summaries, &colours))
@@ -481,6 +483,7 @@ fn loss(percent: Option<f64>) -> String {
     percent.map_or_else(|| "–".to_string(), |p| format!("{p:.2} %"))
 }
 
+mod field;
 mod pages;
 
 #[cfg(test)]

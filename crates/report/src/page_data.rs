@@ -10,6 +10,8 @@ use h3lab_results::bench::{CellRecord, DirectionRecord, Outcome, Results};
 use h3lab_results::WorkloadKind;
 use serde::Serialize;
 
+use crate::field::DriftPlot;
+
 use crate::cell::{CellKey, CellSummary};
 use crate::histogram::cdf_points;
 use crate::summary::merged_latency;
@@ -44,6 +46,7 @@ struct PlotData<'a> {
     violins: Vec<&'a ViolinPlot>,
     cdfs: Vec<&'a CdfPlot>,
     cpu_per_gb: Vec<&'a CpuPerGbPlot>,
+    drift: &'a [DriftPlot],
 }
 
 /// One condition (profile × workload): its violin plot and, when latency
@@ -244,6 +247,7 @@ pub(crate) fn plot_data_json<'a>(
     colours: &'a BTreeMap<String, String>,
     conditions: &'a [Condition],
     more_violins: impl IntoIterator<Item = &'a ViolinPlot>,
+    drift: &'a [DriftPlot],
 ) -> String {
     embedded_json(&PlotData {
         colours,
@@ -258,6 +262,7 @@ pub(crate) fn plot_data_json<'a>(
             .iter()
             .filter_map(|c| c.cpu_per_gb.as_ref())
             .collect(),
+        drift,
     })
 }
 
@@ -337,6 +342,7 @@ mod tests {
             &protocol_colours(results),
             &conditions,
             crate::page_loads::page_violins(&pages),
+            &[],
         );
         serde_json::from_str(&json).unwrap()
     }

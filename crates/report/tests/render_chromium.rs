@@ -541,6 +541,7 @@ fn synthetic_results() -> Results {
             },
         ],
         captures: Vec::new(),
+        field: None,
     }
 }
 
@@ -648,6 +649,7 @@ fn record(
         server_metrics: None,
         elapsed_s: 10.0,
         initial_windows: None,
+        measured_rtt_ms: None,
     }
 }
 

@@ -2,6 +2,8 @@
 //! `docs/results-schema.md`. One record per cell and repetition; the raw
 //! histograms are kept so runs can be merged and re-rendered.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::{Proto, TtfbMode, WorkloadKind};
@@ -33,6 +35,36 @@ pub struct Results {
     /// the capture itself recorded, shown beside ours.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub captures: Vec<CapturedPage>,
+    /// A field run's target: a server h3lab did not start, over the real
+    /// path. Absent for lab runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<FieldRun>,
+}
+
+/// `field`: what a field run measured against, and from where; with the
+/// suite as run, so `h3lab bench results.json` runs it again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FieldRun {
+    /// The pages and URLs the workloads request.
+    pub urls: Vec<String>,
+    /// Every host the run talks to, `host:port`, with the addresses it
+    /// resolved to (once, before the first cell) or the suite pinned.
+    pub resolved: BTreeMap<String, Vec<String>>,
+    /// The one address per `host:port` every cell used, as
+    /// `host:port:address` (curl's `--resolve`).
+    pub pinned: Vec<String>,
+    /// What each origin offered, checked before the first cell over the
+    /// real path.
+    pub origins: Vec<crate::offer::OriginOffer>,
+    /// Where the run ran: the suite's `place`, if given, and this
+    /// machine's host name.
+    pub place: Option<String>,
+    /// This machine's host name; null if the kernel did not say.
+    pub hostname: Option<String>,
+    /// The pause between two cells, in seconds.
+    pub pause_s: f64,
+    /// The suite file as run (TOML).
+    pub suite_toml: String,
 }
 
 /// A page workload's HAR and what it recorded on the network it was
@@ -207,6 +239,12 @@ pub struct CellRecord {
     /// they were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initial_windows: Option<InitialWindows>,
+    /// The path's round trip as the cell's own connections measured it
+    /// (the median of TCP_INFO's or QUIC's estimate just after each
+    /// handshake): on a real path, what it was during this cell. Absent
+    /// when the client could not tell (Chromium, load runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_rtt_ms: Option<f64>,
 }
 
 /// `cells[].initial_windows`: what each transport's connections started

@@ -76,11 +76,15 @@ impl OriginOffer {
 
     /// The protocols offered, `h1, h2` or `none`.
     pub fn offered(&self) -> String {
-        let offered: Vec<&str> = [(Proto::H1, self.h1), (Proto::H2, self.h2), (Proto::H3, self.h3)]
-            .into_iter()
-            .filter(|(_, offered)| *offered == Some(true))
-            .map(|(proto, _)| proto.name())
-            .collect();
+        let offered: Vec<&str> = [
+            (Proto::H1, self.h1),
+            (Proto::H2, self.h2),
+            (Proto::H3, self.h3),
+        ]
+        .into_iter()
+        .filter(|(_, offered)| *offered == Some(true))
+        .map(|(proto, _)| proto.name())
+        .collect();
         match offered.is_empty() {
             true => "none".to_string(),
             false => offered.join(", "),
@@ -140,10 +144,16 @@ mod tests {
         assert_eq!(nginx.refusal(Proto::H2), None);
         assert_eq!(nginx.refusal(Proto::Auto), None);
         let refused = nginx.refusal(Proto::H3).unwrap();
-        assert!(refused.starts_with("https://www.site.test:443 does not offer h3: it offers h1, h2"), "{refused}");
+        assert!(
+            refused.starts_with("https://www.site.test:443 does not offer h3: it offers h1, h2"),
+            "{refused}"
+        );
         let unknown = offer(None, None, None);
         assert_eq!(unknown.offers(Proto::Auto), None);
-        assert!(unknown.refusal(Proto::H1).unwrap().contains("could not be checked"));
+        assert!(unknown
+            .refusal(Proto::H1)
+            .unwrap()
+            .contains("could not be checked"));
         assert_eq!(unknown.offered(), "none");
     }
 }

@@ -74,13 +74,14 @@ impl Suite {
                 );
             }
         }
+        self.check_field()?;
         self.check_auto()?;
         self.check_sweep()?;
         if let Some(command) = &self.target.server_cmd {
             self.check_pages_on(command)?;
         }
         for profile in &self.profiles {
-            if self.custom_profile(profile).is_none() {
+            if self.custom_profile(profile).is_none() && !self.is_field_profile(profile) {
                 linkem::profile(profile).map_err(|e| {
                     anyhow::anyhow!(
                         "suite `{}`: {e} (or define it in a [[profile]] table)",

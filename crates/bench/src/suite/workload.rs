@@ -6,6 +6,7 @@ use h3lab_results::{Loader, TtfbMode, Visit, WorkloadKind};
 use h3lab_site::Shape;
 use serde::{Deserialize, Deserializer};
 
+use super::target::FieldUrl;
 use super::values::{ByteSize, Count, HumanDuration};
 
 /// One measurement of the suite: its name, where it runs and what it does.
@@ -15,6 +16,10 @@ pub(crate) struct Workload {
     /// Profiles it runs on; empty means all of the suite's.
     pub(crate) profiles: Vec<String>,
     pub(crate) load: Load,
+    /// What a field run requests (the page, or the URL of rps, ttfb and
+    /// download); `None` in a lab run, where the server serves `/bytes/N`
+    /// or the site.
+    pub(crate) url: Option<FieldUrl>,
 }
 
 /// What a workload measures, with its parameters.
@@ -22,18 +27,22 @@ pub(crate) struct Workload {
 pub(crate) enum Load {
     /// Requests per second for a payload size at a concurrency.
     Rps {
-        /// Response body size.
-        size: ByteSize,
+        /// Response body size; `None` in a field run, which requests a URL.
+        size: Option<ByteSize>,
         connections: Count,
         /// Concurrent streams per connection (h2/h3; h1 uses one).
         streams: Count,
         duration: HumanDuration,
         /// What this workload's figure is: throughput or a latency quantile.
         metric: RpsMetric,
+        /// An open model at this many requests per second (`h3lab load
+        /// --rate`) instead of as fast as the connections go.
+        rate: Option<Count>,
     },
     /// `streams` bodies of `size` downloaded in parallel.
     Download {
-        size: ByteSize,
+        /// Body size; `None` in a field run, which downloads a URL.
+        size: Option<ByteSize>,
         streams: Count,
         /// Connections carrying the streams; default one for h2/h3 and one
         /// per stream for h1.
@@ -67,6 +76,9 @@ pub(crate) enum Site {
     /// A captured page (`har = "page.har"`), imported once per run as a
     /// replay site with every origin on an address of its own.
     Har(Har),
+    /// A deployed page of a field run: the workload's `url`, or the
+    /// target's.
+    Remote,
 }
 
 /// A HAR a page workload replays, checked when the suite is read.
@@ -173,6 +185,8 @@ struct WorkloadTable {
     loader: Option<Loader>,
     visit: Option<Visit>,
     loads: Option<Count>,
+    url: Option<FieldUrl>,
+    rate: Option<Count>,
 }
 
 impl<'de> Deserialize<'de> for Workload {
@@ -201,6 +215,7 @@ impl WorkloadTable {
             ("loader", self.loader.is_some()),
             ("visit", self.visit.is_some()),
             ("loads", self.loads.is_some()),
+            ("rate", self.rate.is_some()),
         ];
         let takes = keys_of(kind);
         if let Some((key, _)) = given
@@ -220,7 +235,7 @@ impl WorkloadTable {
         };
         let load = match self.kind {
             WorkloadKind::Rps => Load::Rps {
-                size: self.size.ok_or_else(|| needs("size"))?,
+                size: self.size,
                 connections: self.connections.unwrap_or(Count(10)),
                 streams: self.streams.unwrap_or(Count(1)),
                 duration: self.duration.ok_or_else(|| needs("duration"))?,
@@ -229,9 +244,10 @@ impl WorkloadTable {
                     "p99" => RpsMetric::P99,
                     _ => RpsMetric::Throughput,
                 },
+                rate: self.rate,
             },
             WorkloadKind::Download => Load::Download {
-                size: self.size.ok_or_else(|| needs("size"))?,
+                size: self.size,
                 streams: self.streams.unwrap_or(Count(1)),
                 connections: self.connections,
                 metric: match metric(&["time", "rps"])?.as_str() {
@@ -255,19 +271,15 @@ impl WorkloadTable {
                 }
             }
             WorkloadKind::Page => {
-                let site = match (self.site.clone(), self.har.clone()) {
-                    (Some(site), None) => site,
-                    (None, Some(har)) => Site::Har(Har::check(har)?),
-                    (Some(_), Some(_)) => {
+                let site = match (self.site.clone(), self.har.clone(), &self.url) {
+                    (Some(site), None, None) => site,
+                    (None, Some(har), None) => Site::Har(Har::check(har)?),
+                    (None, None, _) => Site::Remote,
+                    _ => {
                         return Err(format!(
-                            "page workload `{name}` has both `site` and `har`; give one"
+                            "page workload `{name}` names more than one of `site`, `har` and \
+                             `url`; give one"
                         ))
-                    }
-                    (None, None) => {
-                        return Err(format!(
-                        "page workload `{name}` needs `site` (a shape: small, content, spa, cms; \
-                             or the directory of a static site) or `har` (a captured page)"
-                    ))
                     }
                 };
                 Load::Page {
@@ -282,6 +294,7 @@ impl WorkloadTable {
             name: self.name,
             profiles: self.profiles,
             load,
+            url: self.url,
         })
     }
 }
@@ -290,7 +303,14 @@ impl WorkloadTable {
 /// takes.
 fn keys_of(kind: WorkloadKind) -> &'static [&'static str] {
     match kind {
-        WorkloadKind::Rps => &["size", "connections", "streams", "duration", "metric"],
+        WorkloadKind::Rps => &[
+            "size",
+            "connections",
+            "streams",
+            "duration",
+            "metric",
+            "rate",
+        ],
         WorkloadKind::Download => &["size", "connections", "streams", "metric"],
         WorkloadKind::Ttfb => &["modes", "samples"],
         WorkloadKind::Page => &["site", "har", "loader", "visit", "loads"],
@@ -459,7 +479,7 @@ mod tests {
             "site = \"small\"",
             &format!("site = \"small\"\n{}", har("chrome.har")),
         );
-        assert!(error_of(&both).contains("both `site` and `har`"));
+        assert!(error_of(&both).contains("more than one of `site`, `har` and `url`"));
         let neither = PAGE.replace("site = \"small\"\n", "");
         assert!(error_of(&neither).contains("or `har` (a captured page)"));
     }

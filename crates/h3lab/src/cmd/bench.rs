@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
+use h3lab_bench::field::FieldTarget;
 use h3lab_bench::runner::{self, RunContext};
 use h3lab_bench::suite::Suite;
 use h3lab_bench::{presets, CellSpec};
@@ -16,9 +17,19 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Suite file (TOML, see docs/suite.md); default: the `default` preset.
-    #[arg(value_name = "SUITE.toml", conflicts_with = "preset")]
+    /// Suite file (TOML, see docs/suite.md), or a field run's results.json
+    /// to run again (same suite, same addresses); default: the `default`
+    /// preset.
+    #[arg(value_name = "SUITE.toml", conflicts_with_all = ["preset", "url"])]
     suite: Option<PathBuf>,
+    /// A field run of the `field` preset against this deployed page, over
+    /// the real path (docs/field.md).
+    #[arg(long, value_name = "URL", conflicts_with = "preset")]
+    url: Option<String>,
+    /// With --url: connect to ADDR for HOST:PORT instead of resolving HOST
+    /// (curl's --resolve); repeatable.
+    #[arg(long, value_name = "HOST:PORT:ADDR", requires = "url")]
+    resolve: Vec<String>,
     /// Run a built-in preset (see --list).
     #[arg(long, value_name = "NAME")]
     preset: Option<String>,
@@ -67,7 +78,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn load_suite(args: &Args) -> anyhow::Result<(Suite, Option<String>)> {
+    if let Some(url) = &args.url {
+        return Ok((
+            presets::field(url, &args.resolve)?,
+            Some("field".to_string()),
+        ));
+    }
     match (&args.suite, &args.preset) {
+        (Some(path), _) if is_json(path) => Ok((suite_of_results(path)?, None)),
         (Some(path), _) => Ok((Suite::from_file(path)?, None)),
         (None, preset) => {
             let name = preset.as_deref().unwrap_or("default");
@@ -76,6 +94,30 @@ fn load_suite(args: &Args) -> anyhow::Result<(Suite, Option<String>)> {
             Ok((suite, Some(canonical)))
         }
     }
+}
+
+fn is_json(path: &Path) -> bool {
+    path.extension().is_some_and(|ext| ext == "json")
+}
+
+/// The suite a field run's `results.json` recorded, pinned to the
+/// addresses it used.
+fn suite_of_results(path: &Path) -> anyhow::Result<Suite> {
+    let results = h3lab_report::load_results(path)?;
+    let field = results.field.with_context(|| {
+        format!(
+            "{} is a lab run's results, which do not hold their suite file; run its suite \
+             (or preset `{}`) instead",
+            path.display(),
+            results
+                .suite
+                .preset
+                .as_deref()
+                .unwrap_or(&results.suite.name)
+        )
+    })?;
+    Suite::rerun(&field.suite_toml, &field.pinned)
+        .with_context(|| format!("the suite recorded in {}", path.display()))
 }
 
 fn print_presets() -> anyhow::Result<()> {
@@ -108,12 +150,19 @@ fn run_suite(
         .prefix("h3lab-bench-")
         .tempdir()
         .context("cannot create a scratch directory")?;
-    let ctx = RunContext {
+    let mut ctx = RunContext {
         exe: std::env::current_exe().context("cannot find the h3lab executable")?,
         scratch: scratch.path().to_path_buf(),
         stop: stop.clone(),
         preset,
+        field: None,
     };
+    if suite.is_field() {
+        eprintln!("h3lab bench: checking what each origin offers, over the real path");
+        let field = FieldTarget::prepare(suite, &ctx.exe, &ctx.scratch)?;
+        eprint!("{}", h3lab_report::field_origins_text(&field.record));
+        ctx.field = Some(field);
+    }
     // Write an empty but valid result set first: even a run killed in its
     // first cell leaves files that say so.
     h3lab_report::write_all(&runner::new_results(suite, &ctx), out)?;

@@ -132,7 +132,12 @@ fn offer(args: OfferArgs) -> anyhow::Result<ExitCode> {
         .origins
         .iter()
         .find(|o| o.offered() == "none")
-        .map(|o| anyhow::anyhow!("{} offers no protocol h3lab could use; see the notes above", o.origin));
+        .map(|o| {
+            anyhow::anyhow!(
+                "{} offers no protocol h3lab could use; see the notes above",
+                o.origin
+            )
+        });
     finish(json, None, &report, unreachable)
 }
 

@@ -73,6 +73,7 @@ fn embeds_plot_data_for_every_condition() {
         &protocol_colours(&results),
         &conditions,
         crate::page_loads::page_violins(&pages),
+        &[],
     );
     assert_eq!(
         data,

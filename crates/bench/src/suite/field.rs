@@ -1,0 +1,266 @@
+//! The rules of a field suite: one whose `[target] url` names a deployed
+//! server. No server is started, every workload requests a URL over the
+//! real path (`real`) or an emulated one on top of it, and what a run may
+//! send a server it does not own is capped.
+
+use std::time::Duration;
+
+use super::target::{FieldUrl, Pin};
+use super::workload::{Load, RpsMetric, Site};
+use super::{Count, Suite};
+
+/// The profile with no emulation: the real path alone.
+pub(crate) const REAL: &str = "real";
+
+/// The pause after each cell unless the suite sets one: the write-ups'.
+pub(crate) const DEFAULT_PAUSE: Duration = Duration::from_secs(3);
+
+/// What a field run may ask of a server it does not own unless the suite
+/// sets `allow_heavy = true` (docs/field.md, "Politeness").
+pub(crate) mod caps {
+    /// Requests per second of an rps workload (an open model).
+    pub(crate) const RATE: u32 = 50;
+    /// Requests per second of an rps workload that names none.
+    pub(crate) const DEFAULT_RATE: u32 = 10;
+    /// How long an rps workload runs.
+    pub(crate) const DURATION_S: u64 = 30;
+    /// Connections of an rps or download workload (rps's default is 10).
+    pub(crate) const CONNECTIONS: u32 = 10;
+    /// Parallel streams of a download workload.
+    pub(crate) const STREAMS: u32 = 4;
+}
+
+impl Suite {
+    /// The suite a field run recorded (`toml`), with the addresses it used
+    /// (`pinned`, `HOST:PORT:ADDR`) pinned where the suite did not pin
+    /// them already, so a run again goes where the first one went.
+    pub fn rerun(toml: &str, pinned: &[String]) -> anyhow::Result<Suite> {
+        let mut suite = Suite::from_toml(toml)?;
+        for text in pinned {
+            let pin: Pin = text.parse().map_err(anyhow::Error::msg)?;
+            if !suite
+                .target
+                .resolve
+                .iter()
+                .any(|p| p.host_port == pin.host_port)
+            {
+                suite.target.resolve.push(pin);
+            }
+        }
+        Ok(suite)
+    }
+
+    /// Whether this is a field suite: `[target] url` names its pages.
+    pub fn is_field(&self) -> bool {
+        !self.target.url.is_empty()
+    }
+
+    /// Gives every page, ttfb and rps workload without a `url` the
+    /// target's: one workload per target URL, named after its page when
+    /// there are several.
+    pub(super) fn fill_field_urls(&mut self) {
+        let urls = self.target.url.clone();
+        if urls.is_empty() {
+            return;
+        }
+        let mut filled = Vec::new();
+        for workload in std::mem::take(&mut self.workloads) {
+            let takes_target = workload.url.is_none()
+                && matches!(
+                    workload.load,
+                    Load::Page { .. } | Load::Ttfb { .. } | Load::Rps { .. }
+                );
+            if !takes_target {
+                filled.push(workload);
+                continue;
+            }
+            for url in &urls {
+                let mut one = workload.clone();
+                if urls.len() > 1 {
+                    one.name = format!("{} {}", workload.name, short(url));
+                }
+                one.url = Some(url.clone());
+                filled.push(one);
+            }
+        }
+        self.workloads = filled;
+    }
+
+    /// A field suite's own rules, or a lab suite's refusal of field keys.
+    pub(super) fn check_field(&self) -> anyhow::Result<()> {
+        match self.is_field() {
+            true => self.check_field_suite(),
+            false => self.check_lab_suite(),
+        }
+    }
+
+    fn check_field_suite(&self) -> anyhow::Result<()> {
+        let name = &self.name;
+        let lab_only = [
+            ("server_cmd", self.target.server_cmd.is_some()),
+            ("servers", !self.target.servers.is_empty()),
+            ("initial_window", self.target.initial_window.is_some()),
+            ("port", self.target.port.is_some()),
+        ];
+        if let Some((key, _)) = lab_only.iter().find(|(_, set)| *set) {
+            anyhow::bail!(
+                "suite `{name}`: [target] `{key}` sets up a server h3lab starts, and a field run \
+                 (`url`) starts none; drop one of them"
+            );
+        }
+        anyhow::ensure!(
+            self.sweep.is_none(),
+            "suite `{name}`: a sweep changes the built-in server's settings, and a field run \
+             measures a server h3lab does not run; drop [sweep] or [target] url"
+        );
+        anyhow::ensure!(
+            !self.profiles.iter().any(|p| p == "loopback"),
+            "suite `{name}`: `loopback` runs both ends on this machine; a field run's profile \
+             with no emulation is `{REAL}`"
+        );
+        for workload in &self.workloads {
+            let what = format!(
+                "suite `{name}`: {} workload `{}`",
+                workload.kind(),
+                workload.name
+            );
+            if let Load::Page { site, .. } = &workload.load {
+                anyhow::ensure!(
+                    *site == Site::Remote,
+                    "{what} names a `site` or `har`, which a lab run serves; a field run loads \
+                     the target's pages (or the workload's `url`)"
+                );
+            }
+            let size = match &workload.load {
+                Load::Rps { size, .. } | Load::Download { size, .. } => *size,
+                _ => None,
+            };
+            anyhow::ensure!(
+                size.is_none(),
+                "{what} has a `size`, which sizes the lab server's bodies; a field run requests \
+                 `url` and takes what it answers"
+            );
+            anyhow::ensure!(
+                workload.url.is_some(),
+                "{what} needs `url`: the file to download from the target"
+            );
+            if !self.target.allow_heavy {
+                check_caps(&workload.load).map_err(|why| {
+                    anyhow::anyhow!(
+                        "{what}: {why}; a field run is capped so that it cannot flood a server \
+                         it does not own (docs/field.md); set [target] allow_heavy = true only \
+                         for your own server"
+                    )
+                })?;
+            }
+            if let Load::Rps { metric, .. } = &workload.load {
+                anyhow::ensure!(
+                    *metric != RpsMetric::Throughput,
+                    "{what} measures throughput, which means loading the server as hard as it \
+                     goes; a field run measures latency at a fixed rate: metric = \"p50\" or \"p99\""
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn check_lab_suite(&self) -> anyhow::Result<()> {
+        let name = &self.name;
+        let field_keys = [
+            ("origins", !self.target.origins.is_empty()),
+            ("resolve", !self.target.resolve.is_empty()),
+            ("pause", self.target.pause.is_some()),
+            ("place", self.target.place.is_some()),
+            ("allow_heavy", self.target.allow_heavy),
+            ("insecure", self.target.insecure),
+        ];
+        let field_profile = self.profiles.iter().any(|p| p == REAL);
+        let field_workload = self.workloads.iter().find(|w| w.url.is_some());
+        if let Some((key, _)) = field_keys.iter().find(|(_, set)| *set) {
+            anyhow::bail!("suite `{name}`: [target] `{key}` is for a field run; add [target] url");
+        }
+        anyhow::ensure!(
+            !field_profile,
+            "suite `{name}`: profile `{REAL}` is the real path to a deployed server; add [target] \
+             url, or use `loopback` for no emulation"
+        );
+        if let Some(workload) = field_workload {
+            anyhow::bail!(
+                "suite `{name}`: workload `{}` has a `url`, which only a field run requests; add \
+                 [target] url",
+                workload.name
+            );
+        }
+        for workload in &self.workloads {
+            let what = format!("{} workload `{}`", workload.kind(), workload.name);
+            match &workload.load {
+                Load::Page {
+                    site: Site::Remote, ..
+                } => anyhow::bail!(
+                    "{what} needs `site` (a shape: small, content, spa, cms; or the directory \
+                     of a static site) or `har` (a captured page); or, in a field suite, `url`"
+                ),
+                Load::Rps { size: None, .. } | Load::Download { size: None, .. } => {
+                    anyhow::bail!("{what} needs `size`")
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The profile names a suite may use besides built-in and its own.
+    pub(super) fn is_field_profile(&self, name: &str) -> bool {
+        self.is_field() && name == REAL
+    }
+}
+
+/// Why a workload asks more than a field run may, if it does.
+fn check_caps(load: &Load) -> Result<(), String> {
+    let over = |what: &str, asked: u64, cap: u64| -> Result<(), String> {
+        match asked > cap {
+            true => Err(format!("{what} {asked} is over the field cap of {cap}")),
+            false => Ok(()),
+        }
+    };
+    match load {
+        Load::Rps {
+            connections,
+            duration,
+            rate,
+            ..
+        } => {
+            over(
+                "rate",
+                rate.map_or(caps::DEFAULT_RATE, |r| r.0).into(),
+                caps::RATE.into(),
+            )?;
+            over("duration (s)", duration.0.as_secs(), caps::DURATION_S)?;
+            over(
+                "connections",
+                connections.0.into(),
+                caps::CONNECTIONS.into(),
+            )
+        }
+        Load::Download {
+            streams,
+            connections,
+            ..
+        } => {
+            over("streams", streams.0.into(), caps::STREAMS.into())?;
+            let connections = connections.unwrap_or(Count(1));
+            over(
+                "connections",
+                connections.0.into(),
+                caps::CONNECTIONS.into(),
+            )
+        }
+        Load::Ttfb { .. } | Load::Page { .. } => Ok(()),
+    }
+}
+
+/// `host/path` of a URL, for a workload's name.
+fn short(url: &FieldUrl) -> String {
+    let host = url.0.host_str().unwrap_or_default();
+    format!("{host}{}", url.0.path())
+}

@@ -1,0 +1,519 @@
+//! Field mode against a "remote" site: a network namespace these tests
+//! make, reached from this machine's own network through a veth pair, with
+//! a site served by servers h3lab does not start (Caddy: h1, h2 and h3;
+//! nginx: h1 and h2) under real-looking host names, and a test certificate
+//! authority trusted the way the system's are (`SSL_CERT_FILE`), never
+//! through `--ca` or `--insecure`. They need root, Caddy and nginx: they
+//! skip with a message without them, and fail in CI.
+
+mod common;
+
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{namespaces_left, results, EXE};
+use h3lab_results::bench::{Outcome, Results};
+use h3lab_results::Proto;
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+
+/// Caddy's site: h1, h2 and h3.
+const SITE: &str = "www.field.test";
+/// nginx's: h1 and h2 only (Debian's nginx has no QUIC).
+const OLD_SITE: &str = "old.field.test";
+
+static SITES: AtomicU32 = AtomicU32::new(0);
+
+/// The remote site: its namespace, its servers, its certificate authority.
+struct RemoteSite {
+    namespace: String,
+    /// The root namespace's end of the veth pair.
+    device: String,
+    /// Caddy's address (`SITE`); nginx's is the next one (`OLD_SITE`).
+    caddy: SocketAddr,
+    nginx: SocketAddr,
+    servers: Vec<Child>,
+    dir: tempfile::TempDir,
+}
+
+impl RemoteSite {
+    /// Each test's site in a /24 of its own in 198.51.100.0/22 (TEST-NET-2
+    /// and the next ones), so tests running side by side do not meet.
+    fn start(caddy: &Path, nginx: &Path) -> RemoteSite {
+        let n = SITES.fetch_add(1, Ordering::Relaxed);
+        let pid = std::process::id();
+        let subnet = format!("198.51.{}", 100 + n);
+        let dir = tempfile::tempdir().unwrap();
+        let namespace = format!("h3lab-{pid}-site{n}");
+        let device = format!("h3s{}-{n}", pid % 100_000);
+        ip(&["netns", "add", &namespace]);
+        ip(&[
+            "link", "add", &device, "type", "veth", "peer", "name", "eth0", "netns", &namespace,
+        ]);
+        ip(&["addr", "add", &format!("{subnet}.1/24"), "dev", &device]);
+        ip(&["link", "set", &device, "up"]);
+        for address in [2, 3] {
+            ip(&[
+                "-n",
+                &namespace,
+                "addr",
+                "add",
+                &format!("{subnet}.{address}/24"),
+                "dev",
+                "eth0",
+            ]);
+        }
+        ip(&["-n", &namespace, "link", "set", "eth0", "up"]);
+        ip(&["-n", &namespace, "link", "set", "lo", "up"]);
+        ip(&[
+            "-n",
+            &namespace,
+            "route",
+            "add",
+            "default",
+            "via",
+            &format!("{subnet}.1"),
+        ]);
+        let mut site = RemoteSite {
+            caddy: format!("{subnet}.2:443").parse().unwrap(),
+            nginx: format!("{subnet}.3:443").parse().unwrap(),
+            namespace,
+            device,
+            servers: Vec::new(),
+            dir,
+        };
+        site.write_certificates();
+        h3lab_site::generate(h3lab_site::Shape::Small, 3, &site.root()).unwrap();
+        site.start_caddy(caddy);
+        site.start_nginx(nginx);
+        for addr in [site.caddy, site.nginx] {
+            wait_for_tcp(addr);
+        }
+        site
+    }
+
+    fn root(&self) -> PathBuf {
+        self.dir.path().join("site")
+    }
+
+    /// The test authority (`ca.pem`, the system trust store of these
+    /// tests) and one leaf for both host names.
+    fn write_certificates(&self) {
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "h3lab field test CA");
+        let ca_key = KeyPair::generate().unwrap();
+        let ca = ca_params.self_signed(&ca_key).unwrap();
+        std::fs::write(self.dir.path().join("ca.pem"), ca.pem()).unwrap();
+        let issuer = Issuer::new(ca_params, ca_key);
+        let params = CertificateParams::new(vec![SITE.to_string(), OLD_SITE.to_string()]).unwrap();
+        let key = KeyPair::generate().unwrap();
+        let leaf = params.signed_by(&key, &issuer).unwrap();
+        std::fs::write(self.dir.path().join("leaf.pem"), leaf.pem()).unwrap();
+        std::fs::write(self.dir.path().join("leaf.key"), key.serialize_pem()).unwrap();
+    }
+
+    fn trust_store(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    fn start_caddy(&mut self, caddy: &Path) {
+        let dir = self.dir.path();
+        let config = dir.join("Caddyfile");
+        std::fs::write(
+            &config,
+            format!(
+                "{{\n\tadmin off\n\tpersist_config off\n\tauto_https off\n\tservers {{\n\t\tprotocols h1 h2 h3\n\t}}\n}}\n\
+                 https://{SITE}:443 {{\n\tbind {ip}\n\ttls {cert} {key}\n\troot * {root}\n\tfile_server\n}}\n",
+                ip = self.caddy.ip(),
+                cert = dir.join("leaf.pem").display(),
+                key = dir.join("leaf.key").display(),
+                root = self.root().display(),
+            ),
+        )
+        .unwrap();
+        let mut command = self.command(caddy);
+        command
+            .args(["run", "--adapter", "caddyfile", "--config"])
+            .arg(&config)
+            .env("XDG_DATA_HOME", dir)
+            .env("XDG_CONFIG_HOME", dir);
+        self.servers.push(command.spawn().unwrap());
+    }
+
+    fn start_nginx(&mut self, nginx: &Path) {
+        let dir = self.dir.path();
+        // nginx's workers run as nobody when started as root.
+        std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let config = dir.join("nginx.conf");
+        std::fs::write(
+            &config,
+            format!(
+                "daemon off;\nworker_processes 1;\npid {dir}/nginx.pid;\nerror_log stderr;\nevents {{}}\n\
+                 http {{\n  access_log off;\n  client_body_temp_path {dir}/body;\n  \
+                 server {{\n    listen {addr} ssl http2;\n    server_name {OLD_SITE};\n    \
+                 ssl_certificate {dir}/leaf.pem;\n    ssl_certificate_key {dir}/leaf.key;\n    \
+                 root {root};\n  }}\n}}\n",
+                dir = dir.display(),
+                addr = self.nginx,
+                root = self.root().display(),
+            ),
+        )
+        .unwrap();
+        let mut command = self.command(nginx);
+        command.arg("-c").arg(&config);
+        self.servers.push(command.spawn().unwrap());
+    }
+
+    /// `program` inside the site's namespace, quiet.
+    fn command(&self, program: &Path) -> Command {
+        let mut command = Command::new("ip");
+        command
+            .args(["netns", "exec", &self.namespace])
+            .arg(program)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        command
+    }
+
+    /// `--resolve` rules for both host names.
+    fn pins(&self) -> [String; 2] {
+        [
+            format!("{SITE}:443:{}", self.caddy.ip()),
+            format!("{OLD_SITE}:443:{}", self.nginx.ip()),
+        ]
+    }
+
+    /// `h3lab ARGS` trusting the test authority as the system's.
+    fn h3lab(&self, args: &[&str]) -> Output {
+        Command::new(EXE)
+            .args(args)
+            .env("SSL_CERT_FILE", self.trust_store())
+            .env_remove("SSL_CERT_DIR")
+            .output()
+            .unwrap()
+    }
+
+    /// `h3lab bench SUITE --out OUT`, trusting the test authority; also
+    /// whether the run left namespaces or gateway rules behind.
+    fn bench(&self, suite: &str, out: &Path) -> (Output, bool) {
+        let file = out.with_extension("toml");
+        std::fs::write(&file, suite).unwrap();
+        let child = Command::new(EXE)
+            .arg("bench")
+            .arg(&file)
+            .arg("--out")
+            .arg(out)
+            .env("SSL_CERT_FILE", self.trust_store())
+            .env_remove("SSL_CERT_DIR")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let output = child.wait_with_output().unwrap();
+        (output, namespaces_left(pid) || gateway_rules_left(pid))
+    }
+}
+
+impl Drop for RemoteSite {
+    fn drop(&mut self) {
+        for server in &mut self.servers {
+            let _ = server.kill();
+            let _ = server.wait();
+        }
+        // Caddy and nginx run as children of `ip netns exec`, which
+        // exec'd them: killed above. The veth pair goes with the namespace.
+        let _ = Command::new("ip")
+            .args(["netns", "delete", &self.namespace])
+            .status();
+        let _ = Command::new("ip")
+            .args(["link", "delete", &self.device])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+fn ip(args: &[&str]) {
+    let status = Command::new("ip").args(args).status().unwrap();
+    assert!(status.success(), "ip {}", args.join(" "));
+}
+
+/// Waits until `addr` accepts TCP: the server is up.
+fn wait_for_tcp(addr: SocketAddr) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        assert!(Instant::now() < deadline, "no server came up on {addr}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Whether iptables still holds a gateway rule of the process `pid`.
+fn gateway_rules_left(pid: u32) -> bool {
+    ["nat", "filter"].iter().any(|table| {
+        let out = Command::new("iptables")
+            .args(["-t", table, "-S"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).contains(&format!("h3lab-gw-{pid}-"))
+    })
+}
+
+/// The remote site, or `None` (the test skips, or fails in CI) without
+/// root, Caddy or nginx.
+fn remote_site() -> Option<RemoteSite> {
+    if !h3lab_testenv::root() {
+        return None;
+    }
+    let (Some(caddy), Some(nginx)) = (h3lab_testenv::caddy(), h3lab_testenv::nginx()) else {
+        return None;
+    };
+    Some(RemoteSite::start(&caddy, &nginx))
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn load_page_and_offer_reach_the_remote_site_through_the_system_trust_store() {
+    let Some(site) = remote_site() else { return };
+    let [pin, old_pin] = site.pins();
+    let url = format!("https://{SITE}/");
+    for proto in ["h1", "h2", "h3"] {
+        let output = site.h3lab(&["load", &url, "-n", "3", "--proto", proto, "--resolve", &pin]);
+        assert!(
+            output.status.success(),
+            "load over {proto}: {}",
+            text(&output)
+        );
+    }
+    let output = site.h3lab(&["page", &url, "-n", "1", "--proto", "h3", "--resolve", &pin]);
+    assert!(output.status.success(), "page: {}", text(&output));
+    let json = site.dir.path().join("offer.json");
+    let old_url = format!("https://{OLD_SITE}/");
+    let output = site.h3lab(&[
+        "probe",
+        "offer",
+        &url,
+        &old_url,
+        "--resolve",
+        &pin,
+        "--resolve",
+        &old_pin,
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "offer: {}", text(&output));
+    let report: h3lab_results::offer::OfferReport =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let caddy = &report.origins[0];
+    assert_eq!(
+        (caddy.h1, caddy.h2, caddy.h3),
+        (Some(true), Some(true), Some(true))
+    );
+    assert!(
+        caddy.alt_svc.as_deref().is_some_and(|a| a.contains("h3=")),
+        "{caddy:?}"
+    );
+    let nginx = &report.origins[1];
+    assert_eq!(
+        (nginx.h1, nginx.h2, nginx.h3),
+        (Some(true), Some(true), Some(false))
+    );
+    assert_eq!(nginx.alt_svc, None);
+}
+
+/// A suite on the real path and on a 40 ms path emulated on top of it.
+fn field_suite(url: &str, pins: &[String], protocols: &str, workloads: &str) -> String {
+    let pins: Vec<String> = pins.iter().map(|p| format!("\"{p}\"")).collect();
+    format!(
+        "name = \"field-test\"\nprotocols = [{protocols}]\nprofiles = [\"real\", \"wan\"]\n\
+         repetitions = 1\n\
+         [target]\nurl = \"{url}\"\nresolve = [{pins}]\npause = \"0s\"\nplace = \"test namespace\"\n\
+         [[profile]]\nname = \"wan\"\nrtt = \"40ms\"\ndown = \"100mbit\"\nup = \"100mbit\"\nloss = \"0%\"\n\
+         {workloads}",
+        pins = pins.join(", ")
+    )
+}
+
+fn ok_cells<'a>(
+    results: &'a Results,
+    profile: &str,
+    workload: &str,
+) -> Vec<&'a h3lab_results::bench::CellRecord> {
+    results
+        .cells
+        .iter()
+        .filter(|c| c.profile == profile && c.workload == workload && c.outcome == Outcome::Ok)
+        .collect()
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    h3lab_results::quantile::median(&mut values).expect("values")
+}
+
+#[test]
+fn a_field_suite_runs_every_protocol_on_the_real_path_and_with_a_profile_on_top() {
+    let Some(site) = remote_site() else { return };
+    let out = site.dir.path().join("run");
+    let suite = field_suite(
+        &format!("https://{SITE}/"),
+        &site.pins(),
+        "\"h1\", \"h2\", \"h3\", \"auto\"",
+        "[[workload]]\nkind = \"page\"\nname = \"page\"\nloads = 2\n\
+         [[workload]]\nkind = \"ttfb\"\nname = \"first-byte\"\nmodes = [\"cold\"]\nsamples = 3\n",
+    );
+    let (output, left_behind) = site.bench(&suite, &out);
+    assert!(output.status.success(), "bench failed: {}", text(&output));
+    assert!(!left_behind, "namespaces or NAT rules left behind");
+    let results = results(&out);
+    let field = results
+        .field
+        .as_ref()
+        .expect("a field run records its target");
+    assert_eq!(field.urls, [format!("https://{SITE}/")]);
+    assert_eq!(field.pinned, [site.pins()[0].clone()]);
+    assert_eq!(field.origins[0].offered(), "h1, h2, h3");
+    assert_eq!(field.place.as_deref(), Some("test namespace"));
+    // 2 loads × 4 protocols + 3 samples × 3 protocols, on each profile.
+    assert_eq!(results.cells.len(), 2 * (2 * 4 + 3 * 3));
+    assert!(
+        results.cells.iter().all(|c| c.outcome == Outcome::Ok),
+        "{:?}",
+        results.cells.iter().map(|c| &c.outcome).collect::<Vec<_>>()
+    );
+    // The protocols take turns load by load.
+    let first: Vec<Proto> = results.cells[..4].iter().map(|c| c.protocol).collect();
+    assert_eq!(first, [Proto::H1, Proto::H2, Proto::H3, Proto::Auto]);
+    // Each forced row used its protocol for every response; auto's first
+    // visit starts on TCP.
+    for cell in ok_cells(&results, "real path + wan", "page") {
+        let report: h3lab_results::page::PageReport =
+            serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
+        let used: Vec<&str> = report.loads[0]
+            .resources
+            .iter()
+            .map(|r| r.protocol.as_deref().unwrap())
+            .collect();
+        match cell.protocol {
+            Proto::Auto => assert_eq!(used[0], "h2", "{used:?}"),
+            Proto::H1 => assert!(used.iter().all(|u| *u == "http/1.1"), "{used:?}"),
+            forced => assert!(
+                used.iter().all(|u| *u == forced.name()),
+                "{forced}: {used:?}"
+            ),
+        }
+    }
+    // The emulated round trip adds to the real path's, as measured by the
+    // connections themselves: real + 40 ms, within 10 %.
+    let rtt = |profile: &str| {
+        median(
+            ok_cells(&results, profile, "first-byte")
+                .iter()
+                .filter_map(|c| c.measured_rtt_ms)
+                .collect(),
+        )
+    };
+    let (real, on_top) = (rtt("real path"), rtt("real path + wan"));
+    eprintln!("measured round trip: real path {real:.2} ms, real path + 40 ms: {on_top:.2} ms");
+    let expected = real + 40.0;
+    assert!(
+        (on_top - expected).abs() <= 0.1 * expected,
+        "real {real} ms, on top {on_top} ms"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for shown in [
+        "Field run",
+        "real path + wan",
+        "What each load used",
+        "drift",
+        SITE,
+    ] {
+        assert!(html.contains(shown), "the report shows {shown}");
+    }
+}
+
+#[test]
+fn a_forced_protocol_the_origin_does_not_offer_fails_naming_the_origin() {
+    let Some(site) = remote_site() else { return };
+    let out = site.dir.path().join("run");
+    let suite = field_suite(
+        &format!("https://{OLD_SITE}/"),
+        &site.pins(),
+        "\"h2\", \"h3\", \"auto\"",
+        "[[workload]]\nkind = \"page\"\nname = \"page\"\nloads = 1\n",
+    );
+    let (output, left_behind) = site.bench(&suite, &out);
+    assert!(
+        !output.status.success(),
+        "the h3 row failed: {}",
+        text(&output)
+    );
+    assert!(!left_behind);
+    let results = results(&out);
+    for cell in &results.cells {
+        match (cell.protocol, &cell.outcome) {
+            (Proto::H3, Outcome::Failed { error }) => assert!(
+                error.contains(&format!("https://{OLD_SITE}:443 does not offer h3")),
+                "{error}"
+            ),
+            (Proto::H3, other) => panic!("h3 against nginx: {other:?}"),
+            (_, outcome) => assert_eq!(*outcome, Outcome::Ok, "{}", cell.protocol),
+        }
+    }
+}
+
+#[test]
+fn an_unreachable_host_a_bad_certificate_and_a_refused_connection_are_named() {
+    let Some(site) = remote_site() else { return };
+    let unused = format!("{}", site.caddy.ip())
+        .rsplit_once('.')
+        .unwrap()
+        .0
+        .to_string()
+        + ".9";
+    let cases = [
+        (format!("{SITE}:443:{unused}"), true, "offers no protocol"),
+        (site.pins()[0].clone(), false, "no trusted root"),
+        (
+            format!("{SITE}:8443:{}", site.caddy.ip()),
+            true,
+            "Connection refused",
+        ),
+    ];
+    for (pin, trusted, expected) in cases {
+        let port = pin.split(':').nth(1).unwrap();
+        let url = format!("https://{SITE}:{port}/");
+        let mut command = Command::new(EXE);
+        command.args(["bench", "--url", &url, "--resolve", &pin, "--dry-run"]);
+        let dry = command.output().unwrap();
+        assert!(dry.status.success(), "{}", text(&dry));
+        let mut command = Command::new(EXE);
+        command
+            .args(["bench", "--url", &url, "--resolve", &pin, "--out"])
+            .arg(site.dir.path().join("refused"))
+            .env_remove("SSL_CERT_DIR");
+        match trusted {
+            true => command.env("SSL_CERT_FILE", site.trust_store()),
+            false => command.env("SSL_CERT_FILE", "/dev/null"),
+        };
+        let output = command.output().unwrap();
+        let said = text(&output);
+        assert!(!output.status.success(), "{pin}: {said}");
+        assert!(
+            said.contains(expected),
+            "{pin}: expected `{expected}` in {said}"
+        );
+        assert!(!said.contains("panicked"), "{said}");
+    }
+}
