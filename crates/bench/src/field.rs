@@ -141,10 +141,7 @@ type Resolved = BTreeMap<String, Vec<String>>;
 /// per `host:port` the cells use: the suite's own, an IP address as
 /// itself, else the first IPv4 address the system's resolver gives (the
 /// emulated paths carry IPv4).
-fn resolve(
-    suite: &Suite,
-    urls: &[FieldUrl],
-) -> anyhow::Result<(Resolved, Vec<Pin>)> {
+fn resolve(suite: &Suite, urls: &[FieldUrl]) -> anyhow::Result<(Resolved, Vec<Pin>)> {
     let mut resolved = BTreeMap::new();
     let mut pins = Vec::new();
     for url in urls {

@@ -26,6 +26,12 @@ const OLD_SITE: &str = "old.field.test";
 
 static SITES: AtomicU32 = AtomicU32::new(0);
 
+/// Held by each test for its whole run: every test changes this machine's
+/// own network (a remote site's veth pair, the gateways of emulated
+/// profiles), and Chromium on the real path takes any address change for
+/// a network change (`ERR_NETWORK_CHANGED`) and fails its requests.
+static ROOT_NETWORK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The remote site: its namespace, its servers, its certificate authority.
 struct RemoteSite {
     namespace: String,
@@ -36,12 +42,18 @@ struct RemoteSite {
     nginx: SocketAddr,
     servers: Vec<Child>,
     dir: tempfile::TempDir,
+    _network: std::sync::MutexGuard<'static, ()>,
 }
 
 impl RemoteSite {
     /// Each test's site in a /24 of its own in 198.51.100.0/22 (TEST-NET-2
     /// and the next ones), so tests running side by side do not meet.
     fn start(caddy: &Path, nginx: &Path) -> RemoteSite {
+        // A test that failed while holding it leaves it poisoned; the
+        // network it guards is still fine.
+        let network = ROOT_NETWORK
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let n = SITES.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
         let subnet = format!("198.51.{}", 100 + n);
@@ -53,6 +65,11 @@ impl RemoteSite {
             "link", "add", &device, "type", "veth", "peer", "name", "eth0", "netns", &namespace,
         ]);
         ip(&["addr", "add", &format!("{subnet}.1/24"), "dev", &device]);
+        // No IPv6 address detection on this machine's end (see ROOT_NETWORK).
+        let _ = std::fs::write(
+            format!("/proc/sys/net/ipv6/conf/{device}/disable_ipv6"),
+            "1",
+        );
         ip(&["link", "set", &device, "up"]);
         for address in [2, 3] {
             ip(&[
@@ -83,6 +100,7 @@ impl RemoteSite {
             device,
             servers: Vec::new(),
             dir,
+            _network: network,
         };
         site.write_certificates();
         h3lab_site::generate(h3lab_site::Shape::Small, 3, &site.root()).unwrap();
@@ -199,12 +217,51 @@ impl RemoteSite {
             .unwrap()
     }
 
+    /// A home whose NSS database (where Chromium on Linux looks for the
+    /// system's authorities beside its own) trusts the test authority.
+    fn chromium_home(&self, certutil: &Path) -> PathBuf {
+        let home = self.dir.path().join("home");
+        let db = home.join(".pki/nssdb");
+        std::fs::create_dir_all(&db).unwrap();
+        let db = format!("sql:{}", db.display());
+        let run = |args: &[&str]| {
+            let status = Command::new(certutil)
+                .args(args)
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success(), "certutil {}", args.join(" "));
+        };
+        run(&["-d", &db, "-N", "--empty-password"]);
+        let ca = self.trust_store();
+        run(&[
+            "-d",
+            &db,
+            "-A",
+            "-n",
+            "h3lab field test CA",
+            "-t",
+            "C,,",
+            "-i",
+            ca.to_str().unwrap(),
+        ]);
+        home
+    }
+
     /// `h3lab bench SUITE --out OUT`, trusting the test authority; also
     /// whether the run left namespaces or gateway rules behind.
     fn bench(&self, suite: &str, out: &Path) -> (Output, bool) {
+        self.bench_with_home(suite, out, None)
+    }
+
+    fn bench_with_home(&self, suite: &str, out: &Path, home: Option<&Path>) -> (Output, bool) {
         let file = out.with_extension("toml");
         std::fs::write(&file, suite).unwrap();
-        let child = Command::new(EXE)
+        let mut command = Command::new(EXE);
+        if let Some(home) = home {
+            command.env("HOME", home);
+        }
+        let child = command
             .arg("bench")
             .arg(&file)
             .arg("--out")
@@ -265,15 +322,35 @@ fn gateway_rules_left(pid: u32) -> bool {
 }
 
 /// The remote site, or `None` (the test skips, or fails in CI) without
-/// root, Caddy or nginx.
+/// root, iptables, Caddy or nginx.
 fn remote_site() -> Option<RemoteSite> {
-    if !h3lab_testenv::root() {
+    if !h3lab_testenv::root() || h3lab_testenv::iptables().is_none() {
         return None;
     }
     let (Some(caddy), Some(nginx)) = (h3lab_testenv::caddy(), h3lab_testenv::nginx()) else {
         return None;
     };
     Some(RemoteSite::start(&caddy, &nginx))
+}
+
+/// The errors of a run's failed cells, for a failure message.
+fn failed_cells(out: &Path) -> String {
+    let Ok(text) = std::fs::read_to_string(out.join("results.json")) else {
+        return "no results.json".to_string();
+    };
+    let results: Results = serde_json::from_str(&text).unwrap();
+    let failed: Vec<String> = results
+        .cells
+        .iter()
+        .filter_map(|c| match &c.outcome {
+            Outcome::Failed { error } => Some(format!(
+                "{} {} {}: {error}",
+                c.profile, c.workload, c.protocol
+            )),
+            _ => None,
+        })
+        .collect();
+    failed.join("\n")
 }
 
 fn text(output: &Output) -> String {
@@ -374,7 +451,12 @@ fn a_field_suite_runs_every_protocol_on_the_real_path_and_with_a_profile_on_top(
          [[workload]]\nkind = \"ttfb\"\nname = \"first-byte\"\nmodes = [\"cold\"]\nsamples = 3\n",
     );
     let (output, left_behind) = site.bench(&suite, &out);
-    assert!(output.status.success(), "bench failed: {}", text(&output));
+    assert!(
+        output.status.success(),
+        "bench failed: {}\n{}",
+        failed_cells(&out),
+        text(&output)
+    );
     assert!(!left_behind, "namespaces or NAT rules left behind");
     let results = results(&out);
     let field = results
@@ -440,6 +522,48 @@ fn a_field_suite_runs_every_protocol_on_the_real_path_and_with_a_profile_on_top(
         SITE,
     ] {
         assert!(html.contains(shown), "the report shows {shown}");
+    }
+}
+
+#[test]
+fn chromium_loads_the_remote_site_trusting_the_system_store_on_both_paths() {
+    let Some(site) = remote_site() else { return };
+    let (Some(_), Some(certutil)) = (h3lab_testenv::chromium(), h3lab_testenv::certutil()) else {
+        return;
+    };
+    let home = site.chromium_home(&certutil);
+    let out = site.dir.path().join("run");
+    let suite = field_suite(
+        &format!("https://{SITE}/"),
+        &site.pins(),
+        "\"h2\", \"h3\", \"auto\"",
+        "[[workload]]\nkind = \"page\"\nname = \"page\"\nloader = \"chromium\"\nloads = 1\n",
+    );
+    let (output, left_behind) = site.bench_with_home(&suite, &out, Some(&home));
+    assert!(
+        output.status.success(),
+        "bench failed: {}",
+        failed_cells(&out)
+    );
+    assert!(!left_behind, "namespaces or NAT rules left behind");
+    let results = results(&out);
+    assert_eq!(results.cells.len(), 2 * 3);
+    for cell in &results.cells {
+        let report: h3lab_results::page::PageReport =
+            serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
+        let used: Vec<&str> = report.loads[0]
+            .resources
+            .iter()
+            .map(|r| r.protocol.as_deref().unwrap_or("?"))
+            .collect();
+        match cell.protocol {
+            Proto::Auto => assert_eq!(used[0], "h2", "{}: {used:?}", cell.profile),
+            forced => assert!(
+                used.iter().all(|u| *u == forced.name()),
+                "{} {forced}: {used:?}",
+                cell.profile
+            ),
+        }
     }
 }
 

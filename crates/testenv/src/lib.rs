@@ -1,7 +1,8 @@
 //! Whether a test that needs something from the machine can run: root,
 //! unprivileged user namespaces with an open TUN device, Chromium, Caddy,
-//! nginx, a real documentation site, the shared traces, a Kubernetes schema
-//! validator. One rule everywhere: in CI (`CI=true`) a
+//! nginx, NSS's certutil, iptables, a real documentation site, the shared
+//! traces, a Kubernetes schema validator. One rule everywhere: in CI
+//! (`CI=true`) a
 //! missing precondition fails the test, naming what is missing and how to
 //! provide it (`.ci/run` provides all of them); on a developer's machine the
 //! test prints that message and skips.
@@ -82,6 +83,28 @@ pub fn chromium() -> Option<PathBuf> {
         &["chromium", "chromium-browser"],
         &[],
         "Chromium is not installed: `apt-get install chromium` (.ci/run does), or set H3LAB_CHROMIUM",
+    ))
+}
+
+/// NSS's `certutil`, which adds a private certificate authority to the
+/// database Chromium trusts on Linux (`$HOME/.pki/nssdb`).
+pub fn certutil() -> Option<PathBuf> {
+    runs(find(
+        "H3LAB_CERTUTIL",
+        &["certutil"],
+        &[],
+        "NSS's certutil is not installed: `apt-get install libnss3-tools` (.ci/run does), or set \
+         H3LAB_CERTUTIL",
+    ))
+}
+
+/// `iptables`, which a field run's emulated profiles need for NAT.
+pub fn iptables() -> Option<PathBuf> {
+    runs(find(
+        "H3LAB_IPTABLES",
+        &["iptables"],
+        &[PathBuf::from("/usr/sbin/iptables")],
+        "iptables is not installed: `apt-get install iptables` (.ci/run does)",
     ))
 }
 

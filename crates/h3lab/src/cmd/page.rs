@@ -229,10 +229,11 @@ fn loader_options(args: &Args, replay: Option<&Replay>) -> LoaderOptions {
 }
 
 fn chromium_options(args: &Args, replay: Option<&Replay>) -> ChromiumOptions {
-    let trust = match (&args.spki, &args.ca) {
-        (Some(spki), _) => Trust::SpkiSha256Base64(spki.clone()),
-        (None, Some(ca)) => Trust::CaFile(ca.clone()),
-        (None, None) => Trust::Insecure,
+    let trust = match (&args.spki, &args.ca, args.insecure) {
+        (Some(spki), _, _) => Trust::SpkiSha256Base64(spki.clone()),
+        (None, Some(ca), _) => Trust::CaFile(ca.clone()),
+        (None, None, true) => Trust::Insecure,
+        (None, None, false) => Trust::System,
     };
     ChromiumOptions {
         binary: args.chromium.clone(),

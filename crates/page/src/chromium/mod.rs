@@ -145,12 +145,18 @@ pub enum Trust {
     /// Chromium does not apply it to QUIC: h3 needs a trusted certificate
     /// or one of the pins above.
     Insecure,
+    /// The system's authorities, as Chromium trusts them on Linux: its
+    /// root store and NSS's database (`$HOME/.pki/nssdb`), where a private
+    /// authority is added with `certutil`. Chromium does not read
+    /// `SSL_CERT_FILE`.
+    System,
 }
 
 impl Trust {
-    /// The Chromium flag that carries this trust.
-    fn flag(&self) -> Result<String> {
-        Ok(match self {
+    /// The Chromium flag that carries this trust; none for the system's.
+    fn flag(&self) -> Result<Option<String>> {
+        Ok(Some(match self {
+            Trust::System => return Ok(None),
             Trust::SpkiSha256Base64(spki) => {
                 format!("--ignore-certificate-errors-spki-list={spki}")
             }
@@ -166,7 +172,7 @@ impl Trust {
                 format!("--ignore-certificate-errors-spki-list={spki}")
             }
             Trust::Insecure => "--ignore-certificate-errors".to_string(),
-        })
+        }))
     }
 }
 
@@ -250,7 +256,7 @@ pub fn load_page(
             .map(|rule| format!("{}:{}", rule.host, rule.port)),
     );
     let mut flags = browser::protocol_flags(options.proto, &quic_origins);
-    flags.push(options.trust.flag()?);
+    flags.extend(options.trust.flag()?);
     flags.push(host_resolver_rules(host, &options.resolve));
 
     let report = run(url, options, &binary, &flags, on_load);
