@@ -4,14 +4,14 @@
 # machine's network through a veth pair, serving a generated site under
 # real-looking host names with servers h3lab does not start, and a test
 # certificate authority to trust as the system's (SSL_CERT_FILE).
-#   www.field.test  192.0.2.2:443  Caddy (h1, h2, h3)
-#   old.field.test  192.0.2.3:443  nginx (h1, h2)
+#   www.field.test  198.51.110.2:443  Caddy (h1, h2, h3)
+#   old.field.test  198.51.110.3:443  nginx (h1, h2)
 # Usage (as root):
 #   scripts/field-site.sh up DIR     start it; DIR gets ca.pem, the site, the logs
 #   scripts/field-site.sh down DIR   stop it and remove the namespace
 # Then, for example:
 #   SSL_CERT_FILE=DIR/ca.pem h3lab bench --url https://www.field.test/ \
-#     --resolve www.field.test:443:192.0.2.2
+#     --resolve www.field.test:443:198.51.110.2
 # The same site as crates/h3lab/tests/field.rs builds for its tests.
 set -euo pipefail
 
@@ -45,6 +45,10 @@ h3lab=${H3LAB:-$here/../target/release/h3lab}
 [[ -x $h3lab ]] || die "h3lab is not built at $h3lab: cargo build --release (or set H3LAB)"
 command -v openssl >/dev/null || die "openssl is not installed: apt-get install openssl"
 
+if ip -4 -o addr show | grep -q "inet 198\.51\.110\."; then
+  die "198.51.110.0/24 is already in use here (by this machine, or a site left up: $0 down DIR)"
+fi
+
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 chmod 755 "$dir"
@@ -65,13 +69,13 @@ rm -rf "$dir/site"
 
 ip netns add "$ns"
 ip link add "$device" type veth peer name eth0 netns "$ns"
-ip addr add 192.0.2.1/24 dev "$device"
+ip addr add 198.51.110.1/24 dev "$device"
 ip link set "$device" up
-ip -n "$ns" addr add 192.0.2.2/24 dev eth0
-ip -n "$ns" addr add 192.0.2.3/24 dev eth0
+ip -n "$ns" addr add 198.51.110.2/24 dev eth0
+ip -n "$ns" addr add 198.51.110.3/24 dev eth0
 ip -n "$ns" link set eth0 up
 ip -n "$ns" link set lo up
-ip -n "$ns" route add default via 192.0.2.1
+ip -n "$ns" route add default via 198.51.110.1
 
 cat > "$dir/Caddyfile" <<CADDY
 {
@@ -83,7 +87,7 @@ cat > "$dir/Caddyfile" <<CADDY
 	}
 }
 https://www.field.test:443 {
-	bind 192.0.2.2
+	bind 198.51.110.2
 	tls $dir/leaf.pem $dir/leaf.key
 	root * $dir/site
 	file_server
@@ -100,7 +104,7 @@ http {
   client_body_temp_path $dir/body;
   include /etc/nginx/mime.types;
   server {
-    listen 192.0.2.3:443 ssl http2;
+    listen 198.51.110.3:443 ssl http2;
     server_name old.field.test;
     ssl_certificate $dir/leaf.pem;
     ssl_certificate_key $dir/leaf.key;
@@ -113,5 +117,5 @@ XDG_DATA_HOME=$dir XDG_CONFIG_HOME=$dir ip netns exec "$ns" "$caddy" run --adapt
 echo $! > "$dir/caddy.pid"
 ip netns exec "$ns" "$nginx" -c "$dir/nginx.conf" > "$dir/nginx.out" 2>&1 &
 echo $! > "$dir/nginx.pid"
-echo "field site up: www.field.test 192.0.2.2 (Caddy), old.field.test 192.0.2.3 (nginx)"
+echo "field site up: www.field.test 198.51.110.2 (Caddy), old.field.test 198.51.110.3 (nginx)"
 echo "trust it with SSL_CERT_FILE=$dir/ca.pem; stop it with $0 down $dir"

@@ -197,6 +197,7 @@ fn measure_field(
         url,
         pins: field.pins(),
         insecure: suite.target.insecure,
+        allow_heavy: suite.target.allow_heavy,
     };
     let before = usage::Reading::now(None, path.as_ref());
     let outcome = client::run(

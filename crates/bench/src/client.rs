@@ -54,6 +54,8 @@ pub(crate) enum Aim<'a> {
         url: &'a FieldUrl,
         pins: &'a [String],
         insecure: bool,
+        /// The suite lifted the field caps, so `h3lab load` lifts its own.
+        allow_heavy: bool,
     },
 }
 
@@ -66,6 +68,17 @@ impl Aim<'_> {
             }
             (Aim::Field { url, .. }, _) => Ok(url.to_string()),
             (Aim::Lab(_), None) => bail!("a lab workload needs a size"),
+        }
+    }
+
+    /// `h3lab load`'s own caps against a server outside this machine,
+    /// lifted when the suite lifted the field caps.
+    fn add_load_flags(&self, command: &mut Command) {
+        if let Aim::Field {
+            allow_heavy: true, ..
+        } = self
+        {
+            command.arg("--allow-heavy");
         }
     }
 
@@ -116,6 +129,7 @@ pub(crate) fn run(
             ..
         } => {
             command.arg("load").arg(aim.body_url(*size)?);
+            aim.add_load_flags(&mut command);
             // h1 has no multiplexing: one request at a time per connection.
             let streams = match spec.protocol {
                 Proto::H1 => 1,
@@ -142,6 +156,7 @@ pub(crate) fn run(
             ..
         } => {
             command.arg("load").arg(aim.body_url(*size)?);
+            aim.add_load_flags(&mut command);
             // h1 has no multiplexing: parallel streams need connections.
             let connections = match (spec.protocol, connections) {
                 (Proto::H1, _) => streams.0,

@@ -210,7 +210,7 @@ impl Connector {
     async fn connect_h3(&self) -> Result<Connection, ClientError> {
         let start = Instant::now();
         let conn = self.finish_quic_handshake(self.start_quic()?).await?;
-        h3_connection(conn, start).await
+        h3_connection(conn, start, true).await
     }
 
     /// A new connection that reuses an earlier session where it can: TLS
@@ -224,11 +224,11 @@ impl Connector {
         }
         let start = Instant::now();
         let connecting = self.start_quic()?;
-        let conn = match connecting.into_0rtt() {
-            Ok((conn, _accepted)) => conn,
-            Err(connecting) => self.finish_quic_handshake(connecting).await?,
+        let (conn, handshake_done) = match connecting.into_0rtt() {
+            Ok((conn, _accepted)) => (conn, false),
+            Err(connecting) => (self.finish_quic_handshake(connecting).await?, true),
         };
-        h3_connection(conn, start).await
+        h3_connection(conn, start, handshake_done).await
     }
 
     /// h3 with the request in 0-RTT when a ticket allows it. Returns the
@@ -251,7 +251,6 @@ impl Connector {
                 ))
             }
         };
-        let path_rtt = Some(conn.rtt());
         let mut sender = start_h3(conn).await?;
         let response = match timeout(self.connect_timeout, sender.send(template)).await {
             Err(_) => return Err(self.no_quic_answer()),
@@ -262,7 +261,9 @@ impl Connector {
             tcp_connect: None,
             handshake: Some(start.elapsed()),
             resumed: None,
-            path_rtt,
+            // Known once the handshake has completed, as it has when the
+            // early data's fate is.
+            path_rtt: sender.quic_rtt(),
         };
         Ok((response, sender, timing, accepted))
     }
@@ -469,13 +470,19 @@ where
 }
 
 /// An h3 connection over `conn`, its handshake timed from `start`: the
-/// same for a full handshake and for 0-RTT.
-async fn h3_connection(conn: quinn::Connection, start: Instant) -> Result<Connection, ClientError> {
+/// same for a full handshake and for 0-RTT. Before the handshake is done
+/// (0-RTT) QUIC has no RTT sample yet, only its initial guess (333 ms),
+/// so the path's round trip is unknown then.
+async fn h3_connection(
+    conn: quinn::Connection,
+    start: Instant,
+    handshake_done: bool,
+) -> Result<Connection, ClientError> {
     let timing = ConnectTiming {
         tcp_connect: None,
         handshake: Some(start.elapsed()),
         resumed: None,
-        path_rtt: Some(conn.rtt()),
+        path_rtt: handshake_done.then(|| conn.rtt()),
     };
     let sender = start_h3(conn).await?;
     Ok(Connection { sender, timing })

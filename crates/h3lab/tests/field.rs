@@ -46,8 +46,8 @@ struct RemoteSite {
 }
 
 impl RemoteSite {
-    /// Each test's site in a /24 of its own in 198.51.100.0/22 (TEST-NET-2
-    /// and the next ones), so tests running side by side do not meet.
+    /// The site in the first /24 from 198.51.100.0 (TEST-NET-2) on that
+    /// this machine does not use itself.
     fn start(caddy: &Path, nginx: &Path) -> RemoteSite {
         // A test that failed while holding it leaves it poisoned; the
         // network it guards is still fine.
@@ -56,7 +56,7 @@ impl RemoteSite {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let n = SITES.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
-        let subnet = format!("198.51.{}", 100 + n);
+        let subnet = free_subnet();
         let dir = tempfile::tempdir().unwrap();
         let namespace = format!("h3lab-{pid}-site{n}");
         let device = format!("h3s{}-{n}", pid % 100_000);
@@ -296,6 +296,19 @@ impl Drop for RemoteSite {
     }
 }
 
+/// `198.51.N` for the first N from 100 whose /24 no interface here has.
+fn free_subnet() -> String {
+    let out = Command::new("ip")
+        .args(["-4", "-o", "addr", "show"])
+        .output()
+        .unwrap();
+    let used = String::from_utf8_lossy(&out.stdout).into_owned();
+    (100..=199)
+        .map(|n| format!("198.51.{n}"))
+        .find(|subnet| !used.contains(&format!("inet {subnet}.")))
+        .expect("a free /24 in 198.51.100.0 to 198.51.199.0")
+}
+
 fn ip(args: &[&str]) {
     let status = Command::new("ip").args(args).status().unwrap();
     assert!(status.success(), "ip {}", args.join(" "));
@@ -374,6 +387,14 @@ fn load_page_and_offer_reach_the_remote_site_through_the_system_trust_store() {
             text(&output)
         );
     }
+    // A flood of a server outside this machine is refused before it starts.
+    let output = site.h3lab(&["load", &url, "-c", "50", "-z", "20s", "--resolve", &pin]);
+    assert!(!output.status.success());
+    let said = text(&output);
+    assert!(
+        said.contains("outside this machine") && said.contains("--allow-heavy"),
+        "{said}"
+    );
     let output = site.h3lab(&["page", &url, "-n", "1", "--proto", "h3", "--resolve", &pin]);
     assert!(output.status.success(), "page: {}", text(&output));
     let json = site.dir.path().join("offer.json");
@@ -640,4 +661,97 @@ fn an_unreachable_host_a_bad_certificate_and_a_refused_connection_are_named() {
         );
         assert!(!said.contains("panicked"), "{said}");
     }
+}
+
+#[test]
+fn rps_at_a_polite_rate_and_a_download_of_a_named_url_run_against_the_remote_site() {
+    let Some(site) = remote_site() else { return };
+    let out = site.dir.path().join("run");
+    let suite = field_suite(
+        &format!("https://{SITE}/"),
+        &site.pins(),
+        "\"h2\", \"h3\"",
+        &format!(
+            "[[workload]]\nkind = \"rps\"\nname = \"latency\"\nmetric = \"p50\"\nrate = 20\n\
+             connections = 2\nduration = \"2s\"\n\
+             [[workload]]\nkind = \"download\"\nname = \"hero\"\nurl = \"https://{SITE}/img/hero.png\"\n"
+        ),
+    );
+    let (output, left_behind) = site.bench(&suite, &out);
+    assert!(
+        output.status.success(),
+        "bench failed: {}\n{}",
+        failed_cells(&out),
+        text(&output)
+    );
+    assert!(!left_behind);
+    let results = results(&out);
+    let hero = std::fs::metadata(site.root().join("img/hero.png"))
+        .unwrap()
+        .len();
+    for cell in &results.cells {
+        match cell.workload.as_str() {
+            // An open model at 20 requests per second for 2 s.
+            "latency" => assert!(
+                (30..=41).contains(&cell.requests),
+                "{} requests",
+                cell.requests
+            ),
+            _ => assert_eq!(cell.bytes, hero, "the whole file, once"),
+        }
+    }
+    // More than the caps is refused unless the suite owns up to it.
+    let heavy = suite.replace("rate = 20", "rate = 500");
+    let (output, _) = site.bench(&heavy, &site.dir.path().join("heavy"));
+    assert!(!output.status.success());
+    assert!(
+        text(&output).contains("over the field cap"),
+        "{}",
+        text(&output)
+    );
+}
+
+#[test]
+fn ctrl_c_keeps_the_cells_so_far_and_leaves_no_namespace_rule_or_forwarding_behind() {
+    let Some(site) = remote_site() else { return };
+    let forwarding = || std::fs::read_to_string("/proc/sys/net/ipv4/ip_forward").unwrap();
+    let before = forwarding();
+    let out = site.dir.path().join("run");
+    let suite = field_suite(
+        &format!("https://{SITE}/"),
+        &site.pins(),
+        "\"h2\", \"h3\"",
+        "[[workload]]\nkind = \"page\"\nname = \"page\"\nloads = 50\nprofiles = [\"wan\"]\n",
+    );
+    let file = out.with_extension("toml");
+    std::fs::write(&file, suite).unwrap();
+    let mut child = Command::new(EXE)
+        .arg("bench")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .env("SSL_CERT_FILE", site.trust_store())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(out.join("results.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<Results>(&text).ok())
+        .is_none_or(|results| results.cells.len() < 2)
+    {
+        assert!(Instant::now() < deadline, "no two cells within 60 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "Ctrl-C exit code");
+    let results = results(&out);
+    assert!(results.interrupted && results.cells.len() >= 2 && results.cells.len() < 100);
+    assert!(results.field.is_some());
+    assert!(!namespaces_left(child.id()), "namespaces left behind");
+    assert!(!gateway_rules_left(child.id()), "NAT rules left behind");
+    assert_eq!(forwarding(), before, "ip_forward as it was");
 }

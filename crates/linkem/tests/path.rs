@@ -503,6 +503,14 @@ impl RemoteHost {
     const ADDRESS: &str = "203.0.113.2";
 
     fn start() -> RemoteHost {
+        let out = Command::new("ip")
+            .args(["-4", "-o", "addr", "show"])
+            .output()
+            .unwrap();
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains("inet 203.0.113."),
+            "this machine uses 203.0.113.0/24 (TEST-NET-3) itself, which this test needs"
+        );
         let name = format!("h3lab-{}-remote", std::process::id());
         let device = format!("h3rt{}", std::process::id() % 100_000);
         let run = |args: &str| {

@@ -57,6 +57,9 @@ pub struct LoadConfig {
     pub shard: Option<Shard>,
     /// `--start-at`: begin at this wall-clock instant, as every worker does.
     pub start_at: Option<StartAt>,
+    /// `--allow-heavy`: no caps against a server outside this machine
+    /// (`politeness`).
+    pub allow_heavy: bool,
 }
 
 /// An unsplit test: the one part of one.
@@ -125,6 +128,7 @@ impl LoadConfig {
             resolve: Vec::new(),
             shard: None,
             start_at: None,
+            allow_heavy: false,
         }
     }
 

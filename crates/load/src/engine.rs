@@ -140,6 +140,7 @@ fn started_late(start: &StartAt, began: SystemTime) -> Duration {
 
 async fn preflight(config: &LoadConfig) -> anyhow::Result<(SocketAddr, Option<SharedDiscovery>)> {
     let addr = config.target.resolve(&config.resolve).await?;
+    crate::politeness::check(config, addr.ip())?;
     if config.proto == Proto::Auto {
         let discovery = first_call(config, addr).await?;
         return Ok((addr, Some(discovery)));

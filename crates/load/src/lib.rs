@@ -14,6 +14,7 @@ mod engine;
 mod host;
 mod pacer;
 mod plan;
+mod politeness;
 mod progress;
 mod report;
 mod schedule;

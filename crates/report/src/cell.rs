@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::bottleneck::Bottleneck;
 use crate::difference::{seed_for, Difference};
+use crate::format::short;
 use crate::histogram::LatencySummary;
 use crate::stats::SampleStats;
 
@@ -80,7 +81,14 @@ pub struct CellSummary {
     pub metric: String,
     pub unit: String,
     pub higher_is_better: bool,
+    /// The round trip the profile's emulated path adds.
     pub path_rtt_ms: f64,
+    /// A field run's: the cell ran over the real path (plus the profile's
+    /// emulation, if any), so its round trip is what was measured.
+    pub on_real_path: bool,
+    /// In a field run, the median round trip the profile's cells measured
+    /// over their own connections; `None` when none measured one.
+    pub measured_rtt_ms: Option<f64>,
     /// Repetitions recorded, successful or not.
     pub repetitions: usize,
     pub failures: Vec<Failure>,
@@ -145,12 +153,36 @@ impl CellSummary {
         }
     }
 
-    /// For time-to-first-byte cells on an emulated path: the median in
-    /// round trips of the path (the unit handshake costs are counted in).
+    /// The path's round trip: the emulated one, or on a real path the
+    /// measured one (`None` when nothing measured it).
+    pub fn round_trip_ms(&self) -> Option<f64> {
+        match self.on_real_path {
+            true => self.measured_rtt_ms,
+            false => Some(self.path_rtt_ms),
+        }
+    }
+
+    /// What the report says of the path's round trip beside a profile:
+    /// `path RTT 20 ms`, or on a real path `measured round trip 21.3 ms`
+    /// with the part the profile's emulation adds.
+    pub fn round_trip_label(&self) -> String {
+        let added = match self.path_rtt_ms > 0.0 {
+            true => format!(", {} ms of it emulated", short(self.path_rtt_ms)),
+            false => String::new(),
+        };
+        match (self.on_real_path, self.measured_rtt_ms) {
+            (false, _) => format!("path RTT {} ms", short(self.path_rtt_ms)),
+            (true, Some(measured)) => format!("measured round trip {} ms{added}", short(measured)),
+            (true, None) => format!("round trip not measured{added}"),
+        }
+    }
+
+    /// For time-to-first-byte cells: the median in round trips of the
+    /// path (the unit handshake costs are counted in), where it is known.
     pub fn median_rtts(&self) -> Option<f64> {
         let median = self.stats.as_ref()?.median;
-        (self.kind == Some(WorkloadKind::Ttfb) && self.path_rtt_ms > 0.0)
-            .then(|| median / self.path_rtt_ms)
+        let rtt = self.round_trip_ms().filter(|rtt| *rtt > 0.0)?;
+        (self.kind == Some(WorkloadKind::Ttfb)).then(|| median / rtt)
     }
 
     /// Failures with the same error, together: `(repetitions, error)` in

@@ -54,6 +54,7 @@ struct Row<'a> {
     client_cpu_per_gb_s: Option<f64>,
     failures: String,
     problems: String,
+    measured_rtt_ms: Option<f64>,
 }
 
 impl<'a> Row<'a> {
@@ -107,6 +108,7 @@ impl<'a> Row<'a> {
                 .collect::<Vec<_>>()
                 .join("; "),
             problems: s.problems.join("; "),
+            measured_rtt_ms: s.measured_rtt_ms,
         }
     }
 }

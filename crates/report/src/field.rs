@@ -94,6 +94,26 @@ fn drift_title(profile: &str) -> String {
     format!("Measured round trip, {profile}")
 }
 
+/// The median measured round trip of each profile's successful cells.
+pub(crate) fn measured_rtt_by_profile(results: &Results) -> BTreeMap<String, f64> {
+    let mut by_profile: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let measured = results.cells.iter().filter(|c| c.outcome == Outcome::Ok);
+    for cell in measured {
+        if let Some(rtt) = cell.measured_rtt_ms {
+            by_profile
+                .entry(cell.profile.clone())
+                .or_default()
+                .push(rtt);
+        }
+    }
+    by_profile
+        .into_iter()
+        .filter_map(|(profile, mut values)| {
+            h3lab_results::quantile::median(&mut values).map(|median| (profile, median))
+        })
+        .collect()
+}
+
 /// Median, min and max of the measured round trip per profile and
 /// protocol, in the order the run met them.
 pub(crate) fn drift_rows(results: &Results) -> Vec<DriftRow> {
@@ -233,6 +253,24 @@ pub fn field_origins_text(field: &FieldRun) -> String {
             offered_word(origin.h2),
             offered_word(origin.h3),
             origin.alt_svc.as_deref().unwrap_or("none")
+        ));
+    }
+    text
+}
+
+/// The measured round trip per profile and protocol, as `h3lab bench`
+/// prints it after a field run: `real path + broadband h3: 20.4 ms
+/// [20.1, 23.0] over 10 cells`.
+pub fn field_drift_text(results: &Results) -> String {
+    let mut text = String::new();
+    let rows = drift_rows(results);
+    if !rows.is_empty() {
+        text.push_str("measured round trip (median [min, max]):\n");
+    }
+    for row in rows {
+        text.push_str(&format!(
+            "  {} {}: {:.1} ms [{:.1}, {:.1}] over {} cells\n",
+            row.profile, row.protocol, row.median_ms, row.min_ms, row.max_ms, row.n
         ));
     }
     text

@@ -273,7 +273,7 @@ fn summary_section(
                 "excludes zero, else “no clear difference”; fewer than two repetitions on a side give no interval." }
             @for profile in profiles_in_order(summaries) {
                 @let block: Vec<&CellSummary> = summaries.iter().filter(|s| s.key.profile == profile).collect();
-                h3 { (profile) span.sub { " · path RTT " (short(block.first().map_or(0.0, |s| s.path_rtt_ms))) " ms"
+                h3 { (profile) span.sub { " · " (block.first().map_or(String::new(), |s| s.round_trip_label()))
                     @if let Some(loss) = path_impairments(results, &profile) { " · " (loss) } } }
                 @let windows = settings::common_windows(&block);
                 @if let Some(windows) = &windows { p.hint { (windows) } }

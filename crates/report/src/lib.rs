@@ -42,7 +42,7 @@ use h3lab_results::bench::{Results, RESULTS_SCHEMA};
 pub use compare::compare;
 pub use difference::{seed_for, Call, Difference};
 pub use distribution::{distribution_html, Chart, Series};
-pub use field::field_origins_text;
+pub use field::{field_drift_text, field_origins_text};
 pub use table::terminal_table;
 
 use csv_out::write_csv;

@@ -33,7 +33,8 @@ pub(crate) fn page_violins<'p>(
 /// One profile of a page workload.
 pub(crate) struct PageCondition<'a> {
     pub(crate) profile: String,
-    pub(crate) path_rtt_ms: f64,
+    /// `path RTT 20 ms`, or a real path's measured round trip.
+    pub(crate) round_trip: String,
     /// Every load time in this profile, one violin per protocol.
     pub(crate) violin: ViolinPlot,
     /// One per protocol, in suite order.
@@ -141,7 +142,7 @@ fn add_cell<'a, 'w>(
             );
             workload.conditions.push(PageCondition {
                 profile: key.profile.clone(),
-                path_rtt_ms: summary.path_rtt_ms,
+                round_trip: summary.round_trip_label(),
                 violin,
                 cells: Vec::new(),
                 axis_ms: 0.0,

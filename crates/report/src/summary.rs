@@ -51,6 +51,13 @@ pub fn summarize(results: &Results) -> Vec<CellSummary> {
         .map(|(key, records)| summarize_cell(key, &records, &results.suite.baseline))
         .collect();
     fill_baseline_differences(&mut summaries, &results.suite.baseline);
+    if results.field.is_some() {
+        let measured = crate::field::measured_rtt_by_profile(results);
+        for summary in &mut summaries {
+            summary.on_real_path = true;
+            summary.measured_rtt_ms = measured.get(&summary.key.profile).copied();
+        }
+    }
     summaries
 }
 
@@ -166,6 +173,8 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
         unit: metric.map_or_else(String::new, |m| m.unit.clone()),
         higher_is_better: metric.is_some_and(|m| m.higher_is_better),
         path_rtt_ms: described_by.map_or(0.0, |r| r.path_rtt_ms),
+        on_real_path: false,
+        measured_rtt_ms: None,
         repetitions: records.len(),
         failures: failures(records),
         interrupted: records

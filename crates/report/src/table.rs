@@ -13,7 +13,7 @@ use h3lab_results::WorkloadKind;
 use crate::captures::compare_captures;
 use crate::cell::CellSummary;
 use crate::format::list_repetitions;
-use crate::format::{fraction_as_percent, maybe, short};
+use crate::format::{fraction_as_percent, maybe};
 use crate::settings;
 use crate::studies::compare_claims;
 use crate::summary::{path_impairments, summarize};
@@ -101,7 +101,9 @@ fn profile_block(
     block: &[&CellSummary],
     baseline: &str,
 ) -> String {
-    let rtt = block.first().map_or(0.0, |s| s.path_rtt_ms);
+    let round_trip = block
+        .first()
+        .map_or(String::new(), |s| s.round_trip_label());
     let header: Vec<String> = [
         "proto",
         "n",
@@ -123,7 +125,7 @@ fn profile_block(
         .collect();
     let widths = column_widths(std::iter::once(&header).chain(rows.iter().flatten()));
     let loss = loss.map_or(String::new(), |loss| format!(", {loss}"));
-    let mut out = format!("\n{profile} (path RTT {} ms{loss})\n", short(rtt));
+    let mut out = format!("\n{profile} ({round_trip}{loss})\n");
     let common_windows = settings::common_windows(block);
     if let Some(windows) = &common_windows {
         out.push_str(&wrapped(0, windows));

@@ -202,6 +202,10 @@ fn run_suite(
         eprintln!("warning: writing intermediate results failed once: {err:#}");
     }
     out!("{}", h3lab_report::terminal_table(&results));
+    if let Some(field) = &results.field {
+        out!("\n{}", h3lab_report::field_origins_text(field));
+        out!("{}", h3lab_report::field_drift_text(&results));
+    }
     outln!("\nresults: {}", out.join("results.json").display());
     outln!("table:   {}", out.join("results.csv").display());
     outln!("report:  {}", out.join("report.html").display());

@@ -94,6 +94,11 @@ pub struct Args {
     /// as every worker of a split test does; -z then runs from there.
     #[arg(long, value_name = "TIME", value_parser = h3lab_load::parse_start_at)]
     pub start_at: Option<StartAt>,
+    /// Lift the caps on a load against a server outside this machine (at
+    /// most 10 connections; closed model: 1,000 requests or 10 s; open
+    /// model: 100 requests per second for 60 s). Only for a server you run.
+    #[arg(long)]
+    pub allow_heavy: bool,
 }
 
 /// `h3lab load merge`: one report from the reports of a test's workers.
@@ -254,6 +259,7 @@ fn load_config(args: Args) -> anyhow::Result<LoadConfig> {
     config.qlog = args.qlog;
     config.shard = args.shard;
     config.start_at = args.start_at;
+    config.allow_heavy = args.allow_heavy;
     config.validate()?;
     Ok(config)
 }

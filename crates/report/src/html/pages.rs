@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use maud::{html, Markup};
 
 use super::protocol_badge;
-use crate::format::{maybe, number, short};
+use crate::format::{maybe, number};
 use crate::page_loads::{MedianLoad, PageCell, PageCondition, PageWorkload};
 use crate::waterfall::{legend, waterfall_svg};
 
@@ -71,7 +71,7 @@ fn columns_table(workload: &PageWorkload, colours: &BTreeMap<String, String>) ->
                             td {
                                 @if index == 0 {
                                     (condition.profile) br;
-                                    span.unit { "path RTT " (short(condition.path_rtt_ms)) " ms" }
+                                    span.unit { (condition.round_trip) }
                                 }
                             }
                             td.nowrap { (protocol_badge(colours, &cell.summary.key.protocol)) }
