@@ -177,7 +177,9 @@ fn measure_field(
     field: &FieldTarget,
     record: &mut CellRecord,
 ) -> anyhow::Result<()> {
-    let seed = suite.seed.wrapping_add(u64::from(spec.repetition));
+    // Each load its own seed (its own loss pattern), the same for every
+    // protocol of that load.
+    let seed = suite.seed.wrapping_add(u64::from(spec.record_repetition()));
     let settings = crate::profile::settings(suite, &spec.profile, seed)?;
     record.path_rtt_ms = settings.as_ref().map_or(0.0, |s| s.rtt as f64 / 1e6);
     let mut path = settings
@@ -491,7 +493,7 @@ fn empty_record(spec: &CellSpec) -> CellRecord {
         kind: spec.workload.kind(),
         protocol: spec.protocol,
         mode: spec.mode,
-        repetition: spec.repetition,
+        repetition: spec.record_repetition(),
         path_rtt_ms: 0.0,
         outcome: Outcome::Ok,
         metric: Metric {

@@ -14,7 +14,7 @@ use linkem::EmulatedPath;
 
 use crate::environment;
 use crate::profile;
-use crate::spec::CellSpec;
+use crate::spec::{CellSpec, Unit};
 use crate::suite::{Load, PublishedFigure, Site, Suite, Workload};
 use crate::sweep::Sweep;
 use h3lab_results::bench::{
@@ -59,13 +59,15 @@ pub fn plan(suite: &Suite) -> Vec<CellSpec> {
 
 /// A field run's loads (page) or samples (ttfb) of one repetition, each
 /// a cell; one cell of the whole workload otherwise.
-fn units_of(suite: &Suite, workload: &Workload) -> Vec<Option<u32>> {
-    let units = match (&workload.load, suite.is_field()) {
+fn units_of(suite: &Suite, workload: &Workload) -> Vec<Option<Unit>> {
+    let count = match (&workload.load, suite.is_field()) {
         (Load::Page { loads, .. }, true) => loads.0,
         (Load::Ttfb { samples, .. }, true) => samples.0,
         _ => return vec![None],
     };
-    (0..units).map(Some).collect()
+    (0..count)
+        .map(|index| Some(Unit { index, count }))
+        .collect()
 }
 
 /// Rough wall time of a cell: set-up plus the workload's own length on the
@@ -469,6 +471,34 @@ modes = ["cold", "0rtt"]
         );
         assert!(cells.iter().all(|c| c.mode.unwrap().applies_to(c.protocol)));
         assert_eq!(cells.iter().filter(|c| c.protocol == Proto::H3).count(), 4);
+    }
+
+    #[test]
+    fn a_field_run_takes_turns_load_by_load_and_counts_each_load_as_a_repetition() {
+        let suite = Suite::from_toml(
+            "name = \"t\"\nprotocols = [\"h2\", \"h3\"]\nprofiles = [\"real\"]\nrepetitions = 2\n\
+             [target]\nurl = \"https://www.site.test/\"\n\
+             [[workload]]\nkind = \"page\"\nname = \"p\"\nloads = 2\n",
+        )
+        .unwrap();
+        let cells = plan(&suite);
+        let labels: Vec<String> = cells.iter().map(CellSpec::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "real p h2 #1.1",
+                "real p h3 #1.1",
+                "real p h2 #1.2",
+                "real p h3 #1.2",
+                "real p h2 #2.1",
+                "real p h3 #2.1",
+                "real p h2 #2.2",
+                "real p h3 #2.2"
+            ]
+        );
+        let counted: Vec<u32> = cells.iter().map(CellSpec::record_repetition).collect();
+        assert_eq!(counted, [0, 0, 1, 1, 2, 2, 3, 3]);
+        assert!(cells.iter().all(|c| c.workload.url.is_some()));
     }
 
     #[test]

@@ -19,14 +19,26 @@ pub struct CellSpec {
     /// In a field run, which load (page) or sample (ttfb) of the
     /// repetition this cell is: each is a cell of its own, so the
     /// protocols take turns load by load on a path that drifts.
-    pub(crate) unit: Option<u32>,
+    pub(crate) unit: Option<Unit>,
+}
+
+/// One load (page) or sample (ttfb) of a field run's repetition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Unit {
+    /// Which, from 0.
+    pub(crate) index: u32,
+    /// Of how many in the repetition.
+    pub(crate) count: u32,
 }
 
 impl CellSpec {
     /// A short label for progress lines: `broadband api-1KB h3 #2`.
     pub fn label(&self) -> String {
         let mode = self.mode.map(|m| format!(" {m}")).unwrap_or_default();
-        let unit = self.unit.map(|u| format!(".{}", u + 1)).unwrap_or_default();
+        let unit = self
+            .unit
+            .map(|u| format!(".{}", u.index + 1))
+            .unwrap_or_default();
         format!(
             "{} {}{} {} #{}{unit}",
             self.profile,
@@ -35,6 +47,16 @@ impl CellSpec {
             self.protocol,
             self.repetition + 1
         )
+    }
+
+    /// The repetition its record counts as: in a field run each load or
+    /// sample is one of its own (the statistics resample them as such),
+    /// numbered on through the suite's repetitions.
+    pub(crate) fn record_repetition(&self) -> u32 {
+        match self.unit {
+            Some(unit) => self.repetition * unit.count + unit.index,
+            None => self.repetition,
+        }
     }
 
     /// The workload's name, with the swept setting when there is one.

@@ -172,9 +172,16 @@ fn every_table_fits_1280_pixels_and_every_plot_has_ticks_on_both_axes() {
     // CPU-bound), whose own figure is the CPU per GB.
     let study_d: Results =
         serde_json::from_str(include_str!("data/study-d.json")).expect("tests/data/study-d.json");
+    // A field run against scripts/field-site.sh's stand-in site (2026-11-28,
+    // docs/suites/field-demo.toml cut to two loads per protocol, the first
+    // byte of one site, and no histograms; its 0-RTT cells' round trips
+    // left out, recorded by a build that took QUIC's initial guess).
+    let field: Results = serde_json::from_str(include_str!("data/field-demo.json"))
+        .expect("tests/data/field-demo.json");
     let runs = [
         ("default", default_run),
         ("study-d", study_d),
+        ("field", field),
         ("synthetic", synthetic_results()),
     ];
     for (name, results) in runs {
@@ -182,9 +189,20 @@ fn every_table_fits_1280_pixels_and_every_plot_has_ticks_on_both_axes() {
             PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("h3lab-layout-{name}"));
         h3lab_report::write_all(&results, &out_dir).expect("write report");
         let report = out_dir.join("report.html");
+        let html = std::fs::read_to_string(&report).unwrap();
         if name == "study-d" {
-            let html = std::fs::read_to_string(&report).unwrap();
             assert_eq!(html.matches(r#"id="cpu-"#).count(), 1, "its CPU per GB");
+        }
+        if name == "field" {
+            assert_eq!(
+                html.matches(r#"id="drift-"#).count(),
+                3,
+                "a drift plot per profile"
+            );
+            assert!(
+                html.contains("measured round trip"),
+                "the real path's round trip"
+            );
         }
         check_layout(&browser, name, &report);
     }

@@ -264,3 +264,95 @@ fn short(url: &FieldUrl) -> String {
     let host = url.0.host_str().unwrap_or_default();
     format!("{host}{}", url.0.path())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::error_of;
+    use super::*;
+
+    const FIELD: &str = "name = \"t\"\nprotocols = [\"h2\", \"h3\"]\nprofiles = [\"real\"]\n\
+                         [target]\nurl = [\"https://a.test/\", \"https://b.test/x\"]\n";
+
+    #[test]
+    fn workloads_without_a_url_take_each_of_the_targets() {
+        let suite = Suite::from_toml(&format!(
+            "{FIELD}[[workload]]\nkind = \"page\"\nname = \"home\"\n\
+             [[workload]]\nkind = \"download\"\nname = \"dl\"\nurl = \"https://a.test/big\"\n"
+        ))
+        .unwrap();
+        let names: Vec<(&str, String)> = suite
+            .workloads
+            .iter()
+            .map(|w| (w.name(), w.url.as_ref().unwrap().to_string()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("home a.test/", "https://a.test/".to_string()),
+                ("home b.test/x", "https://b.test/x".to_string()),
+                ("dl", "https://a.test/big".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn field_and_lab_keys_do_not_mix_and_the_caps_hold() {
+        let page = "[[workload]]\nkind = \"page\"\nname = \"home\"\n";
+        let cases = [
+            (format!("{FIELD}server_cmd = \"caddy run\"\n{page}"), "starts none"),
+            (FIELD.replace("[\"real\"]", "[\"loopback\"]") + page, "is `real`"),
+            (format!("{FIELD}{page}site = \"small\"\n"), "names a `site` or `har`"),
+            (format!("{FIELD}[[workload]]\nkind = \"download\"\nname = \"d\"\n"), "needs `url`"),
+            (format!("{FIELD}[[workload]]\nkind = \"rps\"\nname = \"r\"\nduration = \"5s\"\n"), "measures throughput"),
+            (
+                format!("{FIELD}[[workload]]\nkind = \"rps\"\nname = \"r\"\nmetric = \"p50\"\nrate = 51\nduration = \"5s\"\n"),
+                "rate 51 is over the field cap of 50",
+            ),
+            (
+                format!("{FIELD}[[workload]]\nkind = \"rps\"\nname = \"r\"\nmetric = \"p50\"\nsize = \"1KB\"\nduration = \"5s\"\n"),
+                "has a `size`",
+            ),
+            (FIELD.replace("https://a.test/", "http://a.test/") + page, "not an https:// URL"),
+            (FIELD.replace("url = [", "resolve = [\"a.test:x:1.2.3.4\"]\nurl = [") + page, "is not a port"),
+            (
+                "name = \"t\"\nprotocols = [\"h2\"]\nprofiles = [\"real\"]\n[[workload]]\nkind = \"page\"\nname = \"p\"\nsite = \"small\"\n".to_string(),
+                "profile `real` is the real path",
+            ),
+            (
+                "name = \"t\"\nprotocols = [\"h2\"]\nprofiles = [\"broadband\"]\n[target]\npause = \"1s\"\n[[workload]]\nkind = \"page\"\nname = \"p\"\nsite = \"small\"\n".to_string(),
+                "`pause` is for a field run",
+            ),
+            (
+                "name = \"t\"\nprotocols = [\"h2\"]\nprofiles = [\"broadband\"]\n[[workload]]\nkind = \"page\"\nname = \"p\"\n".to_string(),
+                "in a field suite, `url`",
+            ),
+        ];
+        for (text, expected) in cases {
+            let err = error_of(&text);
+            assert!(err.contains(expected), "expected `{expected}` in: {err}");
+        }
+        let heavy = format!(
+            "{FIELD}allow_heavy = true\n[[workload]]\nkind = \"rps\"\nname = \"r\"\nmetric = \"p50\"\nrate = 500\nduration = \"5s\"\n"
+        );
+        assert!(
+            Suite::from_toml(&heavy).is_ok(),
+            "allow_heavy lifts the caps"
+        );
+    }
+
+    #[test]
+    fn a_rerun_keeps_the_suites_pins_and_adds_the_recorded_ones() {
+        let text = FIELD.replace("url = [", "resolve = [\"a.test:443:192.0.2.1\"]\nurl = [")
+            + "[[workload]]\nkind = \"page\"\nname = \"home\"\n";
+        let suite = Suite::rerun(
+            &text,
+            &[
+                "a.test:443:192.0.2.9".to_string(),
+                "b.test:443:192.0.2.7".to_string(),
+            ],
+        )
+        .unwrap();
+        let pins: Vec<String> = suite.target.resolve.iter().map(Pin::to_string).collect();
+        assert_eq!(pins, ["a.test:443:192.0.2.1", "b.test:443:192.0.2.7"]);
+    }
+}

@@ -30,7 +30,10 @@ pub(super) fn field_section(
                 strong { (place(field)) } ". The protocols took turns load by load, "
                 (short(field.pause_s)) " s apart. A row on an emulated profile ran with the "
                 "profile's conditions on top of the real path (" em { "real path + PROFILE" } "): its "
-                "round trip is the real path's plus the profile's. Run it again, to the same "
+                "round trip is the real path's plus the profile's. The server's congestion "
+                "controllers (its kernel's for TCP, its QUIC stack's for h3) are its own and "
+                "unknown to h3lab; on a lossy path they can decide a verdict more than the "
+                "protocol does (" code { "docs/field.md" } "). Run it again, to the same "
                 "addresses, with " code { "h3lab bench results.json" } "."
             }
             (origins_table(field))
