@@ -501,21 +501,7 @@ fn a_field_suite_runs_every_protocol_on_the_real_path_and_with_a_profile_on_top(
     // Each forced row used its protocol for every response; auto's first
     // visit starts on TCP.
     for cell in ok_cells(&results, "real path + wan", "page") {
-        let report: h3lab_results::page::PageReport =
-            serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
-        let used: Vec<&str> = report.loads[0]
-            .resources
-            .iter()
-            .map(|r| r.protocol.as_deref().unwrap())
-            .collect();
-        match cell.protocol {
-            Proto::Auto => assert_eq!(used[0], "h2", "{used:?}"),
-            Proto::H1 => assert!(used.iter().all(|u| *u == "http/1.1"), "{used:?}"),
-            forced => assert!(
-                used.iter().all(|u| *u == forced.name()),
-                "{forced}: {used:?}"
-            ),
-        }
+        assert_used_its_protocol(cell);
     }
     // The emulated round trip adds to the real path's, as measured by the
     // connections themselves: real + 40 ms, within 10 %.
@@ -570,21 +556,28 @@ fn chromium_loads_the_remote_site_trusting_the_system_store_on_both_paths() {
     let results = results(&out);
     assert_eq!(results.cells.len(), 2 * 3);
     for cell in &results.cells {
-        let report: h3lab_results::page::PageReport =
-            serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
-        let used: Vec<&str> = report.loads[0]
-            .resources
-            .iter()
-            .map(|r| r.protocol.as_deref().unwrap_or("?"))
-            .collect();
-        match cell.protocol {
-            Proto::Auto => assert_eq!(used[0], "h2", "{}: {used:?}", cell.profile),
-            forced => assert!(
-                used.iter().all(|u| *u == forced.name()),
-                "{} {forced}: {used:?}",
-                cell.profile
-            ),
-        }
+        assert_used_its_protocol(cell);
+    }
+}
+
+/// A page cell's responses all came over its forced protocol (as the
+/// clients name it: `http/1.1` for h1); auto's first visit starts on h2.
+fn assert_used_its_protocol(cell: &h3lab_results::bench::CellRecord) {
+    let report: h3lab_results::page::PageReport =
+        serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
+    let used: Vec<&str> = report.loads[0]
+        .resources
+        .iter()
+        .map(|r| r.protocol.as_deref().unwrap_or("?"))
+        .collect();
+    let label = format!("{} {}", cell.profile, cell.protocol);
+    match cell.protocol {
+        Proto::Auto => assert_eq!(used[0], "h2", "{label}: {used:?}"),
+        Proto::H1 => assert!(used.iter().all(|u| *u == "http/1.1"), "{label}: {used:?}"),
+        forced => assert!(
+            used.iter().all(|u| *u == forced.name()),
+            "{label}: {used:?}"
+        ),
     }
 }
 

@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-pub use netns::cleanup_stale;
 
 use crate::config::LinkConfig;
 use crate::model::{Direction, DirectionConfig, LinkStats, LossModel, Pipe, RateSpec, Way};
@@ -333,6 +332,15 @@ impl Drop for EmulatedPath {
     fn drop(&mut self) {
         self.stop_forwarding();
     }
+}
+
+/// Removes what dead h3lab processes left behind: their namespaces (their
+/// TUN devices died with them), and their gateways' rules in this
+/// machine's own namespace. Returns the namespaces removed.
+pub fn cleanup_stale() -> anyhow::Result<Vec<String>> {
+    let removed = netns::cleanup_stale()?;
+    gateway::cleanup_stale(netns::is_alive)?;
+    Ok(removed)
 }
 
 /// Changes to a running path: the events of a connection-migration test.

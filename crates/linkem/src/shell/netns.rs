@@ -259,7 +259,7 @@ fn owner_pid(name: &str) -> Option<i32> {
     name.strip_prefix(PREFIX)?.split('-').next()?.parse().ok()
 }
 
-fn is_alive(pid: i32) -> bool {
+pub fn is_alive(pid: i32) -> bool {
     // Signal 0 only checks that the process exists.
     let probe = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None);
     matches!(probe, Ok(()) | Err(nix::errno::Errno::EPERM))
@@ -281,7 +281,6 @@ pub fn cleanup_stale() -> anyhow::Result<Vec<String>> {
             removed.push(name);
         }
     }
-    super::gateway::cleanup_stale(is_alive)?;
     Ok(removed)
 }
 
