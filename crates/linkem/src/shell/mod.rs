@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-
 use crate::config::LinkConfig;
 use crate::model::{Direction, DirectionConfig, LinkStats, LossModel, Pipe, RateSpec, Way};
 use forward::{Clock, Forwarder, Lane, Snapshots};

@@ -259,6 +259,7 @@ fn owner_pid(name: &str) -> Option<i32> {
     name.strip_prefix(PREFIX)?.split('-').next()?.parse().ok()
 }
 
+/// Whether process `pid` exists.
 pub fn is_alive(pid: i32) -> bool {
     // Signal 0 only checks that the process exists.
     let probe = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None);
