@@ -82,6 +82,8 @@ enum Slot {
     FontWeight,
     Display,
     Image(&'static str),
+    /// A custom property, `--name` (inherited; read through `var()`).
+    Custom(String),
 }
 
 #[derive(Debug, Clone)]
@@ -92,6 +94,12 @@ enum Value {
     DisplayNone(bool),
     Images(Vec<Fetch>),
     Inherit,
+    /// A custom property's value, as written.
+    Custom(String),
+    /// A font property whose value uses `var()`: the property and its
+    /// value as written, read once the element's custom properties are
+    /// known (CSS Variables 1, "computed-value time").
+    Pending(&'static str, String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -297,6 +305,8 @@ fn each_declaration(parser: &mut Parser<'_>, mut read: impl FnMut(&str, &mut Par
     loop {
         parser.skip_whitespace();
         let name = match parser.next().cloned() {
+            // Custom properties' names are case-sensitive; others are not.
+            Ok(Token::Ident(name)) if name.starts_with("--") => name.to_string(),
             Ok(Token::Ident(name)) => name.to_ascii_lowercase(),
             Ok(_) => {
                 skip_to_semicolon(parser);
@@ -397,13 +407,28 @@ fn words(parser: &mut Parser<'_>, base: &Url) -> Words {
 }
 
 /// What one declaration sets: nothing, one slot, or for the `font`
-/// shorthand three.
+/// shorthand three. A custom property keeps its value as written; a font
+/// property that uses `var()` is read later, per element.
 fn declaration(property: &str, parser: &mut Parser<'_>, base: &Url) -> Vec<Declaration> {
+    let start = parser.position();
+    while parser.next().is_ok() {}
+    let written = parser.slice_from(start);
+    let words_of = || words(&mut Parser::new(written), base);
+    if property.starts_with("--") {
+        return vec![Declaration {
+            slot: Slot::Custom(property.to_string()),
+            value: Value::Custom(strip_important(written)),
+            important: words_of().important,
+        }];
+    }
+    if written.to_ascii_lowercase().contains("var(") {
+        return pending(property, written, words_of().important);
+    }
     let Words {
         words,
         urls,
         important,
-    } = words(parser, base);
+    } = words_of();
     let inherit = matches!(words.as_slice(), [Word::Ident(w)] if w == "inherit" || w == "unset");
     let declare = |slot, value| Declaration {
         slot,
@@ -450,6 +475,71 @@ fn declaration(property: &str, parser: &mut Parser<'_>, base: &Url) -> Vec<Decla
             .unwrap_or_default(),
         _ => Vec::new(),
     }
+}
+
+/// The slots a font property sets, each waiting for its `var()`s;
+/// nothing for other properties (an image in `var()` is not followed).
+fn pending(property: &str, written: &str, important: bool) -> Vec<Declaration> {
+    let (property, slots): (&'static str, &[Slot]) = match property {
+        "font-family" => ("font-family", &[Slot::FontFamily]),
+        "font-style" => ("font-style", &[Slot::FontStyle]),
+        "font-weight" => ("font-weight", &[Slot::FontWeight]),
+        "font" => (
+            "font",
+            &[Slot::FontFamily, Slot::FontStyle, Slot::FontWeight],
+        ),
+        _ => return Vec::new(),
+    };
+    slots
+        .iter()
+        .map(|slot| Declaration {
+            slot: slot.clone(),
+            value: Value::Pending(property, strip_important(written)),
+            important,
+        })
+        .collect()
+}
+
+/// A value as written, without a trailing `!important`.
+fn strip_important(written: &str) -> String {
+    let trimmed = written.trim();
+    let lower = trimmed.to_ascii_lowercase();
+    match lower.rfind('!') {
+        Some(at) if lower[at + 1..].trim() == "important" => trimmed[..at].trim().to_string(),
+        _ => trimmed.to_string(),
+    }
+}
+
+/// `written` with every `var(--name, fallback)` replaced by the custom
+/// property's value, or its fallback; `None` when one has neither, which
+/// makes the declaration invalid at computed-value time.
+fn substitute(written: &str, custom: &BTreeMap<String, String>) -> Option<String> {
+    let lower = written.to_ascii_lowercase();
+    let Some(at) = lower.find("var(") else {
+        return Some(written.to_string());
+    };
+    let inner_start = at + "var(".len();
+    let mut depth = 1;
+    let end = written[inner_start..].char_indices().find_map(|(i, c)| {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ => {}
+        }
+        (depth == 0).then_some(inner_start + i)
+    })?;
+    let inner = &written[inner_start..end];
+    let (name, fallback) = match inner.split_once(',') {
+        Some((name, fallback)) => (name.trim(), Some(fallback)),
+        None => (inner.trim(), None),
+    };
+    let value = match (custom.get(name), fallback) {
+        (Some(value), _) => substitute(value, custom)?,
+        (None, Some(fallback)) => substitute(fallback.trim(), custom)?,
+        (None, None) => return None,
+    };
+    let rest = substitute(&written[end + 1..], custom)?;
+    Some(format!("{}{value}{rest}", &written[..at]))
 }
 
 /// `font: italic bold 12px/1.5 "Open Sans", sans-serif`: style and weight
@@ -784,12 +874,14 @@ fn pseudo(parser: &mut Parser<'_>, out: &mut Rewritten) -> Option<()> {
                         return None;
                     }
                     let texts: Vec<&str> = parts.iter().map(|p| p.text.trim()).collect();
-                    let name = if name == "not" || name == "has" {
-                        name.as_str()
-                    } else {
-                        "is"
+                    // The matcher knows `:is()`, which matches as the others do.
+                    let matched_as = match name.as_str() {
+                        "not" | "has" => name.as_str(),
+                        _ => "is",
                     };
-                    out.text.push_str(&format!(":{name}({})", texts.join(", ")));
+                    out.text
+                        .push_str(&format!(":{matched_as}({})", texts.join(", ")));
+                    // `:where()` adds none; the others, their most specific argument's.
                     if name != "where" {
                         out.specificity += parts.iter().map(|p| p.specificity).max().unwrap_or(0);
                     }
@@ -926,6 +1018,16 @@ impl<'a> Cascade<'a> {
         self.winners.get(slot).map(|(_, value)| *value)
     }
 
+    /// The custom properties this cascade sets.
+    fn custom(&self) -> impl Iterator<Item = (String, String)> + '_ {
+        self.winners
+            .iter()
+            .filter_map(|(slot, (_, value))| match (slot, value) {
+                (Slot::Custom(name), Value::Custom(text)) => Some((name.clone(), text.clone())),
+                _ => None,
+            })
+    }
+
     fn images(&self) -> impl Iterator<Item = &'a Fetch> + '_ {
         self.winners.values().flat_map(|(_, value)| match value {
             Value::Images(images) => images.as_slice(),
@@ -947,6 +1049,8 @@ struct FontRequest {
 struct Inherited {
     font: FontRequest,
     hidden: bool,
+    /// Custom properties, which every element inherits.
+    custom: BTreeMap<String, String>,
 }
 
 /// The stylesheets' images some element uses, and the font faces some
@@ -992,6 +1096,7 @@ pub fn fetched(html: &str, page: &Url, sheets: &HashMap<Url, Sheet>) -> Vec<Fetc
             weight: 400,
         },
         hidden: false,
+        custom: BTreeMap::new(),
     };
     let mut text: BTreeMap<FontRequest, String> = BTreeMap::new();
     let index = Index::new(&entries);
@@ -1133,9 +1238,12 @@ fn style_tree(
     for cascade in pseudos.values() {
         images.extend(cascade.images().cloned());
     }
+    let mut custom = parent.custom.clone();
+    custom.extend(own.custom());
     let inherited = Inherited {
-        font: computed_font(&own, &parent.font),
+        font: computed_font(&own, &parent.font, &custom, page),
         hidden: matches!(own.value(&Slot::Display), Some(Value::DisplayNone(true))),
+        custom,
     };
     if inherited.hidden {
         return;
@@ -1155,16 +1263,36 @@ fn style_tree(
     }
 }
 
-fn computed_font(cascade: &Cascade<'_>, parent: &FontRequest) -> FontRequest {
-    let families = match cascade.value(&Slot::FontFamily) {
-        Some(Value::Families(families)) if !families.is_empty() => families.clone(),
+fn computed_font(
+    cascade: &Cascade<'_>,
+    parent: &FontRequest,
+    custom: &BTreeMap<String, String>,
+    page: &Url,
+) -> FontRequest {
+    // A value that waits for `var()`s is read now; one that cannot be
+    // (a missing property, no fallback) is as if unset: inherited.
+    let value = |slot: &Slot| -> Option<Value> {
+        match cascade.value(slot)? {
+            Value::Pending(property, written) => {
+                let substituted = substitute(written, custom)?;
+                let declared = declaration(property, &mut Parser::new(&substituted), page);
+                declared
+                    .into_iter()
+                    .find(|d| d.slot == *slot)
+                    .map(|d| d.value)
+            }
+            value => Some(value.clone()),
+        }
+    };
+    let families = match value(&Slot::FontFamily) {
+        Some(Value::Families(families)) if !families.is_empty() => families,
         _ => parent.families.clone(),
     };
-    let style = match cascade.value(&Slot::FontStyle) {
-        Some(Value::Style(style)) => *style,
+    let style = match value(&Slot::FontStyle) {
+        Some(Value::Style(style)) => style,
         _ => parent.style,
     };
-    let weight = match cascade.value(&Slot::FontWeight) {
+    let weight = match value(&Slot::FontWeight).as_ref() {
         Some(Value::Weight(Weight::Absolute(w))) => *w,
         Some(Value::Weight(Weight::Bolder)) => bolder(parent.weight),
         Some(Value::Weight(Weight::Lighter)) => lighter(parent.weight),
@@ -1387,6 +1515,53 @@ mod tests {
         body { font: 16px/1.4 "Source Serif 4", NanumBarunGothic, serif }
         code, pre { font-family: "Source Code Pro", monospace }
         h1 code { font-weight: 600 }"#;
+
+    #[test]
+    fn where_adds_no_specificity_and_is_adds_its_most_specific_argument() {
+        let specificity = |selector: &str| rewrite(selector).unwrap().specificity;
+        assert_eq!(specificity(":where(#hero, .a) div"), specificity("div"));
+        assert_eq!(specificity(":is(#hero, .a) div"), (1 << 16) + 1);
+        assert_eq!(specificity(":not(.a) div"), (1 << 8) + 1);
+        // So a later `div` rule beats an earlier `:where(#hero) div` one.
+        let fetched = fetched_paths(
+            "<body><div id=hero><div>x</div></div></body>",
+            ":where(#hero) div { background: url(/where.png) } div { background: url(/plain.png) }",
+        );
+        assert!(fetched.contains(&"/plain.png".to_string()), "{fetched:?}");
+        assert!(!fetched.contains(&"/where.png".to_string()), "{fetched:?}");
+    }
+
+    #[test]
+    fn custom_properties_reach_the_font_properties_through_var() {
+        // As the Rust book (mdBook) sets its code font: the one face, 500.
+        let css = r#"
+            @font-face { font-family: 'Source Code Pro'; font-weight: 500; src: url(/code-500.woff2) }
+            @font-face { font-family: Text; src: url(/text.woff2) }
+            :root { --mono-font: "Source Code Pro", monospace; --body: Text, serif }
+            body { font-family: var(--body) }
+            code { font-family: var(--mono-font) !important }
+            em { font-family: var(--Missing) }
+            pre { font-family: var(--missing, var(--mono-font)) }"#;
+        let paths = |html: &str| {
+            let mut paths = fetched_paths(html, css);
+            paths.sort();
+            paths
+        };
+        assert_eq!(paths("<body><code>x</code></body>"), ["/code-500.woff2"]);
+        assert_eq!(paths("<body><p>text</p></body>"), ["/text.woff2"]);
+        // A var() with neither a value nor a fallback leaves the property
+        // as if unset: the parent's family.
+        assert_eq!(paths("<body><em>text</em></body>"), ["/text.woff2"]);
+        assert_eq!(paths("<body><pre>x</pre></body>"), ["/code-500.woff2"]);
+        assert_eq!(
+            substitute(
+                "var(--a, 1px) var(--b)",
+                &BTreeMap::from([("--b".into(), "var(--a, 2px)".into())])
+            ),
+            Some("1px 2px".to_string())
+        );
+        assert_eq!(strip_important(" 500 ! Important "), "500");
+    }
 
     #[test]
     fn a_face_is_fetched_for_text_in_its_family_style_and_weight() {

@@ -195,12 +195,40 @@ fn a_har_of_several_pages_imports_the_one_asked_for() {
 }
 
 #[test]
+fn the_page_is_the_url_the_capture_loaded_not_the_first_entry() {
+    let out = tempfile::tempdir().unwrap();
+    let replay = import_fixture("redirected-page.har", out.path()).replay;
+    // Its redirect to /home is recorded, and the loaders follow it.
+    assert_eq!(replay.page, "https://www.site.test/");
+    assert_eq!(replay.responses[0].url, "https://cdn.site.test/logo.svg");
+    assert_eq!(replay.recorded.protocol.as_deref(), Some("http/1.1"));
+    // A redirect that leads out of the HAR is no page.
+    let mut har: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("redirected-page.har")).unwrap())
+            .unwrap();
+    har["log"]["entries"][1]["response"]["headers"][1]["value"] = "/elsewhere".into();
+    let broken = out.path().join("broken.har");
+    std::fs::write(&broken, har.to_string()).unwrap();
+    let err = import(&broken, &out.path().join("site"), &options()).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("leads to https://www.site.test/elsewhere"),
+        "{err:#}"
+    );
+}
+
+#[test]
 fn broken_hars_are_refused_naming_the_problem_and_the_fix() {
     let cases = [
         ("bad/not-har.json", "no `log`"),
         ("bad/version-1-0.har", "HAR version 1.0"),
         ("bad/no-response.har", "has no `response`"),
         ("bad/duplicate-url.har", "--keep-first-duplicate"),
+        // Never the logo, the one entry that survives: the page, and why not.
+        (
+            "bad/cleartext-page.har",
+            "the HAR's page http://www.news.test/ is not among the responses h3lab can replay: \
+             entry 0 was skipped (cleartext http://",
+        ),
     ];
     for (name, expected) in cases {
         let out = tempfile::tempdir().unwrap();

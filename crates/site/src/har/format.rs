@@ -33,7 +33,11 @@ pub struct Creator {
 #[derive(Debug, Deserialize)]
 pub struct Page {
     pub id: Option<String>,
+    /// Chrome and Playwright write the page's URL here; others a title.
     pub title: Option<String>,
+    /// WebPageTest: the URL the test loaded.
+    #[serde(rename = "_URL")]
+    pub url: Option<String>,
     #[serde(rename = "pageTimings")]
     pub page_timings: Option<PageTimings>,
 }

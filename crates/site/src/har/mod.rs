@@ -22,6 +22,19 @@ use crate::replay::{
 use encode::Encoding;
 use format::{known, Entry, HarFile};
 
+/// Where a recorded redirect points, resolved against its URL.
+fn location(response: &RecordedResponse) -> Option<Url> {
+    let (_, value) = response
+        .headers
+        .iter()
+        .find(|(name, _)| name == "location")?;
+    Url::parse(&response.url).ok()?.join(value).ok()
+}
+
+/// Redirects followed from the capture's URL to its page, at most (as
+/// browsers stop at about 20).
+const MAX_REDIRECTS: usize = 20;
+
 /// How to import a HAR.
 #[derive(Debug, Clone)]
 pub struct ImportOptions {
@@ -83,10 +96,20 @@ pub fn import(har: &Path, out: &Path, options: &ImportOptions) -> Result<ImportS
         })
         .unwrap_or_else(|| "unknown tool".into());
     let (page_id, page_note) = choose_page(&log.pages, options.page.as_deref())?;
-    let timings = (log.pages.iter())
+    let chosen = (log.pages.iter())
         .find(|p| p.id.is_some() && p.id == page_id)
-        .or(log.pages.first())
-        .and_then(|p| p.page_timings.as_ref());
+        .or(log.pages.first());
+    let timings = chosen.and_then(|p| p.page_timings.as_ref());
+    // The URL the capture loaded, where the HAR says: WebPageTest's `_URL`,
+    // or a title that is a URL (Chrome and Playwright write the URL there).
+    let page_url = chosen
+        .and_then(|p| {
+            p.url
+                .iter()
+                .chain(&p.title)
+                .find_map(|t| Url::parse(t).ok())
+        })
+        .filter(|url| matches!(url.scheme(), "http" | "https"));
     let recorded = RecordedLoad {
         tool: creator.trim().to_string(),
         protocol: None,
@@ -111,7 +134,7 @@ pub fn import(har: &Path, out: &Path, options: &ImportOptions) -> Result<ImportS
         har.file_name().unwrap_or_default().to_string_lossy(),
         creator.trim()
     );
-    builder.finish(source, options.think, recorded, page_note, out)
+    builder.finish(source, options.think, recorded, page_note, page_url, out)
 }
 
 /// The page whose entries to import: the one asked for, or the first.
@@ -386,13 +409,15 @@ impl Builder {
         think: Think,
         mut recorded: RecordedLoad,
         page_note: Option<String>,
+        page_url: Option<Url>,
         out: &Path,
     ) -> Result<ImportSummary> {
-        let Some(first) = self.pending.first() else {
+        if self.pending.is_empty() {
             bail!("the HAR has no response h3lab can replay (see the entries it skipped: {} of them); export the page again with its requests", self.skipped.len());
-        };
-        let page = first.response.url.clone();
-        recorded.protocol = first.protocol.clone();
+        }
+        let (start, document) = self.page(page_url.as_ref())?;
+        let page = self.pending[start].response.url.clone();
+        recorded.protocol = self.pending[document].protocol.clone();
         self.set_think_times();
         prepare(out)?;
         let bodies = out.join(BODIES);
@@ -423,6 +448,103 @@ impl Builder {
             dropped_headers: self.dropped_headers,
             decoded: self.decoded,
         })
+    }
+
+    /// The response a load starts at (the URL the capture loaded, or else
+    /// the first document recorded), and the document its recorded
+    /// redirects end at, which the loaders follow as a browser does.
+    /// Never a subresource that happened to come first: timing a logo and
+    /// calling it the page would be a wrong result.
+    fn page(&self, page_url: Option<&Url>) -> Result<(usize, usize)> {
+        let start = match page_url {
+            Some(url) => {
+                let mut url = url.clone();
+                url.set_fragment(None);
+                let found = self
+                    .pending
+                    .iter()
+                    .position(|p| p.response.url == url.as_str());
+                match found {
+                    Some(found) => found,
+                    None => bail!(
+                        "the HAR's page {url} is not among the responses h3lab can replay{}; \
+                         export the page again from a browser over https",
+                        self.skipped_because(url.as_str())
+                    ),
+                }
+            }
+            None => self
+                .pending
+                .iter()
+                .position(|p| p.response.kind == ResourceKind::Document)
+                .context(
+                    "the HAR names no page and records no document h3lab can replay; \
+                     export the page again from a browser over https",
+                )?,
+        };
+        // A capture that was redirected to its page (a title naming where
+        // it ended) starts where the recorded redirects into it start.
+        let mut start = start;
+        while let Some(earlier) = self.redirect_to(start) {
+            start = earlier;
+        }
+        let mut at = start;
+        for _ in 0..MAX_REDIRECTS {
+            let response = &self.pending[at].response;
+            if !(300..400).contains(&response.status) {
+                anyhow::ensure!(
+                    (200..300).contains(&response.status)
+                        && response.kind == ResourceKind::Document,
+                    "the HAR's page {} answered {} with a {:?}, not a document; \
+                     export the page again after it has loaded",
+                    response.url,
+                    response.status,
+                    response.kind
+                );
+                return Ok((start, at));
+            }
+            let location = (response.headers.iter())
+                .find(|(name, _)| name == "location")
+                .and_then(|(_, value)| Url::parse(&response.url).ok()?.join(value).ok())
+                .with_context(|| {
+                    format!(
+                        "the page's redirect at {} has no usable Location",
+                        response.url
+                    )
+                })?;
+            at = match self
+                .pending
+                .iter()
+                .position(|p| p.response.url == location.as_str())
+            {
+                Some(next) => next,
+                None => bail!(
+                    "the page's redirect at {} leads to {location}, which is not among the \
+                     responses h3lab can replay{}",
+                    response.url,
+                    self.skipped_because(location.as_str())
+                ),
+            };
+        }
+        bail!("the page's redirects recorded in the HAR go on for more than {MAX_REDIRECTS}")
+    }
+
+    /// The recorded redirect, before response `to`, whose Location is it.
+    fn redirect_to(&self, to: usize) -> Option<usize> {
+        let target = &self.pending[to].response.url;
+        self.pending[..to].iter().position(|p| {
+            (300..400).contains(&p.response.status)
+                && location(&p.response).is_some_and(|l| l.as_str() == target)
+        })
+    }
+
+    /// `: skipped (REASON)` when the import skipped an entry for `url`.
+    fn skipped_because(&self, url: &str) -> String {
+        self.skipped
+            .iter()
+            .find(|s| s.url == url || Url::parse(&s.url).is_ok_and(|u| u.as_str() == url))
+            .map(|s| format!(": entry {} was skipped ({})", s.entry, s.reason))
+            .unwrap_or_default()
     }
 
     /// Each response's think time: its wait less one round trip to its
