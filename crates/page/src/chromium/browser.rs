@@ -246,6 +246,16 @@ impl Browser {
         Ok(())
     }
 
+    /// `err` with what became of Chromium: a lost DevTools connection is
+    /// most often a browser that exited, and its last words say why.
+    fn with_state(&mut self, err: anyhow::Error) -> anyhow::Error {
+        let last = self.process.last_stderr_line();
+        match self.process.poll() {
+            Some(exit) => err.context(format!("Chromium exited with code {}{last}", exit.code)),
+            None => err.context(format!("Chromium is still running{last}")),
+        }
+    }
+
     /// Calls `method` in the page's session.
     pub fn call(&mut self, method: &str, params: Value) -> Result<Value> {
         self.devtools.call(
@@ -301,7 +311,8 @@ impl Browser {
                     (Some(_), Some(_), None) => {}
                 }
             }
-            let Some(message) = self.devtools.next_message(deadline)? else {
+            let next = self.devtools.next_message(deadline);
+            let Some(message) = next.map_err(|err| self.with_state(err))? else {
                 let open: Vec<&str> = open
                     .iter()
                     .filter(|(id, _)| !done.contains(id))
