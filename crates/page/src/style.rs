@@ -411,24 +411,22 @@ fn words(parser: &mut Parser<'_>, base: &Url) -> Words {
 /// property that uses `var()` is read later, per element.
 fn declaration(property: &str, parser: &mut Parser<'_>, base: &Url) -> Vec<Declaration> {
     let start = parser.position();
-    while parser.next().is_ok() {}
-    let written = parser.slice_from(start);
-    let words_of = || words(&mut Parser::new(written), base);
-    if property.starts_with("--") {
-        return vec![Declaration {
-            slot: Slot::Custom(property.to_string()),
-            value: Value::Custom(strip_important(written)),
-            important: words_of().important,
-        }];
-    }
-    if written.to_ascii_lowercase().contains("var(") {
-        return pending(property, written, words_of().important);
-    }
     let Words {
         words,
         urls,
         important,
-    } = words_of();
+    } = words(parser, base);
+    let written = parser.slice_from(start);
+    if property.starts_with("--") {
+        return vec![Declaration {
+            slot: Slot::Custom(property.to_string()),
+            value: Value::Custom(strip_important(written)),
+            important,
+        }];
+    }
+    if written.to_ascii_lowercase().contains("var(") {
+        return pending(property, written, important);
+    }
     let inherit = matches!(words.as_slice(), [Word::Ident(w)] if w == "inherit" || w == "unset");
     let declare = |slot, value| Declaration {
         slot,

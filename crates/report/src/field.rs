@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use h3lab_results::bench::{FieldRun, Outcome, Results};
+use h3lab_results::offer::answer;
 use h3lab_results::page::PageReport;
 use h3lab_results::quantile::quantile_sorted;
 use h3lab_results::WorkloadKind;
@@ -220,12 +221,13 @@ pub(crate) fn used_text(used: &BTreeMap<String, usize>) -> String {
     parts.join(", ")
 }
 
-/// `yes`, `no`, or `?` when the origin could not be asked.
-pub(crate) fn offered_word(offered: Option<bool>) -> &'static str {
-    match offered {
-        Some(true) => "yes",
-        Some(false) => "no",
-        None => "?",
+/// Where a field run ran from: its `place`, with this machine's name.
+pub(crate) fn place_of(field: &FieldRun) -> String {
+    match (&field.place, &field.hostname) {
+        (Some(place), Some(host)) => format!("{place} ({host})"),
+        (Some(place), None) => place.clone(),
+        (None, Some(host)) => host.clone(),
+        (None, None) => "an unnamed machine".to_string(),
     }
 }
 
@@ -234,12 +236,7 @@ pub(crate) fn offered_word(offered: Option<bool>) -> &'static str {
 /// origin offered.
 pub fn field_origins_text(field: &FieldRun) -> String {
     let mut text = String::new();
-    let place = match (&field.place, &field.hostname) {
-        (Some(place), Some(host)) => format!("{place} ({host})"),
-        (Some(place), None) => place.clone(),
-        (None, Some(host)) => host.clone(),
-        (None, None) => "an unnamed machine".to_string(),
-    };
+    let place = place_of(field);
     text.push_str(&format!(
         "field run from {place}, to {}\n",
         field.urls.join(", ")
@@ -249,9 +246,9 @@ pub fn field_origins_text(field: &FieldRun) -> String {
         text.push_str(&format!(
             "  {}  h1 {}  h2 {}  h3 {}  alt-svc: {}\n",
             origin.origin,
-            offered_word(origin.h1),
-            offered_word(origin.h2),
-            offered_word(origin.h3),
+            answer(origin.h1),
+            answer(origin.h2),
+            answer(origin.h3),
             origin.alt_svc.as_deref().unwrap_or("none")
         ));
     }

@@ -92,14 +92,19 @@ impl OriginOffer {
     }
 }
 
+/// What an origin said of a protocol, in a word: `yes`, `no`, or `?` when
+/// it could not be asked.
+pub fn answer(offered: Option<bool>) -> &'static str {
+    match offered {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "?",
+    }
+}
+
 /// One line per origin, as `probe offer` prints it.
 impl std::fmt::Display for OfferReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let word = |offered: Option<bool>| match offered {
-            Some(true) => "yes",
-            Some(false) => "no",
-            None => "?",
-        };
         for (i, offer) in self.origins.iter().enumerate() {
             if i > 0 {
                 writeln!(f)?;
@@ -109,9 +114,9 @@ impl std::fmt::Display for OfferReport {
                 "{}  {}  h1 {}  h2 {}  h3 {}  alt-svc: {}",
                 offer.origin,
                 offer.address.as_deref().unwrap_or("unresolved"),
-                word(offer.h1),
-                word(offer.h2),
-                word(offer.h3),
+                answer(offer.h1),
+                answer(offer.h2),
+                answer(offer.h3),
                 offer.alt_svc.as_deref().unwrap_or("none"),
             )?;
             for note in &offer.notes {

@@ -8,8 +8,9 @@ use h3lab_results::bench::{FieldRun, Results};
 use maud::{html, Markup};
 
 use super::protocol_badge;
-use crate::field::{drift_rows, offered_word, origin_of, used_rows, used_text, DriftPlot};
+use crate::field::{drift_rows, origin_of, place_of, used_rows, used_text, DriftPlot};
 use crate::format::short;
+use h3lab_results::offer::answer;
 
 /// The whole section; nothing for a lab run.
 pub(super) fn field_section(
@@ -27,7 +28,7 @@ pub(super) fn field_section(
             h2 { "Field run" }
             p.hint {
                 "A deployed server h3lab did not start, measured over the real path from "
-                strong { (place(field)) } ". The protocols took turns load by load, "
+                strong { (place_of(field)) } ". The protocols took turns load by load, "
                 (short(field.pause_s)) " s apart. A row on an emulated profile ran with the "
                 "profile's conditions on top of the real path (" em { "real path + PROFILE" } "): its "
                 "round trip is the real path's plus the profile's. The server's congestion "
@@ -94,15 +95,6 @@ pub(super) fn field_section(
     }
 }
 
-fn place(field: &FieldRun) -> String {
-    match (&field.place, &field.hostname) {
-        (Some(place), Some(host)) => format!("{place} (machine {host})"),
-        (Some(place), None) => place.clone(),
-        (None, Some(host)) => format!("machine {host}"),
-        (None, None) => "an unnamed machine".to_string(),
-    }
-}
-
 fn origins_table(field: &FieldRun) -> Markup {
     html! {
         table.summary.field-origins {
@@ -115,9 +107,9 @@ fn origins_table(field: &FieldRun) -> Markup {
                     tr {
                         td { code { (origin.origin) } }
                         td { (origin.address.as_deref().unwrap_or("unresolved")) }
-                        td { (offered_word(origin.h1)) }
-                        td { (offered_word(origin.h2)) }
-                        td { (offered_word(origin.h3)) }
+                        td { (answer(origin.h1)) }
+                        td { (answer(origin.h2)) }
+                        td { (answer(origin.h3)) }
                         td { code { (origin.alt_svc.as_deref().unwrap_or("none")) } }
                         td.small { (origin.notes.join("; ")) }
                     }
