@@ -276,6 +276,7 @@ fn captured_pages(suite: &Suite) -> Vec<CapturedPage> {
         protocol: har.recorded.protocol.clone(),
         on_load_ms: har.recorded.on_load_ms,
         on_content_load_ms: har.recorded.on_content_load_ms,
+        upgraded_from_cleartext: har.upgrade_cleartext,
     })
     .collect()
 }

@@ -100,6 +100,7 @@ impl Replayed {
             think: Think::None,
             page: None,
             keep_first_duplicate: false,
+            upgrade_cleartext: false,
         };
         let replay = import(har, &site, &options).unwrap().replay;
         let runtime = runtime();

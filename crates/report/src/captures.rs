@@ -48,8 +48,12 @@ impl CaptureComparison<'_> {
     pub fn recorded(&self) -> String {
         let capture = self.capture;
         let ms = |v: Option<f64>| v.map_or("unknown".to_string(), |v| format!("{v:.0} ms"));
+        let upgraded = match capture.upgraded_from_cleartext {
+            true => "; captured over http://, replayed over https with its URLs upgraded",
+            false => "",
+        };
         format!(
-            "recorded where it was captured: load event {}, DOMContentLoaded {}, document over {}",
+            "recorded where it was captured: load event {}, DOMContentLoaded {}, document over {}{upgraded}",
             ms(capture.on_load_ms),
             ms(capture.on_content_load_ms),
             capture.protocol.as_deref().unwrap_or("unknown")
@@ -100,6 +104,7 @@ mod tests {
             protocol: Some("h2".into()),
             on_load_ms: Some(358.4),
             on_content_load_ms: None,
+            upgraded_from_cleartext: false,
         }];
         let summaries = crate::summary::summarize(&results);
         let compared = compare_captures(&results.captures, &summaries);
@@ -112,6 +117,15 @@ mod tests {
             "recorded where it was captured: load event 358 ms, DOMContentLoaded unknown, document over h2"
         );
         assert!(!compared[0].replayed.is_empty());
+        results.captures[0].upgraded_from_cleartext = true;
+        let compared = compare_captures(&results.captures, &summaries);
+        assert!(
+            compared[0]
+                .recorded()
+                .ends_with("; captured over http://, replayed over https with its URLs upgraded"),
+            "{}",
+            compared[0].recorded()
+        );
         let line = compared[0].replayed_line();
         assert!(line.contains(" h2 ") && line.contains(" h3 "), "{line}");
         let text = crate::table::terminal_table(&results);

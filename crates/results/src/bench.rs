@@ -89,6 +89,10 @@ pub struct CapturedPage {
     pub on_load_ms: Option<f64>,
     /// The recorded DOMContentLoaded, ms after the page's start.
     pub on_content_load_ms: Option<f64>,
+    /// Captured over `http://` and replayed over https, its URLs upgraded
+    /// (`upgrade_cleartext`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub upgraded_from_cleartext: bool,
 }
 
 /// What was asked: the suite's name, matrix, repetitions and baseline.

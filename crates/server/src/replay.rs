@@ -1,10 +1,15 @@
 //! Answers from a replay site (`h3lab site from-har`): each request by its
 //! host, method and path, with the recorded status, headers and body, after
 //! the recorded think time when the site keeps it.
+//!
+//! A request the page made more than once gets its recorded responses in
+//! order, and the last one beyond them; a request for the page itself
+//! starts every count again, so each page load replays from the top (loads
+//! of one replay are taken one at a time).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -17,7 +22,12 @@ use h3lab_site::replay::{Replay, Think, BODIES};
 pub struct ReplaySite {
     page: String,
     hosts: Vec<String>,
-    by_request: HashMap<RequestKey, Arc<Reply>>,
+    /// Each request's recorded responses, in recorded order.
+    by_request: HashMap<RequestKey, Vec<Arc<Reply>>>,
+    /// The page's own request, which starts a load.
+    page_request: Option<RequestKey>,
+    /// How often each repeated request was answered in this load.
+    answered: Mutex<HashMap<RequestKey, usize>>,
 }
 
 /// Host (lower case, no port), method and path with query.
@@ -36,7 +46,8 @@ impl ReplaySite {
     /// Reads the manifest in `dir` and checks every response can be sent.
     pub fn load(dir: &Path) -> Result<ReplaySite> {
         let replay = Replay::read(dir)?;
-        let mut by_request = HashMap::new();
+        let mut by_request: HashMap<RequestKey, Vec<Arc<Reply>>> = HashMap::new();
+        let mut page_request = None;
         for recorded in &replay.responses {
             let entry = recorded.entry;
             let fix = "rebuild the site with `h3lab site from-har`";
@@ -80,12 +91,17 @@ impl ReplaySite {
                 think,
             };
             let key = (recorded.host.clone(), method, recorded.path.clone());
-            by_request.insert(key, Arc::new(reply));
+            if recorded.url == replay.page {
+                page_request = Some(key.clone());
+            }
+            by_request.entry(key).or_default().push(Arc::new(reply));
         }
         Ok(ReplaySite {
             page: replay.page.clone(),
             hosts: replay.hosts().into_iter().collect(),
             by_request,
+            page_request,
+            answered: Mutex::default(),
         })
     }
 
@@ -96,22 +112,38 @@ impl ReplaySite {
 
     /// One line for the banner.
     pub fn describe(&self) -> String {
+        let responses: usize = self.by_request.values().map(Vec::len).sum();
         format!(
-            "replay: {} ({} responses, hosts {})",
+            "replay: {} ({responses} responses, hosts {})",
             self.page,
-            self.by_request.len(),
             self.hosts.join(", ")
         )
     }
 
-    /// The recorded response to a request; HEAD finds GET's.
+    /// The recorded response to a request: for a repeated request, the
+    /// next in recorded order. HEAD finds GET's without taking a turn.
     pub fn find(&self, method: &Method, host: &str, path: &str) -> Option<Arc<Reply>> {
-        let method = match *method {
-            Method::HEAD => Method::GET,
-            ref other => other.clone(),
-        };
+        let head = *method == Method::HEAD;
+        let method = if head { Method::GET } else { method.clone() };
         let key = (host.to_ascii_lowercase(), method, path.to_string());
-        self.by_request.get(&key).cloned()
+        let replies = self.by_request.get(&key)?;
+        let starts_a_load = !head && self.page_request.as_ref() == Some(&key);
+        if starts_a_load {
+            self.answered
+                .lock()
+                .expect("no panic while counting")
+                .clear();
+        }
+        if replies.len() == 1 {
+            return replies.first().cloned();
+        }
+        let mut answered = self.answered.lock().expect("no panic while counting");
+        let turn = answered.entry(key).or_default();
+        let reply = &replies[(*turn).min(replies.len() - 1)];
+        if !head {
+            *turn += 1;
+        }
+        Some(reply.clone())
     }
 }
 

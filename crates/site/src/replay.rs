@@ -63,6 +63,23 @@ pub struct Replay {
     pub responses: Vec<RecordedResponse>,
     /// The HAR's entries that are not replayed, and why.
     pub skipped: Vec<Skipped>,
+    /// A capture over `http://` replayed over https (`--upgrade-cleartext`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgraded: Option<UpgradedCleartext>,
+}
+
+/// What `--upgrade-cleartext` changed: the page as a TLS site would serve it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpgradedCleartext {
+    /// The hosts the capture reached over `http://`, now over https.
+    pub hosts: Vec<String>,
+    /// Entries captured over `http://`, replayed over https.
+    pub entries: usize,
+    /// `http://` URLs of those hosts rewritten to `https://` in text bodies
+    /// and `Location` and `Link` headers.
+    pub urls_rewritten: usize,
+    /// Redirects from a cleartext URL to its own https URL, dropped.
+    pub redirects_dropped: usize,
 }
 
 /// The captured load's own figures; null where the HAR does not say.
@@ -117,10 +134,18 @@ pub struct RecordedResponse {
     pub synthesized: bool,
     /// The recorded server think time: the wait less one round trip.
     pub think_ms: f64,
+    /// Which recorded request for this method and URL it answers, from 0:
+    /// a request made again gets the next response, as recorded.
+    #[serde(default, skip_serializing_if = "is_first")]
+    pub repeat: u32,
     /// The URL that caused the request, where the HAR names it.
     pub initiator: Option<String>,
     /// What it is, from the HAR's resource type or the content type.
     pub kind: ResourceKind,
+}
+
+fn is_first(repeat: &u32) -> bool {
+    *repeat == 0
 }
 
 /// An entry of the HAR that is not replayed.
@@ -194,10 +219,11 @@ impl Replay {
     }
 
     /// The initiator graph: for each URL, the recorded requests it caused,
-    /// in order, with what they are.
+    /// in order, with what they are (each URL once, however often it was
+    /// asked for).
     pub fn initiated(&self) -> HashMap<String, Vec<(String, ResourceKind)>> {
         let mut graph: HashMap<String, Vec<(String, ResourceKind)>> = HashMap::new();
-        for response in &self.responses {
+        for response in self.responses.iter().filter(|r| r.repeat == 0) {
             if let Some(parent) = &response.initiator {
                 let children = graph.entry(parent.clone()).or_default();
                 children.push((response.url.clone(), response.kind));

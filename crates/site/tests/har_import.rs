@@ -19,6 +19,7 @@ fn options() -> ImportOptions {
         think: Think::Recorded,
         page: None,
         keep_first_duplicate: false,
+        upgrade_cleartext: false,
     }
 }
 
@@ -222,12 +223,13 @@ fn broken_hars_are_refused_naming_the_problem_and_the_fix() {
         ("bad/not-har.json", "no `log`"),
         ("bad/version-1-0.har", "HAR version 1.0"),
         ("bad/no-response.har", "has no `response`"),
-        ("bad/duplicate-url.har", "--keep-first-duplicate"),
-        // Never the logo, the one entry that survives: the page, and why not.
+        // Never the logo, the one entry that survives: the page, why not,
+        // and the option that replays it.
         (
-            "bad/cleartext-page.har",
-            "the HAR's page http://www.news.test/ is not among the responses h3lab can replay: \
-             entry 0 was skipped (cleartext http://",
+            "cleartext-page.har",
+            "the HAR's page http://news.test/ is not among the responses h3lab can replay: \
+             entry 0 was skipped (cleartext http:// (the replay serves https only; \
+             --upgrade-cleartext replays it over https))",
         ),
     ];
     for (name, expected) in cases {
@@ -236,13 +238,55 @@ fn broken_hars_are_refused_naming_the_problem_and_the_fix() {
         assert!(format!("{err:#}").contains(expected), "{name}: {err:#}");
         assert!(!out.path().join("replay.json").exists(), "{name}");
     }
+}
+
+#[test]
+fn a_request_made_again_keeps_each_recorded_response_in_order() {
     let out = tempfile::tempdir().unwrap();
+    let summary = import_fixture("repeated-requests.har", out.path());
+    let replay = &summary.replay;
+    let answers = |url: &str| -> Vec<(u32, String)> {
+        (replay.responses.iter())
+            .filter(|r| r.url == url)
+            .map(|r| {
+                let body = std::fs::read(out.path().join(BODIES).join(&r.body)).unwrap();
+                (r.repeat, String::from_utf8(body).unwrap())
+            })
+            .collect()
+    };
+    let cart = "https://shop.example.test/cart.json?t=1";
+    assert_eq!(
+        answers(cart),
+        [(0, r#"{"items":0}"#.into()), (1, r#"{"items":1}"#.into())]
+    );
+    let beacons = (replay.responses.iter()).filter(|r| r.method == "POST");
+    assert_eq!(beacons.map(|r| r.repeat).collect::<Vec<_>>(), [0, 1]);
+    // The third read came from the memory cache: no request to replay.
+    let [cached] = &replay.skipped[..] else {
+        panic!("{:?}", replay.skipped)
+    };
+    assert_eq!((cached.entry, cached.url.as_str()), (6, cart));
+    assert!(cached.reason.contains("memory cache"), "{}", cached.reason);
+    // The initiator graph names each URL once, however often it was asked for.
+    let initiated = replay.initiated();
+    let from_script = &initiated["https://shop.example.test/app.js"];
+    assert_eq!(from_script.len(), 2, "{from_script:?}");
+    let text = summary.to_string();
+    assert!(
+        text.contains("repeated requests: 2 URLs asked for more than once, 2 later responses"),
+        "{text}"
+    );
+
     let keep = ImportOptions {
         keep_first_duplicate: true,
         ..options()
     };
-    let summary = import(&fixture("bad/duplicate-url.har"), out.path(), &keep).unwrap();
-    assert_eq!(summary.replay.skipped.len(), 1);
+    let out = tempfile::tempdir().unwrap();
+    let first_only = import(&fixture("repeated-requests.har"), out.path(), &keep).unwrap();
+    let replay = first_only.replay;
+    assert!(replay.responses.iter().all(|r| r.repeat == 0));
+    assert_eq!(replay.responses.len(), 4, "{:?}", replay.responses);
+    assert_eq!(replay.skipped.len(), 3, "{:?}", replay.skipped);
 }
 
 #[test]
@@ -255,4 +299,83 @@ fn an_import_replaces_an_earlier_replay_but_not_other_files() {
     std::fs::write(other.path().join("notes.txt"), "mine").unwrap();
     let err = import(&fixture("chrome.har"), other.path(), &options()).unwrap_err();
     assert!(err.to_string().contains("--out"), "{err}");
+}
+
+#[test]
+fn a_cleartext_capture_is_replayed_over_https_with_its_urls_upgraded() {
+    let out = tempfile::tempdir().unwrap();
+    let upgrade = ImportOptions {
+        upgrade_cleartext: true,
+        ..options()
+    };
+    let summary = import(&fixture("cleartext-page.har"), out.path(), &upgrade).unwrap();
+    let replay = &summary.replay;
+    // WebPageTest's first view of run 1, of its four pages.
+    let note = summary.page_note.as_deref().unwrap();
+    assert!(
+        note.contains("imported the first view of the first run, `page_1_0`"),
+        "{note}"
+    );
+    assert_eq!(replay.page, "https://news.test/");
+    let body = |url: &str| {
+        let response = replay.responses.iter().find(|r| r.url == url).unwrap();
+        std::fs::read_to_string(out.path().join(BODIES).join(&response.body)).unwrap()
+    };
+    let html = body("https://www.news.test/");
+    for upgraded in [
+        r#"href="https://www.news.test/css/site.css""#,
+        r#"src="https://cdn.news.test/logo.svg""#,
+        r#"src="https://static.news.test/img/lead.jpg""#,
+        // Not in the capture: left as it was.
+        r#"href="http://other.example/""#,
+    ] {
+        assert!(html.contains(upgraded), "{upgraded} in {html}");
+    }
+    assert!(body("https://www.news.test/css/site.css").contains("url(https://static.news.test/"));
+    let first = &replay.responses[0];
+    assert!(first
+        .headers
+        .contains(&("location".into(), "https://www.news.test/".into())));
+    // The CDN's http:// logo redirected to its https:// self: moot now.
+    let [moot] = &replay.skipped[..] else {
+        panic!("{:?}", replay.skipped)
+    };
+    assert_eq!(moot.url, "http://cdn.news.test/logo.svg");
+    let upgraded = replay.upgraded.as_ref().unwrap();
+    assert_eq!(
+        upgraded.hosts,
+        [
+            "cdn.news.test",
+            "news.test",
+            "static.news.test",
+            "www.news.test"
+        ]
+    );
+    assert_eq!(
+        (
+            upgraded.entries,
+            upgraded.urls_rewritten,
+            upgraded.redirects_dropped
+        ),
+        (7, 5, 1)
+    );
+    assert_eq!(replay.responses.len(), 8, "{:?}", replay.responses);
+    assert!(replay
+        .responses
+        .iter()
+        .all(|r| r.url.starts_with("https://")));
+    let text = summary.to_string();
+    assert!(
+        text.contains("upgraded: 7 entries captured over http:// are replayed over https"),
+        "{text}"
+    );
+    // The repeat view of the second run, asked for by its id.
+    let repeat = ImportOptions {
+        page: Some("page_2_1".into()),
+        ..upgrade
+    };
+    let replay = import(&fixture("cleartext-page.har"), out.path(), &repeat)
+        .unwrap()
+        .replay;
+    assert_eq!(replay.responses.len(), 2, "{:?}", replay.responses);
 }

@@ -96,15 +96,17 @@ pub(crate) struct Har {
     pub(crate) bytes: u64,
     /// What the capture recorded.
     pub(crate) recorded: h3lab_site::replay::RecordedLoad,
+    /// Whether a capture over `http://` is replayed over https.
+    pub(crate) upgrade_cleartext: bool,
 }
 
 impl Har {
     /// Imports the HAR into a scratch directory to check it and learn its
     /// shape; a HAR that does not import is an error naming the entry.
-    fn check(path: PathBuf) -> Result<Har, String> {
+    fn check(path: PathBuf, upgrade_cleartext: bool) -> Result<Har, String> {
         let scratch =
             tempfile::tempdir().map_err(|err| format!("cannot make a scratch directory: {err}"))?;
-        let summary = import_har(&path, scratch.path())
+        let summary = import_har(&path, upgrade_cleartext, scratch.path())
             .map_err(|err| format!("har `{}`: {err:#}", path.display()))?;
         let replay = summary.replay;
         Ok(Har {
@@ -114,20 +116,23 @@ impl Har {
             responses: replay.responses.len(),
             bytes: replay.responses.iter().map(|r| r.body_bytes).sum(),
             recorded: replay.recorded,
+            upgrade_cleartext,
         })
     }
 }
 
 /// Imports `har` into `out` as every page workload replays it: the first
-/// page, with its recorded think time.
+/// page, with its recorded think time, cleartext upgraded if asked.
 pub(crate) fn import_har(
     har: &std::path::Path,
+    upgrade_cleartext: bool,
     out: &std::path::Path,
 ) -> anyhow::Result<h3lab_site::har::ImportSummary> {
     let options = h3lab_site::har::ImportOptions {
         think: h3lab_site::replay::Think::Recorded,
         page: None,
         keep_first_duplicate: false,
+        upgrade_cleartext,
     };
     h3lab_site::har::import(har, out, &options)
 }
@@ -182,6 +187,7 @@ struct WorkloadTable {
     samples: Option<Count>,
     site: Option<Site>,
     har: Option<PathBuf>,
+    upgrade_cleartext: Option<bool>,
     loader: Option<Loader>,
     visit: Option<Visit>,
     loads: Option<Count>,
@@ -212,6 +218,7 @@ impl WorkloadTable {
             ("samples", self.samples.is_some()),
             ("site", self.site.is_some()),
             ("har", self.har.is_some()),
+            ("upgrade_cleartext", self.upgrade_cleartext.is_some()),
             ("loader", self.loader.is_some()),
             ("visit", self.visit.is_some()),
             ("loads", self.loads.is_some()),
@@ -271,9 +278,16 @@ impl WorkloadTable {
                 }
             }
             WorkloadKind::Page => {
+                if self.upgrade_cleartext.is_some() && self.har.is_none() {
+                    return Err(format!(
+                        "page workload `{name}`: `upgrade_cleartext` applies to a `har`; add one or remove it"
+                    ));
+                }
                 let site = match (self.site.clone(), self.har.clone(), &self.url) {
                     (Some(site), None, None) => site,
-                    (None, Some(har), None) => Site::Har(Har::check(har)?),
+                    (None, Some(har), None) => {
+                        Site::Har(Har::check(har, self.upgrade_cleartext.unwrap_or(false))?)
+                    }
                     (None, None, _) => Site::Remote,
                     _ => {
                         return Err(format!(
@@ -313,7 +327,14 @@ fn keys_of(kind: WorkloadKind) -> &'static [&'static str] {
         ],
         WorkloadKind::Download => &["size", "connections", "streams", "metric"],
         WorkloadKind::Ttfb => &["modes", "samples"],
-        WorkloadKind::Page => &["site", "har", "loader", "visit", "loads"],
+        WorkloadKind::Page => &[
+            "site",
+            "har",
+            "upgrade_cleartext",
+            "loader",
+            "visit",
+            "loads",
+        ],
     }
 }
 

@@ -38,10 +38,15 @@ struct FromHarArgs {
     /// The page to import, by its id in the HAR (default: the first).
     #[arg(long, value_name = "ID")]
     page: Option<String>,
-    /// Where the HAR requests one URL twice with different responses,
-    /// keep the first (by default the import refuses).
+    /// Of a request the page made more than once, keep only the first
+    /// response (by default each is replayed in recorded order).
     #[arg(long)]
     keep_first_duplicate: bool,
+    /// Replay a capture's cleartext http:// entries over https, with the
+    /// http:// URLs of its hosts in bodies and redirects made https://
+    /// (by default they are skipped).
+    #[arg(long)]
+    upgrade_cleartext: bool,
 }
 
 #[derive(clap::Args)]
@@ -68,6 +73,7 @@ fn from_har(args: FromHarArgs) -> anyhow::Result<ExitCode> {
         think: args.think,
         page: args.page,
         keep_first_duplicate: args.keep_first_duplicate,
+        upgrade_cleartext: args.upgrade_cleartext,
     };
     let summary = h3lab_site::har::import(&args.har, &args.out, &options)?;
     outln!("replay site in {}", args.out.display());

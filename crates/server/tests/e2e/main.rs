@@ -12,6 +12,7 @@ mod priority;
 mod qlog;
 mod quic_tuning;
 mod relay;
+mod replay;
 mod resumption;
 mod shutdown;
 mod site;

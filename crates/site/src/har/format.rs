@@ -38,8 +38,26 @@ pub struct Page {
     /// WebPageTest: the URL the test loaded.
     #[serde(rename = "_URL")]
     pub url: Option<String>,
+    /// WebPageTest: the run, from 1.
+    #[serde(rename = "_run")]
+    pub run: Option<Value>,
+    /// WebPageTest: 0 for the first view, 1 for the repeat view.
+    #[serde(rename = "_cached")]
+    pub cached: Option<Value>,
     #[serde(rename = "pageTimings")]
     pub page_timings: Option<PageTimings>,
+}
+
+impl Page {
+    /// WebPageTest's run and view (0 first, 1 repeat), where it says.
+    pub fn run_and_view(&self) -> Option<(u64, u64)> {
+        let number = |value: &Value| match value {
+            Value::Number(n) => n.as_u64(),
+            Value::String(text) => text.parse().ok(),
+            _ => None,
+        };
+        Some((number(self.run.as_ref()?)?, number(self.cached.as_ref()?)?))
+    }
 }
 
 /// Milliseconds from the page's start; -1 (or absent) is unknown.
@@ -66,6 +84,9 @@ pub struct Entry {
     /// Chrome and Playwright: headers and body on the wire.
     #[serde(rename = "_transferSize")]
     pub transfer_size: Option<f64>,
+    /// Chrome: `memory` or `disk` when the browser's cache answered.
+    #[serde(rename = "_fromCache")]
+    pub from_cache: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

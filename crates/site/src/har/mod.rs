@@ -4,8 +4,9 @@
 
 mod encode;
 mod format;
+mod upgrade;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::path::Path;
 
@@ -17,10 +18,12 @@ use rand_chacha::ChaCha8Rng;
 use url::Url;
 
 use crate::replay::{
-    Origin, RecordedLoad, RecordedResponse, Replay, Skipped, Think, BODIES, MANIFEST, SCHEMA,
+    Origin, RecordedLoad, RecordedResponse, Replay, Skipped, Think, UpgradedCleartext, BODIES,
+    MANIFEST, SCHEMA,
 };
 use encode::Encoding;
 use format::{known, Entry, HarFile};
+use upgrade::Upgrade;
 
 /// Where a recorded redirect points, resolved against its URL.
 fn location(response: &RecordedResponse) -> Option<Url> {
@@ -42,9 +45,12 @@ pub struct ImportOptions {
     pub think: Think,
     /// The page to import, by its `pages[].id`; `None` is the first.
     pub page: Option<String>,
-    /// On the same request twice with different responses, keep the
-    /// first instead of refusing the HAR.
+    /// Of a request made more than once, keep only the first response
+    /// (by default each is kept and replayed in recorded order).
     pub keep_first_duplicate: bool,
+    /// Replay a capture's cleartext `http://` entries over https, their
+    /// URLs upgraded (by default they are skipped).
+    pub upgrade_cleartext: bool,
 }
 
 /// What an import wrote.
@@ -102,7 +108,7 @@ pub fn import(har: &Path, out: &Path, options: &ImportOptions) -> Result<ImportS
     let timings = chosen.and_then(|p| p.page_timings.as_ref());
     // The URL the capture loaded, where the HAR says: WebPageTest's `_URL`,
     // or a title that is a URL (Chrome and Playwright write the URL there).
-    let page_url = chosen
+    let mut page_url = chosen
         .and_then(|p| {
             p.url
                 .iter()
@@ -119,13 +125,18 @@ pub fn import(har: &Path, out: &Path, options: &ImportOptions) -> Result<ImportS
     let entries = log.entries.unwrap_or_default();
     let har_dir = har.parent().unwrap_or(Path::new("."));
     let firefox = creator.starts_with("Firefox");
-    let mut builder = Builder::new(options.keep_first_duplicate, firefox);
+    let on_page = |entry: &&Entry| match (&page_id, &entry.pageref) {
+        (Some(page), Some(pageref)) => page == pageref,
+        _ => true,
+    };
+    let upgrade = (options.upgrade_cleartext)
+        .then(|| Upgrade::new(cleartext_hosts(entries.iter().filter(on_page))));
+    if let (Some(upgrade), Some(url)) = (&upgrade, &mut page_url) {
+        upgrade.url(url);
+    }
+    let mut builder = Builder::new(options.keep_first_duplicate, firefox, upgrade);
     for (index, entry) in entries.iter().enumerate() {
-        let on_page = match (&page_id, &entry.pageref) {
-            (Some(page), Some(pageref)) => page == pageref,
-            _ => true,
-        };
-        if on_page {
+        if on_page(&entry) {
             builder.add(index, entry, har_dir)?;
         }
     }
@@ -137,12 +148,28 @@ pub fn import(har: &Path, out: &Path, options: &ImportOptions) -> Result<ImportS
     builder.finish(source, options.think, recorded, page_note, page_url, out)
 }
 
-/// The page whose entries to import: the one asked for, or the first.
+/// The hosts of the entries captured over `http://`, lower case.
+fn cleartext_hosts<'a>(entries: impl Iterator<Item = &'a Entry>) -> BTreeSet<String> {
+    let urls = entries.filter_map(|entry| Url::parse(entry.request.as_ref()?.url.as_deref()?).ok());
+    let cleartext = urls.filter(|url| url.scheme() == "http");
+    cleartext
+        .filter_map(|url| Some(url.host_str()?.to_ascii_lowercase()))
+        .collect()
+}
+
+/// The page whose entries to import: the one asked for, or else the
+/// first view of the first run (WebPageTest), or else the first listed.
 fn choose_page(
     pages: &[format::Page],
     wanted: Option<&str>,
 ) -> Result<(Option<String>, Option<String>)> {
     let ids: Vec<&str> = pages.iter().filter_map(|p| p.id.as_deref()).collect();
+    let first_view = (pages.iter().filter(|p| p.id.is_some()))
+        .filter_map(|p| Some((p.run_and_view()?, p)))
+        .filter(|((_, view), _)| *view == 0)
+        .min_by_key(|((run, _), _)| *run)
+        .map(|(_, page)| page);
+    let default = first_view.or(pages.iter().find(|p| p.id.is_some()));
     match wanted {
         Some(wanted) if ids.contains(&wanted) => Ok((Some(wanted.to_string()), None)),
         Some(wanted) => bail!(
@@ -153,17 +180,27 @@ fn choose_page(
                 ids.join(", ")
             }
         ),
-        None if ids.len() > 1 => {
-            let title = pages[0].title.as_deref().unwrap_or("");
+        None => {
+            let Some(page) = default else {
+                return Ok((None, None));
+            };
+            let id = page.id.clone();
+            if ids.len() < 2 {
+                return Ok((id, None));
+            }
+            let which = match first_view {
+                Some(_) => "the first view of the first run",
+                None => "the first",
+            };
+            let title = page.title.as_deref().unwrap_or("");
             let note = format!(
-                "the HAR has {} pages ({}); imported the first, `{}` {title} (choose with --page)",
+                "the HAR has {} pages ({}); imported {which}, `{}` {title} (choose with --page)",
                 ids.len(),
                 ids.join(", "),
-                ids[0]
+                id.as_deref().unwrap_or_default()
             );
-            Ok((Some(ids[0].to_string()), Some(note)))
+            Ok((id, Some(note)))
         }
-        None => Ok((ids.first().map(|id| id.to_string()), None)),
     }
 }
 
@@ -184,17 +221,24 @@ struct Builder {
     firefox: bool,
     origins: Vec<Origin>,
     pending: Vec<Pending>,
-    by_request: HashMap<(String, String), usize>,
+    /// Each method and URL's responses, in recorded order.
+    by_request: HashMap<(String, String), Vec<usize>>,
     skipped: Vec<Skipped>,
     dropped_headers: Vec<String>,
     decoded: Vec<String>,
+    /// With `--upgrade-cleartext`: the capture's cleartext hosts.
+    upgrade: Option<Upgrade>,
+    /// Redirects from a cleartext URL to its own https URL, dropped.
+    moot_redirects: usize,
 }
 
 impl Builder {
-    fn new(keep_first_duplicate: bool, firefox: bool) -> Builder {
+    fn new(keep_first_duplicate: bool, firefox: bool, upgrade: Option<Upgrade>) -> Builder {
         Builder {
             keep_first_duplicate,
             firefox,
+            upgrade,
+            moot_redirects: 0,
             origins: Vec::new(),
             pending: Vec::new(),
             by_request: HashMap::new(),
@@ -238,8 +282,15 @@ impl Builder {
             return Ok(());
         };
         url.set_fragment(None);
+        let upgraded = self.upgrade.as_ref().is_some_and(|u| u.url(&mut url));
         let status = known(response.status).unwrap_or(0.0) as u16;
         if let Some(reason) = unsupported(entry, &url, status) {
+            self.skip(index, url_text, reason);
+            return Ok(());
+        }
+        if upgraded && self.redirects_to_itself(response, &url, status) {
+            self.moot_redirects += 1;
+            let reason = "a redirect from http:// to its own https:// URL, moot once upgraded";
             self.skip(index, url_text, reason);
             return Ok(());
         }
@@ -263,18 +314,21 @@ impl Builder {
         let (body, synthesized, encoding) =
             self.body(index, entry, recorded_body_bytes, har_dir)?;
         let key = (method.clone(), url.to_string());
-        if let Some(&earlier) = self.by_request.get(&key) {
-            let same = self.pending[earlier].body == body
-                && self.pending[earlier].response.status == status;
-            let first = self.pending[earlier].response.entry;
-            if same || self.keep_first_duplicate {
-                self.skip(index, url_text, format!("a repeat of entry {first}"));
+        let earlier = self.by_request.get(&key);
+        let repeat = earlier.map_or(0, Vec::len);
+        if let Some(first) = earlier.map(|earlier| self.pending[earlier[0]].response.entry) {
+            if let Some(cache) = entry.from_cache.as_deref().filter(|c| !c.is_empty()) {
+                let reason = format!(
+                    "a repeat of entry {first} answered by the browser's {cache} cache (no request on the network)"
+                );
+                self.skip(index, url_text, reason);
                 return Ok(());
             }
-            bail!(
-                "entries {first} and {index} both request {method} {url} with different responses; \
-                 a replay answers a request one way: remove one from the HAR, or pass --keep-first-duplicate"
-            );
+            if self.keep_first_duplicate {
+                let reason = format!("a repeat of entry {first} (--keep-first-duplicate)");
+                self.skip(index, url_text, reason);
+                return Ok(());
+            }
         }
         let origin = url.origin().ascii_serialization();
         if !self.origins.iter().any(|o| o.origin == origin) {
@@ -283,6 +337,9 @@ impl Builder {
                 host: host.clone(),
                 port,
             });
+        }
+        if let Some(upgrade) = self.upgrade.as_mut().filter(|_| upgraded) {
+            upgrade.entries += 1;
         }
         let headers = self.headers(index, response, encoding);
         let path = match url.query() {
@@ -298,7 +355,10 @@ impl Builder {
             };
             (connect > ssl).then_some(connect - ssl)
         });
-        self.by_request.insert(key, self.pending.len());
+        self.by_request
+            .entry(key)
+            .or_default()
+            .push(self.pending.len());
         self.pending.push(Pending {
             response: RecordedResponse {
                 entry: index,
@@ -313,7 +373,11 @@ impl Builder {
                 recorded_body_bytes,
                 synthesized,
                 think_ms: 0.0,
-                initiator: entry.initiator_url(),
+                repeat: repeat as u32,
+                initiator: entry.initiator_url().map(|url| match &self.upgrade {
+                    Some(upgrade) => upgrade.url_text(&url),
+                    None => url,
+                }),
                 kind: resource_kind(entry, response),
             },
             body,
@@ -335,12 +399,18 @@ impl Builder {
         har_dir: &Path,
     ) -> Result<(Vec<u8>, bool, Option<Encoding>)> {
         let response = entry.response.as_ref().expect("checked by add");
-        let Some(decoded) = recorded_body(index, response, har_dir)? else {
+        let Some(mut decoded) = recorded_body(index, response, har_dir)? else {
             let size = recorded
                 .or_else(|| known(response.content.as_ref()?.size).map(|s| s as u64))
                 .unwrap_or(0);
             return Ok((filler(index, size), true, None));
         };
+        let text = header(response, "content-type").is_some_and(upgrade::is_text);
+        if let Some(upgrade) = self.upgrade.as_mut().filter(|_| text) {
+            let (upgraded, rewritten) = upgrade.text(&decoded);
+            upgrade.rewritten += rewritten;
+            decoded = upgraded;
+        }
         let header = header(response, "content-encoding");
         let Some(value) = header.filter(|v| !v.trim().eq_ignore_ascii_case("identity")) else {
             return Ok((decoded, false, None));
@@ -394,7 +464,15 @@ impl Builder {
                     .push(format!("entry {index}: `{}`", header.name));
                 continue;
             }
-            kept.push((name, header.value.clone()));
+            let value = match self.upgrade.as_mut() {
+                Some(upgrade) if ["location", "link"].contains(&name.as_str()) => {
+                    let (value, rewritten) = upgrade.text(header.value.as_bytes());
+                    upgrade.rewritten += rewritten;
+                    String::from_utf8_lossy(&value).into_owned()
+                }
+                _ => header.value.clone(),
+            };
+            kept.push((name, value));
         }
         if encoding.is_some() {
             let value = header(response, "content-encoding").unwrap_or_default();
@@ -437,6 +515,12 @@ impl Builder {
             origins: self.origins,
             responses: self.pending.into_iter().map(|p| p.response).collect(),
             skipped: self.skipped,
+            upgraded: self.upgrade.map(|upgrade| UpgradedCleartext {
+                hosts: upgrade.hosts().iter().cloned().collect(),
+                entries: upgrade.entries,
+                urls_rewritten: upgrade.rewritten,
+                redirects_dropped: self.moot_redirects,
+            }),
         };
         let manifest = out.join(MANIFEST);
         let text = serde_json::to_string_pretty(&replay).context("writing the manifest")?;
@@ -529,6 +613,19 @@ impl Builder {
         bail!("the page's redirects recorded in the HAR go on for more than {MAX_REDIRECTS}")
     }
 
+    /// Whether a response redirects to `url` itself: a cleartext URL's
+    /// redirect to https, once both are upgraded.
+    fn redirects_to_itself(&self, response: &format::Response, url: &Url, status: u16) -> bool {
+        let location = header(response, "location").and_then(|l| url.join(l).ok());
+        let upgraded = |mut location: Url| {
+            if let Some(upgrade) = &self.upgrade {
+                upgrade.url(&mut location);
+            }
+            location
+        };
+        (300..400).contains(&status) && location.map(upgraded).as_ref() == Some(url)
+    }
+
     /// The recorded redirect, before response `to`, whose Location is it.
     fn redirect_to(&self, to: usize) -> Option<usize> {
         let target = &self.pending[to].response.url;
@@ -618,7 +715,10 @@ fn unsupported(entry: &Entry, url: &Url, status: u16) -> Option<String> {
             (_, 0) => Some("failed when recorded (no status)".into()),
             _ => None,
         },
-        "http" => Some("cleartext http:// (the replay serves https only)".into()),
+        "http" => Some(
+            "cleartext http:// (the replay serves https only; --upgrade-cleartext replays it over https)"
+                .into(),
+        ),
         "ws" | "wss" => Some("a WebSocket (not replayed)".into()),
         "data" | "blob" => Some(format!("a {}: URL (never on the network)", url.scheme())),
         other => Some(format!("a {other}: URL")),
@@ -721,6 +821,16 @@ impl fmt::Display for ImportSummary {
         if let Some(note) = &self.page_note {
             writeln!(f, "note: {note}")?;
         }
+        if let Some(upgraded) = &replay.upgraded {
+            writeln!(
+                f,
+                "upgraded: {} entries captured over http:// are replayed over https ({}); {} http:// URLs in bodies and headers rewritten, {} redirects to https dropped",
+                upgraded.entries,
+                upgraded.hosts.join(", "),
+                upgraded.urls_rewritten,
+                upgraded.redirects_dropped
+            )?;
+        }
         let bytes: u64 = replay.responses.iter().map(|r| r.body_bytes).sum();
         let synthesized = replay.responses.iter().filter(|r| r.synthesized).count();
         writeln!(
@@ -729,6 +839,14 @@ impl fmt::Display for ImportSummary {
             replay.responses.len(),
             bytes
         )?;
+        let repeats = replay.responses.iter().filter(|r| r.repeat > 0).count();
+        if repeats > 0 {
+            let urls = (replay.responses.iter()).filter(|r| r.repeat == 1).count();
+            writeln!(
+                f,
+                "repeated requests: {urls} URLs asked for more than once, {repeats} later responses, replayed in recorded order (a request beyond them gets the last)"
+            )?;
+        }
         writeln!(f, "origins: {}", replay.origins.len())?;
         for origin in &replay.origins {
             let count = replay
@@ -778,4 +896,40 @@ pub fn off_size(response: &RecordedResponse) -> bool {
         let actual = response.body_bytes as f64;
         (actual - recorded as f64).abs() > 0.05 * recorded as f64
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pages(json: &str) -> Vec<format::Page> {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn the_default_page_is_the_first_view_of_the_first_run_wherever_it_is_listed() {
+        // As a merged or hand-edited WebPageTest export may list them.
+        let wpt = pages(
+            r#"[{"id":"page_2_0","_run":2,"_cached":0},{"id":"page_1_1","_run":"1","_cached":"1"},
+                {"id":"page_1_0","_run":1,"_cached":0,"title":"Run 1, First View"}]"#,
+        );
+        let (id, note) = choose_page(&wpt, None).unwrap();
+        assert_eq!(id.as_deref(), Some("page_1_0"));
+        let note = note.unwrap();
+        assert!(note.contains("the first view of the first run"), "{note}");
+        assert_eq!(
+            choose_page(&wpt, Some("page_2_0")).unwrap(),
+            (Some("page_2_0".into()), None)
+        );
+        // Without WebPageTest's fields, the first listed.
+        let chrome = pages(r#"[{"id":"page_3"},{"id":"page_4"}]"#);
+        let (id, note) = choose_page(&chrome, None).unwrap();
+        assert_eq!(id.as_deref(), Some("page_3"));
+        assert!(note.unwrap().contains("imported the first,"));
+        let one = pages(r#"[{"id":"page_1"}]"#);
+        assert_eq!(
+            choose_page(&one, None).unwrap(),
+            (Some("page_1".into()), None)
+        );
+    }
 }
