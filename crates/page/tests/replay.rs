@@ -94,15 +94,19 @@ impl Replayed {
     }
 
     fn from_har(har: &Path) -> Replayed {
-        let dirs = tempfile::tempdir().unwrap();
-        let site = dirs.path().join("site");
         let options = ImportOptions {
             think: Think::None,
             page: None,
             keep_first_duplicate: false,
             upgrade_cleartext: false,
         };
-        let replay = import(har, &site, &options).unwrap().replay;
+        Replayed::imported(har, &options)
+    }
+
+    fn imported(har: &Path, options: &ImportOptions) -> Replayed {
+        let dirs = tempfile::tempdir().unwrap();
+        let site = dirs.path().join("site");
+        let replay = import(har, &site, options).unwrap().replay;
         let runtime = runtime();
         let server = serve(&runtime, [0, 0, 0, 0], &site);
         let ca = dirs.path().join("cert.pem");
@@ -489,4 +493,34 @@ fn a_replay_that_starts_with_a_redirect_follows_it() {
     assert_eq!((urls[0], rows[0].status), ("https://example.test/", 301));
     assert_eq!(urls[1], "https://www.example.test/");
     assert!(rows[1].start_ms >= rows[0].end_ms);
+}
+
+/// A page captured over cleartext http:// (WebPageTest, 2015), replayed
+/// over https with `--upgrade-cleartext`: the loader follows the upgraded
+/// redirect and fetches every recorded resource from the upgraded URLs in
+/// the HTML and CSS, over each protocol.
+#[test]
+fn a_cleartext_capture_upgraded_to_https_loads_whole_over_each_protocol() {
+    let har = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../site/tests/fixtures/har/cleartext-page.har");
+    let options = ImportOptions {
+        think: Think::None,
+        page: None,
+        keep_first_duplicate: false,
+        upgrade_cleartext: true,
+    };
+    let replayed = Replayed::imported(&har, &options);
+    let replay = &replayed.replay;
+    assert_eq!(replay.page, "https://news.test/");
+    for proto in [Proto::H1, Proto::H2, Proto::H3] {
+        let options = LoaderOptions {
+            recorded: Some(replayed.recorded_page()),
+            ..replayed.builtin(proto)
+        };
+        let report =
+            load_page(&replay.page, &options, &mut |_| ControlFlow::Continue(())).unwrap();
+        let load = &report.loads[0];
+        replayed.check(load, proto, true);
+        assert!(load.skipped.is_empty(), "{proto}: {:?}", load.skipped);
+    }
 }
