@@ -273,6 +273,7 @@ fn captured_pages(suite: &Suite) -> Vec<CapturedPage> {
         page: har.page.clone(),
         origins: har.origins,
         responses: har.responses,
+        outside_load: har.outside_load,
         protocol: har.recorded.protocol.clone(),
         on_load_ms: har.recorded.on_load_ms,
         on_content_load_ms: har.recorded.on_content_load_ms,

@@ -184,11 +184,11 @@ impl Replayed {
             load.resources.iter().map(|r| (r.url.as_str(), r)).collect();
         assert_eq!(
             fetched.len(),
-            self.replay.responses.len(),
+            self.replay.in_load().count(),
             "{proto}: {:?}",
             fetched.keys()
         );
-        for recorded in &self.replay.responses {
+        for recorded in self.replay.in_load() {
             let row = fetched[recorded.url.as_str()];
             if !wire_bytes && row.status == 0 {
                 // Chromium blocked the recorded 404 page of an image
@@ -404,36 +404,34 @@ fn the_initiator_graph_adds_what_bodies_do_not_show_and_bounds_the_rest() {
     );
 }
 
-/// A real page no one here wrote (rustdoc's `syn` index, from Debian's
-/// cargo-doc), recorded by Chromium through Playwright and replayed: the
-/// built-in loader and Chromium fetch the same resources, with byte counts
-/// within 5 % of each other.
-#[test]
-fn both_loaders_fetch_the_same_resources_of_a_recorded_real_page() {
-    let (Some(chromium), Some(recorder), Some(docs)) = (
-        h3lab_testenv::chromium(),
-        h3lab_testenv::har_recorder(),
-        h3lab_testenv::doc_site(),
-    ) else {
-        return;
+/// Records `url` of the static site `docs` with Chromium through
+/// Playwright, replays it, and loads it once with each loader over
+/// `proto`: both fetch the same resources, the page load's own (none of
+/// the requests the capture made outside it), with byte counts within 5 %
+/// of each other.
+fn both_loaders_fetch_the_same_resources(docs: &Path, url: &str, proto: Proto) -> Replayed {
+    let (Some(chromium), Some(recorder)) =
+        (h3lab_testenv::chromium(), h3lab_testenv::har_recorder())
+    else {
+        panic!("checked by the caller");
     };
     let dir = tempfile::tempdir().unwrap();
     let runtime = runtime();
-    let har = dir.path().join("syn.har");
+    let har = dir.path().join("page.har");
     let recording = Recording {
         recorder: &recorder,
         chromium: &chromium,
         runtime: &runtime,
         scratch: tempfile::tempdir().unwrap(),
     };
-    recording.record(&docs, "https://www.example.test/syn/index.html", &har);
+    recording.record(docs, url, &har);
     let replayed = Replayed::from_har(&har);
     let replay = &replayed.replay;
     let builtin = LoaderOptions {
         recorded: Some(replayed.recorded_page()),
-        ..replayed.builtin(Proto::H2)
+        ..replayed.builtin(proto)
     };
-    let browser = replayed.chromium(&chromium, Proto::H2);
+    let browser = replayed.chromium(&chromium, proto);
     let page = &replay.page;
     let ours = load_page(page, &builtin, &mut |_| ControlFlow::Continue(())).unwrap();
     let theirs = chromium::load_page(page, &browser, &mut |_| ControlFlow::Continue(())).unwrap();
@@ -449,11 +447,72 @@ fn both_loaders_fetch_the_same_resources_of_a_recorded_real_page() {
         ours.keys().collect::<Vec<_>>(),
         theirs.keys().collect::<Vec<_>>()
     );
+    let in_load: BTreeSet<&str> = replay.in_load().map(|r| r.url.as_str()).collect();
+    assert_eq!(
+        ours.keys().map(String::as_str).collect::<BTreeSet<_>>(),
+        in_load
+    );
     let (a, b) = (
         ours.values().sum::<u64>() as f64,
         theirs.values().sum::<u64>() as f64,
     );
     assert!((a - b).abs() <= 0.05 * b, "{a} B against Chromium's {b} B");
+    replayed
+}
+
+/// A real page no one here wrote (rustdoc's `syn` index, from Debian's
+/// cargo-doc), over h2.
+#[test]
+fn both_loaders_fetch_the_same_resources_of_a_recorded_real_page() {
+    let (Some(_), Some(_), Some(docs)) = (
+        h3lab_testenv::chromium(),
+        h3lab_testenv::har_recorder(),
+        h3lab_testenv::doc_site(),
+    ) else {
+        return;
+    };
+    both_loaders_fetch_the_same_resources(
+        &docs,
+        "https://www.example.test/syn/index.html",
+        Proto::H2,
+    );
+}
+
+/// The Rust book's first page (mdBook: 12 stylesheets, 8 scripts, two web
+/// fonts, one of them the code face set through `var(--mono-font)`), over
+/// h3. Chromium asks for the tab's icon as the load ends: the import marks
+/// it, and neither loader counts it.
+#[test]
+fn both_loaders_fetch_the_same_resources_of_the_rust_book() {
+    let (Some(_), Some(_), Some(book)) = (
+        h3lab_testenv::chromium(),
+        h3lab_testenv::har_recorder(),
+        h3lab_testenv::rust_book(),
+    ) else {
+        return;
+    };
+    let replayed = both_loaders_fetch_the_same_resources(
+        &book,
+        "https://www.example.test/index.html",
+        Proto::H3,
+    );
+    let replay = &replayed.replay;
+    let fonts = (replay.in_load())
+        .filter(|r| r.kind == h3lab_results::ResourceKind::Font)
+        .count();
+    assert!(fonts >= 2, "{:?}", replay.responses);
+    let favicon = |url: &str| url.rsplit('/').next().unwrap().starts_with("favicon");
+    let replayed_icon = (replay.responses.iter()).any(|r| favicon(&r.url));
+    let skipped_icon = replay.skipped.iter().any(|s| favicon(&s.url));
+    assert!(replayed_icon || skipped_icon, "{:?}", replay.skipped);
+    assert!(replay.in_load().all(|r| !favicon(&r.url)));
+    assert!(
+        (replay.skipped.iter())
+            .filter(|s| favicon(&s.url))
+            .all(|s| s.reason.contains("a favicon, outside the page load")),
+        "{:?}",
+        replay.skipped
+    );
 }
 
 /// A capture that starts with a redirect (`https://example.test/` moved
@@ -501,8 +560,8 @@ fn a_replay_that_starts_with_a_redirect_follows_it() {
 /// the HTML and CSS, over each protocol.
 #[test]
 fn a_cleartext_capture_upgraded_to_https_loads_whole_over_each_protocol() {
-    let har = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../site/tests/fixtures/har/cleartext-page.har");
+    let har =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../site/tests/fixtures/har/cleartext-page.har");
     let options = ImportOptions {
         think: Think::None,
         page: None,
@@ -517,8 +576,7 @@ fn a_cleartext_capture_upgraded_to_https_loads_whole_over_each_protocol() {
             recorded: Some(replayed.recorded_page()),
             ..replayed.builtin(proto)
         };
-        let report =
-            load_page(&replay.page, &options, &mut |_| ControlFlow::Continue(())).unwrap();
+        let report = load_page(&replay.page, &options, &mut |_| ControlFlow::Continue(())).unwrap();
         let load = &report.loads[0];
         replayed.check(load, proto, true);
         assert!(load.skipped.is_empty(), "{proto}: {:?}", load.skipped);

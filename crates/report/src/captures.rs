@@ -38,8 +38,12 @@ impl CaptureComparison<'_> {
     pub fn title(&self) -> String {
         let capture = self.capture;
         let file = capture.har.rsplit('/').next().unwrap_or(&capture.har);
+        let outside = match capture.outside_load {
+            0 => String::new(),
+            n => format!(" ({n} outside the page load)"),
+        };
         format!(
-            "{}: {file} ({}), {}, {} origins, {} responses",
+            "{}: {file} ({}), {}, {} origins, {} responses{outside}",
             capture.workload, capture.tool, capture.page, capture.origins, capture.responses
         )
     }
@@ -101,6 +105,7 @@ mod tests {
             page: "https://www.example.test/".into(),
             origins: 3,
             responses: 5,
+            outside_load: 0,
             protocol: Some("h2".into()),
             on_load_ms: Some(358.4),
             on_content_load_ms: None,
@@ -118,7 +123,11 @@ mod tests {
         );
         assert!(!compared[0].replayed.is_empty());
         results.captures[0].upgraded_from_cleartext = true;
+        results.captures[0].outside_load = 1;
         let compared = compare_captures(&results.captures, &summaries);
+        assert!(compared[0]
+            .title()
+            .ends_with("5 responses (1 outside the page load)"));
         assert!(
             compared[0]
                 .recorded()

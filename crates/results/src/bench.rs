@@ -83,6 +83,10 @@ pub struct CapturedPage {
     pub origins: usize,
     /// Responses replayed.
     pub responses: usize,
+    /// Of those, the ones the captured page load did not make (its icon, a
+    /// prefetch, requests after the load event): not resources of a load.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub outside_load: usize,
     /// The protocol the document came over when captured.
     pub protocol: Option<String>,
     /// The recorded load event, ms after the page's start.
@@ -501,8 +505,8 @@ pub struct StudyClaim {
     pub caveat: String,
 }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
+fn is_zero<N: Default + PartialEq>(n: &N) -> bool {
+    *n == N::default()
 }
 
 #[cfg(test)]

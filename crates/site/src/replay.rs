@@ -134,6 +134,10 @@ pub struct RecordedResponse {
     pub synthesized: bool,
     /// The recorded server think time: the wait less one round trip.
     pub think_ms: f64,
+    /// Why the capture's page load did not need it, if it did not: it is
+    /// replayed, but it is no resource of the page load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside_load: Option<OutsideLoad>,
     /// Which recorded request for this method and URL it answers, from 0:
     /// a request made again gets the next response, as recorded.
     #[serde(default, skip_serializing_if = "is_first")]
@@ -142,6 +146,32 @@ pub struct RecordedResponse {
     pub initiator: Option<String>,
     /// What it is, from the HAR's resource type or the content type.
     pub kind: ResourceKind,
+}
+
+/// A recorded request a page load does not make: the browser's own, or
+/// one made after the load was over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutsideLoad {
+    /// The site's icon, which the browser asks for for its tab.
+    Favicon,
+    /// A prefetch for a later navigation.
+    Prefetch,
+    /// A web app manifest, which the browser reads for itself.
+    Manifest,
+    /// A request that started after the load event.
+    AfterLoad,
+}
+
+impl std::fmt::Display for OutsideLoad {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            OutsideLoad::Favicon => "a favicon",
+            OutsideLoad::Prefetch => "a prefetch",
+            OutsideLoad::Manifest => "a web app manifest",
+            OutsideLoad::AfterLoad => "started after the load event",
+        })
+    }
 }
 
 fn is_first(repeat: &u32) -> bool {
@@ -220,16 +250,22 @@ impl Replay {
 
     /// The initiator graph: for each URL, the recorded requests it caused,
     /// in order, with what they are (each URL once, however often it was
-    /// asked for).
+    /// asked for; none made outside the page load).
     pub fn initiated(&self) -> HashMap<String, Vec<(String, ResourceKind)>> {
         let mut graph: HashMap<String, Vec<(String, ResourceKind)>> = HashMap::new();
-        for response in self.responses.iter().filter(|r| r.repeat == 0) {
+        let in_load = |r: &&RecordedResponse| r.repeat == 0 && r.outside_load.is_none();
+        for response in self.responses.iter().filter(in_load) {
             if let Some(parent) = &response.initiator {
                 let children = graph.entry(parent.clone()).or_default();
                 children.push((response.url.clone(), response.kind));
             }
         }
         graph
+    }
+
+    /// The responses of the page load: those the capture's load made.
+    pub fn in_load(&self) -> impl Iterator<Item = &RecordedResponse> {
+        self.responses.iter().filter(|r| r.outside_load.is_none())
     }
 
     /// Every host name the replay answers for, for the certificate.

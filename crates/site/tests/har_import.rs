@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use h3lab_site::har::{import, off_size, ImportOptions, ImportSummary};
-use h3lab_site::replay::{Replay, Think, BODIES};
+use h3lab_site::replay::{OutsideLoad, Replay, Think, BODIES};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -378,4 +378,56 @@ fn a_cleartext_capture_is_replayed_over_https_with_its_urls_upgraded() {
         .unwrap()
         .replay;
     assert_eq!(replay.responses.len(), 2, "{:?}", replay.responses);
+}
+
+/// Requests a page load does not make, as Playwright records them: the
+/// tab's icon and a script's fetch after the load event (at 353 ms). They
+/// are replayed, marked, counted apart and kept out of the initiator graph.
+#[test]
+fn requests_outside_the_page_load_are_replayed_but_counted_apart() {
+    let mut har: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("playwright.har")).unwrap()).unwrap();
+    let entries = har["log"]["entries"].as_array_mut().unwrap();
+    let mut favicon = entries[3].clone();
+    favicon["request"]["url"] = "https://www.example.test/favicon-8114d1fc.png".into();
+    favicon["_resourceType"] = "other".into();
+    let mut late = entries[2].clone();
+    late["request"]["url"] = "https://static.example.test/later.js".into();
+    late["startedDateTime"] = "2026-11-20T09:15:30.600Z".into();
+    late["_initiator"] =
+        serde_json::json!({"type": "script", "url": "https://static.example.test/app.js"});
+    let mut prefetch = entries[2].clone();
+    prefetch["request"]["url"] = "https://static.example.test/next-page.js".into();
+    prefetch["_resourceType"] = "prefetch".into();
+    entries.extend([favicon, late, prefetch]);
+    let out = tempfile::tempdir().unwrap();
+    let har_path = out.path().join("page.har");
+    std::fs::write(&har_path, har.to_string()).unwrap();
+    let attachment = "afa44842ff2e55c44439c1db22f2b3a5d42c59b8.png";
+    std::fs::copy(fixture(attachment), out.path().join(attachment)).unwrap();
+    let summary = import(&har_path, &out.path().join("site"), &options()).unwrap();
+    let replay = &summary.replay;
+    let outside: Vec<_> = (replay.responses.iter())
+        .filter_map(|r| Some((r.url.rsplit('/').next().unwrap(), r.outside_load?)))
+        .collect();
+    assert_eq!(
+        outside,
+        [
+            ("favicon-8114d1fc.png", OutsideLoad::Favicon),
+            ("later.js", OutsideLoad::AfterLoad),
+            ("next-page.js", OutsideLoad::Prefetch),
+        ]
+    );
+    assert_eq!(replay.in_load().count(), PAGE.len());
+    assert!(replay
+        .initiated()
+        .values()
+        .flatten()
+        .all(|(url, _)| !url.ends_with("later.js")));
+    let text = summary.to_string();
+    assert!(text.contains("outside the page load: 3"), "{text}");
+    assert!(
+        text.contains("started after the load event: https://static.example.test/later.js"),
+        "{text}"
+    );
 }

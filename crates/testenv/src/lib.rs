@@ -176,6 +176,32 @@ pub fn doc_site() -> Option<PathBuf> {
     }))
 }
 
+/// The Rust book (mdBook) as rustup's `rust-docs` component installs it,
+/// beside the toolchain (`$(rustc --print sysroot)/share/doc/rust/html/book`):
+/// a real page of web fonts, stylesheets and scripts. `H3LAB_RUST_BOOK`
+/// points at another copy.
+pub fn rust_book() -> Option<PathBuf> {
+    let dir = std::env::var_os("H3LAB_RUST_BOOK")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let output = std::process::Command::new("rustc")
+                .args(["--print", "sysroot"])
+                .output()
+                .ok()?;
+            let sysroot = String::from_utf8(output.stdout).ok()?;
+            Some(Path::new(sysroot.trim()).join("share/doc/rust/html/book"))
+        });
+    let found = dir.clone().filter(|dir| dir.join("index.html").is_file());
+    runs(found.ok_or_else(|| {
+        format!(
+            "the Rust book is not in {}: `rustup component add rust-docs`, or set H3LAB_RUST_BOOK",
+            dir.map_or("the toolchain's docs".into(), |dir| dir
+                .display()
+                .to_string())
+        )
+    }))
+}
+
 /// `tests/har-recorder/record.js`, with its playwright-core installed:
 /// a real Chromium records a HAR through it.
 pub fn har_recorder() -> Option<PathBuf> {

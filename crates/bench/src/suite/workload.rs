@@ -92,6 +92,8 @@ pub(crate) struct Har {
     pub(crate) origins: usize,
     /// Responses replayed.
     pub(crate) responses: usize,
+    /// Of those, the ones the captured load did not make.
+    pub(crate) outside_load: usize,
     /// The replayed bodies' bytes on the wire.
     pub(crate) bytes: u64,
     /// What the capture recorded.
@@ -109,11 +111,13 @@ impl Har {
         let summary = import_har(&path, upgrade_cleartext, scratch.path())
             .map_err(|err| format!("har `{}`: {err:#}", path.display()))?;
         let replay = summary.replay;
+        let outside_load = replay.responses.len() - replay.in_load().count();
         Ok(Har {
             path,
             page: replay.page,
             origins: replay.origins.len(),
             responses: replay.responses.len(),
+            outside_load,
             bytes: replay.responses.iter().map(|r| r.body_bytes).sum(),
             recorded: replay.recorded,
             upgrade_cleartext,

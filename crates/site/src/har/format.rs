@@ -46,6 +46,9 @@ pub struct Page {
     pub cached: Option<Value>,
     #[serde(rename = "pageTimings")]
     pub page_timings: Option<PageTimings>,
+    /// When the page load started (RFC 3339, with `Z` or an offset).
+    #[serde(rename = "startedDateTime")]
+    pub started: Option<String>,
 }
 
 impl Page {
@@ -72,6 +75,9 @@ pub struct PageTimings {
 #[derive(Debug, Deserialize)]
 pub struct Entry {
     pub pageref: Option<String>,
+    /// When the request started (RFC 3339, with `Z` or an offset).
+    #[serde(rename = "startedDateTime")]
+    pub started: Option<String>,
     pub request: Option<Request>,
     pub response: Option<Response>,
     pub timings: Option<Timings>,
@@ -156,6 +162,28 @@ pub fn protocol_name(http_version: &str) -> Option<String> {
     Some(name.to_string())
 }
 
+/// An RFC 3339 time as HAR writes it: `Z` (Chrome, Playwright) or an
+/// offset (Firefox's local time, WebPageTest's `+00:00`); `None` if it is
+/// neither.
+pub fn instant(text: &str) -> Option<std::time::SystemTime> {
+    let text = text.trim();
+    if text.ends_with(['Z', 'z']) {
+        return humantime::parse_rfc3339_weak(text).ok();
+    }
+    let (local, offset) = text.split_at(text.len().checked_sub(6)?);
+    let (sign, hours_minutes) = offset.split_at(1);
+    let (hours, minutes) = hours_minutes.split_once(':')?;
+    let offset = std::time::Duration::from_secs(
+        hours.parse::<u64>().ok()? * 3600 + minutes.parse::<u64>().ok()? * 60,
+    );
+    let as_utc = humantime::parse_rfc3339_weak(&format!("{local}Z")).ok()?;
+    match sign {
+        "+" => as_utc.checked_sub(offset),
+        "-" => as_utc.checked_add(offset),
+        _ => None,
+    }
+}
+
 /// A non-negative recorded figure; HAR writes -1 for unknown.
 pub fn known(value: Option<f64>) -> Option<f64> {
     value.filter(|v| v.is_finite() && *v >= 0.0)
@@ -204,4 +232,24 @@ fn stack_url(stack: &Value) -> Option<String> {
         (!url.is_empty()).then(|| url.to_string())
     });
     own.or_else(|| stack_url(stack.get("parent")?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn har_times_with_z_or_an_offset_name_the_same_instant() {
+        let utc = instant("2026-11-20T09:15:30.123Z").unwrap();
+        for text in [
+            "2026-11-20T10:15:30.123+01:00",
+            "2026-11-20T09:15:30.123+00:00",
+            "2026-11-20T04:15:30.123-05:00",
+        ] {
+            assert_eq!(instant(text), Some(utc), "{text}");
+        }
+        for bad in ["", "yesterday", "2026-11-20T09:15:30.123*01:00"] {
+            assert_eq!(instant(bad), None, "{bad}");
+        }
+    }
 }

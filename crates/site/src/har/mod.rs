@@ -9,6 +9,7 @@ mod upgrade;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::path::Path;
+use std::time::SystemTime;
 
 use anyhow::{bail, Context, Result};
 use base64::Engine;
@@ -18,8 +19,8 @@ use rand_chacha::ChaCha8Rng;
 use url::Url;
 
 use crate::replay::{
-    Origin, RecordedLoad, RecordedResponse, Replay, Skipped, Think, UpgradedCleartext, BODIES,
-    MANIFEST, SCHEMA,
+    Origin, OutsideLoad, RecordedLoad, RecordedResponse, Replay, Skipped, Think, UpgradedCleartext,
+    BODIES, MANIFEST, SCHEMA,
 };
 use encode::Encoding;
 use format::{known, Entry, HarFile};
@@ -134,7 +135,13 @@ pub fn import(har: &Path, out: &Path, options: &ImportOptions) -> Result<ImportS
     if let (Some(upgrade), Some(url)) = (&upgrade, &mut page_url) {
         upgrade.url(url);
     }
+    let load_end = chosen.and_then(|page| {
+        let started = format::instant(page.started.as_deref()?)?;
+        let on_load = known(page.page_timings.as_ref()?.on_load)?;
+        Some(started + std::time::Duration::from_secs_f64(on_load / 1000.0))
+    });
     let mut builder = Builder::new(options.keep_first_duplicate, firefox, upgrade);
+    builder.load_end = load_end;
     for (index, entry) in entries.iter().enumerate() {
         if on_page(&entry) {
             builder.add(index, entry, har_dir)?;
@@ -230,6 +237,8 @@ struct Builder {
     upgrade: Option<Upgrade>,
     /// Redirects from a cleartext URL to its own https URL, dropped.
     moot_redirects: usize,
+    /// When the captured load's load event fired, where the HAR says.
+    load_end: Option<std::time::SystemTime>,
 }
 
 impl Builder {
@@ -239,6 +248,7 @@ impl Builder {
             firefox,
             upgrade,
             moot_redirects: 0,
+            load_end: None,
             origins: Vec::new(),
             pending: Vec::new(),
             by_request: HashMap::new(),
@@ -284,7 +294,11 @@ impl Builder {
         url.set_fragment(None);
         let upgraded = self.upgrade.as_ref().is_some_and(|u| u.url(&mut url));
         let status = known(response.status).unwrap_or(0.0) as u16;
-        if let Some(reason) = unsupported(entry, &url, status) {
+        let outside = outside_load(entry, &url, self.load_end);
+        if let Some(mut reason) = unsupported(entry, &url, status) {
+            if let Some(outside) = outside {
+                reason.push_str(&format!("; {outside}, outside the page load"));
+            }
             self.skip(index, url_text, reason);
             return Ok(());
         }
@@ -373,6 +387,7 @@ impl Builder {
                 recorded_body_bytes,
                 synthesized,
                 think_ms: 0.0,
+                outside_load: outside,
                 repeat: repeat as u32,
                 initiator: entry.initiator_url().map(|url| match &self.upgrade {
                     Some(upgrade) => upgrade.url_text(&url),
@@ -702,6 +717,33 @@ fn resource_kind(entry: &Entry, response: &format::Response) -> ResourceKind {
     })
 }
 
+/// Why the captured page load did not need an entry, if it did not: the
+/// browser's own requests (its tab's icon, a prefetch, a manifest) and
+/// requests that started after the load event.
+fn outside_load(entry: &Entry, url: &Url, load_end: Option<SystemTime>) -> Option<OutsideLoad> {
+    let name = (url.path_segments())
+        .and_then(|mut segments| segments.next_back())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let kind = entry.resource_type.as_deref().unwrap_or_default();
+    let started = entry.started.as_deref().and_then(format::instant);
+    if name.starts_with("favicon") || name.starts_with("apple-touch-icon") || name.ends_with(".ico")
+    {
+        Some(OutsideLoad::Favicon)
+    } else if kind.eq_ignore_ascii_case("prefetch") {
+        Some(OutsideLoad::Prefetch)
+    } else if kind.eq_ignore_ascii_case("manifest") {
+        Some(OutsideLoad::Manifest)
+    } else if started
+        .zip(load_end)
+        .is_some_and(|(started, end)| started > end)
+    {
+        Some(OutsideLoad::AfterLoad)
+    } else {
+        None
+    }
+}
+
 /// Why an entry cannot be replayed, if it cannot.
 fn unsupported(entry: &Entry, url: &Url, status: u16) -> Option<String> {
     let response = entry.response.as_ref()?;
@@ -839,6 +881,19 @@ impl fmt::Display for ImportSummary {
             replay.responses.len(),
             bytes
         )?;
+        let outside: Vec<_> = (replay.responses.iter())
+            .filter_map(|r| Some((r.outside_load?, r)))
+            .collect();
+        if !outside.is_empty() {
+            writeln!(
+                f,
+                "outside the page load: {} (replayed, but no resource of the load; a load does not wait for them)",
+                outside.len()
+            )?;
+            for (why, r) in outside {
+                writeln!(f, "  entry {}: {why}: {}", r.entry, r.url)?;
+            }
+        }
         let repeats = replay.responses.iter().filter(|r| r.repeat > 0).count();
         if repeats > 0 {
             let urls = (replay.responses.iter()).filter(|r| r.repeat == 1).count();
