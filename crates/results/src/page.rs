@@ -39,8 +39,9 @@ pub struct PageLoad {
     pub resources: Vec<ResourceTiming>,
     /// What only a browser knows; null for the built-in loader.
     pub browser: Option<BrowserTimings>,
-    /// URLs on other hosts than the page's, which h3lab never fetches (it
-    /// sends traffic only to the host under test); absent when none.
+    /// URLs the page referenced that were not fetched: on other hosts than
+    /// the page's (h3lab sends traffic only to the host under test), or, in
+    /// a replay, never recorded; absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<String>,
     /// The path's round trip during this load: the median over its
@@ -179,7 +180,7 @@ impl fmt::Display for PageLoad {
         }
         match self.skipped.len() {
             0 => Ok(()),
-            n => write!(f, ", {n} on other hosts not fetched"),
+            n => write!(f, ", {n} not fetched (other hosts, or not in the replay)"),
         }
     }
 }
