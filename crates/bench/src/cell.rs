@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use h3lab_results::bench::{CellRecord, CpuUse, InitialWindows, LinkRecord, Metric, Outcome};
+use h3lab_results::bench::{
+    CellRecord, CpuUse, InitialWindows, LinkRecord, Metric, Outcome, WireCost,
+};
 use h3lab_results::load::LoadReport;
 use h3lab_results::page::PageReport;
 use h3lab_site::replay::Replay;
@@ -162,6 +164,7 @@ fn measure(
     }
     let run = outcome?;
     record.server_metrics = metrics?;
+    record.wire = WireCost::from_counts(record.link.as_ref(), record.server_metrics.as_ref());
     record.cpu.client_s = run.cpu_s();
     fill_from_client(spec, run, record)
 }
@@ -514,6 +517,7 @@ fn empty_record(spec: &CellSpec) -> CellRecord {
         elapsed_s: 0.0,
         initial_windows: None,
         measured_rtt_ms: None,
+        wire: None,
     }
 }
 

@@ -136,7 +136,37 @@ size = "300KB"
             cell.profile == "loopback",
             "link stats only when emulated"
         );
+        assert_eq!(cell.wire.is_some(), cell.link.is_some(), "{cell:?}");
+        if let (Some(wire), Some(link)) = (&cell.wire, &cell.link) {
+            // The link's own counts, against the server's: every packet
+            // carries at least an IP and a UDP header beyond the bodies.
+            assert_eq!(
+                (wire.up_bytes, wire.down_bytes),
+                (link.up.bytes_in, link.down.bytes_in)
+            );
+            let packets = link.up.packets_in + link.down.packets_in;
+            assert!(
+                wire.overhead_bytes() >= packets * 28,
+                "{wire:?} over {packets} packets"
+            );
+            assert!(
+                wire.body_bytes >= cell.bytes,
+                "{wire:?} against {}",
+                cell.bytes
+            );
+            assert!(
+                wire.requests >= cell.requests,
+                "{wire:?} against {}",
+                cell.requests
+            );
+        }
     }
+    let printed = String::from_utf8_lossy(&output.stdout);
+    let words = printed.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("on the wire (IP bytes both ways): h1 "),
+        "{printed}"
+    );
     let tuning = results.environment.server_tuning.unwrap();
     assert!(
         tuning["tls_records"].starts_with("dynamic"),

@@ -127,6 +127,9 @@ pub struct CellSummary {
     /// bodies; None when nothing was received.
     pub client_cpu_per_request_us: Option<f64>,
     pub client_cpu_per_gb_s: Option<f64>,
+    /// What the successful repetitions put on the link, added up; None
+    /// when one of them has no count (see `WireCost`).
+    pub wire: Option<h3lab_results::bench::WireCost>,
     /// What ran short during the successful repetitions' measured
     /// intervals: the figure may be the CPU's, not the protocol's.
     pub bottlenecks: Vec<Bottleneck>,

@@ -174,6 +174,7 @@ pub(crate) fn rps_record(
         elapsed_s: 10.0,
         initial_windows: None,
         measured_rtt_ms: None,
+        wire: None,
     }
 }
 

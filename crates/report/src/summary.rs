@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use h3lab_results::bench::{CellRecord, Loss, LossDirection, Outcome, Results};
+use h3lab_results::bench::{CellRecord, Loss, LossDirection, Outcome, Results, WireCost};
 use hdrhistogram::Histogram;
 
 use crate::bottleneck::bottlenecks;
@@ -196,10 +196,18 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
         server_cpu_per_gb_s: server_cpu_per(&ok, |r| r.bytes as f64 / 1e9),
         client_cpu_per_request_us: client_cpu_per(&ok, |r| r.requests as f64 / 1e6),
         client_cpu_per_gb_s: client_cpu_per(&ok, |r| r.bytes as f64 / 1e9),
+        wire: wire_cost(&ok),
         bottlenecks: bottlenecks(&ok),
         problems,
         key,
     }
+}
+
+/// The successful repetitions' wire counts added up, if each has them.
+fn wire_cost(ok: &[&CellRecord]) -> Option<WireCost> {
+    let mut costs = ok.iter().map(|record| record.wire);
+    let first = costs.next()??;
+    costs.try_fold(first, |sum, cost| Some(sum + cost?))
 }
 
 /// The one value every item has, if they all have the same.
@@ -482,6 +490,37 @@ mod tests {
         // 3 × 1.0 s client and 3 × 0.5 s server over 3 × 10 s.
         assert!((h3.client_cpu_pct.unwrap() - 10.0).abs() < 1e-9);
         assert!((h3.server_cpu_pct.unwrap() - 5.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn wire_counts_add_up_over_repetitions_and_one_unknown_makes_them_unknown() {
+        let cost = |requests| WireCost {
+            up_bytes: 10,
+            down_bytes: 100,
+            requests,
+            body_bytes: 50,
+            ..WireCost::default()
+        };
+        let mut records = vec![
+            record_with_wire(Some(cost(2))),
+            record_with_wire(Some(cost(3))),
+        ];
+        let ok: Vec<&CellRecord> = records.iter().collect();
+        let sum = wire_cost(&ok).unwrap();
+        assert_eq!(
+            (sum.total_bytes(), sum.requests, sum.body_bytes),
+            (220, 5, 100)
+        );
+        assert_eq!(sum.bytes_per_request(), Some(44.0));
+        records[1].wire = None;
+        let ok: Vec<&CellRecord> = records.iter().collect();
+        assert_eq!(wire_cost(&ok), None);
+    }
+
+    fn record_with_wire(wire: Option<WireCost>) -> CellRecord {
+        let mut record = crate::fixture::results().cells.remove(0);
+        record.wire = wire;
+        record
     }
 
     #[test]

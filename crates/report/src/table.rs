@@ -144,6 +144,7 @@ fn profile_block(
         out.push_str(&bottleneck_lines(cells));
         out.push_str(&server_cpu_line(cells));
         out.push_str(&client_cpu_line(cells));
+        out.push_str(&wire_line(cells));
     }
     for line in settings::turning_verdicts(block, baseline) {
         out.push_str(&wrapped(0, &format!("! {line}")));
@@ -243,6 +244,40 @@ fn cpu_line(
     wrapped(
         COLUMN_GAP as u16,
         &format!("{label}: {}", figures.join(", ")),
+    )
+}
+
+/// What each protocol put on the link, where it is known: per request for
+/// request-rate and page cells, over the body and resent per MB for
+/// downloads, e.g. `on the wire: h2 1,208 B/request (174 B beyond the
+/// body), h3 ...`.
+fn wire_line(cells: &[&CellSummary]) -> String {
+    let figures: Vec<String> = cells
+        .iter()
+        .filter_map(|summary| {
+            let wire = summary.wire?;
+            let figure = match summary.kind? {
+                WorkloadKind::Rps | WorkloadKind::Page => format!(
+                    "{:.0} B/request ({:.0} B beyond the body)",
+                    wire.bytes_per_request()?,
+                    wire.overhead_per_request()?
+                ),
+                WorkloadKind::Download => format!(
+                    "+{:.2} % over the body, {:.0} B resent per MB",
+                    wire.overhead_share()? * 100.0,
+                    wire.resent_per_mb()?
+                ),
+                WorkloadKind::Ttfb => return None,
+            };
+            Some(format!("{} {figure}", summary.key.protocol))
+        })
+        .collect();
+    if figures.is_empty() {
+        return String::new();
+    }
+    wrapped(
+        COLUMN_GAP as u16,
+        &format!("on the wire (IP bytes both ways): {}", figures.join(", ")),
     )
 }
 
@@ -485,6 +520,34 @@ mod tests {
         assert!(
             text.contains(
                 "client CPU (whole run): h1 1000.0 us/request, h2 1000.0 us/request, h3 1000.0 us/request"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_wire_line_gives_each_protocols_bytes_per_request_beyond_the_body() {
+        let mut results = fixture::results();
+        for cell in results.cells.iter_mut() {
+            let headers = if cell.protocol == h3lab_results::Proto::H1 {
+                300
+            } else {
+                100
+            };
+            cell.wire = Some(h3lab_results::bench::WireCost {
+                up_bytes: 1000 * headers,
+                down_bytes: 1000 * (1000 + headers),
+                requests: 1000,
+                body_bytes: 1000 * 1000,
+                ..Default::default()
+            });
+        }
+        let text = terminal_table(&results);
+        let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains(
+                "on the wire (IP bytes both ways): h1 1600 B/request (600 B beyond the body), \
+                 h2 1200 B/request (200 B beyond the body)"
             ),
             "{text}"
         );

@@ -668,6 +668,7 @@ fn record(
         elapsed_s: 10.0,
         initial_windows: None,
         measured_rtt_ms: None,
+        wire: None,
     }
 }
 

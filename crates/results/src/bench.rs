@@ -253,6 +253,110 @@ pub struct CellRecord {
     /// when the client could not tell (Chromium, load runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_rtt_ms: Option<f64>,
+    /// What the cell's traffic cost on the emulated link; absent where a
+    /// count it needs is unknown (loopback, field runs, a server without
+    /// h3lab's metrics) and in older runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire: Option<WireCost>,
+}
+
+/// `cells[].wire`: the bytes a cell put on the emulated link, from the
+/// link's own counts, against the response bodies and requests the server
+/// counted, warm-up included, so both cover the same traffic.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireCost {
+    /// IP bytes the client side sent (`link.up.bytes_in`).
+    pub up_bytes: u64,
+    /// IP bytes the server side sent (`link.down.bytes_in`).
+    pub down_bytes: u64,
+    /// Of those, bytes the link dropped (loss, a full queue, a UDP
+    /// policy), which their senders had to send again: client side.
+    pub up_dropped_bytes: u64,
+    /// The same, server side.
+    pub down_dropped_bytes: u64,
+    /// Requests the server answered.
+    pub requests: u64,
+    /// Response body bytes the server handed to its transport.
+    pub body_bytes: u64,
+}
+
+/// Two cells' counts added up: the cost of several repetitions.
+impl std::ops::Add for WireCost {
+    type Output = WireCost;
+
+    fn add(self, other: WireCost) -> WireCost {
+        WireCost {
+            up_bytes: self.up_bytes + other.up_bytes,
+            down_bytes: self.down_bytes + other.down_bytes,
+            up_dropped_bytes: self.up_dropped_bytes + other.up_dropped_bytes,
+            down_dropped_bytes: self.down_dropped_bytes + other.down_dropped_bytes,
+            requests: self.requests + other.requests,
+            body_bytes: self.body_bytes + other.body_bytes,
+        }
+    }
+}
+
+impl WireCost {
+
+    /// IP bytes both ways.
+    pub fn total_bytes(&self) -> u64 {
+        self.up_bytes + self.down_bytes
+    }
+
+    /// Everything but the response bodies: request and response headers,
+    /// framing, TLS records, QUIC, TCP and IP headers, acknowledgements,
+    /// handshakes and what was sent again.
+    pub fn overhead_bytes(&self) -> u64 {
+        self.total_bytes().saturating_sub(self.body_bytes)
+    }
+
+    /// Bytes both ways per request; `None` without requests.
+    pub fn bytes_per_request(&self) -> Option<f64> {
+        (self.requests > 0).then(|| self.total_bytes() as f64 / self.requests as f64)
+    }
+
+    /// Overhead bytes per request; `None` without requests.
+    pub fn overhead_per_request(&self) -> Option<f64> {
+        (self.requests > 0).then(|| self.overhead_bytes() as f64 / self.requests as f64)
+    }
+
+    /// Overhead as a share of the body bytes; `None` without a body.
+    pub fn overhead_share(&self) -> Option<f64> {
+        (self.body_bytes > 0).then(|| self.overhead_bytes() as f64 / self.body_bytes as f64)
+    }
+
+    /// Bytes dropped and sent again, both ways, per MB (10^6 B) of
+    /// response bodies; `None` without a body.
+    pub fn resent_per_mb(&self) -> Option<f64> {
+        let dropped = self.up_dropped_bytes + self.down_dropped_bytes;
+        (self.body_bytes > 0).then(|| dropped as f64 * 1e6 / self.body_bytes as f64)
+    }
+
+    /// From a cell's link record and the server's metrics (`h3lab serve`'s
+    /// `h3lab_http_requests_total` and `h3lab_http_response_body_bytes_total`,
+    /// summed over protocols and statuses); `None` without either.
+    pub fn from_counts(
+        link: Option<&LinkRecord>,
+        metrics: Option<&std::collections::BTreeMap<String, f64>>,
+    ) -> Option<WireCost> {
+        let (link, metrics) = (link?, metrics?);
+        let sum = |name: &str| -> Option<u64> {
+            let mut found = metrics
+                .iter()
+                .filter(|(key, _)| key.split('{').next() == Some(name))
+                .peekable();
+            found.peek()?;
+            Some(found.map(|(_, value)| *value as u64).sum())
+        };
+        Some(WireCost {
+            up_bytes: link.up.bytes_in,
+            down_bytes: link.down.bytes_in,
+            up_dropped_bytes: link.up.bytes_dropped,
+            down_dropped_bytes: link.down.bytes_dropped,
+            requests: sum("h3lab_http_requests_total")?,
+            body_bytes: sum("h3lab_http_response_body_bytes_total").unwrap_or(0),
+        })
+    }
 }
 
 /// `cells[].initial_windows`: what each transport's connections started
@@ -325,6 +429,10 @@ pub struct DirectionRecord {
     /// UDP packets the path's UDP policy dropped (absent when none were).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped_udp: u64,
+    /// Bytes of the packets dropped for any cause, which their senders
+    /// had to send again (absent when none were, and in old runs).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bytes_dropped: u64,
     /// Packets sent twice.
     pub duplicated: u64,
     /// Packets that left over 1 ms after their departure time (absent in

@@ -81,7 +81,7 @@ impl Direction {
                 Fate::Deliver { at, copies }
             }
             Err(cause) => {
-                self.stats.record_drop(cause);
+                self.stats.record_drop(cause, len);
                 Fate::Drop(cause)
             }
         }

@@ -117,6 +117,10 @@ pub struct DirectionStats {
     /// were).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped_udp: u64,
+    /// Bytes of the packets dropped for any cause: what the senders had to
+    /// send again (written only when some were).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bytes_dropped: u64,
     /// Packets sent twice.
     pub(crate) duplicated: u64,
     /// Packets that left more than [`LATE_RELEASE`] after their departure
@@ -142,7 +146,8 @@ impl DirectionStats {
         }
     }
 
-    pub(crate) fn record_drop(&mut self, cause: DropCause) {
+    pub(crate) fn record_drop(&mut self, cause: DropCause, len: u32) {
+        self.bytes_dropped += u64::from(len);
         match cause {
             DropCause::Loss => {
                 self.dropped_loss += 1;
@@ -212,11 +217,12 @@ mod tests {
             stats.down.queue_delay.record(delay);
             stats.down.record_in(1500);
         }
-        stats.down.record_drop(DropCause::Queue);
+        stats.down.record_drop(DropCause::Queue, 1500);
         let json = serde_json::to_string(&stats).unwrap();
         let back: LinkStats = serde_json::from_str(&json).unwrap();
         assert_eq!(back.down.queue_delay.histogram().len(), 3);
         assert_eq!(back.down.dropped_queue, 1);
+        assert_eq!(back.down.bytes_dropped, 1500);
         let value: serde_json::Value = serde_json::from_str(&json).unwrap();
         let p99 = value["down"]["queue_delay"]["p99_ms"].as_f64().unwrap();
         assert!((p99 - 30.0).abs() < 0.1, "{p99}");
