@@ -157,6 +157,17 @@ impl Connector {
         Ok(())
     }
 
+    /// Has QUIC connections opened from now on send a PING every
+    /// `interval` when nothing else is sent, so an idle connection outlives
+    /// the 30 s idle timeout (TCP connections stay open by themselves).
+    pub fn keep_quic_alive(&mut self, interval: Duration) {
+        if let Some(quic) = &mut self.quic {
+            let mut transport = quinn::TransportConfig::default();
+            transport.keep_alive_interval(Some(interval));
+            quic.config.transport_config(Arc::new(transport));
+        }
+    }
+
     /// Opens a new connection and measures its set-up.
     pub async fn connect(&self) -> Result<Connection, ClientError> {
         match self.proto {

@@ -113,6 +113,29 @@ impl Supervised {
         Some(ticks as f64 / ticks_per_s)
     }
 
+    /// Resident memory of the live processes of the child's own process
+    /// group now, in bytes (nginx's master and workers, a `sh -c` and
+    /// what it started). `None` for a child in the terminal's group, or
+    /// when /proc cannot be read.
+    pub fn group_rss_bytes(&self) -> Option<u64> {
+        if self.group != Group::Own {
+            return None;
+        }
+        let group = self.child.id().to_string();
+        // SAFETY: sysconf(3) has no preconditions.
+        let page_bytes = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+        let pages: u64 = std::fs::read_dir("/proc")
+            .ok()?
+            .filter_map(|entry| {
+                let dir = entry.ok()?.path();
+                let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+                in_group(&stat, &group).then_some(())?;
+                resident_pages(&std::fs::read_to_string(dir.join("statm")).ok()?)
+            })
+            .sum();
+        Some(pages * page_bytes)
+    }
+
     /// The child's piped stdout, for the caller to read.
     pub fn take_stdout(&mut self) -> Option<ChildStdout> {
         self.child.stdout.take()
@@ -268,11 +291,25 @@ fn running_in_group(stat: &str, group: &str) -> bool {
 /// is `group`. The fields after the command name (which may hold spaces
 /// and parentheses) are: state, ppid, pgrp, ..., utime (12th), stime.
 fn group_cpu_ticks(stat: &str, group: &str) -> Option<u64> {
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    if fields.get(2)? != &group {
+    if !in_group(stat, group) {
         return None;
     }
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
     Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+/// Whether a `/proc/PID/stat` line is of a process in process group
+/// `group` (its fifth field; the name before it may hold spaces).
+fn in_group(stat: &str, group: &str) -> bool {
+    let fields = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().nth(2));
+    fields.flatten() == Some(group)
+}
+
+/// The resident pages of a `/proc/PID/statm` line (its second field).
+fn resident_pages(statm: &str) -> Option<u64> {
+    statm.split_whitespace().nth(1)?.parse().ok()
 }
 
 #[cfg(test)]
@@ -316,6 +353,23 @@ mod tests {
         }
         child.stop(SOON);
         assert!(used >= 0.05, "the group used {used} s");
+    }
+
+    #[test]
+    fn group_memory_counts_a_grandchild_that_holds_memory() {
+        // The shell keeps 64 MiB in a variable in a subshell; the group's
+        // resident memory is at least that while it sleeps.
+        let script = "(x=$(head -c 67108864 /dev/zero | tr '\\0' a); sleep 20) & wait";
+        let mut child = Supervised::spawn(sh(script), Group::Own, "holder").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut rss = 0;
+        while rss < 64 << 20 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            rss = child.group_rss_bytes().unwrap();
+        }
+        child.stop(SOON);
+        assert!(rss >= 64 << 20, "the group holds {rss} B");
+        assert_eq!(resident_pages("2900 812 700 1 0 200 0"), Some(812));
     }
 
     #[test]

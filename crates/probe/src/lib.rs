@@ -10,7 +10,9 @@
 //! `Alt-Svc` discovery on paths that let UDP through, block it or throttle
 //! it, against the same site over h2 only; and `probe offer`, which asks
 //! origins what they offer (ALPN, QUIC, `Alt-Svc`), as a field run does
-//! before it measures.
+//! before it measures; and `probe connections`, which holds N idle and then
+//! active connections to the built-in server per protocol and reads what
+//! each costs the server in memory (`connections`).
 //!
 //! For ttfb: the sampling loop (`ttfb`) over `h3lab-client`'s measurement.
 //! For migrate: the scenario (`scenario`), the pure summaries (`summary`,
@@ -24,14 +26,15 @@
 //! The reports print themselves (`Display`) as the command shows them.
 //!
 //! Not for: load generation or throughput figures (`h3lab-load`), matrix
-//! runs (`h3lab-bench`), or drawing reports (`h3lab-report`). Migrate, hol
-//! and fallback need root: they create network namespaces (and capture
+//! runs (`h3lab-bench`), or drawing reports (`h3lab-report`). Migrate, hol,
+//! fallback and connections need root: they create network namespaces (and capture
 //! packets or change addresses inside them); the built-in server they start is
 //! `h3lab-harness`'s.
 
 #![warn(missing_docs)]
 
 mod claims;
+pub mod connections;
 mod drive;
 pub mod fallback;
 pub mod hol;

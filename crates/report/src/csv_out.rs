@@ -55,6 +55,10 @@ struct Row<'a> {
     failures: String,
     problems: String,
     measured_rtt_ms: Option<f64>,
+    wire_bytes_per_request: Option<f64>,
+    wire_overhead_per_request: Option<f64>,
+    wire_overhead_share: Option<f64>,
+    wire_resent_per_mb: Option<f64>,
 }
 
 impl<'a> Row<'a> {
@@ -109,6 +113,10 @@ impl<'a> Row<'a> {
                 .join("; "),
             problems: s.problems.join("; "),
             measured_rtt_ms: s.measured_rtt_ms,
+            wire_bytes_per_request: s.wire.and_then(|w| w.bytes_per_request()),
+            wire_overhead_per_request: s.wire.and_then(|w| w.overhead_per_request()),
+            wire_overhead_share: s.wire.and_then(|w| w.overhead_share()),
+            wire_resent_per_mb: s.wire.and_then(|w| w.resent_per_mb()),
         }
     }
 }

@@ -297,7 +297,6 @@ impl std::ops::Add for WireCost {
 }
 
 impl WireCost {
-
     /// IP bytes both ways.
     pub fn total_bytes(&self) -> u64 {
         self.up_bytes + self.down_bytes

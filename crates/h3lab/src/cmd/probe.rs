@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use h3lab_client::{ResolveRule, TlsOptions};
+use h3lab_probe::connections::{run_connections, ConnectionsOptions};
 use h3lab_probe::fallback::{run_fallback, FallbackOptions};
 use h3lab_probe::hol::report::{HolReport, StreamResult};
 use h3lab_probe::hol::{run_hol, HolOptions};
@@ -46,6 +47,48 @@ enum Probe {
     /// What each origin offers: h1 and h2 by ALPN over TCP, h3 by a QUIC
     /// handshake, and the Alt-Svc it advertises.
     Offer(OfferArgs),
+    /// What a connection costs the built-in server in memory, per
+    /// protocol: N connections held idle, then with a request open each
+    /// (needs root).
+    Connections(ConnectionsArgs),
+}
+
+#[derive(clap::Args)]
+struct ConnectionsArgs {
+    /// Protocols, each against a fresh server on a fresh path.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "h1,h2,h3")]
+    protocols: Vec<Proto>,
+    /// Connections held at each step, ascending.
+    #[arg(long, value_delimiter = ',', default_value = "100,1000")]
+    counts: Vec<u32>,
+    /// Connections opened at once while growing to a step.
+    #[arg(long, default_value_t = 50)]
+    concurrency: u32,
+    /// How long each step waits before reading memory.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    settle: Duration,
+    /// Also write the report as JSON (schema h3lab.connections/1) to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+fn connections(args: ConnectionsArgs) -> anyhow::Result<ExitCode> {
+    let options = ConnectionsOptions {
+        protocols: args.protocols,
+        counts: args.counts,
+        concurrency: args.concurrency,
+        settle: args.settle,
+        exe: std::env::current_exe().context("cannot find the h3lab binary to start the server")?,
+    };
+    options.validate()?;
+    let header = format!(
+        "probe connections: {} connections per protocol ({}), idle then with a request open each, against h3lab serve",
+        options.counts.iter().map(u32::to_string).collect::<Vec<_>>().join(", then "),
+        options.protocols.iter().map(Proto::to_string).collect::<Vec<_>>().join(", ")
+    );
+    run_emulated(&header, args.json.as_deref(), None, |interrupted| {
+        run_connections(&options, interrupted, |result| out!("{result}"))
+    })
 }
 
 #[derive(clap::Args)]
@@ -116,6 +159,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Probe::Hol(args) => hol(*args),
         Probe::Fallback(args) => fallback(*args),
         Probe::Offer(args) => offer(args),
+        Probe::Connections(args) => connections(args),
     }
 }
 

@@ -1,0 +1,311 @@
+//! `probe connections`: what a connection costs the server in memory, per
+//! protocol. N connections are opened to `h3lab serve` and held idle, then
+//! given one open request each; at each step the server's resident memory
+//! and, for TCP, the kernel's socket memory in the server's namespace are
+//! read. The cost of a connection is the slope over the steps.
+//!
+//! This module is the report (`h3lab.connections/1`) and its pure
+//! figures; `run` is the shell.
+
+mod run;
+
+use std::fmt;
+
+use h3lab_results::Proto;
+use serde::Serialize;
+
+pub use run::run_connections;
+
+/// The report's schema name.
+pub const CONNECTIONS_SCHEMA: &str = "h3lab.connections/1";
+
+/// What `probe connections` runs.
+#[derive(Debug, Clone)]
+pub struct ConnectionsOptions {
+    /// Protocols, each against a fresh server on a fresh path.
+    pub protocols: Vec<Proto>,
+    /// Connections held at each step, ascending.
+    pub counts: Vec<u32>,
+    /// Opened at once while growing to a step.
+    pub concurrency: u32,
+    /// How long a step waits before it reads memory, so that buffers the
+    /// handshakes used are freed and counts settle.
+    pub settle: std::time::Duration,
+    /// The `h3lab` binary, started as `h3lab serve`.
+    pub exe: std::path::PathBuf,
+}
+
+/// Most connections a step may hold: every one is a socket at each end.
+pub const MAX_CONNECTIONS: u32 = 20_000;
+
+impl ConnectionsOptions {
+    /// Refuses counts that are empty, not ascending or too many.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            !self.counts.is_empty(),
+            "--counts needs at least one number of connections, e.g. 100,1000"
+        );
+        anyhow::ensure!(
+            self.counts.windows(2).all(|pair| pair[0] < pair[1]) && self.counts[0] > 0,
+            "--counts must grow step by step from at least 1 (e.g. 100,1000), not {:?}",
+            self.counts
+        );
+        let most = *self.counts.last().expect("not empty");
+        anyhow::ensure!(
+            most <= MAX_CONNECTIONS,
+            "--counts goes up to {most}; at most {MAX_CONNECTIONS} connections are held"
+        );
+        anyhow::ensure!(
+            !self.protocols.contains(&Proto::Auto),
+            "--protocols takes h1, h2 and h3; auto is a client's choice between them"
+        );
+        anyhow::ensure!(self.concurrency > 0, "--concurrency must be at least 1");
+        Ok(())
+    }
+}
+
+/// Whether the connections were idle or each had a request open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Handshake done, no request.
+    Idle,
+    /// One request each, waiting for its response (`/delay/`).
+    Active,
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            State::Idle => "idle",
+            State::Active => "active",
+        })
+    }
+}
+
+/// The server's memory at one step.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Reading {
+    /// Connections held (0: the server alone).
+    pub connections: u32,
+    /// The server's resident memory (its process group), bytes.
+    pub rss_bytes: u64,
+    /// The kernel's TCP socket memory in the server's namespace, bytes
+    /// (`/proc/net/sockstat`'s `TCP: mem`, in pages).
+    pub tcp_bytes: u64,
+    /// The same for UDP (`UDP: mem`).
+    pub udp_bytes: u64,
+    /// TCP sockets in use in the server's namespace.
+    pub tcp_sockets: u64,
+    /// Connections open as the server counts them
+    /// (`h3lab_connections_open`, all protocols).
+    pub server_connections: u64,
+}
+
+/// What one more connection costs: least-squares slopes over readings.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PerConnection {
+    /// Server resident memory per connection, bytes.
+    pub rss_bytes: f64,
+    /// Kernel socket memory (TCP and UDP) per connection, bytes.
+    pub socket_bytes: f64,
+}
+
+/// One protocol's run.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProtocolResult {
+    /// The protocol.
+    pub protocol: Proto,
+    /// The server alone, before any connection.
+    pub baseline: Reading,
+    /// Each step's reading while the connections were idle.
+    pub idle: Vec<Reading>,
+    /// Each step's reading with a request open on every connection.
+    pub active: Vec<Reading>,
+    /// The slope over the baseline and the idle readings.
+    pub idle_per_connection: Option<PerConnection>,
+    /// The slope over the baseline and the active readings.
+    pub active_per_connection: Option<PerConnection>,
+}
+
+impl ProtocolResult {
+    /// The result of these readings, with their slopes.
+    pub fn new(
+        protocol: Proto,
+        baseline: Reading,
+        idle: Vec<Reading>,
+        active: Vec<Reading>,
+    ) -> Self {
+        ProtocolResult {
+            protocol,
+            idle_per_connection: per_connection(&baseline, &idle),
+            active_per_connection: per_connection(&baseline, &active),
+            baseline,
+            idle,
+            active,
+        }
+    }
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConnectionsReport {
+    /// Always [`CONNECTIONS_SCHEMA`].
+    pub schema: &'static str,
+    /// The server measured.
+    pub server: String,
+    /// Each protocol run, in order.
+    pub protocols: Vec<ProtocolResult>,
+}
+
+/// The least-squares slope of memory against connections over the
+/// baseline and `readings`; `None` with no reading beyond the baseline.
+fn per_connection(baseline: &Reading, readings: &[Reading]) -> Option<PerConnection> {
+    if readings.is_empty() {
+        return None;
+    }
+    let points: Vec<&Reading> = std::iter::once(baseline).chain(readings).collect();
+    let slope = |value: fn(&Reading) -> f64| -> f64 {
+        let n = points.len() as f64;
+        let mean_x = points.iter().map(|r| f64::from(r.connections)).sum::<f64>() / n;
+        let mean_y = points.iter().map(|r| value(r)).sum::<f64>() / n;
+        let (mut covariance, mut variance) = (0.0, 0.0);
+        for point in &points {
+            let dx = f64::from(point.connections) - mean_x;
+            covariance += dx * (value(point) - mean_y);
+            variance += dx * dx;
+        }
+        covariance / variance
+    };
+    Some(PerConnection {
+        rss_bytes: slope(|r| r.rss_bytes as f64),
+        socket_bytes: slope(|r| (r.tcp_bytes + r.udp_bytes) as f64),
+    })
+}
+
+/// Kilobytes with one decimal (1 KB = 1,000 B).
+fn kb(bytes: f64) -> String {
+    format!("{:.1} KB", bytes / 1e3)
+}
+
+impl fmt::Display for ProtocolResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let base = &self.baseline;
+        writeln!(
+            f,
+            "{}: server alone {:.1} MB resident",
+            self.protocol,
+            base.rss_bytes as f64 / 1e6
+        )?;
+        for (state, readings) in [(State::Idle, &self.idle), (State::Active, &self.active)] {
+            for reading in readings {
+                writeln!(
+                    f,
+                    "  {:>6} {state:<6} connections ({} open at the server): {:>7.1} MB resident, kernel socket buffers {} (TCP sockets {})",
+                    reading.connections,
+                    reading.server_connections,
+                    reading.rss_bytes as f64 / 1e6,
+                    kb((reading.tcp_bytes + reading.udp_bytes) as f64),
+                    reading.tcp_sockets,
+                )?;
+            }
+        }
+        for (state, slope) in [
+            (State::Idle, self.idle_per_connection),
+            (State::Active, self.active_per_connection),
+        ] {
+            if let Some(slope) = slope {
+                writeln!(
+                    f,
+                    "  per {state} connection: {} resident, {} kernel socket buffers",
+                    kb(slope.rss_bytes),
+                    kb(slope.socket_bytes)
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for ConnectionsReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "server memory per connection ({}):", self.server)?;
+        for protocol in &self.protocols {
+            let figure = |slope: Option<PerConnection>| {
+                slope.map_or("unknown".to_string(), |s| {
+                    format!("{} + {}", kb(s.rss_bytes), kb(s.socket_bytes))
+                })
+            };
+            writeln!(
+                f,
+                "  {}: idle {}, active {} (resident + kernel sockets)",
+                protocol.protocol,
+                figure(protocol.idle_per_connection),
+                figure(protocol.active_per_connection)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reading(connections: u32, rss_bytes: u64, tcp_bytes: u64) -> Reading {
+        Reading {
+            connections,
+            rss_bytes,
+            tcp_bytes,
+            udp_bytes: 4096,
+            tcp_sockets: u64::from(connections),
+            server_connections: u64::from(connections),
+        }
+    }
+
+    #[test]
+    fn the_cost_of_a_connection_is_the_slope_over_the_steps() {
+        let baseline = reading(0, 10_000_000, 0);
+        // 30 KB resident and 8 KB of sockets each, with a little noise.
+        let idle = vec![
+            reading(100, 13_000_000 + 700, 800_000),
+            reading(1000, 40_000_000 - 700, 8_000_000),
+        ];
+        let result = ProtocolResult::new(Proto::H2, baseline, idle, Vec::new());
+        let slope = result.idle_per_connection.unwrap();
+        assert!((slope.rss_bytes - 30_000.0).abs() < 5.0, "{slope:?}");
+        assert!((slope.socket_bytes - 8_000.0).abs() < 1e-6, "{slope:?}");
+        assert_eq!(result.active_per_connection, None);
+        let text = ConnectionsReport {
+            schema: CONNECTIONS_SCHEMA,
+            server: "h3lab serve".into(),
+            protocols: vec![result],
+        }
+        .to_string();
+        assert!(
+            text.contains("h2: idle 30.0 KB + 8.0 KB, active unknown"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn counts_must_grow_and_stay_bounded() {
+        let options = |counts: Vec<u32>| ConnectionsOptions {
+            protocols: vec![Proto::H2],
+            counts,
+            concurrency: 50,
+            settle: std::time::Duration::from_millis(500),
+            exe: "h3lab".into(),
+        };
+        assert!(options(vec![100, 1000]).validate().is_ok());
+        for (counts, says) in [
+            (vec![], "at least one"),
+            (vec![1000, 100], "grow"),
+            (vec![0, 10], "grow"),
+            (vec![100, 50_000], "at most 20000"),
+        ] {
+            let err = options(counts.clone()).validate().unwrap_err().to_string();
+            assert!(err.contains(says), "{counts:?}: {err}");
+        }
+    }
+}

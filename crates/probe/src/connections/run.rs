@@ -1,0 +1,370 @@
+//! The I/O shell of `probe connections`: per protocol, a fresh clean path
+//! (so that the server's namespace holds only the server's sockets), the
+//! built-in server in the server namespace, and a client thread in the
+//! client namespace that holds the connections while this thread reads
+//! the server's memory.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context};
+use bytes::Bytes;
+use h3lab_client::{Connector, RequestTemplate, Sender};
+use h3lab_harness::{scrape, start_builtin, BuiltinServer};
+use h3lab_results::Proto;
+use http::{HeaderMap, Method};
+use linkem::run::{Interrupted, Placement};
+use linkem::{EmulatedPath, LinkSettings};
+use tokio::sync::mpsc as async_mpsc;
+
+use super::{ConnectionsOptions, ConnectionsReport, ProtocolResult, Reading, CONNECTIONS_SCHEMA};
+use crate::run::{connector_parts, SERVER_GRACE};
+
+const SERVER_PORT: u16 = 443;
+/// An open request's response comes this much later: after the step.
+const ACTIVE_DELAY_MS: u64 = 50_000;
+/// A handshake on the clean path takes a few ms; this bounds a stuck one.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Below QUIC's 30 s idle timeout.
+const KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// Runs every protocol in turn, calling `on_result` after each. Stops
+/// early when interrupted or when a protocol's run fails; the report then
+/// holds the protocols done so far, and the failure comes beside it.
+pub fn run_connections(
+    options: &ConnectionsOptions,
+    interrupted: &Interrupted,
+    mut on_result: impl FnMut(&ProtocolResult),
+) -> anyhow::Result<(ConnectionsReport, Option<anyhow::Error>)> {
+    options.validate()?;
+    crate::ensure_root()?;
+    allow_open_files(*options.counts.last().expect("validated"))?;
+    let mut report = ConnectionsReport {
+        schema: CONNECTIONS_SCHEMA,
+        server: "h3lab serve (built-in)".into(),
+        protocols: Vec::new(),
+    };
+    for &protocol in &options.protocols {
+        if interrupted.is_set() {
+            break;
+        }
+        match run_protocol(options, protocol, interrupted) {
+            Ok(result) => {
+                on_result(&result);
+                report.protocols.push(result);
+            }
+            Err(err) => return Ok((report, Some(err.context(format!("{protocol}"))))),
+        }
+    }
+    Ok((report, None))
+}
+
+/// A path with no delay, loss or rate limit: it only keeps the server's
+/// sockets in a namespace of their own.
+fn clean_path() -> LinkSettings {
+    LinkSettings::default()
+}
+
+/// Each end holds a socket per TCP connection (QUIC shares one): the
+/// soft limit on open files goes up to what the steps need, within the
+/// hard limit; the server started after inherits it.
+fn allow_open_files(connections: u32) -> anyhow::Result<()> {
+    let needed = u64::from(connections) + 1024;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills a plain struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        bail!(
+            "cannot read the limit on open files: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    if limit.rlim_cur >= needed {
+        return Ok(());
+    }
+    if limit.rlim_max < needed {
+        bail!(
+            "{connections} connections need {needed} open files but the hard limit is {}; \
+             raise it (ulimit -Hn) or ask for fewer with --counts",
+            limit.rlim_max
+        );
+    }
+    limit.rlim_cur = needed;
+    // SAFETY: setrlimit reads the struct it is given.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+        bail!(
+            "cannot raise the limit on open files: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// One protocol on its own path; the path, server and connections go
+/// away at the end, whatever happened.
+fn run_protocol(
+    options: &ConnectionsOptions,
+    protocol: Proto,
+    interrupted: &Interrupted,
+) -> anyhow::Result<ProtocolResult> {
+    let path = EmulatedPath::start(clean_path().build())?;
+    let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
+    let cert = scratch.path().join("server-cert.pem");
+    let most = options.counts.last().expect("validated") + 64;
+    let limits: Vec<OsString> = [
+        ("--max-tcp-connections", most.to_string()),
+        ("--max-tcp-connections-per-peer", most.to_string()),
+        ("--max-quic-connections", most.to_string()),
+        ("--max-quic-connections-per-peer", most.to_string()),
+        // Held connections send nothing for as long as the steps take.
+        ("--header-timeout", "1h".to_string()),
+    ]
+    .into_iter()
+    .flat_map(|(flag, value)| [flag.into(), value.into()])
+    .collect();
+    let placement = Placement::Emulated(&path);
+    let mut server = start_builtin(&placement, &options.exe, SERVER_PORT, &cert, &limits)?;
+    let measured = measure(options, protocol, &path, &server, &cert, interrupted);
+    server.process.stop(SERVER_GRACE);
+    measured
+}
+
+/// What the client thread is asked to do next.
+enum Step {
+    /// Hold this many connections.
+    Grow(u32),
+    /// Open one request on every connection held.
+    Activate,
+}
+
+fn measure(
+    options: &ConnectionsOptions,
+    protocol: Proto,
+    path: &EmulatedPath,
+    server: &BuiltinServer,
+    cert: &Path,
+    interrupted: &Interrupted,
+) -> anyhow::Result<ProtocolResult> {
+    let parts = connector_parts(server.addr, protocol, 0, cert)?;
+    let (steps, step_receiver) = async_mpsc::unbounded_channel();
+    let (done_sender, done) = mpsc::channel();
+    let concurrency = options.concurrency;
+    let client = path
+        .spawn_in_client(move || hold(parts, protocol, concurrency, step_receiver, done_sender))?;
+    let read = |connections: u32| -> anyhow::Result<Reading> {
+        std::thread::sleep(options.settle);
+        read_server(path, server, connections)
+    };
+    let run = || -> anyhow::Result<ProtocolResult> {
+        let baseline = read(0)?;
+        let mut idle = Vec::new();
+        for &count in &options.counts {
+            if interrupted.is_set() {
+                break;
+            }
+            steps.send(Step::Grow(count)).ok();
+            let held = answer(&done)?;
+            idle.push(read(held)?);
+        }
+        let mut active = Vec::new();
+        if !interrupted.is_set() {
+            steps.send(Step::Activate).ok();
+            let held = answer(&done)?;
+            active.push(read(held)?);
+        }
+        Ok(ProtocolResult::new(protocol, baseline, idle, active))
+    };
+    let result = run();
+    // Closing the channel ends the client thread, which closes its
+    // connections.
+    drop(steps);
+    let joined = client
+        .join()
+        .map_err(|_| anyhow!("the client thread panicked"));
+    let result = result?;
+    joined??;
+    Ok(result)
+}
+
+/// The client thread's answer to a step: the connections it holds.
+fn answer(done: &mpsc::Receiver<anyhow::Result<u32>>) -> anyhow::Result<u32> {
+    done.recv()
+        .map_err(|_| anyhow!("the client thread stopped"))?
+}
+
+/// The server's memory now, with `connections` held.
+fn read_server(
+    path: &EmulatedPath,
+    server: &BuiltinServer,
+    connections: u32,
+) -> anyhow::Result<Reading> {
+    let rss_bytes = server
+        .process
+        .group_rss_bytes()
+        .context("cannot read the server's memory in /proc")?;
+    let sockstat = path
+        .spawn_in_server(|| std::fs::read_to_string("/proc/thread-self/net/sockstat"))?
+        .join()
+        .map_err(|_| anyhow!("reading sockstat panicked"))?
+        .context("cannot read /proc/net/sockstat in the server's namespace")?;
+    let counts = Sockstat::parse(&sockstat)?;
+    let metrics = server
+        .metrics
+        .context("the server printed no `metrics:` line before `listening:`")?;
+    let samples = scrape(&Placement::Emulated(path), metrics)?;
+    let open = samples
+        .iter()
+        .filter(|(name, _)| name.starts_with("h3lab_connections_open{"))
+        .map(|(_, value)| *value as u64)
+        .sum();
+    Ok(Reading {
+        connections,
+        rss_bytes,
+        tcp_bytes: counts.tcp_pages * page_bytes(),
+        udp_bytes: counts.udp_pages * page_bytes(),
+        tcp_sockets: counts.tcp_inuse,
+        server_connections: open,
+    })
+}
+
+fn page_bytes() -> u64 {
+    // SAFETY: sysconf(3) has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as u64 }
+}
+
+/// The figures of `/proc/net/sockstat` this probe reads.
+#[derive(Debug, PartialEq, Eq)]
+struct Sockstat {
+    tcp_inuse: u64,
+    tcp_pages: u64,
+    udp_pages: u64,
+}
+
+impl Sockstat {
+    /// From lines such as `TCP: inuse 5 orphan 0 tw 0 alloc 7 mem 1`.
+    fn parse(text: &str) -> anyhow::Result<Sockstat> {
+        let field = |line: &str, name: &str| -> Option<u64> {
+            let (_, rest) = text
+                .lines()
+                .find(|l| l.starts_with(line))?
+                .split_once(':')?;
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            let at = words.iter().position(|w| *w == name)?;
+            words.get(at + 1)?.parse().ok()
+        };
+        let found = (|| {
+            Some(Sockstat {
+                tcp_inuse: field("TCP:", "inuse")?,
+                tcp_pages: field("TCP:", "mem")?,
+                udp_pages: field("UDP:", "mem")?,
+            })
+        })();
+        found.with_context(|| format!("/proc/net/sockstat has no TCP or UDP `mem`: {text}"))
+    }
+}
+
+/// The client thread: holds connections as the steps ask, until the step
+/// channel closes.
+fn hold(
+    parts: crate::drive::ConnectorParts,
+    protocol: Proto,
+    concurrency: u32,
+    mut steps: async_mpsc::UnboundedReceiver<Step>,
+    done: mpsc::Sender<anyhow::Result<u32>>,
+) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the tokio runtime")?;
+    runtime.block_on(async move {
+        let mut connector = Connector::new(
+            parts.target.clone(),
+            parts.addr,
+            protocol,
+            parts.tls.clone(),
+            CONNECT_TIMEOUT,
+        )?;
+        connector.keep_quic_alive(KEEP_ALIVE);
+        let template = Arc::new(RequestTemplate::new(
+            &h3lab_client::Target::parse(&format!(
+                "https://{}/delay/{ACTIVE_DELAY_MS}",
+                parts.addr
+            ))?,
+            Method::GET,
+            HeaderMap::new(),
+            Bytes::new(),
+        ));
+        let mut held: Vec<Sender> = Vec::new();
+        let mut open_requests = tokio::task::JoinSet::new();
+        while let Some(step) = steps.recv().await {
+            let outcome = match step {
+                Step::Grow(count) => grow(&connector, &mut held, count, concurrency).await,
+                Step::Activate => {
+                    // Each request's task holds its connection; the
+                    // requests leave while this thread's reader settles.
+                    let active = held.len() as u32;
+                    for mut sender in held.drain(..) {
+                        let template = template.clone();
+                        open_requests.spawn(async move {
+                            let response = sender.send(&template).await;
+                            (sender, response.map(drop))
+                        });
+                    }
+                    Ok(active)
+                }
+            };
+            let failed = outcome.is_err();
+            if done.send(outcome).is_err() || failed {
+                break;
+            }
+        }
+        open_requests.abort_all();
+        drop(held);
+        connector.close().await;
+        Ok(())
+    })
+}
+
+/// Opens connections, `concurrency` at a time, until `count` are held.
+async fn grow(
+    connector: &Connector,
+    held: &mut Vec<Sender>,
+    count: u32,
+    concurrency: u32,
+) -> anyhow::Result<u32> {
+    while (held.len() as u32) < count {
+        let batch = concurrency.min(count - held.len() as u32);
+        let opened = futures::future::join_all((0..batch).map(|_| connector.connect())).await;
+        for connection in opened {
+            let connection = connection
+                .map_err(|err| anyhow!("connection {} of {count} failed: {err}", held.len() + 1))?;
+            held.push(connection.sender);
+        }
+    }
+    Ok(held.len() as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sockstat_gives_tcp_sockets_and_both_memories() {
+        let text = "sockets: used 131\nTCP: inuse 1004 orphan 0 tw 2 alloc 1006 mem 250\n\
+                    UDP: inuse 1 mem 3\nUDPLITE: inuse 0\nRAW: inuse 0\nFRAG: inuse 0 memory 0\n";
+        assert_eq!(
+            Sockstat::parse(text).unwrap(),
+            Sockstat {
+                tcp_inuse: 1004,
+                tcp_pages: 250,
+                udp_pages: 3
+            }
+        );
+        let err = Sockstat::parse("sockets: used 1\n").unwrap_err();
+        assert!(err.to_string().contains("no TCP or UDP `mem`"), "{err}");
+    }
+}
