@@ -126,6 +126,11 @@ pub struct ProtocolResult {
     pub idle_per_connection: Option<PerConnection>,
     /// The slope over the baseline and the active readings.
     pub active_per_connection: Option<PerConnection>,
+    /// The kernel objects each connection holds on the server beside its
+    /// buffers: a TCP socket and its inode (`/proc/slabinfo`'s `TCP` and
+    /// `sock_inode_cache` object sizes); 0 for QUIC, whose connections
+    /// share the server's UDP socket. `None` when slabinfo cannot be read.
+    pub kernel_object_bytes: Option<u64>,
 }
 
 impl ProtocolResult {
@@ -135,9 +140,11 @@ impl ProtocolResult {
         baseline: Reading,
         idle: Vec<Reading>,
         active: Vec<Reading>,
+        kernel_object_bytes: Option<u64>,
     ) -> Self {
         ProtocolResult {
             protocol,
+            kernel_object_bytes,
             idle_per_connection: per_connection(&baseline, &idle),
             active_per_connection: per_connection(&baseline, &active),
             baseline,
@@ -223,7 +230,18 @@ impl fmt::Display for ProtocolResult {
                 )?;
             }
         }
-        Ok(())
+        match self.kernel_object_bytes {
+            Some(0) => writeln!(
+                f,
+                "  kernel socket objects: none per connection (one UDP socket for all)"
+            ),
+            Some(bytes) => writeln!(
+                f,
+                "  kernel socket objects: {} per connection (a TCP socket and its inode, slabinfo)",
+                kb(bytes as f64)
+            ),
+            None => Ok(()),
+        }
     }
 }
 
@@ -231,14 +249,18 @@ impl fmt::Display for ConnectionsReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "server memory per connection ({}):", self.server)?;
         for protocol in &self.protocols {
-            let figure = |slope: Option<PerConnection>| {
-                slope.map_or("unknown".to_string(), |s| {
-                    format!("{} + {}", kb(s.rss_bytes), kb(s.socket_bytes))
-                })
+            let objects = protocol.kernel_object_bytes.map(|bytes| bytes as f64);
+            let figure = |slope: Option<PerConnection>| match (slope, objects) {
+                (Some(s), Some(objects)) => format!(
+                    "{} + {}",
+                    kb(s.rss_bytes),
+                    kb(s.socket_bytes.max(0.0) + objects)
+                ),
+                _ => "unknown".to_string(),
             };
             writeln!(
                 f,
-                "  {}: idle {}, active {} (resident + kernel sockets)",
+                "  {}: idle {}, active {} (resident + kernel: socket buffers and objects)",
                 protocol.protocol,
                 figure(protocol.idle_per_connection),
                 figure(protocol.active_per_connection)
@@ -271,7 +293,7 @@ mod tests {
             reading(100, 13_000_000 + 700, 800_000),
             reading(1000, 40_000_000 - 700, 8_000_000),
         ];
-        let result = ProtocolResult::new(Proto::H2, baseline, idle, Vec::new());
+        let result = ProtocolResult::new(Proto::H2, baseline, idle, Vec::new(), Some(3200));
         let slope = result.idle_per_connection.unwrap();
         assert!((slope.rss_bytes - 30_000.0).abs() < 5.0, "{slope:?}");
         assert!((slope.socket_bytes - 8_000.0).abs() < 1e-6, "{slope:?}");
@@ -283,7 +305,7 @@ mod tests {
         }
         .to_string();
         assert!(
-            text.contains("h2: idle 30.0 KB + 8.0 KB, active unknown"),
+            text.contains("h2: idle 30.0 KB + 11.2 KB, active unknown"),
             "{text}"
         );
     }

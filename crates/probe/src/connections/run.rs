@@ -176,7 +176,10 @@ fn measure(
             let held = answer(&done)?;
             active.push(read(held)?);
         }
-        Ok(ProtocolResult::new(protocol, baseline, idle, active))
+        let objects = kernel_objects_per_connection(protocol);
+        Ok(ProtocolResult::new(
+            protocol, baseline, idle, active, objects,
+        ))
     };
     let result = run();
     // Closing the channel ends the client thread, which closes its
@@ -229,6 +232,22 @@ fn read_server(
         tcp_sockets: counts.tcp_inuse,
         server_connections: open,
     })
+}
+
+/// The kernel objects a server-side connection of `protocol` holds: a TCP
+/// socket and its inode for h1 and h2, none for h3.
+fn kernel_objects_per_connection(protocol: Proto) -> Option<u64> {
+    if protocol == Proto::H3 {
+        return Some(0);
+    }
+    let slabinfo = std::fs::read_to_string("/proc/slabinfo").ok()?;
+    Some(object_size(&slabinfo, "TCP")? + object_size(&slabinfo, "sock_inode_cache")?)
+}
+
+/// A cache's object size in `/proc/slabinfo` (its fourth column).
+fn object_size(slabinfo: &str, cache: &str) -> Option<u64> {
+    let line = (slabinfo.lines()).find(|line| line.split_whitespace().next() == Some(cache))?;
+    line.split_whitespace().nth(3)?.parse().ok()
 }
 
 fn page_bytes() -> u64 {
@@ -351,6 +370,16 @@ async fn grow(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slabinfo_gives_an_object_size_by_its_cache_name() {
+        let slabinfo = "slabinfo - version: 2.1\n\
+            # name <active_objs> <num_objs> <objsize> ...\n\
+            tw_sock_TCP 176 240 256 16 1 : tunables 0 0 0 : slabdata 15 15 0\n\
+            TCP 60 117 2368 13 8 : tunables 0 0 0 : slabdata 9 9 0\n";
+        assert_eq!(object_size(slabinfo, "TCP"), Some(2368));
+        assert_eq!(object_size(slabinfo, "UDP"), None);
+    }
 
     #[test]
     fn sockstat_gives_tcp_sockets_and_both_memories() {
