@@ -58,10 +58,11 @@ fn auto_ends_on_h3_with_udp_open_and_on_h2_with_no_failure_when_udp_is_blocked()
         // TLS's two by 80 ms, so the race's winner does not depend on the
         // machine's load. No loss: this checks the fallback's rules. With
         // broadband's 0.1 %, CI once read the delay as -257 ms [-804,
-        // +290]: the h2-only baseline of two loads came out over half a
-        // second slow, as a loss-induced retransmission timeout makes it
-        // (a lost SYN-ACK alone costs TCP 1 s), and two repetitions cannot
-        // hold a 300 ms effect against that.
+        // +290]: one load of the two-load h2-only baseline came out over
+        // half a second slow. A loss-induced retransmission timeout does
+        // that (a lost SYN-ACK alone costs TCP 1 s); four runs here on a
+        // quiet machine never did (loads 720-830 ms), so it is the likely
+        // cause, not a proven one.
         .args([
             "probe",
             "fallback",
