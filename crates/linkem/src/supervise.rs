@@ -99,16 +99,10 @@ impl Supervised {
     /// already exited are not counted). `None` for a child in the
     /// terminal's group, or when /proc cannot be read.
     pub fn group_cpu_s(&self) -> Option<f64> {
-        if self.group != Group::Own {
-            return None;
-        }
-        let group = self.child.id().to_string();
         // SAFETY: sysconf(3) has no preconditions.
         let ticks_per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-        let ticks: u64 = std::fs::read_dir("/proc")
-            .ok()?
-            .filter_map(|entry| std::fs::read_to_string(entry.ok()?.path().join("stat")).ok())
-            .filter_map(|stat| group_cpu_ticks(&stat, &group))
+        let ticks: u64 = (self.group_processes()?.iter())
+            .filter_map(|(_, stat)| cpu_ticks(stat))
             .sum();
         Some(ticks as f64 / ticks_per_s)
     }
@@ -118,22 +112,30 @@ impl Supervised {
     /// what it started). `None` for a child in the terminal's group, or
     /// when /proc cannot be read.
     pub fn group_rss_bytes(&self) -> Option<u64> {
-        if self.group != Group::Own {
-            return None;
-        }
-        let group = self.child.id().to_string();
         // SAFETY: sysconf(3) has no preconditions.
         let page_bytes = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
-        let pages: u64 = std::fs::read_dir("/proc")
-            .ok()?
-            .filter_map(|entry| {
-                let dir = entry.ok()?.path();
-                let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
-                in_group(&stat, &group).then_some(())?;
+        let pages: u64 = (self.group_processes()?.iter())
+            .filter_map(|(dir, _)| {
                 resident_pages(&std::fs::read_to_string(dir.join("statm")).ok()?)
             })
             .sum();
         Some(pages * page_bytes)
+    }
+
+    /// The `/proc/PID` directory and `stat` line of every live process in
+    /// the child's own process group; `None` for a child in the terminal's
+    /// group, or when /proc cannot be read.
+    fn group_processes(&self) -> Option<Vec<(std::path::PathBuf, String)>> {
+        if self.group != Group::Own {
+            return None;
+        }
+        let group = self.child.id().to_string();
+        let processes = std::fs::read_dir("/proc").ok()?.filter_map(|entry| {
+            let dir = entry.ok()?.path();
+            let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+            in_group(&stat, &group).then_some((dir, stat))
+        });
+        Some(processes.collect())
     }
 
     /// The child's piped stdout, for the caller to read.
@@ -290,10 +292,8 @@ fn running_in_group(stat: &str, group: &str) -> bool {
 /// User + system clock ticks of a /proc/PID/stat line if its process group
 /// is `group`. The fields after the command name (which may hold spaces
 /// and parentheses) are: state, ppid, pgrp, ..., utime (12th), stime.
-fn group_cpu_ticks(stat: &str, group: &str) -> Option<u64> {
-    if !in_group(stat, group) {
-        return None;
-    }
+/// User and system CPU ticks of a `/proc/PID/stat` line.
+fn cpu_ticks(stat: &str) -> Option<u64> {
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
     Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
 }
@@ -375,8 +375,9 @@ mod tests {
     #[test]
     fn stat_lines_of_other_groups_are_not_counted() {
         let stat = "42 (a (b) c) S 1 7 7 0 -1 4194304 100 0 0 0 30 12 0 0 20 0 1 0";
-        assert_eq!(group_cpu_ticks(stat, "7"), Some(42));
-        assert_eq!(group_cpu_ticks(stat, "8"), None);
+        assert!(in_group(stat, "7"));
+        assert!(!in_group(stat, "8"));
+        assert_eq!(cpu_ticks(stat), Some(42));
     }
 
     #[test]

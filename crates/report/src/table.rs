@@ -238,6 +238,11 @@ fn cpu_line(
             Some(format!("{} {figure}", summary.key.protocol))
         })
         .collect();
+    labelled_line(label, &figures)
+}
+
+/// `label: a, b`, wrapped under the rows; empty without figures.
+fn labelled_line(label: &str, figures: &[String]) -> String {
     if figures.is_empty() {
         return String::new();
     }
@@ -272,13 +277,7 @@ fn wire_line(cells: &[&CellSummary]) -> String {
             Some(format!("{} {figure}", summary.key.protocol))
         })
         .collect();
-    if figures.is_empty() {
-        return String::new();
-    }
-    wrapped(
-        COLUMN_GAP as u16,
-        &format!("on the wire (IP bytes both ways): {}", figures.join(", ")),
-    )
+    labelled_line("on the wire (IP bytes both ways)", &figures)
 }
 
 /// One line per marked cell, e.g. `! h3: server at 0.97 cores (repetition
