@@ -501,7 +501,7 @@ mod tests {
             body_bytes: 50,
             ..WireCost::default()
         };
-        let mut records = vec![
+        let mut records = [
             record_with_wire(Some(cost(2))),
             record_with_wire(Some(cost(3))),
         ];
