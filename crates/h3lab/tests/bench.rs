@@ -240,6 +240,11 @@ loads = 2
             serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
         assert_eq!(report.proto, cell.protocol);
         assert_eq!(report.loads.len(), 1, "only the median load is kept");
+        let connections = report.loads[0].connections().unwrap();
+        match cell.protocol {
+            Proto::H1 => assert!((1..=6).contains(&connections), "{connections}"),
+            _ => assert_eq!(connections, 1, "{cell:?}"),
+        }
         assert_eq!(report.loads[0].resources.len(), 21);
         let median = report.loads[0].load_ms;
         assert!(
@@ -257,6 +262,13 @@ loads = 2
             assert!(median > 4.0 * 20.0, "{median} ms on broadband");
         }
     }
+    let printed = String::from_utf8_lossy(&output.stdout);
+    let words = printed.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("connections per page load (median): h1 "),
+        "{printed}"
+    );
+    assert!(words.contains(", h2 1, h3 1"), "{printed}");
     assert!(!left_behind, "namespaces left behind");
 }
 

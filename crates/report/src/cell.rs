@@ -130,6 +130,10 @@ pub struct CellSummary {
     /// What the successful repetitions put on the link, added up; None
     /// when one of them has no count (see `WireCost`).
     pub wire: Option<h3lab_results::bench::WireCost>,
+    /// Page cells: the connections a load opened, over the loads the
+    /// successful repetitions kept (each keeps its median load); None when
+    /// a load does not say.
+    pub page_connections: Option<PageConnections>,
     /// What ran short during the successful repetitions' measured
     /// intervals: the figure may be the CPU's, not the protocol's.
     pub bottlenecks: Vec<Bottleneck>,
@@ -200,4 +204,12 @@ impl CellSummary {
         }
         groups
     }
+}
+
+/// The connections a page load opened: the median over the kept loads, in
+/// all and per host (each origin of a replay is a host of its own).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PageConnections {
+    pub all: f64,
+    pub by_host: std::collections::BTreeMap<String, f64>,
 }

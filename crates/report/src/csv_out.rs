@@ -59,6 +59,7 @@ struct Row<'a> {
     wire_overhead_per_request: Option<f64>,
     wire_overhead_share: Option<f64>,
     wire_resent_per_mb: Option<f64>,
+    connections_per_page_load: Option<f64>,
 }
 
 impl<'a> Row<'a> {
@@ -117,6 +118,7 @@ impl<'a> Row<'a> {
             wire_overhead_per_request: s.wire.and_then(|w| w.overhead_per_request()),
             wire_overhead_share: s.wire.and_then(|w| w.overhead_share()),
             wire_resent_per_mb: s.wire.and_then(|w| w.resent_per_mb()),
+            connections_per_page_load: s.page_connections.as_ref().map(|c| c.all),
         }
     }
 }

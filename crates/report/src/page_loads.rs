@@ -199,7 +199,7 @@ fn is_cell(record: &CellRecord, key: &CellKey) -> bool {
     CellKey::of(record) == *key
 }
 
-fn page_report(record: &CellRecord) -> Result<PageReport, String> {
+pub(crate) fn page_report(record: &CellRecord) -> Result<PageReport, String> {
     let repetition = record.repetition;
     let value = record
         .client_report

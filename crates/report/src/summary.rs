@@ -4,10 +4,11 @@
 use std::collections::BTreeMap;
 
 use h3lab_results::bench::{CellRecord, Loss, LossDirection, Outcome, Results, WireCost};
+use h3lab_results::WorkloadKind;
 use hdrhistogram::Histogram;
 
 use crate::bottleneck::bottlenecks;
-use crate::cell::{CellKey, CellSummary, Failure};
+use crate::cell::{CellKey, CellSummary, Failure, PageConnections};
 use crate::difference::Difference;
 use crate::histogram::{self, LatencySummary};
 use crate::stats::{split_finite, SampleStats};
@@ -197,10 +198,36 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
         client_cpu_per_request_us: client_cpu_per(&ok, |r| r.requests as f64 / 1e6),
         client_cpu_per_gb_s: client_cpu_per(&ok, |r| r.bytes as f64 / 1e9),
         wire: wire_cost(&ok),
+        page_connections: page_connections(&ok),
         bottlenecks: bottlenecks(&ok),
         problems,
         key,
     }
+}
+
+/// The connections of every load of the successful repetitions of a page
+/// cell; None for other cells, or when a load does not say.
+fn page_connections(ok: &[&CellRecord]) -> Option<PageConnections> {
+    let mut all = Vec::new();
+    let mut by_host: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for record in ok {
+        if record.kind != WorkloadKind::Page {
+            return None;
+        }
+        for load in crate::page_loads::page_report(record).ok()?.loads {
+            all.push(load.connections()? as f64);
+            for (host, count) in load.connections_by_host()? {
+                by_host.entry(host).or_default().push(count as f64);
+            }
+        }
+    }
+    let median = |values: &[f64]| Some(SampleStats::of(values)?.median);
+    Some(PageConnections {
+        all: median(&all)?,
+        by_host: (by_host.iter())
+            .map(|(host, counts)| Some((host.clone(), median(counts)?)))
+            .collect::<Option<_>>()?,
+    })
 }
 
 /// The successful repetitions' wire counts added up, if each has them.

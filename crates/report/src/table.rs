@@ -145,6 +145,7 @@ fn profile_block(
         out.push_str(&server_cpu_line(cells));
         out.push_str(&client_cpu_line(cells));
         out.push_str(&wire_line(cells));
+        out.push_str(&connections_line(cells));
     }
     for line in settings::turning_verdicts(block, baseline) {
         out.push_str(&wrapped(0, &format!("! {line}")));
@@ -278,6 +279,32 @@ fn wire_line(cells: &[&CellSummary]) -> String {
         })
         .collect();
     labelled_line("on the wire (IP bytes both ways)", &figures)
+}
+
+/// The connections a page load opened, per protocol (the median over the
+/// loads), and per host when the page has several, e.g. `connections per
+/// page load (median): h1 12 (www.site.test 6, cdn.site.test 6), h2 2 ...`.
+fn connections_line(cells: &[&CellSummary]) -> String {
+    let figures: Vec<String> = cells
+        .iter()
+        .filter_map(|summary| {
+            let connections = summary.page_connections.as_ref()?;
+            let hosts = match connections.by_host.len() {
+                0 | 1 => String::new(),
+                _ => {
+                    let each: Vec<String> = (connections.by_host.iter())
+                        .map(|(host, count)| format!("{host} {count}"))
+                        .collect();
+                    format!(" ({})", each.join(", "))
+                }
+            };
+            Some(format!(
+                "{} {}{hosts}",
+                summary.key.protocol, connections.all
+            ))
+        })
+        .collect();
+    labelled_line("connections per page load (median)", &figures)
 }
 
 /// One line per marked cell, e.g. `! h3: server at 0.97 cores (repetition
@@ -547,6 +574,33 @@ mod tests {
             words.contains(
                 "on the wire (IP bytes both ways): h1 1600 B/request (600 B beyond the body), \
                  h2 1200 B/request (200 B beyond the body)"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn page_cells_give_the_connections_a_load_opened_in_all_and_per_host() {
+        let mut results = fixture::with_pages();
+        // The h2 cells' image comes from a CDN on a second connection.
+        for cell in results
+            .cells
+            .iter_mut()
+            .filter(|c| c.kind == WorkloadKind::Page)
+        {
+            if cell.protocol != h3lab_results::Proto::H2 {
+                continue;
+            }
+            let report = cell.client_report.as_mut().unwrap();
+            let image = &mut report["loads"][0]["resources"][4];
+            image["url"] = "https://cdn.site.test/img/hero.jpg".into();
+            image["connection"] = 2.into();
+        }
+        let text = terminal_table(&results);
+        let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains(
+                "connections per page load (median): h2 2 (cdn.site.test 1, site.test 1), h3 1"
             ),
             "{text}"
         );

@@ -70,6 +70,25 @@ impl PageLoad {
         ids.dedup();
         Some(ids.len())
     }
+
+    /// The distinct connections each host's resources came over, when
+    /// every resource names its connection and has a host.
+    pub fn connections_by_host(&self) -> Option<std::collections::BTreeMap<String, usize>> {
+        let mut by_host: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+        for resource in &self.resources {
+            let url = url::Url::parse(&resource.url).ok()?;
+            by_host
+                .entry(url.host_str()?.to_string())
+                .or_default()
+                .push(resource.connection?);
+        }
+        let counts = by_host.into_iter().map(|(host, mut ids)| {
+            ids.sort_unstable();
+            ids.dedup();
+            (host, ids.len())
+        });
+        Some(counts.collect())
+    }
 }
 
 /// One resource of a load: the waterfall's row. Times are milliseconds
@@ -276,6 +295,16 @@ mod tests {
         assert_eq!(page.connections(), Some(2));
         let unknown = load(5.0, vec![resource(Some(1), 10), resource(None, 5)]);
         assert_eq!(unknown.connections(), None);
+        assert_eq!(unknown.connections_by_host(), None);
+        let mut other = resource(Some(3), 1);
+        other.url = "https://CDN.a.test:8443/y".into();
+        let mut two = page.clone();
+        two.resources.push(other);
+        let by_host = two.connections_by_host().unwrap();
+        assert_eq!(
+            by_host.into_iter().collect::<Vec<_>>(),
+            [("a.test".to_string(), 2), ("cdn.a.test".to_string(), 1)]
+        );
     }
 
     #[test]
