@@ -4,6 +4,7 @@
 //! them needs another for the types alone.
 
 use h3lab_results::bench::{CellRecord, InitialWindows, SweptSetting};
+use h3lab_results::page::{PageReport, PAGE_SCHEMA};
 use h3lab_results::WorkloadKind;
 use serde::Serialize;
 
@@ -212,4 +213,25 @@ impl CellSummary {
 pub struct PageConnections {
     pub all: f64,
     pub by_host: std::collections::BTreeMap<String, f64>,
+}
+
+/// The page report a page cell's record kept, or why it cannot be read.
+pub(crate) fn page_report(record: &CellRecord) -> Result<PageReport, String> {
+    let repetition = record.repetition;
+    let value = record
+        .client_report
+        .as_ref()
+        .ok_or_else(|| format!("repetition {repetition} kept no page report"))?;
+    let report: PageReport = serde_json::from_value(value.clone()).map_err(|err| {
+        format!(
+            "repetition {repetition}: its client report is not a readable {PAGE_SCHEMA} ({err})"
+        )
+    })?;
+    if report.schema != PAGE_SCHEMA {
+        return Err(format!(
+            "repetition {repetition}: client report has schema {:?}, not {PAGE_SCHEMA}",
+            report.schema
+        ));
+    }
+    Ok(report)
 }

@@ -7,10 +7,10 @@
 //! `html` draws. Nothing here writes markup.
 
 use h3lab_results::bench::{CellRecord, Outcome, Results};
-use h3lab_results::page::{PageLoad, PageReport, PAGE_SCHEMA};
+use h3lab_results::page::PageLoad;
 use h3lab_results::WorkloadKind;
 
-use crate::cell::{CellKey, CellSummary};
+use crate::cell::{page_report, CellKey, CellSummary};
 use crate::page_data::{samples_by_cell, ViolinPlot};
 use crate::stats::{split_finite, SampleStats};
 
@@ -199,26 +199,6 @@ fn is_cell(record: &CellRecord, key: &CellKey) -> bool {
     CellKey::of(record) == *key
 }
 
-pub(crate) fn page_report(record: &CellRecord) -> Result<PageReport, String> {
-    let repetition = record.repetition;
-    let value = record
-        .client_report
-        .as_ref()
-        .ok_or_else(|| format!("repetition {repetition} kept no page report"))?;
-    let report: PageReport = serde_json::from_value(value.clone()).map_err(|err| {
-        format!(
-            "repetition {repetition}: its client report is not a readable {PAGE_SCHEMA} ({err})"
-        )
-    })?;
-    if report.schema != PAGE_SCHEMA {
-        return Err(format!(
-            "repetition {repetition}: client report has schema {:?}, not {PAGE_SCHEMA}",
-            report.schema
-        ));
-    }
-    Ok(report)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,6 +284,6 @@ mod tests {
         let record = results.cells.iter_mut().find(|r| is_cell(r, &key)).unwrap();
         record.client_report = Some(serde_json::json!({"schema": "h3lab.load/1"}));
         let err = median_load(&results, &key).err().unwrap();
-        assert!(err.contains(PAGE_SCHEMA), "{err}");
+        assert!(err.contains(h3lab_results::page::PAGE_SCHEMA), "{err}");
     }
 }

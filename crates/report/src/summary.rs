@@ -214,7 +214,7 @@ fn page_connections(ok: &[&CellRecord]) -> Option<PageConnections> {
         if record.kind != WorkloadKind::Page {
             return None;
         }
-        for load in crate::page_loads::page_report(record).ok()?.loads {
+        for load in crate::cell::page_report(record).ok()?.loads {
             all.push(load.connections()? as f64);
             for (host, count) in load.connections_by_host()? {
                 by_host.entry(host).or_default().push(count as f64);
