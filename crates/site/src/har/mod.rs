@@ -602,15 +602,12 @@ impl Builder {
                 );
                 return Ok((start, at));
             }
-            let location = (response.headers.iter())
-                .find(|(name, _)| name == "location")
-                .and_then(|(_, value)| Url::parse(&response.url).ok()?.join(value).ok())
-                .with_context(|| {
-                    format!(
-                        "the page's redirect at {} has no usable Location",
-                        response.url
-                    )
-                })?;
+            let location = location(response).with_context(|| {
+                format!(
+                    "the page's redirect at {} has no usable Location",
+                    response.url
+                )
+            })?;
             at = match self
                 .pending
                 .iter()
