@@ -12,7 +12,11 @@
 //! H3_EXCESSIVE_LOAD (RFC 9114 §10.5) as soon as a frame other than DATA
 //! declares more than the limit. DATA payloads are not limited here: h3
 //! hands them on as they arrive instead of buffering them.
+//!
+//! Following the frames, it also counts the size of each QPACK header block
+//! (a HEADERS frame's payload) that requests bring and responses take.
 
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use bytes::{Buf, Bytes};
@@ -21,8 +25,11 @@ use h3::quic::{self, ConnectionErrorIncoming, StreamErrorIncoming, StreamId, Wri
 use quinn::VarInt;
 use tracing::debug;
 
+use crate::header_blocks::{BlockCount, Direction};
+
 /// RFC 9114 §7.2.1 and §6.2.1.
 const DATA_FRAME: u64 = 0x0;
+const HEADERS_FRAME: u64 = 0x1;
 const CONTROL_STREAM: u64 = 0x0;
 
 /// h3-quinn's connection or stream opener, watching every frame stream it
@@ -40,20 +47,27 @@ pub type GuardedConnection = GuardedStreams<h3_quinn::Connection>;
 pub type GuardedOpener = GuardedStreams<h3_quinn::OpenStreams>;
 
 impl GuardedConnection {
-    /// Frames other than DATA may declare at most `limit` bytes.
-    pub fn new(connection: quinn::Connection, limit: u64) -> Self {
+    /// Frames other than DATA may declare at most `limit` bytes; header
+    /// blocks are counted into `blocks`.
+    pub fn new(connection: quinn::Connection, limit: u64, blocks: Arc<BlockCount>) -> Self {
         Self {
             inner: h3_quinn::Connection::new(connection.clone()),
-            guard: Guard { limit, connection },
+            guard: Guard {
+                limit,
+                connection,
+                blocks,
+            },
         }
     }
 }
 
-/// The limit, and the connection to close when a frame is over it.
+/// The limit, the connection to close when a frame is over it, and the
+/// connection's header block counts.
 #[derive(Clone)]
 struct Guard {
     limit: u64,
     connection: quinn::Connection,
+    blocks: Arc<BlockCount>,
 }
 
 impl Guard {
@@ -72,6 +86,13 @@ impl Guard {
         );
         StreamErrorIncoming::ConnectionErrorIncoming {
             connection_error: ConnectionErrorIncoming::ApplicationClose { error_code: code },
+        }
+    }
+
+    /// Counts the header block of a HEADERS frame h3 is about to send.
+    fn sending<B: Buf>(&self, data: &WriteBuf<B>) {
+        if let Some([HEADERS_FRAME, len]) = varints(data.chunk()) {
+            self.blocks.count(Direction::response, len);
         }
     }
 
@@ -160,7 +181,9 @@ impl<S: quic::RecvStream<Buf = Bytes>> quic::RecvStream for Guarded<S> {
     ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
         let data = ready!(self.inner.poll_data(cx))?;
         if let Some(chunk) = &data {
-            if let Err(declared) = self.watch.follow(chunk, self.guard.limit) {
+            let blocks = &self.guard.blocks;
+            let mut block = |len| blocks.count(Direction::request, len);
+            if let Err(declared) = self.watch.follow(chunk, self.guard.limit, &mut block) {
                 return Poll::Ready(Err(self.guard.refuse(declared)));
             }
         }
@@ -182,6 +205,8 @@ impl<B: Buf, S: quic::SendStream<B>> quic::SendStream<B> for Guarded<S> {
     }
 
     fn send_data<T: Into<WriteBuf<B>>>(&mut self, data: T) -> Result<(), StreamErrorIncoming> {
+        let data = data.into();
+        self.guard.sending(&data);
         self.inner.send_data(data)
     }
 
@@ -204,12 +229,53 @@ where
     S: quic::BidiStream<B> + quic::RecvStream<Buf = Bytes>,
     S::RecvStream: quic::RecvStream<Buf = Bytes>,
 {
-    type SendStream = S::SendStream;
+    type SendStream = Counted<S::SendStream>;
     type RecvStream = Guarded<S::RecvStream>;
 
     fn split(self) -> (Self::SendStream, Self::RecvStream) {
         let (send, recv) = self.inner.split();
+        let send = Counted {
+            inner: send,
+            guard: self.guard.clone(),
+        };
         (send, self.guard.watch(recv, self.watch))
+    }
+}
+
+/// The sending half of a request stream, its response header blocks counted.
+pub struct Counted<S> {
+    inner: S,
+    guard: Guard,
+}
+
+impl<S> Counted<S> {
+    /// h3-quinn's stream, e.g. to set its priority.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+}
+
+impl<B: Buf, S: quic::SendStream<B>> quic::SendStream<B> for Counted<S> {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), StreamErrorIncoming>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn send_data<T: Into<WriteBuf<B>>>(&mut self, data: T) -> Result<(), StreamErrorIncoming> {
+        let data = data.into();
+        self.guard.sending(&data);
+        self.inner.send_data(data)
+    }
+
+    fn poll_finish(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), StreamErrorIncoming>> {
+        self.inner.poll_finish(cx)
+    }
+
+    fn reset(&mut self, reset_code: u64) {
+        self.inner.reset(reset_code)
+    }
+
+    fn send_id(&self) -> StreamId {
+        self.inner.send_id()
     }
 }
 
@@ -235,9 +301,15 @@ impl FrameWatch {
         Self::Header(Vec::new())
     }
 
-    /// Follows `bytes`; fails with the declared length of a frame other
-    /// than DATA that is over `limit`.
-    fn follow(&mut self, mut bytes: &[u8], limit: u64) -> Result<(), u64> {
+    /// Follows `bytes`, calling `block` with the length of each HEADERS
+    /// frame; fails with the declared length of a frame other than DATA
+    /// that is over `limit`.
+    fn follow(
+        &mut self,
+        mut bytes: &[u8],
+        limit: u64,
+        block: &mut impl FnMut(u64),
+    ) -> Result<(), u64> {
         while !bytes.is_empty() {
             match self {
                 Self::Off => return Ok(()),
@@ -261,6 +333,9 @@ impl FrameWatch {
                     if let Some([frame_type, len]) = take_varints::<2>(seen, &mut bytes) {
                         if frame_type != DATA_FRAME && len > limit {
                             return Err(len);
+                        }
+                        if frame_type == HEADERS_FRAME {
+                            block(len);
                         }
                         *self = match len {
                             0 => Self::frames(),
@@ -309,12 +384,16 @@ mod tests {
 
     const LIMIT: u64 = 1000;
 
+    fn follow(watch: &mut FrameWatch, bytes: &[u8]) -> Result<(), u64> {
+        watch.follow(bytes, LIMIT, &mut |_| {})
+    }
+
     #[test]
     fn a_frame_header_split_across_chunks_is_followed() {
         let mut watch = FrameWatch::frames();
         // HEADERS (0x01) declaring 1001 bytes, length as a 2-byte varint.
-        assert_eq!(watch.follow(&[0x01, 0x43], LIMIT), Ok(()));
-        assert_eq!(watch.follow(&[0xe9], LIMIT), Err(1001));
+        assert_eq!(follow(&mut watch, &[0x01, 0x43]), Ok(()));
+        assert_eq!(follow(&mut watch, &[0xe9]), Err(1001));
     }
 
     #[test]
@@ -323,21 +402,21 @@ mod tests {
         let mut bytes = vec![0x00, 0x80, 0x01, 0x00, 0x00]; // DATA, 65536 bytes
         bytes.extend(vec![0; 65536]);
         bytes.extend([0x01, 0x02, 0xaa, 0xbb]); // then a 2-byte HEADERS
-        assert_eq!(watch.follow(&bytes, LIMIT), Ok(()));
+        let mut blocks = Vec::new();
+        let followed = watch.follow(&bytes, LIMIT, &mut |len| blocks.push(len));
+        assert_eq!(followed, Ok(()));
+        assert_eq!(blocks, [2], "the HEADERS frame's block, not DATA's");
         assert_eq!(watch, FrameWatch::frames());
         // A reserved frame type (0x21) over the limit is refused too.
-        assert_eq!(watch.follow(&[0x21, 0x7f, 0xff], LIMIT), Err(0x3fff));
+        assert_eq!(follow(&mut watch, &[0x21, 0x7f, 0xff]), Err(0x3fff));
     }
 
     #[test]
     fn only_the_control_stream_is_watched_among_unidirectional_streams() {
         let mut encoder = FrameWatch::unidirectional();
-        assert_eq!(encoder.follow(&[0x02, 0x01, 0x7f, 0xff], LIMIT), Ok(()));
+        assert_eq!(follow(&mut encoder, &[0x02, 0x01, 0x7f, 0xff]), Ok(()));
         assert_eq!(encoder, FrameWatch::Off);
         let mut control = FrameWatch::unidirectional();
-        assert_eq!(
-            control.follow(&[0x00, 0x04, 0x7f, 0xff], LIMIT),
-            Err(0x3fff)
-        );
+        assert_eq!(follow(&mut control, &[0x00, 0x04, 0x7f, 0xff]), Err(0x3fff));
     }
 }

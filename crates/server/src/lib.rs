@@ -20,6 +20,7 @@ mod config;
 mod frame_guard;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+mod header_blocks;
 mod idle;
 mod lifecycle;
 mod metrics;

@@ -32,6 +32,7 @@ pub use serve::serve_metrics;
 
 use crate::admission::Counters;
 use crate::body::ReplyBody;
+use crate::header_blocks::{Direction, Position};
 
 /// Which connection a figure belongs to: the HTTP version ALPN chose, or
 /// `cleartext` for unencrypted TCP, where hyper picks h1 or h2c per request.
@@ -84,6 +85,13 @@ struct RequestLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HeaderBlockLabels {
+    protocol: ConnectionKind,
+    direction: Direction,
+    position: Position,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TransportLabel {
     transport: Transport,
 }
@@ -109,6 +117,8 @@ pub struct Metrics {
     request_duration: Histograms<ProtocolLabel>,
     responses_aborted: Family<ProtocolLabel, Counter>,
     response_bytes: Family<ProtocolLabel, Counter>,
+    header_blocks: Family<HeaderBlockLabels, Counter>,
+    header_block_bytes: Family<HeaderBlockLabels, Counter>,
     connections_open: Family<ProtocolLabel, Gauge>,
     connections: Family<ProtocolLabel, Counter>,
     handshakes: Family<HandshakeLabels, Counter>,
@@ -128,6 +138,8 @@ impl Metrics {
             request_duration: Family::new_with_constructor(latency_histogram),
             responses_aborted: Family::default(),
             response_bytes: Family::default(),
+            header_blocks: Family::default(),
+            header_block_bytes: Family::default(),
             connections_open: Family::default(),
             connections: Family::default(),
             handshakes: Family::default(),
@@ -163,6 +175,17 @@ impl Metrics {
             "Response body bytes handed to the transport",
             Unit::Bytes,
             self.response_bytes.clone(),
+        );
+        r.register(
+            "http_header_blocks",
+            "Header blocks (an HTTP/1.1 message head, an HPACK or QPACK block) received and sent on TLS connections, by protocol, direction and whether first on the connection",
+            self.header_blocks.clone(),
+        );
+        r.register_with_unit(
+            "http_header_block",
+            "Bytes of those header blocks, as the connection carried them (compressed on h2 and h3)",
+            Unit::Bytes,
+            self.header_block_bytes.clone(),
         );
         r.register(
             "connections_open",
@@ -223,6 +246,23 @@ impl Metrics {
             metered.complete();
         }
         metered
+    }
+
+    /// Counts a header block of `bytes` (see [`crate::header_blocks`]).
+    pub fn header_block(
+        &self,
+        protocol: ConnectionKind,
+        direction: Direction,
+        position: Position,
+        bytes: u64,
+    ) {
+        let labels = HeaderBlockLabels {
+            protocol,
+            direction,
+            position,
+        };
+        self.header_blocks.get_or_create(&labels).inc();
+        self.header_block_bytes.get_or_create(&labels).inc_by(bytes);
     }
 
     /// Counts a connection as open until the returned guard drops.

@@ -27,7 +27,8 @@ use h3lab_results::{Proto, QuicCongestion};
 use crate::admission::{Admission, Counters, QuicAdmission, QuicTicket, Unvalidated};
 use crate::app::{AppRequest, BodyStream, ServerEvent};
 use crate::config::{kernel_tcp_congestion, Limits, QuicTuning, StreamOrder};
-use crate::frame_guard::{Guarded, GuardedConnection};
+use crate::frame_guard::{Counted, Guarded, GuardedConnection};
+use crate::header_blocks::BlockCount;
 use crate::idle::{AckWait, RequestWatch};
 use crate::lifecycle::Lifecycle;
 use crate::metrics::{ConnectionKind, MeteredBody, QuicTrack};
@@ -102,6 +103,7 @@ const INITIAL_MTU: u16 = 1200;
 
 type H3Connection = h3::server::Connection<GuardedConnection, Bytes>;
 type H3RecvHalf = Guarded<h3_quinn::RecvStream>;
+type H3SendHalf = Counted<h3_quinn::SendStream<Bytes>>;
 
 /// The largest frame other than DATA a client may send, in multiples of
 /// the field-section limit. A HEADERS frame carries one field section, and
@@ -370,7 +372,9 @@ impl QuicShell {
         let mut builder = h3::server::builder();
         builder.max_field_section_size(self.handler.limits.max_header_bytes as u64);
         let frame_limit = FRAME_LIMIT_FACTOR * self.handler.limits.max_header_bytes as u64;
-        let build = builder.build(GuardedConnection::new(connection.clone(), frame_limit));
+        let blocks = BlockCount::new(self.handler.metrics.clone(), ConnectionKind::h3);
+        let guarded = GuardedConnection::new(connection.clone(), frame_limit, blocks);
+        let build = builder.build(guarded);
         match timeout_at(deadline, build).await {
             Err(_) => Err(SetupFailure::TimedOut(connection)),
             Ok(Err(err)) => Err(SetupFailure::Http3(err)),
@@ -578,9 +582,9 @@ async fn serve_request(
 
 /// Sets the response's place among the connection's others before any of
 /// it is written, so quinn queues it there from its first byte.
-fn schedule(stream: &RequestStream<h3_quinn::SendStream<Bytes>, Bytes>, priority: Priority) {
+fn schedule(stream: &RequestStream<H3SendHalf, Bytes>, priority: Priority) {
     let value = priority.quinn_value(stream.send_id().index());
-    if let Err(err) = stream.quic_stream().set_priority(value) {
+    if let Err(err) = stream.quic_stream().get_ref().set_priority(value) {
         debug!(%err, "HTTP/3 response not scheduled: the stream is gone");
     }
 }

@@ -22,6 +22,7 @@ use tracing::{debug, warn};
 use crate::admission::{Admission, Counters, TcpTicket};
 use crate::app::{AppRequest, BodyStream};
 use crate::config::{Limits, TcpTuning};
+use crate::header_blocks::{BlockCount, HeaderTap};
 use crate::idle::{RequestWatch, Watched};
 use crate::lifecycle::Lifecycle;
 use crate::metrics::{ConnectionKind, HandshakeResult, MeteredBody, Transport};
@@ -166,7 +167,9 @@ impl TcpShell {
         let _open = metrics.connection(protocol.into());
         let _session = self.handler.hooks.session(protocol, peer);
         let tls = SizedRecords::new(tls, self.tuning.tls_records);
-        self.serve_http(TokioIo::new(tls), builder, peer, ticket.busy)
+        let blocks = BlockCount::new(metrics.clone(), protocol.into());
+        let tapped = HeaderTap::new(tls, protocol == Proto::H2, blocks);
+        self.serve_http(TokioIo::new(tapped), builder, peer, ticket.busy)
             .await
     }
 
