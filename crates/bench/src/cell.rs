@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use h3lab_results::bench::{
-    CellRecord, CpuUse, InitialWindows, LinkRecord, Metric, Outcome, WireCost,
+    CellRecord, CpuUse, HeaderBlocks, InitialWindows, LinkRecord, Metric, Outcome, WireCost,
 };
 use h3lab_results::load::LoadReport;
 use h3lab_results::page::PageReport;
@@ -165,6 +165,7 @@ fn measure(
     let run = outcome?;
     record.server_metrics = metrics?;
     record.wire = WireCost::from_counts(record.link.as_ref(), record.server_metrics.as_ref());
+    record.header_blocks = HeaderBlocks::from_metrics(record.server_metrics.as_ref());
     record.cpu.client_s = run.cpu_s();
     fill_from_client(spec, run, record)
 }
@@ -518,6 +519,7 @@ fn empty_record(spec: &CellSpec) -> CellRecord {
         initial_windows: None,
         measured_rtt_ms: None,
         wire: None,
+        header_blocks: None,
     }
 }
 

@@ -16,7 +16,7 @@ use crate::spec::CellSpec;
 use h3lab_results::load::LoadReport;
 use h3lab_results::page::PageReport;
 use h3lab_results::ttfb::TtfbReport;
-use h3lab_results::Proto;
+use h3lab_results::{HeaderSet, Proto};
 
 use crate::suite::{caps, ByteSize, FieldUrl, Load};
 
@@ -126,10 +126,14 @@ pub(crate) fn run(
             streams,
             duration,
             rate,
+            headers,
             ..
         } => {
             command.arg("load").arg(aim.body_url(*size)?);
             aim.add_load_flags(&mut command);
+            if *headers == HeaderSet::Browser {
+                command.arg("--browser-headers");
+            }
             // h1 has no multiplexing: one request at a time per connection.
             let streams = match spec.protocol {
                 Proto::H1 => 1,

@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod alt_svc;
+mod browser_headers;
 mod connect;
 mod error;
 mod offer;

@@ -1,11 +1,15 @@
 //! A request built once per run and turned into per-protocol requests
 //! cheaply (shared `Bytes`, reference-counted URI parts).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderValue, HOST};
 use http::{Method, Request, Uri};
 use http_body_util::Full;
 
+use crate::browser_headers;
 use crate::target::Target;
 
 /// Method, URL, headers and body of the request a run repeats.
@@ -17,6 +21,9 @@ pub struct RequestTemplate {
     host: HeaderValue,
     headers: HeaderMap,
     body: Bytes,
+    /// With a browser's headers: the requests built so far, which number
+    /// each one's varying headers.
+    built: Option<Arc<AtomicU64>>,
 }
 
 impl RequestTemplate {
@@ -38,7 +45,31 @@ impl RequestTemplate {
             host,
             headers,
             body,
+            built: None,
         }
+    }
+
+    /// The same request with a browser's headers (see `browser_headers`):
+    /// a recorded Chromium set with a 1 kB cookie, and a trace id and a
+    /// request id that change per request. This template's own headers
+    /// replace the browser's of the same name.
+    pub fn with_browser_headers(mut self) -> RequestTemplate {
+        let uri = &self.absolute_uri;
+        let scheme = uri.scheme_str().unwrap_or("https");
+        let authority = uri.authority().map_or("", |authority| authority.as_str());
+        self.headers = browser_headers::fixed(&format!("{scheme}://{authority}"), &self.headers);
+        self.built = Some(Arc::default());
+        self
+    }
+
+    /// The headers of the next request built from this template (with a
+    /// browser's, each call numbers one request).
+    pub fn next_headers(&self) -> HeaderMap {
+        let mut headers = self.headers.clone();
+        if let Some(built) = &self.built {
+            browser_headers::varying(built.fetch_add(1, Ordering::Relaxed), &mut headers);
+        }
+        headers
     }
 
     pub(crate) fn body(&self) -> &Bytes {
@@ -50,7 +81,7 @@ impl RequestTemplate {
         let mut request = Request::new(Full::new(self.body.clone()));
         *request.method_mut() = self.method.clone();
         *request.uri_mut() = self.origin_uri.clone();
-        *request.headers_mut() = self.headers.clone();
+        *request.headers_mut() = self.next_headers();
         if !self.headers.contains_key(HOST) {
             request.headers_mut().insert(HOST, self.host.clone());
         }
@@ -63,7 +94,7 @@ impl RequestTemplate {
         let mut request = Request::new(());
         *request.method_mut() = self.method.clone();
         *request.uri_mut() = self.absolute_uri.clone();
-        *request.headers_mut() = self.headers.clone();
+        *request.headers_mut() = self.next_headers();
         request
     }
 }
@@ -92,6 +123,20 @@ mod tests {
         let request = template(headers).h1();
         assert_eq!(request.headers().get_all(HOST).iter().count(), 1);
         assert_eq!(request.headers()[HOST], "other.test");
+    }
+
+    #[test]
+    fn browser_headers_go_on_every_form_and_vary_per_request() {
+        let template = template(HeaderMap::new()).with_browser_headers();
+        let first = template.h1();
+        let second = template.multiplexed();
+        assert_eq!(first.headers()["referer"], "https://example.test:4433/");
+        assert_eq!(first.headers()["cookie"], second.headers()["cookie"]);
+        assert_ne!(
+            first.headers()["x-request-id"],
+            second.headers()["x-request-id"]
+        );
+        assert!(!template.clone().multiplexed().headers().contains_key(HOST));
     }
 
     #[test]

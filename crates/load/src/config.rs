@@ -34,6 +34,9 @@ pub struct LoadConfig {
     pub method: Method,
     /// Extra headers sent with every request.
     pub headers: HeaderMap,
+    /// `--browser-headers`: a browser's request headers as well, with a
+    /// 1 kB cookie and ids that change per request (`headers` win).
+    pub browser_headers: bool,
     /// Body sent with every request.
     pub body: Bytes,
     /// Which server certificates to trust.
@@ -95,12 +98,16 @@ pub(crate) struct Part {
 impl LoadConfig {
     /// The request every connection sends.
     pub(crate) fn request_template(&self) -> RequestTemplate {
-        RequestTemplate::new(
+        let template = RequestTemplate::new(
             &self.target,
             self.method.clone(),
             self.headers.clone(),
             self.body.clone(),
-        )
+        );
+        match self.browser_headers {
+            true => template.with_browser_headers(),
+            false => template,
+        }
     }
 
     /// A closed-model run of `DEFAULT_REQUESTS` (200) over 10 connections with
@@ -117,6 +124,7 @@ impl LoadConfig {
             rate: None,
             method: Method::GET,
             headers: HeaderMap::new(),
+            browser_headers: false,
             body: Bytes::new(),
             tls: TlsOptions::default(),
             threads: default_threads(),

@@ -258,6 +258,111 @@ pub struct CellRecord {
     /// h3lab's metrics) and in older runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wire: Option<WireCost>,
+    /// The header blocks the server received and sent; absent without
+    /// h3lab's server metrics, and in older runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header_blocks: Option<HeaderBlocks>,
+}
+
+/// `cells[].header_blocks`: the header blocks `h3lab serve` received
+/// (requests) and sent (responses) over TLS, as the connection carried
+/// them: an HTTP/1.1 message head, an HPACK block (h2), a QPACK block
+/// (h3). The first block of a connection in each direction is apart from
+/// later ones, since a dynamic table pays off only after it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeaderBlocks {
+    /// Each connection's first request block.
+    pub request_first: BlockTally,
+    /// Every other request block.
+    pub request_later: BlockTally,
+    /// Each connection's first response block.
+    pub response_first: BlockTally,
+    /// Every other response block.
+    pub response_later: BlockTally,
+}
+
+/// Some header blocks: how many, and their bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockTally {
+    /// Blocks.
+    pub blocks: u64,
+    /// Their bytes, on the connection.
+    pub bytes: u64,
+}
+
+impl BlockTally {
+    /// Bytes per block; `None` without a block.
+    pub fn mean(&self) -> Option<f64> {
+        (self.blocks > 0).then(|| self.bytes as f64 / self.blocks as f64)
+    }
+}
+
+impl std::ops::Add for BlockTally {
+    type Output = BlockTally;
+
+    fn add(self, other: BlockTally) -> BlockTally {
+        BlockTally {
+            blocks: self.blocks + other.blocks,
+            bytes: self.bytes + other.bytes,
+        }
+    }
+}
+
+/// Two cells' blocks added up: those of several repetitions.
+impl std::ops::Add for HeaderBlocks {
+    type Output = HeaderBlocks;
+
+    fn add(self, other: HeaderBlocks) -> HeaderBlocks {
+        HeaderBlocks {
+            request_first: self.request_first + other.request_first,
+            request_later: self.request_later + other.request_later,
+            response_first: self.response_first + other.response_first,
+            response_later: self.response_later + other.response_later,
+        }
+    }
+}
+
+impl HeaderBlocks {
+    /// From `h3lab serve`'s `h3lab_http_header_blocks_total` and
+    /// `h3lab_http_header_block_bytes_total`, summed over protocols;
+    /// `None` when the server does not count them.
+    pub fn from_metrics(
+        metrics: Option<&std::collections::BTreeMap<String, f64>>,
+    ) -> Option<HeaderBlocks> {
+        let metrics = metrics?;
+        let counted = |name: &str| {
+            metrics
+                .keys()
+                .any(|key| key.split('{').next() == Some(name))
+        };
+        if !counted("h3lab_http_header_blocks_total") {
+            return None;
+        }
+        let tally = |direction: &str, position: &str| {
+            let labels = [
+                format!("direction=\"{direction}\""),
+                format!("position=\"{position}\""),
+            ];
+            let sum = |name: &str| -> u64 {
+                metrics
+                    .iter()
+                    .filter(|(key, _)| key.split('{').next() == Some(name))
+                    .filter(|(key, _)| labels.iter().all(|label| key.contains(label.as_str())))
+                    .map(|(_, value)| *value as u64)
+                    .sum()
+            };
+            BlockTally {
+                blocks: sum("h3lab_http_header_blocks_total"),
+                bytes: sum("h3lab_http_header_block_bytes_total"),
+            }
+        };
+        Some(HeaderBlocks {
+            request_first: tally("request", "first"),
+            request_later: tally("request", "later"),
+            response_first: tally("response", "first"),
+            response_later: tally("response", "later"),
+        })
+    }
 }
 
 /// `cells[].wire`: the bytes a cell put on the emulated link, from the

@@ -24,6 +24,6 @@ mod vocab;
 
 pub use histogram::Micros;
 pub use vocab::{
-    ErrorKind, Loader, Proto, QuicCongestion, ResourceKind, TtfbMode, UnknownName, Visit,
-    WorkloadKind,
+    ErrorKind, HeaderSet, Loader, Proto, QuicCongestion, ResourceKind, TtfbMode, UnknownName,
+    Visit, WorkloadKind,
 };

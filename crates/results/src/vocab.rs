@@ -143,6 +143,24 @@ words!(
     Chromium = "chromium"
 );
 
+/// Which request headers a load sends beside those its protocol needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum HeaderSet {
+    /// Only what the load needs (`h3lab load`'s own and any `-H`).
+    #[default]
+    Minimal,
+    /// A browser's: Chromium's recorded set with a 1 kB cookie, and ids
+    /// that change per request (`h3lab load --browser-headers`).
+    Browser,
+}
+
+words!(
+    HeaderSet,
+    "header set",
+    Minimal = "minimal",
+    Browser = "browser"
+);
+
 /// Whether a page load starts from nothing or reuses an earlier visit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Visit {

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use h3lab_results::{Loader, TtfbMode, Visit, WorkloadKind};
+use h3lab_results::{HeaderSet, Loader, TtfbMode, Visit, WorkloadKind};
 use h3lab_site::Shape;
 use serde::{Deserialize, Deserializer};
 
@@ -38,6 +38,9 @@ pub(crate) enum Load {
         /// An open model at this many requests per second (`h3lab load
         /// --rate`) instead of as fast as the connections go.
         rate: Option<Count>,
+        /// The request headers sent (`headers = "browser"`: a browser's,
+        /// whose compression then shows on the wire).
+        headers: HeaderSet,
     },
     /// `streams` bodies of `size` downloaded in parallel.
     Download {
@@ -197,6 +200,7 @@ struct WorkloadTable {
     loads: Option<Count>,
     url: Option<FieldUrl>,
     rate: Option<Count>,
+    headers: Option<HeaderSet>,
 }
 
 impl<'de> Deserialize<'de> for Workload {
@@ -227,6 +231,7 @@ impl WorkloadTable {
             ("visit", self.visit.is_some()),
             ("loads", self.loads.is_some()),
             ("rate", self.rate.is_some()),
+            ("headers", self.headers.is_some()),
         ];
         let takes = keys_of(kind);
         if let Some((key, _)) = given
@@ -256,6 +261,7 @@ impl WorkloadTable {
                     _ => RpsMetric::Throughput,
                 },
                 rate: self.rate,
+                headers: self.headers.unwrap_or_default(),
             },
             WorkloadKind::Download => Load::Download {
                 size: self.size,
@@ -328,6 +334,7 @@ fn keys_of(kind: WorkloadKind) -> &'static [&'static str] {
             "duration",
             "metric",
             "rate",
+            "headers",
         ],
         WorkloadKind::Download => &["size", "connections", "streams", "metric"],
         WorkloadKind::Ttfb => &["modes", "samples"],

@@ -47,6 +47,12 @@ pub struct Args {
     /// Extra request header "Name: value" (repeatable).
     #[arg(short = 'H', long = "header")]
     pub headers: Vec<String>,
+    /// Send a browser's request headers too: Chromium's recorded set with
+    /// a 1 kB cookie, and a trace id and request id that change per
+    /// request, so that header compression shows on the wire
+    /// (docs/costs.md). A -H header replaces the browser's of its name.
+    #[arg(long)]
+    pub browser_headers: bool,
     /// Request body: a string, or @FILE for a file's contents.
     #[arg(short = 'd', long)]
     pub body: Option<String>,
@@ -241,6 +247,7 @@ fn load_config(args: Args) -> anyhow::Result<LoadConfig> {
     for header in &args.headers {
         h3lab_load::parse_header(header, &mut config.headers)?;
     }
+    config.browser_headers = args.browser_headers;
     if let Some(body) = &args.body {
         config.body = h3lab_load::parse_body(body)?;
     }

@@ -6,6 +6,7 @@ mod common;
 mod doc_site;
 mod endpoints;
 mod h3_setup;
+mod header_blocks;
 mod limits;
 mod metrics;
 mod priority;
