@@ -10,13 +10,14 @@ mod common;
 
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{namespaces_left, results, EXE};
 use h3lab_results::bench::{Outcome, Results};
 use h3lab_results::Proto;
+use linkem::supervise::{Group, Supervised};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 
 /// Caddy's site: h1, h2 and h3.
@@ -40,7 +41,8 @@ struct RemoteSite {
     /// Caddy's address (`SITE`); nginx's is the next one (`OLD_SITE`).
     caddy: SocketAddr,
     nginx: SocketAddr,
-    servers: Vec<Child>,
+    /// Each in a process group of its own (nginx's master and workers).
+    servers: Vec<Supervised>,
     dir: tempfile::TempDir,
     _network: std::sync::MutexGuard<'static, ()>,
 }
@@ -160,7 +162,8 @@ impl RemoteSite {
             .arg(&config)
             .env("XDG_DATA_HOME", dir)
             .env("XDG_CONFIG_HOME", dir);
-        self.servers.push(command.spawn().unwrap());
+        self.servers
+            .push(Supervised::spawn(command, Group::Own, "caddy").unwrap());
     }
 
     fn start_nginx(&mut self, nginx: &Path) {
@@ -184,7 +187,8 @@ impl RemoteSite {
         .unwrap();
         let mut command = self.command(nginx);
         command.arg("-c").arg(&config);
-        self.servers.push(command.spawn().unwrap());
+        self.servers
+            .push(Supervised::spawn(command, Group::Own, "nginx").unwrap());
     }
 
     /// `program` inside the site's namespace, quiet.
@@ -280,12 +284,15 @@ impl RemoteSite {
 
 impl Drop for RemoteSite {
     fn drop(&mut self) {
+        // `ip netns exec` exec'd Caddy and nginx, each leading a process
+        // group of its own: SIGTERM to the group (nginx's master stops its
+        // workers), SIGKILL to it after 5 s. A SIGKILL of the master alone
+        // left its workers running, reparented to init, in the namespace
+        // `ip netns delete` then only unmounts. The veth pair goes with the
+        // namespace.
         for server in &mut self.servers {
-            let _ = server.kill();
-            let _ = server.wait();
+            server.stop(Duration::from_secs(5));
         }
-        // Caddy and nginx run as children of `ip netns exec`, which
-        // exec'd them: killed above. The veth pair goes with the namespace.
         let _ = Command::new("ip")
             .args(["netns", "delete", &self.namespace])
             .status();

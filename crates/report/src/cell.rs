@@ -131,6 +131,9 @@ pub struct CellSummary {
     /// What the successful repetitions put on the link, added up; None
     /// when one of them has no count (see `WireCost`).
     pub wire: Option<h3lab_results::bench::WireCost>,
+    /// The header blocks the server received and sent in the successful
+    /// repetitions, added up; None when one of them has no count.
+    pub header_blocks: Option<h3lab_results::bench::HeaderBlocks>,
     /// Page cells: the connections a load opened, over the loads the
     /// successful repetitions kept (each keeps its median load); None when
     /// a load does not say.

@@ -59,6 +59,10 @@ struct Row<'a> {
     wire_overhead_per_request: Option<f64>,
     wire_overhead_share: Option<f64>,
     wire_resent_per_mb: Option<f64>,
+    header_request_first_bytes: Option<f64>,
+    header_request_later_bytes: Option<f64>,
+    header_response_first_bytes: Option<f64>,
+    header_response_later_bytes: Option<f64>,
     connections_per_page_load: Option<f64>,
 }
 
@@ -118,6 +122,10 @@ impl<'a> Row<'a> {
             wire_overhead_per_request: s.wire.and_then(|w| w.overhead_per_request()),
             wire_overhead_share: s.wire.and_then(|w| w.overhead_share()),
             wire_resent_per_mb: s.wire.and_then(|w| w.resent_per_mb()),
+            header_request_first_bytes: s.header_blocks.and_then(|b| b.request_first.mean()),
+            header_request_later_bytes: s.header_blocks.and_then(|b| b.request_later.mean()),
+            header_response_first_bytes: s.header_blocks.and_then(|b| b.response_first.mean()),
+            header_response_later_bytes: s.header_blocks.and_then(|b| b.response_later.mean()),
             connections_per_page_load: s.page_connections.as_ref().map(|c| c.all),
         }
     }

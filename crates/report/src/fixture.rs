@@ -175,6 +175,7 @@ pub(crate) fn rps_record(
         initial_windows: None,
         measured_rtt_ms: None,
         wire: None,
+        header_blocks: None,
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use h3lab_results::bench::{CellRecord, Loss, LossDirection, Outcome, Results, WireCost};
+use h3lab_results::bench::{CellRecord, Loss, LossDirection, Outcome, Results};
 use h3lab_results::WorkloadKind;
 use hdrhistogram::Histogram;
 
@@ -197,7 +197,8 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
         server_cpu_per_gb_s: server_cpu_per(&ok, |r| r.bytes as f64 / 1e9),
         client_cpu_per_request_us: client_cpu_per(&ok, |r| r.requests as f64 / 1e6),
         client_cpu_per_gb_s: client_cpu_per(&ok, |r| r.bytes as f64 / 1e9),
-        wire: wire_cost(&ok),
+        wire: added_up(&ok, |record| record.wire),
+        header_blocks: added_up(&ok, |record| record.header_blocks),
         page_connections: page_connections(&ok),
         bottlenecks: bottlenecks(&ok),
         problems,
@@ -230,11 +231,14 @@ fn page_connections(ok: &[&CellRecord]) -> Option<PageConnections> {
     })
 }
 
-/// The successful repetitions' wire counts added up, if each has them.
-fn wire_cost(ok: &[&CellRecord]) -> Option<WireCost> {
-    let mut costs = ok.iter().map(|record| record.wire);
-    let first = costs.next()??;
-    costs.try_fold(first, |sum, cost| Some(sum + cost?))
+/// The successful repetitions' counts added up, if each has them.
+fn added_up<T: std::ops::Add<Output = T>>(
+    ok: &[&CellRecord],
+    count: impl Fn(&CellRecord) -> Option<T>,
+) -> Option<T> {
+    let mut counts = ok.iter().map(|record| count(record));
+    let first = counts.next()??;
+    counts.try_fold(first, |sum, count| Some(sum + count?))
 }
 
 /// The one value every item has, if they all have the same.
@@ -340,6 +344,7 @@ mod tests {
     use super::*;
     use crate::difference::Call;
     use crate::fixture;
+    use h3lab_results::bench::WireCost;
     use h3lab_results::{Proto, WorkloadKind};
 
     fn find<'a>(
@@ -533,7 +538,7 @@ mod tests {
             record_with_wire(Some(cost(3))),
         ];
         let ok: Vec<&CellRecord> = records.iter().collect();
-        let sum = wire_cost(&ok).unwrap();
+        let sum = added_up(&ok, |record| record.wire).unwrap();
         assert_eq!(
             (sum.total_bytes(), sum.requests, sum.body_bytes),
             (220, 5, 100)
@@ -541,7 +546,7 @@ mod tests {
         assert_eq!(sum.bytes_per_request(), Some(44.0));
         records[1].wire = None;
         let ok: Vec<&CellRecord> = records.iter().collect();
-        assert_eq!(wire_cost(&ok), None);
+        assert_eq!(added_up(&ok, |record| record.wire), None);
     }
 
     fn record_with_wire(wire: Option<WireCost>) -> CellRecord {

@@ -7,7 +7,7 @@
 use comfy_table::{
     presets, CellAlignment, ColumnConstraint, ContentArrangement, Table, TableComponent, Width,
 };
-use h3lab_results::bench::Results;
+use h3lab_results::bench::{BlockTally, Results};
 use h3lab_results::WorkloadKind;
 
 use crate::captures::compare_captures;
@@ -145,6 +145,7 @@ fn profile_block(
         out.push_str(&server_cpu_line(cells));
         out.push_str(&client_cpu_line(cells));
         out.push_str(&wire_line(cells));
+        out.push_str(&header_block_lines(cells));
         out.push_str(&connections_line(cells));
     }
     for line in settings::turning_verdicts(block, baseline) {
@@ -280,6 +281,44 @@ fn wire_line(cells: &[&CellSummary]) -> String {
         .collect();
     labelled_line("on the wire (IP bytes both ways)", &figures)
 }
+
+/// The header blocks each protocol's requests and responses carried, a
+/// connection's first apart from later ones, and which compression made
+/// them: a dynamic table pays off only after the first.
+fn header_block_lines(cells: &[&CellSummary]) -> String {
+    let bytes = |tally: BlockTally| tally.mean().map_or("-".to_string(), |b| format!("{b:.0}"));
+    let figures: Vec<String> = cells
+        .iter()
+        .filter_map(|summary| {
+            let blocks = summary.header_blocks?;
+            Some(format!(
+                "{} {}/{} ({}/{})",
+                summary.key.protocol,
+                bytes(blocks.request_first),
+                bytes(blocks.request_later),
+                bytes(blocks.response_first),
+                bytes(blocks.response_later)
+            ))
+        })
+        .collect();
+    if figures.is_empty() {
+        return String::new();
+    }
+    let mut out = labelled_line(
+        "header block bytes, requests first/later on a connection (responses)",
+        &figures,
+    );
+    out.push_str(&wrapped(COLUMN_GAP as u16, HEADER_COMPRESSION));
+    out
+}
+
+/// Which compression made the blocks above, where h3lab's server took part
+/// (docs/costs.md has the measurements behind it).
+const HEADER_COMPRESSION: &str = "header compression: h1 none (text); h2 HPACK with a \
+    dynamic table, but h3lab's h2 (the h2 crate) never indexes cookie or :path, so it \
+    sends them whole every time; h3 QPACK with the static table only: h3lab's server \
+    offers no dynamic table, so no client can use one (docs/costs.md: with one, \
+    nghttp3 sends the cookie once per connection)";
 
 /// The connections a page load opened, per protocol (the median over the
 /// loads), and per host when the page has several, e.g. `connections per
@@ -499,7 +538,7 @@ fn claims_block(results: &Results, summaries: &[CellSummary]) -> String {
 mod tests {
     use super::*;
     use crate::fixture;
-    use h3lab_results::bench::{Loss, LossDirection, PathSettings, Rate};
+    use h3lab_results::bench::{HeaderBlocks, Loss, LossDirection, PathSettings, Rate};
     use h3lab_results::Proto;
 
     #[test]
@@ -577,6 +616,37 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn header_blocks_are_given_first_and_later_with_the_compression_that_made_them() {
+        let mut results = fixture::results();
+        let tally = |blocks, bytes| BlockTally { blocks, bytes };
+        for cell in results.cells.iter_mut() {
+            cell.header_blocks = match cell.protocol {
+                h3lab_results::Proto::H1 => None,
+                _ => Some(HeaderBlocks {
+                    request_first: tally(1, 1141),
+                    request_later: tally(9, 7533),
+                    response_first: tally(1, 84),
+                    response_later: tally(0, 0),
+                }),
+            };
+        }
+        let text = terminal_table(&results);
+        let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains(
+                "header block bytes, requests first/later on a connection (responses): \
+                 h2 1141/837 (84/-)"
+            ),
+            "{text}"
+        );
+        assert!(
+            words.contains("h3 QPACK with the static table only"),
+            "{text}"
+        );
+        assert!(!words.contains("h1 1141/"), "h1 has no counts: {text}");
     }
 
     #[test]

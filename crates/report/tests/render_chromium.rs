@@ -669,6 +669,7 @@ fn record(
         initial_windows: None,
         measured_rtt_ms: None,
         wire: None,
+        header_blocks: None,
     }
 }
 
