@@ -412,6 +412,7 @@ pub(crate) fn study_claims(suite: &Suite) -> Vec<StudyClaim> {
                     baseline: published.baseline.clone(),
                 }),
             label: figure.label.clone(),
+            measure: figure.measure,
             caveat: figure.caveat.clone(),
         })
         .collect()

@@ -134,6 +134,9 @@ pub struct CellSummary {
     /// The header blocks the server received and sent in the successful
     /// repetitions, added up; None when one of them has no count.
     pub header_blocks: Option<h3lab_results::bench::HeaderBlocks>,
+    /// Each cost a published claim may compare (`measure`), one value per
+    /// successful repetition that knows it.
+    pub costs_by_repetition: std::collections::BTreeMap<h3lab_results::CostMeasure, Vec<f64>>,
     /// Page cells: the connections a load opened, over the loads the
     /// successful repetitions kept (each keeps its median load); None when
     /// a load does not say.
@@ -162,6 +165,21 @@ impl CellSummary {
             Some(WorkloadKind::Page) => "page load",
             None => &self.metric,
         }
+    }
+
+    /// This cell with `cost` as its figure, lower being better, for a
+    /// published claim about it; `None` when no repetition knows it.
+    pub fn costing(&self, cost: h3lab_results::CostMeasure) -> Option<CellSummary> {
+        let values = self.costs_by_repetition.get(&cost)?;
+        Some(CellSummary {
+            metric: cost.name().to_string(),
+            unit: cost.unit().to_string(),
+            higher_is_better: false,
+            stats: Some(SampleStats::of(values)?),
+            samples_by_repetition: values.iter().map(|value| vec![*value]).collect(),
+            vs_baseline: None,
+            ..self.clone()
+        })
     }
 
     /// The path's round trip: the emulated one, or on a real path the

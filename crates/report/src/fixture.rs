@@ -115,6 +115,7 @@ pub(crate) fn results() -> Results {
                     ("h2".into(), 38200.0),
                     ("h3".into(), 42100.0),
                 ]),
+                measure: None,
                 caveat: "rps caveat".into(),
             },
             StudyClaim {
@@ -127,6 +128,7 @@ pub(crate) fn results() -> Results {
                 unit: "RTT".into(),
                 higher_is_better: false,
                 published: BTreeMap::from([("h2".into(), 3.0), ("h3".into(), 2.0)]),
+                measure: None,
                 caveat: "ttfb caveat </script><script>alert(1)</script>".into(),
             },
         ],
@@ -259,6 +261,7 @@ pub(crate) fn with_pages() -> Results {
         unit: "ms".into(),
         higher_is_better: false,
         published: BTreeMap::from([("h2".into(), 8940.0), ("h3".into(), 6028.0)]),
+        measure: None,
         caveat: "page caveat".into(),
     });
     results

@@ -14,6 +14,10 @@
 //! the pair `b` vs `a`, with our median difference and its interval in
 //! the same unit.
 //!
+//! A claim about what a cell costs (`measure`, e.g. request header bytes)
+//! compares that cost, one value per repetition, instead of the
+//! workload's own figure; lower is better.
+//!
 //! A claim about a swept tunable (`sweep`, e.g. "BBR gives 18 % more RPS
 //! than Cubic") publishes a figure per value; each of our protocols is
 //! compared across the values, in the cells `WORKLOAD [TUNABLE=VALUE]`.
@@ -21,6 +25,7 @@
 use std::collections::BTreeMap;
 
 use h3lab_results::bench::{ClaimSweep, StudyClaim, SweptSetting};
+use h3lab_results::CostMeasure;
 
 use crate::cell::{CellKey, CellSummary};
 use crate::difference::{Call, Difference};
@@ -167,9 +172,27 @@ pub fn compare_claims<'a>(
     baseline: &str,
 ) -> Vec<ClaimComparison<'a>> {
     let by_key: BTreeMap<&CellKey, &CellSummary> = summaries.iter().map(|s| (&s.key, s)).collect();
+    let costed: BTreeMap<CostMeasure, Vec<CellSummary>> = claims
+        .iter()
+        .filter_map(|claim| claim.measure)
+        .map(|cost| {
+            (
+                cost,
+                summaries.iter().filter_map(|s| s.costing(cost)).collect(),
+            )
+        })
+        .collect();
+    let costed_by_key: BTreeMap<CostMeasure, ByKey> = costed
+        .iter()
+        .map(|(cost, summaries)| (*cost, summaries.iter().map(|s| (&s.key, s)).collect()))
+        .collect();
     claims
         .iter()
         .map(|claim| {
+            let by_key = match claim.measure {
+                Some(cost) => &costed_by_key[&cost],
+                None => &by_key,
+            };
             if let Some(sweep) = &claim.sweep {
                 return compare_sweep(claim, sweep, &by_key);
             }
@@ -415,6 +438,40 @@ mod tests {
             ..results.studies[0].clone()
         }];
         results
+    }
+
+    #[test]
+    fn a_cost_claim_compares_the_cost_not_the_workloads_figure() {
+        let mut results = fixture::results();
+        results.cells.clear();
+        for rep in 0..3 {
+            // h3 is faster, but its request headers cost more.
+            for (protocol, rps, header_bytes) in [("h2", 100.0, 800), ("h3", 120.0, 1100)] {
+                let mut record = fixture::rps_record("broadband", protocol, rep, rps, None);
+                let later = h3lab_results::bench::BlockTally {
+                    blocks: 10,
+                    bytes: 10 * (header_bytes + u64::from(rep)),
+                };
+                record.header_blocks = Some(h3lab_results::bench::HeaderBlocks {
+                    request_later: later,
+                    ..Default::default()
+                });
+                results.cells.push(record);
+            }
+        }
+        results.studies = vec![StudyClaim {
+            published: BTreeMap::from([("h2".into(), 1000.0), ("h3".into(), 800.0)]),
+            unit: "B/request".into(),
+            higher_is_better: false,
+            measure: Some(CostMeasure::RequestHeaderBytes),
+            ..results.studies[0].clone()
+        }];
+        let comparisons = compare_claims(&results.studies, &summarize(&results), "h2");
+        let rows = &comparisons[0].rows;
+        let h3 = rows.iter().find(|row| row.protocol == "h3").unwrap();
+        assert_eq!(h3.ours, Some((1101.0, "B/request".to_string(), 3)));
+        let pair = &comparisons[0].pairs[0];
+        assert_eq!(pair.agreement(), Agreement::Differs, "{}", pair.describe());
     }
 
     #[test]

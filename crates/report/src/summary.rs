@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use h3lab_results::bench::{CellRecord, Loss, LossDirection, Outcome, Results};
+use h3lab_results::bench::{
+    CellRecord, Loss, LossDirection, Outcome, Results, SERVER_CPU_RESOLVED_S,
+};
+use h3lab_results::CostMeasure;
 use h3lab_results::WorkloadKind;
 use hdrhistogram::Histogram;
 
@@ -199,6 +202,16 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
         client_cpu_per_gb_s: client_cpu_per(&ok, |r| r.bytes as f64 / 1e9),
         wire: added_up(&ok, |record| record.wire),
         header_blocks: added_up(&ok, |record| record.header_blocks),
+        costs_by_repetition: CostMeasure::ALL
+            .iter()
+            .map(|&cost| {
+                (
+                    cost,
+                    ok.iter().filter_map(|r| cost.of(r)).collect::<Vec<_>>(),
+                )
+            })
+            .filter(|(_, values)| !values.is_empty())
+            .collect(),
         page_connections: page_connections(&ok),
         bottlenecks: bottlenecks(&ok),
         problems,
@@ -291,10 +304,6 @@ fn cpu_percent(ok: &[&CellRecord], seconds: impl Fn(&CellRecord) -> f64) -> Opti
     let cpu: f64 = ok.iter().map(|r| seconds(r)).sum();
     (wall > 0.0 && cpu.is_finite()).then(|| cpu / wall * 100.0)
 }
-
-/// Server CPU below which a per-unit figure is not given: /proc counts CPU
-/// in clock ticks of 10 ms, so 50 ms is known to ±20 %.
-const SERVER_CPU_RESOLVED_S: f64 = 0.05;
 
 /// The server's measured-interval CPU seconds per `amount` (summed over
 /// the repetitions).

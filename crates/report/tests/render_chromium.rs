@@ -543,6 +543,7 @@ fn synthetic_results() -> Results {
                 unit: "req/s".into(),
                 higher_is_better: true,
                 published: BTreeMap::from([("h1".into(), 12_400.0), ("h2".into(), 38_200.0), ("h3".into(), 42_100.0)]),
+                measure: None,
                 caveat: "Different hardware and stacks.".into(),
             },
             StudyClaim {
@@ -555,6 +556,7 @@ fn synthetic_results() -> Results {
                 unit: "s".into(),
                 higher_is_better: false,
                 published: BTreeMap::from([("h2".into(), 8.9), ("h3".into(), 14.9)]),
+                measure: None,
                 caveat: "The study's H3 ran in Node.js user space; quinn with GSO is faster at this rate.".into(),
             },
         ],

@@ -713,8 +713,39 @@ pub struct StudyClaim {
     /// in the cells `WORKLOAD [TUNABLE=VALUE]`. Absent for protocol claims.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<ClaimSweep>,
+    /// For a claim about what a cell costs: the cost compared instead of
+    /// the workload's own figure (lower is better).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measure: Option<crate::CostMeasure>,
     /// Why our figure may differ, shown when the direction disagrees.
     pub caveat: String,
+}
+
+/// Server CPU below which a per-unit figure is not given: /proc counts CPU
+/// in clock ticks of 10 ms, so 50 ms is known to ±20 %.
+pub const SERVER_CPU_RESOLVED_S: f64 = 0.05;
+
+impl crate::CostMeasure {
+    /// This cost in one repetition, where its counts are known.
+    pub fn of(self, record: &CellRecord) -> Option<f64> {
+        use crate::CostMeasure::*;
+        let wire = record.wire;
+        let per_mb = |bytes: u64| {
+            let body = wire?.body_bytes;
+            (body > 0).then(|| bytes as f64 * 1e6 / body as f64)
+        };
+        match self {
+            RequestHeaderBytes => record.header_blocks?.request_later.mean(),
+            OverheadPerRequest => wire?.overhead_per_request(),
+            WireBytesPerMb => per_mb(wire?.total_bytes()),
+            ResentPerMb => wire?.resent_per_mb(),
+            ServerCpuPerRequest => {
+                let cpu = record.cpu.server_interval_s?;
+                let resolved = cpu.is_finite() && cpu >= SERVER_CPU_RESOLVED_S;
+                (resolved && record.requests > 0).then(|| cpu * 1e6 / record.requests as f64)
+            }
+        }
+    }
 }
 
 fn is_zero<N: Default + PartialEq>(n: &N) -> bool {

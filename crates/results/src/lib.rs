@@ -24,6 +24,6 @@ mod vocab;
 
 pub use histogram::Micros;
 pub use vocab::{
-    ErrorKind, HeaderSet, Loader, Proto, QuicCongestion, ResourceKind, TtfbMode, UnknownName,
-    Visit, WorkloadKind,
+    CostMeasure, ErrorKind, HeaderSet, Loader, Proto, QuicCongestion, ResourceKind, TtfbMode,
+    UnknownName, Visit, WorkloadKind,
 };

@@ -161,6 +161,44 @@ words!(
     Browser = "browser"
 );
 
+/// What a cell cost, as a published figure may give it instead of the
+/// workload's own figure (`measure` on `[[published]]`), each taken per
+/// repetition from `cells[].wire`, `cells[].header_blocks` or `cells[].cpu`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CostMeasure {
+    /// Bytes of a request's header block, after a connection's first.
+    RequestHeaderBytes,
+    /// IP bytes both ways per request beyond the response body.
+    OverheadPerRequest,
+    /// IP bytes both ways per MB (10^6 B) of response bodies.
+    WireBytesPerMb,
+    /// Bytes the link dropped, which were sent again, per MB of bodies.
+    ResentPerMb,
+    /// The server's CPU microseconds per request (measured interval).
+    ServerCpuPerRequest,
+}
+
+words!(
+    CostMeasure,
+    "cost measure",
+    RequestHeaderBytes = "request_header_bytes",
+    OverheadPerRequest = "overhead_per_request",
+    WireBytesPerMb = "wire_bytes_per_mb",
+    ResentPerMb = "resent_per_mb",
+    ServerCpuPerRequest = "server_cpu_per_request",
+);
+
+impl CostMeasure {
+    /// The unit our figure is given in.
+    pub fn unit(self) -> &'static str {
+        match self {
+            CostMeasure::RequestHeaderBytes | CostMeasure::OverheadPerRequest => "B/request",
+            CostMeasure::WireBytesPerMb | CostMeasure::ResentPerMb => "B/MB",
+            CostMeasure::ServerCpuPerRequest => "us/request",
+        }
+    }
+}
+
 /// Whether a page load starts from nothing or reuses an earlier visit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Visit {

@@ -28,6 +28,9 @@ pub(crate) struct PublishedFigure {
     /// published figure per value (e.g. `{ cubic = 100.0, bbr = 118.0 }`
     /// for "BBR gives 18 % more than Cubic"), compared for each protocol.
     pub(crate) sweep: Option<PublishedSweep>,
+    /// A claim about what a cell costs (bytes, CPU): the cost compared
+    /// instead of the workload's own figure, lower being better.
+    pub(crate) measure: Option<h3lab_results::CostMeasure>,
     /// Why our figure may differ; shown when the direction disagrees.
     pub(crate) caveat: String,
 }
