@@ -4,6 +4,8 @@
 //! compares Node.js servers (and the h3lab-node package) with h3lab serve;
 //! `servers` compares h3lab serve with Caddy and nginx; `udp-blocked` shows
 //! what turning h3 on costs users whose network blocks or throttles UDP;
+//! `costs` checks the write-ups' claims about bytes, header compression
+//! and CPU per request;
 //! `field` measures a deployed site over the real path (`--url`).
 
 use anyhow::Context;
@@ -22,6 +24,7 @@ const PRESETS: &[(&str, &str)] = &[
     ("node", include_str!("../presets/node.toml")),
     ("servers", include_str!("../presets/servers.toml")),
     ("udp-blocked", include_str!("../presets/udp-blocked.toml")),
+    ("costs", include_str!("../presets/costs.toml")),
     ("field", include_str!("../presets/field.toml")),
 ];
 

@@ -149,9 +149,11 @@ duration = "2s"
                 duration,
                 metric,
                 rate,
+                headers,
             } => {
                 assert_eq!(size.unwrap().0, 1000);
                 assert_eq!(*rate, None);
+                assert_eq!(*headers, h3lab_results::HeaderSet::Minimal);
                 assert_eq!(*connections, Count(10));
                 assert_eq!(*streams, Count(1));
                 assert_eq!(duration.0, Duration::from_secs(2));
