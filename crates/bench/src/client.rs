@@ -189,6 +189,7 @@ pub(crate) fn run(
             loader,
             visit,
             loads,
+            headers,
             ..
         } => {
             match aim {
@@ -212,6 +213,9 @@ pub(crate) fn run(
             }
             let loads = units(loads.0);
             command.args(["--browser", loader.name(), "--visit", visit.name()]);
+            if *headers == HeaderSet::Browser {
+                command.arg("--browser-headers");
+            }
             command.args(["-n", &loads.to_string()]);
             command.args(["--timeout", &format!("{}s", PAGE_LOAD_TIMEOUT.as_secs())]);
             PAGE_LOAD_TIMEOUT * loads + Duration::from_secs(60)

@@ -27,7 +27,7 @@ pub use connect::{ConnectTiming, Connection, Connector};
 pub use error::ClientError;
 pub use offer::check_offer;
 pub use race::{AutoConnector, OriginConnector, SharedDiscovery};
-pub use request::RequestTemplate;
+pub use request::{RequestNumbers, RequestTemplate};
 pub use response::Response;
 pub use send::{PathFrames, Sender};
 pub use target::{ResolveRule, Scheme, Target};

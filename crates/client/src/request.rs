@@ -21,9 +21,20 @@ pub struct RequestTemplate {
     host: HeaderValue,
     headers: HeaderMap,
     body: Bytes,
-    /// With a browser's headers: the requests built so far, which number
-    /// each one's varying headers.
-    built: Option<Arc<AtomicU64>>,
+    /// With a browser's headers: what numbers each request's varying ones.
+    numbers: Option<RequestNumbers>,
+}
+
+/// Numbers the requests of a run (or a page load) for their varying
+/// browser headers; clones share the count, so that requests built from
+/// several templates still differ.
+#[derive(Debug, Clone, Default)]
+pub struct RequestNumbers(Arc<AtomicU64>);
+
+impl RequestNumbers {
+    fn next(&self) -> u64 {
+        self.0.fetch_add(1, Ordering::Relaxed)
+    }
 }
 
 impl RequestTemplate {
@@ -45,20 +56,20 @@ impl RequestTemplate {
             host,
             headers,
             body,
-            built: None,
+            numbers: None,
         }
     }
 
     /// The same request with a browser's headers (see `browser_headers`):
     /// a recorded Chromium set with a 1 kB cookie, and a trace id and a
-    /// request id that change per request. This template's own headers
-    /// replace the browser's of the same name.
-    pub fn with_browser_headers(mut self) -> RequestTemplate {
+    /// request id that change per request, numbered by `numbers`. This
+    /// template's own headers replace the browser's of the same name.
+    pub fn with_browser_headers(mut self, numbers: &RequestNumbers) -> RequestTemplate {
         let uri = &self.absolute_uri;
         let scheme = uri.scheme_str().unwrap_or("https");
         let authority = uri.authority().map_or("", |authority| authority.as_str());
         self.headers = browser_headers::fixed(&format!("{scheme}://{authority}"), &self.headers);
-        self.built = Some(Arc::default());
+        self.numbers = Some(numbers.clone());
         self
     }
 
@@ -66,8 +77,8 @@ impl RequestTemplate {
     /// browser's, each call numbers one request).
     pub fn next_headers(&self) -> HeaderMap {
         let mut headers = self.headers.clone();
-        if let Some(built) = &self.built {
-            browser_headers::varying(built.fetch_add(1, Ordering::Relaxed), &mut headers);
+        if let Some(numbers) = &self.numbers {
+            browser_headers::varying(numbers.next(), &mut headers);
         }
         headers
     }
@@ -127,16 +138,22 @@ mod tests {
 
     #[test]
     fn browser_headers_go_on_every_form_and_vary_per_request() {
-        let template = template(HeaderMap::new()).with_browser_headers();
-        let first = template.h1();
-        let second = template.multiplexed();
+        let numbers = RequestNumbers::default();
+        let browser = template(HeaderMap::new()).with_browser_headers(&numbers);
+        let first = browser.h1();
+        let second = browser.multiplexed();
         assert_eq!(first.headers()["referer"], "https://example.test:4433/");
         assert_eq!(first.headers()["cookie"], second.headers()["cookie"]);
         assert_ne!(
             first.headers()["x-request-id"],
             second.headers()["x-request-id"]
         );
-        assert!(!template.clone().multiplexed().headers().contains_key(HOST));
+        assert!(!browser.clone().multiplexed().headers().contains_key(HOST));
+        // Another template on the same numbers goes on counting.
+        let other = template(HeaderMap::new()).with_browser_headers(&numbers);
+        let third = other.h1().headers()["x-request-id"].clone();
+        assert_ne!(third, first.headers()["x-request-id"]);
+        assert_ne!(third, second.headers()["x-request-id"]);
     }
 
     #[test]

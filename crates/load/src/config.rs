@@ -4,7 +4,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{anyhow, bail, Context};
 use bytes::Bytes;
-use h3lab_client::{RequestTemplate, ResolveRule, Target, TlsOptions};
+use h3lab_client::{RequestNumbers, RequestTemplate, ResolveRule, Target, TlsOptions};
 use h3lab_results::load::Shard;
 use h3lab_results::Proto;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
@@ -105,7 +105,7 @@ impl LoadConfig {
             self.body.clone(),
         );
         match self.browser_headers {
-            true => template.with_browser_headers(),
+            true => template.with_browser_headers(&RequestNumbers::default()),
             false => template,
         }
     }

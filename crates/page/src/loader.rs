@@ -13,8 +13,8 @@ use anyhow::{anyhow, bail, Context};
 use bytes::Bytes;
 use h3lab_client::alt_svc::H3Discovery;
 use h3lab_client::{
-    client_tls_config, AutoConnector, Connector, OriginConnector, RequestTemplate, ResolveRule,
-    Sender, SharedDiscovery, Target, TlsOptions,
+    client_tls_config, AutoConnector, Connector, OriginConnector, RequestNumbers, RequestTemplate,
+    ResolveRule, Sender, SharedDiscovery, Target, TlsOptions,
 };
 use h3lab_results::page::{PageLoad, PageReport, ResourceTiming};
 use h3lab_results::{Loader, Proto, ResourceKind, Visit};
@@ -68,6 +68,10 @@ pub struct LoaderOptions {
     pub recorded_errors: Vec<String>,
     /// A replayed page's recorded requests, which bound what is fetched.
     pub recorded: Option<RecordedPage>,
+    /// Send a browser's request headers (`h3lab page --browser-headers`):
+    /// a 1 kB cookie and the rest of Chromium's recorded set, with each
+    /// resource's own accept, priority and fetch metadata.
+    pub browser_headers: bool,
 }
 
 /// A replayed page's recorded requests. The loader fetches only those (a
@@ -229,6 +233,8 @@ struct PageLoader {
     started: Instant,
     /// The path's round trip as each connection measured it after set-up.
     path_rtts: Arc<std::sync::Mutex<Vec<Duration>>>,
+    /// With a browser's headers: what numbers the load's requests.
+    browser_numbers: Option<RequestNumbers>,
 }
 
 impl PageLoader {
@@ -265,6 +271,7 @@ impl PageLoader {
             styles: Styles::default(),
             started: Instant::now(),
             path_rtts: Arc::default(),
+            browser_numbers: options.browser_headers.then(RequestNumbers::default),
         })
     }
 
@@ -456,6 +463,7 @@ impl PageLoader {
             started: self.started,
             events: events.clone(),
             path_rtts: self.path_rtts.clone(),
+            browser_numbers: self.browser_numbers.clone(),
         };
         tokio::spawn(fetch.run(connection));
         Ok(())
@@ -511,6 +519,7 @@ struct Fetch {
     started: Instant,
     events: mpsc::UnboundedSender<Event>,
     path_rtts: Arc<std::sync::Mutex<Vec<Duration>>>,
+    browser_numbers: Option<RequestNumbers>,
 }
 
 impl Fetch {
@@ -531,6 +540,10 @@ impl Fetch {
         let mut sender = self.sender(connection).await?;
         let target = Target::parse(self.discovery.url.as_str()).map_err(|err| err.to_string())?;
         let template = RequestTemplate::new(&target, Method::GET, self.headers(), Bytes::new());
+        let template = match &self.browser_numbers {
+            Some(numbers) => template.with_browser_headers(numbers),
+            None => template,
+        };
         let mut response = sender
             .send(&template)
             .await
@@ -647,7 +660,25 @@ impl Fetch {
             "priority",
             HeaderValue::from_str(&priority).expect("a priority is a valid header value"),
         );
+        if self.browser_numbers.is_some() {
+            let (mode, dest) = fetch_metadata(self.discovery.kind);
+            headers.insert("sec-fetch-mode", HeaderValue::from_static(mode));
+            headers.insert("sec-fetch-dest", HeaderValue::from_static(dest));
+        }
         headers
+    }
+}
+
+/// The Fetch Metadata a browser sends for a resource of `kind`: its mode
+/// and destination (`Sec-Fetch-Mode`, `Sec-Fetch-Dest`).
+fn fetch_metadata(kind: ResourceKind) -> (&'static str, &'static str) {
+    match kind {
+        ResourceKind::Document => ("navigate", "document"),
+        ResourceKind::Stylesheet => ("no-cors", "style"),
+        ResourceKind::Script => ("no-cors", "script"),
+        ResourceKind::Font => ("cors", "font"),
+        ResourceKind::Image => ("no-cors", "image"),
+        ResourceKind::Other => ("cors", "empty"),
     }
 }
 

@@ -98,6 +98,7 @@ impl Fixture {
             resolve: Vec::new(),
             recorded_errors: Vec::new(),
             recorded: None,
+            browser_headers: false,
         };
         h3lab_page::loader::load_page(url, &options, &mut |_| ControlFlow::Continue(())).unwrap()
     }

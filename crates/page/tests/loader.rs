@@ -12,6 +12,7 @@ use std::time::Duration;
 use h3lab_client::alt_svc::H3Discovery;
 use h3lab_client::TlsOptions;
 use h3lab_page::loader::{load_page, LoaderOptions};
+use h3lab_results::bench::HeaderBlocks;
 use h3lab_results::page::{PageLoad, PageReport};
 use h3lab_results::{Proto, Visit};
 use h3lab_server::{RunningServer, ServerConfig};
@@ -65,6 +66,7 @@ impl Served {
             resolve: Vec::new(),
             recorded_errors: Vec::new(),
             recorded: None,
+            browser_headers: false,
         }
     }
 
@@ -204,6 +206,7 @@ fn load_auto(
         resolve: Vec::new(),
         recorded_errors: Vec::new(),
         recorded: None,
+        browser_headers: false,
         ..served.options(Proto::Auto, visit, loads)
     };
     load_page(&served.url("/"), &options, &mut |_| {
@@ -264,6 +267,32 @@ fn many_h1_requests_spread_over_six_connections() {
     let report = served.load("/", Proto::H1, Visit::Cold, 1);
     // 105 assets found in one document: the loader opens all six.
     assert_eq!(report.loads[0].connections(), Some(6));
+}
+
+#[test]
+fn browser_headers_go_with_every_resource_and_h2_indexes_what_repeats() {
+    let dir = tempfile::tempdir().unwrap();
+    let summary = generate(Shape::Small, 1, dir.path()).unwrap();
+    let served = Served::site(dir.path());
+    let options = LoaderOptions {
+        browser_headers: true,
+        ..served.options(Proto::H2, Visit::Cold, 1)
+    };
+    let report = load_page(&served.url("/"), &options, &mut |_| {
+        ControlFlow::Continue(())
+    })
+    .unwrap_or_else(|err| panic!("{err:#}"));
+    let resources = report.loads[0].resources.len() as u64;
+    assert_eq!(resources, summary.files.len() as u64);
+    let metrics = h3lab_results::server_output::metric_samples(&served.server.metrics_text());
+    let blocks = HeaderBlocks::from_metrics(Some(&metrics)).expect("the server counts blocks");
+    assert_eq!(blocks.request_first.blocks, 1);
+    assert_eq!(blocks.request_later.blocks, resources - 1);
+    // The first carries the 1 kB cookie; later ones index what repeats,
+    // but h2 never indexes a cookie, so it goes again every time.
+    assert!(blocks.request_first.bytes > 900, "{blocks:?}");
+    let later = blocks.request_later.mean().unwrap();
+    assert!((700.0..900.0).contains(&later), "{blocks:?}");
 }
 
 #[test]
@@ -375,6 +404,7 @@ fn an_unreachable_server_is_a_clear_error() {
         resolve: Vec::new(),
         recorded_errors: Vec::new(),
         recorded: None,
+        browser_headers: false,
     };
     let err = load_page(&format!("https://127.0.0.1:{port}/"), &options, &mut |_| {
         ControlFlow::Continue(())

@@ -146,6 +146,7 @@ impl Replayed {
             resolve: self.resolve.clone(),
             recorded_errors: self.replay.recorded_errors(),
             recorded: None,
+            browser_headers: false,
         }
     }
 
@@ -429,6 +430,7 @@ fn both_loaders_fetch_the_same_resources(docs: &Path, url: &str, proto: Proto) -
     let replay = &replayed.replay;
     let builtin = LoaderOptions {
         recorded: Some(replayed.recorded_page()),
+        browser_headers: false,
         ..replayed.builtin(proto)
     };
     let browser = replayed.chromium(&chromium, proto);
@@ -543,6 +545,7 @@ fn a_replay_that_starts_with_a_redirect_follows_it() {
     assert_eq!(replay.origins.len(), 4);
     let options = LoaderOptions {
         recorded: Some(replayed.recorded_page()),
+        browser_headers: false,
         ..replayed.builtin(Proto::H3)
     };
     let report = load_page(&replay.page, &options, &mut |_| ControlFlow::Continue(())).unwrap();
@@ -574,6 +577,7 @@ fn a_cleartext_capture_upgraded_to_https_loads_whole_over_each_protocol() {
     for proto in [Proto::H1, Proto::H2, Proto::H3] {
         let options = LoaderOptions {
             recorded: Some(replayed.recorded_page()),
+            browser_headers: false,
             ..replayed.builtin(proto)
         };
         let report = load_page(&replay.page, &options, &mut |_| ControlFlow::Continue(())).unwrap();

@@ -65,6 +65,9 @@ pub(crate) enum Load {
         visit: Visit,
         /// Page loads measured per repetition.
         loads: Count,
+        /// The request headers the built-in loader sends (`headers =
+        /// "browser"`: a browser's full set; Chromium always sends its own).
+        headers: HeaderSet,
     },
 }
 
@@ -306,11 +309,20 @@ impl WorkloadTable {
                         ))
                     }
                 };
+                let loader = self.loader.unwrap_or_default();
+                let headers = self.headers.unwrap_or_default();
+                if loader == Loader::Chromium && headers == HeaderSet::Browser {
+                    return Err(format!(
+                        "page workload `{name}`: `headers = \"browser\"` is for the built-in \
+                         loader; Chromium sends its own headers"
+                    ));
+                }
                 Load::Page {
                     site,
-                    loader: self.loader.unwrap_or_default(),
+                    loader,
                     visit: self.visit.unwrap_or_default(),
                     loads: self.loads.unwrap_or(Count(20)),
+                    headers,
                 }
             }
         };
@@ -345,6 +357,7 @@ fn keys_of(kind: WorkloadKind) -> &'static [&'static str] {
             "loader",
             "visit",
             "loads",
+            "headers",
         ],
     }
 }
@@ -427,6 +440,24 @@ mod tests {
         );
     }
 
+    #[test]
+    fn browser_headers_are_for_the_builtin_loader_only() {
+        let page = format!("{PAGE}headers = \"browser\"\n");
+        let suite = Suite::from_toml(&page).unwrap();
+        assert!(matches!(
+            suite.workloads[0].load,
+            Load::Page {
+                headers: HeaderSet::Browser,
+                ..
+            }
+        ));
+        let err = error_of(&format!("{page}loader = \"chromium\"\n"));
+        assert!(err.contains("Chromium sends its own headers"), "{err}");
+        let download = "[[workload]]\nkind = \"download\"\nname = \"d\"\nsize = \"1KB\"\n";
+        let err = error_of(&format!("{MINIMAL}{download}headers = \"browser\"\n"));
+        assert!(err.contains("`headers` does not apply"), "{err}");
+    }
+
     /// The page settings of a suite's first workload, which must be a page.
     fn page_settings(text: &str) -> (Site, Loader, Visit, Count) {
         let suite = Suite::from_toml(text).unwrap();
@@ -437,6 +468,7 @@ mod tests {
                 loader,
                 visit,
                 loads,
+                ..
             } => (site.clone(), *loader, *visit, *loads),
             other => panic!("parsed as {other:?}"),
         }

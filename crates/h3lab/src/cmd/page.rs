@@ -37,6 +37,11 @@ pub struct Args {
     /// learned (auto's returning visit).
     #[arg(long, value_enum, default_value = "cold")]
     visit: Visit,
+    /// Built-in loader: send a browser's request headers, Chromium's
+    /// recorded set with a 1 kB cookie, so that header compression shows on
+    /// the wire (docs/costs.md). Chromium sends its own.
+    #[arg(long)]
+    browser_headers: bool,
     /// Page loads to measure.
     #[arg(short = 'n', long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     loads: u32,
@@ -182,6 +187,11 @@ fn check_flags(args: &Args) -> anyhow::Result<()> {
             anyhow::bail!("{flag} applies to --browser chromium only");
         }
     }
+    if args.browser_headers && args.browser == Loader::Chromium {
+        anyhow::bail!(
+            "--browser-headers applies to --browser builtin: Chromium sends its own headers"
+        );
+    }
     if args.insecure && (args.ca.is_some() || args.spki.is_some()) {
         anyhow::bail!("--insecure trusts any certificate; drop it, or drop --ca/--spki");
     }
@@ -225,6 +235,7 @@ fn loader_options(args: &Args, replay: Option<&Replay>) -> LoaderOptions {
             urls: replay.responses.iter().map(|r| r.url.clone()).collect(),
             initiated: replay.initiated(),
         }),
+        browser_headers: args.browser_headers,
     }
 }
 

@@ -209,6 +209,7 @@ fn load(url: &str, cert: &std::path::Path, visit: VisitKind) -> Result<PageLoad,
         resolve: Vec::new(),
         recorded_errors: Vec::new(),
         recorded: None,
+        browser_headers: false,
     };
     let report = load_page(url, &options, &mut |_| std::ops::ControlFlow::Continue(()))
         .map_err(|err| format!("{err:#}"))?;

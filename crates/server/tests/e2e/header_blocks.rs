@@ -7,7 +7,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use bytes::Bytes;
-use h3lab_client::{RequestTemplate, Target, TlsOptions};
+use h3lab_client::{RequestNumbers, RequestTemplate, Target, TlsOptions};
 use h3lab_load::{CancellationToken, LoadConfig};
 use h3lab_results::bench::{BlockTally, HeaderBlocks};
 use h3lab_results::server_output::metric_samples;
@@ -101,7 +101,7 @@ const NOT_INDEXED: [&str; 10] = [
 fn independent_hpack_blocks(authority: &str) -> Vec<u64> {
     let target = Target::parse(&format!("https://{authority}{PATH}")).unwrap();
     let template = RequestTemplate::new(&target, Method::GET, HeaderMap::new(), Bytes::new())
-        .with_browser_headers();
+        .with_browser_headers(&RequestNumbers::default());
     let mut encoder = Encoder::with_dynamic_size(4096);
     (0..REQUESTS)
         .map(|_| {
