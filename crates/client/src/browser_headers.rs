@@ -126,6 +126,20 @@ mod tests {
         );
     }
 
+    /// scripts/qpack-tables measures the same set with nghttp2 and nghttp3.
+    #[test]
+    fn the_qpack_tables_script_sends_this_very_set() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/qpack-tables/headers.txt");
+        let text = std::fs::read_to_string(path).unwrap();
+        let script: Vec<&str> = text.lines().filter(|line| !line.starts_with('#')).collect();
+        let ours = fixed("https://localhost:PORT", &HeaderMap::new());
+        let ours: Vec<String> = ours
+            .iter()
+            .map(|(name, value)| format!("{name}: {}", value.to_str().unwrap()))
+            .collect();
+        assert_eq!(script, ours);
+    }
+
     #[test]
     fn the_varying_headers_change_per_request_and_repeat_per_run() {
         let headers = |n| {
