@@ -129,7 +129,10 @@ mod tests {
     /// scripts/qpack-tables measures the same set with nghttp2 and nghttp3.
     #[test]
     fn the_qpack_tables_script_sends_this_very_set() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/qpack-tables/headers.txt");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scripts/qpack-tables/headers.txt"
+        );
         let text = std::fs::read_to_string(path).unwrap();
         let script: Vec<&str> = text.lines().filter(|line| !line.starts_with('#')).collect();
         let ours = fixed("https://localhost:PORT", &HeaderMap::new());

@@ -145,8 +145,11 @@ fn profile_block(
         out.push_str(&server_cpu_line(cells));
         out.push_str(&client_cpu_line(cells));
         out.push_str(&wire_line(cells));
-        out.push_str(&header_block_lines(cells));
+        out.push_str(&header_block_line(cells));
         out.push_str(&connections_line(cells));
+    }
+    if block.iter().any(|cell| cell.header_blocks.is_some()) {
+        out.push_str(&wrapped(0, HEADER_COMPRESSION));
     }
     for line in settings::turning_verdicts(block, baseline) {
         out.push_str(&wrapped(0, &format!("! {line}")));
@@ -283,9 +286,9 @@ fn wire_line(cells: &[&CellSummary]) -> String {
 }
 
 /// The header blocks each protocol's requests and responses carried, a
-/// connection's first apart from later ones, and which compression made
-/// them: a dynamic table pays off only after the first.
-fn header_block_lines(cells: &[&CellSummary]) -> String {
+/// connection's first apart from later ones: a dynamic table pays off
+/// only after the first.
+fn header_block_line(cells: &[&CellSummary]) -> String {
     let bytes = |tally: BlockTally| tally.mean().map_or("-".to_string(), |b| format!("{b:.0}"));
     let figures: Vec<String> = cells
         .iter()
@@ -301,24 +304,19 @@ fn header_block_lines(cells: &[&CellSummary]) -> String {
             ))
         })
         .collect();
-    if figures.is_empty() {
-        return String::new();
-    }
-    let mut out = labelled_line(
+    labelled_line(
         "header block bytes, requests first/later on a connection (responses)",
         &figures,
-    );
-    out.push_str(&wrapped(COLUMN_GAP as u16, HEADER_COMPRESSION));
-    out
+    )
 }
 
-/// Which compression made the blocks above, where h3lab's server took part
-/// (docs/costs.md has the measurements behind it).
+/// Which compression made the header blocks, given once per profile where
+/// h3lab's server counted them (docs/costs.md has the measurements).
 const HEADER_COMPRESSION: &str = "header compression: h1 none (text); h2 HPACK with a \
     dynamic table, but h3lab's h2 (the h2 crate) never indexes cookie or :path, so it \
     sends them whole every time; h3 QPACK with the static table only: h3lab's server \
-    offers no dynamic table, so no client can use one (docs/costs.md: with one, \
-    nghttp3 sends the cookie once per connection)";
+    offers no dynamic table, so no client can use one (docs/costs.md: stacks that use \
+    their tables send the cookie once per connection)";
 
 /// The connections a page load opened, per protocol (the median over the
 /// loads), and per host when the page has several, e.g. `connections per
