@@ -9,7 +9,6 @@
 
 mod cell;
 mod client;
-mod custom_server;
 mod environment;
 pub mod field;
 pub mod presets;

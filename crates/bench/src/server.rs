@@ -12,9 +12,9 @@ use linkem::supervise::Supervised;
 
 use h3lab_site::replay::Replay;
 
-use crate::custom_server::{self, Custom};
 use crate::suite::{Suite, Target};
 use crate::sweep::{quic_initial_window_args, Setting, Tunable};
+use h3lab_harness::custom::{self, Custom};
 
 const DEFAULT_PORT: u16 = 443;
 
@@ -110,7 +110,7 @@ pub(crate) fn start(suite: &Suite, start: &Start<'_>) -> anyhow::Result<ServerPr
         cell_scratch: start.scratch,
         protocol: start.protocol,
     };
-    let started = custom_server::start(start.placement, &custom)?;
+    let started = custom::start(start.placement, &custom)?;
     Ok(ServerProcess {
         process: started.process,
         addr: custom.addr,

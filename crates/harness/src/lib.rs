@@ -1,7 +1,9 @@
-//! The built-in server as a child process: `h3lab serve` started at the
-//! server end of a path (or on loopback) with its certificate written and
-//! its metrics listener on, its start-up banner read (`start`), and its
-//! Prometheus metrics scraped from its own side of the path (`scrape`).
+//! The server as a child process: `h3lab serve` started at the server end
+//! of a path (or on loopback) with its certificate written and its metrics
+//! listener on, its start-up banner read (`start`), and its Prometheus
+//! metrics scraped from its own side of the path (`scrape`); or a server a
+//! command starts (Caddy, nginx, ...), its placeholders filled in and its
+//! start awaited (`custom`).
 //!
 //! It is what `h3lab-bench` (a cell's server) and `h3lab-probe` (the
 //! probes' server) share. Not for: serving (`h3lab-server`, which this
@@ -10,6 +12,7 @@
 
 #![warn(missing_docs)]
 
+pub mod custom;
 mod scrape;
 mod start;
 

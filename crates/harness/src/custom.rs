@@ -1,7 +1,7 @@
-//! A server the suite's own command starts (Caddy, nginx, ngtcp2, a quiche
-//! server, Node): its placeholders filled in, its certificate and served
-//! directory made ready, and its start awaited on the transport the cell
-//! uses.
+//! A server a command starts (Caddy, nginx, ngtcp2, a quiche server,
+//! Node; a suite's `server_cmd` or a probe's `--server-cmd`): its
+//! placeholders filled in, its certificate and served directory made
+//! ready, and its start awaited on the transport the cell uses.
 
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
@@ -11,40 +11,42 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use h3lab_results::Proto;
 use linkem::run::{Placement, Side};
-use linkem::supervise::Supervised;
-
-use crate::process;
+use linkem::supervise::{Group, Supervised};
 
 /// How long a server may take to start listening.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// What a command's placeholders stand for in one cell.
-pub(crate) struct Custom<'a> {
-    pub(crate) shell: &'a str,
-    pub(crate) addr: SocketAddr,
+pub struct Custom<'a> {
+    /// The command, for `sh -c`, with `{ip}`, `{port}`, `{site}`, `{cert}`
+    /// and `{key}` to fill in.
+    pub shell: &'a str,
+    /// Where it is to listen.
+    pub addr: SocketAddr,
     /// The page cell's site, served at `/`; `None` for other cells.
-    pub(crate) site: Option<&'a Path>,
+    pub site: Option<&'a Path>,
     /// The response body size of an `rps`, `download` or `ttfb` cell,
     /// served as `/bytes/N` from a directory made for it.
-    pub(crate) body_size: Option<u64>,
+    pub body_size: Option<u64>,
     /// Where bodies are kept for the whole run (they are reused).
-    pub(crate) run_scratch: &'a Path,
+    pub run_scratch: &'a Path,
     /// Where the cell's certificate is written.
-    pub(crate) cell_scratch: &'a Path,
+    pub cell_scratch: &'a Path,
     /// The cell's protocol: the server is ready once it listens on the
     /// transport this protocol uses.
-    pub(crate) protocol: Proto,
+    pub protocol: Proto,
 }
 
 /// A started server command.
-pub(crate) struct Started {
-    pub(crate) process: Supervised,
+pub struct Started {
+    /// The server's process group.
+    pub process: Supervised,
     /// The certificate the client is to trust (`{cert}`), if it was given one.
-    pub(crate) cert: Option<PathBuf>,
+    pub cert: Option<PathBuf>,
 }
 
 /// Starts the command in the server namespace and waits until it listens.
-pub(crate) fn start(placement: &Placement<'_>, custom: &Custom<'_>) -> anyhow::Result<Started> {
+pub fn start(placement: &Placement<'_>, custom: &Custom<'_>) -> anyhow::Result<Started> {
     let addr = custom.addr;
     // Servers may pass through the scratch space (to each cell's directory)
     // without listing it.
@@ -57,8 +59,9 @@ pub(crate) fn start(placement: &Placement<'_>, custom: &Custom<'_>) -> anyhow::R
     if let Placement::Loopback = placement {
         check_free(addr)?;
     }
-    let mut command = process::command(placement, Side::Server, "sh");
+    let mut command = placement.command(Side::Server, "sh");
     command
+        .stdin(Stdio::null())
         .arg("-c")
         .arg(&shell)
         // What the server writes aside (configurations, logs) goes with
@@ -66,7 +69,9 @@ pub(crate) fn start(placement: &Placement<'_>, custom: &Custom<'_>) -> anyhow::R
         .env("TMPDIR", custom.cell_scratch)
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    let mut process = process::spawn(command, &format!("server command `{shell}`"))?;
+    // In a process group of its own, so that a terminal's Ctrl-C reaches
+    // only h3lab, which then stops the whole group (nginx's workers too).
+    let mut process = Supervised::spawn(command, Group::Own, &format!("server command `{shell}`"))?;
     wait_until_listening(placement, addr, custom.protocol, &mut process).map_err(|err| {
         process.stop(Duration::from_secs(1));
         anyhow!(
