@@ -14,6 +14,8 @@
 # Settings are each server's defaults (nginx: Debian's sendfile,
 # tcp_nopush, 16 KB ssl_buffer_size), so each row shows the server as
 # people deploy it. Its own files go to ${TMPDIR:-/tmp}/h3lab-peer-server.
+# H3LAB_PEER_CONNECTIONS (set by `h3lab probe connections`) raises nginx's
+# worker_connections, 512 by default, to the connections a probe holds.
 set -euo pipefail
 
 die() { echo "peer-server: $*" >&2; exit 127; }
@@ -84,7 +86,7 @@ daemon off;
 worker_processes 1;
 pid $run/nginx.pid;
 error_log stderr;
-events {}
+events { ${H3LAB_PEER_CONNECTIONS:+worker_connections $H3LAB_PEER_CONNECTIONS;} }
 http {
   access_log off;
   sendfile on;

@@ -67,6 +67,13 @@ struct ConnectionsArgs {
     /// How long each step waits before reading memory.
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     settle: Duration,
+    /// Measure a server this command starts instead of h3lab serve, e.g.
+    /// "scripts/peer-server.sh caddy {ip} {port} {site} {cert} {key}"
+    /// (placeholders as in a suite's server_cmd; {cert} and {key} are
+    /// needed). Idle connections only: h3lab serve alone has an answer
+    /// that waits.
+    #[arg(long, value_name = "COMMAND")]
+    server_cmd: Option<String>,
     /// Also write the report as JSON (schema h3lab.connections/1) to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -79,12 +86,28 @@ fn connections(args: ConnectionsArgs) -> anyhow::Result<ExitCode> {
         concurrency: args.concurrency,
         settle: args.settle,
         exe: std::env::current_exe().context("cannot find the h3lab binary to start the server")?,
+        server_cmd: args.server_cmd,
     };
     options.validate()?;
+    let states = match options.server_cmd {
+        None => "idle then with a request open each",
+        Some(_) => "idle",
+    };
     let header = format!(
-        "probe connections: {} connections per protocol ({}), idle then with a request open each, against h3lab serve",
-        options.counts.iter().map(u32::to_string).collect::<Vec<_>>().join(", then "),
-        options.protocols.iter().map(Proto::to_string).collect::<Vec<_>>().join(", ")
+        "probe connections: {} connections per protocol ({}), {states}, against {}",
+        options
+            .counts
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", then "),
+        options
+            .protocols
+            .iter()
+            .map(Proto::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        options.server_name()
     );
     run_emulated(&header, args.json.as_deref(), None, |interrupted| {
         run_connections(&options, interrupted, |result| out!("{result}"))

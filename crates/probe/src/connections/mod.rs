@@ -1,5 +1,6 @@
 //! `probe connections`: what a connection costs the server in memory, per
-//! protocol. N connections are opened to `h3lab serve` and held idle, then
+//! protocol. N connections are opened to `h3lab serve` (or a server a
+//! command starts: Caddy, nginx) and held idle, then, on `h3lab serve`,
 //! given one open request each; at each step the server's resident memory
 //! and, for TCP, the kernel's socket memory in the server's namespace are
 //! read. The cost of a connection is the slope over the steps.
@@ -33,12 +34,29 @@ pub struct ConnectionsOptions {
     pub settle: std::time::Duration,
     /// The `h3lab` binary, started as `h3lab serve`.
     pub exe: std::path::PathBuf,
+    /// A server command to measure instead (`--server-cmd`, placeholders
+    /// as in a suite's `server_cmd`); only idle connections are measured,
+    /// since only h3lab's server has an answer that waits (`/delay/`).
+    pub server_cmd: Option<String>,
 }
 
 /// Most connections a step may hold: every one is a socket at each end.
 pub const MAX_CONNECTIONS: u32 = 20_000;
 
 impl ConnectionsOptions {
+    /// The server measured, in words.
+    pub fn server_name(&self) -> String {
+        match &self.server_cmd {
+            None => "h3lab serve (built-in)".into(),
+            Some(shell) => format!("server command `{shell}`"),
+        }
+    }
+
+    /// Connections the server must accept: the last step's, and some.
+    fn most_connections(&self) -> u32 {
+        self.counts.last().copied().unwrap_or_default() + 64
+    }
+
     /// Refuses counts that are empty, not ascending or too many.
     pub fn validate(&self) -> anyhow::Result<()> {
         anyhow::ensure!(
@@ -97,9 +115,12 @@ pub struct Reading {
     pub udp_bytes: u64,
     /// TCP sockets in use in the server's namespace.
     pub tcp_sockets: u64,
-    /// Connections open as the server counts them
-    /// (`h3lab_connections_open`, all protocols).
-    pub server_connections: u64,
+    /// Connections open at the server: as `h3lab serve` counts them
+    /// (`h3lab_connections_open`), or for another server's TCP the sockets
+    /// in its namespace beyond those it had alone; `null` for another
+    /// server's QUIC. A server may have closed idle connections the client
+    /// still counts (nginx after 60 s without a request).
+    pub server_connections: Option<u64>,
 }
 
 /// What one more connection costs: least-squares slopes over readings.
@@ -165,6 +186,15 @@ pub struct ConnectionsReport {
     pub protocols: Vec<ProtocolResult>,
 }
 
+impl Reading {
+    /// The connections the memory is for: those the server holds where it
+    /// is known, else those the client holds.
+    fn held(&self) -> f64 {
+        self.server_connections
+            .map_or(f64::from(self.connections), |open| open as f64)
+    }
+}
+
 /// The least-squares slope of memory against connections over the
 /// baseline and `readings`; `None` with no reading beyond the baseline.
 fn per_connection(baseline: &Reading, readings: &[Reading]) -> Option<PerConnection> {
@@ -174,11 +204,11 @@ fn per_connection(baseline: &Reading, readings: &[Reading]) -> Option<PerConnect
     let points: Vec<&Reading> = std::iter::once(baseline).chain(readings).collect();
     let slope = |value: fn(&Reading) -> f64| -> f64 {
         let n = points.len() as f64;
-        let mean_x = points.iter().map(|r| f64::from(r.connections)).sum::<f64>() / n;
+        let mean_x = points.iter().map(|r| r.held()).sum::<f64>() / n;
         let mean_y = points.iter().map(|r| value(r)).sum::<f64>() / n;
         let (mut covariance, mut variance) = (0.0, 0.0);
         for point in &points {
-            let dx = f64::from(point.connections) - mean_x;
+            let dx = point.held() - mean_x;
             covariance += dx * (value(point) - mean_y);
             variance += dx * dx;
         }
@@ -206,11 +236,13 @@ impl fmt::Display for ProtocolResult {
         )?;
         for (state, readings) in [(State::Idle, &self.idle), (State::Active, &self.active)] {
             for reading in readings {
+                let open = reading.server_connections.map_or(String::new(), |open| {
+                    format!(" ({open} open at the server)")
+                });
                 writeln!(
                     f,
-                    "  {:>6} {state:<6} connections ({} open at the server): {:>7.1} MB resident, kernel socket buffers {} (TCP sockets {})",
+                    "  {:>6} {state:<6} connections{open}: {:>7.1} MB resident, kernel socket buffers {} (TCP sockets {})",
                     reading.connections,
-                    reading.server_connections,
                     reading.rss_bytes as f64 / 1e6,
                     kb((reading.tcp_bytes + reading.udp_bytes) as f64),
                     reading.tcp_sockets,
@@ -281,7 +313,7 @@ mod tests {
             tcp_bytes,
             udp_bytes: 4096,
             tcp_sockets: u64::from(connections),
-            server_connections: u64::from(connections),
+            server_connections: Some(u64::from(connections)),
         }
     }
 
@@ -293,8 +325,22 @@ mod tests {
             reading(100, 13_000_000 + 700, 800_000),
             reading(1000, 40_000_000 - 700, 8_000_000),
         ];
-        let result = ProtocolResult::new(Proto::H2, baseline, idle, Vec::new(), Some(3200));
+        let result = ProtocolResult::new(Proto::H2, baseline, idle.clone(), Vec::new(), Some(3200));
         let slope = result.idle_per_connection.unwrap();
+        // Where the server holds fewer than the client counts, the slope
+        // is over the server's.
+        let mut closed = idle.clone();
+        closed[1].server_connections = Some(900);
+        closed[1].rss_bytes = 13_000_000 + 800 * 30_000;
+        let fewer = ProtocolResult::new(
+            Proto::H2,
+            reading(0, 10_000_000, 0),
+            closed,
+            Vec::new(),
+            None,
+        );
+        let rss = fewer.idle_per_connection.unwrap().rss_bytes;
+        assert!((rss - 30_000.0).abs() < 5.0, "{rss}");
         assert!((slope.rss_bytes - 30_000.0).abs() < 5.0, "{slope:?}");
         assert!((slope.socket_bytes - 8_000.0).abs() < 1e-6, "{slope:?}");
         assert_eq!(result.active_per_connection, None);
@@ -318,6 +364,7 @@ mod tests {
             concurrency: 50,
             settle: std::time::Duration::from_millis(500),
             exe: "h3lab".into(),
+            server_cmd: None,
         };
         assert!(options(vec![100, 1000]).validate().is_ok());
         for (counts, says) in [

@@ -1,8 +1,8 @@
 //! The I/O shell of `probe connections`: per protocol, a fresh clean path
 //! (so that the server's namespace holds only the server's sockets), the
-//! built-in server in the server namespace, and a client thread in the
-//! client namespace that holds the connections while this thread reads
-//! the server's memory.
+//! built-in server or a server command in the server namespace, and a
+//! client thread in the client namespace that holds the connections while
+//! this thread reads the server's memory.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -12,10 +12,12 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context};
 use bytes::Bytes;
 use h3lab_client::{Connector, RequestTemplate, Sender};
-use h3lab_harness::{scrape, start_builtin, BuiltinServer};
+use h3lab_harness::custom::{self, Custom};
+use h3lab_harness::{scrape, start_builtin};
 use h3lab_results::Proto;
 use http::{HeaderMap, Method};
 use linkem::run::{Interrupted, Placement};
+use linkem::supervise::Supervised;
 use linkem::{EmulatedPath, LinkSettings};
 use tokio::sync::mpsc as async_mpsc;
 
@@ -43,7 +45,7 @@ pub fn run_connections(
     allow_open_files(*options.counts.last().expect("validated"))?;
     let mut report = ConnectionsReport {
         schema: CONNECTIONS_SCHEMA,
-        server: "h3lab serve (built-in)".into(),
+        server: options.server_name(),
         protocols: Vec::new(),
     };
     for &protocol in &options.protocols {
@@ -113,24 +115,99 @@ fn run_protocol(
 ) -> anyhow::Result<ProtocolResult> {
     let path = EmulatedPath::start(clean_path().build())?;
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
-    let cert = scratch.path().join("server-cert.pem");
-    let most = options.counts.last().expect("validated") + 64;
-    let limits: Vec<OsString> = [
-        ("--max-tcp-connections", most.to_string()),
-        ("--max-tcp-connections-per-peer", most.to_string()),
-        ("--max-quic-connections", most.to_string()),
-        ("--max-quic-connections-per-peer", most.to_string()),
-        // Held connections send nothing for as long as the steps take.
-        ("--header-timeout", "1h".to_string()),
-    ]
-    .into_iter()
-    .flat_map(|(flag, value)| [flag.into(), value.into()])
-    .collect();
     let placement = Placement::Emulated(&path);
-    let mut server = start_builtin(&placement, &options.exe, SERVER_PORT, &cert, &limits)?;
-    let measured = measure(options, protocol, &path, &server, &cert, interrupted);
+    let mut server = match &options.server_cmd {
+        None => ProbedServer::builtin(&placement, options, scratch.path())?,
+        Some(shell) => ProbedServer::command(&placement, options, shell, protocol, scratch.path())?,
+    };
+    let measured = measure(options, protocol, &path, &server, interrupted);
     server.process.stop(SERVER_GRACE);
     measured
+}
+
+/// The server under measurement: its process group, where clients reach
+/// it, the certificate they trust, and its metrics if it has h3lab's.
+struct ProbedServer {
+    process: Supervised,
+    addr: std::net::SocketAddr,
+    cert: std::path::PathBuf,
+    metrics: Option<std::net::SocketAddr>,
+}
+
+impl ProbedServer {
+    /// `h3lab serve`, its limits raised to the connections the steps hold.
+    fn builtin(
+        placement: &Placement<'_>,
+        options: &ConnectionsOptions,
+        scratch: &Path,
+    ) -> anyhow::Result<ProbedServer> {
+        let cert = scratch.join("server-cert.pem");
+        let most = options.most_connections();
+        let limits: Vec<OsString> = [
+            ("--max-tcp-connections", most.to_string()),
+            ("--max-tcp-connections-per-peer", most.to_string()),
+            ("--max-quic-connections", most.to_string()),
+            ("--max-quic-connections-per-peer", most.to_string()),
+            // Held connections send nothing for as long as the steps take.
+            ("--header-timeout", "1h".to_string()),
+        ]
+        .into_iter()
+        .flat_map(|(flag, value)| [flag.into(), value.into()])
+        .collect();
+        let server = start_builtin(placement, &options.exe, SERVER_PORT, &cert, &limits)?;
+        Ok(ProbedServer {
+            process: server.process,
+            addr: server.addr,
+            cert,
+            metrics: server.metrics,
+        })
+    }
+
+    /// A server command (`--server-cmd`), told in `H3LAB_PEER_CONNECTIONS`
+    /// how many connections it is to hold (scripts/peer-server.sh raises
+    /// nginx's `worker_connections` to it).
+    fn command(
+        placement: &Placement<'_>,
+        options: &ConnectionsOptions,
+        shell: &str,
+        protocol: Proto,
+        scratch: &Path,
+    ) -> anyhow::Result<ProbedServer> {
+        let site = scratch.join("site");
+        std::fs::create_dir_all(&site)?;
+        std::fs::write(site.join("index.html"), "h3lab probe connections\n")?;
+        let shell = format!(
+            "export H3LAB_PEER_CONNECTIONS={}; {shell}",
+            options.most_connections()
+        );
+        let addr = std::net::SocketAddr::new(placement.server_ip().into(), SERVER_PORT);
+        let started = custom::start(
+            placement,
+            &Custom {
+                shell: &shell,
+                addr,
+                site: Some(&site),
+                body_size: None,
+                run_scratch: scratch,
+                cell_scratch: scratch,
+                protocol,
+            },
+        )?;
+        let Some(cert) = started.cert else {
+            let mut process = started.process;
+            process.stop(SERVER_GRACE);
+            bail!(
+                "the server command must take {{cert}} and {{key}}, the certificate the probe's \
+                 client trusts, e.g. scripts/peer-server.sh caddy {{ip}} {{port}} {{site}} {{cert}} {{key}}"
+            );
+        };
+        Ok(ProbedServer {
+            process: started.process,
+            addr,
+            cert,
+            metrics: None,
+        })
+    }
 }
 
 /// What the client thread is asked to do next.
@@ -145,11 +222,10 @@ fn measure(
     options: &ConnectionsOptions,
     protocol: Proto,
     path: &EmulatedPath,
-    server: &BuiltinServer,
-    cert: &Path,
+    server: &ProbedServer,
     interrupted: &Interrupted,
 ) -> anyhow::Result<ProtocolResult> {
-    let parts = connector_parts(server.addr, protocol, 0, cert)?;
+    let parts = connector_parts(server.addr, protocol, 0, &server.cert)?;
     let (steps, step_receiver) = async_mpsc::unbounded_channel();
     let (done_sender, done) = mpsc::channel();
     let concurrency = options.concurrency;
@@ -171,10 +247,17 @@ fn measure(
             idle.push(read(held)?);
         }
         let mut active = Vec::new();
-        if !interrupted.is_set() {
+        // Only h3lab's server has `/delay/`, an answer that waits.
+        if !interrupted.is_set() && server.metrics.is_some() {
             steps.send(Step::Activate).ok();
             let held = answer(&done)?;
             active.push(read(held)?);
+        }
+        if server.metrics.is_none() && protocol != Proto::H3 {
+            for reading in idle.iter_mut().chain(&mut active) {
+                let beyond = reading.tcp_sockets.saturating_sub(baseline.tcp_sockets);
+                reading.server_connections = Some(beyond);
+            }
         }
         let objects = kernel_objects_per_connection(protocol);
         Ok(ProtocolResult::new(
@@ -202,28 +285,37 @@ fn answer(done: &mpsc::Receiver<anyhow::Result<u32>>) -> anyhow::Result<u32> {
 /// The server's memory now, with `connections` held.
 fn read_server(
     path: &EmulatedPath,
-    server: &BuiltinServer,
+    server: &ProbedServer,
     connections: u32,
 ) -> anyhow::Result<Reading> {
     let rss_bytes = server
         .process
         .group_rss_bytes()
         .context("cannot read the server's memory in /proc")?;
+    // A dual-stack listener (Go's, on `:443`) accepts IPv4 clients on
+    // IPv6 sockets, which sockstat6 counts; IPv6 may be off, without it.
     let sockstat = path
-        .spawn_in_server(|| std::fs::read_to_string("/proc/thread-self/net/sockstat"))?
+        .spawn_in_server(|| {
+            let sockstat = std::fs::read_to_string("/proc/thread-self/net/sockstat")?;
+            let sockstat6 =
+                std::fs::read_to_string("/proc/thread-self/net/sockstat6").unwrap_or_default();
+            Ok::<_, std::io::Error>(sockstat + &sockstat6)
+        })?
         .join()
         .map_err(|_| anyhow!("reading sockstat panicked"))?
         .context("cannot read /proc/net/sockstat in the server's namespace")?;
     let counts = Sockstat::parse(&sockstat)?;
-    let metrics = server
-        .metrics
-        .context("the server printed no `metrics:` line before `listening:`")?;
-    let samples = scrape(&Placement::Emulated(path), metrics)?;
-    let open = samples
-        .iter()
-        .filter(|(name, _)| name.starts_with("h3lab_connections_open{"))
-        .map(|(_, value)| *value as u64)
-        .sum();
+    let open = match server.metrics {
+        Some(metrics) => {
+            let samples = scrape(&Placement::Emulated(path), metrics)?;
+            let open = (samples.iter())
+                .filter(|(name, _)| name.starts_with("h3lab_connections_open{"))
+                .map(|(_, value)| *value as u64)
+                .sum();
+            Some(open)
+        }
+        None => None,
+    };
     Ok(Reading {
         connections,
         rss_bytes,
@@ -255,7 +347,9 @@ fn page_bytes() -> u64 {
     unsafe { libc::sysconf(libc::_SC_PAGESIZE) as u64 }
 }
 
-/// The figures of `/proc/net/sockstat` this probe reads.
+/// The figures of `/proc/net/sockstat` (and `sockstat6`) this probe
+/// reads: TCP sockets of both families, and the memory of each protocol,
+/// which IPv4 and IPv6 sockets share.
 #[derive(Debug, PartialEq, Eq)]
 struct Sockstat {
     tcp_inuse: u64,
@@ -264,7 +358,8 @@ struct Sockstat {
 }
 
 impl Sockstat {
-    /// From lines such as `TCP: inuse 5 orphan 0 tw 0 alloc 7 mem 1`.
+    /// From lines such as `TCP: inuse 5 orphan 0 tw 0 alloc 7 mem 1` and
+    /// `TCP6: inuse 3`.
     fn parse(text: &str) -> anyhow::Result<Sockstat> {
         let field = |line: &str, name: &str| -> Option<u64> {
             let (_, rest) = text
@@ -277,7 +372,7 @@ impl Sockstat {
         };
         let found = (|| {
             Some(Sockstat {
-                tcp_inuse: field("TCP:", "inuse")?,
+                tcp_inuse: field("TCP:", "inuse")? + field("TCP6:", "inuse").unwrap_or(0),
                 tcp_pages: field("TCP:", "mem")?,
                 udp_pages: field("UDP:", "mem")?,
             })
@@ -384,11 +479,12 @@ mod tests {
     #[test]
     fn sockstat_gives_tcp_sockets_and_both_memories() {
         let text = "sockets: used 131\nTCP: inuse 1004 orphan 0 tw 2 alloc 1006 mem 250\n\
-                    UDP: inuse 1 mem 3\nUDPLITE: inuse 0\nRAW: inuse 0\nFRAG: inuse 0 memory 0\n";
+                    UDP: inuse 1 mem 3\nUDPLITE: inuse 0\nRAW: inuse 0\nFRAG: inuse 0 memory 0\n\
+                    TCP6: inuse 20\nUDP6: inuse 1\nUDPLITE6: inuse 0\nRAW6: inuse 0\n";
         assert_eq!(
             Sockstat::parse(text).unwrap(),
             Sockstat {
-                tcp_inuse: 1004,
+                tcp_inuse: 1024,
                 tcp_pages: 250,
                 udp_pages: 3
             }
