@@ -194,12 +194,12 @@ pub fn compare_claims<'a>(
                 None => &by_key,
             };
             if let Some(sweep) = &claim.sweep {
-                return compare_sweep(claim, sweep, &by_key);
+                return compare_sweep(claim, sweep, by_key);
             }
             if let Some(differences) = differences(claim) {
-                return compare_difference(claim, &differences, &by_key);
+                return compare_difference(claim, &differences, by_key);
             }
-            let ours = |protocol: &str| our_cell(claim, &by_key, protocol);
+            let ours = |protocol: &str| our_cell(claim, by_key, protocol);
             let rows = claim
                 .published
                 .iter()

@@ -25,7 +25,8 @@ use h3::quic::{self, ConnectionErrorIncoming, StreamErrorIncoming, StreamId, Wri
 use quinn::VarInt;
 use tracing::debug;
 
-use crate::header_blocks::{BlockCount, Direction};
+use crate::header_blocks::BlockCount;
+use crate::metrics::Direction;
 
 /// RFC 9114 §7.2.1 and §6.2.1.
 const DATA_FRAME: u64 = 0x0;

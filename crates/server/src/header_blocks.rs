@@ -16,26 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use prometheus_client::encoding::EncodeLabelValue;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::metrics::{ConnectionKind, Metrics};
-
-/// Who sent a header block.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
-#[allow(non_camel_case_types)]
-pub enum Direction {
-    request,
-    response,
-}
-
-/// Whether a block was its connection's first in its direction.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
-#[allow(non_camel_case_types)]
-pub enum Position {
-    first,
-    later,
-}
+use crate::metrics::{ConnectionKind, Direction, Metrics, Position};
 
 /// One connection's header blocks, counted into the server's metrics.
 #[derive(Debug)]

@@ -32,7 +32,6 @@ pub use serve::serve_metrics;
 
 use crate::admission::Counters;
 use crate::body::ReplyBody;
-use crate::header_blocks::{Direction, Position};
 
 /// Which connection a figure belongs to: the HTTP version ALPN chose, or
 /// `cleartext` for unencrypted TCP, where hyper picks h1 or h2c per request.
@@ -54,6 +53,22 @@ impl From<Proto> for ConnectionKind {
             Proto::H3 => ConnectionKind::h3,
         }
     }
+}
+
+/// Who sent a header block (see [`crate::header_blocks`]).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum Direction {
+    request,
+    response,
+}
+
+/// Whether a block was its connection's first in its direction.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum Position {
+    first,
+    later,
 }
 
 /// The transport a handshake ran on.
