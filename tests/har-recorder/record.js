@@ -24,6 +24,11 @@ const path = require('path');
 const { execFileSync } = require('child_process');
 
 const NAV_TIMEOUT_MS = 30_000;
+// After `load`, until the network has been quiet for 500 ms (Playwright's
+// `networkidle`), at most this long: what a page asks for after its load
+// (the tab's icon, a beacon) is in a capture people record by hand, and
+// without the wait whether it was recorded raced the context's close.
+const IDLE_TIMEOUT_MS = 5_000;
 const LAUNCH_TIMEOUT_MS = 30_000;
 // Whole run, launch to HAR written: a hung browser must not hang the test.
 const DEADLINE_MS = 90_000;
@@ -171,6 +176,8 @@ async function main() {
       throw new Error(`loading ${opts.url} gave no response`);
     }
     status = response.status();
+    // A page that never goes quiet (polling) keeps what it asked for so far.
+    await page.waitForLoadState('networkidle', { timeout: IDLE_TIMEOUT_MS }).catch(() => {});
     // Closing the context is what writes the HAR.
     await context.close();
     await browser.close();
