@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use h3lab_results::bench::Results;
+use h3lab_results::bench::{BlockTally, Results};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use crate::captures::{compare_captures, CaptureComparison};
@@ -23,7 +23,7 @@ use crate::page_loads::{page_violins, page_workloads};
 use crate::settings;
 use crate::studies::{compare_claims, Agreement, ClaimComparison, Effect};
 use crate::summary::{path_impairments, summarize};
-use crate::table::profiles_in_order;
+use crate::table::{profiles_in_order, HEADER_COMPRESSION};
 
 /// plotly.js 4.1.1, cartesian bundle (MIT, licence in `assets/`).
 const PLOTLY_JS: &str = include_str!("../assets/plotly-cartesian.min.js");
@@ -283,6 +283,7 @@ fn summary_section(
                 }
                 h4 { "Request latency and CPU" }
                 (latency_cpu_table(&block, colours))
+                (costs_table(&block, colours))
             }
         }
     }
@@ -380,6 +381,77 @@ fn latency_cpu_table(block: &[&CellSummary], colours: &BTreeMap<String, String>)
                 }
             }
         }
+    }
+}
+
+/// What each protocol cost per request (or per MB of bodies) on the wire,
+/// in header blocks and in server CPU, where the cells know it: one table
+/// for "what does each protocol cost my fleet". Empty without counts.
+fn costs_table(block: &[&CellSummary], colours: &BTreeMap<String, String>) -> Markup {
+    let rows: Vec<&CellSummary> = (block.iter().copied())
+        .filter(|s| s.wire.is_some() || s.header_blocks.is_some())
+        .collect();
+    if rows.is_empty() {
+        return html! {};
+    }
+    let whole = |value: Option<f64>| value.map_or_else(|| "–".to_string(), |v| format!("{v:.0}"));
+    let pair = |first: BlockTally, later: BlockTally| {
+        format!("{} / {}", whole(first.mean()), whole(later.mean()))
+    };
+    html! {
+        h4 { "What each protocol costs" }
+        table.summary.costs {
+            thead {
+                tr {
+                    th { "workload" } th { "protocol" }
+                    th.num { "IP bytes per request" } th.num { "over the body" } th.num { "resent per MB" }
+                    th.num { "request headers, B (first / later)" } th.num { "response headers, B" }
+                    th.num { "server CPU" }
+                }
+            }
+            tbody {
+                @for (index, summary) in rows.iter().enumerate() {
+                    @let first_of_workload = index == 0 || rows[index - 1].key.workload_label() != summary.key.workload_label();
+                    @let wire = summary.wire;
+                    @let blocks = summary.header_blocks;
+                    tr class=(if first_of_workload { "group-start" } else { "" }) {
+                        td { @if first_of_workload { (summary.key.workload_label()) } }
+                        td.nowrap { (protocol_badge(colours, &summary.key.protocol)) }
+                        td.num { (whole(wire.and_then(|w| w.bytes_per_request()))) }
+                        td.num { (fraction_as_percent(wire.and_then(|w| w.overhead_share()))) }
+                        td.num { (whole(wire.and_then(|w| w.resent_per_mb()))) }
+                        td.num { (blocks.map_or_else(|| "–".to_string(), |b| pair(b.request_first, b.request_later))) }
+                        td.num { (blocks.map_or_else(|| "–".to_string(), |b| pair(b.response_first, b.response_later))) }
+                        td.num { (server_cpu(summary)) }
+                    }
+                }
+            }
+        }
+        p.hint {
+            "IP bytes both ways as the emulated link counted them, against the response bodies the server sent; "
+            "resent: the bytes the link dropped, per MB (10^6 B) of bodies. Header blocks as the server "
+            "received and sent them, a connection's first apart from later ones. "
+            @if rows.iter().any(|s| s.header_blocks.is_some()) {
+                (HEADER_COMPRESSION[..1].to_uppercase()) (HEADER_COMPRESSION[1..]) ". "
+            }
+            "Memory per connection: h3lab probe connections (docs/costs.md)."
+        }
+    }
+}
+
+/// The server's CPU per request, or per GB of bodies for a download.
+fn server_cpu(summary: &CellSummary) -> String {
+    match (
+        summary.kind,
+        summary.server_cpu_per_request_us,
+        summary.server_cpu_per_gb_s,
+    ) {
+        (Some(h3lab_results::WorkloadKind::Download), _, Some(per_gb)) => {
+            format!("{per_gb:.2} s/GB")
+        }
+        (Some(h3lab_results::WorkloadKind::Download), _, None) => "–".to_string(),
+        (_, Some(per_request), _) => format!("{per_request:.0} µs/request"),
+        _ => "–".to_string(),
     }
 }
 

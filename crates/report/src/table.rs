@@ -312,7 +312,7 @@ fn header_block_line(cells: &[&CellSummary]) -> String {
 
 /// Which compression made the header blocks, given once per profile where
 /// h3lab's server counted them (docs/costs.md has the measurements).
-const HEADER_COMPRESSION: &str = "header compression: h1 none (text); h2 HPACK with a \
+pub(crate) const HEADER_COMPRESSION: &str = "header compression: h1 none (text); h2 HPACK with a \
     dynamic table, but h3lab's h2 (the h2 crate) never indexes cookie or :path, so it \
     sends them whole every time; h3 QPACK with the static table only: h3lab's server \
     offers no dynamic table, so no client can use one (docs/costs.md: stacks that use \

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::fixture;
+use h3lab_results::bench::{HeaderBlocks, WireCost};
 use h3lab_results::{Proto, WorkloadKind};
 
 /// The page with the bodies of its `<script>` elements removed.
@@ -356,4 +357,49 @@ fn downloads_get_a_cpu_per_gb_plot_with_every_protocols_server_and_client() {
 
     let rps_page = render_html(&fixture::results());
     assert_eq!(plot_data(&rps_page)["cpu_per_gb"], serde_json::json!([]));
+}
+
+#[test]
+fn the_costs_table_gives_wire_header_and_cpu_figures_only_where_known() {
+    let mut results = fixture::results();
+    assert!(!render_html(&results).contains("What each protocol costs"));
+    for cell in results
+        .cells
+        .iter_mut()
+        .filter(|c| c.profile == "broadband")
+    {
+        cell.wire = Some(WireCost {
+            up_bytes: 300_000,
+            down_bytes: 1_300_000,
+            up_dropped_bytes: 0,
+            down_dropped_bytes: 13_000,
+            requests: 1000,
+            body_bytes: 1_000_000,
+        });
+        cell.header_blocks = (cell.protocol == Proto::H2).then_some(HeaderBlocks {
+            request_first: BlockTally {
+                blocks: 1,
+                bytes: 1134,
+            },
+            request_later: BlockTally {
+                blocks: 9,
+                bytes: 9 * 851,
+            },
+            ..HeaderBlocks::default()
+        });
+    }
+    let page = render_html(&results);
+    let markup = markup_outside_scripts(&page);
+    let costs = &markup[markup
+        .find("What each protocol costs")
+        .expect("a costs table")..];
+    let costs = &costs[..costs.find("</table>").unwrap()];
+    // 1.6 MB over 1,000 requests, 60 % over 1 MB of bodies, 13 kB resent.
+    assert!(costs.contains(">1600<"), "{costs}");
+    assert!(costs.contains("60.0 %"), "{costs}");
+    assert!(costs.contains(">13000<"), "{costs}");
+    assert!(costs.contains("1134 / 851"), "{costs}");
+    assert!(markup.contains("Header compression: h1 none"));
+    // Only broadband's cells have counts: one table.
+    assert_eq!(markup.matches("What each protocol costs").count(), 1);
 }
