@@ -141,6 +141,9 @@ pub struct CellSummary {
     /// successful repetitions kept (each keeps its median load); None when
     /// a load does not say.
     pub page_connections: Option<PageConnections>,
+    /// Page cells: the requests a load made, the median over the loads the
+    /// successful repetitions kept; None when a load does not say.
+    pub page_requests: Option<f64>,
     /// What ran short during the successful repetitions' measured
     /// intervals: the figure may be the CPU's, not the protocol's.
     pub bottlenecks: Vec<Bottleneck>,

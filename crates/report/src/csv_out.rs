@@ -64,6 +64,7 @@ struct Row<'a> {
     header_response_first_bytes: Option<f64>,
     header_response_later_bytes: Option<f64>,
     connections_per_page_load: Option<f64>,
+    wire_bytes_per_page_load: Option<f64>,
 }
 
 impl<'a> Row<'a> {
@@ -127,6 +128,11 @@ impl<'a> Row<'a> {
             header_response_first_bytes: s.header_blocks.and_then(|b| b.response_first.mean()),
             header_response_later_bytes: s.header_blocks.and_then(|b| b.response_later.mean()),
             connections_per_page_load: s.page_connections.as_ref().map(|c| c.all),
+            wire_bytes_per_page_load: s
+                .wire
+                .and_then(|w| w.bytes_per_request())
+                .zip(s.page_requests)
+                .map(|(per_request, requests)| per_request * requests),
         }
     }
 }

@@ -213,6 +213,7 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
             .filter(|(_, values)| !values.is_empty())
             .collect(),
         page_connections: page_connections(&ok),
+        page_requests: page_requests(&ok),
         bottlenecks: bottlenecks(&ok),
         problems,
         key,
@@ -221,6 +222,20 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
 
 /// The connections of every load of the successful repetitions of a page
 /// cell; None for other cells, or when a load does not say.
+/// The median of the requests each kept page load made.
+fn page_requests(ok: &[&CellRecord]) -> Option<f64> {
+    let mut requests = Vec::new();
+    for record in ok {
+        if record.kind != WorkloadKind::Page {
+            return None;
+        }
+        for load in crate::cell::page_report(record).ok()?.loads {
+            requests.push(load.resources.len() as f64);
+        }
+    }
+    Some(SampleStats::of(&requests)?.median)
+}
+
 fn page_connections(ok: &[&CellRecord]) -> Option<PageConnections> {
     let mut all = Vec::new();
     let mut by_host: BTreeMap<String, Vec<f64>> = BTreeMap::new();

@@ -267,11 +267,21 @@ fn wire_line(cells: &[&CellSummary]) -> String {
         .filter_map(|summary| {
             let wire = summary.wire?;
             let figure = match summary.kind? {
-                WorkloadKind::Rps | WorkloadKind::Page => format!(
+                WorkloadKind::Rps => format!(
                     "{:.0} B/request ({:.0} B beyond the body)",
                     wire.bytes_per_request()?,
                     wire.overhead_per_request()?
                 ),
+                WorkloadKind::Page => {
+                    let per_request = wire.bytes_per_request()?;
+                    let per_load = summary.page_requests.map_or(String::new(), |requests| {
+                        format!(", {:.1} kB per page load", per_request * requests / 1e3)
+                    });
+                    format!(
+                        "{per_request:.0} B/request ({:.0} B beyond the body){per_load}",
+                        wire.overhead_per_request()?
+                    )
+                }
                 WorkloadKind::Download => format!(
                     "+{:.2} % over the body, {:.0} B resent per MB",
                     wire.overhead_share()? * 100.0,
@@ -670,6 +680,32 @@ mod tests {
             words.contains(
                 "connections per page load (median): h2 2 (cdn.site.test 1, site.test 1), h3 1"
             ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn page_cells_give_the_wire_bytes_per_page_load() {
+        let mut results = fixture::with_pages();
+        let mut resources = 0;
+        for cell in (results.cells.iter_mut()).filter(|c| c.kind == WorkloadKind::Page) {
+            let report = cell.client_report.as_ref().unwrap();
+            resources = report["loads"][0]["resources"].as_array().unwrap().len();
+            cell.wire = Some(h3lab_results::bench::WireCost {
+                up_bytes: 20_000,
+                down_bytes: 80_000,
+                requests: 50,
+                body_bytes: 60_000,
+                ..Default::default()
+            });
+        }
+        let text = terminal_table(&results);
+        let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let per_load = format!("{:.1} kB per page load", 2000.0 * resources as f64 / 1e3);
+        assert!(
+            words.contains(&format!(
+                "h2 2000 B/request (800 B beyond the body), {per_load}"
+            )),
             "{text}"
         );
     }
