@@ -8,10 +8,9 @@
 mod common;
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{assert_refused, namespaces_left, EXE};
-use linkem::supervise::{Group, Supervised};
+use common::{assert_refused, namespaces_left, run_probe, EXE};
 use serde_json::Value;
 
 /// Three protocols of 1,000 handshakes each on a debug build, with
@@ -21,7 +20,7 @@ const RUN_LIMIT: Duration = Duration::from_secs(240);
 /// Runs `h3lab probe connections` with `args` until it ends; its JSON
 /// report and what it printed. Fails if it leaves a namespace or a
 /// process behind (one whose command line names the run's directory).
-fn run_probe(args: &[&str]) -> (Value, String) {
+fn run_connections(args: &[&str]) -> (Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("connections.json");
     let mut command = Command::new(EXE);
@@ -33,25 +32,10 @@ fn run_probe(args: &[&str]) -> (Value, String) {
         // The server's certificate and configuration go under the test's
         // own directory: a server left running would name it on its
         // command line.
-        .env("TMPDIR", dir.path())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut probe = Supervised::spawn(command, Group::Own, "h3lab probe connections").unwrap();
-    let stdout = probe.take_stdout().unwrap();
-    let printed = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap());
-    let exit = probe.wait_until(
-        Some(Instant::now() + RUN_LIMIT),
-        &std::sync::atomic::AtomicBool::new(false),
-        Duration::from_secs(2),
-    );
-    let Some(exit) = exit else {
-        probe.stop(Duration::from_secs(5));
-        panic!("the probe ran past {RUN_LIMIT:?}");
-    };
-    let printed = printed.join().unwrap();
-    assert_eq!(exit.code, 0, "{printed}{}", probe.last_stderr_line());
-    assert!(!namespaces_left(probe.id()), "namespaces left behind");
+        .env("TMPDIR", dir.path());
+    let output = dir.path().join("out");
+    let probed = run_probe(command, "h3lab probe connections", &output, RUN_LIMIT);
+    assert!(!namespaces_left(probed.pid), "namespaces left behind");
     let marker = dir.path().to_string_lossy().into_owned();
     let left: Vec<String> = std::fs::read_dir("/proc")
         .unwrap()
@@ -61,7 +45,7 @@ fn run_probe(args: &[&str]) -> (Value, String) {
         .collect();
     assert!(left.is_empty(), "processes left behind: {left:?}");
     let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    (report, printed)
+    (report, probed.printed)
 }
 
 /// The server's count of the connections held at each idle step.
@@ -76,7 +60,7 @@ fn a_thousand_connections_per_protocol_each_cost_the_server_memory_and_leave_not
     if !h3lab_testenv::root() {
         return;
     }
-    let (report, printed) = run_probe(&["--counts", "100,1000"]);
+    let (report, printed) = run_connections(&["--counts", "100,1000"]);
     assert_eq!(report["schema"], "h3lab.connections/1");
     let protocols = report["protocols"].as_array().unwrap();
     assert_eq!(protocols.len(), 3, "{report:#}");
@@ -122,7 +106,7 @@ fn a_server_command_is_measured_idle_and_stopped_with_its_workers() {
         "--server-cmd",
         &command,
     ];
-    let (report, printed) = run_probe(&args);
+    let (report, printed) = run_connections(&args);
     assert!(report["server"]
         .as_str()
         .unwrap()

@@ -81,7 +81,8 @@ fn auto_ends_on_h3_with_udp_open_and_on_h2_with_no_failure_when_udp_is_blocked()
         "h3lab probe fallback",
         &dir.path().join("out"),
         RUN_LIMIT,
-    );
+    )
+    .printed;
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["schema"], "h3lab.fallback/1");
 

@@ -112,14 +112,12 @@ impl Supervised {
     /// what it started). `None` for a child in the terminal's group, or
     /// when /proc cannot be read.
     pub fn group_rss_bytes(&self) -> Option<u64> {
-        // SAFETY: sysconf(3) has no preconditions.
-        let page_bytes = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
         let pages: u64 = (self.group_processes()?.iter())
             .filter_map(|(dir, _)| {
                 resident_pages(&std::fs::read_to_string(dir.join("statm")).ok()?)
             })
             .sum();
-        Some(pages * page_bytes)
+        Some(pages * page_bytes())
     }
 
     /// The `/proc/PID` directory and `stat` line of every live process in
@@ -310,6 +308,13 @@ fn in_group(stat: &str, group: &str) -> bool {
 /// The resident pages of a `/proc/PID/statm` line (its second field).
 fn resident_pages(statm: &str) -> Option<u64> {
     statm.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The bytes of a memory page, the unit of /proc's memory figures
+/// (`statm`, `sockstat`).
+pub fn page_bytes() -> u64 {
+    // SAFETY: sysconf(3) has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as u64 }
 }
 
 #[cfg(test)]

@@ -103,15 +103,22 @@ pub fn namespaces_left(pid: u32) -> bool {
         .any(|line| line.starts_with(&prefix))
 }
 
+/// What a probe run printed, and its process id (which names the
+/// namespaces it made, see [`namespaces_left`]).
+pub struct Probed {
+    pub printed: String,
+    pub pid: u32,
+}
+
 /// Runs an `h3lab probe` command whose stdout goes to `output`, under the
-/// supervisor, for at most `limit`; answers what it printed. Panics with
-/// that output when it fails or overruns.
+/// supervisor, for at most `limit`. Panics with what it printed when it
+/// fails or overruns.
 pub fn run_probe(
     mut command: Command,
     what: &str,
     output: &Path,
     limit: std::time::Duration,
-) -> String {
+) -> Probed {
     command
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(output).unwrap())
@@ -133,7 +140,10 @@ pub fn run_probe(
         "{what} failed{}:\n{printed}",
         process.last_stderr_line()
     );
-    printed
+    Probed {
+        printed,
+        pid: process.id(),
+    }
 }
 
 /// Each `(flags, expected)` case of `h3lab SUBCOMMAND... FLAGS` must be

@@ -17,7 +17,7 @@ use h3lab_harness::{scrape, start_builtin};
 use h3lab_results::Proto;
 use http::{HeaderMap, Method};
 use linkem::run::{Interrupted, Placement};
-use linkem::supervise::Supervised;
+use linkem::supervise::{page_bytes, Supervised};
 use linkem::{EmulatedPath, LinkSettings};
 use tokio::sync::mpsc as async_mpsc;
 
@@ -61,12 +61,6 @@ pub fn run_connections(
         }
     }
     Ok((report, None))
-}
-
-/// A path with no delay, loss or rate limit: it only keeps the server's
-/// sockets in a namespace of their own.
-fn clean_path() -> LinkSettings {
-    LinkSettings::default()
 }
 
 /// Each end holds a socket per TCP connection (QUIC shares one): the
@@ -113,7 +107,9 @@ fn run_protocol(
     protocol: Proto,
     interrupted: &Interrupted,
 ) -> anyhow::Result<ProtocolResult> {
-    let path = EmulatedPath::start(clean_path().build())?;
+    // No delay, loss or rate limit: the path only keeps the server's
+    // sockets in a namespace of their own.
+    let path = EmulatedPath::start(LinkSettings::default().build())?;
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let placement = Placement::Emulated(&path);
     let mut server = match &options.server_cmd {
@@ -340,11 +336,6 @@ fn kernel_objects_per_connection(protocol: Proto) -> Option<u64> {
 fn object_size(slabinfo: &str, cache: &str) -> Option<u64> {
     let line = (slabinfo.lines()).find(|line| line.split_whitespace().next() == Some(cache))?;
     line.split_whitespace().nth(3)?.parse().ok()
-}
-
-fn page_bytes() -> u64 {
-    // SAFETY: sysconf(3) has no preconditions.
-    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as u64 }
 }
 
 /// The figures of `/proc/net/sockstat` (and `sockstat6`) this probe
