@@ -1,9 +1,9 @@
-//! Bench suites, presets, the matrix runner and the `results.json` schema.
+//! Bench suites, presets and the matrix runner.
 //!
 //! It runs cells (protocol × profile × workload [× swept setting] ×
-//! repetition) on fresh
-//! emulated paths and records what they measured. It does not draw or
-//! summarise results: that is `h3lab-report`'s job.
+//! repetition) on fresh emulated paths and records what they measured, in
+//! the `results.json` schema that `h3lab-results` owns. It does not draw
+//! or summarise results: that is `h3lab-report`'s job.
 
 #![warn(missing_docs)]
 

@@ -1,6 +1,7 @@
-//! Planning a run: the preflight check, splitting connections, requests
-//! and rate across worker threads, and merging their results into the
-//! report.
+//! Running a load: the preflight check, the start (at once or at a shared
+//! wall-clock instant), splitting connections, requests and rate across
+//! worker threads (each one's part is `plan`'s), and merging their results
+//! into the report.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

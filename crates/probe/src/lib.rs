@@ -26,7 +26,8 @@
 //! The reports print themselves (`Display`) as the command shows them.
 //!
 //! Not for: load generation or throughput figures (`h3lab-load`), matrix
-//! runs (`h3lab-bench`), or drawing reports (`h3lab-report`). Migrate, hol,
+//! runs (`h3lab-bench`), or drawing reports (`h3lab-report`, of which
+//! `fallback` uses only the statistics: `Difference`, `Call`, `seed_for`). Migrate, hol,
 //! fallback and connections need root: they create network namespaces (and capture
 //! packets or change addresses inside them); the built-in server they start is
 //! `h3lab-harness`'s.
