@@ -330,27 +330,13 @@ impl HeaderBlocks {
         metrics: Option<&std::collections::BTreeMap<String, f64>>,
     ) -> Option<HeaderBlocks> {
         let metrics = metrics?;
-        let counted = |name: &str| {
-            metrics
-                .keys()
-                .any(|key| key.split('{').next() == Some(name))
-        };
-        if !counted("h3lab_http_header_blocks_total") {
-            return None;
-        }
+        metric_sum(metrics, "h3lab_http_header_blocks_total", &[])?;
         let tally = |direction: &str, position: &str| {
             let labels = [
                 format!("direction=\"{direction}\""),
                 format!("position=\"{position}\""),
             ];
-            let sum = |name: &str| -> u64 {
-                metrics
-                    .iter()
-                    .filter(|(key, _)| key.split('{').next() == Some(name))
-                    .filter(|(key, _)| labels.iter().all(|label| key.contains(label.as_str())))
-                    .map(|(_, value)| *value as u64)
-                    .sum()
-            };
+            let sum = |name| metric_sum(metrics, name, &labels).unwrap_or(0);
             BlockTally {
                 blocks: sum("h3lab_http_header_blocks_total"),
                 bytes: sum("h3lab_http_header_block_bytes_total"),
@@ -444,14 +430,7 @@ impl WireCost {
         metrics: Option<&std::collections::BTreeMap<String, f64>>,
     ) -> Option<WireCost> {
         let (link, metrics) = (link?, metrics?);
-        let sum = |name: &str| -> Option<u64> {
-            let mut found = metrics
-                .iter()
-                .filter(|(key, _)| key.split('{').next() == Some(name))
-                .peekable();
-            found.peek()?;
-            Some(found.map(|(_, value)| *value as u64).sum())
-        };
+        let sum = |name| metric_sum(metrics, name, &[]);
         Some(WireCost {
             up_bytes: link.up.bytes_in,
             down_bytes: link.down.bytes_in,
@@ -461,6 +440,23 @@ impl WireCost {
             body_bytes: sum("h3lab_http_response_body_bytes_total").unwrap_or(0),
         })
     }
+}
+
+/// The sum of the server's `name` series whose labels include each of
+/// `labels` (e.g. `direction="request"`); `None` when it has no `name`
+/// series at all, so that an uncounted figure is unknown, not 0.
+fn metric_sum(
+    metrics: &std::collections::BTreeMap<String, f64>,
+    name: &str,
+    labels: &[String],
+) -> Option<u64> {
+    let mut named = metrics
+        .iter()
+        .filter(|(key, _)| key.split('{').next() == Some(name))
+        .peekable();
+    named.peek()?;
+    let labelled = named.filter(|(key, _)| labels.iter().all(|label| key.contains(label.as_str())));
+    Some(labelled.map(|(_, value)| *value as u64).sum())
 }
 
 /// `cells[].initial_windows`: what each transport's connections started

@@ -242,7 +242,7 @@ impl H1Messages {
             let len = complete(request.parse(head))?;
             heads.push_back(request.method == Some("HEAD"));
             let framing = body_framing(request.headers, Framing::None)?;
-            Ok(Some((len, framing)))
+            Ok((len, framing))
         });
     }
 
@@ -256,7 +256,7 @@ impl H1Messages {
             let status = response.code.unwrap_or_default();
             // An interim response (1xx) precedes its request's final one.
             if (100..200).contains(&status) {
-                return Ok(Some((len, Framing::None)));
+                return Ok((len, Framing::None));
             }
             let to_head = heads.pop_front().unwrap_or(false);
             let framing = match status {
@@ -264,7 +264,7 @@ impl H1Messages {
                 _ if to_head => Framing::None,
                 _ => body_framing(response.headers, Framing::UntilClose)?,
             };
-            Ok(Some((len, framing)))
+            Ok((len, framing))
         });
     }
 }
@@ -302,9 +302,10 @@ fn body_framing(headers: &[httparse::Header], otherwise: Framing) -> Result<Fram
     }
 }
 
-/// A head parser: `Ok(None)` cannot happen; `Err` while the head is
-/// incomplete or malformed (told apart by the caller by the head's end).
-type HeadParser<'a> = dyn FnMut(&[u8]) -> Result<Option<(usize, Framing)>, ()> + 'a;
+/// A head parser: the head's length and its body's framing; `Err` while
+/// the head is incomplete or malformed (the caller tells them apart by
+/// whether the head's end has arrived).
+type HeadParser<'a> = dyn FnMut(&[u8]) -> Result<(usize, Framing), ()> + 'a;
 
 fn follow_h1(
     state: &mut H1State,
@@ -324,7 +325,7 @@ fn follow_h1(
                     false => Err(()),
                 };
                 match parsed {
-                    Ok(Some((len, framing))) => {
+                    Ok((len, framing)) => {
                         block(len as u64);
                         bytes = &bytes[len - before..];
                         *state = body_state(framing);
@@ -332,7 +333,7 @@ fn follow_h1(
                     Err(()) if end_of_head || seen.len() > H1_HEAD_LIMIT => {
                         *state = H1State::Lost;
                     }
-                    _ => return,
+                    Err(()) => return,
                 }
             }
             H1State::Fixed(left) | H1State::ChunkData(left) => {
