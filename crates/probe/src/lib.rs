@@ -14,36 +14,31 @@
 //! active connections to the built-in server per protocol and reads what
 //! each costs the server in memory (`connections`).
 //!
-//! For ttfb: the sampling loop (`ttfb`) over `h3lab-client`'s measurement.
-//! For migrate: the scenario (`scenario`), the pure summaries (`summary`,
-//! `claims`), the report (`h3lab.migrate/1`, `report`) and the I/O shell
-//! (`run`, `drive`). For hol (`hol`): pure readers of a client-side packet
-//! capture (TCP, TLS records and HTTP/2 frames; QUIC packets and HTTP/3
-//! frames, opened with the client's TLS key log), the pure stall
-//! computation (`hol::timeline`), the report (`h3lab.hol/1`) and its shell.
-//! For fallback (`fallback`): the report and its pure summary
-//! (`h3lab.fallback/1`) and the shell that runs the built-in loader.
-//! The reports print themselves (`Display`) as the command shows them.
+//! Each probe has one home: `ttfb` and `offer` (a file each), and
+//! `migrate`, `hol`, `fallback` and `connections` (a folder each, with
+//! its pure summaries and report beside the I/O that gathers them). Those
+//! four run on an emulated path and share `shell`: the root check, the
+//! built-in server, a client that trusts it, and the loop that runs each
+//! variant, keeps what it gathered and stops on Ctrl-C. The reports print
+//! themselves (`Display`) as the command shows them.
 //!
 //! Not for: load generation or throughput figures (`h3lab-load`), matrix
-//! runs (`h3lab-bench`), or drawing reports (`h3lab-report`, of which
-//! `fallback` uses only the statistics: `Difference`, `Call`, `seed_for`). Migrate, hol,
-//! fallback and connections need root: they create network namespaces (and capture
-//! packets or change addresses inside them); the built-in server they start is
-//! `h3lab-harness`'s.
+//! runs (`h3lab-bench`), or drawing reports (`h3lab-report`); the
+//! statistics `fallback` uses (`Difference`) are `h3lab-results`'. The
+//! probes on an emulated path need root: they create network namespaces
+//! (and capture packets or change addresses inside them); the built-in
+//! server they start is `h3lab-harness`'s.
 
 #![warn(missing_docs)]
 
-mod claims;
+mod claim;
 pub mod connections;
-mod drive;
 pub mod fallback;
 pub mod hol;
+pub mod migrate;
 pub mod offer;
-pub mod report;
-mod run;
-pub mod scenario;
-pub mod summary;
+mod shell;
 pub mod ttfb;
 
-pub use run::{ensure_root, run_migrate, MigrateOptions};
+pub use migrate::{run_migrate, MigrateOptions};
+pub use shell::ensure_root;

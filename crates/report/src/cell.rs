@@ -9,10 +9,10 @@ use h3lab_results::WorkloadKind;
 use serde::Serialize;
 
 use crate::bottleneck::Bottleneck;
-use crate::difference::{seed_for, Difference};
 use crate::format::short;
 use crate::histogram::LatencySummary;
 use crate::stats::SampleStats;
+use h3lab_results::difference::{seed_for, Difference};
 
 /// Identifies a cell across repetitions and across runs.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

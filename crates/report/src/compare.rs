@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 use h3lab_results::bench::Results;
 
 use crate::cell::{CellKey, CellSummary};
-use crate::difference::Difference;
 use crate::format::maybe;
 use crate::stats::SampleStats;
 use crate::summary::summarize;
 use crate::table::{aligned, column_widths, rule};
+use h3lab_results::difference::Difference;
 
 /// One aligned cell of two runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -164,10 +164,10 @@ fn change_row(change: &CellChange) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::difference::Call;
     use crate::fixture;
     use crate::table::TABLE_WIDTH;
     use h3lab_results::bench::Outcome;
+    use h3lab_results::difference::Call;
     use h3lab_results::{Proto, WorkloadKind};
 
     /// The fixture with broadband h3 rps-1k doubled and a cell only b has.

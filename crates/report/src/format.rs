@@ -1,20 +1,7 @@
 //! Text for people (tables and HTML): numbers and lists of repetitions;
 //! the CSV and JSON keep full precision.
 
-/// About four significant figures, without exponent notation.
-pub fn number(value: f64) -> String {
-    let magnitude = value.abs();
-    let decimals = if magnitude >= 1000.0 || magnitude == 0.0 {
-        0
-    } else if magnitude >= 100.0 {
-        1
-    } else if magnitude >= 10.0 {
-        2
-    } else {
-        3
-    };
-    format!("{value:.decimals$}")
-}
+pub use h3lab_results::difference::number;
 
 /// At most three decimals, trailing zeros dropped: `20`, `0.5`, `2.125`.
 pub fn short(value: f64) -> String {

@@ -13,7 +13,6 @@ use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use crate::captures::{compare_captures, CaptureComparison};
 use crate::cell::CellSummary;
-use crate::difference::{Call, Difference};
 use crate::format::list_repetitions;
 use crate::format::{fraction_as_percent, maybe, number, short};
 use crate::page_data::{
@@ -24,6 +23,7 @@ use crate::settings;
 use crate::studies::{compare_claims, Agreement, ClaimComparison, Effect};
 use crate::summary::{path_impairments, summarize};
 use crate::table::{profiles_in_order, HEADER_COMPRESSION};
+use h3lab_results::difference::{Call, Difference};
 
 /// plotly.js 4.1.1, cartesian bundle (MIT, licence in `assets/`).
 const PLOTLY_JS: &str = include_str!("../assets/plotly-cartesian.min.js");

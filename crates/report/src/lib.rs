@@ -13,7 +13,6 @@ mod captures;
 mod cell;
 mod compare;
 mod csv_out;
-mod difference;
 mod distribution;
 mod field;
 mod format;
@@ -40,9 +39,9 @@ use anyhow::{bail, Context, Result};
 use h3lab_results::bench::{Results, RESULTS_SCHEMA};
 
 pub use compare::compare;
-pub use difference::{seed_for, Call, Difference};
 pub use distribution::{distribution_html, Chart, Series};
 pub use field::{field_drift_text, field_origins_text};
+pub use h3lab_results::difference::{seed_for, Call, Difference};
 pub use table::terminal_table;
 
 use csv_out::write_csv;

@@ -5,7 +5,7 @@
 use h3lab_results::bench::InitialWindows;
 
 use crate::cell::CellSummary;
-use crate::difference::Call;
+use h3lab_results::difference::Call;
 
 /// e.g. `initial windows: TCP 10 segments (Linux's default), QUIC 14720 B
 /// (10 packets)`.

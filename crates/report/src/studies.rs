@@ -28,8 +28,8 @@ use h3lab_results::bench::{ClaimSweep, StudyClaim, SweptSetting};
 use h3lab_results::CostMeasure;
 
 use crate::cell::{CellKey, CellSummary};
-use crate::difference::{Call, Difference};
 use crate::stats::{RelativeDiff, Verdict};
+use h3lab_results::difference::{Call, Difference};
 
 /// One protocol's published figure and our median for the same cell (or,
 /// for a difference claim, the published difference and ours).
@@ -635,7 +635,7 @@ mod tests {
         assert_eq!((pair.subject.as_str(), pair.other.as_str()), ("h3", "h2"));
         assert_eq!(pair.published.as_ref().unwrap().verdict(), Verdict::Better);
         let ours = pair.ours.as_ref().unwrap();
-        assert_eq!(ours.scale, crate::difference::Scale::Absolute);
+        assert_eq!(ours.scale, h3lab_results::difference::Scale::Absolute);
         assert!(
             (ours.estimate + 97.975).abs() < 1e-9,
             "h3 − h2 = −(h2 − h3)"

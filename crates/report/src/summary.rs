@@ -12,9 +12,9 @@ use hdrhistogram::Histogram;
 
 use crate::bottleneck::bottlenecks;
 use crate::cell::{CellKey, CellSummary, Failure, PageConnections};
-use crate::difference::Difference;
 use crate::histogram::{self, LatencySummary};
 use crate::stats::{split_finite, SampleStats};
+use h3lab_results::difference::Difference;
 
 /// What `profile`'s path does beyond its rates and round trip, from the
 /// link settings its cells recorded: random loss and the direction it
@@ -366,9 +366,9 @@ fn fill_baseline_differences(summaries: &mut [CellSummary], baseline: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::difference::Call;
     use crate::fixture;
     use h3lab_results::bench::WireCost;
+    use h3lab_results::difference::Call;
     use h3lab_results::{Proto, WorkloadKind};
 
     fn find<'a>(

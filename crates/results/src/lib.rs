@@ -4,7 +4,9 @@
 //! shared vocabulary (protocol, QUIC congestion controller, handshake mode,
 //! workload kind, error kind, page loader, visit, resource kind), the text
 //! the built-in server prints and serves (its banner, its metrics'
-//! samples), and the one quantile of raw samples everything computes.
+//! samples), the one quantile of raw samples everything computes, and
+//! whether two sets of repetitions differ (`difference`: the bootstrap
+//! interval and the call every verdict comes from).
 //!
 //! Not for: measuring, running or drawing anything. It sits at the bottom of
 //! the workspace, so it knows nothing of sockets, processes or HTML, and
@@ -13,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod difference;
 mod histogram;
 pub mod load;
 pub mod offer;

@@ -13,8 +13,10 @@ use h3lab_probe::connections::{run_connections, ConnectionsOptions};
 use h3lab_probe::fallback::{run_fallback, FallbackOptions};
 use h3lab_probe::hol::report::{HolReport, StreamResult};
 use h3lab_probe::hol::{run_hol, HolOptions};
+use h3lab_probe::migrate::scenario::{
+    default_delay_threshold, default_request_timeout, Change, Scenario,
+};
 use h3lab_probe::offer::check_offers;
-use h3lab_probe::scenario::{default_delay_threshold, default_request_timeout, Change, Scenario};
 use h3lab_probe::ttfb::{sample_ttfb, TtfbOptions};
 use h3lab_probe::{ensure_root, run_migrate, MigrateOptions};
 use h3lab_report::{distribution_html, Chart, Series};

@@ -22,9 +22,8 @@ use linkem::{EmulatedPath, LinkSettings};
 use tokio::sync::mpsc as async_mpsc;
 
 use super::{ConnectionsOptions, ConnectionsReport, ProtocolResult, Reading, CONNECTIONS_SCHEMA};
-use crate::run::{connector_parts, SERVER_GRACE};
+use crate::shell::{connector_parts, run_each, the_run_of, SERVER_GRACE, SERVER_PORT};
 
-const SERVER_PORT: u16 = 443;
 /// An open request's response comes this much later: after the step.
 const ACTIVE_DELAY_MS: u64 = 50_000;
 /// A handshake on the clean path takes a few ms; this bounds a stuck one.
@@ -43,24 +42,20 @@ pub fn run_connections(
     options.validate()?;
     crate::ensure_root()?;
     allow_open_files(*options.counts.last().expect("validated"))?;
-    let mut report = ConnectionsReport {
+    let (protocols, failure) = run_each(
+        options.protocols.iter().copied(),
+        interrupted,
+        the_run_of,
+        "the protocols measured so far",
+        |protocol| run_protocol(options, protocol, interrupted),
+        &mut on_result,
+    );
+    let report = ConnectionsReport {
         schema: CONNECTIONS_SCHEMA,
         server: options.server_name(),
-        protocols: Vec::new(),
+        protocols,
     };
-    for &protocol in &options.protocols {
-        if interrupted.is_set() {
-            break;
-        }
-        match run_protocol(options, protocol, interrupted) {
-            Ok(result) => {
-                on_result(&result);
-                report.protocols.push(result);
-            }
-            Err(err) => return Ok((report, Some(err.context(format!("{protocol}"))))),
-        }
-    }
-    Ok((report, None))
+    Ok((report, failure))
 }
 
 /// Each end holds a socket per TCP connection (QUIC shares one): the
@@ -375,7 +370,7 @@ impl Sockstat {
 /// The client thread: holds connections as the steps ask, until the step
 /// channel closes.
 fn hold(
-    parts: crate::drive::ConnectorParts,
+    parts: crate::shell::ConnectorParts,
     protocol: Proto,
     concurrency: u32,
     mut steps: async_mpsc::UnboundedReceiver<Step>,

@@ -21,10 +21,9 @@ use linkem::model::UdpPolicy;
 use linkem::run::Interrupted;
 use linkem::{EmulatedPath, LinkSettings};
 
-use crate::run::{ensure_root, SERVER_GRACE};
+use crate::shell::{ensure_root, run_each, start_server, SERVER_GRACE};
 use report::{summarise_policy, verdict, FallbackReport, Gathered, PolicyResult, VisitKind};
 
-const SERVER_PORT: u16 = 443;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const LOAD_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -92,29 +91,14 @@ pub fn run_fallback(
     ensure_root()?;
     let site = tempfile::tempdir().context("cannot create a directory for the site")?;
     h3lab_site::generate(options.shape, options.seed, site.path())?;
-    let mut policies = Vec::new();
-    let mut failure = None;
-    for &udp in &options.policies {
-        if interrupted.is_set() {
-            break;
-        }
-        match run_policy(options, udp, site.path().to_path_buf(), interrupted) {
-            Ok(result) => {
-                on_policy(&result);
-                policies.push(result);
-            }
-            Err(_) if interrupted.is_set() => break,
-            Err(err) => {
-                failure = Some(err.context(format!("the run with UDP {udp} failed")));
-                break;
-            }
-        }
-    }
-    if failure.is_none() && interrupted.is_set() {
-        failure = Some(anyhow!(
-            "interrupted: the report holds the policies run so far"
-        ));
-    }
+    let (policies, failure) = run_each(
+        options.policies.iter().copied(),
+        interrupted,
+        |udp| format!("the run with UDP {udp}"),
+        "the policies run so far",
+        |udp| run_policy(options, udp, site.path().to_path_buf(), interrupted),
+        &mut on_policy,
+    );
     let report = FallbackReport {
         schema: report::FALLBACK_SCHEMA,
         profile: options.profile.clone(),
@@ -143,13 +127,7 @@ fn run_policy(
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let cert = scratch.path().join("server-cert.pem");
     let extra = ["--site".into(), site.into_os_string()];
-    let mut server = h3lab_harness::start_builtin(
-        &linkem::run::Placement::Emulated(&path),
-        &options.exe,
-        SERVER_PORT,
-        &cert,
-        &extra,
-    )?;
+    let mut server = start_server(&path, &options.exe, &cert, &extra)?;
     let url = format!("https://{}/", server.addr);
     let repetitions = options.repetitions;
     let stop = interrupted.clone();

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use h3lab_report::{seed_for, Call, Difference};
+use h3lab_results::difference::{seed_for, Call, Difference};
 use h3lab_results::page::PageLoad;
 use linkem::model::UdpPolicy;
 use linkem::LinkSettings;

@@ -16,7 +16,7 @@ use super::capture::{self, Capture};
 use super::keys::SecretLog;
 use super::packets::Captured;
 use super::timeline::{Nanos, Read};
-use crate::drive::ConnectorParts;
+use crate::shell::ConnectorParts;
 
 /// What the client needs; moved onto the client namespace's thread.
 pub struct HolJob {

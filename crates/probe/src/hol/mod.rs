@@ -8,6 +8,7 @@
 
 mod analyse;
 mod capture;
+mod claim;
 mod drive;
 #[cfg(test)]
 mod fixtures;

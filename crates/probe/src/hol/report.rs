@@ -7,7 +7,7 @@ use h3lab_results::quantile::quantile_sorted;
 use h3lab_results::Proto;
 use serde::{Deserialize, Serialize};
 
-use crate::claims::Claim;
+use crate::claim::Claim;
 
 /// The schema name and version written into every report.
 pub const HOL_SCHEMA: &str = "h3lab.hol/1";

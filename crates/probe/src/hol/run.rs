@@ -14,12 +14,12 @@ use linkem::run::Interrupted;
 use linkem::{EmulatedPath, LinkSettings};
 
 use super::analyse::analyse;
+use super::claim::hol_claim;
 use super::drive::HolJob;
 use super::report::{
     stalls, summarise, DirectionLoss, HolReport, HolRun, LossPattern, RunCpu, Spread, HOL_SCHEMA,
 };
-use crate::claims::hol_claim;
-use crate::run::{connector_parts, ensure_root, start_server, SERVER_GRACE};
+use crate::shell::{connector_parts, ensure_root, run_each, start_server, SERVER_GRACE};
 
 /// Most parallel streams.
 const MAX_STREAMS: u32 = 64;
@@ -113,32 +113,16 @@ pub fn run_hol(
 ) -> anyhow::Result<(HolReport, Option<anyhow::Error>)> {
     options.validate()?;
     ensure_root()?;
-    let mut runs = Vec::new();
-    let mut failure = None;
-    'repetitions: for repetition in 0..options.repetitions {
-        for &proto in &options.protos {
-            if interrupted.is_set() {
-                failure = Some(anyhow!(
-                    "interrupted: the report holds the runs made so far"
-                ));
-                break 'repetitions;
-            }
-            match run_once(options, proto, repetition) {
-                Ok(run) => {
-                    on_run(&run);
-                    runs.push(run);
-                }
-                Err(_) if interrupted.is_set() => continue,
-                Err(err) => {
-                    failure = Some(err.context(format!(
-                        "the {proto} run of repetition {} failed",
-                        repetition + 1
-                    )));
-                    break 'repetitions;
-                }
-            }
-        }
-    }
+    let variants = (0..options.repetitions)
+        .flat_map(|repetition| options.protos.iter().map(move |&proto| (repetition, proto)));
+    let (runs, failure) = run_each(
+        variants,
+        interrupted,
+        |(repetition, proto)| format!("the {proto} run of repetition {}", repetition + 1),
+        "the runs made so far",
+        |(repetition, proto)| run_once(options, proto, repetition),
+        &mut on_run,
+    );
     let report = report(options, runs);
     Ok((report, failure))
 }
@@ -178,7 +162,7 @@ fn run_once(options: &HolOptions, proto: Proto, repetition: u32) -> anyhow::Resu
     let path = EmulatedPath::start(settings.build())?;
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let cert = scratch.path().join("server-cert.pem");
-    let mut server = start_server(&path, &options.exe, &cert)?;
+    let mut server = start_server(&path, &options.exe, &cert, &[])?;
     let addr = server.addr;
     let job = HolJob {
         proto,

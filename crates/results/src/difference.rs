@@ -14,12 +14,10 @@
 //! cells compared, so the same results always give the same interval.
 //! See docs/statistics.md.
 
-use h3lab_results::quantile::{median, quantile_sorted};
+use crate::quantile::{median, quantile_sorted};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
-
-use crate::format::number;
 
 /// Bootstrap rounds per interval.
 pub const RESAMPLES: usize = 10_000;
@@ -208,6 +206,21 @@ pub fn seed_for(subject: &str, reference: &str) -> u64 {
         .fold(OFFSET_BASIS, |hash, byte| {
             (hash ^ u64::from(byte)).wrapping_mul(PRIME)
         })
+}
+
+/// About four significant figures, without exponent notation.
+pub fn number(value: f64) -> String {
+    let magnitude = value.abs();
+    let decimals = if magnitude >= 1000.0 || magnitude == 0.0 {
+        0
+    } else if magnitude >= 100.0 {
+        1
+    } else if magnitude >= 10.0 {
+        2
+    } else {
+        3
+    };
+    format!("{value:.decimals$}")
 }
 
 type Statistic = fn(f64, f64) -> f64;

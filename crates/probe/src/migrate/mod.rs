@@ -1,29 +1,31 @@
-//! The I/O shell of `probe migrate`: per protocol, a fresh emulated path,
-//! the built-in server in the server namespace, the client in the client
-//! namespace, then the summaries.
+//! `probe migrate`: a client moves to a new port or address in the middle
+//! of a steady request stream on an emulated path; QUIC migrates, a TCP
+//! connection breaks and is replaced. Per protocol, a fresh path, the
+//! built-in server in the server namespace and the client (`drive`) in the
+//! client namespace; then the pure summaries (`summary`, `claims`) and the
+//! report (`h3lab.migrate/1`, `report`) of the experiment (`scenario`).
+
+mod claims;
+mod drive;
+pub mod report;
+pub mod scenario;
+pub mod summary;
 
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
+use std::path::PathBuf;
 
 use anyhow::{anyhow, Context};
-use h3lab_client::{client_tls_config, Target, TlsOptions};
-use h3lab_harness::{scrape, start_builtin, BuiltinServer};
+use h3lab_harness::scrape;
 use h3lab_results::Proto;
 use linkem::run::{Interrupted, Placement};
 use linkem::{EmulatedPath, LinkSettings};
 
-use crate::claims;
-use crate::drive::{ConnectorParts, Gathered, Job, Switch};
-use crate::report::{MigrateReport, ProtoResult, MIGRATE_SCHEMA};
-use crate::scenario::{Change, Scenario};
-use crate::summary::summarise;
-
-/// Between SIGTERM and SIGKILL for the server.
-pub(crate) const SERVER_GRACE: Duration = Duration::from_secs(2);
-const SERVER_PORT: u16 = 443;
+use crate::shell::{connector_parts, run_each, start_server, the_run_of, SERVER_GRACE};
+use drive::{Gathered, Job, Switch};
+use report::{MigrateReport, ProtoResult, MIGRATE_SCHEMA};
+use scenario::{Change, Scenario};
+use summary::summarise;
 
 /// What `probe migrate` runs.
 #[derive(Debug, Clone)]
@@ -70,32 +72,15 @@ pub fn run_migrate(
     mut on_result: impl FnMut(&ProtoResult),
 ) -> anyhow::Result<(MigrateReport, Option<anyhow::Error>)> {
     options.scenario.validate()?;
-    ensure_root()?;
-    let mut protocols = Vec::new();
-    let mut failure = None;
-    for &proto in &options.scenario.protos {
-        if interrupted.is_set() {
-            break;
-        }
-        match run_protocol(options, proto, interrupted) {
-            Ok(result) => {
-                on_result(&result);
-                protocols.push(result);
-            }
-            // A Ctrl-C also reaches the `ip` commands setting up the path:
-            // their failure then is the interruption's.
-            Err(_) if interrupted.is_set() => break,
-            Err(err) => {
-                failure = Some(err.context(format!("the {proto} run failed")));
-                break;
-            }
-        }
-    }
-    if failure.is_none() && interrupted.is_set() {
-        failure = Some(anyhow!(
-            "interrupted: the report holds the requests made so far"
-        ));
-    }
+    crate::ensure_root()?;
+    let (protocols, failure) = run_each(
+        options.scenario.protos.iter().copied(),
+        interrupted,
+        the_run_of,
+        "the requests made so far",
+        |proto| run_protocol(options, proto, interrupted),
+        &mut on_result,
+    );
     let summaries: Vec<_> = protocols.iter().map(|r| (r.proto, &r.summary)).collect();
     let claims = claims::compare(&summaries);
     let scenario = &options.scenario;
@@ -116,17 +101,6 @@ pub fn run_migrate(
     Ok((report, failure))
 }
 
-/// Fails with the fix unless the process is root, which the probe needs.
-pub fn ensure_root() -> anyhow::Result<()> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    anyhow::ensure!(
-        unsafe { libc::geteuid() } == 0,
-        "`h3lab probe migrate`, `probe hol` and `probe fallback` need root: they create network namespaces \
-         (and capture or change addresses inside them); run with sudo"
-    );
-    Ok(())
-}
-
 /// One protocol on its own path; the path and server go away at the end,
 /// whatever happened.
 fn run_protocol(
@@ -143,7 +117,7 @@ fn run_protocol(
     };
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let cert = scratch.path().join("server-cert.pem");
-    let mut server = start_server(&path, &options.exe, &cert)?;
+    let mut server = start_server(&path, &options.exe, &cert, &[])?;
     let addr = server.addr;
     let (switch, description) = switch_for(proto, change, path.client_ip(), second);
     let job = Job {
@@ -168,15 +142,6 @@ fn run_protocol(
         &options.scenario,
         migrations?,
     ))
-}
-
-/// `h3lab serve` in the server namespace, once it listens.
-pub(crate) fn start_server(
-    path: &EmulatedPath,
-    exe: &Path,
-    cert: &Path,
-) -> anyhow::Result<BuiltinServer> {
-    start_builtin(&Placement::Emulated(path), exe, SERVER_PORT, cert, &[])
 }
 
 /// The migrations the server counted (`h3lab_quic_migrations_total`).
@@ -228,26 +193,6 @@ fn switch_for(
             ),
         ),
     }
-}
-
-/// What a client connecting to `addr` for `/bytes/{body_bytes}` needs,
-/// trusting the server's certificate in `cert`.
-pub(crate) fn connector_parts(
-    addr: SocketAddr,
-    proto: Proto,
-    body_bytes: u64,
-    cert: &Path,
-) -> anyhow::Result<ConnectorParts> {
-    let target = Target::parse(&format!("https://{addr}/bytes/{body_bytes}"))?;
-    let tls = TlsOptions {
-        insecure: false,
-        ca_file: Some(cert.to_path_buf()),
-    };
-    Ok(ConnectorParts {
-        target: Arc::new(target),
-        addr,
-        tls: client_tls_config(&tls, proto)?,
-    })
 }
 
 fn result(

@@ -1,78 +1,13 @@
-//! The studies' claims about migration and head-of-line blocking, with our
-//! figures beside them.
-
-use std::fmt;
+//! The studies' claims about migration, with our figures beside them.
 
 use h3lab_results::Proto;
-use serde::Serialize;
 
-use crate::summary::Summary;
+use super::summary::Summary;
+use crate::claim::Claim;
 
 /// Study B: connection resets during a network handoff fell 40 % with
 /// HTTP/3's connection migration.
 const STUDY_B_RESET_CHANGE_PERCENT: f64 = -40.0;
-
-/// Study A: HTTP/3 shows 40 % lower head-of-line blocking latency than
-/// HTTP/2 at 1 % loss.
-const STUDY_A_HOL_CHANGE_PERCENT: f64 = -40.0;
-
-/// One published claim and what this run measured.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Claim {
-    /// The study (see `studies.md`): `A` or `B`.
-    pub study: &'static str,
-    /// The claim in a few words.
-    pub claim: &'static str,
-    /// Their figure.
-    pub theirs: String,
-    /// Ours, from this run.
-    pub ours: String,
-    /// Their change in percent, when the claim is one.
-    pub theirs_change_percent: Option<f64>,
-    /// Ours; `None` when it cannot be computed (a protocol not run, or no
-    /// h2 failure to compare with).
-    pub ours_change_percent: Option<f64>,
-    /// Whether ours points the same way as theirs; `None` when unknown.
-    pub same_direction: Option<bool>,
-}
-
-impl Claim {
-    /// A claim that a figure falls by `theirs` percent, beside our
-    /// `change`: the same direction when ours falls too.
-    fn fall(
-        study: &'static str,
-        claim: &'static str,
-        theirs: f64,
-        ours: String,
-        change: Option<f64>,
-    ) -> Claim {
-        Claim {
-            study,
-            claim,
-            theirs: format!("{theirs:+.0} %"),
-            ours,
-            theirs_change_percent: Some(theirs),
-            ours_change_percent: change,
-            same_direction: change.map(|change| change < 0.0),
-        }
-    }
-}
-
-/// One line: the claim, theirs, ours, and whether they point the same way.
-impl fmt::Display for Claim {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let verdict = match self.same_direction {
-            Some(true) => "same direction",
-            Some(false) => "OTHER direction",
-            None => "not comparable",
-        };
-        write!(
-            f,
-            "study {}, {}: theirs {}; ours {} ({verdict})",
-            self.study, self.claim, self.theirs, self.ours
-        )
-    }
-}
 
 /// Study A's "connection migration: yes/no" and study B's "40 % fewer
 /// resets during handoff", from the protocols that ran.
@@ -131,40 +66,10 @@ fn resets_claim(results: &[(Proto, &Summary)]) -> Claim {
     )
 }
 
-/// Study A's head-of-line claim beside ours: the mean per-stream stall of
-/// h3 against h2's, on the same path at `loss_percent`. `None` means a
-/// protocol was not run or had no measured stream.
-pub fn hol_claim(
-    h2_mean_stall_ms: Option<f64>,
-    h3_mean_stall_ms: Option<f64>,
-    loss_percent: f64,
-) -> Claim {
-    let change = match (h2_mean_stall_ms, h3_mean_stall_ms) {
-        (Some(h2), Some(h3)) if h2 > 0.0 => Some((h3 - h2) / h2 * 100.0),
-        _ => None,
-    };
-    let ours = match (h2_mean_stall_ms, h3_mean_stall_ms, change) {
-        (Some(h2), Some(h3), Some(change)) => format!(
-            "mean stall per stream at {loss_percent} % loss: h2 {h2:.1} ms, h3 {h3:.1} ms: {change:+.0} %"
-        ),
-        (Some(_), Some(h3), None) => {
-            format!("h2 never stalled at {loss_percent} % loss (h3 {h3:.1} ms): nothing to compare")
-        }
-        _ => "needs measured h2 and h3 runs".to_string(),
-    };
-    Claim::fall(
-        "A",
-        "head-of-line blocking latency, h3 against h2 at 1 % loss",
-        STUDY_A_HOL_CHANGE_PERCENT,
-        ours,
-        change,
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::{summarise, ConnectionRecord, Observed, RequestRecord};
+    use crate::migrate::summary::{summarise, ConnectionRecord, Observed, RequestRecord};
     use h3lab_results::ErrorKind;
     use std::time::Duration;
 
@@ -200,27 +105,6 @@ mod tests {
         assert_eq!(claims[1].ours_change_percent, Some(-100.0));
         assert_eq!(claims[1].ours, "failed requests h2 4, h3 0: -100 %");
         assert_eq!(claims[1].same_direction, Some(true));
-    }
-
-    #[test]
-    fn hol_claim_compares_mean_stalls_and_says_when_it_cannot() {
-        let lower = hol_claim(Some(80.0), Some(2.0), 1.0);
-        assert_eq!(lower.ours_change_percent, Some(-97.5));
-        assert_eq!(lower.same_direction, Some(true));
-        assert!(
-            lower.ours.contains("h2 80.0 ms, h3 2.0 ms: -98 %"),
-            "{}",
-            lower.ours
-        );
-        let higher = hol_claim(Some(2.0), Some(3.0), 2.0);
-        assert_eq!(higher.same_direction, Some(false));
-        let none = hol_claim(Some(0.0), Some(1.0), 1.0);
-        assert_eq!(none.ours_change_percent, None);
-        assert!(none.ours.contains("h2 never stalled"), "{}", none.ours);
-        assert_eq!(
-            hol_claim(None, Some(1.0), 1.0).ours,
-            "needs measured h2 and h3 runs"
-        );
     }
 
     #[test]

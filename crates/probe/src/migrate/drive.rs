@@ -17,8 +17,9 @@ use linkem::PathControl;
 use tokio::task::JoinSet;
 use tokio::time::{sleep_until, timeout_at};
 
-use crate::scenario::Scenario;
-use crate::summary::{ConnectionRecord, Observed, RequestRecord};
+use super::scenario::Scenario;
+use super::summary::{ConnectionRecord, Observed, RequestRecord};
+use crate::shell::ConnectorParts;
 
 /// How the client's address changes at the switch.
 #[derive(Debug, Clone, Copy)]
@@ -43,13 +44,6 @@ pub struct Job {
     pub switch: Switch,
     pub control: PathControl,
     pub interrupted: Interrupted,
-}
-
-/// The pieces of a [`Connector`], which must be built inside the runtime.
-pub struct ConnectorParts {
-    pub target: Arc<h3lab_client::Target>,
-    pub addr: SocketAddr,
-    pub tls: Arc<rustls::ClientConfig>,
 }
 
 /// What the client saw, plus the h3 path frames around the switch.

@@ -6,9 +6,9 @@ use std::fmt;
 use h3lab_results::Proto;
 use serde::Serialize;
 
-pub use crate::claims::Claim;
-use crate::scenario::Change;
-use crate::summary::Summary;
+use super::scenario::Change;
+use super::summary::Summary;
+pub use crate::claim::Claim;
 
 /// The schema name and version written into every report.
 pub const MIGRATE_SCHEMA: &str = "h3lab.migrate/1";
