@@ -1,13 +1,18 @@
 //! The client side of a cell: `h3lab load` (rps, download), `h3lab probe
 //! ttfb` or `h3lab page` run in the client namespace, writing JSON that is
-//! read back here.
+//! read back here. Each command line is built from the command's typed
+//! flags (`LoadArgs`, `TtfbArgs`, `PageArgs`), never from flag names.
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
+use h3lab_client::ResolveRule;
+use h3lab_load::cli::LoadArgs;
+use h3lab_page::cli::PageArgs;
+use h3lab_probe::cli::TtfbArgs;
 use linkem::run::{Placement, Side};
 
 use crate::process;
@@ -71,35 +76,108 @@ impl Aim<'_> {
         }
     }
 
-    /// `h3lab load`'s own caps against a server outside this machine,
-    /// lifted when the suite lifted the field caps.
-    fn add_load_flags(&self, command: &mut Command) {
-        if let Aim::Field {
-            allow_heavy: true, ..
-        } = self
-        {
-            command.arg("--allow-heavy");
-        }
-    }
-
-    /// `--resolve` rules, and the trust flags.
-    fn add_flags(&self, command: &mut Command) {
+    /// How a client trusts the server and reaches its hosts: the lab
+    /// server's certificate, or a field run's pins and the system's
+    /// authorities (any certificate when `insecure`).
+    fn trust(
+        &self,
+        insecure: &mut bool,
+        ca: &mut Option<PathBuf>,
+        resolve: &mut Vec<ResolveRule>,
+    ) -> anyhow::Result<()> {
         match self {
             Aim::Lab(server) => match &server.cert {
-                Some(cert) => command.arg("--ca").arg(cert),
-                None => command.arg("--insecure"),
+                Some(cert) => *ca = Some(cert.clone()),
+                None => *insecure = true,
             },
-            Aim::Field { pins, insecure, .. } => {
-                for pin in *pins {
-                    command.args(["--resolve", pin]);
-                }
-                match insecure {
-                    true => command.arg("--insecure"),
-                    false => command,
-                }
+            Aim::Field {
+                pins,
+                insecure: field_insecure,
+                ..
+            } => {
+                resolve.extend(parse_rules(pins)?);
+                *insecure = *field_insecure;
             }
-        };
+        }
+        Ok(())
     }
+}
+
+/// `HOST:PORT:ADDR` rules, as `--resolve` reads them.
+fn parse_rules(rules: &[String]) -> anyhow::Result<Vec<ResolveRule>> {
+    rules.iter().map(|rule| rule.parse()).collect()
+}
+
+/// `h3lab load`'s flags for an rps or download cell, and how long it may
+/// run.
+fn load_args(
+    spec: &CellSpec,
+    aim: &Aim<'_>,
+    json: &Path,
+    warmup: Duration,
+) -> anyhow::Result<(LoadArgs, Duration)> {
+    let (mut load, budget) = match &spec.workload.load {
+        Load::Rps {
+            size,
+            connections,
+            streams,
+            duration,
+            rate,
+            headers,
+            ..
+        } => {
+            let mut load = LoadArgs::new(&aim.body_url(*size)?);
+            load.browser_headers = *headers == HeaderSet::Browser;
+            load.connections = connections.0 as usize;
+            // h1 has no multiplexing: one request at a time per connection.
+            load.streams = match spec.protocol {
+                Proto::H1 => 1,
+                _ => streams.0 as usize,
+            };
+            load.duration = Some(duration.0);
+            load.rate = match aim {
+                Aim::Field { .. } => Some(rate.map_or(caps::DEFAULT_RATE, |r| r.0)),
+                Aim::Lab(_) => rate.map(|r| r.0),
+            }
+            .map(f64::from);
+            load.warmup = warmup;
+            (load, duration.0 + warmup + Duration::from_secs(60))
+        }
+        Load::Download {
+            size,
+            streams,
+            connections,
+            ..
+        } => {
+            let mut load = LoadArgs::new(&aim.body_url(*size)?);
+            // h1 has no multiplexing: parallel streams need connections.
+            let connections = match (spec.protocol, connections) {
+                (Proto::H1, _) => streams.0,
+                (_, Some(connections)) => connections.0.min(streams.0),
+                (_, None) => 1,
+            };
+            load.connections = connections as usize;
+            load.streams = streams.0.div_ceil(connections) as usize;
+            load.requests = Some(u64::from(streams.0));
+            load.timeout = Duration::from_secs(900);
+            (load, Duration::from_secs(960))
+        }
+        Load::Ttfb { .. } | Load::Page { .. } => {
+            bail!("only rps and download cells run `h3lab load`")
+        }
+    };
+    load.proto = Some(spec.protocol);
+    load.json = Some(json.to_path_buf());
+    load.quiet = true;
+    load.allow_heavy = matches!(
+        aim,
+        Aim::Field {
+            allow_heavy: true,
+            ..
+        }
+    );
+    aim.trust(&mut load.insecure, &mut load.ca, &mut load.resolve)?;
+    Ok((load, budget))
 }
 
 /// Runs the cell's client against `aim` and reads its JSON report.
@@ -120,70 +198,21 @@ pub(crate) fn run(
         None => asked,
     };
     let budget = match &spec.workload.load {
-        Load::Rps {
-            size,
-            connections,
-            streams,
-            duration,
-            rate,
-            headers,
-            ..
-        } => {
-            command.arg("load").arg(aim.body_url(*size)?);
-            aim.add_load_flags(&mut command);
-            if *headers == HeaderSet::Browser {
-                command.arg("--browser-headers");
-            }
-            // h1 has no multiplexing: one request at a time per connection.
-            let streams = match spec.protocol {
-                Proto::H1 => 1,
-                _ => streams.0,
-            };
-            command.args(["-c", &connections.0.to_string(), "-m", &streams.to_string()]);
-            command.args(["-z", &format!("{}ms", duration.0.as_millis())]);
-            let rate = match aim {
-                Aim::Field { .. } => Some(rate.map_or(caps::DEFAULT_RATE, |r| r.0)),
-                Aim::Lab(_) => rate.map(|r| r.0),
-            };
-            if let Some(rate) = rate {
-                command.args(["--rate", &rate.to_string()]);
-            }
-            if !warmup.is_zero() {
-                command.args(["--warmup", &format!("{}ms", warmup.as_millis())]);
-            }
-            duration.0 + warmup + Duration::from_secs(60)
-        }
-        Load::Download {
-            size,
-            streams,
-            connections,
-            ..
-        } => {
-            command.arg("load").arg(aim.body_url(*size)?);
-            aim.add_load_flags(&mut command);
-            // h1 has no multiplexing: parallel streams need connections.
-            let connections = match (spec.protocol, connections) {
-                (Proto::H1, _) => streams.0,
-                (_, Some(connections)) => connections.0.min(streams.0),
-                (_, None) => 1,
-            };
-            let per_connection = streams.0.div_ceil(connections);
-            command.args([
-                "-c",
-                &connections.to_string(),
-                "-m",
-                &per_connection.to_string(),
-            ]);
-            command.args(["-n", &streams.0.to_string(), "--timeout", "900s"]);
-            Duration::from_secs(960)
+        Load::Rps { .. } | Load::Download { .. } => {
+            let (load, budget) = load_args(spec, aim, &json, warmup)?;
+            command.arg("load").args(load.to_args());
+            budget
         }
         Load::Ttfb { samples, .. } => {
-            let mode = spec.mode.context("a ttfb cell needs a mode")?;
-            let samples = units(samples.0);
-            let url = aim.body_url(Some(ByteSize(TTFB_BODY_SIZE)))?;
-            command.args(["probe", "ttfb", &url]);
-            command.args(["--mode", mode.name(), "--samples", &samples.to_string()]);
-            Duration::from_secs(30) * (samples + 1) * 2
+            let mut ttfb = TtfbArgs::new(&aim.body_url(Some(ByteSize(TTFB_BODY_SIZE)))?);
+            ttfb.mode = spec.mode.context("a ttfb cell needs a mode")?;
+            ttfb.samples = units(samples.0);
+            ttfb.proto = spec.protocol;
+            ttfb.json = Some(json.clone());
+            ttfb.quiet = true;
+            aim.trust(&mut ttfb.insecure, &mut ttfb.ca, &mut ttfb.resolve)?;
+            command.args(["probe", "ttfb"]).args(ttfb.to_args());
+            Duration::from_secs(30) * (ttfb.samples + 1) * 2
         }
         Load::Page {
             loader,
@@ -192,40 +221,32 @@ pub(crate) fn run(
             headers,
             ..
         } => {
-            match aim {
+            let mut page = match aim {
                 Aim::Lab(ServerProcess {
                     replay: Some(replay),
                     ..
                 }) => {
-                    command
-                        .args(["page", &replay.page, "--replay"])
-                        .arg(&replay.dir);
-                    for rule in &replay.rules {
-                        command.args(["--resolve", rule]);
-                    }
+                    let mut page = PageArgs::new(&replay.page);
+                    page.replay = Some(replay.dir.clone());
+                    page.resolve = parse_rules(&replay.rules)?;
+                    page
                 }
-                Aim::Lab(server) => {
-                    command.args(["page", &format!("https://{}/", server.addr)]);
-                }
-                Aim::Field { url, .. } => {
-                    command.args(["page", url.0.as_str()]);
-                }
-            }
-            let loads = units(loads.0);
-            command.args(["--browser", loader.name(), "--visit", visit.name()]);
-            if *headers == HeaderSet::Browser {
-                command.arg("--browser-headers");
-            }
-            command.args(["-n", &loads.to_string()]);
-            command.args(["--timeout", &format!("{}s", PAGE_LOAD_TIMEOUT.as_secs())]);
-            PAGE_LOAD_TIMEOUT * loads + Duration::from_secs(60)
+                Aim::Lab(server) => PageArgs::new(&format!("https://{}/", server.addr)),
+                Aim::Field { url, .. } => PageArgs::new(url.0.as_str()),
+            };
+            page.browser = *loader;
+            page.visit = *visit;
+            page.browser_headers = *headers == HeaderSet::Browser;
+            page.loads = units(loads.0);
+            page.timeout = PAGE_LOAD_TIMEOUT;
+            page.proto = spec.protocol;
+            page.json = Some(json.clone());
+            page.quiet = true;
+            aim.trust(&mut page.insecure, &mut page.ca, &mut page.resolve)?;
+            command.arg("page").args(page.to_args());
+            PAGE_LOAD_TIMEOUT * page.loads + Duration::from_secs(60)
         }
     };
-    command
-        .args(["--proto", spec.protocol.name(), "--json"])
-        .arg(&json);
-    command.arg("--quiet");
-    aim.add_flags(&mut command);
     command.stdout(Stdio::null()).stderr(Stdio::piped());
     let mut process = process::spawn(command, "client")?;
     // On Ctrl-C the client gets SIGINT and writes what it gathered; it is

@@ -60,7 +60,7 @@ enum Command {
     Site(cmd::site::Args),
     /// Load a whole page (HTML and every asset) and time it, with the built-in
     /// loader or real Chromium.
-    Page(cmd::page::Args),
+    Page(h3lab_page::cli::PageArgs),
     /// Single-property probes: time to first byte cold, resumed and 0-RTT;
     /// connection migration.
     Probe(cmd::probe::Args),

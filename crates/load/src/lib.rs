@@ -8,6 +8,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "clap")]
+pub mod cli;
 mod config;
 mod cpu;
 mod engine;

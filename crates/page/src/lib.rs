@@ -10,6 +10,8 @@
 #![warn(missing_docs)]
 
 pub mod chromium;
+#[cfg(feature = "clap")]
+pub mod cli;
 mod decode;
 pub mod discover;
 pub mod har;

@@ -32,6 +32,8 @@
 #![warn(missing_docs)]
 
 mod claim;
+#[cfg(feature = "clap")]
+pub mod cli;
 pub mod connections;
 pub mod fallback;
 pub mod hol;

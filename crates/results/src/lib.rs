@@ -6,7 +6,8 @@
 //! the built-in server prints and serves (its banner, its metrics'
 //! samples), the one quantile of raw samples everything computes, and
 //! whether two sets of repetitions differ (`difference`: the bootstrap
-//! interval and the call every verdict comes from).
+//! interval and the call every verdict comes from), and the command line
+//! built back from a command's typed flags (`flags`).
 //!
 //! Not for: measuring, running or drawing anything. It sits at the bottom of
 //! the workspace, so it knows nothing of sockets, processes or HTML, and
@@ -16,6 +17,7 @@
 
 pub mod bench;
 pub mod difference;
+pub mod flags;
 mod histogram;
 pub mod load;
 pub mod offer;

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context};
 use h3lab_dist::{JobPlan, PodRun};
+use h3lab_load::cli::LoadArgs;
 use h3lab_results::load::LoadReport;
 
 use super::load::MergeOptions;
@@ -145,7 +146,9 @@ fn k8s(args: K8sArgs) -> anyhow::Result<ExitCode> {
     // The pods differ only in their shard, and the load's validation
     // checks every shard's share, so pod 0 stands for all of them.
     let first = &h3lab_dist::pod_runs(&plan.job())?[0];
-    let load = super::load::check(&first.argv[1..]).context("the load of pod 0")?;
+    let load = LoadArgs::parse_flags(&first.argv[2..])
+        .and_then(LoadArgs::config)
+        .context("the load of pod 0")?;
     // A pod that cannot start holds an Indexed Job open for ever; past the
     // load's planned end, Kubernetes stops it and collect merges the rest.
     plan.deadline = load.duration.and_then(|duration| {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use h3lab_client::{ResolveRule, TlsOptions};
+use h3lab_probe::cli::TtfbArgs;
 use h3lab_probe::connections::{run_connections, ConnectionsOptions};
 use h3lab_probe::fallback::{run_fallback, FallbackOptions};
 use h3lab_probe::hol::report::{HolReport, StreamResult};
@@ -17,10 +18,10 @@ use h3lab_probe::migrate::scenario::{
     default_delay_threshold, default_request_timeout, Change, Scenario,
 };
 use h3lab_probe::offer::check_offers;
-use h3lab_probe::ttfb::{sample_ttfb, TtfbOptions};
+use h3lab_probe::ttfb::sample_ttfb;
 use h3lab_probe::{ensure_root, run_migrate, MigrateOptions};
 use h3lab_report::{distribution_html, Chart, Series};
-use h3lab_results::{Proto, TtfbMode};
+use h3lab_results::Proto;
 use h3lab_site::Shape;
 use linkem::config::Overrides;
 use linkem::model::UdpPolicy;
@@ -141,42 +142,6 @@ struct OfferArgs {
     json: Option<PathBuf>,
 }
 
-#[derive(clap::Args)]
-struct TtfbArgs {
-    /// URL to request, e.g. https://127.0.0.1:8443/bytes/1.
-    url: String,
-    /// Protocol.
-    #[arg(long, value_enum, default_value = "h2")]
-    proto: Proto,
-    /// cold: full handshake; resumed: TLS/QUIC session resumption; 0rtt: the
-    /// request in 0-RTT early data (h3 only).
-    #[arg(long, value_enum, default_value = "cold")]
-    mode: TtfbMode,
-    /// New connections to measure.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    samples: u32,
-    /// Accept any server certificate.
-    #[arg(long)]
-    insecure: bool,
-    /// Trust the certificate(s) in this PEM file too (the system's
-    /// certificate authorities, or SSL_CERT_FILE's, are always trusted).
-    #[arg(long, value_name = "FILE")]
-    ca: Option<PathBuf>,
-    /// Connection set-up timeout.
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-    connect_timeout: Duration,
-    /// Connect to ADDR for HOST:PORT instead of resolving HOST (curl's
-    /// --resolve HOST:PORT:ADDR); repeatable.
-    #[arg(long, value_name = "HOST:PORT:ADDR")]
-    resolve: Vec<ResolveRule>,
-    /// Also write the samples as JSON (schema h3lab.ttfb/2, docs/results-schema.md) to FILE.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// Print only the summary line.
-    #[arg(short, long)]
-    quiet: bool,
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.probe {
         Probe::Ttfb(args) => ttfb(args),
@@ -211,18 +176,7 @@ fn offer(args: OfferArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn ttfb(args: TtfbArgs) -> anyhow::Result<ExitCode> {
-    let options = TtfbOptions {
-        url: args.url,
-        proto: args.proto,
-        mode: args.mode,
-        samples: args.samples,
-        tls: TlsOptions {
-            insecure: args.insecure,
-            ca_file: args.ca,
-        },
-        connect_timeout: args.connect_timeout,
-        resolve: args.resolve,
-    };
+    let options = args.options();
     let (report, failure) = sample_ttfb(&options, |sample| {
         if !args.quiet {
             outln!("{sample}");

@@ -1,0 +1,265 @@
+//! `h3lab load`'s flags (behind the `clap` feature): the one parser of
+//! them, and the way back. [`LoadArgs::to_args`] gives the flags that parse
+//! to the same value, so a process that starts `h3lab load` (a bench
+//! cell's client) builds a typed value, and a renamed flag breaks the
+//! build or the round-trip test, not a benchmark run.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::anyhow;
+use h3lab_client::{ResolveRule, Target, TlsOptions};
+use h3lab_results::flags::Flags;
+use h3lab_results::load::Shard;
+use h3lab_results::Proto;
+
+use crate::{parse_body, parse_duration, parse_header, parse_shard, parse_start_at};
+use crate::{LoadConfig, StartAt};
+
+/// The flags of `h3lab load URL`.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub struct LoadArgs {
+    /// URL to load, e.g. https://127.0.0.1:4433/bytes/1000 (http:// only with h1).
+    #[arg(required = true)]
+    pub url: Option<String>,
+    /// Protocol [default: h2 for https://, h1 for http://]. auto: a first
+    /// call over h2 learns Alt-Svc, then each connection races QUIC
+    /// against TCP, as browsers do (docs/discovery.md).
+    #[arg(long, value_enum)]
+    pub proto: Option<Proto>,
+    /// Concurrent connections.
+    #[arg(short = 'c', long, default_value_t = 10)]
+    pub connections: usize,
+    /// Concurrent streams per connection (h2/h3; h1 is always 1, no pipelining).
+    #[arg(short = 'm', long = "max-concurrent-streams", default_value_t = 1)]
+    pub streams: usize,
+    /// Total requests [default: 200 when neither -n nor -z is given].
+    #[arg(short = 'n', long)]
+    pub requests: Option<u64>,
+    /// Run for this long after warm-up, e.g. 10s, 500ms, 1m.
+    #[arg(short = 'z', long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Open model: send this many requests per second, latency measured from
+    /// each request's intended send time (coordinated-omission corrected).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// HTTP method.
+    #[arg(short = 'X', long, default_value = "GET")]
+    pub method: String,
+    /// Extra request header "Name: value" (repeatable).
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+    /// Send a browser's request headers too: Chromium's recorded set with
+    /// a 1 kB cookie, and a trace id and request id that change per
+    /// request, so that header compression shows on the wire
+    /// (docs/costs.md). A -H header replaces the browser's of its name.
+    #[arg(long)]
+    pub browser_headers: bool,
+    /// Request body: a string, or @FILE for a file's contents.
+    #[arg(short = 'd', long)]
+    pub body: Option<String>,
+    /// Accept any server certificate.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Trust the certificate(s) in this PEM file too (the system's
+    /// certificate authorities, or SSL_CERT_FILE's, are always trusted).
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<PathBuf>,
+    /// Also write the report as JSON (schema h3lab.load/1) to FILE; with
+    /// `-`, to standard output, and the text report to standard error.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Worker threads [default: number of cores].
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Per-request timeout.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Connection set-up timeout (TCP+TLS, or QUIC).
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub connect_timeout: Duration,
+    /// Load this long before measuring; reported separately.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub warmup: Duration,
+    /// No progress bar.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Connect to ADDR for HOST on PORT, with TLS and the requests still
+    /// naming HOST (curl's convention; repeatable), e.g. for a replay
+    /// site's origins: www.example.com:443:127.0.0.10.
+    #[arg(long, value_name = "HOST:PORT:ADDR")]
+    pub resolve: Vec<ResolveRule>,
+    /// h3: write one qlog file per connection into DIR (created if
+    /// missing; JSON-SEQ `.sqlog`, which qvis loads).
+    #[arg(long, value_name = "DIR")]
+    pub qlog: Option<PathBuf>,
+    /// Run part I (from 0) of a test split N ways, e.g. 2/8: a 1/N share
+    /// of -c, and of -n and --rate in proportion. The flags above stay the
+    /// whole test's, the same for every worker (docs/distributed.md).
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    pub shard: Option<Shard>,
+    /// Begin at this wall-clock time (RFC 3339, e.g. 2026-11-26T12:00:00Z),
+    /// as every worker of a split test does; -z then runs from there.
+    #[arg(long, value_name = "TIME", value_parser = parse_start_at)]
+    pub start_at: Option<StartAt>,
+    /// Lift the caps on a load against a server outside this machine (at
+    /// most 10 connections; closed model: 1,000 requests or 10 s; open
+    /// model: 100 requests per second for 60 s). Only for a server you run.
+    #[arg(long)]
+    pub allow_heavy: bool,
+}
+
+/// `h3lab load` alone, to parse its flags outside the binary.
+#[derive(clap::Parser)]
+#[command(name = "h3lab load", no_binary_name = true)]
+struct LoadLine {
+    #[command(flatten)]
+    args: LoadArgs,
+}
+
+impl LoadArgs {
+    /// `h3lab load URL` with every other flag at its default.
+    pub fn new(url: &str) -> LoadArgs {
+        LoadArgs::parse_flags([url]).expect("a URL alone is a valid `h3lab load`")
+    }
+
+    /// Parses the flags that follow `h3lab load`, as the binary does;
+    /// the error is clap's, without its `error:` prefix.
+    pub fn parse_flags<T: Into<OsString> + Clone>(
+        flags: impl IntoIterator<Item = T>,
+    ) -> anyhow::Result<LoadArgs> {
+        let line = <LoadLine as clap::Parser>::try_parse_from(flags).map_err(|err| {
+            let text = err.render().to_string();
+            anyhow!("{}", text.trim_start_matches("error: ").trim_end())
+        })?;
+        Ok(line.args)
+    }
+
+    /// The flags, after `h3lab load`, that parse back to `self`.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut args = Flags::default();
+        args.value_opt("--proto", self.proto.map(Proto::name));
+        args.value("--connections", self.connections);
+        args.value("--max-concurrent-streams", self.streams);
+        args.value_opt("--requests", self.requests);
+        args.duration_opt("--duration", self.duration);
+        args.value_opt("--rate", self.rate);
+        args.value("--method", &self.method);
+        args.each("--header", &self.headers);
+        args.switch("--browser-headers", self.browser_headers);
+        args.value_opt("--body", self.body.as_ref());
+        args.switch("--insecure", self.insecure);
+        args.path_opt("--ca", self.ca.as_deref());
+        args.path_opt("--json", self.json.as_deref());
+        args.value_opt("--threads", self.threads);
+        args.duration("--timeout", self.timeout);
+        args.duration("--connect-timeout", self.connect_timeout);
+        args.duration("--warmup", self.warmup);
+        args.switch("--quiet", self.quiet);
+        args.each("--resolve", &self.resolve);
+        args.path_opt("--qlog", self.qlog.as_deref());
+        let shard = self.shard.map(|s| format!("{}/{}", s.index, s.count));
+        args.value_opt("--shard", shard);
+        args.value_opt("--start-at", self.start_at.as_ref().map(|s| &s.text));
+        args.switch("--allow-heavy", self.allow_heavy);
+        args.finish(self.url.iter())
+    }
+
+    /// What the flags ask for, checked as `h3lab load` checks it before it
+    /// runs.
+    pub fn config(self) -> anyhow::Result<LoadConfig> {
+        let url = self.url.as_deref().expect("clap requires the URL");
+        let mut config = LoadConfig::new(Target::parse(url)?);
+        if let Some(proto) = self.proto {
+            config.proto = proto;
+        }
+        config.connections = self.connections;
+        config.streams = self.streams;
+        config.requests = self.requests;
+        config.duration = self.duration;
+        config.rate = self.rate;
+        config.method = self
+            .method
+            .parse()
+            .map_err(|_| anyhow!("bad method `{}`: use e.g. GET or POST", self.method))?;
+        for header in &self.headers {
+            parse_header(header, &mut config.headers)?;
+        }
+        config.browser_headers = self.browser_headers;
+        if let Some(body) = &self.body {
+            config.body = parse_body(body)?;
+        }
+        config.tls = TlsOptions {
+            insecure: self.insecure,
+            ca_file: self.ca,
+        };
+        config.resolve = self.resolve;
+        if let Some(threads) = self.threads {
+            config.threads = threads;
+        }
+        config.request_timeout = self.timeout;
+        config.connect_timeout = self.connect_timeout;
+        config.warmup = self.warmup;
+        config.progress = !self.quiet;
+        config.qlog = self.qlog;
+        config.shard = self.shard;
+        config.start_at = self.start_at;
+        config.allow_heavy = self.allow_heavy;
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(args: &LoadArgs) -> LoadArgs {
+        LoadArgs::parse_flags(args.to_args())
+            .unwrap_or_else(|err| panic!("{:?} does not parse: {err}", args.to_args()))
+    }
+
+    #[test]
+    fn defaults_parse_back_to_themselves() {
+        let args = LoadArgs::new("https://127.0.0.1:4433/bytes/1000");
+        assert_eq!(round_trip(&args), args);
+    }
+
+    #[test]
+    fn every_flag_set_parses_back_to_itself() {
+        let args = LoadArgs {
+            url: Some("https://www.example.test:8443/a?b=-c".to_string()),
+            proto: Some(Proto::H3),
+            connections: 7,
+            streams: 3,
+            requests: Some(1234),
+            duration: Some(Duration::from_millis(1_500)),
+            rate: Some(12.5),
+            method: "POST".to_string(),
+            headers: vec!["x-a: 1".to_string(), "x-b: -2".to_string()],
+            browser_headers: true,
+            body: Some("-d looks like a flag".to_string()),
+            insecure: true,
+            ca: Some(PathBuf::from("/tmp/a cert.pem")),
+            json: Some(PathBuf::from("-")),
+            threads: Some(2),
+            timeout: Duration::from_nanos(2_000_000_123),
+            connect_timeout: Duration::from_secs(3),
+            warmup: Duration::from_millis(250),
+            quiet: true,
+            resolve: vec!["www.example.test:8443:127.0.0.10".parse().unwrap()],
+            qlog: Some(PathBuf::from("qlogs")),
+            shard: Some(Shard { index: 2, count: 8 }),
+            start_at: Some(parse_start_at("2026-11-26T12:00:00.250Z").unwrap()),
+            allow_heavy: true,
+        };
+        assert_eq!(round_trip(&args), args);
+    }
+
+    #[test]
+    fn a_bad_flag_is_named() {
+        let err = LoadArgs::parse_flags(["https://x/", "--conections", "2"]).unwrap_err();
+        assert!(err.to_string().contains("--conections"), "{err}");
+    }
+}

@@ -1,0 +1,202 @@
+//! `h3lab page`'s flags (behind the `clap` feature), and the way back:
+//! [`PageArgs::to_args`] gives the flags that parse to the same value, so
+//! a bench cell starts the page loader from a typed value.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::anyhow;
+use h3lab_client::ResolveRule;
+use h3lab_results::flags::Flags;
+use h3lab_results::{Loader, Proto, Visit};
+
+/// The flags of `h3lab page URL`.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub struct PageArgs {
+    /// The page, e.g. https://127.0.0.1:8443/ (from `h3lab serve --site DIR`).
+    pub url: String,
+    /// Protocol of every request; auto: h2 until the page's Alt-Svc, then
+    /// QUIC raced against TCP, as browsers do (docs/discovery.md).
+    #[arg(long, value_enum, default_value = "h3")]
+    pub proto: Proto,
+    /// builtin: h3lab's browser-like loader (no browser needed); chromium:
+    /// real headless Chromium over the DevTools protocol.
+    #[arg(long, value_enum, default_value = "builtin")]
+    pub browser: Loader,
+    /// cold: new connections (a new browser and profile) for every load;
+    /// warm: one priming load, then loads that resume the session (0-RTT
+    /// on h3 with the built-in loader) or reload in the same browser;
+    /// repeat: one unmeasured load, then new connections that keep what it
+    /// learned (auto's returning visit).
+    #[arg(long, value_enum, default_value = "cold")]
+    pub visit: Visit,
+    /// Built-in loader: send a browser's request headers, Chromium's
+    /// recorded set with a 1 kB cookie, so that header compression shows on
+    /// the wire (docs/costs.md). Chromium sends its own.
+    #[arg(long)]
+    pub browser_headers: bool,
+    /// Page loads to measure.
+    #[arg(short = 'n', long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub loads: u32,
+    /// Accept any server certificate.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Trust the certificate(s) in this PEM file too, beside the system's
+    /// certificate authorities (for Chromium: its first certificate's key
+    /// is pinned).
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<PathBuf>,
+    /// Chromium only: trust the key with this base64 SHA-256 SPKI pin (what
+    /// `h3lab serve` prints as spki-sha256).
+    #[arg(long, value_name = "BASE64")]
+    pub spki: Option<String>,
+    /// Chromium only: the browser binary (default: chromium on PATH).
+    #[arg(long, value_name = "PATH")]
+    pub chromium: Option<PathBuf>,
+    /// Connect to ADDR for HOST on PORT, with TLS and the requests still
+    /// naming HOST (curl's convention; repeatable), e.g. for a replay
+    /// site's origins: www.example.com:443:127.0.0.10.
+    #[arg(long, value_name = "HOST:PORT:ADDR")]
+    pub resolve: Vec<ResolveRule>,
+    /// The replay site (`h3lab site from-har`) the page comes from. Each
+    /// origin without a --resolve rule goes to its own address: in order,
+    /// those of $H3LAB_SERVER_IPS (`h3lab net run --server-addresses N`),
+    /// else 127.0.0.10 on. Responses it recorded with an error status (a
+    /// missing image) do not fail a load.
+    #[arg(long, value_name = "DIR")]
+    pub replay: Option<PathBuf>,
+    /// Connection set-up timeout (built-in loader).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub connect_timeout: Duration,
+    /// One page load may take this long before the run fails.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+    /// Write every load as JSON (schema h3lab.page/1, docs/results-schema.md).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write every load's waterfall as HAR 1.2.
+    #[arg(long, value_name = "FILE")]
+    pub har: Option<PathBuf>,
+    /// Print only the summary line.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// `h3lab page` alone, to parse its flags outside the binary.
+#[derive(clap::Parser)]
+#[command(name = "h3lab page", no_binary_name = true)]
+struct PageLine {
+    #[command(flatten)]
+    args: PageArgs,
+}
+
+impl PageArgs {
+    /// `h3lab page URL` with every other flag at its default.
+    pub fn new(url: &str) -> PageArgs {
+        PageArgs::parse_flags([url]).expect("a URL alone is a valid `h3lab page`")
+    }
+
+    /// Parses the flags that follow `h3lab page`, as the binary does.
+    pub fn parse_flags<T: Into<OsString> + Clone>(
+        flags: impl IntoIterator<Item = T>,
+    ) -> anyhow::Result<PageArgs> {
+        let line = <PageLine as clap::Parser>::try_parse_from(flags).map_err(|err| {
+            let text = err.render().to_string();
+            anyhow!("{}", text.trim_start_matches("error: ").trim_end())
+        })?;
+        Ok(line.args)
+    }
+
+    /// The flags, after `h3lab page`, that parse back to `self`.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut args = Flags::default();
+        args.value("--proto", self.proto);
+        args.value("--browser", self.browser);
+        args.value("--visit", self.visit);
+        args.switch("--browser-headers", self.browser_headers);
+        args.value("--loads", self.loads);
+        args.switch("--insecure", self.insecure);
+        args.path_opt("--ca", self.ca.as_deref());
+        args.value_opt("--spki", self.spki.as_ref());
+        args.path_opt("--chromium", self.chromium.as_deref());
+        args.each("--resolve", &self.resolve);
+        args.path_opt("--replay", self.replay.as_deref());
+        args.duration("--connect-timeout", self.connect_timeout);
+        args.duration("--timeout", self.timeout);
+        args.path_opt("--json", self.json.as_deref());
+        args.path_opt("--har", self.har.as_deref());
+        args.switch("--quiet", self.quiet);
+        args.finish([&self.url])
+    }
+
+    /// Refuses flags that do not go together, naming the fix.
+    pub fn check(&self) -> anyhow::Result<()> {
+        let chromium_only = [
+            ("--spki", self.spki.is_some()),
+            ("--chromium", self.chromium.is_some()),
+        ];
+        for (flag, given) in chromium_only {
+            if given && self.browser != Loader::Chromium {
+                anyhow::bail!("{flag} applies to --browser chromium only");
+            }
+        }
+        if self.browser_headers && self.browser == Loader::Chromium {
+            anyhow::bail!(
+                "--browser-headers applies to --browser builtin: Chromium sends its own headers"
+            );
+        }
+        if self.insecure && (self.ca.is_some() || self.spki.is_some()) {
+            anyhow::bail!("--insecure trusts any certificate; drop it, or drop --ca/--spki");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(args: &PageArgs) -> PageArgs {
+        PageArgs::parse_flags(args.to_args())
+            .unwrap_or_else(|err| panic!("{:?} does not parse: {err}", args.to_args()))
+    }
+
+    #[test]
+    fn defaults_and_every_flag_parse_back_to_themselves() {
+        let defaults = PageArgs::new("https://127.0.0.1:8443/");
+        let every = PageArgs {
+            url: "https://www.example.test/-page".to_string(),
+            proto: Proto::Auto,
+            browser: Loader::Chromium,
+            visit: Visit::Repeat,
+            browser_headers: true,
+            loads: 9,
+            insecure: true,
+            ca: Some(PathBuf::from("/tmp/ca.pem")),
+            spki: Some("AAAA+/=".to_string()),
+            chromium: Some(PathBuf::from("/usr/bin/chromium")),
+            resolve: vec!["www.example.test:443:127.0.0.10".parse().unwrap()],
+            replay: Some(PathBuf::from("replay dir")),
+            connect_timeout: Duration::from_millis(2_500),
+            timeout: Duration::from_secs(120),
+            json: Some(PathBuf::from("out.json")),
+            har: Some(PathBuf::from("out.har")),
+            quiet: true,
+        };
+        for args in [defaults, every] {
+            assert_eq!(round_trip(&args), args);
+        }
+    }
+
+    #[test]
+    fn flags_that_do_not_go_together_are_refused() {
+        let mut args = PageArgs::new("https://a/");
+        args.spki = Some("AAAA".to_string());
+        let err = args.check().unwrap_err().to_string();
+        assert!(
+            err.contains("--spki applies to --browser chromium only"),
+            "{err}"
+        );
+    }
+}
