@@ -454,7 +454,7 @@ impl PageLoader {
                 .context("an idle h1 connection")?;
             Connection::H1(sender)
         };
-        let fetch = Fetch {
+        let request = ResourceRequest {
             resource: dispatch.resource,
             connection_id: dispatch.connection,
             discovery,
@@ -465,7 +465,7 @@ impl PageLoader {
             path_rtts: self.path_rtts.clone(),
             browser_numbers: self.browser_numbers.clone(),
         };
-        tokio::spawn(fetch.run(connection));
+        tokio::spawn(request.run(connection));
         Ok(())
     }
 
@@ -510,7 +510,7 @@ impl PageLoader {
 }
 
 /// One resource's request, from connection to last byte.
-struct Fetch {
+struct ResourceRequest {
     resource: usize,
     connection_id: u64,
     discovery: Discovery,
@@ -522,7 +522,7 @@ struct Fetch {
     browser_numbers: Option<RequestNumbers>,
 }
 
-impl Fetch {
+impl ResourceRequest {
     async fn run(self, connection: Connection) {
         let resource = self.resource;
         let events = self.events.clone();
@@ -805,7 +805,7 @@ impl Styles {
         match &self.document {
             Some((url, html)) if self.awaited.is_empty() => style::fetched(html, url, &self.sheets)
                 .into_iter()
-                .map(|fetch| Discovery::recorded(fetch.url, fetch.kind))
+                .map(|used| Discovery::recorded(used.url, used.kind))
                 .collect(),
             _ => Vec::new(),
         }
