@@ -16,6 +16,7 @@ use std::collections::HashMap;
 
 use h3lab_results::page::{BrowserTimings, PageLoad, ResourceTiming};
 use h3lab_results::{Proto, ResourceKind};
+use serde::Deserialize;
 use serde_json::Value;
 
 /// What the page reported about itself after its load event (see
@@ -39,6 +40,228 @@ impl PagePerformance {
             request_start: number("requestStart").filter(|v| *v > 0.0),
             response_start: number("responseStart").filter(|v| *v > 0.0),
             largest_contentful_paint: number("lcp").filter(|v| *v > 0.0),
+        }
+    }
+}
+
+/// What a load may reach and what it may find missing, beyond the page's
+/// own host.
+#[derive(Debug, Default)]
+pub struct PageRules {
+    /// Hosts the host resolver rules map to an address (a replay's origins).
+    pub mapped_hosts: Vec<String>,
+    /// URLs the captured page recorded with an error status.
+    pub recorded_errors: Vec<String>,
+}
+
+impl PageRules {
+    fn maps(&self, host: Option<String>) -> bool {
+        host.is_some_and(|host| {
+            self.mapped_hosts
+                .iter()
+                .any(|m| m.eq_ignore_ascii_case(&host))
+        })
+    }
+
+    fn recorded_error(&self, url: &str) -> bool {
+        self.recorded_errors.iter().any(|recorded| recorded == url)
+    }
+}
+
+/// Turns the DevTools events of one navigation into a [`PageLoad`].
+///
+/// `events` are every `Network.*` and `Page.*` event of the page's session
+/// from `Page.navigate` on; other events are ignored, and so is an event
+/// that lacks what this reads of it. `requested` is the protocol every
+/// response must have come over. `performance` is what the page reported
+/// after its load event.
+///
+/// Fails, naming every offending URL, when a response came over another
+/// protocol, a request failed (`Network.loadingFailed`), a response had a
+/// status of 400 or more, a request never finished, or the load event is
+/// missing; a status the captured page recorded for that URL
+/// (`rules.recorded_errors`, a replay's 404s) is no problem. Requests on
+/// hosts other than the page's and `rules.mapped_hosts` are listed as
+/// skipped. Requests for other schemes than http(s) (`data:`, `blob:`)
+/// are not network resources and are left out, and so is the browser's
+/// own favicon request.
+pub fn page_load_from_events(
+    events: &[Value],
+    requested: Proto,
+    performance: &PagePerformance,
+    rules: &PageRules,
+) -> Result<PageLoad, String> {
+    let mut waterfall = Waterfall::new(requested, rules);
+    for event in events.iter().filter_map(|e| Event::deserialize(e).ok()) {
+        waterfall.on_event(event);
+    }
+    waterfall.finish(performance)
+}
+
+/// The DevTools events the waterfall is built from, as Chromium sends
+/// them: `{"method": "Network.dataReceived", "params": {…}}`. Only the
+/// fields read are named; times are seconds on the DevTools clock.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "method", content = "params")]
+enum Event {
+    #[serde(rename = "Network.requestWillBeSent")]
+    RequestWillBeSent(RequestWillBeSent),
+    #[serde(rename = "Network.responseReceived")]
+    ResponseReceived(ResponseReceived),
+    #[serde(rename = "Network.dataReceived")]
+    DataReceived(DataReceived),
+    #[serde(rename = "Network.loadingFinished")]
+    LoadingFinished(LoadingFinished),
+    #[serde(rename = "Network.loadingFailed")]
+    LoadingFailed(LoadingFailed),
+    #[serde(rename = "Page.loadEventFired")]
+    LoadEventFired(PageEvent),
+    #[serde(rename = "Page.domContentEventFired")]
+    DomContentEventFired(PageEvent),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RequestWillBeSent {
+    request_id: String,
+    request: Request,
+    timestamp: f64,
+    /// Seconds since the Unix epoch.
+    wall_time: Option<f64>,
+    /// A `Network.ResourceType`: `Document`, `Stylesheet`, …
+    #[serde(rename = "type")]
+    resource_type: Option<String>,
+    initiator: Option<Initiator>,
+    /// Set when this continues a request the response redirected.
+    redirect_response: Option<Response>,
+    render_blocking_behavior: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Request {
+    url: String,
+    render_blocking_behavior: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Initiator {
+    #[serde(rename = "type")]
+    initiator_type: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResponseReceived {
+    request_id: String,
+    timestamp: Option<f64>,
+    #[serde(rename = "type")]
+    resource_type: Option<String>,
+    #[serde(default)]
+    response: Response,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Response {
+    status: Option<u64>,
+    /// The ALPN name: `http/1.1`, `h2`, `h3`.
+    protocol: Option<String>,
+    connection_id: Option<f64>,
+    timing: Option<LoadTiming>,
+}
+
+/// The network stack's load timing of a response: `request_time` in
+/// seconds on the DevTools clock, the others in milliseconds after it
+/// (-1 when the step did not happen).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LoadTiming {
+    request_time: Option<f64>,
+    send_start: Option<f64>,
+    receive_headers_end: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DataReceived {
+    request_id: String,
+    data_length: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LoadingFinished {
+    request_id: String,
+    timestamp: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LoadingFailed {
+    request_id: String,
+    timestamp: Option<f64>,
+    error_text: Option<String>,
+    blocked_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PageEvent {
+    timestamp: Option<f64>,
+}
+
+impl RequestWillBeSent {
+    /// A request the browser made for itself, not for the page: the
+    /// favicon (type `Other`, initiator `other`). It is no resource of the
+    /// page; a 404 for it must not fail the load.
+    fn is_the_browsers_own(&self) -> bool {
+        self.resource_type.as_deref() == Some("Other")
+            && self
+                .initiator
+                .as_ref()
+                .and_then(|i| i.initiator_type.as_deref())
+                == Some("other")
+    }
+
+    fn render_blocking(&self) -> bool {
+        [
+            &self.request.render_blocking_behavior,
+            &self.render_blocking_behavior,
+        ]
+        .into_iter()
+        .any(|behavior| behavior.as_deref() == Some("Blocking"))
+    }
+}
+
+/// A reason the load fails, about one resource.
+#[derive(Debug, Clone, PartialEq)]
+struct Problem {
+    url: String,
+    reason: Reason,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Reason {
+    /// Came over `protocol`, not one of those asked for.
+    Protocol { protocol: String, expected: String },
+    /// Answered with an error status.
+    Status(u64),
+    /// `Network.loadingFailed`, with why.
+    Failed(String),
+    /// Neither finished nor failed before the events ended.
+    NeverFinished,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = &self.url;
+        match &self.reason {
+            Reason::Protocol { protocol, expected } => {
+                write!(f, "{url} came over {protocol}, not {expected}")
+            }
+            Reason::Status(status) => write!(f, "{url} answered status {status}"),
+            Reason::Failed(why) => write!(f, "{url} failed to load: {why}"),
+            Reason::NeverFinished => write!(f, "{url} never finished loading"),
         }
     }
 }
@@ -67,214 +290,261 @@ struct Row {
     send_start_ms: Option<f64>,
 }
 
-/// What a load may reach and what it may find missing, beyond the page's
-/// own host.
-#[derive(Debug, Default)]
-pub struct PageRules {
-    /// Hosts the host resolver rules map to an address (a replay's origins).
-    pub mapped_hosts: Vec<String>,
-    /// URLs the captured page recorded with an error status.
-    pub recorded_errors: Vec<String>,
+impl Row {
+    fn new(sent: &RequestWillBeSent, kind: Option<ResourceKind>) -> Row {
+        Row {
+            url: sent.request.url.clone(),
+            kind: kind.unwrap_or(ResourceKind::Other),
+            render_blocking: sent.render_blocking(),
+            start: sent.timestamp,
+            wall_time: sent.wall_time,
+            status: None,
+            protocol: None,
+            ttfb_ms: None,
+            end: None,
+            bytes: 0,
+            connection: None,
+            request_time: None,
+            send_start_ms: None,
+        }
+    }
+
+    fn record_response(&mut self, received: ResponseReceived) {
+        if let Some(resource_type) = &received.resource_type {
+            self.kind = resource_kind(resource_type);
+        }
+        let response = received.response;
+        self.status = response.status.map(|s| s as u16);
+        self.protocol = response.protocol;
+        self.connection = response.connection_id.map(|c| c as u64);
+        let timing = response.timing;
+        let timing = timing.as_ref();
+        self.request_time = timing.and_then(|t| t.request_time);
+        self.send_start_ms = timing.and_then(|t| t.send_start).filter(|v| *v >= 0.0);
+        let headers_end = timing
+            .and_then(|t| t.receive_headers_end)
+            .filter(|v| *v >= 0.0);
+        self.ttfb_ms = match (self.request_time, headers_end) {
+            (Some(request_time), Some(headers_end)) => Some(request_time * 1000.0 + headers_end),
+            _ => received.timestamp.map(|t| t * 1000.0),
+        };
+    }
 }
 
-impl PageRules {
-    fn maps(&self, host: Option<String>) -> bool {
-        host.is_some_and(|host| {
-            self.mapped_hosts
-                .iter()
-                .any(|m| m.eq_ignore_ascii_case(&host))
+/// One navigation's resources as their events arrive, in the order
+/// their requests were sent, and the problems seen on the way.
+struct Waterfall<'a> {
+    /// The ALPN names a response may come over.
+    allowed: Vec<&'static str>,
+    rules: &'a PageRules,
+    rows: Vec<Row>,
+    /// Each DevTools `requestId`'s row.
+    by_id: HashMap<String, usize>,
+    document: Option<usize>,
+    page_host: Option<String>,
+    skipped: Vec<String>,
+    load_event: Option<f64>,
+    dom_content_loaded: Option<f64>,
+    problems: Vec<Problem>,
+}
+
+impl<'a> Waterfall<'a> {
+    fn new(requested: Proto, rules: &'a PageRules) -> Waterfall<'a> {
+        // `auto` lets discovery choose, between h2 and h3.
+        let allowed = match requested {
+            Proto::Auto => vec!["h2", "h3"],
+            fixed => vec![fixed.alpn_name()],
+        };
+        Waterfall {
+            allowed,
+            rules,
+            rows: Vec::new(),
+            by_id: HashMap::new(),
+            document: None,
+            page_host: None,
+            skipped: Vec::new(),
+            load_event: None,
+            dom_content_loaded: None,
+            problems: Vec::new(),
+        }
+    }
+
+    fn on_event(&mut self, event: Event) {
+        match event {
+            Event::RequestWillBeSent(sent) => self.on_request(sent),
+            Event::ResponseReceived(received) => self.on_response(received),
+            Event::DataReceived(data) => {
+                if let Some(row) = self.row(&data.request_id) {
+                    row.bytes += data.data_length.unwrap_or(0);
+                }
+            }
+            Event::LoadingFinished(finished) => {
+                if let Some(row) = self.row(&finished.request_id) {
+                    row.end = finished.timestamp;
+                }
+            }
+            Event::LoadingFailed(failed) => self.on_failed(failed),
+            Event::LoadEventFired(page) => self.load_event = self.load_event.or(page.timestamp),
+            Event::DomContentEventFired(page) => {
+                self.dom_content_loaded = self.dom_content_loaded.or(page.timestamp)
+            }
+        }
+    }
+
+    fn row(&mut self, request_id: &str) -> Option<&mut Row> {
+        let index = *self.by_id.get(request_id)?;
+        Some(&mut self.rows[index])
+    }
+
+    fn on_request(&mut self, sent: RequestWillBeSent) {
+        let url = &sent.request.url;
+        if !(url.starts_with("https://") || url.starts_with("http://")) {
+            return;
+        }
+        if let Some(&index) = self.by_id.get(&sent.request_id) {
+            // A redirect: the same request continues at a new URL.
+            if let Some(response) = &sent.redirect_response {
+                let problems = self.response_problems(&self.rows[index].url, response);
+                self.problems.extend(problems);
+            }
+            self.rows[index].url = sent.request.url;
+            return;
+        }
+        let kind = sent.resource_type.as_deref().map(resource_kind);
+        if self.document.is_some() && sent.is_the_browsers_own() {
+            return;
+        }
+        let host = host_of(url);
+        if self.document.is_none() && kind == Some(ResourceKind::Document) {
+            self.document = Some(self.rows.len());
+            self.page_host = host;
+        } else if host != self.page_host && !self.rules.maps(host) {
+            // Never fetched: the host resolver rules send it nowhere.
+            self.skipped.push(sent.request.url);
+            return;
+        }
+        self.rows.push(Row::new(&sent, kind));
+        self.by_id.insert(sent.request_id, self.rows.len() - 1);
+    }
+
+    fn on_response(&mut self, received: ResponseReceived) {
+        let Some(&index) = self.by_id.get(&received.request_id) else {
+            return;
+        };
+        let problems = self.response_problems(&self.rows[index].url, &received.response);
+        self.problems.extend(problems);
+        self.rows[index].record_response(received);
+    }
+
+    /// What is wrong with a response for `url`: its protocol, its status.
+    fn response_problems(&self, url: &str, response: &Response) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        let protocol = response.protocol.as_deref().unwrap_or("unknown");
+        if !self.allowed.contains(&protocol) {
+            let reason = Reason::Protocol {
+                protocol: protocol.to_string(),
+                expected: self.allowed.join(" or "),
+            };
+            problems.push(Problem {
+                url: url.to_string(),
+                reason,
+            });
+        }
+        let status = response.status.unwrap_or(0);
+        if status >= 400 && !self.rules.recorded_error(url) {
+            problems.push(Problem {
+                url: url.to_string(),
+                reason: Reason::Status(status),
+            });
+        }
+        problems
+    }
+
+    fn on_failed(&mut self, failed: LoadingFailed) {
+        let Some(&index) = self.by_id.get(&failed.request_id) else {
+            return;
+        };
+        let row = &mut self.rows[index];
+        let error = failed.error_text.as_deref().unwrap_or("unknown error");
+        // A recorded error answered, then blocked (a 404 page for an
+        // image meets Opaque Response Blocking, before DevTools sees its
+        // status): the page is as captured.
+        let recorded = self.rules.recorded_error(&row.url);
+        let answered =
+            row.status.is_some_and(|status| status >= 400) || error == "net::ERR_BLOCKED_BY_ORB";
+        if recorded && answered {
+            row.end = failed.timestamp;
+            return;
+        }
+        let why = match &failed.blocked_reason {
+            Some(reason) => format!("{error}, blocked: {reason}"),
+            None => error.to_string(),
+        };
+        self.problems.push(Problem {
+            url: row.url.clone(),
+            reason: Reason::Failed(why),
+        });
+    }
+
+    /// The load, once every event is in; or every problem it had.
+    fn finish(mut self, performance: &PagePerformance) -> Result<PageLoad, String> {
+        let Some(document) = self.document else {
+            return Err("Chromium reported no request for the page's document".to_string());
+        };
+        self.note_unfinished();
+        let mut problems: Vec<String> = self.problems.iter().map(Problem::to_string).collect();
+        let Some(load_event) = self.load_event else {
+            problems.push("the page fired no load event".to_string());
+            return Err(problems.join("; "));
+        };
+        if !problems.is_empty() {
+            return Err(problems.join("; "));
+        }
+        let document = &self.rows[document];
+        let zero_ms = document.start * 1000.0;
+        let since = |seconds: f64| seconds * 1000.0 - zero_ms;
+        let resources = self.resource_timings(zero_ms);
+        let load_event_ms = since(load_event);
+        let load_ms = resources
+            .iter()
+            .map(|r| r.end_ms)
+            .fold(load_event_ms, f64::max);
+        let origin_ms = time_origin_ms(document, performance, zero_ms);
+        let page_time = |t: Option<f64>| Some(origin_ms? + t?);
+        Ok(PageLoad {
+            path_rtt_ms: None,
+            started_at: started_at(document)?,
+            load_ms,
+            resources,
+            browser: Some(BrowserTimings {
+                load_event_ms,
+                dom_content_loaded_ms: self.dom_content_loaded.map(since),
+                response_start_ms: page_time(performance.response_start),
+                largest_contentful_paint_ms: page_time(performance.largest_contentful_paint),
+            }),
+            skipped: self.skipped,
         })
     }
-}
 
-/// Turns the DevTools events of one navigation into a [`PageLoad`].
-///
-/// `events` are every `Network.*` and `Page.*` event of the page's session
-/// from `Page.navigate` on; other events are ignored. `requested` is the
-/// protocol every response must have come over. `performance` is what the
-/// page reported after its load event.
-///
-/// Fails, naming every offending URL, when a response came over another
-/// protocol, a request failed (`Network.loadingFailed`), a response had a
-/// status of 400 or more, a request never finished, or the load event is
-/// missing; a status the captured page recorded for that URL
-/// (`rules.recorded_errors`, a replay's 404s) is no problem. Requests on
-/// hosts other than the page's and `rules.mapped_hosts` are listed as
-/// skipped. Requests for other schemes than http(s) (`data:`, `blob:`)
-/// are not network resources and are left out, and so is the browser's
-/// own favicon request.
-pub fn page_load_from_events(
-    events: &[Value],
-    requested: Proto,
-    performance: &PagePerformance,
-    rules: &PageRules,
-) -> Result<PageLoad, String> {
-    let mut rows: HashMap<&str, Row> = HashMap::new();
-    let mut order: Vec<&str> = Vec::new();
-    let mut document: Option<&str> = None;
-    let mut load_event: Option<f64> = None;
-    let mut dom_content_loaded: Option<f64> = None;
-    let mut problems: Vec<String> = Vec::new();
-    let mut page_host: Option<String> = None;
-    let mut skipped: Vec<String> = Vec::new();
-    // `auto` lets discovery choose, between h2 and h3.
-    let allowed: &[&str] = match requested {
-        Proto::Auto => &["h2", "h3"],
-        fixed => &[fixed.alpn_name()],
-    };
-    let check_response = |url: &str, response: &Value, problems: &mut Vec<String>| {
-        let protocol = response["protocol"].as_str().unwrap_or("unknown");
-        if !allowed.contains(&protocol) {
-            let expected = allowed.join(" or ");
-            problems.push(format!("{url} came over {protocol}, not {expected}"));
-        }
-        let status = response["status"].as_u64().unwrap_or(0);
-        if status >= 400 && !rules.recorded_errors.iter().any(|recorded| recorded == url) {
-            problems.push(format!("{url} answered status {status}"));
-        }
-    };
-
-    for event in events {
-        let params = &event["params"];
-        let timestamp = params["timestamp"].as_f64();
-        match event["method"].as_str().unwrap_or("") {
-            "Network.requestWillBeSent" => {
-                let (Some(id), Some(url), Some(timestamp)) = (
-                    params["requestId"].as_str(),
-                    params["request"]["url"].as_str(),
-                    timestamp,
-                ) else {
-                    continue;
-                };
-                if !(url.starts_with("https://") || url.starts_with("http://")) {
-                    continue;
-                }
-                if let Some(row) = rows.get_mut(id) {
-                    // A redirect: the same request continues at a new URL.
-                    if params["redirectResponse"].is_object() {
-                        check_response(&row.url, &params["redirectResponse"], &mut problems);
-                    }
-                    row.url = url.to_string();
-                    continue;
-                }
-                let kind = params["type"].as_str().map(resource_kind);
-                if document.is_some() && browser_request(params) {
-                    continue;
-                }
-                if document.is_none() && kind == Some(ResourceKind::Document) {
-                    document = Some(id);
-                    page_host = host_of(url);
-                } else if host_of(url) != page_host && !rules.maps(host_of(url)) {
-                    // Never fetched: the host resolver rules send it nowhere.
-                    skipped.push(url.to_string());
-                    continue;
-                }
-                rows.insert(
-                    id,
-                    Row {
-                        url: url.to_string(),
-                        kind: kind.unwrap_or(ResourceKind::Other),
-                        render_blocking: params["request"]["renderBlockingBehavior"].as_str()
-                            == Some("Blocking")
-                            || params["renderBlockingBehavior"].as_str() == Some("Blocking"),
-                        start: timestamp,
-                        wall_time: params["wallTime"].as_f64(),
-                        status: None,
-                        protocol: None,
-                        ttfb_ms: None,
-                        end: None,
-                        bytes: 0,
-                        connection: None,
-                        request_time: None,
-                        send_start_ms: None,
-                    },
-                );
-                order.push(id);
+    /// A problem for each request that neither finished nor had one.
+    fn note_unfinished(&mut self) {
+        for row in &self.rows {
+            let has_problem = self.problems.iter().any(|p| p.url == row.url);
+            if row.end.is_none() && !has_problem {
+                self.problems.push(Problem {
+                    url: row.url.clone(),
+                    reason: Reason::NeverFinished,
+                });
             }
-            "Network.responseReceived" => {
-                let Some(row) = params["requestId"].as_str().and_then(|id| rows.get_mut(id)) else {
-                    continue;
-                };
-                let response = &params["response"];
-                check_response(&row.url, response, &mut problems);
-                if let Some(kind) = params["type"].as_str() {
-                    row.kind = resource_kind(kind);
-                }
-                row.status = response["status"].as_u64().map(|s| s as u16);
-                row.protocol = response["protocol"].as_str().map(str::to_string);
-                row.connection = response["connectionId"].as_f64().map(|c| c as u64);
-                let timing = &response["timing"];
-                row.request_time = timing["requestTime"].as_f64();
-                row.send_start_ms = timing["sendStart"].as_f64().filter(|v| *v >= 0.0);
-                let headers_end = timing["receiveHeadersEnd"].as_f64().filter(|v| *v >= 0.0);
-                row.ttfb_ms = match (row.request_time, headers_end) {
-                    (Some(request_time), Some(headers_end)) => {
-                        Some(request_time * 1000.0 + headers_end)
-                    }
-                    _ => timestamp.map(|t| t * 1000.0),
-                };
-            }
-            "Network.dataReceived" => {
-                if let Some(row) = params["requestId"].as_str().and_then(|id| rows.get_mut(id)) {
-                    row.bytes += params["dataLength"].as_u64().unwrap_or(0);
-                }
-            }
-            "Network.loadingFinished" => {
-                if let Some(row) = params["requestId"].as_str().and_then(|id| rows.get_mut(id)) {
-                    row.end = timestamp;
-                }
-            }
-            "Network.loadingFailed" => {
-                if let Some(row) = params["requestId"].as_str().and_then(|id| rows.get_mut(id)) {
-                    let error = params["errorText"].as_str().unwrap_or("unknown error");
-                    // A recorded error answered, then blocked (a 404 page
-                    // for an image meets Opaque Response Blocking, before
-                    // DevTools sees its status): the page is as captured.
-                    let recorded = rules.recorded_errors.contains(&row.url);
-                    let answered = row.status.is_some_and(|status| status >= 400)
-                        || error == "net::ERR_BLOCKED_BY_ORB";
-                    if recorded && answered {
-                        row.end = timestamp;
-                        continue;
-                    }
-                    let why = match params["blockedReason"].as_str() {
-                        Some(reason) => format!("{error}, blocked: {reason}"),
-                        None => error.to_string(),
-                    };
-                    problems.push(format!("{} failed to load: {why}", row.url));
-                }
-            }
-            "Page.loadEventFired" => load_event = load_event.or(timestamp),
-            "Page.domContentEventFired" => dom_content_loaded = dom_content_loaded.or(timestamp),
-            _ => {}
         }
     }
 
-    let Some(document) = document.and_then(|id| rows.get(id)) else {
-        return Err("Chromium reported no request for the page's document".to_string());
-    };
-    for id in &order {
-        let row = &rows[id];
-        if row.end.is_none() && !problems.iter().any(|p| p.starts_with(row.url.as_str())) {
-            problems.push(format!("{} never finished loading", row.url));
-        }
-    }
-    let Some(load_event) = load_event else {
-        problems.push("the page fired no load event".to_string());
-        return Err(problems.join("; "));
-    };
-    if !problems.is_empty() {
-        return Err(problems.join("; "));
-    }
-
-    let zero_ms = document.start * 1000.0;
-    let since = |seconds: f64| seconds * 1000.0 - zero_ms;
-    let mut connections: Vec<u64> = Vec::new();
-    let mut resources = Vec::with_capacity(order.len());
-    for id in &order {
-        let row = &rows[id];
-        let end = row.end.expect("checked above");
-        let connection = row.connection.map(|raw| {
+    /// Each resource's timing, in milliseconds after `zero_ms`, with
+    /// connections numbered from 1 in the order they were first used.
+    fn resource_timings(&self, zero_ms: f64) -> Vec<ResourceTiming> {
+        let since = |seconds: f64| seconds * 1000.0 - zero_ms;
+        let mut connections: Vec<u64> = Vec::new();
+        let mut number = |raw: u64| {
             let index = connections
                 .iter()
                 .position(|c| *c == raw)
@@ -283,72 +553,53 @@ pub fn page_load_from_events(
                     connections.len() - 1
                 });
             index as u64 + 1
-        });
-        resources.push(ResourceTiming {
-            url: row.url.clone(),
-            kind: row.kind,
-            render_blocking: row.render_blocking,
-            status: row.status.unwrap_or(0),
-            protocol: row.protocol.clone(),
-            start_ms: since(row.start),
-            ttfb_ms: row.ttfb_ms.map_or(since(end), |ms| ms - zero_ms),
-            end_ms: since(end),
-            bytes: row.bytes,
-            connection,
-            stream: None,
-        });
+        };
+        self.rows
+            .iter()
+            .map(|row| {
+                let end = row.end.expect("every row finished: checked before");
+                ResourceTiming {
+                    url: row.url.clone(),
+                    kind: row.kind,
+                    render_blocking: row.render_blocking,
+                    status: row.status.unwrap_or(0),
+                    protocol: row.protocol.clone(),
+                    start_ms: since(row.start),
+                    ttfb_ms: row.ttfb_ms.map_or(since(end), |ms| ms - zero_ms),
+                    end_ms: since(end),
+                    bytes: row.bytes,
+                    connection: row.connection.map(&mut number),
+                    stream: None,
+                }
+            })
+            .collect()
     }
-    let load_event_ms = since(load_event);
-    let load_ms = resources
-        .iter()
-        .map(|r| r.end_ms)
-        .fold(load_event_ms, f64::max);
+}
 
-    // The page's timeOrigin on the DevTools clock, in ms after zero.
-    let origin_ms = match (
-        document.request_time,
-        document.send_start_ms,
-        performance.request_start,
-    ) {
-        (Some(request_time), Some(send_start), Some(request_start)) => {
-            Some(request_time * 1000.0 + send_start - request_start - zero_ms)
-        }
-        _ => None,
-    };
-    let page_time = |t: Option<f64>| Some(origin_ms? + t?);
-    let started_at = match document.wall_time {
-        Some(seconds) if seconds > 0.0 => humantime::format_rfc3339_millis(
+/// The page's `timeOrigin` on the DevTools clock, in ms after `zero_ms`:
+/// found through the document's request, sent at a time both clocks
+/// record.
+fn time_origin_ms(document: &Row, performance: &PagePerformance, zero_ms: f64) -> Option<f64> {
+    let request_time = document.request_time?;
+    let send_start = document.send_start_ms?;
+    let request_start = performance.request_start?;
+    Some(request_time * 1000.0 + send_start - request_start - zero_ms)
+}
+
+/// When the document's request was sent, as RFC 3339 with milliseconds.
+fn started_at(document: &Row) -> Result<String, String> {
+    match document.wall_time {
+        Some(seconds) if seconds > 0.0 => Ok(humantime::format_rfc3339_millis(
             std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(seconds),
         )
-        .to_string(),
-        _ => return Err("Chromium gave no wall-clock time for the document's request".to_string()),
-    };
-    Ok(PageLoad {
-        path_rtt_ms: None,
-        started_at,
-        load_ms,
-        resources,
-        browser: Some(BrowserTimings {
-            load_event_ms,
-            dom_content_loaded_ms: dom_content_loaded.map(since),
-            response_start_ms: page_time(performance.response_start),
-            largest_contentful_paint_ms: page_time(performance.largest_contentful_paint),
-        }),
-        skipped,
-    })
+        .to_string()),
+        _ => Err("Chromium gave no wall-clock time for the document's request".to_string()),
+    }
 }
 
 /// The host of `url`, which decides whether the page's host serves it.
 fn host_of(url: &str) -> Option<String> {
     url::Url::parse(url).ok()?.host_str().map(str::to_string)
-}
-
-/// A request the browser made for itself, not for the page: the favicon
-/// (type `Other`, initiator `other`). It is no resource of the page; a 404
-/// for it must not fail the load.
-fn browser_request(params: &Value) -> bool {
-    params["type"].as_str() == Some("Other")
-        && params["initiator"]["type"].as_str() == Some("other")
 }
 
 /// The DevTools `Network.ResourceType` as a [`ResourceKind`].
@@ -564,6 +815,38 @@ mod tests {
         assert_eq!(err, "the page fired no load event");
         let err = load_from(&events[4..], Proto::H3).unwrap_err();
         assert_eq!(err, "Chromium reported no request for the page's document");
+    }
+
+    #[test]
+    fn an_unfinished_request_is_named_even_when_a_url_under_it_failed() {
+        let mut events = page_events("h3");
+        events[9] = received("I", "Image", 0.012, "h3", 42, 404);
+        events.remove(4);
+        let err = load_from(&events, Proto::H3).unwrap_err();
+        assert_eq!(
+            err,
+            "https://a.test/i.png answered status 404; https://a.test/ never finished loading"
+        );
+    }
+
+    #[test]
+    fn events_of_other_methods_or_shapes_are_passed_over() {
+        let with_session = |mut event: Value| {
+            event["sessionId"] = json!("S1");
+            event
+        };
+        let mut events: Vec<Value> = page_events("h3").into_iter().map(with_session).collect();
+        events.insert(
+            4,
+            json!({"method": "Network.requestServedFromCache", "params": {"requestId": "D"}}),
+        );
+        events.insert(
+            4,
+            json!({"method": "Network.dataReceived", "params": {"dataLength": 5}}),
+        );
+        events.insert(4, json!({"id": 3, "result": {}}));
+        let load = load_from(&events, Proto::H3).unwrap();
+        assert_eq!(load, load_from(&page_events("h3"), Proto::H3).unwrap());
     }
 
     #[test]
