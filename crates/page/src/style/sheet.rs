@@ -118,6 +118,8 @@ impl Sheet {
         declarations(&mut parser, base)
     }
 
+    /// Reads the rules of a sheet, or of an at-rule's block; `@import`
+    /// counts only at the top level.
     fn read_rules(&mut self, parser: &mut Parser<'_>, base: &Url, top_level: bool) {
         loop {
             parser.skip_whitespace();
@@ -130,31 +132,42 @@ impl Sheet {
                 continue;
             }
             parser.reset(&start);
-            let prelude_start = parser.position();
-            let block = loop {
-                match parser.next() {
-                    Ok(Token::CurlyBracketBlock) => break true,
-                    Ok(_) => {}
-                    Err(_) => break false,
-                }
-            };
-            if !block {
+            if !self.style_rule(parser, base) {
                 return;
-            }
-            let prelude = parser.slice_from(prelude_start);
-            let prelude = prelude.trim_end_matches('{').to_string();
-            let declarations = parser
-                .parse_nested_block(|p| Ok::<_, cssparser::ParseError<()>>(declarations(p, base)))
-                .unwrap_or_default();
-            if !declarations.is_empty() {
-                self.rules.push(Rule {
-                    selectors: selector_list(&prelude),
-                    declarations,
-                });
             }
         }
     }
 
+    /// A style rule, kept if it declares something that decides a fetch;
+    /// `false` when the text ends before its block.
+    fn style_rule(&mut self, parser: &mut Parser<'_>, base: &Url) -> bool {
+        let prelude_start = parser.position();
+        let block = loop {
+            match parser.next() {
+                Ok(Token::CurlyBracketBlock) => break true,
+                Ok(_) => {}
+                Err(_) => break false,
+            }
+        };
+        if !block {
+            return false;
+        }
+        let prelude = parser.slice_from(prelude_start);
+        let prelude = prelude.trim_end_matches('{').to_string();
+        let declarations = parser
+            .parse_nested_block(|p| Ok::<_, cssparser::ParseError<()>>(declarations(p, base)))
+            .unwrap_or_default();
+        if !declarations.is_empty() {
+            self.rules.push(Rule {
+                selectors: selector_list(&prelude),
+                declarations,
+            });
+        }
+        true
+    }
+
+    /// An at-rule: an `@import`, an `@font-face`, or a block of rules
+    /// that apply on a screen (`@media screen`, `@supports`, `@layer`, …).
     fn at_rule(&mut self, name: &str, parser: &mut Parser<'_>, base: &Url, top_level: bool) {
         let prelude_start = parser.position();
         let mut import = None;
@@ -271,6 +284,7 @@ enum Word {
     Other,
 }
 
+/// Reads a value's tokens into [`Words`].
 fn words(parser: &mut Parser<'_>, base: &Url) -> Words {
     let mut out = Words {
         words: Vec::new(),
@@ -293,29 +307,14 @@ fn words(parser: &mut Parser<'_>, base: &Url) -> Words {
                 out.urls.extend(base.join(&s).ok());
                 Word::Other
             }
-            Token::Function(f) => {
-                let name = f.to_ascii_lowercase();
-                let nested = parser.parse_nested_block(|p| {
-                    Ok::<_, cssparser::ParseError<()>>(match name.as_str() {
-                        "url" => p
-                            .expect_string()
-                            .ok()
-                            .and_then(|s| base.join(s).ok())
-                            .into_iter()
-                            .collect(),
-                        _ => words(p, base).urls,
-                    })
-                });
-                out.urls.extend(nested.unwrap_or_default());
-                if name == "calc"
-                    || name == "clamp"
-                    || name == "min"
-                    || name == "max"
-                    || name == "var"
-                {
-                    Word::Size
-                } else {
-                    Word::Other
+            Token::Function(name) => {
+                let name = name.to_ascii_lowercase();
+                out.urls.extend(function_urls(&name, parser, base));
+                // Math functions and `var()` stand for a size, as far as
+                // the `font` shorthand cares.
+                match name.as_str() {
+                    "calc" | "clamp" | "min" | "max" | "var" => Word::Size,
+                    _ => Word::Other,
                 }
             }
             _ => Word::Other,
@@ -323,6 +322,24 @@ fn words(parser: &mut Parser<'_>, base: &Url) -> Words {
         out.words.push(word);
     }
     out
+}
+
+/// The `url()`s in a function's arguments, the parser being just past
+/// `name(`: its own if it is `url`, else those nested in it.
+fn function_urls(name: &str, parser: &mut Parser<'_>, base: &Url) -> Vec<Url> {
+    parser
+        .parse_nested_block(|p| {
+            Ok::<_, cssparser::ParseError<()>>(match name {
+                "url" => p
+                    .expect_string()
+                    .ok()
+                    .and_then(|s| base.join(s).ok())
+                    .into_iter()
+                    .collect(),
+                _ => words(p, base).urls,
+            })
+        })
+        .unwrap_or_default()
 }
 
 /// What one declaration sets: nothing, one slot, or for the `font`
