@@ -212,7 +212,7 @@ pub fn expand(text: &str, env: &BTreeMap<String, String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::JobPlan;
+    use crate::manifest::{JobPlan, INDEX_VAR, NODE_VAR};
 
     #[test]
     fn expansion_follows_kubernetes() {
@@ -244,8 +244,8 @@ mod tests {
             .map(String::from)
             .to_vec();
         assert_eq!(runs[2].argv[..4], expected[..]);
-        assert_eq!(runs[2].env["H3LAB_SHARD_INDEX"], "2");
-        assert!(!runs[2].env["H3LAB_NODE"].is_empty());
+        assert_eq!(runs[2].env[INDEX_VAR], "2");
+        assert!(!runs[2].env[NODE_VAR].is_empty());
         let line = runs[2].command_line();
         let expected = " H3LAB_SHARD_INDEX=2 h3lab load https://s/ --shard=2/3 ";
         assert!(

@@ -14,13 +14,11 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
+/// The environment variable that names the pod's node (`spec.nodeName`).
+pub use h3lab_results::env::NODE as NODE_VAR;
 /// The environment variable that carries a pod's completion index, from
 /// the annotation the Job controller sets on every pod of an Indexed Job.
-pub const INDEX_VAR: &str = "H3LAB_SHARD_INDEX";
-/// The environment variable that names the pod's node (`spec.nodeName`),
-/// which `h3lab load` reports as its host: an Indexed Job's pods are all
-/// called `JOB-INDEX`, and the node is what tells two workers apart.
-pub const NODE_VAR: &str = "H3LAB_NODE";
+pub use h3lab_results::env::SHARD_INDEX as INDEX_VAR;
 /// Where the downward API finds a pod's node.
 pub const NODE_FIELD: &str = "spec.nodeName";
 /// Kubernetes' limit on an Indexed Job with a per-index backoff limit.

@@ -16,6 +16,7 @@
 pub mod capacity;
 pub mod config;
 pub mod cpus;
+pub mod env;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod model;

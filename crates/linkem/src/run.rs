@@ -13,6 +13,7 @@ use anyhow::Context;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::cpus::{self, CpuSplit};
+use crate::env;
 use crate::supervise::{Exit, Group, Supervised};
 use crate::EmulatedPath;
 
@@ -75,8 +76,8 @@ impl Placement<'_> {
             (Placement::Loopback, side) => {
                 let mut command = Command::new(program);
                 command
-                    .env("H3LAB_SERVER_IP", "127.0.0.1")
-                    .env("H3LAB_CLIENT_IP", "127.0.0.1");
+                    .env(env::SERVER_IP, "127.0.0.1")
+                    .env(env::CLIENT_IP, "127.0.0.1");
                 if let Ok(split) = CpuSplit::of_this_process() {
                     let cpus = match side {
                         Side::Server => &split.server,

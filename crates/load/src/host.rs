@@ -1,15 +1,13 @@
 //! Facts about the machine a worker runs on, for its report: its name and
 //! what the kernel knows of its clock's accuracy.
 
+use h3lab_results::env::NODE;
 use h3lab_results::load::Clock;
-
-/// Set by `h3lab dist k8s` in each pod to the pod's node.
-const NODE_VAR: &str = "H3LAB_NODE";
 
 /// The machine's name: the node's under `h3lab dist k8s` (its pods' own
 /// host names are all `JOB-INDEX`), else the host name.
 pub(crate) fn name() -> String {
-    if let Some(node) = std::env::var(NODE_VAR).ok().filter(|node| !node.is_empty()) {
+    if let Some(node) = std::env::var(NODE).ok().filter(|node| !node.is_empty()) {
         return node;
     }
     std::fs::read_to_string("/proc/sys/kernel/hostname")

@@ -17,6 +17,7 @@
 
 pub mod bench;
 pub mod difference;
+pub mod env;
 pub mod flags;
 mod histogram;
 pub mod load;

@@ -82,7 +82,7 @@ pub fn run(args: PageArgs) -> anyhow::Result<ExitCode> {
 /// The server's extra addresses an emulated path exports
 /// (`h3lab net run --server-addresses N`), if any.
 fn server_ips_from_env() -> anyhow::Result<Option<Vec<std::net::IpAddr>>> {
-    let Ok(list) = std::env::var("H3LAB_SERVER_IPS") else {
+    let Ok(list) = std::env::var(linkem::env::SERVER_IPS) else {
         return Ok(None);
     };
     let parsed = list.split(',').map(|ip| {

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use crate::config::LinkConfig;
+use crate::env;
 use crate::model::{Direction, DirectionConfig, LinkStats, LossModel, Pipe, RateSpec, Way};
 use forward::{Clock, Forwarder, Lane, Snapshots};
 use gateway::Gateway;
@@ -236,15 +237,15 @@ impl EmulatedPath {
     fn command_in(&self, namespace: &Namespace, program: impl AsRef<OsStr>) -> Command {
         let mut command = Command::new(program);
         command
-            .env("H3LAB_SERVER_IP", SERVER_IP.to_string())
-            .env("H3LAB_CLIENT_IP", CLIENT_IP.to_string());
+            .env(env::SERVER_IP, SERVER_IP.to_string())
+            .env(env::CLIENT_IP, CLIENT_IP.to_string());
         if !self.extra_server_ips.is_empty() {
             let ips: Vec<String> = self
                 .extra_server_ips
                 .iter()
                 .map(Ipv4Addr::to_string)
                 .collect();
-            command.env("H3LAB_SERVER_IPS", ips.join(","));
+            command.env(env::SERVER_IPS, ips.join(","));
         }
         let net = namespace.handle().as_raw_fd();
         let user = namespace.user().map(|user| user.as_raw_fd());
