@@ -13,6 +13,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use h3lab_probe::cli::OfferArgs;
 use h3lab_results::bench::FieldRun;
 use h3lab_results::offer::{OfferReport, OriginOffer};
 use linkem::run::{Placement, Side};
@@ -210,16 +211,18 @@ fn check_offers(
 ) -> anyhow::Result<Vec<OriginOffer>> {
     let json = scratch.join("offers.json");
     let mut command = process::command(&Placement::Loopback, Side::Client, exe);
-    command.args(["probe", "offer"]);
-    command.args(urls.iter().map(FieldUrl::to_string));
-    for pin in pins {
-        command.arg("--resolve").arg(pin.to_string());
-    }
-    if suite.target.insecure {
-        command.arg("--insecure");
-    }
-    command.args(["--timeout", &format!("{}ms", OFFER_TIMEOUT.as_millis())]);
-    command.arg("--json").arg(&json);
+    let offer = OfferArgs {
+        urls: urls.iter().map(FieldUrl::to_string).collect(),
+        resolve: pins
+            .iter()
+            .map(|pin| pin.to_string().parse())
+            .collect::<anyhow::Result<_>>()?,
+        insecure: suite.target.insecure,
+        ca: None,
+        timeout: OFFER_TIMEOUT,
+        json: Some(json.clone()),
+    };
+    command.args(["probe", "offer"]).args(offer.to_args());
     command.stdout(Stdio::null()).stderr(Stdio::piped());
     let mut check = process::spawn(command, "the offer check (h3lab probe offer)")?;
     let budget = OFFER_TIMEOUT * 4 * (urls.len() as u32 + 1);

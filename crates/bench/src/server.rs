@@ -2,7 +2,6 @@
 //! `h3lab serve`, or the suite's own command (e.g. Caddy).
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
@@ -13,8 +12,9 @@ use linkem::supervise::Supervised;
 use h3lab_site::replay::Replay;
 
 use crate::suite::{Suite, Target};
-use crate::sweep::{quic_initial_window_args, Setting, Tunable};
+use crate::sweep::{quic_initial_window, Setting, Tunable};
 use h3lab_harness::custom::{self, Custom};
+use h3lab_server::cli::ServeArgs;
 
 const DEFAULT_PORT: u16 = 443;
 
@@ -137,31 +137,24 @@ fn start_builtin(start: &Start<'_>, target: &Target) -> anyhow::Result<ServerPro
         Placement::Emulated(_) => target.port.unwrap_or(DEFAULT_PORT),
     };
     let cert = scratch.join("server-cert.pem");
-    let mut extra: Vec<OsString> = Vec::new();
-    match setting {
-        Some(setting) if setting.tunable.sets_quic_cc() => {}
-        _ => extra.extend(["--quic-cc".into(), target.quic_cc.name().into()]),
-    }
+    let mut serve = ServeArgs {
+        quic_cc: target.quic_cc,
+        site: site.map(Path::to_path_buf),
+        ..ServeArgs::new()
+    };
     if let Some(setting) = setting {
-        extra.extend(setting.server_args().into_iter().map(OsString::from));
+        setting.apply(&mut serve)?;
     }
     // The suite checks that no sweep sets the window too.
     if let Some(packets) = target.initial_window {
-        extra.extend(
-            quic_initial_window_args(packets.0)
-                .into_iter()
-                .map(OsString::from),
-        );
-    }
-    if let Some(site) = site {
-        extra.extend(["--site".into(), site.into()]);
+        serve.quic_initial_window = Some(quic_initial_window(packets.0));
     }
     let ip = match every_address {
         true => IpAddr::from([0, 0, 0, 0]),
         false => IpAddr::V4(placement.server_ip()),
     };
     let listen = SocketAddr::new(ip, port);
-    let server = h3lab_harness::start_builtin_on(placement, exe, listen, &cert, &extra)?;
+    let server = h3lab_harness::start_builtin_on(placement, exe, listen, &cert, &serve)?;
     Ok(ServerProcess {
         process: server.process,
         addr: server.addr,

@@ -4,7 +4,13 @@
 //! change for each protocol?" within one run. Documented in
 //! `docs/suite.md`.
 
+use std::fmt;
+use std::str::FromStr;
+
+use anyhow::anyhow;
 use h3lab_results::bench::{InitialWindows, SweptSetting};
+use h3lab_results::QuicCongestion;
+use h3lab_server::cli::ServeArgs;
 use serde::{Deserialize, Deserializer};
 
 /// A tunable of the built-in server and the kind of value it takes.
@@ -17,7 +23,7 @@ pub(crate) enum Tunable {
     QuicInitialWindow,
     /// Both transports' initial congestion window, in packets: TCP's
     /// through the routes of the path (`initcwnd`, `initrwnd`), QUIC's
-    /// through `--quic-initial-window` ([`quic_initial_window_args`]).
+    /// through `--quic-initial-window` ([`quic_initial_window`]).
     InitialWindow,
     QuicAckEvery,
     QuicMaxAckDelay,
@@ -175,19 +181,12 @@ impl Tunable {
             )),
         }
     }
-
-    /// Whether setting it sets the QUIC congestion controller, which the
-    /// `[target] quic_cc` flag must then leave alone.
-    pub(crate) fn sets_quic_cc(self) -> bool {
-        matches!(self, Tunable::Cc | Tunable::QuicCc)
-    }
 }
 
-/// The built-in server's flag that starts QUIC at `packets` full-sized
-/// datagrams.
-pub(crate) fn quic_initial_window_args(packets: u32) -> Vec<String> {
-    let bytes = u64::from(packets) * InitialWindows::QUIC_PACKET_BYTES;
-    vec!["--quic-initial-window".into(), bytes.to_string()]
+/// The built-in server's QUIC initial window, in bytes, of `packets`
+/// full-sized datagrams.
+pub(crate) fn quic_initial_window(packets: u32) -> u64 {
+    u64::from(packets) * InitialWindows::QUIC_PACKET_BYTES
 }
 
 /// `32` or `32 packets`, from 1 to 1024.
@@ -220,26 +219,61 @@ impl Setting {
         }
     }
 
-    /// The `h3lab serve` arguments that apply it (none for `server`, which
-    /// picks the server instead).
-    pub(crate) fn server_args(&self) -> Vec<String> {
-        let value = self.value.clone();
-        let flag = |name: &str| format!("--{}", name.replace('_', "-"));
+    /// Sets it on the built-in server's flags (nothing for `server`,
+    /// which picks the server instead). The value was checked when the
+    /// suite was read; a field's own check (such as `--threads`' range)
+    /// still names the value.
+    pub(crate) fn apply(&self, serve: &mut ServeArgs) -> anyhow::Result<()> {
+        let value = self.value.as_str();
         match self.tunable {
             Tunable::Cc => {
-                let quic = match value.as_str() {
-                    "reno" => "newreno".to_string(),
-                    _ => value.clone(),
+                serve.tcp_cc = Some(word(value)?);
+                serve.quic_cc = match value {
+                    "reno" => QuicCongestion::NewReno,
+                    _ => parsed(value)?,
                 };
-                vec!["--quic-cc".into(), quic, "--tcp-cc".into(), value]
             }
-            Tunable::Server => Vec::new(),
+            Tunable::QuicCc => serve.quic_cc = parsed(value)?,
+            Tunable::TcpCc => serve.tcp_cc = Some(word(value)?),
+            Tunable::QuicInitialWindow => serve.quic_initial_window = Some(parsed(value)?),
             Tunable::InitialWindow => {
-                quic_initial_window_args(value.parse().expect("normalized to a count"))
+                serve.quic_initial_window = Some(quic_initial_window(parsed(value)?));
             }
-            tunable => vec![flag(tunable.name()), value],
+            Tunable::QuicAckEvery => serve.quic_ack_every = parsed(value)?,
+            Tunable::QuicMaxAckDelay => {
+                serve.quic_max_ack_delay = Some(humantime::parse_duration(value)?);
+            }
+            Tunable::QuicStreamOrder => serve.quic_stream_order = word(value)?,
+            Tunable::Gso => serve.gso = word(value)?,
+            Tunable::UdpBuffer => serve.udp_buffer = parsed(value)?,
+            Tunable::TcpSendBuffer => serve.tcp_send_buffer = Some(parsed(value)?),
+            Tunable::TcpRecvBuffer => serve.tcp_recv_buffer = Some(parsed(value)?),
+            Tunable::TcpNotsentLowat => serve.tcp_notsent_lowat = Some(parsed(value)?),
+            Tunable::MaxStreams => serve.max_streams = parsed(value)?,
+            Tunable::Threads => serve.threads = Some(parsed(value)?),
+            Tunable::TlsRecords => serve.tls_records = word(value)?,
+            Tunable::H2StreamWindow => serve.h2_stream_window = parsed(value)?,
+            Tunable::H2ConnectionWindow => serve.h2_connection_window = parsed(value)?,
+            Tunable::H2SendBuffer => serve.h2_send_buffer = parsed(value)?,
+            Tunable::Server => {}
         }
+        Ok(())
     }
+}
+
+/// A number or a vocabulary word, as its type reads it.
+fn parsed<T: FromStr>(value: &str) -> anyhow::Result<T>
+where
+    T::Err: fmt::Display,
+{
+    value
+        .parse()
+        .map_err(|err| anyhow!("`{value}` is not a server setting's value: {err}"))
+}
+
+/// One of the server's own words for a flag (`in-order`, `off`).
+fn word<T: clap::ValueEnum>(value: &str) -> anyhow::Result<T> {
+    T::from_str(value, false).map_err(|err| anyhow!("`{value}`: {err}"))
 }
 
 /// A workload's name with the setting it runs with, if any
@@ -342,8 +376,20 @@ mod tests {
         toml::from_str::<Sweep>(text).map_err(|err| err.to_string())
     }
 
+    /// The server flags a setting changes from the defaults.
+    fn server_args(setting: &Setting) -> Vec<String> {
+        let mut serve = ServeArgs::new();
+        setting.apply(&mut serve).unwrap();
+        let args = serve.to_args();
+        let flags = &args[..args.len() - 1];
+        flags
+            .iter()
+            .map(|a| a.to_str().unwrap().to_string())
+            .collect()
+    }
+
     #[test]
-    fn values_are_checked_and_written_as_the_flag_takes_them() {
+    fn values_are_checked_and_set_on_the_servers_flags() {
         let sweep =
             parse("tunable = \"quic_initial_window\"\nvalues = [14480, \"64KiB\"]").unwrap();
         assert_eq!(sweep.values, ["14480", "65536"]);
@@ -351,7 +397,7 @@ mod tests {
             tunable: sweep.tunable,
             value: sweep.values[1].clone(),
         };
-        assert_eq!(setting.server_args(), ["--quic-initial-window", "65536"]);
+        assert_eq!(server_args(&setting), ["--quic-initial-window=65536"]);
         assert_eq!(
             workload_label("w", Some(&setting)),
             "w [quic_initial_window=65536]"
@@ -364,11 +410,7 @@ mod tests {
             tunable: Tunable::Cc,
             value: "reno".into(),
         };
-        assert_eq!(
-            reno.server_args(),
-            ["--quic-cc", "newreno", "--tcp-cc", "reno"]
-        );
-        assert!(Tunable::Cc.sets_quic_cc() && !Tunable::Gso.sets_quic_cc());
+        assert_eq!(server_args(&reno), ["--quic-cc=newreno", "--tcp-cc=reno"]);
     }
 
     #[test]
@@ -379,7 +421,7 @@ mod tests {
             tunable: sweep.tunable,
             value: sweep.values[1].clone(),
         };
-        assert_eq!(wide.server_args(), ["--quic-initial-window", "47104"]);
+        assert_eq!(server_args(&wide), ["--quic-initial-window=47104"]);
         assert_eq!(wide.tcp_initial_window(), Some(32));
         assert_eq!(workload_label("w", Some(&wide)), "w [initial_window=32]");
         let gso = Setting {
@@ -397,14 +439,14 @@ mod tests {
     }
 
     #[test]
-    fn ack_settings_pass_to_the_server_as_written() {
+    fn ack_settings_pass_to_the_server() {
         let sweep =
             parse("tunable = \"quic_max_ack_delay\"\nvalues = [\"5ms\", \"25ms\"]").unwrap();
         let short = Setting {
             tunable: sweep.tunable,
             value: sweep.values[0].clone(),
         };
-        assert_eq!(short.server_args(), ["--quic-max-ack-delay", "5ms"]);
+        assert_eq!(server_args(&short), ["--quic-max-ack-delay=5ms"]);
         assert!(
             parse("tunable = \"quic_max_ack_delay\"\nvalues = [\"soon\", \"5ms\"]")
                 .unwrap_err()
@@ -415,7 +457,7 @@ mod tests {
             tunable: every.tunable,
             value: every.values[0].clone(),
         };
-        assert_eq!(rfc.server_args(), ["--quic-ack-every", "2"]);
+        assert_eq!(server_args(&rfc), ["--quic-ack-every=2"]);
     }
 
     #[test]
@@ -425,9 +467,40 @@ mod tests {
             tunable: sweep.tunable,
             value: sweep.values[0].clone(),
         };
-        assert_eq!(one.server_args(), ["--threads", "1"]);
+        assert_eq!(server_args(&one), ["--threads=1"]);
         let err = parse("tunable = \"threads\"\nvalues = [0, 2]").unwrap_err();
         assert!(err.contains("positive whole number"), "{err}");
+    }
+
+    #[test]
+    fn every_tunable_sets_a_flag_of_the_server() {
+        let samples = |values: &Values| -> Vec<&'static str> {
+            match values {
+                Values::OneOf(choices) => choices.to_vec(),
+                Values::Bytes | Values::Count | Values::Packets => vec!["3"],
+                Values::Duration => vec!["5ms"],
+                Values::ServerName => vec![],
+            }
+        };
+        for (tunable, name, values) in &TUNABLES {
+            for value in samples(values) {
+                let setting = Setting {
+                    tunable: *tunable,
+                    value: tunable.normalize(value).unwrap(),
+                };
+                let mut serve = ServeArgs::new();
+                setting.apply(&mut serve).unwrap();
+                let changed = serve != ServeArgs::new();
+                let is_default = matches!(
+                    (*name, value),
+                    ("quic_cc", "auto")
+                        | ("gso", "on")
+                        | ("quic_stream_order", "priority")
+                        | ("tls_records", "dynamic")
+                );
+                assert!(changed != is_default, "{name} = {value}: changed {changed}");
+            }
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //!
 //! It is what `h3lab-bench` (a cell's server) and `h3lab-probe` (the
 //! probes' server) share. Not for: serving (`h3lab-server`, which this
-//! only starts as a process), what the banner and metrics text mean
+//! only starts as a process, from its typed flags `ServeArgs`), what the banner and metrics text mean
 //! (`h3lab-results`), or the path and the supervisor (`linkem`).
 
 #![warn(missing_docs)]

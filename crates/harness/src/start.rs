@@ -1,7 +1,6 @@
 //! Starting `h3lab serve` at a placement and reading its banner.
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read};
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
@@ -11,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use h3lab_results::server_output::BannerLine;
+use h3lab_server::cli::ServeArgs;
 use linkem::run::{Placement, Side};
 use linkem::supervise::{Group, Supervised};
 
@@ -32,19 +32,18 @@ pub struct BuiltinServer {
     pub metrics: Option<SocketAddr>,
 }
 
-/// Starts `exe serve` where `placement` puts servers, listening on
-/// `port` (0: a free one) at the server's address, writing its certificate
-/// to `cert`, with `extra` flags after the common ones; returns once it
-/// listens.
+/// Starts `exe serve` with `serve`'s flags where `placement` puts
+/// servers, listening on `port` (0: a free one) at the server's address,
+/// writing its certificate to `cert`; returns once it listens.
 pub fn start_builtin(
     placement: &Placement<'_>,
     exe: &Path,
     port: u16,
     cert: &Path,
-    extra: &[OsString],
+    serve: &ServeArgs,
 ) -> anyhow::Result<BuiltinServer> {
     let ip = IpAddr::V4(placement.server_ip());
-    start_builtin_on(placement, exe, SocketAddr::new(ip, port), cert, extra)
+    start_builtin_on(placement, exe, SocketAddr::new(ip, port), cert, serve)
 }
 
 /// [`start_builtin`] listening on `listen`: 0.0.0.0 serves every address
@@ -55,21 +54,18 @@ pub fn start_builtin_on(
     exe: &Path,
     listen: SocketAddr,
     cert: &Path,
-    extra: &[OsString],
+    serve: &ServeArgs,
 ) -> anyhow::Result<BuiltinServer> {
     let ip = IpAddr::V4(placement.server_ip());
+    let mut serve = serve.clone();
+    serve.listen = listen;
+    serve.sans.push(ip.to_string());
+    serve.write_cert = Some(cert.to_path_buf());
+    serve.metrics = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
     let mut command = placement.command(Side::Server, exe);
     command
         .arg("serve")
-        .arg("--listen")
-        .arg(listen.to_string())
-        .arg("--san")
-        .arg(ip.to_string())
-        .arg("--write-cert")
-        .arg(cert)
-        .arg("--metrics")
-        .arg("127.0.0.1:0")
-        .args(extra)
+        .args(serve.to_args())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use h3lab_client::{ResolveRule, Target, TlsOptions};
-use h3lab_results::flags::Flags;
+use h3lab_results::flags::{self, Flags};
 use h3lab_results::load::Shard;
 use h3lab_results::Proto;
 
@@ -110,14 +110,6 @@ pub struct LoadArgs {
     pub allow_heavy: bool,
 }
 
-/// `h3lab load` alone, to parse its flags outside the binary.
-#[derive(clap::Parser)]
-#[command(name = "h3lab load", no_binary_name = true)]
-struct LoadLine {
-    #[command(flatten)]
-    args: LoadArgs,
-}
-
 impl LoadArgs {
     /// `h3lab load URL` with every other flag at its default.
     pub fn new(url: &str) -> LoadArgs {
@@ -126,14 +118,10 @@ impl LoadArgs {
 
     /// Parses the flags that follow `h3lab load`, as the binary does;
     /// the error is clap's, without its `error:` prefix.
-    pub fn parse_flags<T: Into<OsString> + Clone>(
-        flags: impl IntoIterator<Item = T>,
+    pub fn parse_flags(
+        flags: impl IntoIterator<Item = impl Into<OsString> + Clone>,
     ) -> anyhow::Result<LoadArgs> {
-        let line = <LoadLine as clap::Parser>::try_parse_from(flags).map_err(|err| {
-            let text = err.render().to_string();
-            anyhow!("{}", text.trim_start_matches("error: ").trim_end())
-        })?;
-        Ok(line.args)
+        flags::parse("h3lab load", flags)
     }
 
     /// The flags, after `h3lab load`, that parse back to `self`.

@@ -6,9 +6,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::anyhow;
 use h3lab_client::ResolveRule;
-use h3lab_results::flags::Flags;
+use h3lab_results::flags::{self, Flags};
 use h3lab_results::{Loader, Proto, Visit};
 
 /// The flags of `h3lab page URL`.
@@ -83,14 +82,6 @@ pub struct PageArgs {
     pub quiet: bool,
 }
 
-/// `h3lab page` alone, to parse its flags outside the binary.
-#[derive(clap::Parser)]
-#[command(name = "h3lab page", no_binary_name = true)]
-struct PageLine {
-    #[command(flatten)]
-    args: PageArgs,
-}
-
 impl PageArgs {
     /// `h3lab page URL` with every other flag at its default.
     pub fn new(url: &str) -> PageArgs {
@@ -98,14 +89,10 @@ impl PageArgs {
     }
 
     /// Parses the flags that follow `h3lab page`, as the binary does.
-    pub fn parse_flags<T: Into<OsString> + Clone>(
-        flags: impl IntoIterator<Item = T>,
+    pub fn parse_flags(
+        flags: impl IntoIterator<Item = impl Into<OsString> + Clone>,
     ) -> anyhow::Result<PageArgs> {
-        let line = <PageLine as clap::Parser>::try_parse_from(flags).map_err(|err| {
-            let text = err.render().to_string();
-            anyhow!("{}", text.trim_start_matches("error: ").trim_end())
-        })?;
-        Ok(line.args)
+        flags::parse("h3lab page", flags)
     }
 
     /// The flags, after `h3lab page`, that parse back to `self`.

@@ -1,16 +1,26 @@
-//! `h3lab probe ttfb`'s flags (behind the `clap` feature), and the way
-//! back: [`TtfbArgs::to_args`] gives the flags that parse to the same
-//! value, so a bench cell starts the probe from a typed value.
+//! The probes' flags (behind the `clap` feature) and what each asks for
+//! (`options`), so the binary only wires them. `probe ttfb`, `offer` and
+//! `connections` also have the way back: `to_args` gives the flags that
+//! parse to the same value (a bench cell starts `probe ttfb` from one).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::anyhow;
 use h3lab_client::{ResolveRule, TlsOptions};
-use h3lab_results::flags::Flags;
+use h3lab_results::flags::{self, Flags};
 use h3lab_results::{Proto, TtfbMode};
+use h3lab_site::Shape;
+use linkem::config::Overrides;
+use linkem::model::UdpPolicy;
 
+use crate::connections::ConnectionsOptions;
+use crate::fallback::FallbackOptions;
+use crate::hol::HolOptions;
+use crate::migrate::scenario::{
+    default_delay_threshold, default_request_timeout, Change, Scenario,
+};
+use crate::migrate::MigrateOptions;
 use crate::ttfb::TtfbOptions;
 
 /// The flags of `h3lab probe ttfb URL`.
@@ -50,14 +60,6 @@ pub struct TtfbArgs {
     pub quiet: bool,
 }
 
-/// `h3lab probe ttfb` alone, to parse its flags outside the binary.
-#[derive(clap::Parser)]
-#[command(name = "h3lab probe ttfb", no_binary_name = true)]
-struct TtfbLine {
-    #[command(flatten)]
-    args: TtfbArgs,
-}
-
 impl TtfbArgs {
     /// `h3lab probe ttfb URL` with every other flag at its default.
     pub fn new(url: &str) -> TtfbArgs {
@@ -65,14 +67,10 @@ impl TtfbArgs {
     }
 
     /// Parses the flags that follow `h3lab probe ttfb`, as the binary does.
-    pub fn parse_flags<T: Into<OsString> + Clone>(
-        flags: impl IntoIterator<Item = T>,
+    pub fn parse_flags(
+        flags: impl IntoIterator<Item = impl Into<OsString> + Clone>,
     ) -> anyhow::Result<TtfbArgs> {
-        let line = <TtfbLine as clap::Parser>::try_parse_from(flags).map_err(|err| {
-            let text = err.render().to_string();
-            anyhow!("{}", text.trim_start_matches("error: ").trim_end())
-        })?;
-        Ok(line.args)
+        flags::parse("h3lab probe ttfb", flags)
     }
 
     /// The flags, after `h3lab probe ttfb`, that parse back to `self`.
@@ -107,6 +105,304 @@ impl TtfbArgs {
     }
 }
 
+/// The flags of `h3lab probe connections`.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub struct ConnectionsArgs {
+    /// Protocols, each against a fresh server on a fresh path.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "h1,h2,h3")]
+    pub protocols: Vec<Proto>,
+    /// Connections held at each step, ascending.
+    #[arg(long, value_delimiter = ',', default_value = "100,1000")]
+    pub counts: Vec<u32>,
+    /// Connections opened at once while growing to a step.
+    #[arg(long, default_value_t = 50)]
+    pub concurrency: u32,
+    /// How long each step waits before reading memory.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub settle: Duration,
+    /// Measure a server this command starts instead of h3lab serve, e.g.
+    /// "scripts/peer-server.sh caddy {ip} {port} {site} {cert} {key}"
+    /// (placeholders as in a suite's server_cmd; {cert} and {key} are
+    /// needed). Idle connections only: h3lab serve alone has an answer
+    /// that waits.
+    #[arg(long, value_name = "COMMAND")]
+    pub server_cmd: Option<String>,
+    /// Also write the report as JSON (schema h3lab.connections/1) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+impl ConnectionsArgs {
+    /// Parses the flags that follow `h3lab probe connections`.
+    pub fn parse_flags(
+        flags: impl IntoIterator<Item = impl Into<OsString> + Clone>,
+    ) -> anyhow::Result<ConnectionsArgs> {
+        flags::parse("h3lab probe connections", flags)
+    }
+
+    /// The flags, after `h3lab probe connections`, that parse back to `self`.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut args = Flags::default();
+        args.value("--protocols", comma_list(&self.protocols));
+        args.value("--counts", comma_list(&self.counts));
+        args.value("--concurrency", self.concurrency);
+        args.duration("--settle", self.settle);
+        args.value_opt("--server-cmd", self.server_cmd.as_ref());
+        args.path_opt("--json", self.json.as_deref());
+        args.finish(None::<OsString>)
+    }
+
+    /// What the probe runs, starting `exe` as the built-in server.
+    pub fn options(&self, exe: PathBuf) -> anyhow::Result<ConnectionsOptions> {
+        let options = ConnectionsOptions {
+            protocols: self.protocols.clone(),
+            counts: self.counts.clone(),
+            concurrency: self.concurrency,
+            settle: self.settle,
+            exe,
+            server_cmd: self.server_cmd.clone(),
+        };
+        options.validate()?;
+        Ok(options)
+    }
+}
+
+/// The flags of `h3lab probe offer URL...`.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub struct OfferArgs {
+    /// URLs whose origins to check, e.g. https://www.example.com/.
+    #[arg(required = true)]
+    pub urls: Vec<String>,
+    /// Connect to ADDR for HOST:PORT instead of resolving HOST (curl's
+    /// --resolve HOST:PORT:ADDR); repeatable.
+    #[arg(long, value_name = "HOST:PORT:ADDR")]
+    pub resolve: Vec<ResolveRule>,
+    /// Accept any server certificate.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Trust the certificate(s) in this PEM file too (the system's
+    /// certificate authorities, or SSL_CERT_FILE's, are always trusted).
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<PathBuf>,
+    /// How long each connection may take; a QUIC handshake with no answer
+    /// within it means no h3.
+    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+    /// Also write the report as JSON (schema h3lab.offer/1) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+impl OfferArgs {
+    /// Parses the flags that follow `h3lab probe offer`.
+    pub fn parse_flags(
+        flags: impl IntoIterator<Item = impl Into<OsString> + Clone>,
+    ) -> anyhow::Result<OfferArgs> {
+        flags::parse("h3lab probe offer", flags)
+    }
+
+    /// The flags, after `h3lab probe offer`, that parse back to `self`.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut args = Flags::default();
+        args.each("--resolve", &self.resolve);
+        args.switch("--insecure", self.insecure);
+        args.path_opt("--ca", self.ca.as_deref());
+        args.duration("--timeout", self.timeout);
+        args.path_opt("--json", self.json.as_deref());
+        args.finish(&self.urls)
+    }
+
+    /// How the origins' certificates are trusted.
+    pub fn tls(&self) -> TlsOptions {
+        TlsOptions {
+            insecure: self.insecure,
+            ca_file: self.ca.clone(),
+        }
+    }
+}
+
+/// The flags of `h3lab probe migrate`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MigrateArgs {
+    /// What changes at the switch: `port` (NAT rebinding) or `address` (a
+    /// network handoff to a second client address).
+    #[arg(long, default_value = "port")]
+    pub change: Change,
+    /// Protocols to run, each on a fresh path, e.g. h2,h3.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "h1,h2,h3")]
+    pub proto: Vec<Proto>,
+    /// Built-in network profile (see `h3lab net profiles`).
+    #[arg(long, default_value = "broadband")]
+    pub profile: String,
+    /// Changes to the profile: the link flags of `h3lab net run`.
+    #[command(flatten)]
+    pub path: Overrides,
+    /// Requests started per second.
+    #[arg(long, default_value_t = 50)]
+    pub rate: u32,
+    /// How long requests are started.
+    #[arg(long, default_value = "4s", value_parser = humantime::parse_duration)]
+    pub duration: Duration,
+    /// When the change happens, from the first request; default: half-way.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub switch_at: Option<Duration>,
+    /// Response body size of each request (`/bytes/N`).
+    #[arg(long, default_value_t = 1000)]
+    pub bytes: u64,
+    /// A request without a complete response this long after its
+    /// scheduled start fails; default: 8 RTT, at least 1 s.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub request_timeout: Option<Duration>,
+    /// A successful request slower than this counts as delayed; default:
+    /// 2 RTT, at least 10 ms.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub delay_threshold: Option<Duration>,
+    /// Also write the report as JSON (schema h3lab.migrate/1,
+    /// docs/results-schema.md) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+impl MigrateArgs {
+    /// What the probe runs on the profile with the overrides, starting
+    /// `exe` as the built-in server; the thresholds default from the
+    /// path's RTT.
+    pub fn options(&self, exe: PathBuf) -> anyhow::Result<MigrateOptions> {
+        let settings = self.path.emulated(&self.profile, "a migration")?;
+        let rtt = Duration::from_nanos(settings.rtt);
+        let scenario = Scenario {
+            change: self.change,
+            protos: self.proto.clone(),
+            rate_per_s: self.rate,
+            duration: self.duration,
+            switch_at: self.switch_at.unwrap_or(self.duration / 2),
+            body_bytes: self.bytes,
+            request_timeout: self
+                .request_timeout
+                .unwrap_or_else(|| default_request_timeout(rtt)),
+            delay_threshold: self
+                .delay_threshold
+                .unwrap_or_else(|| default_delay_threshold(rtt)),
+        };
+        scenario.validate()?;
+        Ok(MigrateOptions {
+            settings,
+            profile: Some(self.profile.clone()),
+            scenario,
+            exe,
+        })
+    }
+}
+
+/// The flags of `h3lab probe hol`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct HolArgs {
+    /// Parallel GETs on the one connection.
+    #[arg(long, default_value_t = 8)]
+    pub streams: u32,
+    /// Response body size of each stream (`/bytes/N`).
+    #[arg(long, default_value_t = 131_072)]
+    pub size: u64,
+    /// Protocols, each on its own fresh path with the same seed.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "h2,h3")]
+    pub protos: Vec<Proto>,
+    /// Built-in network profile (see `h3lab net profiles`); study A's claim
+    /// is at 1 % loss, as in `cellular`.
+    #[arg(long, default_value = "cellular")]
+    pub profile: String,
+    /// Changes to the profile: the link flags of `h3lab net run`.
+    #[command(flatten)]
+    pub path: Overrides,
+    /// Repetitions; repetition r runs every protocol with seed + r.
+    #[arg(long, default_value_t = 1)]
+    pub repetitions: u32,
+    /// Also write the report as JSON (schema h3lab.hol/1,
+    /// docs/results-schema.md) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Also draw the per-stream stalls and completions into an HTML page.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+impl HolArgs {
+    /// What the probe runs on the profile with the overrides, starting
+    /// `exe` as the built-in server.
+    pub fn options(&self, exe: PathBuf) -> anyhow::Result<HolOptions> {
+        let options = HolOptions {
+            settings: self.path.emulated(&self.profile, "a head-of-line probe")?,
+            profile: Some(self.profile.clone()),
+            protos: self.protos.clone(),
+            streams: self.streams,
+            body_bytes: self.size,
+            repetitions: self.repetitions,
+            exe,
+        };
+        options.validate()?;
+        Ok(options)
+    }
+}
+
+/// The flags of `h3lab probe fallback`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FallbackArgs {
+    /// The UDP policies, each on a fresh path: open, blocked,
+    /// blocked-after:N or throttle:RATE.
+    #[arg(long, value_delimiter = ',', default_value = "open,blocked,throttle:1mbit",
+          value_parser = linkem::config::parse_udp_policy)]
+    pub policies: Vec<UdpPolicy>,
+    /// Built-in network profile (see `h3lab net profiles`).
+    #[arg(long, default_value = "broadband")]
+    pub profile: String,
+    /// Changes to the profile: the link flags of `h3lab net run`.
+    #[command(flatten)]
+    pub path: Overrides,
+    /// The generated site loaded (see `h3lab site generate`).
+    #[arg(long, default_value = "small")]
+    pub site: Shape,
+    /// The site's seed (`--seed` is the path's).
+    #[arg(long, default_value_t = 1)]
+    pub site_seed: u64,
+    /// Repetitions of every visit.
+    #[arg(long, default_value_t = 5)]
+    pub repetitions: u32,
+    /// Also write the report as JSON (schema h3lab.fallback/1,
+    /// docs/results-schema.md) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+impl FallbackArgs {
+    /// What the probe runs on the profile with the overrides, each UDP
+    /// policy in turn, starting `exe` as the built-in server.
+    pub fn options(&self, exe: PathBuf) -> anyhow::Result<FallbackOptions> {
+        anyhow::ensure!(
+            self.path.udp.is_none(),
+            "probe fallback runs each of --policies in turn; give the UDP policies there, not with --udp"
+        );
+        let options = FallbackOptions {
+            settings: self.path.emulated(&self.profile, "a fallback probe")?,
+            profile: Some(self.profile.clone()),
+            policies: self.policies.clone(),
+            shape: self.site,
+            seed: self.site_seed,
+            repetitions: self.repetitions,
+            exe,
+        };
+        options.validate()?;
+        Ok(options)
+    }
+}
+
+/// `a,b,c`, as a `value_delimiter = ','` flag reads it.
+fn comma_list(values: &[impl ToString]) -> String {
+    values
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,5 +430,33 @@ mod tests {
         for args in [defaults, every] {
             assert_eq!(round_trip(&args), args);
         }
+    }
+
+    #[test]
+    fn connections_and_offer_flags_parse_back_to_themselves() {
+        let connections = ConnectionsArgs::parse_flags(None::<OsString>).unwrap();
+        let every = ConnectionsArgs {
+            protocols: vec![Proto::H3, Proto::H1],
+            counts: vec![10, 200],
+            concurrency: 7,
+            settle: Duration::from_millis(1_500),
+            server_cmd: Some("scripts/peer-server.sh caddy {ip} {port} -x".to_string()),
+            json: Some(PathBuf::from("c.json")),
+        };
+        for args in [connections, every] {
+            assert_eq!(ConnectionsArgs::parse_flags(args.to_args()).unwrap(), args);
+        }
+        let offer = OfferArgs {
+            urls: vec![
+                "https://a.test/".to_string(),
+                "https://b.test:8443/-x".to_string(),
+            ],
+            resolve: vec!["a.test:443:127.0.0.10".parse().unwrap()],
+            insecure: true,
+            ca: Some(PathBuf::from("ca.pem")),
+            timeout: Duration::from_secs(2),
+            json: Some(PathBuf::from("-")),
+        };
+        assert_eq!(OfferArgs::parse_flags(offer.to_args()).unwrap(), offer);
     }
 }

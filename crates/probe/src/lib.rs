@@ -20,7 +20,8 @@
 //! four run on an emulated path and share `shell`: the root check, the
 //! built-in server, a client that trusts it, and the loop that runs each
 //! variant, keeps what it gathered and stops on Ctrl-C. The reports print
-//! themselves (`Display`) as the command shows them.
+//! themselves (`Display`) as the command shows them. Each probe's flags,
+//! and what they ask for, are in `cli` (with the `clap` feature).
 //!
 //! Not for: load generation or throughput figures (`h3lab-load`), matrix
 //! runs (`h3lab-bench`), or drawing reports (`h3lab-report`); the

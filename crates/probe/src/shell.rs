@@ -3,7 +3,6 @@
 //! trusts it, and the loop that runs each variant in turn, keeps what it
 //! gathered and stops on Ctrl-C or on the first failure.
 
-use std::ffi::OsString;
 use std::fmt::Display;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -14,6 +13,7 @@ use anyhow::anyhow;
 use h3lab_client::{client_tls_config, Target, TlsOptions};
 use h3lab_harness::{start_builtin, BuiltinServer};
 use h3lab_results::Proto;
+use h3lab_server::cli::ServeArgs;
 use linkem::run::{Interrupted, Placement};
 use linkem::EmulatedPath;
 
@@ -34,15 +34,15 @@ pub fn ensure_root() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `h3lab serve` in the server namespace, with `extra` flags, once it
+/// `h3lab serve` with `serve`'s flags in the server namespace, once it
 /// listens; its certificate is written to `cert`.
 pub(crate) fn start_server(
     path: &EmulatedPath,
     exe: &Path,
     cert: &Path,
-    extra: &[OsString],
+    serve: &ServeArgs,
 ) -> anyhow::Result<BuiltinServer> {
-    start_builtin(&Placement::Emulated(path), exe, SERVER_PORT, cert, extra)
+    start_builtin(&Placement::Emulated(path), exe, SERVER_PORT, cert, serve)
 }
 
 /// The pieces of a [`h3lab_client::Connector`], which must be built

@@ -1,6 +1,7 @@
 //! A command line built from typed values, flag by flag: the way back from
 //! a command's parsed flags (`h3lab_load::cli::LoadArgs::to_args` and its
-//! kin) to the arguments that parse to them.
+//! kin) to the arguments that parse to them; and, with the `clap` feature,
+//! the way there (`parse`), as the binary parses them.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -69,6 +70,24 @@ impl Flags {
         self.0.extend(positional.into_iter().map(Into::into));
         self.0
     }
+}
+
+/// Parses the flags that follow `command` (e.g. `h3lab load`) into its
+/// typed flags, as the binary does; the error is clap's, without its
+/// `error:` prefix.
+#[cfg(feature = "clap")]
+pub fn parse<A: clap::Args + clap::FromArgMatches>(
+    command: &'static str,
+    flags: impl IntoIterator<Item = impl Into<OsString> + Clone>,
+) -> anyhow::Result<A> {
+    let line = A::augment_args(clap::Command::new(command).no_binary_name(true));
+    let parsed = line
+        .try_get_matches_from(flags)
+        .and_then(|matches| A::from_arg_matches(&matches));
+    parsed.map_err(|err| {
+        let text = err.render().to_string();
+        anyhow::anyhow!("{}", text.trim_start_matches("error: ").trim_end())
+    })
 }
 
 #[cfg(test)]

@@ -1,58 +1,62 @@
 //! `h3lab serve`'s flags (behind the `clap` feature): every setting of
 //! [`ServerConfig`] a user can choose, with its default and its help, next
-//! to the settings themselves.
+//! to the settings themselves; and the way back to a command line
+//! ([`ServeArgs::to_args`]), with which the bench, the probes and the
+//! harness start the server from typed values.
 
+use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use h3lab_results::flags::{self, Flags};
 use h3lab_results::QuicCongestion;
 
 use crate::{Limits, QuicTuning, ServerConfig, TcpCongestion, TcpTuning, TlsRecords, TlsSource};
 
 /// The flags of `h3lab serve`.
-#[derive(clap::Args)]
+#[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct ServeArgs {
     /// Address and port for TCP (h1, h2) and UDP (h3); port 0 picks a free one.
     #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8443")]
-    listen: SocketAddr,
+    pub listen: SocketAddr,
     /// PEM certificate chain (default: generate a self-signed one).
     #[arg(long, value_name = "PEM", requires = "key")]
-    cert: Option<PathBuf>,
+    pub cert: Option<PathBuf>,
     /// PEM private key for --cert.
     #[arg(long, value_name = "PEM", requires = "cert")]
-    key: Option<PathBuf>,
+    pub key: Option<PathBuf>,
     /// Extra name or IP for the generated certificate (repeatable).
     #[arg(long = "san", value_name = "NAME", conflicts_with = "cert")]
-    sans: Vec<String>,
+    pub sans: Vec<String>,
     /// Write the certificate as PEM here, for clients' --ca.
     #[arg(long, value_name = "PATH")]
     pub write_cert: Option<PathBuf>,
     /// QUIC congestion controller for HTTP/3 (TCP uses the kernel's); auto
     /// picks the family of the kernel's TCP controller (bbr, reno, else cubic).
     #[arg(long, value_enum, default_value = "auto")]
-    quic_cc: QuicCongestion,
+    pub quic_cc: QuicCongestion,
     /// Serve HTTP/1.1 and h2c on TCP without TLS (no HTTP/3).
     #[arg(long, conflicts_with_all = ["cert", "key", "sans", "write_cert"])]
-    cleartext: bool,
+    pub cleartext: bool,
     /// Directory served under /static/.
     #[arg(long, value_name = "DIR")]
-    root: Option<PathBuf>,
+    pub root: Option<PathBuf>,
     /// Directory served at / (e.g. from `h3lab site gen`): every GET path
     /// other than the synthetic endpoints is a file in it, a directory's
     /// index.html answers for it (without the trailing slash: a 301 to it),
     /// and every answer is Cache-Control: no-store.
     #[arg(long, value_name = "DIR")]
-    site: Option<PathBuf>,
+    pub site: Option<PathBuf>,
     /// Largest request header block in bytes (h1 buffer, h2 header list, h3 field section).
     #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_header_bytes)]
-    max_header_bytes: usize,
+    pub max_header_bytes: usize,
     /// Largest /echo request body in bytes; larger gets 413.
     #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_body_bytes)]
-    max_body_bytes: u64,
+    pub max_body_bytes: u64,
     /// Largest N for /bytes/N; larger gets 400.
     #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_response_bytes)]
-    max_response_bytes: u64,
+    pub max_response_bytes: u64,
     /// Worker threads of the server's runtime for h1 and h2 (default: one
     /// per CPU); h3 runs on a thread of its own. On a machine whose other
     /// cores run the client, fewer workers hand less work between
@@ -61,118 +65,121 @@ pub struct ServeArgs {
     pub threads: Option<u16>,
     /// Concurrent streams per h2 or h3 connection.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_streams_per_connection)]
-    max_streams: u32,
+    pub max_streams: u32,
     /// Open TCP connections (h1, h2); beyond it, or a peer address's share,
     /// a connection gets 503 while one of 64 503-slots is free, else it is closed.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_tcp_connections)]
-    max_tcp_connections: usize,
+    pub max_tcp_connections: usize,
     /// The share of --max-tcp-connections one peer address may hold
     /// (set it equal to the limit for one-address benchmarks that need more).
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_tcp_connections_per_peer)]
-    max_tcp_connections_per_peer: usize,
+    pub max_tcp_connections_per_peer: usize,
     /// Open QUIC connections (h3); beyond it, or a peer address's share, a
     /// connection is refused.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_quic_connections)]
-    max_quic_connections: usize,
+    pub max_quic_connections: usize,
     /// The share of --max-quic-connections one peer address may hold.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_quic_connections_per_peer)]
-    max_quic_connections_per_peer: usize,
+    pub max_quic_connections_per_peer: usize,
     /// Unvalidated QUIC handshakes in progress beyond which new Initials are
     /// answered with Retry, making clients prove their address (0: always).
     #[arg(long, value_name = "N", default_value_t = Limits::default().quic_retry_threshold)]
-    quic_retry_threshold: usize,
+    pub quic_retry_threshold: usize,
     /// Longest delay for /delay/MS; longer gets 400.
     #[arg(long, value_name = "MS", default_value_t = Limits::default().max_delay.as_millis() as u64)]
-    max_delay_ms: u64,
+    pub max_delay_ms: u64,
     /// On SIGINT/SIGTERM, how long in-flight requests may still run.
     #[arg(long, value_name = "MS", default_value_t = Limits::default().shutdown_grace.as_millis() as u64)]
-    shutdown_grace_ms: u64,
+    pub shutdown_grace_ms: u64,
     /// Longest time a new connection may take to be ready for requests (TLS
     /// handshake on TCP; QUIC handshake and HTTP/3 set-up on UDP), e.g. 10s.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
-    handshake_timeout: Duration,
+    pub handshake_timeout: Duration,
     /// Longest time a connection with no request in flight may take to send
     /// a complete request's headers, from being ready or from its last
     /// response; past it the connection is closed (h2/h3: GOAWAY), e.g. 10s.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
-    header_timeout: Duration,
+    pub header_timeout: Duration,
     /// TLS record sizes on TCP: dynamic (small records first so a large
     /// response's headers arrive in the first round trip, then 16 KB) or max
     /// (16 KB from the start, as rustls and nginx do by default).
     #[arg(long, value_enum, default_value = "dynamic")]
-    tls_records: RecordSizing,
+    pub tls_records: RecordSizing,
     /// TCP_NOTSENT_LOWAT in bytes: how much unsent data a TCP socket holds
     /// before the server stops writing to it (default: the kernel's, no limit).
     #[arg(long, value_name = "BYTES")]
-    tcp_notsent_lowat: Option<u32>,
+    pub tcp_notsent_lowat: Option<u32>,
     /// TCP congestion controller set on every h1/h2 connection
     /// (TCP_CONGESTION); default: the kernel's.
     #[arg(long, value_enum)]
-    tcp_cc: Option<TcpCc>,
+    pub tcp_cc: Option<TcpCc>,
     /// HTTP/2 receive window per stream, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = TcpTuning::default().h2_stream_window)]
-    h2_stream_window: u32,
+    pub h2_stream_window: u32,
     /// HTTP/2 receive window per connection, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = TcpTuning::default().h2_connection_window)]
-    h2_connection_window: u32,
+    pub h2_connection_window: u32,
     /// Bytes HTTP/2 buffers per stream ahead of the socket.
     #[arg(long, value_name = "BYTES", default_value_t = TcpTuning::default().h2_send_buffer)]
-    h2_send_buffer: usize,
+    pub h2_send_buffer: usize,
     /// SO_SNDBUF for every TCP connection, in bytes (default: the kernel's
     /// autotuning, which a fixed size turns off).
     #[arg(long, value_name = "BYTES")]
-    tcp_send_buffer: Option<usize>,
+    pub tcp_send_buffer: Option<usize>,
     /// SO_RCVBUF for every TCP connection, in bytes (default: autotuning).
     #[arg(long, value_name = "BYTES")]
-    tcp_recv_buffer: Option<usize>,
+    pub tcp_recv_buffer: Option<usize>,
     /// The QUIC congestion controller's initial window, in bytes (default:
     /// 12000 for cubic and newreno, 14720 (10 datagrams) for bbr; 240000
     /// is the start of quinn's own BBR).
     #[arg(long, value_name = "BYTES")]
-    quic_initial_window: Option<u64>,
+    pub quic_initial_window: Option<u64>,
     /// UDP generic segmentation offload for HTTP/3: many datagrams per
     /// system call, where the kernel supports it.
     #[arg(long, value_enum, default_value = "on")]
-    gso: Switch,
+    pub gso: Switch,
     /// SO_SNDBUF and SO_RCVBUF asked for the UDP socket, in bytes (the
     /// kernel caps them at net.core.wmem_max and rmem_max).
     #[arg(long, value_name = "BYTES", default_value_t = QuicTuning::default().udp_buffer)]
-    udp_buffer: usize,
+    pub udp_buffer: usize,
     /// Where h3 runs: own, one thread of its own (quinn's tasks then never
     /// hand work across threads, but h3 uses one core); shared, the
     /// runtime h1 and h2 use (--threads), for more than one core's worth
     /// of h3.
     #[arg(long, value_enum, default_value = "own")]
-    quic_thread: QuicThreadChoice,
+    pub quic_thread: QuicThreadChoice,
     /// Ask clients that support the ACK frequency extension to acknowledge
     /// every N ack-eliciting packets (10: Chromium's decimation; 2: RFC
     /// 9000's ACK for every other packet, asked of no one).
     #[arg(long, value_name = "N", default_value_t = QuicTuning::default().ack_every,
           value_parser = clap::value_parser!(u32).range(1..=256))]
-    quic_ack_every: u32,
+    pub quic_ack_every: u32,
     /// The longest ACK delay asked of such clients (default: the client's
     /// own max_ack_delay, which quinn caps at one RTT).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
-    quic_max_ack_delay: Option<std::time::Duration>,
+    pub quic_max_ack_delay: Option<std::time::Duration>,
     /// How one connection's responses share its packets: priority, by the
     /// request's RFC 9218 priority header (as quic-go does; no header: in
     /// turn); fair, in turn, a packet each; in-order, each response whole
     /// in the order written.
     #[arg(long, value_enum, default_value = "priority")]
-    quic_stream_order: StreamOrder,
+    pub quic_stream_order: StreamOrder,
     /// Serve Prometheus metrics at http://ADDR:PORT/metrics (plain HTTP, a
     /// listener of its own; port 0 picks a free one). See docs/metrics.md.
     #[arg(long, value_name = "ADDR:PORT")]
-    metrics: Option<SocketAddr>,
+    pub metrics: Option<SocketAddr>,
     /// Write one qlog file per QUIC connection into DIR (created if
     /// missing; JSON-SEQ `.sqlog`, which qvis loads).
     #[arg(long, value_name = "DIR")]
-    qlog: Option<PathBuf>,
+    pub qlog: Option<PathBuf>,
 }
 
 /// `--tcp-cc`.
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum TcpCc {
+// The values are explained in their flag's help; doc comments here
+// would be printed again under each value.
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TcpCc {
     Cubic,
     Bbr,
     Reno,
@@ -189,35 +196,166 @@ impl From<TcpCc> for TcpCongestion {
 }
 
 /// `--quic-stream-order`.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum StreamOrder {
+#[allow(missing_docs)] // as `TcpCc`'s
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StreamOrder {
     Priority,
     Fair,
     InOrder,
 }
 
 /// `--gso`.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Switch {
+#[allow(missing_docs)] // as `TcpCc`'s
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Switch {
     On,
     Off,
 }
 
 /// `--quic-thread`.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum QuicThreadChoice {
+#[allow(missing_docs)] // as `TcpCc`'s
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum QuicThreadChoice {
     Own,
     Shared,
 }
 
 /// `--tls-records`.
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum RecordSizing {
+#[allow(missing_docs)] // as `TcpCc`'s
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RecordSizing {
     Dynamic,
     Max,
 }
 
+impl Default for ServeArgs {
+    fn default() -> Self {
+        ServeArgs::new()
+    }
+}
+
+/// A value's word on the command line (`in-order`).
+fn word(value: impl clap::ValueEnum) -> String {
+    let value = value.to_possible_value().expect("no value is skipped");
+    value.get_name().to_string()
+}
+
+/// A duration as humantime reads it back exactly.
+fn duration(value: Duration) -> String {
+    humantime::format_duration(value).to_string()
+}
+
 impl ServeArgs {
+    /// `h3lab serve` with every flag at its default.
+    pub fn new() -> ServeArgs {
+        ServeArgs::parse_flags(None::<OsString>).expect("no flags is a valid `h3lab serve`")
+    }
+
+    /// Parses the flags that follow `h3lab serve`, as the binary does.
+    pub fn parse_flags(
+        flags: impl IntoIterator<Item = impl Into<OsString> + Clone>,
+    ) -> anyhow::Result<ServeArgs> {
+        flags::parse("h3lab serve", flags)
+    }
+
+    /// The flags, after `h3lab serve`, that parse back to `self`: only
+    /// those that differ from the defaults, so that a command line shows
+    /// what a run changed.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let default = ServeArgs::new();
+        let mut args = Flags::default();
+        let changed = |pick: fn(&ServeArgs) -> String| {
+            let value = pick(self);
+            (value != pick(&default)).then_some(value)
+        };
+        args.value_opt("--listen", changed(|a| a.listen.to_string()));
+        args.path_opt("--cert", self.cert.as_deref());
+        args.path_opt("--key", self.key.as_deref());
+        args.each("--san", &self.sans);
+        args.path_opt("--write-cert", self.write_cert.as_deref());
+        args.value_opt("--quic-cc", changed(|a| a.quic_cc.to_string()));
+        args.switch("--cleartext", self.cleartext);
+        args.path_opt("--root", self.root.as_deref());
+        args.path_opt("--site", self.site.as_deref());
+        args.value_opt(
+            "--max-header-bytes",
+            changed(|a| a.max_header_bytes.to_string()),
+        );
+        args.value_opt(
+            "--max-body-bytes",
+            changed(|a| a.max_body_bytes.to_string()),
+        );
+        args.value_opt(
+            "--max-response-bytes",
+            changed(|a| a.max_response_bytes.to_string()),
+        );
+        args.value_opt("--threads", self.threads);
+        args.value_opt("--max-streams", changed(|a| a.max_streams.to_string()));
+        args.value_opt(
+            "--max-tcp-connections",
+            changed(|a| a.max_tcp_connections.to_string()),
+        );
+        args.value_opt(
+            "--max-tcp-connections-per-peer",
+            changed(|a| a.max_tcp_connections_per_peer.to_string()),
+        );
+        args.value_opt(
+            "--max-quic-connections",
+            changed(|a| a.max_quic_connections.to_string()),
+        );
+        args.value_opt(
+            "--max-quic-connections-per-peer",
+            changed(|a| a.max_quic_connections_per_peer.to_string()),
+        );
+        args.value_opt(
+            "--quic-retry-threshold",
+            changed(|a| a.quic_retry_threshold.to_string()),
+        );
+        args.value_opt("--max-delay-ms", changed(|a| a.max_delay_ms.to_string()));
+        args.value_opt(
+            "--shutdown-grace-ms",
+            changed(|a| a.shutdown_grace_ms.to_string()),
+        );
+        args.value_opt(
+            "--handshake-timeout",
+            changed(|a| duration(a.handshake_timeout)),
+        );
+        args.value_opt("--header-timeout", changed(|a| duration(a.header_timeout)));
+        args.value_opt("--tls-records", changed(|a| word(a.tls_records)));
+        args.value_opt("--tcp-notsent-lowat", self.tcp_notsent_lowat);
+        args.value_opt("--tcp-cc", self.tcp_cc.map(word));
+        args.value_opt(
+            "--h2-stream-window",
+            changed(|a| a.h2_stream_window.to_string()),
+        );
+        args.value_opt(
+            "--h2-connection-window",
+            changed(|a| a.h2_connection_window.to_string()),
+        );
+        args.value_opt(
+            "--h2-send-buffer",
+            changed(|a| a.h2_send_buffer.to_string()),
+        );
+        args.value_opt("--tcp-send-buffer", self.tcp_send_buffer);
+        args.value_opt("--tcp-recv-buffer", self.tcp_recv_buffer);
+        args.value_opt("--quic-initial-window", self.quic_initial_window);
+        args.value_opt("--gso", changed(|a| word(a.gso)));
+        args.value_opt("--udp-buffer", changed(|a| a.udp_buffer.to_string()));
+        args.value_opt("--quic-thread", changed(|a| word(a.quic_thread)));
+        args.value_opt(
+            "--quic-ack-every",
+            changed(|a| a.quic_ack_every.to_string()),
+        );
+        args.duration_opt("--quic-max-ack-delay", self.quic_max_ack_delay);
+        args.value_opt(
+            "--quic-stream-order",
+            changed(|a| word(a.quic_stream_order)),
+        );
+        args.value_opt("--metrics", self.metrics);
+        args.path_opt("--qlog", self.qlog.as_deref());
+        args.finish(None::<OsString>)
+    }
+
     /// The server these flags describe.
     pub fn server_config(self) -> ServerConfig {
         let tls = match (self.cert, self.key) {
@@ -311,5 +449,57 @@ mod tests {
         assert!(own_thread(&["serve"]));
         assert!(!own_thread(&["serve", "--quic-thread", "shared"]));
         assert!(Serve::try_parse_from(["serve", "--quic-thread", "two"]).is_err());
+    }
+
+    #[test]
+    fn defaults_and_every_flag_parse_back_to_themselves() {
+        let defaults = ServeArgs::new();
+        assert!(defaults.to_args() == ["--"], "{:?}", defaults.to_args());
+        let every = ServeArgs::parse_flags([
+            "--listen=10.0.0.1:443",
+            "--san=www.site.test",
+            "--san=10.0.0.1",
+            "--write-cert=/tmp/a cert.pem",
+            "--quic-cc=bbr",
+            "--site=site dir",
+            "--root=static",
+            "--max-header-bytes=1000",
+            "--max-body-bytes=2000",
+            "--max-response-bytes=3000",
+            "--threads=3",
+            "--max-streams=7",
+            "--max-tcp-connections=11",
+            "--max-tcp-connections-per-peer=5",
+            "--max-quic-connections=13",
+            "--max-quic-connections-per-peer=6",
+            "--quic-retry-threshold=0",
+            "--max-delay-ms=99",
+            "--shutdown-grace-ms=98",
+            "--handshake-timeout=3s 5ms",
+            "--header-timeout=1h",
+            "--tls-records=max",
+            "--tcp-notsent-lowat=16384",
+            "--tcp-cc=reno",
+            "--h2-stream-window=65535",
+            "--h2-connection-window=65536",
+            "--h2-send-buffer=4096",
+            "--tcp-send-buffer=8192",
+            "--tcp-recv-buffer=8193",
+            "--quic-initial-window=29440",
+            "--gso=off",
+            "--udp-buffer=1000000",
+            "--quic-thread=shared",
+            "--quic-ack-every=2",
+            "--quic-max-ack-delay=5ms",
+            "--quic-stream-order=in-order",
+            "--metrics=127.0.0.1:0",
+            "--qlog=qlogs",
+        ])
+        .unwrap();
+        let tls = ServeArgs::parse_flags(["--cert=c.pem", "--key=k.pem"]).unwrap();
+        let cleartext = ServeArgs::parse_flags(["--cleartext"]).unwrap();
+        for args in [defaults, every, tls, cleartext] {
+            assert_eq!(ServeArgs::parse_flags(args.to_args()).unwrap(), args);
+        }
     }
 }

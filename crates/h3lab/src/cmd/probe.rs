@@ -5,26 +5,17 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Context;
-use h3lab_client::{ResolveRule, TlsOptions};
-use h3lab_probe::cli::TtfbArgs;
-use h3lab_probe::connections::{run_connections, ConnectionsOptions};
-use h3lab_probe::fallback::{run_fallback, FallbackOptions};
+use h3lab_probe::cli::{ConnectionsArgs, FallbackArgs, HolArgs, MigrateArgs, OfferArgs, TtfbArgs};
+use h3lab_probe::connections::run_connections;
+use h3lab_probe::fallback::run_fallback;
 use h3lab_probe::hol::report::{HolReport, StreamResult};
-use h3lab_probe::hol::{run_hol, HolOptions};
-use h3lab_probe::migrate::scenario::{
-    default_delay_threshold, default_request_timeout, Change, Scenario,
-};
+use h3lab_probe::hol::run_hol;
 use h3lab_probe::offer::check_offers;
 use h3lab_probe::ttfb::sample_ttfb;
-use h3lab_probe::{ensure_root, run_migrate, MigrateOptions};
+use h3lab_probe::{ensure_root, run_migrate};
 use h3lab_report::{distribution_html, Chart, Series};
-use h3lab_results::Proto;
-use h3lab_site::Shape;
-use linkem::config::Overrides;
-use linkem::model::UdpPolicy;
 use linkem::run::Interrupted;
 
 #[derive(clap::Args)]
@@ -56,90 +47,11 @@ enum Probe {
     Connections(ConnectionsArgs),
 }
 
-#[derive(clap::Args)]
-struct ConnectionsArgs {
-    /// Protocols, each against a fresh server on a fresh path.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "h1,h2,h3")]
-    protocols: Vec<Proto>,
-    /// Connections held at each step, ascending.
-    #[arg(long, value_delimiter = ',', default_value = "100,1000")]
-    counts: Vec<u32>,
-    /// Connections opened at once while growing to a step.
-    #[arg(long, default_value_t = 50)]
-    concurrency: u32,
-    /// How long each step waits before reading memory.
-    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
-    settle: Duration,
-    /// Measure a server this command starts instead of h3lab serve, e.g.
-    /// "scripts/peer-server.sh caddy {ip} {port} {site} {cert} {key}"
-    /// (placeholders as in a suite's server_cmd; {cert} and {key} are
-    /// needed). Idle connections only: h3lab serve alone has an answer
-    /// that waits.
-    #[arg(long, value_name = "COMMAND")]
-    server_cmd: Option<String>,
-    /// Also write the report as JSON (schema h3lab.connections/1) to FILE.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-}
-
 fn connections(args: ConnectionsArgs) -> anyhow::Result<ExitCode> {
-    let options = ConnectionsOptions {
-        protocols: args.protocols,
-        counts: args.counts,
-        concurrency: args.concurrency,
-        settle: args.settle,
-        exe: std::env::current_exe().context("cannot find the h3lab binary to start the server")?,
-        server_cmd: args.server_cmd,
-    };
-    options.validate()?;
-    let states = match options.server_cmd {
-        None => "idle then with a request open each",
-        Some(_) => "idle",
-    };
-    let header = format!(
-        "probe connections: {} connections per protocol ({}), {states}, against {}",
-        options
-            .counts
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(", then "),
-        options
-            .protocols
-            .iter()
-            .map(Proto::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-        options.server_name()
-    );
-    run_emulated(&header, args.json.as_deref(), None, |interrupted| {
+    let options = args.options(server_exe()?)?;
+    run_emulated(&options, args.json.as_deref(), None, |interrupted| {
         run_connections(&options, interrupted, |result| out!("{result}"))
     })
-}
-
-#[derive(clap::Args)]
-struct OfferArgs {
-    /// URLs whose origins to check, e.g. https://www.example.com/.
-    #[arg(required = true)]
-    urls: Vec<String>,
-    /// Connect to ADDR for HOST:PORT instead of resolving HOST (curl's
-    /// --resolve HOST:PORT:ADDR); repeatable.
-    #[arg(long, value_name = "HOST:PORT:ADDR")]
-    resolve: Vec<ResolveRule>,
-    /// Accept any server certificate.
-    #[arg(long)]
-    insecure: bool,
-    /// Trust the certificate(s) in this PEM file too (the system's
-    /// certificate authorities, or SSL_CERT_FILE's, are always trusted).
-    #[arg(long, value_name = "FILE")]
-    ca: Option<PathBuf>,
-    /// How long each connection may take; a QUIC handshake with no answer
-    /// within it means no h3.
-    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
-    timeout: Duration,
-    /// Also write the report as JSON (schema h3lab.offer/1) to FILE.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -154,11 +66,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn offer(args: OfferArgs) -> anyhow::Result<ExitCode> {
-    let tls = TlsOptions {
-        insecure: args.insecure,
-        ca_file: args.ca,
-    };
-    let report = check_offers(&args.urls, &args.resolve, &tls, args.timeout)?;
+    let report = check_offers(&args.urls, &args.resolve, &args.tls(), args.timeout)?;
     let json = (args.json.as_deref(), || {
         serde_json::to_string_pretty(&report)
     });
@@ -209,115 +117,15 @@ fn finish(
     }
 }
 
-#[derive(clap::Args)]
-struct MigrateArgs {
-    /// What changes at the switch: `port` (NAT rebinding) or `address` (a
-    /// network handoff to a second client address).
-    #[arg(long, default_value = "port")]
-    change: Change,
-    /// Protocols to run, each on a fresh path, e.g. h2,h3.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "h1,h2,h3")]
-    proto: Vec<Proto>,
-    /// Built-in network profile (see `h3lab net profiles`).
-    #[arg(long, default_value = "broadband")]
-    profile: String,
-    #[command(flatten)]
-    path: Overrides,
-    /// Requests started per second.
-    #[arg(long, default_value_t = 50)]
-    rate: u32,
-    /// How long requests are started.
-    #[arg(long, default_value = "4s", value_parser = humantime::parse_duration)]
-    duration: Duration,
-    /// When the change happens, from the first request; default: half-way.
-    #[arg(long, value_parser = humantime::parse_duration)]
-    switch_at: Option<Duration>,
-    /// Response body size of each request (`/bytes/N`).
-    #[arg(long, default_value_t = 1000)]
-    bytes: u64,
-    /// A request without a complete response this long after its
-    /// scheduled start fails; default: 8 RTT, at least 1 s.
-    #[arg(long, value_parser = humantime::parse_duration)]
-    request_timeout: Option<Duration>,
-    /// A successful request slower than this counts as delayed; default:
-    /// 2 RTT, at least 10 ms.
-    #[arg(long, value_parser = humantime::parse_duration)]
-    delay_threshold: Option<Duration>,
-    /// Also write the report as JSON (schema h3lab.migrate/1,
-    /// docs/results-schema.md) to FILE.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-}
-
 fn migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
-    let settings = args.path.emulated(&args.profile, "a migration")?;
-    let rtt = Duration::from_nanos(settings.rtt);
-    let scenario = Scenario {
-        change: args.change,
-        protos: args.proto.clone(),
-        rate_per_s: args.rate,
-        duration: args.duration,
-        switch_at: args.switch_at.unwrap_or(args.duration / 2),
-        body_bytes: args.bytes,
-        request_timeout: args
-            .request_timeout
-            .unwrap_or_else(|| default_request_timeout(rtt)),
-        delay_threshold: args
-            .delay_threshold
-            .unwrap_or_else(|| default_delay_threshold(rtt)),
-    };
-    scenario.validate()?;
-    let options = MigrateOptions {
-        settings,
-        profile: Some(args.profile.clone()),
-        scenario,
-        exe: std::env::current_exe().context("cannot find the h3lab binary to start the server")?,
-    };
+    let options = args.options(server_exe()?)?;
     run_emulated(&options, args.json.as_deref(), None, |interrupted| {
         run_migrate(&options, interrupted, |result| outln!("{result}"))
     })
 }
 
-#[derive(clap::Args)]
-struct HolArgs {
-    /// Parallel GETs on the one connection.
-    #[arg(long, default_value_t = 8)]
-    streams: u32,
-    /// Response body size of each stream (`/bytes/N`).
-    #[arg(long, default_value_t = 131_072)]
-    size: u64,
-    /// Protocols, each on its own fresh path with the same seed.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "h2,h3")]
-    protos: Vec<Proto>,
-    /// Built-in network profile (see `h3lab net profiles`); study A's claim
-    /// is at 1 % loss, as in `cellular`.
-    #[arg(long, default_value = "cellular")]
-    profile: String,
-    #[command(flatten)]
-    path: Overrides,
-    /// Repetitions; repetition r runs every protocol with seed + r.
-    #[arg(long, default_value_t = 1)]
-    repetitions: u32,
-    /// Also write the report as JSON (schema h3lab.hol/1,
-    /// docs/results-schema.md) to FILE.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// Also draw the per-stream stalls and completions into an HTML page.
-    #[arg(long, value_name = "FILE")]
-    html: Option<PathBuf>,
-}
-
 fn hol(args: HolArgs) -> anyhow::Result<ExitCode> {
-    let options = HolOptions {
-        settings: args.path.emulated(&args.profile, "a head-of-line probe")?,
-        profile: Some(args.profile.clone()),
-        protos: args.protos.clone(),
-        streams: args.streams,
-        body_bytes: args.size,
-        repetitions: args.repetitions,
-        exe: std::env::current_exe().context("cannot find the h3lab binary to start the server")?,
-    };
-    options.validate()?;
+    let options = args.options(server_exe()?)?;
     let html = args
         .html
         .as_deref()
@@ -327,51 +135,16 @@ fn hol(args: HolArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-#[derive(clap::Args)]
-struct FallbackArgs {
-    /// The UDP policies, each on a fresh path: open, blocked,
-    /// blocked-after:N or throttle:RATE.
-    #[arg(long, value_delimiter = ',', default_value = "open,blocked,throttle:1mbit",
-          value_parser = linkem::config::parse_udp_policy)]
-    policies: Vec<UdpPolicy>,
-    /// Built-in network profile (see `h3lab net profiles`).
-    #[arg(long, default_value = "broadband")]
-    profile: String,
-    #[command(flatten)]
-    path: Overrides,
-    /// The generated site loaded (see `h3lab site generate`).
-    #[arg(long, default_value = "small")]
-    site: Shape,
-    /// The site's seed (`--seed` is the path's).
-    #[arg(long, default_value_t = 1)]
-    site_seed: u64,
-    /// Repetitions of every visit.
-    #[arg(long, default_value_t = 5)]
-    repetitions: u32,
-    /// Also write the report as JSON (schema h3lab.fallback/1,
-    /// docs/results-schema.md) to FILE.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-}
-
 fn fallback(args: FallbackArgs) -> anyhow::Result<ExitCode> {
-    anyhow::ensure!(
-        args.path.udp.is_none(),
-        "probe fallback runs each of --policies in turn; give the UDP policies there, not with --udp"
-    );
-    let options = FallbackOptions {
-        settings: args.path.emulated(&args.profile, "a fallback probe")?,
-        profile: Some(args.profile.clone()),
-        policies: args.policies.clone(),
-        shape: args.site,
-        seed: args.site_seed,
-        repetitions: args.repetitions,
-        exe: std::env::current_exe().context("cannot find the h3lab binary to start the server")?,
-    };
-    options.validate()?;
+    let options = args.options(server_exe()?)?;
     run_emulated(&options, args.json.as_deref(), None, |interrupted| {
         run_fallback(&options, interrupted, |policy| out!("{policy}"))
     })
+}
+
+/// This binary, which the probes start as `h3lab serve`.
+fn server_exe() -> anyhow::Result<PathBuf> {
+    std::env::current_exe().context("cannot find the h3lab binary to start the server")
 }
 
 /// Where `--html` goes, and what draws the report there.

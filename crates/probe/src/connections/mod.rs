@@ -43,6 +43,25 @@ pub struct ConnectionsOptions {
 /// Most connections a step may hold: every one is a socket at each end.
 pub const MAX_CONNECTIONS: u32 = 20_000;
 
+/// The header line: the steps, the protocols and the server.
+impl fmt::Display for ConnectionsOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let states = match self.server_cmd {
+            None => "idle then with a request open each",
+            Some(_) => "idle",
+        };
+        let counts: Vec<String> = self.counts.iter().map(u32::to_string).collect();
+        let protocols: Vec<String> = self.protocols.iter().map(Proto::to_string).collect();
+        write!(
+            f,
+            "probe connections: {} connections per protocol ({}), {states}, against {}",
+            counts.join(", then "),
+            protocols.join(", "),
+            self.server_name()
+        )
+    }
+}
+
 impl ConnectionsOptions {
     /// The server measured, in words.
     pub fn server_name(&self) -> String {

@@ -4,7 +4,6 @@
 //! client thread in the client namespace that holds the connections while
 //! this thread reads the server's memory.
 
-use std::ffi::OsString;
 use std::path::Path;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
@@ -15,6 +14,7 @@ use h3lab_client::{Connector, RequestTemplate, Sender};
 use h3lab_harness::custom::{self, Custom};
 use h3lab_harness::{scrape, start_builtin};
 use h3lab_results::Proto;
+use h3lab_server::cli::ServeArgs;
 use http::{HeaderMap, Method};
 use linkem::run::{Interrupted, Placement};
 use linkem::supervise::{page_bytes, Supervised};
@@ -134,18 +134,17 @@ impl ProbedServer {
     ) -> anyhow::Result<ProbedServer> {
         let cert = scratch.join("server-cert.pem");
         let most = options.most_connections();
-        let limits: Vec<OsString> = [
-            ("--max-tcp-connections", most.to_string()),
-            ("--max-tcp-connections-per-peer", most.to_string()),
-            ("--max-quic-connections", most.to_string()),
-            ("--max-quic-connections-per-peer", most.to_string()),
+        let most = most as usize;
+        let serve = ServeArgs {
+            max_tcp_connections: most,
+            max_tcp_connections_per_peer: most,
+            max_quic_connections: most,
+            max_quic_connections_per_peer: most,
             // Held connections send nothing for as long as the steps take.
-            ("--header-timeout", "1h".to_string()),
-        ]
-        .into_iter()
-        .flat_map(|(flag, value)| [flag.into(), value.into()])
-        .collect();
-        let server = start_builtin(placement, &options.exe, SERVER_PORT, &cert, &limits)?;
+            header_timeout: Duration::from_secs(3600),
+            ..ServeArgs::new()
+        };
+        let server = start_builtin(placement, &options.exe, SERVER_PORT, &cert, &serve)?;
         Ok(ProbedServer {
             process: server.process,
             addr: server.addr,

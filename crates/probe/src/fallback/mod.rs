@@ -16,6 +16,7 @@ use h3lab_client::TlsOptions;
 use h3lab_page::loader::{load_page, LoaderOptions};
 use h3lab_results::page::PageLoad;
 use h3lab_results::{Proto, Visit};
+use h3lab_server::cli::ServeArgs;
 use h3lab_site::Shape;
 use linkem::model::UdpPolicy;
 use linkem::run::Interrupted;
@@ -126,8 +127,11 @@ fn run_policy(
     let path = EmulatedPath::start(settings.build())?;
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let cert = scratch.path().join("server-cert.pem");
-    let extra = ["--site".into(), site.into_os_string()];
-    let mut server = start_server(&path, &options.exe, &cert, &extra)?;
+    let serve = ServeArgs {
+        site: Some(site),
+        ..ServeArgs::new()
+    };
+    let mut server = start_server(&path, &options.exe, &cert, &serve)?;
     let url = format!("https://{}/", server.addr);
     let repetitions = options.repetitions;
     let stop = interrupted.clone();

@@ -19,6 +19,8 @@ use super::drive::HolJob;
 use super::report::{
     stalls, summarise, DirectionLoss, HolReport, HolRun, LossPattern, RunCpu, Spread, HOL_SCHEMA,
 };
+use h3lab_server::cli::ServeArgs;
+
 use crate::shell::{connector_parts, ensure_root, run_each, start_server, SERVER_GRACE};
 
 /// Most parallel streams.
@@ -162,7 +164,7 @@ fn run_once(options: &HolOptions, proto: Proto, repetition: u32) -> anyhow::Resu
     let path = EmulatedPath::start(settings.build())?;
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let cert = scratch.path().join("server-cert.pem");
-    let mut server = start_server(&path, &options.exe, &cert, &[])?;
+    let mut server = start_server(&path, &options.exe, &cert, &ServeArgs::new())?;
     let addr = server.addr;
     let job = HolJob {
         proto,

@@ -21,6 +21,8 @@ use h3lab_results::Proto;
 use linkem::run::{Interrupted, Placement};
 use linkem::{EmulatedPath, LinkSettings};
 
+use h3lab_server::cli::ServeArgs;
+
 use crate::shell::{connector_parts, run_each, start_server, the_run_of, SERVER_GRACE};
 use drive::{Gathered, Job, Switch};
 use report::{MigrateReport, ProtoResult, MIGRATE_SCHEMA};
@@ -117,7 +119,7 @@ fn run_protocol(
     };
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let cert = scratch.path().join("server-cert.pem");
-    let mut server = start_server(&path, &options.exe, &cert, &[])?;
+    let mut server = start_server(&path, &options.exe, &cert, &ServeArgs::new())?;
     let addr = server.addr;
     let (switch, description) = switch_for(proto, change, path.client_ip(), second);
     let job = Job {
