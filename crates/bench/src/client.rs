@@ -18,6 +18,7 @@ use linkem::run::{Placement, Side};
 use crate::process;
 use crate::server::ServerProcess;
 use crate::spec::CellSpec;
+use h3lab_results::flags::CommandFlags;
 use h3lab_results::load::LoadReport;
 use h3lab_results::page::PageReport;
 use h3lab_results::ttfb::TtfbReport;
@@ -200,7 +201,7 @@ pub(crate) fn run(
     let budget = match &spec.workload.load {
         Load::Rps { .. } | Load::Download { .. } => {
             let (load, budget) = load_args(spec, aim, &json, warmup)?;
-            command.arg("load").args(load.to_args());
+            command.args(load.command_args());
             budget
         }
         Load::Ttfb { samples, .. } => {
@@ -211,7 +212,7 @@ pub(crate) fn run(
             ttfb.json = Some(json.clone());
             ttfb.quiet = true;
             aim.trust(&mut ttfb.insecure, &mut ttfb.ca, &mut ttfb.resolve)?;
-            command.args(["probe", "ttfb"]).args(ttfb.to_args());
+            command.args(ttfb.command_args());
             Duration::from_secs(30) * (ttfb.samples + 1) * 2
         }
         Load::Page {
@@ -243,7 +244,7 @@ pub(crate) fn run(
             page.json = Some(json.clone());
             page.quiet = true;
             aim.trust(&mut page.insecure, &mut page.ca, &mut page.resolve)?;
-            command.arg("page").args(page.to_args());
+            command.args(page.command_args());
             PAGE_LOAD_TIMEOUT * page.loads + Duration::from_secs(60)
         }
     };

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use h3lab_probe::cli::OfferArgs;
 use h3lab_results::bench::FieldRun;
+use h3lab_results::flags::CommandFlags;
 use h3lab_results::offer::{OfferReport, OriginOffer};
 use linkem::run::{Placement, Side};
 
@@ -222,7 +223,7 @@ fn check_offers(
         timeout: OFFER_TIMEOUT,
         json: Some(json.clone()),
     };
-    command.args(["probe", "offer"]).args(offer.to_args());
+    command.args(offer.command_args());
     command.stdout(Stdio::null()).stderr(Stdio::piped());
     let mut check = process::spawn(command, "the offer check (h3lab probe offer)")?;
     let budget = OFFER_TIMEOUT * 4 * (urls.len() as u32 + 1);

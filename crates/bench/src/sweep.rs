@@ -371,6 +371,7 @@ impl<'de> Deserialize<'de> for Sweep {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use h3lab_results::flags::CommandFlags;
 
     fn parse(text: &str) -> Result<Sweep, String> {
         toml::from_str::<Sweep>(text).map_err(|err| err.to_string())

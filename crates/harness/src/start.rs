@@ -9,6 +9,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
+use h3lab_results::flags::CommandFlags;
 use h3lab_results::server_output::BannerLine;
 use h3lab_server::cli::ServeArgs;
 use linkem::run::{Placement, Side};
@@ -64,8 +65,7 @@ pub fn start_builtin_on(
     serve.metrics = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
     let mut command = placement.command(Side::Server, exe);
     command
-        .arg("serve")
-        .args(serve.to_args())
+        .args(serve.command_args())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

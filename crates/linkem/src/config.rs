@@ -13,8 +13,9 @@ pub use crate::model::ReorderSpec;
 pub use direction::LossDirection;
 pub use overrides::Overrides;
 pub use parse::{
-    format_rate, parse_jitter, parse_percent, parse_queue, parse_rate, parse_reorder, parse_time,
-    MAX_RATE_BITS, MAX_TIME,
+    format_jitter, format_percent, format_queue, format_rate, format_reorder, format_time,
+    parse_jitter, parse_percent, parse_queue, parse_rate, parse_reorder, parse_time, MAX_RATE_BITS,
+    MAX_TIME,
 };
 pub use settings::{LinkConfig, LinkSettings, DEFAULT_QUEUE_FLOOR_BYTES};
 pub use udp::parse_udp_policy;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use h3lab_client::{ResolveRule, Target, TlsOptions};
-use h3lab_results::flags::{self, Flags};
+use h3lab_results::flags::{CommandFlags, Flags};
 use h3lab_results::load::Shard;
 use h3lab_results::Proto;
 
@@ -110,22 +110,10 @@ pub struct LoadArgs {
     pub allow_heavy: bool,
 }
 
-impl LoadArgs {
-    /// `h3lab load URL` with every other flag at its default.
-    pub fn new(url: &str) -> LoadArgs {
-        LoadArgs::parse_flags([url]).expect("a URL alone is a valid `h3lab load`")
-    }
+impl CommandFlags for LoadArgs {
+    const COMMAND: &'static str = "h3lab load";
 
-    /// Parses the flags that follow `h3lab load`, as the binary does;
-    /// the error is clap's, without its `error:` prefix.
-    pub fn parse_flags(
-        flags: impl IntoIterator<Item = impl Into<OsString> + Clone>,
-    ) -> anyhow::Result<LoadArgs> {
-        flags::parse("h3lab load", flags)
-    }
-
-    /// The flags, after `h3lab load`, that parse back to `self`.
-    pub fn to_args(&self) -> Vec<OsString> {
+    fn to_args(&self) -> Vec<OsString> {
         let mut args = Flags::default();
         args.value_opt("--proto", self.proto.map(Proto::name));
         args.value("--connections", self.connections);
@@ -152,6 +140,13 @@ impl LoadArgs {
         args.value_opt("--start-at", self.start_at.as_ref().map(|s| &s.text));
         args.switch("--allow-heavy", self.allow_heavy);
         args.finish(self.url.iter())
+    }
+}
+
+impl LoadArgs {
+    /// `h3lab load URL` with every other flag at its default.
+    pub fn new(url: &str) -> LoadArgs {
+        LoadArgs::parse_flags([url]).expect("a URL alone is a valid `h3lab load`")
     }
 
     /// What the flags ask for, checked as `h3lab load` checks it before it
@@ -204,8 +199,7 @@ mod tests {
     use super::*;
 
     fn round_trip(args: &LoadArgs) -> LoadArgs {
-        LoadArgs::parse_flags(args.to_args())
-            .unwrap_or_else(|err| panic!("{:?} does not parse: {err}", args.to_args()))
+        args.round_trip().unwrap()
     }
 
     #[test]

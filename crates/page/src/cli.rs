@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use h3lab_client::ResolveRule;
-use h3lab_results::flags::{self, Flags};
+use h3lab_results::flags::{CommandFlags, Flags};
 use h3lab_results::{Loader, Proto, Visit};
 
 /// The flags of `h3lab page URL`.
@@ -82,21 +82,10 @@ pub struct PageArgs {
     pub quiet: bool,
 }
 
-impl PageArgs {
-    /// `h3lab page URL` with every other flag at its default.
-    pub fn new(url: &str) -> PageArgs {
-        PageArgs::parse_flags([url]).expect("a URL alone is a valid `h3lab page`")
-    }
+impl CommandFlags for PageArgs {
+    const COMMAND: &'static str = "h3lab page";
 
-    /// Parses the flags that follow `h3lab page`, as the binary does.
-    pub fn parse_flags(
-        flags: impl IntoIterator<Item = impl Into<OsString> + Clone>,
-    ) -> anyhow::Result<PageArgs> {
-        flags::parse("h3lab page", flags)
-    }
-
-    /// The flags, after `h3lab page`, that parse back to `self`.
-    pub fn to_args(&self) -> Vec<OsString> {
+    fn to_args(&self) -> Vec<OsString> {
         let mut args = Flags::default();
         args.value("--proto", self.proto);
         args.value("--browser", self.browser);
@@ -115,6 +104,13 @@ impl PageArgs {
         args.path_opt("--har", self.har.as_deref());
         args.switch("--quiet", self.quiet);
         args.finish([&self.url])
+    }
+}
+
+impl PageArgs {
+    /// `h3lab page URL` with every other flag at its default.
+    pub fn new(url: &str) -> PageArgs {
+        PageArgs::parse_flags([url]).expect("a URL alone is a valid `h3lab page`")
     }
 
     /// Refuses flags that do not go together, naming the fix.
@@ -145,8 +141,7 @@ mod tests {
     use super::*;
 
     fn round_trip(args: &PageArgs) -> PageArgs {
-        PageArgs::parse_flags(args.to_args())
-            .unwrap_or_else(|err| panic!("{:?} does not parse: {err}", args.to_args()))
+        args.round_trip().unwrap()
     }
 
     #[test]

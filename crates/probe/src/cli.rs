@@ -1,14 +1,14 @@
 //! The probes' flags (behind the `clap` feature) and what each asks for
-//! (`options`), so the binary only wires them. `probe ttfb`, `offer` and
-//! `connections` also have the way back: `to_args` gives the flags that
-//! parse to the same value (a bench cell starts `probe ttfb` from one).
+//! (`options`), so the binary only wires them, and the way back
+//! ([`CommandFlags::to_args`]): the flags that parse to the same value (a
+//! bench cell starts `probe ttfb` from one).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use h3lab_client::{ResolveRule, TlsOptions};
-use h3lab_results::flags::{self, Flags};
+use h3lab_results::flags::{CommandFlags, Flags};
 use h3lab_results::{Proto, TtfbMode};
 use h3lab_site::Shape;
 use linkem::config::Overrides;
@@ -60,21 +60,10 @@ pub struct TtfbArgs {
     pub quiet: bool,
 }
 
-impl TtfbArgs {
-    /// `h3lab probe ttfb URL` with every other flag at its default.
-    pub fn new(url: &str) -> TtfbArgs {
-        TtfbArgs::parse_flags([url]).expect("a URL alone is a valid `h3lab probe ttfb`")
-    }
+impl CommandFlags for TtfbArgs {
+    const COMMAND: &'static str = "h3lab probe ttfb";
 
-    /// Parses the flags that follow `h3lab probe ttfb`, as the binary does.
-    pub fn parse_flags(
-        flags: impl IntoIterator<Item = impl Into<OsString> + Clone>,
-    ) -> anyhow::Result<TtfbArgs> {
-        flags::parse("h3lab probe ttfb", flags)
-    }
-
-    /// The flags, after `h3lab probe ttfb`, that parse back to `self`.
-    pub fn to_args(&self) -> Vec<OsString> {
+    fn to_args(&self) -> Vec<OsString> {
         let mut args = Flags::default();
         args.value("--proto", self.proto);
         args.value("--mode", self.mode);
@@ -86,6 +75,13 @@ impl TtfbArgs {
         args.path_opt("--json", self.json.as_deref());
         args.switch("--quiet", self.quiet);
         args.finish([&self.url])
+    }
+}
+
+impl TtfbArgs {
+    /// `h3lab probe ttfb URL` with every other flag at its default.
+    pub fn new(url: &str) -> TtfbArgs {
+        TtfbArgs::parse_flags([url]).expect("a URL alone is a valid `h3lab probe ttfb`")
     }
 
     /// What the probe measures.
@@ -132,16 +128,10 @@ pub struct ConnectionsArgs {
     pub json: Option<PathBuf>,
 }
 
-impl ConnectionsArgs {
-    /// Parses the flags that follow `h3lab probe connections`.
-    pub fn parse_flags(
-        flags: impl IntoIterator<Item = impl Into<OsString> + Clone>,
-    ) -> anyhow::Result<ConnectionsArgs> {
-        flags::parse("h3lab probe connections", flags)
-    }
+impl CommandFlags for ConnectionsArgs {
+    const COMMAND: &'static str = "h3lab probe connections";
 
-    /// The flags, after `h3lab probe connections`, that parse back to `self`.
-    pub fn to_args(&self) -> Vec<OsString> {
+    fn to_args(&self) -> Vec<OsString> {
         let mut args = Flags::default();
         args.value("--protocols", comma_list(&self.protocols));
         args.value("--counts", comma_list(&self.counts));
@@ -151,7 +141,9 @@ impl ConnectionsArgs {
         args.path_opt("--json", self.json.as_deref());
         args.finish(None::<OsString>)
     }
+}
 
+impl ConnectionsArgs {
     /// What the probe runs, starting `exe` as the built-in server.
     pub fn options(&self, exe: PathBuf) -> anyhow::Result<ConnectionsOptions> {
         let options = ConnectionsOptions {
@@ -193,16 +185,10 @@ pub struct OfferArgs {
     pub json: Option<PathBuf>,
 }
 
-impl OfferArgs {
-    /// Parses the flags that follow `h3lab probe offer`.
-    pub fn parse_flags(
-        flags: impl IntoIterator<Item = impl Into<OsString> + Clone>,
-    ) -> anyhow::Result<OfferArgs> {
-        flags::parse("h3lab probe offer", flags)
-    }
+impl CommandFlags for OfferArgs {
+    const COMMAND: &'static str = "h3lab probe offer";
 
-    /// The flags, after `h3lab probe offer`, that parse back to `self`.
-    pub fn to_args(&self) -> Vec<OsString> {
+    fn to_args(&self) -> Vec<OsString> {
         let mut args = Flags::default();
         args.each("--resolve", &self.resolve);
         args.switch("--insecure", self.insecure);
@@ -211,7 +197,9 @@ impl OfferArgs {
         args.path_opt("--json", self.json.as_deref());
         args.finish(&self.urls)
     }
+}
 
+impl OfferArgs {
     /// How the origins' certificates are trusted.
     pub fn tls(&self) -> TlsOptions {
         TlsOptions {
@@ -222,7 +210,7 @@ impl OfferArgs {
 }
 
 /// The flags of `h3lab probe migrate`.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct MigrateArgs {
     /// What changes at the switch: `port` (NAT rebinding) or `address` (a
     /// network handoff to a second client address).
@@ -263,6 +251,26 @@ pub struct MigrateArgs {
     pub json: Option<PathBuf>,
 }
 
+impl CommandFlags for MigrateArgs {
+    const COMMAND: &'static str = "h3lab probe migrate";
+
+    fn to_args(&self) -> Vec<OsString> {
+        let mut args = Flags::default();
+        args.value("--change", self.change);
+        args.value("--proto", comma_list(&self.proto));
+        args.value("--profile", &self.profile);
+        args.extend(self.path.to_args());
+        args.value("--rate", self.rate);
+        args.duration("--duration", self.duration);
+        args.duration_opt("--switch-at", self.switch_at);
+        args.value("--bytes", self.bytes);
+        args.duration_opt("--request-timeout", self.request_timeout);
+        args.duration_opt("--delay-threshold", self.delay_threshold);
+        args.path_opt("--json", self.json.as_deref());
+        args.finish(None::<OsString>)
+    }
+}
+
 impl MigrateArgs {
     /// What the probe runs on the profile with the overrides, starting
     /// `exe` as the built-in server; the thresholds default from the
@@ -295,7 +303,7 @@ impl MigrateArgs {
 }
 
 /// The flags of `h3lab probe hol`.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct HolArgs {
     /// Parallel GETs on the one connection.
     #[arg(long, default_value_t = 8)]
@@ -325,6 +333,23 @@ pub struct HolArgs {
     pub html: Option<PathBuf>,
 }
 
+impl CommandFlags for HolArgs {
+    const COMMAND: &'static str = "h3lab probe hol";
+
+    fn to_args(&self) -> Vec<OsString> {
+        let mut args = Flags::default();
+        args.value("--streams", self.streams);
+        args.value("--size", self.size);
+        args.value("--protos", comma_list(&self.protos));
+        args.value("--profile", &self.profile);
+        args.extend(self.path.to_args());
+        args.value("--repetitions", self.repetitions);
+        args.path_opt("--json", self.json.as_deref());
+        args.path_opt("--html", self.html.as_deref());
+        args.finish(None::<OsString>)
+    }
+}
+
 impl HolArgs {
     /// What the probe runs on the profile with the overrides, starting
     /// `exe` as the built-in server.
@@ -344,7 +369,7 @@ impl HolArgs {
 }
 
 /// The flags of `h3lab probe fallback`.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct FallbackArgs {
     /// The UDP policies, each on a fresh path: open, blocked,
     /// blocked-after:N or throttle:RATE.
@@ -370,6 +395,22 @@ pub struct FallbackArgs {
     /// docs/results-schema.md) to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+}
+
+impl CommandFlags for FallbackArgs {
+    const COMMAND: &'static str = "h3lab probe fallback";
+
+    fn to_args(&self) -> Vec<OsString> {
+        let mut args = Flags::default();
+        args.value("--policies", comma_list(&self.policies));
+        args.value("--profile", &self.profile);
+        args.extend(self.path.to_args());
+        args.value("--site", self.site);
+        args.value("--site-seed", self.site_seed);
+        args.value("--repetitions", self.repetitions);
+        args.path_opt("--json", self.json.as_deref());
+        args.finish(None::<OsString>)
+    }
 }
 
 impl FallbackArgs {
@@ -407,15 +448,26 @@ fn comma_list(values: &[impl ToString]) -> String {
 mod tests {
     use super::*;
 
-    fn round_trip(args: &TtfbArgs) -> TtfbArgs {
-        TtfbArgs::parse_flags(args.to_args())
-            .unwrap_or_else(|err| panic!("{:?} does not parse: {err}", args.to_args()))
+    /// `args` and its arguments parse back to it.
+    fn assert_round_trip<A>(args: A)
+    where
+        A: CommandFlags + clap::Args + clap::FromArgMatches + PartialEq + std::fmt::Debug,
+    {
+        assert_eq!(args.round_trip().unwrap(), args);
+    }
+
+    /// The flags that follow the probe's command: none, or the URL.
+    fn defaults<A>(flags: &[&str]) -> A
+    where
+        A: CommandFlags + clap::Args + clap::FromArgMatches,
+    {
+        A::parse_flags(flags).unwrap()
     }
 
     #[test]
-    fn defaults_and_every_flag_parse_back_to_themselves() {
-        let defaults = TtfbArgs::new("https://127.0.0.1:8443/bytes/1");
-        let every = TtfbArgs {
+    fn ttfb_defaults_and_every_flag_parse_back_to_themselves() {
+        assert_round_trip(TtfbArgs::new("https://127.0.0.1:8443/bytes/1"));
+        assert_round_trip(TtfbArgs {
             url: "https://www.example.test/-x".to_string(),
             proto: Proto::H3,
             mode: TtfbMode::ZeroRtt,
@@ -426,27 +478,22 @@ mod tests {
             resolve: vec!["www.example.test:443:127.0.0.10".parse().unwrap()],
             json: Some(PathBuf::from("out.json")),
             quiet: true,
-        };
-        for args in [defaults, every] {
-            assert_eq!(round_trip(&args), args);
-        }
+        });
     }
 
     #[test]
     fn connections_and_offer_flags_parse_back_to_themselves() {
-        let connections = ConnectionsArgs::parse_flags(None::<OsString>).unwrap();
-        let every = ConnectionsArgs {
+        assert_round_trip(defaults::<ConnectionsArgs>(&[]));
+        assert_round_trip(ConnectionsArgs {
             protocols: vec![Proto::H3, Proto::H1],
             counts: vec![10, 200],
             concurrency: 7,
             settle: Duration::from_millis(1_500),
             server_cmd: Some("scripts/peer-server.sh caddy {ip} {port} -x".to_string()),
             json: Some(PathBuf::from("c.json")),
-        };
-        for args in [connections, every] {
-            assert_eq!(ConnectionsArgs::parse_flags(args.to_args()).unwrap(), args);
-        }
-        let offer = OfferArgs {
+        });
+        assert_round_trip(defaults::<OfferArgs>(&["https://a.test/"]));
+        assert_round_trip(OfferArgs {
             urls: vec![
                 "https://a.test/".to_string(),
                 "https://b.test:8443/-x".to_string(),
@@ -456,7 +503,73 @@ mod tests {
             ca: Some(PathBuf::from("ca.pem")),
             timeout: Duration::from_secs(2),
             json: Some(PathBuf::from("-")),
-        };
-        assert_eq!(OfferArgs::parse_flags(offer.to_args()).unwrap(), offer);
+        });
+    }
+
+    /// A path change for every link flag, so that the probes' round trips
+    /// cover the flags they flatten from linkem.
+    fn every_path_flag() -> Overrides {
+        h3lab_results::flags::parse::<Overrides>(
+            "path",
+            [
+                "--rtt=37ms",
+                "--down=2500kbit",
+                "--up=1mbit",
+                "--loss=0.07%",
+                "--loss-model=bernoulli",
+                "--loss-direction=both",
+                "--jitter=2ms:normal",
+                "--queue=64kb",
+                "--reorder=0.5%:10ms",
+                "--duplicate=0.1%",
+                "--udp=blocked-after:3",
+                "--trace-down=down.trace",
+                "--trace-up=up.trace",
+                "--seed=9",
+            ],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn migrate_hol_and_fallback_flags_parse_back_to_themselves() {
+        assert_round_trip(defaults::<MigrateArgs>(&[]));
+        assert_round_trip(MigrateArgs {
+            change: Change::Address,
+            proto: vec![Proto::H3],
+            profile: "cellular".to_string(),
+            path: every_path_flag(),
+            rate: 20,
+            duration: Duration::from_millis(2_500),
+            switch_at: Some(Duration::from_secs(1)),
+            bytes: 10,
+            request_timeout: Some(Duration::from_secs(3)),
+            delay_threshold: Some(Duration::from_millis(40)),
+            json: Some(PathBuf::from("-m.json")),
+        });
+        assert_round_trip(defaults::<HolArgs>(&[]));
+        assert_round_trip(HolArgs {
+            streams: 4,
+            size: 1_000,
+            protos: vec![Proto::H3, Proto::H2],
+            profile: "broadband".to_string(),
+            path: every_path_flag(),
+            repetitions: 3,
+            json: Some(PathBuf::from("h.json")),
+            html: Some(PathBuf::from("h.html")),
+        });
+        assert_round_trip(defaults::<FallbackArgs>(&[]));
+        assert_round_trip(FallbackArgs {
+            policies: vec![UdpPolicy::Blocked, UdpPolicy::BlockedAfter { packets: 4 }],
+            profile: "cellular".to_string(),
+            path: Overrides {
+                udp: None,
+                ..every_path_flag()
+            },
+            site: Shape::Content,
+            site_seed: 7,
+            repetitions: 2,
+            json: Some(PathBuf::from("f.json")),
+        });
     }
 }

@@ -7,6 +7,47 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
+/// A command's typed flags: the way back to its arguments (`to_args`)
+/// and, with the `clap` feature, the way there (`parse_flags`).
+pub trait CommandFlags: Sized {
+    /// The command the flags follow, e.g. `h3lab load`.
+    const COMMAND: &'static str;
+
+    /// The flags, after [`Self::COMMAND`], that parse back to `self`.
+    fn to_args(&self) -> Vec<OsString>;
+
+    /// The arguments after the binary's name: the command's words (`load`,
+    /// `probe ttfb`), then [`Self::to_args`].
+    fn command_args(&self) -> Vec<OsString> {
+        let words = Self::COMMAND.split(' ').skip(1).map(OsString::from);
+        words.chain(self.to_args()).collect()
+    }
+
+    /// Parses the flags that follow [`Self::COMMAND`], as the binary
+    /// does; the error is clap's, without its `error:` prefix.
+    #[cfg(feature = "clap")]
+    fn parse_flags(
+        flags: impl IntoIterator<Item = impl Into<OsString> + Clone>,
+    ) -> anyhow::Result<Self>
+    where
+        Self: clap::Args + clap::FromArgMatches,
+    {
+        parse(Self::COMMAND, flags)
+    }
+
+    /// `self` through its arguments and back, which a test compares with
+    /// `self`.
+    #[cfg(feature = "clap")]
+    fn round_trip(&self) -> anyhow::Result<Self>
+    where
+        Self: clap::Args + clap::FromArgMatches,
+    {
+        let args = self.to_args();
+        Self::parse_flags(args.clone())
+            .map_err(|err| anyhow::anyhow!("{args:?} do not parse back: {err}"))
+    }
+}
+
 /// The arguments of one command, in the order added.
 #[derive(Debug, Default)]
 pub struct Flags(Vec<OsString>);
@@ -51,6 +92,11 @@ impl Flags {
         for value in values {
             self.value(flag, value);
         }
+    }
+
+    /// Arguments that another type wrote, e.g. linkem's path flags.
+    pub fn extend(&mut self, args: impl IntoIterator<Item = OsString>) {
+        self.0.extend(args);
     }
 
     /// `flag` when it is on.
@@ -109,6 +155,21 @@ mod tests {
             let text = flags.0[0].to_str().unwrap().strip_prefix("-z=").unwrap();
             assert_eq!(humantime::parse_duration(text).unwrap(), value, "{text}");
         }
+    }
+
+    struct Probe;
+
+    impl CommandFlags for Probe {
+        const COMMAND: &'static str = "h3lab probe ttfb";
+
+        fn to_args(&self) -> Vec<OsString> {
+            vec!["--quiet".into()]
+        }
+    }
+
+    #[test]
+    fn the_command_words_come_before_the_flags() {
+        assert_eq!(Probe.command_args(), ["probe", "ttfb", "--quiet"]);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use h3lab_results::flags::{self, Flags};
+use h3lab_results::flags::{CommandFlags, Flags};
 use h3lab_results::QuicCongestion;
 
 use crate::{Limits, QuicTuning, ServerConfig, TcpCongestion, TcpTuning, TlsRecords, TlsSource};
@@ -245,23 +245,12 @@ fn duration(value: Duration) -> String {
     humantime::format_duration(value).to_string()
 }
 
-impl ServeArgs {
-    /// `h3lab serve` with every flag at its default.
-    pub fn new() -> ServeArgs {
-        ServeArgs::parse_flags(None::<OsString>).expect("no flags is a valid `h3lab serve`")
-    }
+impl CommandFlags for ServeArgs {
+    const COMMAND: &'static str = "h3lab serve";
 
-    /// Parses the flags that follow `h3lab serve`, as the binary does.
-    pub fn parse_flags(
-        flags: impl IntoIterator<Item = impl Into<OsString> + Clone>,
-    ) -> anyhow::Result<ServeArgs> {
-        flags::parse("h3lab serve", flags)
-    }
-
-    /// The flags, after `h3lab serve`, that parse back to `self`: only
-    /// those that differ from the defaults, so that a command line shows
-    /// what a run changed.
-    pub fn to_args(&self) -> Vec<OsString> {
+    /// Only the flags that differ from the defaults, so that a command
+    /// line shows what a run changed.
+    fn to_args(&self) -> Vec<OsString> {
         let default = ServeArgs::new();
         let mut args = Flags::default();
         let changed = |pick: fn(&ServeArgs) -> String| {
@@ -355,6 +344,13 @@ impl ServeArgs {
         args.path_opt("--qlog", self.qlog.as_deref());
         args.finish(None::<OsString>)
     }
+}
+
+impl ServeArgs {
+    /// `h3lab serve` with every flag at its default.
+    pub fn new() -> ServeArgs {
+        ServeArgs::parse_flags(None::<OsString>).expect("no flags is a valid `h3lab serve`")
+    }
 
     /// The server these flags describe.
     pub fn server_config(self) -> ServerConfig {
@@ -424,6 +420,7 @@ mod tests {
     use clap::Parser;
 
     use super::ServeArgs;
+    use h3lab_results::flags::CommandFlags;
 
     #[derive(Parser)]
     struct Serve {
@@ -499,7 +496,7 @@ mod tests {
         let tls = ServeArgs::parse_flags(["--cert=c.pem", "--key=k.pem"]).unwrap();
         let cleartext = ServeArgs::parse_flags(["--cleartext"]).unwrap();
         for args in [defaults, every, tls, cleartext] {
-            assert_eq!(ServeArgs::parse_flags(args.to_args()).unwrap(), args);
+            assert_eq!(args.round_trip().unwrap(), args);
         }
     }
 }

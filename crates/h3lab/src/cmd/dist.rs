@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context};
 use h3lab_dist::{JobPlan, PodRun};
 use h3lab_load::cli::LoadArgs;
+use h3lab_results::flags::CommandFlags;
 use h3lab_results::load::LoadReport;
 
 use super::load::MergeOptions;

@@ -56,6 +56,17 @@ impl FromStr for LossDirection {
     }
 }
 
+impl std::fmt::Display for LossDirection {
+    /// The name `FromStr` reads: `down`, `up` or `both`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LossDirection::Down => "down",
+            LossDirection::Up => "up",
+            LossDirection::Both => "both",
+        })
+    }
+}
+
 impl TryFrom<String> for LossDirection {
     type Error = anyhow::Error;
 
@@ -90,5 +101,11 @@ mod tests {
             );
         }
         assert_eq!(LossDirection::default(), LossDirection::Down);
+        for direction in [LossDirection::Down, LossDirection::Up, LossDirection::Both] {
+            assert_eq!(
+                direction.to_string().parse::<LossDirection>().unwrap(),
+                direction
+            );
+        }
     }
 }

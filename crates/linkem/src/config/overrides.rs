@@ -4,6 +4,7 @@ use super::direction::LossDirection;
 use super::parse::parse_loss_model;
 #[cfg(feature = "clap")]
 use super::parse::{
+    format_jitter, format_percent, format_queue, format_rate, format_reorder, format_time,
     parse_jitter, parse_percent, parse_queue, parse_rate, parse_reorder, parse_time,
 };
 use super::settings::LinkSettings;
@@ -13,7 +14,7 @@ use crate::model::{Jitter, LossModel, Nanos, QueueLimit, RateSpec, ReorderSpec, 
 /// --rtt ...`, `h3lab probe migrate ...`; with the `clap` feature these are
 /// the flags) or in a suite file's `[[profile]]` table. Each `Some` field
 /// replaces the profile's value.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct Overrides {
     /// Round-trip time added by the path, split half per direction (e.g. 40ms).
@@ -129,6 +130,42 @@ impl Overrides {
             .expect("a profile with settings stays emulated"))
     }
 
+    /// The flags that parse back to these changes, each `--flag=value`,
+    /// for a command that takes them (`h3lab probe migrate`, ...).
+    #[cfg(feature = "clap")]
+    pub fn to_args(&self) -> Vec<std::ffi::OsString> {
+        let text = [
+            ("--rtt", self.rtt.map(format_time)),
+            ("--down", self.down.map(format_rate)),
+            ("--up", self.up.map(format_rate)),
+            ("--loss", self.loss.map(format_percent)),
+            ("--loss-model", self.loss_model.clone()),
+            (
+                "--loss-direction",
+                self.loss_direction.map(|d| d.to_string()),
+            ),
+            ("--jitter", self.jitter.map(format_jitter)),
+            ("--queue", self.queue.map(format_queue)),
+            ("--reorder", self.reorder.map(format_reorder)),
+            ("--duplicate", self.duplicate.map(format_percent)),
+            ("--udp", self.udp.map(|udp| udp.to_string())),
+            ("--seed", self.seed.map(|seed| seed.to_string())),
+        ];
+        let paths = [
+            ("--trace-down", &self.trace_down),
+            ("--trace-up", &self.trace_up),
+        ];
+        let text = text
+            .into_iter()
+            .filter_map(|(flag, value)| Some(format!("{flag}={}", value?).into()));
+        let paths = paths.into_iter().filter_map(|(flag, path)| {
+            let mut arg = std::ffi::OsString::from(format!("{flag}="));
+            arg.push(path.as_ref()?);
+            Some(arg)
+        });
+        text.chain(paths).collect()
+    }
+
     fn loss_model(&self, profile_loss: LossModel) -> anyhow::Result<LossModel> {
         match (&self.loss_model, self.loss) {
             (None, None) => Ok(profile_loss),
@@ -220,6 +257,41 @@ mod tests {
         assert!(matches!(changed.loss, LossModel::Gilbert(_)));
         assert_eq!(changed.rtt, 60_000_000);
         assert!(changed.reorder.is_some());
+    }
+
+    #[cfg(feature = "clap")]
+    #[test]
+    fn every_flag_parses_back_to_itself() {
+        let every = Overrides {
+            rtt: Some(37_500_000),
+            down: Some(2_500_000),
+            up: Some(123),
+            loss: Some(0.0007),
+            loss_model: Some("gilbert:1%,30%,0%,100%".to_string()),
+            loss_direction: Some(LossDirection::Both),
+            jitter: Some(Jitter {
+                amount: 1_500,
+                shape: crate::model::JitterShape::Normal,
+            }),
+            queue: Some(QueueLimit::Bytes(65_537)),
+            reorder: Some(ReorderSpec {
+                probability: 0.00007,
+                extra_delay: 10_000_000,
+            }),
+            duplicate: Some(0.001),
+            udp: Some(UdpPolicy::Throttle {
+                bits_per_sec: 1_500_000,
+            }),
+            trace_down: Some("traces/-down.trace".into()),
+            trace_up: Some("up.trace".into()),
+            seed: Some(u64::MAX),
+        };
+        for overrides in [Overrides::default(), every] {
+            let args = overrides.to_args();
+            let parsed = Cli::try_parse_from(std::iter::once("probe".into()).chain(args.clone()));
+            use clap::Parser;
+            assert_eq!(parsed.unwrap().link, overrides, "{args:?}");
+        }
     }
 
     #[cfg(feature = "clap")]

@@ -12,6 +12,13 @@ pub const MAX_RATE_BITS: u64 = 1_000_000_000_000;
 pub const MAX_TIME: Nanos = 3_600_000_000_000;
 
 fn split_number(text: &str) -> Option<(f64, String)> {
+    let (digits, unit) = split_decimal(text)?;
+    Some((digits.parse().ok()?, unit))
+}
+
+/// The leading decimal (digits and a point) as written, and the unit after
+/// it, in lower case.
+fn split_decimal(text: &str) -> Option<(&str, String)> {
     let text = text.trim();
     let end = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -19,7 +26,36 @@ fn split_number(text: &str) -> Option<(f64, String)> {
     let number: f64 = text[..end].parse().ok()?;
     number
         .is_finite()
-        .then(|| (number, text[end..].trim().to_ascii_lowercase()))
+        .then(|| (&text[..end], text[end..].trim().to_ascii_lowercase()))
+}
+
+/// `decimal` (digits with at most one point) times 10^`places`, written
+/// out by moving the point: exact, where a float times 100 is not.
+fn shift_point(decimal: &str, places: i32) -> String {
+    let (whole, fraction) = decimal.split_once('.').unwrap_or((decimal, ""));
+    let digits = format!("{whole}{fraction}");
+    let point = whole.len() as i32 + places;
+    let shifted = if point <= 0 {
+        format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
+    } else if point as usize >= digits.len() {
+        format!("{digits}{}", "0".repeat(point as usize - digits.len()))
+    } else {
+        let (whole, fraction) = digits.split_at(point as usize);
+        format!("{whole}.{fraction}")
+    };
+    tidy_decimal(&shifted)
+}
+
+/// A decimal without leading zeros before the point or trailing zeros
+/// after it: `007.50` is `7.5`, `0.0` is `0`.
+fn tidy_decimal(decimal: &str) -> String {
+    let (whole, fraction) = decimal.split_once('.').unwrap_or((decimal, ""));
+    let whole = whole.trim_start_matches('0');
+    let whole = if whole.is_empty() { "0" } else { whole };
+    match fraction.trim_end_matches('0') {
+        "" => whole.to_string(),
+        fraction => format!("{whole}.{fraction}"),
+    }
 }
 
 /// A bit rate such as `50mbit`, `500kbit`, `1gbit` or `8000bit` (SI units).
@@ -80,17 +116,62 @@ pub fn parse_time(text: &str) -> anyhow::Result<Nanos> {
     Ok(nanos.round() as Nanos)
 }
 
-/// A percentage such as `1%` or `0.5%`, returned as a fraction.
+/// A percentage such as `1%` or `0.5%`, returned as a fraction: the
+/// float nearest the decimal (`0.1%` is the float nearest 0.001).
 pub fn parse_percent(text: &str) -> anyhow::Result<f64> {
     let bad = || anyhow::anyhow!("`{text}` is not a percentage; write a number with %, e.g. `1%`");
-    let (number, unit) = split_number(text).ok_or_else(bad)?;
+    let (digits, unit) = split_decimal(text).ok_or_else(bad)?;
     if unit != "%" {
         return Err(bad());
     }
-    if number > 100.0 {
+    let fraction: f64 = shift_point(digits, -2).parse().map_err(|_| bad())?;
+    if fraction > 1.0 {
         anyhow::bail!("`{text}` is above 100 %; give a percentage from 0% to 100%");
     }
-    Ok(number / 100.0)
+    Ok(fraction)
+}
+
+/// A fraction in the form [`parse_percent`] reads back to the same float:
+/// the shortest decimal of `fraction`, with its point moved (`1.5%`).
+pub fn format_percent(fraction: f64) -> String {
+    format!("{}%", shift_point(&fraction.to_string(), 2))
+}
+
+/// A duration in the form [`parse_time`] reads: the largest unit that
+/// divides it (`20ms`, `1500us`, `0s`).
+pub fn format_time(nanos: Nanos) -> String {
+    [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")]
+        .iter()
+        .find(|(scale, _)| nanos % scale == 0)
+        .map(|(scale, unit)| format!("{}{unit}", nanos / scale))
+        .unwrap_or_else(|| format!("{nanos}ns"))
+}
+
+/// A queue limit in the form [`parse_queue`] reads (`100p`, `65536b`).
+pub fn format_queue(limit: QueueLimit) -> String {
+    match limit {
+        QueueLimit::Packets(packets) => format!("{packets}p"),
+        QueueLimit::Bytes(bytes) => format!("{bytes}b"),
+        QueueLimit::Unlimited => "unlimited".to_string(),
+    }
+}
+
+/// Jitter in the form [`parse_jitter`] reads (`5ms:normal`).
+pub fn format_jitter(jitter: Jitter) -> String {
+    let shape = match jitter.shape {
+        JitterShape::Uniform => "uniform",
+        JitterShape::Normal => "normal",
+    };
+    format!("{}:{shape}", format_time(jitter.amount))
+}
+
+/// Reordering in the form [`parse_reorder`] reads (`1%:10ms`).
+pub fn format_reorder(reorder: ReorderSpec) -> String {
+    format!(
+        "{}:{}",
+        format_percent(reorder.probability),
+        format_time(reorder.extra_delay)
+    )
 }
 
 /// A queue limit: `100p` (packets), `64kb` / `1mb` / `1500b` (bytes,
@@ -224,6 +305,60 @@ mod tests {
             let message = format!("{text:#}");
             assert!(message.contains(expected), "{message}");
         }
+    }
+
+    #[test]
+    fn written_values_read_back_exactly() {
+        for fraction in [
+            0.0,
+            0.0007,
+            0.00007,
+            0.001,
+            0.003,
+            0.01,
+            0.015,
+            0.07,
+            0.1,
+            0.3,
+            1.0,
+            1e-9,
+            0.123456789,
+        ] {
+            let text = format_percent(fraction);
+            assert_eq!(parse_percent(&text).unwrap(), fraction, "{text}");
+        }
+        assert_eq!(format_percent(0.015), "1.5%");
+        assert_eq!(format_percent(1e-5), "0.001%");
+        for nanos in [0, 1, 1_500, 20 * MILLI, 1_500 * MILLI, 3 * 1_000 * MILLI] {
+            assert_eq!(parse_time(&format_time(nanos)).unwrap(), nanos);
+        }
+        assert_eq!(format_time(1_500 * MILLI), "1500ms");
+        for limit in [
+            QueueLimit::Packets(100),
+            QueueLimit::Bytes(65_537),
+            QueueLimit::Unlimited,
+        ] {
+            assert_eq!(parse_queue(&format_queue(limit)).unwrap(), limit);
+        }
+        let jitter = Jitter {
+            amount: 5 * MILLI,
+            shape: JitterShape::Normal,
+        };
+        assert_eq!(parse_jitter(&format_jitter(jitter)).unwrap(), jitter);
+        let reorder = ReorderSpec {
+            probability: 0.001,
+            extra_delay: 10 * MILLI,
+        };
+        assert_eq!(parse_reorder(&format_reorder(reorder)).unwrap(), reorder);
+    }
+
+    #[test]
+    fn a_percentage_is_the_float_nearest_its_decimal() {
+        // 0.007 / 100 in floats lands one step away from 0.00007.
+        assert_ne!(0.007 / 100.0, 0.00007);
+        assert_eq!(parse_percent("0.007%").unwrap(), 0.00007);
+        assert_eq!(parse_percent("007.50%").unwrap(), 0.075);
+        assert_eq!(parse_percent(".5%").unwrap(), 0.005);
     }
 
     #[test]
