@@ -391,11 +391,7 @@ pub(crate) fn study_claims(suite: &Suite) -> Vec<StudyClaim> {
             profile: figure.profile.clone(),
             workload: match (&figure.row, &suite.sweep) {
                 (Some(value), Some(sweep)) => {
-                    let row = crate::sweep::Setting {
-                        tunable: sweep.tunable,
-                        value: value.clone(),
-                    };
-                    crate::sweep::workload_label(&figure.workload, Some(&row))
+                    crate::sweep::workload_label(&figure.workload, sweep.value_named(value))
                 }
                 _ => figure.workload.clone(),
             },

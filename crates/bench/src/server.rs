@@ -12,7 +12,7 @@ use linkem::supervise::Supervised;
 use h3lab_site::replay::Replay;
 
 use crate::suite::{Suite, Target};
-use crate::sweep::{quic_initial_window, Setting, Tunable};
+use crate::sweep::{quic_initial_window, Setting};
 use h3lab_harness::custom::{self, Custom};
 use h3lab_server::cli::ServeArgs;
 
@@ -85,16 +85,16 @@ pub(crate) struct Start<'a> {
 /// Starts the suite's target where `start.placement` puts servers and waits
 /// until it listens.
 pub(crate) fn start(suite: &Suite, start: &Start<'_>) -> anyhow::Result<ServerProcess> {
-    let shell = match start.setting.filter(|s| s.tunable == Tunable::Server) {
-        Some(setting) => suite
+    let shell = match start.setting.and_then(Setting::server) {
+        Some(name) => suite
             .target
             .servers
-            .get(&setting.value)
+            .get(name)
             .map(|server| server.command()),
         None => suite.target.server_cmd.as_deref(),
     };
     let builtin = Start {
-        setting: start.setting.filter(|s| s.tunable != Tunable::Server),
+        setting: start.setting.filter(|s| s.server().is_none()),
         ..*start
     };
     let Some(shell) = shell else {
@@ -143,7 +143,7 @@ fn start_builtin(start: &Start<'_>, target: &Target) -> anyhow::Result<ServerPro
         ..ServeArgs::new()
     };
     if let Some(setting) = setting {
-        setting.apply(&mut serve)?;
+        setting.apply(&mut serve);
     }
     // The suite checks that no sweep sets the window too.
     if let Some(packets) = target.initial_window {

@@ -104,8 +104,8 @@ impl Suite {
     /// `protocol`; every other server runs every protocol.
     pub(crate) fn offers(&self, setting: Option<&crate::sweep::Setting>, protocol: Proto) -> bool {
         setting
-            .filter(|s| s.tunable == crate::sweep::Tunable::Server)
-            .and_then(|s| self.target.servers.get(&s.value))
+            .and_then(crate::sweep::Setting::server)
+            .and_then(|name| self.target.servers.get(name))
             .is_none_or(|server| server.offers(protocol))
     }
 

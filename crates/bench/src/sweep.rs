@@ -4,16 +4,14 @@
 //! change for each protocol?" within one run. Documented in
 //! `docs/suite.md`.
 
-use std::fmt;
-use std::str::FromStr;
+use std::time::Duration;
 
-use anyhow::anyhow;
 use h3lab_results::bench::{InitialWindows, SweptSetting};
-use h3lab_results::QuicCongestion;
-use h3lab_server::cli::ServeArgs;
+use h3lab_results::{QuicCongestion, TcpCongestion};
+use h3lab_server::cli::{RecordSizing, ServeArgs, StreamOrder, Switch};
 use serde::{Deserialize, Deserializer};
 
-/// A tunable of the built-in server and the kind of value it takes.
+/// A tunable of the built-in server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Tunable {
     /// The congestion controller of both transports: `--quic-cc` and `--tcp-cc`.
@@ -45,94 +43,48 @@ pub(crate) enum Tunable {
     Server,
 }
 
-/// What values a tunable takes.
-enum Values {
-    OneOf(&'static [&'static str]),
-    /// A size: `14480`, `64KB`, `8MiB`; passed on in bytes.
-    Bytes,
-    /// A positive whole number.
-    Count,
-    /// A number of packets: `32` or `"32 packets"`.
-    Packets,
-    /// A duration: `5ms`, `1s`.
-    Duration,
-    /// A server's name: `builtin` or a key of `[target.servers]`.
-    ServerName,
-}
-
 /// The `server` sweep's value for the built-in server.
 pub(crate) const BUILTIN_SERVER: &str = "builtin";
 
-const TUNABLES: [(Tunable, &str, Values); 20] = [
-    (Tunable::Cc, "cc", Values::OneOf(&["cubic", "bbr", "reno"])),
-    (
-        Tunable::QuicCc,
-        "quic_cc",
-        Values::OneOf(&["auto", "cubic", "newreno", "bbr"]),
-    ),
-    (
-        Tunable::TcpCc,
-        "tcp_cc",
-        Values::OneOf(&["cubic", "bbr", "reno"]),
-    ),
-    (
-        Tunable::QuicInitialWindow,
-        "quic_initial_window",
-        Values::Bytes,
-    ),
-    (Tunable::InitialWindow, "initial_window", Values::Packets),
-    (Tunable::QuicAckEvery, "quic_ack_every", Values::Count),
-    (
-        Tunable::QuicMaxAckDelay,
-        "quic_max_ack_delay",
-        Values::Duration,
-    ),
-    (
-        Tunable::QuicStreamOrder,
-        "quic_stream_order",
-        Values::OneOf(&["priority", "fair", "in-order"]),
-    ),
-    (Tunable::Gso, "gso", Values::OneOf(&["on", "off"])),
-    (Tunable::UdpBuffer, "udp_buffer", Values::Bytes),
-    (Tunable::TcpSendBuffer, "tcp_send_buffer", Values::Bytes),
-    (Tunable::TcpRecvBuffer, "tcp_recv_buffer", Values::Bytes),
-    (Tunable::TcpNotsentLowat, "tcp_notsent_lowat", Values::Bytes),
-    (Tunable::MaxStreams, "max_streams", Values::Count),
-    (Tunable::Threads, "threads", Values::Count),
-    (
-        Tunable::TlsRecords,
-        "tls_records",
-        Values::OneOf(&["dynamic", "max"]),
-    ),
-    (Tunable::H2StreamWindow, "h2_stream_window", Values::Bytes),
-    (
-        Tunable::H2ConnectionWindow,
-        "h2_connection_window",
-        Values::Bytes,
-    ),
-    (Tunable::H2SendBuffer, "h2_send_buffer", Values::Bytes),
-    (Tunable::Server, "server", Values::ServerName),
+const TUNABLES: [(Tunable, &str); 20] = [
+    (Tunable::Cc, "cc"),
+    (Tunable::QuicCc, "quic_cc"),
+    (Tunable::TcpCc, "tcp_cc"),
+    (Tunable::QuicInitialWindow, "quic_initial_window"),
+    (Tunable::InitialWindow, "initial_window"),
+    (Tunable::QuicAckEvery, "quic_ack_every"),
+    (Tunable::QuicMaxAckDelay, "quic_max_ack_delay"),
+    (Tunable::QuicStreamOrder, "quic_stream_order"),
+    (Tunable::Gso, "gso"),
+    (Tunable::UdpBuffer, "udp_buffer"),
+    (Tunable::TcpSendBuffer, "tcp_send_buffer"),
+    (Tunable::TcpRecvBuffer, "tcp_recv_buffer"),
+    (Tunable::TcpNotsentLowat, "tcp_notsent_lowat"),
+    (Tunable::MaxStreams, "max_streams"),
+    (Tunable::Threads, "threads"),
+    (Tunable::TlsRecords, "tls_records"),
+    (Tunable::H2StreamWindow, "h2_stream_window"),
+    (Tunable::H2ConnectionWindow, "h2_connection_window"),
+    (Tunable::H2SendBuffer, "h2_send_buffer"),
+    (Tunable::Server, "server"),
 ];
 
 impl Tunable {
-    fn entry(self) -> &'static (Tunable, &'static str, Values) {
+    pub(crate) fn name(self) -> &'static str {
         TUNABLES
             .iter()
-            .find(|(tunable, _, _)| *tunable == self)
+            .find(|(tunable, _)| *tunable == self)
             .expect("every tunable is in the table")
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        self.entry().1
+            .1
     }
 
     fn parse(name: &str) -> Result<Tunable, String> {
         TUNABLES
             .iter()
-            .find(|(_, known, _)| *known == name)
-            .map(|(tunable, _, _)| *tunable)
+            .find(|(_, known)| *known == name)
+            .map(|(tunable, _)| *tunable)
             .ok_or_else(|| {
-                let names: Vec<&str> = TUNABLES.iter().map(|(_, name, _)| *name).collect();
+                let names: Vec<&str> = TUNABLES.iter().map(|(_, name)| *name).collect();
                 format!(
                     "[sweep] tunable `{name}` is not one of {}",
                     names.join(", ")
@@ -140,46 +92,133 @@ impl Tunable {
             })
     }
 
-    /// The value as the server's flag takes it, or why it cannot be one.
-    fn normalize(self, value: &str) -> Result<String, String> {
-        let name = self.name();
-        match &self.entry().2 {
-            Values::OneOf(choices) if choices.contains(&value) => Ok(value.to_string()),
-            Values::OneOf(choices) => Err(format!(
-                "[sweep] `{value}` is not a value of `{name}`; use one of {}",
-                choices.join(", ")
-            )),
-            Values::Bytes => value
-                .parse::<bytesize::ByteSize>()
-                .ok()
-                .filter(|size| size.as_u64() > 0)
-                .map(|size| size.as_u64().to_string())
-                .ok_or_else(|| {
-                    format!("[sweep] `{value}` is not a size for `{name}`; write e.g. `14480`, `64KB` or `8MiB`")
-                }),
-            Values::Count => value
-                .parse::<u32>()
-                .ok()
-                .filter(|count| *count > 0)
-                .map(|count| count.to_string())
-                .ok_or_else(|| {
-                    format!("[sweep] `{value}` is not a positive whole number for `{name}`")
-                }),
-            Values::Packets => parse_packets(value).map(|packets| packets.to_string()).ok_or_else(|| {
-                format!("[sweep] `{value}` is not a number of packets for `{name}`; write e.g. `10` or `\"32 packets\"` (1 to 1024)")
-            }),
-            Values::Duration => humantime::parse_duration(value)
-                .ok()
-                .filter(|duration| !duration.is_zero())
-                .map(|duration| humantime::format_duration(duration).to_string())
-                .ok_or_else(|| format!("[sweep] `{value}` is not a duration for `{name}`; write e.g. `5ms`")),
-            Values::ServerName if !value.is_empty() && !value.contains(char::is_whitespace) => {
-                Ok(value.to_string())
-            }
-            Values::ServerName => Err(format!(
-                "[sweep] `{value}` is not a server name; use `{BUILTIN_SERVER}` or a key of [target.servers]"
-            )),
+    /// The setting `value` stands for, or why it cannot be one.
+    fn setting(self, value: &str) -> Result<Setting, String> {
+        let value = Value {
+            tunable: self,
+            text: value,
+        };
+        Ok(match self {
+            Tunable::Cc => Setting::Cc(value.word(TcpCongestion::ALL)?),
+            Tunable::QuicCc => Setting::QuicCc(value.word(QuicCongestion::ALL)?),
+            Tunable::TcpCc => Setting::TcpCc(value.word(TcpCongestion::ALL)?),
+            Tunable::QuicInitialWindow => Setting::QuicInitialWindow(value.bytes()?),
+            Tunable::InitialWindow => Setting::InitialWindow(value.packets()?),
+            Tunable::QuicAckEvery => Setting::QuicAckEvery(value.count()?),
+            Tunable::QuicMaxAckDelay => Setting::QuicMaxAckDelay(value.duration()?),
+            Tunable::QuicStreamOrder => Setting::QuicStreamOrder(value.flag_word()?),
+            Tunable::Gso => Setting::Gso(value.flag_word()?),
+            Tunable::UdpBuffer => Setting::UdpBuffer(value.bytes()?),
+            Tunable::TcpSendBuffer => Setting::TcpSendBuffer(value.bytes()?),
+            Tunable::TcpRecvBuffer => Setting::TcpRecvBuffer(value.bytes()?),
+            Tunable::TcpNotsentLowat => Setting::TcpNotsentLowat(value.bytes()?),
+            Tunable::MaxStreams => Setting::MaxStreams(value.count()?),
+            Tunable::Threads => Setting::Threads(value.count()?),
+            Tunable::TlsRecords => Setting::TlsRecords(value.flag_word()?),
+            Tunable::H2StreamWindow => Setting::H2StreamWindow(value.bytes()?),
+            Tunable::H2ConnectionWindow => Setting::H2ConnectionWindow(value.bytes()?),
+            Tunable::H2SendBuffer => Setting::H2SendBuffer(value.bytes()?),
+            Tunable::Server => Setting::Server(value.server_name()?),
+        })
+    }
+}
+
+/// A `[sweep]` value as written, read as the type its tunable takes; each
+/// reader's error names the value, the tunable and the accepted form.
+struct Value<'a> {
+    tunable: Tunable,
+    text: &'a str,
+}
+
+impl Value<'_> {
+    /// One of h3lab's words (`bbr`).
+    fn word<T: Copy + std::fmt::Display>(&self, words: &[T]) -> Result<T, String> {
+        let names: Vec<String> = words.iter().map(ToString::to_string).collect();
+        let found = names.iter().position(|name| name == self.text);
+        found
+            .map(|at| words[at])
+            .ok_or_else(|| self.not_one_of(&names))
+    }
+
+    /// One of the server's own words for a flag (`in-order`).
+    fn flag_word<T: clap::ValueEnum>(&self) -> Result<T, String> {
+        let names: Vec<String> = T::value_variants()
+            .iter()
+            .filter_map(|word| Some(word.to_possible_value()?.get_name().to_string()))
+            .collect();
+        T::from_str(self.text, false).map_err(|_| self.not_one_of(&names))
+    }
+
+    fn not_one_of(&self, names: &[String]) -> String {
+        format!(
+            "[sweep] `{}` is not a value of `{}`; use one of {}",
+            self.text,
+            self.tunable.name(),
+            names.join(", ")
+        )
+    }
+
+    /// A size: `14480`, `64KB`, `8MiB`, in bytes, as large as the
+    /// server's field holds.
+    fn bytes<T: TryFrom<u64>>(&self) -> Result<T, String> {
+        let size = self.text.parse::<bytesize::ByteSize>().ok();
+        let bytes = size.map(|size| size.as_u64()).filter(|bytes| *bytes > 0);
+        bytes
+            .and_then(|bytes| T::try_from(bytes).ok())
+            .ok_or_else(|| {
+                format!(
+                    "[sweep] `{}` is not a size that `{}` holds; write e.g. `14480`, `64KB` or `8MiB`",
+                    self.text,
+                    self.tunable.name()
+                )
+            })
+    }
+
+    /// A positive whole number, as large as the server's field holds.
+    fn count<T: std::str::FromStr + Default + PartialOrd>(&self) -> Result<T, String> {
+        let count = self.text.parse().ok();
+        count.filter(|count| *count > T::default()).ok_or_else(|| {
+            format!(
+                "[sweep] `{}` is not a positive whole number that `{}` holds",
+                self.text,
+                self.tunable.name()
+            )
+        })
+    }
+
+    /// A number of packets: `32` or `32 packets`.
+    fn packets(&self) -> Result<u32, String> {
+        parse_packets(self.text).ok_or_else(|| {
+            format!(
+                "[sweep] `{}` is not a number of packets for `{}`; write e.g. `10` or \
+                 `\"32 packets\"` (1 to 1024)",
+                self.text,
+                self.tunable.name()
+            )
+        })
+    }
+
+    /// A duration above zero: `5ms`, `1s`.
+    fn duration(&self) -> Result<Duration, String> {
+        let duration = humantime::parse_duration(self.text).ok();
+        duration.filter(|d| !d.is_zero()).ok_or_else(|| {
+            format!(
+                "[sweep] `{}` is not a duration for `{}`; write e.g. `5ms`",
+                self.text,
+                self.tunable.name()
+            )
+        })
+    }
+
+    /// `builtin` or a key of `[target.servers]`, which the suite checks.
+    fn server_name(&self) -> Result<String, String> {
+        if self.text.is_empty() || self.text.contains(char::is_whitespace) {
+            return Err(format!(
+                "[sweep] `{}` is not a server name; use `{BUILTIN_SERVER}` or a key of [target.servers]",
+                self.text
+            ));
         }
+        Ok(self.text.to_string())
     }
 }
 
@@ -195,85 +234,154 @@ pub(crate) fn parse_packets(text: &str) -> Option<u32> {
     number.parse().ok().filter(|n| (1..=1024).contains(n))
 }
 
-/// One value of the swept tunable: what a cell's server runs with.
+/// One value of the swept tunable, in the type of the server's field it
+/// sets: what a cell's server runs with.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Setting {
-    pub(crate) tunable: Tunable,
-    pub(crate) value: String,
+pub(crate) enum Setting {
+    /// Both transports' controllers; QUIC names `reno` `newreno`.
+    Cc(TcpCongestion),
+    QuicCc(QuicCongestion),
+    TcpCc(TcpCongestion),
+    QuicInitialWindow(u64),
+    /// Packets.
+    InitialWindow(u32),
+    QuicAckEvery(u32),
+    QuicMaxAckDelay(Duration),
+    QuicStreamOrder(StreamOrder),
+    Gso(Switch),
+    UdpBuffer(usize),
+    TcpSendBuffer(usize),
+    TcpRecvBuffer(usize),
+    TcpNotsentLowat(u32),
+    MaxStreams(u32),
+    Threads(u16),
+    TlsRecords(RecordSizing),
+    H2StreamWindow(u32),
+    H2ConnectionWindow(u32),
+    H2SendBuffer(usize),
+    /// A name from `[target.servers]`, or `builtin`.
+    Server(String),
 }
 
 impl Setting {
+    /// The tunable it sets.
+    pub(crate) fn tunable(&self) -> Tunable {
+        match self {
+            Setting::Cc(_) => Tunable::Cc,
+            Setting::QuicCc(_) => Tunable::QuicCc,
+            Setting::TcpCc(_) => Tunable::TcpCc,
+            Setting::QuicInitialWindow(_) => Tunable::QuicInitialWindow,
+            Setting::InitialWindow(_) => Tunable::InitialWindow,
+            Setting::QuicAckEvery(_) => Tunable::QuicAckEvery,
+            Setting::QuicMaxAckDelay(_) => Tunable::QuicMaxAckDelay,
+            Setting::QuicStreamOrder(_) => Tunable::QuicStreamOrder,
+            Setting::Gso(_) => Tunable::Gso,
+            Setting::UdpBuffer(_) => Tunable::UdpBuffer,
+            Setting::TcpSendBuffer(_) => Tunable::TcpSendBuffer,
+            Setting::TcpRecvBuffer(_) => Tunable::TcpRecvBuffer,
+            Setting::TcpNotsentLowat(_) => Tunable::TcpNotsentLowat,
+            Setting::MaxStreams(_) => Tunable::MaxStreams,
+            Setting::Threads(_) => Tunable::Threads,
+            Setting::TlsRecords(_) => Tunable::TlsRecords,
+            Setting::H2StreamWindow(_) => Tunable::H2StreamWindow,
+            Setting::H2ConnectionWindow(_) => Tunable::H2ConnectionWindow,
+            Setting::H2SendBuffer(_) => Tunable::H2SendBuffer,
+            Setting::Server(_) => Tunable::Server,
+        }
+    }
+
+    /// The value as results record it and suites name rows: sizes in
+    /// bytes, words as written, durations as humantime writes them.
+    pub(crate) fn value_text(&self) -> String {
+        match self {
+            Setting::Cc(cc) | Setting::TcpCc(cc) => cc.to_string(),
+            Setting::QuicCc(cc) => cc.to_string(),
+            Setting::QuicInitialWindow(bytes) => bytes.to_string(),
+            Setting::UdpBuffer(bytes)
+            | Setting::TcpSendBuffer(bytes)
+            | Setting::TcpRecvBuffer(bytes)
+            | Setting::H2SendBuffer(bytes) => bytes.to_string(),
+            Setting::TcpNotsentLowat(number)
+            | Setting::H2StreamWindow(number)
+            | Setting::H2ConnectionWindow(number)
+            | Setting::InitialWindow(number)
+            | Setting::QuicAckEvery(number)
+            | Setting::MaxStreams(number) => number.to_string(),
+            Setting::Threads(count) => count.to_string(),
+            Setting::QuicMaxAckDelay(delay) => humantime::format_duration(*delay).to_string(),
+            Setting::QuicStreamOrder(order) => flag_word(*order),
+            Setting::Gso(gso) => flag_word(*gso),
+            Setting::TlsRecords(records) => flag_word(*records),
+            Setting::Server(name) => name.clone(),
+        }
+    }
+
     /// The setting as results record it.
     pub(crate) fn recorded(&self) -> SweptSetting {
         SweptSetting {
-            tunable: self.tunable.name().to_string(),
-            value: self.value.clone(),
+            tunable: self.tunable().name().to_string(),
+            value: self.value_text(),
         }
     }
 
     /// The TCP initial window it asks the path for, in segments.
     pub(crate) fn tcp_initial_window(&self) -> Option<u32> {
-        match self.tunable {
-            Tunable::InitialWindow => self.value.parse().ok(),
+        match self {
+            Setting::InitialWindow(packets) => Some(*packets),
+            _ => None,
+        }
+    }
+
+    /// The server's name, for a `server` sweep's value.
+    pub(crate) fn server(&self) -> Option<&str> {
+        match self {
+            Setting::Server(name) => Some(name),
             _ => None,
         }
     }
 
     /// Sets it on the built-in server's flags (nothing for `server`,
-    /// which picks the server instead). The value was checked when the
-    /// suite was read; a field's own check (such as `--threads`' range)
-    /// still names the value.
-    pub(crate) fn apply(&self, serve: &mut ServeArgs) -> anyhow::Result<()> {
-        let value = self.value.as_str();
-        match self.tunable {
-            Tunable::Cc => {
-                serve.tcp_cc = Some(word(value)?);
-                serve.quic_cc = match value {
-                    "reno" => QuicCongestion::NewReno,
-                    _ => parsed(value)?,
+    /// which picks the server instead). A field's own check (such as
+    /// `--threads`' range) is the server's, when it starts.
+    pub(crate) fn apply(&self, serve: &mut ServeArgs) {
+        match self {
+            Setting::Cc(cc) => {
+                serve.tcp_cc = Some(*cc);
+                serve.quic_cc = match cc {
+                    TcpCongestion::Cubic => QuicCongestion::Cubic,
+                    TcpCongestion::Bbr => QuicCongestion::Bbr,
+                    TcpCongestion::Reno => QuicCongestion::NewReno,
                 };
             }
-            Tunable::QuicCc => serve.quic_cc = parsed(value)?,
-            Tunable::TcpCc => serve.tcp_cc = Some(word(value)?),
-            Tunable::QuicInitialWindow => serve.quic_initial_window = Some(parsed(value)?),
-            Tunable::InitialWindow => {
-                serve.quic_initial_window = Some(quic_initial_window(parsed(value)?));
+            Setting::QuicCc(cc) => serve.quic_cc = *cc,
+            Setting::TcpCc(cc) => serve.tcp_cc = Some(*cc),
+            Setting::QuicInitialWindow(bytes) => serve.quic_initial_window = Some(*bytes),
+            Setting::InitialWindow(packets) => {
+                serve.quic_initial_window = Some(quic_initial_window(*packets));
             }
-            Tunable::QuicAckEvery => serve.quic_ack_every = parsed(value)?,
-            Tunable::QuicMaxAckDelay => {
-                serve.quic_max_ack_delay = Some(humantime::parse_duration(value)?);
-            }
-            Tunable::QuicStreamOrder => serve.quic_stream_order = word(value)?,
-            Tunable::Gso => serve.gso = word(value)?,
-            Tunable::UdpBuffer => serve.udp_buffer = parsed(value)?,
-            Tunable::TcpSendBuffer => serve.tcp_send_buffer = Some(parsed(value)?),
-            Tunable::TcpRecvBuffer => serve.tcp_recv_buffer = Some(parsed(value)?),
-            Tunable::TcpNotsentLowat => serve.tcp_notsent_lowat = Some(parsed(value)?),
-            Tunable::MaxStreams => serve.max_streams = parsed(value)?,
-            Tunable::Threads => serve.threads = Some(parsed(value)?),
-            Tunable::TlsRecords => serve.tls_records = word(value)?,
-            Tunable::H2StreamWindow => serve.h2_stream_window = parsed(value)?,
-            Tunable::H2ConnectionWindow => serve.h2_connection_window = parsed(value)?,
-            Tunable::H2SendBuffer => serve.h2_send_buffer = parsed(value)?,
-            Tunable::Server => {}
+            Setting::QuicAckEvery(count) => serve.quic_ack_every = *count,
+            Setting::QuicMaxAckDelay(delay) => serve.quic_max_ack_delay = Some(*delay),
+            Setting::QuicStreamOrder(order) => serve.quic_stream_order = *order,
+            Setting::Gso(gso) => serve.gso = *gso,
+            Setting::UdpBuffer(bytes) => serve.udp_buffer = *bytes,
+            Setting::TcpSendBuffer(bytes) => serve.tcp_send_buffer = Some(*bytes),
+            Setting::TcpRecvBuffer(bytes) => serve.tcp_recv_buffer = Some(*bytes),
+            Setting::TcpNotsentLowat(bytes) => serve.tcp_notsent_lowat = Some(*bytes),
+            Setting::MaxStreams(count) => serve.max_streams = *count,
+            Setting::Threads(count) => serve.threads = Some(*count),
+            Setting::TlsRecords(records) => serve.tls_records = *records,
+            Setting::H2StreamWindow(bytes) => serve.h2_stream_window = *bytes,
+            Setting::H2ConnectionWindow(bytes) => serve.h2_connection_window = *bytes,
+            Setting::H2SendBuffer(bytes) => serve.h2_send_buffer = *bytes,
+            Setting::Server(_) => {}
         }
-        Ok(())
     }
 }
 
-/// A number or a vocabulary word, as its type reads it.
-fn parsed<T: FromStr>(value: &str) -> anyhow::Result<T>
-where
-    T::Err: fmt::Display,
-{
-    value
-        .parse()
-        .map_err(|err| anyhow!("`{value}` is not a server setting's value: {err}"))
-}
-
-/// One of the server's own words for a flag (`in-order`, `off`).
-fn word<T: clap::ValueEnum>(value: &str) -> anyhow::Result<T> {
-    T::from_str(value, false).map_err(|err| anyhow!("`{value}`: {err}"))
+/// One of the server's own words for a flag's value (`in-order`).
+fn flag_word(value: impl clap::ValueEnum) -> String {
+    let value = value.to_possible_value().expect("no value is skipped");
+    value.get_name().to_string()
 }
 
 /// A workload's name with the setting it runs with, if any
@@ -290,7 +398,7 @@ pub(crate) fn workload_label(workload: &str, setting: Option<&Setting>) -> Strin
 #[derive(Debug, Clone)]
 pub(crate) struct Sweep {
     pub(crate) tunable: Tunable,
-    pub(crate) values: Vec<String>,
+    pub(crate) values: Vec<Setting>,
     /// Workloads swept; empty means all of them.
     pub(crate) workloads: Vec<String>,
 }
@@ -303,19 +411,20 @@ impl Sweep {
             Some(sweep)
                 if sweep.workloads.is_empty() || sweep.workloads.iter().any(|w| w == workload) =>
             {
-                sweep
-                    .values
-                    .iter()
-                    .map(|value| {
-                        Some(Setting {
-                            tunable: sweep.tunable,
-                            value: value.clone(),
-                        })
-                    })
-                    .collect()
+                sweep.values.iter().cloned().map(Some).collect()
             }
             _ => vec![None],
         }
+    }
+
+    /// The values as results record them (`65536`, `bbr`).
+    pub(crate) fn value_texts(&self) -> Vec<String> {
+        self.values.iter().map(Setting::value_text).collect()
+    }
+
+    /// The value a row names (as results record it), if the sweep runs it.
+    pub(crate) fn value_named(&self, row: &str) -> Option<&Setting> {
+        self.values.iter().find(|value| value.value_text() == row)
     }
 }
 
@@ -341,13 +450,13 @@ impl<'de> Deserialize<'de> for Sweep {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let table = SweepTable::deserialize(d)?;
         let tunable = Tunable::parse(&table.tunable).map_err(serde::de::Error::custom)?;
-        let mut values: Vec<String> = Vec::new();
+        let mut values: Vec<Setting> = Vec::new();
         for value in table.values {
             let text = match value {
                 SweepValue::Text(text) => text,
                 SweepValue::Number(number) => number.to_string(),
             };
-            let value = tunable.normalize(&text).map_err(serde::de::Error::custom)?;
+            let value = tunable.setting(&text).map_err(serde::de::Error::custom)?;
             if values.contains(&value) {
                 return Err(serde::de::Error::custom(format!(
                     "[sweep] lists `{text}` twice; give each value once"
@@ -380,7 +489,7 @@ mod tests {
     /// The server flags a setting changes from the defaults.
     fn server_args(setting: &Setting) -> Vec<String> {
         let mut serve = ServeArgs::new();
-        setting.apply(&mut serve).unwrap();
+        setting.apply(&mut serve);
         let args = serve.to_args();
         let flags = &args[..args.len() - 1];
         flags
@@ -393,42 +502,30 @@ mod tests {
     fn values_are_checked_and_set_on_the_servers_flags() {
         let sweep =
             parse("tunable = \"quic_initial_window\"\nvalues = [14480, \"64KiB\"]").unwrap();
-        assert_eq!(sweep.values, ["14480", "65536"]);
-        let setting = Setting {
-            tunable: sweep.tunable,
-            value: sweep.values[1].clone(),
-        };
-        assert_eq!(server_args(&setting), ["--quic-initial-window=65536"]);
+        assert_eq!(sweep.value_texts(), ["14480", "65536"]);
+        let setting = &sweep.values[1];
+        assert_eq!(server_args(setting), ["--quic-initial-window=65536"]);
         assert_eq!(
-            workload_label("w", Some(&setting)),
+            workload_label("w", Some(setting)),
             "w [quic_initial_window=65536]"
         );
     }
 
     #[test]
     fn cc_sets_both_transports_with_quic_naming_reno_newreno() {
-        let reno = Setting {
-            tunable: Tunable::Cc,
-            value: "reno".into(),
-        };
+        let reno = Tunable::Cc.setting("reno").unwrap();
         assert_eq!(server_args(&reno), ["--quic-cc=newreno", "--tcp-cc=reno"]);
     }
 
     #[test]
     fn initial_window_sets_both_transports_in_packets() {
         let sweep = parse("tunable = \"initial_window\"\nvalues = [\"10 packets\", 32]").unwrap();
-        assert_eq!(sweep.values, ["10", "32"]);
-        let wide = Setting {
-            tunable: sweep.tunable,
-            value: sweep.values[1].clone(),
-        };
-        assert_eq!(server_args(&wide), ["--quic-initial-window=47104"]);
+        assert_eq!(sweep.value_texts(), ["10", "32"]);
+        let wide = &sweep.values[1];
+        assert_eq!(server_args(wide), ["--quic-initial-window=47104"]);
         assert_eq!(wide.tcp_initial_window(), Some(32));
-        assert_eq!(workload_label("w", Some(&wide)), "w [initial_window=32]");
-        let gso = Setting {
-            tunable: Tunable::Gso,
-            value: "on".into(),
-        };
+        assert_eq!(workload_label("w", Some(wide)), "w [initial_window=32]");
+        let gso = Setting::Gso(Switch::On);
         assert_eq!(gso.tcp_initial_window(), None);
         for bad in ["0", "\"many packets\"", "2000"] {
             let err = parse(&format!(
@@ -443,57 +540,56 @@ mod tests {
     fn ack_settings_pass_to_the_server() {
         let sweep =
             parse("tunable = \"quic_max_ack_delay\"\nvalues = [\"5ms\", \"25ms\"]").unwrap();
-        let short = Setting {
-            tunable: sweep.tunable,
-            value: sweep.values[0].clone(),
-        };
-        assert_eq!(server_args(&short), ["--quic-max-ack-delay=5ms"]);
+        assert_eq!(server_args(&sweep.values[0]), ["--quic-max-ack-delay=5ms"]);
         assert!(
             parse("tunable = \"quic_max_ack_delay\"\nvalues = [\"soon\", \"5ms\"]")
                 .unwrap_err()
                 .contains("not a duration")
         );
         let every = parse("tunable = \"quic_ack_every\"\nvalues = [2, 10]").unwrap();
-        let rfc = Setting {
-            tunable: every.tunable,
-            value: every.values[0].clone(),
-        };
-        assert_eq!(server_args(&rfc), ["--quic-ack-every=2"]);
+        assert_eq!(server_args(&every.values[0]), ["--quic-ack-every=2"]);
     }
 
     #[test]
     fn threads_sets_the_servers_worker_count() {
         let sweep = parse("tunable = \"threads\"\nvalues = [1, 2]").unwrap();
-        let one = Setting {
-            tunable: sweep.tunable,
-            value: sweep.values[0].clone(),
-        };
-        assert_eq!(server_args(&one), ["--threads=1"]);
-        let err = parse("tunable = \"threads\"\nvalues = [0, 2]").unwrap_err();
-        assert!(err.contains("positive whole number"), "{err}");
+        assert_eq!(server_args(&sweep.values[0]), ["--threads=1"]);
+        for bad in ["0", "70000"] {
+            let err = parse(&format!("tunable = \"threads\"\nvalues = [{bad}, 2]")).unwrap_err();
+            assert!(
+                err.contains("positive whole number that `threads` holds"),
+                "{err}"
+            );
+        }
+        let err = parse("tunable = \"h2_stream_window\"\nvalues = [\"8GiB\", 2]").unwrap_err();
+        assert!(err.contains("size that `h2_stream_window` holds"), "{err}");
     }
 
     #[test]
     fn every_tunable_sets_a_flag_of_the_server() {
-        let samples = |values: &Values| -> Vec<&'static str> {
-            match values {
-                Values::OneOf(choices) => choices.to_vec(),
-                Values::Bytes | Values::Count | Values::Packets => vec!["3"],
-                Values::Duration => vec!["5ms"],
-                Values::ServerName => vec![],
-            }
+        let words = |tunable: Tunable| -> Vec<String> {
+            let err = tunable.setting("?").err().unwrap_or_default();
+            let list = err.split_once("use one of ").map_or("", |(_, list)| list);
+            list.split(", ").map(str::to_string).collect()
         };
-        for (tunable, name, values) in &TUNABLES {
-            for value in samples(values) {
-                let setting = Setting {
-                    tunable: *tunable,
-                    value: tunable.normalize(value).unwrap(),
-                };
+        for (tunable, name) in TUNABLES {
+            let samples = match words(tunable) {
+                words if words.len() > 1 => words,
+                _ if tunable == Tunable::QuicMaxAckDelay => vec!["5ms".to_string()],
+                _ if tunable == Tunable::Server => vec![],
+                _ => vec!["3".to_string()],
+            };
+            for value in samples {
+                let setting = tunable.setting(&value).unwrap();
+                assert_eq!(
+                    (setting.tunable(), setting.value_text()),
+                    (tunable, value.clone())
+                );
                 let mut serve = ServeArgs::new();
-                setting.apply(&mut serve).unwrap();
+                setting.apply(&mut serve);
                 let changed = serve != ServeArgs::new();
                 let is_default = matches!(
-                    (*name, value),
+                    (name, value.as_str()),
                     ("quic_cc", "auto")
                         | ("gso", "on")
                         | ("quic_stream_order", "priority")

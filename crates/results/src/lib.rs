@@ -30,6 +30,6 @@ mod vocab;
 
 pub use histogram::Micros;
 pub use vocab::{
-    CostMeasure, ErrorKind, HeaderSet, Loader, Proto, QuicCongestion, ResourceKind, TtfbMode,
-    UnknownName, Visit, WorkloadKind,
+    CostMeasure, ErrorKind, HeaderSet, Loader, Proto, QuicCongestion, ResourceKind, TcpCongestion,
+    TtfbMode, UnknownName, Visit, WorkloadKind,
 };

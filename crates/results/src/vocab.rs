@@ -295,6 +295,26 @@ impl QuicCongestion {
     }
 }
 
+/// A TCP congestion controller the server sets per connection, by the
+/// kernel's name for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TcpCongestion {
+    /// CUBIC, Linux's usual default.
+    Cubic,
+    /// BBR (the `tcp_bbr` module).
+    Bbr,
+    /// NewReno.
+    Reno,
+}
+
+words!(
+    TcpCongestion,
+    "TCP congestion controller",
+    Cubic = "cubic",
+    Bbr = "bbr",
+    Reno = "reno",
+);
+
 /// How a connection whose first byte is timed starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TtfbMode {

@@ -10,9 +10,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use h3lab_results::flags::{CommandFlags, Flags};
-use h3lab_results::QuicCongestion;
+use h3lab_results::{QuicCongestion, TcpCongestion};
 
-use crate::{Limits, QuicTuning, ServerConfig, TcpCongestion, TcpTuning, TlsRecords, TlsSource};
+use crate::{Limits, QuicTuning, ServerConfig, TcpTuning, TlsRecords, TlsSource};
 
 /// The flags of `h3lab serve`.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
@@ -112,7 +112,7 @@ pub struct ServeArgs {
     /// TCP congestion controller set on every h1/h2 connection
     /// (TCP_CONGESTION); default: the kernel's.
     #[arg(long, value_enum)]
-    pub tcp_cc: Option<TcpCc>,
+    pub tcp_cc: Option<TcpCongestion>,
     /// HTTP/2 receive window per stream, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = TcpTuning::default().h2_stream_window)]
     pub h2_stream_window: u32,
@@ -174,29 +174,10 @@ pub struct ServeArgs {
     pub qlog: Option<PathBuf>,
 }
 
-/// `--tcp-cc`.
+/// `--quic-stream-order`.
 // The values are explained in their flag's help; doc comments here
 // would be printed again under each value.
 #[allow(missing_docs)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum TcpCc {
-    Cubic,
-    Bbr,
-    Reno,
-}
-
-impl From<TcpCc> for TcpCongestion {
-    fn from(cc: TcpCc) -> Self {
-        match cc {
-            TcpCc::Cubic => TcpCongestion::Cubic,
-            TcpCc::Bbr => TcpCongestion::Bbr,
-            TcpCc::Reno => TcpCongestion::Reno,
-        }
-    }
-}
-
-/// `--quic-stream-order`.
-#[allow(missing_docs)] // as `TcpCc`'s
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum StreamOrder {
     Priority,
@@ -205,7 +186,7 @@ pub enum StreamOrder {
 }
 
 /// `--gso`.
-#[allow(missing_docs)] // as `TcpCc`'s
+#[allow(missing_docs)] // as `StreamOrder`'s
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Switch {
     On,
@@ -213,7 +194,7 @@ pub enum Switch {
 }
 
 /// `--quic-thread`.
-#[allow(missing_docs)] // as `TcpCc`'s
+#[allow(missing_docs)] // as `StreamOrder`'s
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum QuicThreadChoice {
     Own,
@@ -221,7 +202,7 @@ pub enum QuicThreadChoice {
 }
 
 /// `--tls-records`.
-#[allow(missing_docs)] // as `TcpCc`'s
+#[allow(missing_docs)] // as `StreamOrder`'s
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum RecordSizing {
     Dynamic,
@@ -312,7 +293,7 @@ impl CommandFlags for ServeArgs {
         args.value_opt("--header-timeout", changed(|a| duration(a.header_timeout)));
         args.value_opt("--tls-records", changed(|a| word(a.tls_records)));
         args.value_opt("--tcp-notsent-lowat", self.tcp_notsent_lowat);
-        args.value_opt("--tcp-cc", self.tcp_cc.map(word));
+        args.value_opt("--tcp-cc", self.tcp_cc);
         args.value_opt(
             "--h2-stream-window",
             changed(|a| a.h2_stream_window.to_string()),
@@ -387,7 +368,7 @@ impl ServeArgs {
                     RecordSizing::Dynamic => TlsRecords::default(),
                     RecordSizing::Max => TlsRecords::Max,
                 },
-                congestion: self.tcp_cc.map(TcpCongestion::from),
+                congestion: self.tcp_cc,
                 notsent_lowat: self.tcp_notsent_lowat,
                 h2_stream_window: self.h2_stream_window,
                 h2_connection_window: self.h2_connection_window,

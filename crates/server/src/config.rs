@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use h3lab_results::QuicCongestion;
+use h3lab_results::{QuicCongestion, TcpCongestion};
 
 pub use crate::records::{DynamicRecords, TlsRecords};
 
@@ -201,28 +201,6 @@ impl QuicTuning {
 pub const MIN_INITIAL_WINDOW: u64 = 2 * 1472;
 /// 64 MiB: far above any path here, and a typo's guard.
 pub const MAX_INITIAL_WINDOW: u64 = 64 * 1024 * 1024;
-
-/// A TCP congestion controller the server sets per connection.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TcpCongestion {
-    /// CUBIC, Linux's usual default.
-    Cubic,
-    /// BBR (the `tcp_bbr` module).
-    Bbr,
-    /// NewReno.
-    Reno,
-}
-
-impl TcpCongestion {
-    /// The kernel's name for it.
-    pub fn name(self) -> &'static str {
-        match self {
-            TcpCongestion::Cubic => "cubic",
-            TcpCongestion::Bbr => "bbr",
-            TcpCongestion::Reno => "reno",
-        }
-    }
-}
 
 impl TcpTuning {
     /// Rejects a controller this kernel cannot set, naming the ones it can.

@@ -52,8 +52,9 @@ pub use admission::DefenceCounts;
 pub use app::{App, AppRequest, AppResponse, BodyStream, EventSink, Hooks, ServerEvent};
 pub use config::{
     kernel_tcp_congestion, DynamicRecords, Limits, QuicTuning, ServerConfig, StreamOrder,
-    TcpCongestion, TcpTuning, TlsRecords, TlsSource, MAX_INITIAL_WINDOW, MIN_INITIAL_WINDOW,
+    TcpTuning, TlsRecords, TlsSource, MAX_INITIAL_WINDOW, MIN_INITIAL_WINDOW,
 };
+pub use h3lab_results::TcpCongestion;
 
 use admission::Admission;
 use lifecycle::Lifecycle;

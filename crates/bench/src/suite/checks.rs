@@ -7,7 +7,7 @@ use h3lab_results::{Proto, Visit};
 use super::published::PublishedFigure;
 use super::workload::{Load, Site};
 use super::Suite;
-use crate::sweep::{Sweep, Tunable, BUILTIN_SERVER};
+use crate::sweep::{Setting, Sweep, Tunable, BUILTIN_SERVER};
 
 impl Suite {
     /// `auto` runs cold (first) and repeat page visits, not warm ones.
@@ -136,7 +136,7 @@ impl Suite {
             sweep.workloads.is_empty() || sweep.workloads.contains(&figure.workload)
         });
         if let Some(row) = &figure.row {
-            let runs = swept.is_some_and(|sweep| sweep.values.contains(row));
+            let runs = swept.is_some_and(|sweep| sweep.value_named(row).is_some());
             anyhow::ensure!(
                 runs && figure.sweep.is_none(),
                 "suite `{}`: published figure `{label}` names row `{row}`, but [sweep] runs no such \
@@ -181,13 +181,13 @@ impl Suite {
         if let Some(stray) = published
             .values
             .keys()
-            .find(|value| !sweep.values.contains(value))
+            .find(|value| sweep.value_named(value).is_none())
         {
             anyhow::bail!(
                 "suite `{}`: published figure `{label}` names `{stray}`, which [sweep] does not run \
                  (it runs {})",
                 self.name,
-                sweep.values.join(", ")
+                sweep.value_texts().join(", ")
             );
         }
         Ok(())
@@ -281,10 +281,9 @@ impl Suite {
                 self.name
             );
         }
-        if let Some(unknown) = sweep
-            .values
-            .iter()
-            .find(|v| *v != BUILTIN_SERVER && !self.target.servers.contains_key(v.as_str()))
+        let names = || sweep.values.iter().filter_map(Setting::server);
+        if let Some(unknown) =
+            names().find(|v| *v != BUILTIN_SERVER && !self.target.servers.contains_key(*v))
         {
             anyhow::bail!(
                 "suite `{}`: [sweep] names server `{unknown}`, which is neither `{BUILTIN_SERVER}` \
@@ -292,11 +291,7 @@ impl Suite {
                 self.name
             );
         }
-        for server in sweep
-            .values
-            .iter()
-            .filter_map(|v| self.target.servers.get(v))
-        {
+        for server in names().filter_map(|v| self.target.servers.get(v)) {
             self.check_pages_on(server.command())?;
         }
         Ok(())
@@ -483,7 +478,7 @@ mod tests {
         let servers = "\n[target.servers]\nnode = \"node server.js --port {port}\"\n";
         let sweep = "\n[sweep]\ntunable = \"server\"\nvalues = [\"node\", \"builtin\"]\n";
         let suite = Suite::from_toml(&format!("{MINIMAL}{servers}{sweep}")).unwrap();
-        assert_eq!(suite.sweep.unwrap().values, ["node", "builtin"]);
+        assert_eq!(suite.sweep.unwrap().value_texts(), ["node", "builtin"]);
 
         let err = error_of(&format!(
             "{MINIMAL}{servers}{}",
