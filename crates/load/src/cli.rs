@@ -2,7 +2,8 @@
 //! them, and the way back. [`LoadArgs::to_args`] gives the flags that parse
 //! to the same value, so a process that starts `h3lab load` (a bench
 //! cell's client) builds a typed value, and a renamed flag breaks the
-//! build or the round-trip test, not a benchmark run.
+//! build or the round-trip test, not a benchmark run. Also the flags a
+//! distributed worker adds ([`worker_flags`]).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -16,6 +17,25 @@ use h3lab_results::Proto;
 
 use crate::{parse_body, parse_duration, parse_header, parse_shard, parse_start_at};
 use crate::{LoadConfig, StartAt};
+
+/// The flags [`worker_flags`] sets, which the whole test's flags must
+/// leave out.
+pub const WORKER_FLAGS: [&str; 3] = ["--shard", "--start-at", "--json"];
+
+/// What one worker of a split test adds to the whole test's flags: its
+/// shard `index` of `count`, the common start, its report as one JSON
+/// line on standard output and no progress bar. `index` is text: in a
+/// Kubernetes manifest it is the kubelet's `$(VAR)`, expanded in the pod.
+pub fn worker_flags(index: &str, count: u32, start_at: &str) -> Vec<String> {
+    // One word per flag: a bare time would be a timestamp, not a string,
+    // to YAML 1.1 readers.
+    vec![
+        format!("--shard={index}/{count}"),
+        format!("--start-at={start_at}"),
+        "--json=-".to_string(),
+        "--quiet".to_string(),
+    ]
+}
 
 /// The flags of `h3lab load URL`.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
@@ -243,6 +263,21 @@ mod tests {
             allow_heavy: true,
         };
         assert_eq!(round_trip(&args), args);
+    }
+
+    #[test]
+    fn a_workers_flags_parse_to_its_shard_and_start() {
+        let start = "2026-11-26T12:00:00Z";
+        let mut flags = vec!["https://x/".to_string()];
+        flags.extend(worker_flags("2", 8, start));
+        let args = LoadArgs::parse_flags(&flags).unwrap();
+        assert_eq!(args.shard, Some(Shard { index: 2, count: 8 }));
+        assert_eq!(args.start_at, Some(parse_start_at(start).unwrap()));
+        assert_eq!(args.json, Some(PathBuf::from("-")));
+        assert!(args.quiet);
+        let with_values = flags.iter().filter_map(|flag| flag.split_once('='));
+        let set: Vec<&str> = with_values.map(|(name, _)| name).collect();
+        assert_eq!(set, WORKER_FLAGS);
     }
 
     #[test]
