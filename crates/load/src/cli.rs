@@ -3,16 +3,16 @@
 //! to the same value, so a process that starts `h3lab load` (a bench
 //! cell's client) builds a typed value, and a renamed flag breaks the
 //! build or the round-trip test, not a benchmark run. Also the flags a
-//! distributed worker adds ([`worker_flags`]).
+//! distributed worker adds ([`worker_flags`]) and `h3lab load merge`'s.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::anyhow;
+use anyhow::{anyhow, Context};
 use h3lab_client::{ResolveRule, Target, TlsOptions};
 use h3lab_results::flags::{self, Flags};
-use h3lab_results::load::Shard;
+use h3lab_results::load::{LoadReport, Shard};
 use h3lab_results::Proto;
 
 use crate::{parse_body, parse_duration, parse_header, parse_shard, parse_start_at};
@@ -128,6 +128,43 @@ pub struct LoadArgs {
     /// model: 100 requests per second for 60 s). Only for a server you run.
     #[arg(long)]
     pub allow_heavy: bool,
+}
+
+/// The flags of `h3lab load merge`.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub struct MergeArgs {
+    /// The workers' reports (`h3lab load --json`).
+    #[arg(required = true, value_name = "REPORT.json")]
+    pub reports: Vec<PathBuf>,
+    /// Where the merge goes, and whether shards may be missing.
+    #[command(flatten)]
+    pub options: MergeOptions,
+}
+
+/// How a merged report is written, and whether shards may be missing.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub struct MergeOptions {
+    /// Also write the merged report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Merge even with shards missing, and say which.
+    #[arg(long)]
+    pub allow_partial: bool,
+}
+
+impl MergeArgs {
+    /// The workers' reports, each named by its path.
+    pub fn read_reports(&self) -> anyhow::Result<Vec<(String, LoadReport)>> {
+        (self.reports.iter())
+            .map(|path| {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read the report {}", path.display()))?;
+                let report = LoadReport::from_json(&text)
+                    .with_context(|| format!("{} is not an h3lab load report", path.display()))?;
+                Ok((path.display().to_string(), report))
+            })
+            .collect()
+    }
 }
 
 impl LoadArgs {
@@ -278,6 +315,28 @@ mod tests {
         let with_values = flags.iter().filter_map(|flag| flag.split_once('='));
         let set: Vec<&str> = with_values.map(|(name, _)| name).collect();
         assert_eq!(set, WORKER_FLAGS);
+    }
+
+    #[test]
+    fn a_report_that_cannot_be_merged_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("notes.json");
+        std::fs::write(&text, "{}").unwrap();
+        for (path, expected) in [
+            (dir.path().join("missing.json"), "cannot read the report"),
+            (text, "is not an h3lab load report"),
+        ] {
+            let args = MergeArgs {
+                reports: vec![path.clone()],
+                options: MergeOptions {
+                    json: None,
+                    allow_partial: false,
+                },
+            };
+            let err = args.read_reports().unwrap_err().to_string();
+            assert!(err.contains(expected), "{err}");
+            assert!(err.contains(&path.display().to_string()), "{err}");
+        }
     }
 
     #[test]
