@@ -127,7 +127,7 @@ fn run_suite(
         .tempdir()
         .context("cannot create a scratch directory")?;
     let mut ctx = RunContext {
-        exe: std::env::current_exe().context("cannot find the h3lab executable")?,
+        exe: super::this_binary()?,
         scratch: scratch.path().to_path_buf(),
         stop: stop.clone(),
         preset,

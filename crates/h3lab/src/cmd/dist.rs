@@ -59,7 +59,7 @@ fn local(args: LocalArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let program = std::env::current_exe().context("finding this h3lab binary")?;
+    let program = super::this_binary()?;
     eprintln!("running {} pods of {name} as local processes:", runs.len());
     for run in &runs {
         eprintln!("pod {}: {}", run.index, run.command_line());
