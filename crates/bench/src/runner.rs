@@ -4,6 +4,7 @@
 //! the protocols of one condition run back to back and slow drifts of the
 //! machine hit them alike.
 
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 pub use crate::cell::RunContext;
@@ -434,6 +435,13 @@ fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
+/// Where a run writes when not told: `h3lab-results/<suite>-<time>`, the
+/// time without colons, which some file systems refuse.
+pub fn default_out_dir(suite: &Suite) -> PathBuf {
+    let stamp = now_rfc3339().replace(':', "");
+    PathBuf::from("h3lab-results").join(format!("{}-{stamp}", suite.name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -446,6 +454,18 @@ mod tests {
              repetitions = {repetitions}\n{tables}"
         ))
         .unwrap()
+    }
+
+    #[test]
+    fn the_default_out_dir_is_named_after_the_suite_and_the_time() {
+        let dir = default_out_dir(&h2_h3_suite(
+            1,
+            "[[workload]]\nkind = \"ttfb\"\nname = \"hs\"\n",
+        ));
+        assert_eq!(dir.parent(), Some(std::path::Path::new("h3lab-results")));
+        let name = dir.file_name().unwrap().to_str().unwrap();
+        let stamp = name.strip_prefix("t-").unwrap();
+        assert!(stamp.ends_with('Z') && !stamp.contains(':'), "{name}");
     }
 
     #[test]

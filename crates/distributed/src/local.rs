@@ -11,7 +11,7 @@ use h3lab_results::load::LoadReport;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Container, EnvVar};
 
-use crate::collect::report_in_log;
+use crate::collect::{report_in_log, Collected};
 use crate::manifest::{INDEX_ANNOTATION, NODE_FIELD};
 
 /// One pod's container, as the kubelet would start it.
@@ -26,7 +26,7 @@ pub struct PodRun {
 }
 
 /// What one local pod left: its report, or why there is none.
-pub type PodOutcome = Result<LoadReport, String>;
+type PodOutcome = Result<LoadReport, String>;
 
 impl PodRun {
     /// The pod's name in a local run.
@@ -58,7 +58,18 @@ fn shell_word(word: &str) -> String {
 /// Starts every pod at once as a process of `program` (standing in for the
 /// image's command), with the pod's arguments and environment, and waits
 /// for all of them. A pod's report is the last JSON line it printed.
-pub fn run_pods(runs: &[PodRun], program: &Path) -> anyhow::Result<Vec<PodOutcome>> {
+pub fn run_pods(runs: &[PodRun], program: &Path) -> anyhow::Result<Collected> {
+    let mut collected = Collected::default();
+    for (run, outcome) in runs.iter().zip(wait_for_pods(runs, program)?) {
+        match outcome {
+            Ok(report) => collected.reports.push((run.name(), report)),
+            Err(why) => collected.without_report.push(why),
+        }
+    }
+    Ok(collected)
+}
+
+fn wait_for_pods(runs: &[PodRun], program: &Path) -> anyhow::Result<Vec<PodOutcome>> {
     let children = runs
         .iter()
         .map(|run| {

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::bail;
+use h3lab_load::cli::{worker_flags, WORKER_FLAGS};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Affinity, Container, EnvVar, EnvVarSource, ObjectFieldSelector, PodAffinityTerm,
@@ -75,7 +76,7 @@ impl JobPlan {
         if self.load_args.first().map(String::as_str) != Some("load") {
             bail!("after `--` give the load to split, e.g. -- load https://server/ -c 64 --rate 50000 -z 60s");
         }
-        for flag in ["--shard", "--start-at", "--json"] {
+        for flag in WORKER_FLAGS {
             if self
                 .load_args
                 .iter()
@@ -91,14 +92,8 @@ impl JobPlan {
     /// expanded by the kubelet from the pod's environment.
     pub fn pod_args(&self) -> Vec<String> {
         let mut args = self.load_args.clone();
-        // One word per flag: a bare time would be a timestamp, not a
-        // string, to YAML 1.1 readers.
-        args.extend([
-            format!("--shard=$({INDEX_VAR})/{}", self.workers),
-            format!("--start-at={}", self.start_at),
-            "--json=-".to_string(),
-            "--quiet".to_string(),
-        ]);
+        let index = format!("$({INDEX_VAR})");
+        args.extend(worker_flags(&index, self.workers, &self.start_at));
         args
     }
 

@@ -2,20 +2,40 @@
 //! them, and the way back. [`LoadArgs::to_args`] gives the flags that parse
 //! to the same value, so a process that starts `h3lab load` (a bench
 //! cell's client) builds a typed value, and a renamed flag breaks the
-//! build or the round-trip test, not a benchmark run.
+//! build or the round-trip test, not a benchmark run. Also the flags a
+//! distributed worker adds ([`worker_flags`]) and `h3lab load merge`'s.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::anyhow;
+use anyhow::{anyhow, Context};
 use h3lab_client::{ResolveRule, Target, TlsOptions};
 use h3lab_results::flags::{CommandFlags, Flags};
-use h3lab_results::load::Shard;
+use h3lab_results::load::{LoadReport, Shard};
 use h3lab_results::Proto;
 
 use crate::{parse_body, parse_duration, parse_header, parse_shard, parse_start_at};
 use crate::{LoadConfig, StartAt};
+
+/// The flags [`worker_flags`] sets, which the whole test's flags must
+/// leave out.
+pub const WORKER_FLAGS: [&str; 3] = ["--shard", "--start-at", "--json"];
+
+/// What one worker of a split test adds to the whole test's flags: its
+/// shard `index` of `count`, the common start, its report as one JSON
+/// line on standard output and no progress bar. `index` is text: in a
+/// Kubernetes manifest it is the kubelet's `$(VAR)`, expanded in the pod.
+pub fn worker_flags(index: &str, count: u32, start_at: &str) -> Vec<String> {
+    // One word per flag: a bare time would be a timestamp, not a string,
+    // to YAML 1.1 readers.
+    vec![
+        format!("--shard={index}/{count}"),
+        format!("--start-at={start_at}"),
+        "--json=-".to_string(),
+        "--quiet".to_string(),
+    ]
+}
 
 /// The flags of `h3lab load URL`.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
@@ -108,6 +128,43 @@ pub struct LoadArgs {
     /// model: 100 requests per second for 60 s). Only for a server you run.
     #[arg(long)]
     pub allow_heavy: bool,
+}
+
+/// The flags of `h3lab load merge`.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub struct MergeArgs {
+    /// The workers' reports (`h3lab load --json`).
+    #[arg(required = true, value_name = "REPORT.json")]
+    pub reports: Vec<PathBuf>,
+    /// Where the merge goes, and whether shards may be missing.
+    #[command(flatten)]
+    pub options: MergeOptions,
+}
+
+/// How a merged report is written, and whether shards may be missing.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub struct MergeOptions {
+    /// Also write the merged report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Merge even with shards missing, and say which.
+    #[arg(long)]
+    pub allow_partial: bool,
+}
+
+impl MergeArgs {
+    /// The workers' reports, each named by its path.
+    pub fn read_reports(&self) -> anyhow::Result<Vec<(String, LoadReport)>> {
+        (self.reports.iter())
+            .map(|path| {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read the report {}", path.display()))?;
+                let report = LoadReport::from_json(&text)
+                    .with_context(|| format!("{} is not an h3lab load report", path.display()))?;
+                Ok((path.display().to_string(), report))
+            })
+            .collect()
+    }
 }
 
 impl CommandFlags for LoadArgs {
@@ -237,6 +294,43 @@ mod tests {
             allow_heavy: true,
         };
         assert_eq!(round_trip(&args), args);
+    }
+
+    #[test]
+    fn a_workers_flags_parse_to_its_shard_and_start() {
+        let start = "2026-11-26T12:00:00Z";
+        let mut flags = vec!["https://x/".to_string()];
+        flags.extend(worker_flags("2", 8, start));
+        let args = LoadArgs::parse_flags(&flags).unwrap();
+        assert_eq!(args.shard, Some(Shard { index: 2, count: 8 }));
+        assert_eq!(args.start_at, Some(parse_start_at(start).unwrap()));
+        assert_eq!(args.json, Some(PathBuf::from("-")));
+        assert!(args.quiet);
+        let with_values = flags.iter().filter_map(|flag| flag.split_once('='));
+        let set: Vec<&str> = with_values.map(|(name, _)| name).collect();
+        assert_eq!(set, WORKER_FLAGS);
+    }
+
+    #[test]
+    fn a_report_that_cannot_be_merged_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("notes.json");
+        std::fs::write(&text, "{}").unwrap();
+        for (path, expected) in [
+            (dir.path().join("missing.json"), "cannot read the report"),
+            (text, "is not an h3lab load report"),
+        ] {
+            let args = MergeArgs {
+                reports: vec![path.clone()],
+                options: MergeOptions {
+                    json: None,
+                    allow_partial: false,
+                },
+            };
+            let err = args.read_reports().unwrap_err().to_string();
+            assert!(err.contains(expected), "{err}");
+            assert!(err.contains(&path.display().to_string()), "{err}");
+        }
     }
 
     #[test]

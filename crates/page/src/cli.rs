@@ -1,14 +1,21 @@
 //! `h3lab page`'s flags (behind the `clap` feature), and the way back:
 //! [`PageArgs::to_args`] gives the flags that parse to the same value, so
-//! a bench cell starts the page loader from a typed value.
+//! a bench cell starts the page loader from a typed value. Also what the
+//! flags ask of each loader, a replay site's included.
 
 use std::ffi::OsString;
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use h3lab_client::ResolveRule;
+use anyhow::Context;
+use h3lab_client::{ResolveRule, TlsOptions};
 use h3lab_results::flags::{CommandFlags, Flags};
 use h3lab_results::{Loader, Proto, Visit};
+use h3lab_site::replay::Replay;
+
+use crate::chromium::{ChromiumOptions, Trust};
+use crate::loader::{LoaderOptions, RecordedPage};
 
 /// The flags of `h3lab page URL`.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
@@ -134,11 +141,149 @@ impl PageArgs {
         }
         Ok(())
     }
+
+    /// Adds a `--resolve` rule for each origin of the replay that has
+    /// none: its own address, in order (those of `$H3LAB_SERVER_IPS` on an
+    /// emulated path).
+    pub fn resolve_replay_origins(&mut self, replay: &Replay) -> anyhow::Result<()> {
+        let server_ips = std::env::var(linkem::env::SERVER_IPS).ok();
+        let server_ips = server_ips.as_deref().map(parse_server_ips).transpose()?;
+        let addresses = replay.origin_addresses(server_ips.as_deref())?;
+        for (origin, addr) in replay.origins.iter().zip(addresses) {
+            let ruled =
+                (self.resolve.iter()).any(|r| r.host == origin.host && r.port == origin.port);
+            if !ruled {
+                self.resolve.push(ResolveRule {
+                    host: origin.host.clone(),
+                    port: origin.port,
+                    addr,
+                    connect_port: None,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// What the flags ask of the built-in loader, for the page or its replay.
+    pub fn loader_options(&self, replay: Option<&Replay>) -> LoaderOptions {
+        LoaderOptions {
+            proto: self.proto,
+            tls: TlsOptions {
+                insecure: self.insecure,
+                ca_file: self.ca.clone(),
+            },
+            visit: self.visit,
+            loads: self.loads,
+            connect_timeout: self.connect_timeout,
+            load_timeout: self.timeout,
+            h3_discovery: None,
+            resolve: self.resolve.clone(),
+            recorded_errors: replay.map(Replay::recorded_errors).unwrap_or_default(),
+            recorded: replay.map(|replay| RecordedPage {
+                urls: replay.responses.iter().map(|r| r.url.clone()).collect(),
+                initiated: replay.initiated(),
+            }),
+            browser_headers: self.browser_headers,
+        }
+    }
+
+    /// What the flags ask of Chromium, for the page or its replay.
+    pub fn chromium_options(&self, replay: Option<&Replay>) -> ChromiumOptions {
+        ChromiumOptions {
+            binary: self.chromium.clone(),
+            proto: self.proto,
+            trust: self.trust(),
+            visit: self.visit,
+            loads: self.loads,
+            navigation_timeout: self.timeout,
+            resolve: self.resolve.clone(),
+            recorded_errors: replay.map(Replay::recorded_errors).unwrap_or_default(),
+        }
+    }
+
+    /// How Chromium trusts the server: the narrowest trust given wins.
+    fn trust(&self) -> Trust {
+        match (&self.spki, &self.ca, self.insecure) {
+            (Some(spki), _, _) => Trust::SpkiSha256Base64(spki.clone()),
+            (None, Some(ca), _) => Trust::CaFile(ca.clone()),
+            (None, None, true) => Trust::Insecure,
+            (None, None, false) => Trust::System,
+        }
+    }
+}
+
+/// The server's extra addresses an emulated path exports
+/// (`h3lab net run --server-addresses N`), comma-separated.
+fn parse_server_ips(list: &str) -> anyhow::Result<Vec<IpAddr>> {
+    let parsed = list.split(',').map(|ip| {
+        (ip.trim().parse())
+            .with_context(|| format!("H3LAB_SERVER_IPS holds `{ip}`, not an IP address"))
+    });
+    parsed.collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A replay site's manifest with these origins (on port 443) and no
+    /// responses.
+    fn replay_of(origins: &[&str]) -> Replay {
+        let origins: Vec<_> = (origins.iter())
+            .map(|host| serde_json::json!({"origin": format!("https://{host}"), "host": host, "port": 443}))
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "schema": "h3lab.replay/1", "source": "test", "page": "https://a.test/",
+            "think": "none", "recorded": {"tool": "test"}, "origins": origins,
+            "responses": [], "skipped": [],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn each_replayed_origin_without_a_rule_gets_its_own_address() {
+        let mut args = PageArgs::new("https://a.test/");
+        args.resolve = vec!["b.test:443:10.0.0.1".parse().unwrap()];
+        args.resolve_replay_origins(&replay_of(&["a.test", "b.test", "c.test"]))
+            .unwrap();
+        let rules: Vec<String> = args.resolve.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            rules,
+            [
+                "b.test:443:10.0.0.1",
+                "a.test:443:127.0.0.10",
+                "c.test:443:127.0.0.12"
+            ]
+        );
+    }
+
+    #[test]
+    fn server_ips_are_read_or_the_bad_one_named() {
+        let ips = parse_server_ips("198.18.0.10, 198.18.0.11").unwrap();
+        assert_eq!(
+            ips,
+            [
+                IpAddr::from([198, 18, 0, 10]),
+                IpAddr::from([198, 18, 0, 11])
+            ]
+        );
+        let err = parse_server_ips("198.18.0.10,nope")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`nope`"), "{err}");
+    }
+
+    #[test]
+    fn chromium_trusts_the_pin_then_the_ca_then_anything_if_insecure() {
+        let mut args = PageArgs::new("https://a.test/");
+        assert_eq!(args.trust(), Trust::System);
+        args.insecure = true;
+        assert_eq!(args.trust(), Trust::Insecure);
+        args.ca = Some(PathBuf::from("ca.pem"));
+        assert_eq!(args.trust(), Trust::CaFile(PathBuf::from("ca.pem")));
+        args.spki = Some("AAAA".to_string());
+        assert_eq!(args.trust(), Trust::SpkiSha256Base64("AAAA".to_string()));
+    }
 
     fn round_trip(args: &PageArgs) -> PageArgs {
         args.round_trip().unwrap()

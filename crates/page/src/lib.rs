@@ -1,7 +1,9 @@
 //! Page loads: a browser-like loader that discovers a page's resources
 //! from its HTML, CSS and module imports and fetches them the way a
 //! browser's network stack does, a headless Chromium driver, and HAR
-//! export of their waterfalls.
+//! export of their waterfalls. With the `clap` feature, `h3lab page`'s
+//! flags (`cli`) and the loaders' options they ask for, a replay site's
+//! included.
 //!
 //! Not for: generating sites (`h3lab-site`), serving them (`h3lab-server`,
 //! with `--site`), emulating the network (`linkem`) or statistics over many

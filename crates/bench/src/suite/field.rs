@@ -3,7 +3,11 @@
 //! real path (`real`) or an emulated one on top of it, and what a run may
 //! send a server it does not own is capped.
 
+use std::path::Path;
 use std::time::Duration;
+
+use anyhow::Context;
+use h3lab_results::bench::Results;
 
 use super::target::{FieldUrl, Pin};
 use super::workload::{Load, RpsMetric, Site};
@@ -48,6 +52,22 @@ impl Suite {
             }
         }
         Ok(suite)
+    }
+
+    /// The suite a field run's `results.json` (`results`, read from
+    /// `path`) recorded, to [`Suite::rerun`]; a lab run's results, which
+    /// hold no suite file, are refused.
+    pub fn rerun_of(results: &Results, path: &Path) -> anyhow::Result<Suite> {
+        let field = results.field.as_ref().with_context(|| {
+            format!(
+                "{} is a lab run's results, which do not hold their suite file; run its suite \
+                 (or preset `{}`) instead",
+                path.display(),
+                (results.suite.preset.as_deref()).unwrap_or(&results.suite.name)
+            )
+        })?;
+        Suite::rerun(&field.suite_toml, &field.pinned)
+            .with_context(|| format!("the suite recorded in {}", path.display()))
     }
 
     /// Whether this is a field suite: `[target] url` names its pages.
@@ -354,5 +374,37 @@ mod tests {
         .unwrap();
         let pins: Vec<String> = suite.target.resolve.iter().map(Pin::to_string).collect();
         assert_eq!(pins, ["a.test:443:192.0.2.1", "b.test:443:192.0.2.7"]);
+    }
+
+    #[test]
+    fn a_field_runs_results_run_again_and_a_lab_runs_are_refused() {
+        let lab = "name = \"t\"\nprotocols = [\"h2\"]\nprofiles = [\"broadband\"]\n\
+                   [[workload]]\nkind = \"page\"\nname = \"p\"\nsite = \"small\"\n";
+        let ctx = crate::runner::RunContext {
+            exe: Default::default(),
+            scratch: Default::default(),
+            stop: Default::default(),
+            preset: Some("lab".to_string()),
+            field: None,
+        };
+        let mut results = crate::runner::new_results(&Suite::from_toml(lab).unwrap(), &ctx);
+        let path = Path::new("run/results.json");
+        let err = Suite::rerun_of(&results, path).unwrap_err().to_string();
+        assert!(err.starts_with("run/results.json is a lab run's"), "{err}");
+        assert!(err.contains("preset `lab`"), "{err}");
+        let toml = format!("{FIELD}[[workload]]\nkind = \"page\"\nname = \"home\"\n");
+        results.field = Some(h3lab_results::bench::FieldRun {
+            urls: Vec::new(),
+            resolved: Default::default(),
+            pinned: vec!["a.test:443:192.0.2.9".to_string()],
+            origins: Vec::new(),
+            place: None,
+            hostname: None,
+            pause_s: 3.0,
+            suite_toml: toml,
+        });
+        let suite = Suite::rerun_of(&results, path).unwrap();
+        let pins: Vec<String> = suite.target.resolve.iter().map(Pin::to_string).collect();
+        assert_eq!(pins, ["a.test:443:192.0.2.9"]);
     }
 }

@@ -73,7 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     runner::check_can_emulate(&suite)?;
-    let out = args.out.clone().unwrap_or_else(|| default_out_dir(&suite));
+    let out = (args.out.clone()).unwrap_or_else(|| runner::default_out_dir(&suite));
     run_suite(&suite, preset, &cells, &out)
 }
 
@@ -85,7 +85,10 @@ fn load_suite(args: &Args) -> anyhow::Result<(Suite, Option<String>)> {
         ));
     }
     match (&args.suite, &args.preset) {
-        (Some(path), _) if is_json(path) => Ok((suite_of_results(path)?, None)),
+        (Some(path), _) if is_json(path) => {
+            let results = h3lab_report::load_results(path)?;
+            Ok((Suite::rerun_of(&results, path)?, None))
+        }
         (Some(path), _) => Ok((Suite::from_file(path)?, None)),
         (None, preset) => {
             let name = preset.as_deref().unwrap_or("default");
@@ -100,26 +103,6 @@ fn is_json(path: &Path) -> bool {
     path.extension().is_some_and(|ext| ext == "json")
 }
 
-/// The suite a field run's `results.json` recorded, pinned to the
-/// addresses it used.
-fn suite_of_results(path: &Path) -> anyhow::Result<Suite> {
-    let results = h3lab_report::load_results(path)?;
-    let field = results.field.with_context(|| {
-        format!(
-            "{} is a lab run's results, which do not hold their suite file; run its suite \
-             (or preset `{}`) instead",
-            path.display(),
-            results
-                .suite
-                .preset
-                .as_deref()
-                .unwrap_or(&results.suite.name)
-        )
-    })?;
-    Suite::rerun(&field.suite_toml, &field.pinned)
-        .with_context(|| format!("the suite recorded in {}", path.display()))
-}
-
 fn print_presets() -> anyhow::Result<()> {
     use std::io::Write;
     let text = presets::catalogue()?;
@@ -129,13 +112,6 @@ fn print_presets() -> anyhow::Result<()> {
         Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => Err(err.into()),
         _ => Ok(()),
     }
-}
-
-fn default_out_dir(suite: &Suite) -> PathBuf {
-    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-        .to_string()
-        .replace(':', "");
-    PathBuf::from("h3lab-results").join(format!("{}-{stamp}", suite.name))
 }
 
 fn run_suite(
@@ -151,7 +127,7 @@ fn run_suite(
         .tempdir()
         .context("cannot create a scratch directory")?;
     let mut ctx = RunContext {
-        exe: std::env::current_exe().context("cannot find the h3lab executable")?,
+        exe: super::this_binary()?,
         scratch: scratch.path().to_path_buf(),
         stop: stop.clone(),
         preset,

@@ -2,11 +2,10 @@
 //! flags familiar to h2load and oha users; `h3lab load merge`: one report
 //! from the reports of a test's workers.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Context};
-use h3lab_load::cli::LoadArgs;
+use h3lab_load::cli::{LoadArgs, MergeArgs, MergeOptions};
 use h3lab_load::CancellationToken;
 use h3lab_results::load::{merge_workers, LoadReport, Outcome};
 
@@ -25,26 +24,6 @@ pub enum Merge {
     /// Merge the JSON reports of one test's workers exactly (histograms
     /// added, never percentiles averaged), with a per-worker table.
     Merge(MergeArgs),
-}
-
-#[derive(clap::Args)]
-pub struct MergeArgs {
-    /// The workers' reports (`h3lab load --json`).
-    #[arg(required = true, value_name = "REPORT.json")]
-    pub reports: Vec<PathBuf>,
-    #[command(flatten)]
-    pub options: MergeOptions,
-}
-
-/// How a merged report is written, and whether shards may be missing.
-#[derive(clap::Args)]
-pub struct MergeOptions {
-    /// Also write the merged report as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Merge even with shards missing, and say which.
-    #[arg(long)]
-    pub allow_partial: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -81,18 +60,7 @@ pub(super) fn show(report: &LoadReport, json_path: Option<&std::path::Path>) -> 
 }
 
 fn run_merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
-    let reports = args
-        .reports
-        .iter()
-        .map(|path| {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read the report {}", path.display()))?;
-            let report = LoadReport::from_json(&text)
-                .with_context(|| format!("{} is not an h3lab load report", path.display()))?;
-            Ok((path.display().to_string(), report))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    merge_and_show(&reports, &args.options)
+    merge_and_show(&args.read_reports()?, &args.options)
 }
 
 /// Merges one test's reports, prints the result and writes its JSON.

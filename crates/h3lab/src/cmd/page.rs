@@ -8,10 +8,7 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
 use anyhow::Context;
-use h3lab_client::{ResolveRule, TlsOptions};
-use h3lab_page::chromium::{ChromiumOptions, Trust};
 use h3lab_page::cli::PageArgs;
-use h3lab_page::loader::{LoaderOptions, RecordedPage};
 use h3lab_results::page::{PageLoad, PageReport};
 use h3lab_results::Loader;
 use h3lab_site::replay::Replay;
@@ -22,7 +19,7 @@ pub fn run(args: PageArgs) -> anyhow::Result<ExitCode> {
     let mut args = args;
     let replay = args.replay.as_deref().map(Replay::read).transpose()?;
     if let Some(replay) = &replay {
-        add_origin_rules(replay, &mut args.resolve)?;
+        args.resolve_replay_origins(replay)?;
     }
     // Ctrl-C ends the run after the current load, keeping the loads so far.
     let stop = super::stop_flag()?;
@@ -44,11 +41,11 @@ pub fn run(args: PageArgs) -> anyhow::Result<ExitCode> {
     };
     let outcome = match args.browser {
         Loader::Builtin => {
-            let options = loader_options(&args, replay.as_ref());
+            let options = args.loader_options(replay.as_ref());
             h3lab_page::loader::load_page(&args.url, &options, &mut on_load)
         }
         Loader::Chromium => {
-            let options = chromium_options(&args, replay.as_ref());
+            let options = args.chromium_options(replay.as_ref());
             h3lab_page::chromium::load_page(&args.url, &options, &mut on_load)
         }
     };
@@ -79,19 +76,6 @@ pub fn run(args: PageArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The server's extra addresses an emulated path exports
-/// (`h3lab net run --server-addresses N`), if any.
-fn server_ips_from_env() -> anyhow::Result<Option<Vec<std::net::IpAddr>>> {
-    let Ok(list) = std::env::var(linkem::env::SERVER_IPS) else {
-        return Ok(None);
-    };
-    let parsed = list.split(',').map(|ip| {
-        (ip.trim().parse())
-            .with_context(|| format!("H3LAB_SERVER_IPS holds `{ip}`, not an IP address"))
-    });
-    Ok(Some(parsed.collect::<anyhow::Result<_>>()?))
-}
-
 /// `--json` and `--har`, with whatever loads there are.
 fn write_files(args: &PageArgs, report: &PageReport) -> anyhow::Result<()> {
     if let Some(path) = &args.json {
@@ -103,66 +87,6 @@ fn write_files(args: &PageArgs, report: &PageReport) -> anyhow::Result<()> {
         h3lab_page::har::write_har(report, path)?;
     }
     Ok(())
-}
-
-/// A `--resolve` rule for each origin of the replay that has none: its
-/// own address, in order.
-fn add_origin_rules(replay: &Replay, resolve: &mut Vec<ResolveRule>) -> anyhow::Result<()> {
-    let server_ips = server_ips_from_env()?;
-    let addresses = replay.origin_addresses(server_ips.as_deref())?;
-    for (origin, addr) in replay.origins.iter().zip(addresses) {
-        let ruled = (resolve.iter()).any(|r| r.host == origin.host && r.port == origin.port);
-        if !ruled {
-            resolve.push(ResolveRule {
-                host: origin.host.clone(),
-                port: origin.port,
-                addr,
-                connect_port: None,
-            });
-        }
-    }
-    Ok(())
-}
-
-fn loader_options(args: &PageArgs, replay: Option<&Replay>) -> LoaderOptions {
-    LoaderOptions {
-        proto: args.proto,
-        tls: TlsOptions {
-            insecure: args.insecure,
-            ca_file: args.ca.clone(),
-        },
-        visit: args.visit,
-        loads: args.loads,
-        connect_timeout: args.connect_timeout,
-        load_timeout: args.timeout,
-        h3_discovery: None,
-        resolve: args.resolve.clone(),
-        recorded_errors: replay.map(Replay::recorded_errors).unwrap_or_default(),
-        recorded: replay.map(|replay| RecordedPage {
-            urls: replay.responses.iter().map(|r| r.url.clone()).collect(),
-            initiated: replay.initiated(),
-        }),
-        browser_headers: args.browser_headers,
-    }
-}
-
-fn chromium_options(args: &PageArgs, replay: Option<&Replay>) -> ChromiumOptions {
-    let trust = match (&args.spki, &args.ca, args.insecure) {
-        (Some(spki), _, _) => Trust::SpkiSha256Base64(spki.clone()),
-        (None, Some(ca), _) => Trust::CaFile(ca.clone()),
-        (None, None, true) => Trust::Insecure,
-        (None, None, false) => Trust::System,
-    };
-    ChromiumOptions {
-        binary: args.chromium.clone(),
-        proto: args.proto,
-        trust,
-        visit: args.visit,
-        loads: args.loads,
-        navigation_timeout: args.timeout,
-        resolve: args.resolve.clone(),
-        recorded_errors: replay.map(Replay::recorded_errors).unwrap_or_default(),
-    }
 }
 
 fn progress_bar(args: &PageArgs) -> ProgressBar {

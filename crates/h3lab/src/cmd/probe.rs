@@ -3,7 +3,7 @@
 //! `probe migrate` moves the client to a new port or address mid-stream;
 //! `probe hol` measures head-of-line stalls of parallel streams under loss.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -48,7 +48,7 @@ enum Probe {
 }
 
 fn connections(args: ConnectionsArgs) -> anyhow::Result<ExitCode> {
-    let options = args.options(server_exe()?)?;
+    let options = args.options(super::this_binary()?)?;
     run_emulated(&options, args.json.as_deref(), None, |interrupted| {
         run_connections(&options, interrupted, |result| out!("{result}"))
     })
@@ -118,14 +118,14 @@ fn finish(
 }
 
 fn migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
-    let options = args.options(server_exe()?)?;
+    let options = args.options(super::this_binary()?)?;
     run_emulated(&options, args.json.as_deref(), None, |interrupted| {
         run_migrate(&options, interrupted, |result| outln!("{result}"))
     })
 }
 
 fn hol(args: HolArgs) -> anyhow::Result<ExitCode> {
-    let options = args.options(server_exe()?)?;
+    let options = args.options(super::this_binary()?)?;
     let html = args
         .html
         .as_deref()
@@ -136,15 +136,10 @@ fn hol(args: HolArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn fallback(args: FallbackArgs) -> anyhow::Result<ExitCode> {
-    let options = args.options(server_exe()?)?;
+    let options = args.options(super::this_binary()?)?;
     run_emulated(&options, args.json.as_deref(), None, |interrupted| {
         run_fallback(&options, interrupted, |policy| out!("{policy}"))
     })
-}
-
-/// This binary, which the probes start as `h3lab serve`.
-fn server_exe() -> anyhow::Result<PathBuf> {
-    std::env::current_exe().context("cannot find the h3lab binary to start the server")
 }
 
 /// Where `--html` goes, and what draws the report there.
