@@ -1,5 +1,5 @@
 //! `h3lab load`'s flags (behind the `clap` feature): the one parser of
-//! them, and the way back. [`LoadArgs::to_args`] gives the flags that parse
+//! them, and the way back. [`CommandFlags::to_args`] gives the flags that parse
 //! to the same value, so a process that starts `h3lab load` (a bench
 //! cell's client) builds a typed value, and a renamed flag breaks the
 //! build or the round-trip test, not a benchmark run. Also the flags a

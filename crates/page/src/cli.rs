@@ -1,5 +1,5 @@
 //! `h3lab page`'s flags (behind the `clap` feature), and the way back:
-//! [`PageArgs::to_args`] gives the flags that parse to the same value, so
+//! [`CommandFlags::to_args`] gives the flags that parse to the same value, so
 //! a bench cell starts the page loader from a typed value. Also what the
 //! flags ask of each loader, a replay site's included.
 

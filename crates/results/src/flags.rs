@@ -1,7 +1,7 @@
 //! A command line built from typed values, flag by flag: the way back from
-//! a command's parsed flags (`h3lab_load::cli::LoadArgs::to_args` and its
-//! kin) to the arguments that parse to them; and, with the `clap` feature,
-//! the way there (`parse`), as the binary parses them.
+//! a command's parsed flags ([`CommandFlags`], which `h3lab_load::cli::LoadArgs`
+//! and its kin implement) to the arguments that parse to them; and, with
+//! the `clap` feature, the way there (`parse`), as the binary parses them.
 
 use std::ffi::OsString;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! `h3lab serve`'s flags (behind the `clap` feature): every setting of
 //! [`ServerConfig`] a user can choose, with its default and its help, next
 //! to the settings themselves; and the way back to a command line
-//! ([`ServeArgs::to_args`]), with which the bench, the probes and the
+//! ([`CommandFlags::to_args`]), with which the bench, the probes and the
 //! harness start the server from typed values.
 
 use std::ffi::OsString;
