@@ -214,6 +214,13 @@ impl EmulatedPath {
     /// goes with the path. Needs root.
     pub fn set_client_resolver(&mut self, nameserver: Ipv4Addr) -> anyhow::Result<()> {
         self.ensure_named("giving the client namespace a DNS resolver")?;
+        let system_file = resolver::RESOLV_CONF.to_string_lossy();
+        anyhow::ensure!(
+            std::path::Path::new(system_file.as_ref()).exists(),
+            "this machine has no {system_file} for the client's resolver to be mounted over; create one (it may be empty)"
+        );
+        // The old file goes first: dropped after the new one is written,
+        // it would remove it (they have the same path).
         self.client_resolver = None;
         self.client_resolver = Some(ResolverFile::write(self.client.name(), nameserver)?);
         Ok(())

@@ -22,6 +22,8 @@ use super::netns;
 /// Where `ip netns exec` looks for a namespace's own `/etc` files.
 const NETNS_ETC: &str = "/etc/netns";
 const FILE_NAME: &str = "resolv.conf";
+/// The file every resolver reads, which the namespace's own is mounted over.
+pub const RESOLV_CONF: &CStr = c"/etc/resolv.conf";
 
 /// A namespace's `resolv.conf` naming one DNS server; the file and its
 /// directory are removed on drop.
@@ -69,7 +71,10 @@ impl Drop for ResolverFile {
         let file = Path::new(std::ffi::OsStr::from_bytes(self.file.as_bytes()));
         for removed in [std::fs::remove_file(file), std::fs::remove_dir(&self.dir)] {
             if let Err(err) = removed.or_else(ignore_missing) {
-                tracing::warn!("removing {}: {err}", self.dir.display());
+                tracing::warn!(
+                    "removing the resolver file in {}: {err}",
+                    self.dir.display()
+                );
             }
         }
     }
@@ -129,7 +134,7 @@ pub fn mount_over_resolv_conf(file: &CStr) -> std::io::Result<()> {
         ))?;
         check(libc::mount(
             file.as_ptr(),
-            c"/etc/resolv.conf".as_ptr(),
+            RESOLV_CONF.as_ptr(),
             none,
             libc::MS_BIND,
             none.cast(),
