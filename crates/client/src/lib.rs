@@ -3,7 +3,9 @@
 //! `--ca`, session tickets), timed connection set-up and a small request
 //! interface that counts response bytes without copying them; and the
 //! `auto` protocol, HTTP/3 discovered through `Alt-Svc` and raced against
-//! TCP as browsers do (`alt_svc`, the pure rules; `race`, their shell).
+//! TCP as browsers do (`alt_svc`, the pure rules; `race`, their shell);
+//! a host's DNS `HTTPS` record, the ALPN ids it advertises before any
+//! connection (`HttpsRecords`).
 //!
 //! Not for: scheduling load, recording statistics or following redirects;
 //! that is the job of `h3lab-load` and `h3lab-bench`.
@@ -14,6 +16,7 @@ pub mod alt_svc;
 mod browser_headers;
 mod connect;
 mod error;
+mod https_record;
 mod offer;
 mod race;
 mod request;
@@ -25,6 +28,7 @@ mod ttfb;
 
 pub use connect::{ConnectTiming, Connection, Connector};
 pub use error::ClientError;
+pub use https_record::HttpsRecords;
 pub use offer::check_offer;
 pub use race::{AutoConnector, OriginConnector, SharedDiscovery};
 pub use request::{RequestNumbers, RequestTemplate};

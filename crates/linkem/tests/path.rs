@@ -6,12 +6,13 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use linkem::config::{parse_rate, parse_time, LossDirection};
 use linkem::model::{LossModel, QueueLimit, UdpPolicy};
-use linkem::run::Side;
+use linkem::run::{Placement, Side};
 use linkem::{EmulatedPath, LinkSettings, RateSpec};
 
 fn settings(rtt: &str, down: &str, up: &str) -> LinkSettings {
@@ -419,6 +420,7 @@ fn hold_path_child() {
     }
     let mut path = EmulatedPath::start(LinkSettings::default().build()).unwrap();
     path.route_out().unwrap();
+    path.set_client_resolver(path.server_ip()).unwrap();
     let (client, server) = path.namespace_names();
     println!("namespaces {client} {server}");
     std::thread::sleep(Duration::from_secs(60));
@@ -462,6 +464,8 @@ fn killed_run_is_cleaned_up_by_the_next_run() {
     );
     let owner = format!("h3lab-gw-{}-", child.id());
     assert!(gateway_rules().contains(&owner), "and the gateway's rules");
+    let resolver_dir = Path::new("/etc/netns").join(&names[0]);
+    assert!(resolver_dir.exists(), "and the client's resolver file");
     let path = EmulatedPath::start(LinkSettings::default().build()).unwrap();
     let (client, server) = path.namespace_names();
     let (client, server) = (client.to_string(), server.to_string());
@@ -471,6 +475,7 @@ fn killed_run_is_cleaned_up_by_the_next_run() {
         "{listed}"
     );
     assert!(!gateway_rules().contains(&owner), "{}", gateway_rules());
+    assert!(!resolver_dir.exists(), "{}", resolver_dir.display());
     path.shutdown().unwrap();
     let listed = namespaces();
     assert!(
@@ -747,4 +752,43 @@ fn a_udp_policer_holds_udp_to_its_rate_both_ways_while_tcp_fills_the_link() {
     );
     let stats = path.shutdown().unwrap();
     assert!(stats.up.dropped_udp > 0 && stats.down.dropped_udp > 0);
+}
+
+#[test]
+fn commands_in_the_client_namespace_read_its_resolver_and_the_file_goes_with_the_path() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let host_before = std::fs::read_to_string("/etc/resolv.conf").ok();
+    let mut path = EmulatedPath::start(LinkSettings::default().build()).unwrap();
+    path.set_client_resolver(path.server_ip()).unwrap();
+    let resolver_dir = Path::new("/etc/netns").join(path.namespace_names().0);
+    let read_in = |side| {
+        let output = Placement::Emulated(&path)
+            .command(side, "cat")
+            .arg("/etc/resolv.conf")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let client_view = read_in(Side::Client);
+    assert!(
+        client_view.ends_with("\nnameserver 198.18.0.2\n"),
+        "{client_view}"
+    );
+    let server_view = read_in(Side::Server);
+    assert_eq!(
+        Some(server_view),
+        host_before,
+        "only the client's view changes"
+    );
+    assert_eq!(
+        std::fs::read_to_string("/etc/resolv.conf").ok(),
+        host_before,
+        "this machine's resolver is untouched"
+    );
+    assert!(resolver_dir.join("resolv.conf").is_file());
+    drop(path);
+    assert!(!resolver_dir.exists(), "{}", resolver_dir.display());
 }

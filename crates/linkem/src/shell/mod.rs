@@ -4,6 +4,7 @@
 mod forward;
 mod gateway;
 mod netns;
+mod resolver;
 mod tun;
 mod userns;
 
@@ -25,6 +26,7 @@ use crate::model::{Direction, DirectionConfig, LinkStats, LossModel, Pipe, RateS
 use forward::{Clock, Forwarder, Lane, Snapshots};
 use gateway::Gateway;
 use netns::Namespace;
+use resolver::ResolverFile;
 
 /// The client's address (RFC 2544 benchmarking range).
 const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
@@ -56,6 +58,9 @@ pub struct EmulatedPath {
     /// Where the path leaves for this machine's network, once
     /// [`EmulatedPath::route_out`] made it.
     gateway: Option<Gateway>,
+    /// The client namespace's `resolv.conf`, once
+    /// [`EmulatedPath::set_client_resolver`] wrote it.
+    client_resolver: Option<ResolverFile>,
     // Dropped after the threads are joined (fields drop in order).
     client: Namespace,
     server: Namespace,
@@ -119,6 +124,7 @@ impl EmulatedPath {
             epoch,
             extra_server_ips: Vec::new(),
             gateway: None,
+            client_resolver: None,
             client,
             server,
         })
@@ -200,6 +206,26 @@ impl EmulatedPath {
         Ok(())
     }
 
+    /// Points the client namespace's resolver at the DNS server at
+    /// `nameserver` (port 53), as a network's DHCP would: commands started
+    /// in the client namespace from now on, and programs run there with
+    /// `ip netns exec`, read it from `/etc/resolv.conf`. Threads of this
+    /// process in the namespace do not: give them the address. The file
+    /// goes with the path. Needs root.
+    pub fn set_client_resolver(&mut self, nameserver: Ipv4Addr) -> anyhow::Result<()> {
+        self.ensure_named("giving the client namespace a DNS resolver")?;
+        let system_file = resolver::RESOLV_CONF.to_string_lossy();
+        anyhow::ensure!(
+            std::path::Path::new(system_file.as_ref()).exists(),
+            "this machine has no {system_file} for the client's resolver to be mounted over; create one (it may be empty)"
+        );
+        // The old file goes first: dropped after the new one is written,
+        // it would remove it (they have the same path).
+        self.client_resolver = None;
+        self.client_resolver = Some(ResolverFile::write(self.client.name(), nameserver)?);
+        Ok(())
+    }
+
     /// A handle that changes the path while it runs, from any thread.
     /// Needs root.
     pub fn control(&self) -> anyhow::Result<PathControl> {
@@ -224,9 +250,20 @@ impl EmulatedPath {
     }
 
     /// A command that runs inside the client namespace, with
-    /// `H3LAB_SERVER_IP` and `H3LAB_CLIENT_IP` set.
+    /// `H3LAB_SERVER_IP` and `H3LAB_CLIENT_IP` set, and the namespace's
+    /// resolver mounted over `/etc/resolv.conf` when it has one.
     pub(crate) fn client_command(&self, program: impl AsRef<OsStr>) -> Command {
-        self.command_in(&self.client, program)
+        let mut command = self.command_in(&self.client, program);
+        if let Some(resolver) = &self.client_resolver {
+            let file = resolver.c_path().to_owned();
+            // SAFETY: runs after the namespace is entered (pre_exec
+            // closures run in order); mount_over_resolv_conf makes only
+            // unshare(2) and mount(2) calls, on a string made before fork.
+            unsafe {
+                command.pre_exec(move || resolver::mount_over_resolv_conf(&file));
+            }
+        }
+        command
     }
 
     /// A command that runs inside the server namespace.
@@ -335,11 +372,13 @@ impl Drop for EmulatedPath {
 }
 
 /// Removes what dead h3lab processes left behind: their namespaces (their
-/// TUN devices died with them), and their gateways' rules in this
-/// machine's own namespace. Returns the namespaces removed.
+/// TUN devices died with them), their gateways' rules in this machine's
+/// own namespace, and their namespaces' resolver files (`/etc/netns`).
+/// Returns the namespaces removed.
 pub fn cleanup_stale() -> anyhow::Result<Vec<String>> {
     let removed = netns::cleanup_stale()?;
     gateway::cleanup_stale(netns::is_alive)?;
+    resolver::cleanup_stale(netns::is_alive)?;
     Ok(removed)
 }
 

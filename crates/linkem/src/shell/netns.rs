@@ -255,7 +255,7 @@ pub fn write_sysctl(handle: &File, setting: &str, value: &str) -> anyhow::Result
 }
 
 /// The pid in an h3lab namespace name, if it is one.
-fn owner_pid(name: &str) -> Option<i32> {
+pub fn owner_pid(name: &str) -> Option<i32> {
     name.strip_prefix(PREFIX)?.split('-').next()?.parse().ok()
 }
 

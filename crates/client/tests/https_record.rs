@@ -1,0 +1,41 @@
+//! `HttpsRecords` against h3lab's own DNS server on loopback: the record
+//! a path publishes is the one the client reads back, and a zone without
+//! one leaves HTTP/3 unknown.
+
+use std::net::{Ipv4Addr, SocketAddr};
+
+use h3lab_client::HttpsRecords;
+use h3lab_dns::{DnsServer, Host, Publish, ZoneConfig};
+
+async fn server(publish: Publish) -> DnsServer {
+    let zone = ZoneConfig {
+        hosts: vec![Host {
+            name: "www.site.test".into(),
+            address: Ipv4Addr::new(198, 18, 0, 10),
+        }],
+        publish,
+    };
+    // An address of its own on loopback, apart from other tests' servers.
+    let addr = SocketAddr::from((Ipv4Addr::new(127, 0, 0, 54), 0));
+    DnsServer::start(addr, &zone).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_published_record_gives_its_alpn_ids_in_order() {
+    let publish = Publish::WithHttps {
+        alpn: vec!["h3".into(), "h2".into()],
+        port: None,
+    };
+    let server = server(publish).await;
+    let records = HttpsRecords::at(server.local_addr()).unwrap();
+    let alpn = records.alpn("www.site.test").await.unwrap();
+    assert_eq!(alpn, Some(vec!["h3".to_string(), "h2".to_string()]));
+}
+
+#[tokio::test]
+async fn without_a_record_nothing_is_known() {
+    let server = server(Publish::ARecordsOnly).await;
+    let records = HttpsRecords::at(server.local_addr()).unwrap();
+    assert_eq!(records.alpn("www.site.test").await.unwrap(), None);
+    assert_eq!(records.alpn("other.test").await.unwrap(), None);
+}
