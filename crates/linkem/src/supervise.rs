@@ -63,6 +63,18 @@ impl Supervised {
     pub fn spawn(mut command: Command, group: Group, what: &str) -> anyhow::Result<Supervised> {
         if group == Group::Own {
             command.process_group(0);
+            // A child of its own group is asked to stop with SIGINT, which
+            // it must hear: h3lab started as a background job of a script
+            // (no job control) ignores SIGINT, and its children would
+            // inherit that and be killed only after the grace.
+            // SAFETY: signal(2) is async-signal-safe, and this runs in the
+            // child between fork and exec.
+            unsafe {
+                command.pre_exec(|| {
+                    libc::signal(libc::SIGINT, libc::SIG_DFL);
+                    Ok(())
+                });
+            }
         }
         let mut child = command
             .spawn()
@@ -440,6 +452,25 @@ mod tests {
     #[test]
     fn a_stopped_child_of_its_own_group_is_asked_with_sigint() {
         let mut child = Supervised::spawn(sh("exec sleep 30"), Group::Own, "sleeper").unwrap();
+        let exit = child
+            .wait_until(None, &AtomicBool::new(true), SOON)
+            .unwrap();
+        assert_eq!(exit.code, 128 + libc::SIGINT);
+    }
+
+    #[test]
+    fn a_child_of_its_own_group_hears_sigint_even_when_h3lab_ignores_it() {
+        let mut command = sh("exec sleep 30");
+        // As when h3lab is a background job of a script without job
+        // control: SIGINT ignored, and inherited across fork and exec.
+        // SAFETY: signal(2) is async-signal-safe; this runs in the child.
+        unsafe {
+            command.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_IGN);
+                Ok(())
+            });
+        }
+        let mut child = Supervised::spawn(command, Group::Own, "sleeper").unwrap();
         let exit = child
             .wait_until(None, &AtomicBool::new(true), SOON)
             .unwrap();
