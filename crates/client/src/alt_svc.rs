@@ -16,6 +16,12 @@
 //!   that succeeds clears the mark.
 //! - `Alt-Svc: clear` forgets the origin's alternatives; `ma` (default 24 h)
 //!   bounds how long one is kept.
+//! - A DNS `HTTPS` record (RFC 9460) whose `alpn` lists `h3` makes QUIC a
+//!   candidate from the first connection, raced against TCP by the same
+//!   rules (Chromium's `DNS_ALPN_H3` job, which blocks the TCP job as an
+//!   `Alt-Svc` job does, and whose failure marks the origin's `h3`
+//!   endpoint broken). It lasts as long as the record's TTL, and a
+//!   learned `Alt-Svc` is preferred over it.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -134,7 +140,10 @@ pub enum ConnectPlan {
 
 #[derive(Debug, Clone, Default)]
 struct Origin {
+    /// From `Alt-Svc`, with when it expires.
     alternative: Option<(Alternative, Instant)>,
+    /// From a DNS `HTTPS` record, with when it expires.
+    from_dns: Option<(Alternative, Instant)>,
     broken_until: Option<Instant>,
     /// Failures in a row, which lengthen the next broken mark.
     failures: u32,
@@ -171,20 +180,29 @@ impl H3Discovery {
         };
     }
 
+    /// Takes in a DNS `HTTPS` record of `origin` that lists `h3`: QUIC at
+    /// the record's `port`, or the origin's own when it has none, for the
+    /// record's TTL (`alternative.max_age`).
+    pub fn observe_https_record(&mut self, origin: &str, alternative: Alternative, now: Instant) {
+        let expires = now + alternative.max_age;
+        self.origins.entry(origin.to_string()).or_default().from_dns = Some((alternative, expires));
+    }
+
     /// How the next connection to `origin` is made at `now`.
     pub fn plan(&self, origin: &str, now: Instant) -> ConnectPlan {
         let Some(state) = self.origins.get(origin) else {
             return ConnectPlan::Tcp;
         };
-        let usable = state
-            .alternative
-            .as_ref()
-            .filter(|(_, expires)| now < *expires)
+        let current = |known: &Option<(Alternative, Instant)>| {
+            known.clone().filter(|(_, expires)| now < *expires)
+        };
+        let usable = current(&state.alternative)
+            .or_else(|| current(&state.from_dns))
             .filter(|_| state.broken_until.is_none_or(|until| now >= until));
         match usable {
             None => ConnectPlan::Tcp,
             Some((alternative, _)) => ConnectPlan::Race {
-                alternative: alternative.clone(),
+                alternative,
                 tcp_delay: match (self.quic_works_here, state.quic_rtt) {
                     (false, _) => Duration::ZERO,
                     (true, Some(rtt)) => rtt * 3 / 2,
@@ -331,6 +349,48 @@ mod tests {
             discovery.plan(ORIGIN, now),
             ConnectPlan::Race { .. }
         ));
+    }
+
+    #[test]
+    fn an_https_record_races_quic_from_the_first_connection_until_its_ttl_ends() {
+        let now = Instant::now();
+        let mut discovery = H3Discovery::default();
+        discovery.observe_https_record(ORIGIN, h3(8443, 60), now);
+        assert_eq!(
+            discovery.plan(ORIGIN, now),
+            ConnectPlan::Race {
+                alternative: h3(8443, 60),
+                tcp_delay: Duration::ZERO
+            }
+        );
+        assert_eq!(
+            discovery.plan(ORIGIN, now + Duration::from_secs(60)),
+            ConnectPlan::Tcp
+        );
+    }
+
+    #[test]
+    fn alt_svc_is_preferred_to_an_https_record_and_its_clear_leaves_the_record() {
+        let now = Instant::now();
+        let mut discovery = H3Discovery::default();
+        discovery.observe_https_record(ORIGIN, h3(443, 60), now);
+        discovery.observe(ORIGIN, r#"h3=":8443"; ma=60"#, now);
+        let races_to = |discovery: &H3Discovery| match discovery.plan(ORIGIN, now) {
+            ConnectPlan::Race { alternative, .. } => Some(alternative.port),
+            ConnectPlan::Tcp => None,
+        };
+        assert_eq!(races_to(&discovery), Some(8443));
+        discovery.observe(ORIGIN, "clear", now);
+        assert_eq!(races_to(&discovery), Some(443));
+    }
+
+    #[test]
+    fn a_failed_quic_attempt_breaks_an_https_records_alternative_too() {
+        let now = Instant::now();
+        let mut discovery = H3Discovery::default();
+        discovery.observe_https_record(ORIGIN, h3(443, 3600), now);
+        discovery.quic_failed(ORIGIN, now);
+        assert_eq!(discovery.plan(ORIGIN, now), ConnectPlan::Tcp);
     }
 
     #[test]

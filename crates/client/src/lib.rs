@@ -4,8 +4,8 @@
 //! interface that counts response bytes without copying them; and the
 //! `auto` protocol, HTTP/3 discovered through `Alt-Svc` and raced against
 //! TCP as browsers do (`alt_svc`, the pure rules; `race`, their shell);
-//! a host's DNS `HTTPS` record, the ALPN ids it advertises before any
-//! connection (`HttpsRecords`).
+//! name resolution with a host's DNS `HTTPS` record, the ALPN ids it
+//! advertises before any connection (`DnsResolver`).
 //!
 //! Not for: scheduling load, recording statistics or following redirects;
 //! that is the job of `h3lab-load` and `h3lab-bench`.
@@ -15,8 +15,8 @@
 pub mod alt_svc;
 mod browser_headers;
 mod connect;
+mod dns;
 mod error;
-mod https_record;
 mod offer;
 mod race;
 mod request;
@@ -28,7 +28,7 @@ mod ttfb;
 
 pub use connect::{ConnectTiming, Connection, Connector};
 pub use error::ClientError;
-pub use https_record::HttpsRecords;
+pub use dns::{https_record_name, DnsResolver, HttpsRecord, NameServer, OriginLookup};
 pub use offer::check_offer;
 pub use race::{AutoConnector, OriginConnector, SharedDiscovery};
 pub use request::{RequestNumbers, RequestTemplate};

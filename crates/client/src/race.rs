@@ -1,5 +1,6 @@
 //! The `auto` protocol's connections: HTTP/2 until the origin advertises
-//! HTTP/3, then QUIC raced against TCP by the rules of [`crate::alt_svc`].
+//! HTTP/3 (by `Alt-Svc`, or before the first connection by a DNS `HTTPS`
+//! record), then QUIC raced against TCP by the rules of [`crate::alt_svc`].
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -11,6 +12,7 @@ use tokio::task::JoinHandle;
 
 use crate::alt_svc::{Alternative, ConnectPlan, H3Discovery};
 use crate::connect::{Connection, Connector};
+use crate::dns::HttpsRecord;
 use crate::error::ClientError;
 use crate::target::Target;
 use h3lab_results::Proto;
@@ -89,6 +91,21 @@ impl AutoConnector {
         if let Ok(text) = value.to_str() {
             lock(&self.discovery).observe(&self.origin, text, now);
         }
+    }
+
+    /// Takes in the origin's DNS `HTTPS` record: one that lists `h3` makes
+    /// QUIC a candidate from the first connection, at the record's port or
+    /// the origin's own, for as long as the record may be kept.
+    pub fn observe_https_record(&self, record: &HttpsRecord) {
+        if !record.lists_h3() {
+            return;
+        }
+        let alternative = Alternative {
+            host: None,
+            port: record.port.unwrap_or(self.target.port()),
+            max_age: record.ttl,
+        };
+        lock(&self.discovery).observe_https_record(&self.origin, alternative, Instant::now());
     }
 
     /// Opens a connection by the discovery's plan; its sender says which

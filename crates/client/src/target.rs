@@ -116,7 +116,6 @@ impl Target {
         format!("{scheme}://{}:{}", self.authority.host(), self.port)
     }
 
-    #[cfg(test)]
     pub(crate) fn port(&self) -> u16 {
         self.port
     }

@@ -22,13 +22,16 @@ const SERVICE_PRIORITY: u16 = 1;
 /// The longest ALPN id the record's wire format can carry (a length byte).
 const MAX_ALPN_ID_BYTES: usize = 255;
 
-/// One host name of the site and the address it is served on.
+/// One host name of the site, the address it is served on, and what is
+/// published for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Host {
     /// A DNS name such as `www.site.test` (a trailing dot is optional).
     pub name: String,
     /// Where the name leads: one of the server's addresses on the path.
     pub address: Ipv4Addr,
+    /// Whether it also gets an `HTTPS` record.
+    pub publish: Publish,
 }
 
 /// What the zone says about HTTP/3 besides the addresses.
@@ -52,8 +55,10 @@ pub enum Publish {
 pub struct ZoneConfig {
     /// The site's host names.
     pub hosts: Vec<Host>,
-    /// Whether each host also gets an `HTTPS` record.
-    pub publish: Publish,
+    /// The port the site's origins are served on: 443 names each `HTTPS`
+    /// record for its host, another port `_PORT._https.HOST` (RFC 9460
+    /// 9.1), as a client asks for it.
+    pub origin_port: u16,
 }
 
 impl ZoneConfig {
@@ -67,10 +72,6 @@ impl ZoneConfig {
             !self.hosts.is_empty(),
             "a DNS zone needs at least one host name; give the site's host names"
         );
-        let https = match &self.publish {
-            Publish::ARecordsOnly => None,
-            Publish::WithHttps { alpn, port } => Some(https_record_data(alpn, *port)?),
-        };
         let mut records = vec![root_soa()];
         let mut seen = HashSet::new();
         for host in &self.hosts {
@@ -85,11 +86,33 @@ impl ZoneConfig {
                 TTL_SECONDS,
                 RData::A(A(host.address)),
             ));
-            if let Some(https) = &https {
-                records.push(Record::from_rdata(name, TTL_SECONDS, https.clone()));
+            if let Publish::WithHttps { alpn, port } = &host.publish {
+                let https = https_record_data(alpn, *port)?;
+                let (owner, rdata) = self.https_for(&name, &https)?;
+                records.push(Record::from_rdata(owner, TTL_SECONDS, rdata));
             }
         }
         Ok(records)
+    }
+}
+
+impl ZoneConfig {
+    /// Where `host`'s `HTTPS` record goes and what it holds. On port 443
+    /// its target is `.`, the host itself. Under `_PORT._https.HOST` the
+    /// target is named, since `.` would mean that owner name (RFC 9460
+    /// 2.5.2), which has no address.
+    fn https_for(&self, host: &Name, https: &RData) -> anyhow::Result<(Name, RData)> {
+        if self.origin_port == 443 {
+            return Ok((host.clone(), https.clone()));
+        }
+        let prefix = Name::from_ascii(format!("_{}._https", self.origin_port))
+            .context("a port's record name")?;
+        let owner = prefix.append_domain(host).context("a port's record name")?;
+        let mut rdata = https.clone();
+        if let RData::HTTPS(HTTPS(svcb)) = &mut rdata {
+            svcb.target_name = host.clone();
+        }
+        Ok((owner, rdata))
     }
 }
 
@@ -155,13 +178,15 @@ mod tests {
                 Host {
                     name: "WWW.site.test".into(),
                     address: Ipv4Addr::new(198, 18, 0, 10),
+                    publish: publish.clone(),
                 },
                 Host {
                     name: "cdn.site.test.".into(),
                     address: Ipv4Addr::new(198, 18, 0, 11),
+                    publish,
                 },
             ],
-            publish,
+            origin_port: 443,
         }
     }
 
@@ -224,6 +249,23 @@ mod tests {
     }
 
     #[test]
+    fn each_host_publishes_its_own_records() {
+        let mut zone = site(Publish::ARecordsOnly);
+        zone.hosts[1].publish = Publish::WithHttps {
+            alpn: vec!["h3".into()],
+            port: None,
+        };
+        assert_eq!(
+            lines(&zone)[1..],
+            [
+                "www.site.test. A 198.18.0.10",
+                "cdn.site.test. A 198.18.0.11",
+                "cdn.site.test. HTTPS 1 . alpn=h3",
+            ]
+        );
+    }
+
+    #[test]
     fn a_port_goes_after_the_alpn_ids() {
         let publish = Publish::WithHttps {
             alpn: vec!["h3".into()],
@@ -231,6 +273,24 @@ mod tests {
         };
         let lines = lines(&site(publish));
         assert_eq!(lines[2], "www.site.test. HTTPS 1 . alpn=h3 port=8443");
+    }
+
+    #[test]
+    fn another_origin_port_names_the_record_for_the_port_and_targets_the_host() {
+        let publish = Publish::WithHttps {
+            alpn: vec!["h3".into()],
+            port: None,
+        };
+        let zone = ZoneConfig {
+            origin_port: 8443,
+            ..site(publish)
+        };
+        let lines = lines(&zone);
+        assert_eq!(lines[1], "www.site.test. A 198.18.0.10");
+        assert_eq!(
+            lines[2],
+            "_8443._https.www.site.test. HTTPS 1 www.site.test. alpn=h3"
+        );
     }
 
     #[test]

@@ -24,8 +24,9 @@ fn a_client_namespace_resolves_the_site_through_the_paths_dns_server() {
         hosts: vec![Host {
             name: "www.site.test".into(),
             address: Ipv4Addr::new(198, 18, 0, 10),
+            publish: Publish::ARecordsOnly,
         }],
-        publish: Publish::ARecordsOnly,
+        origin_port: 443,
     };
     let listen = SocketAddr::from((path.server_ip(), DNS_PORT));
     let (ready, started) = mpsc::channel();

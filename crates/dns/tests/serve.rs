@@ -19,8 +19,9 @@ fn zone(publish: Publish) -> ZoneConfig {
         hosts: vec![Host {
             name: "www.site.test".into(),
             address: Ipv4Addr::new(198, 18, 0, 10),
+            publish,
         }],
-        publish,
+        origin_port: 443,
     }
 }
 

@@ -1,19 +1,24 @@
 //! End-to-end: `h3lab probe fallback` loads a generated site with the
 //! `auto` protocol on a path with UDP open and one with UDP blocked. With
-//! UDP open, the first visit stays on h2 and the repeat visit ends on h3;
+//! UDP open, the first visit stays on h2, the first visit to the site with
+//! a DNS `HTTPS` record goes over h3, and the repeat visit ends on h3;
 //! with UDP blocked, every request goes over h2, none fails, and the
-//! fallback delay is reported. Needs root (skips with a message
+//! fallback delay is reported. The path's namespaces, resolver file and
+//! DNS servers are gone afterwards. Needs root (skips with a message
 //! otherwise; fails instead under CI).
 
 mod common;
 
-use std::process::Command;
-use std::time::Duration;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
 
-use common::{assert_refused, run_probe, EXE};
+use common::{assert_refused, namespaces_left, run_probe, EXE};
+use linkem::supervise::{Group, Supervised};
 use serde_json::Value;
 
-/// Two policies × 2 repetitions × 6 page loads (two of them unmeasured
+/// Two policies × 2 repetitions × 7 page loads (two of them unmeasured
 /// first visits) at 80 ms, plus paths.
 const RUN_LIMIT: Duration = Duration::from_secs(120);
 
@@ -76,23 +81,37 @@ fn auto_ends_on_h3_with_udp_open_and_on_h2_with_no_failure_when_udp_is_blocked()
         .args(["--policies", "open,blocked", "--repetitions", "2"])
         .arg("--json")
         .arg(&json);
-    let printed = run_probe(
+    let probed = run_probe(
         command,
         "h3lab probe fallback",
         &dir.path().join("out"),
         RUN_LIMIT,
-    )
-    .printed;
+    );
+    let printed = probed.printed;
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["schema"], "h3lab.fallback/1");
 
     assert_eq!(protocols(&report, "open", "h2-only"), ["h2"]);
     assert_eq!(protocols(&report, "open", "first"), ["h2"]);
+    assert_eq!(protocols(&report, "open", "first-with-https-record"), ["h3"]);
     assert_eq!(protocols(&report, "open", "repeat"), ["h3"]);
     assert_eq!(protocols(&report, "open", "repeat-quic-known"), ["h3"]);
-    for name in ["h2-only", "first", "repeat", "repeat-quic-known"] {
+    let visits = [
+        "h2-only",
+        "first",
+        "first-with-https-record",
+        "repeat",
+        "repeat-quic-known",
+    ];
+    for name in visits {
         assert_eq!(protocols(&report, "blocked", name), ["h2"], "{name}");
     }
+    // With the record and UDP blocked, the first visit's delay against
+    // h2 only is reported with its interval.
+    let record = visit(&report, "blocked", "first-with-https-record");
+    assert!(record["delay_vs_h2_ms"]["estimate"].is_f64(), "{record:#}");
+    assert!(record["delay_vs_h2_ms"]["interval"].is_array(), "{record:#}");
+    assert!(printed.contains("auto: first, HTTPS record"), "{printed}");
     // Once QUIC has worked on the network, TCP waits 300 ms behind a QUIC
     // attempt that never answers: the page is that much later.
     let known = visit(&report, "blocked", "repeat-quic-known");
@@ -101,6 +120,64 @@ fn auto_ends_on_h3_with_udp_open_and_on_h2_with_no_failure_when_udp_is_blocked()
     let verdict = report["verdict"].as_str().unwrap();
     assert!(verdict.contains("0 load(s) failed"), "{verdict}");
     assert!(printed.contains(verdict), "{printed}");
+    assert!(verdict.contains("with a DNS HTTPS record"), "{verdict}");
+    assert!(!namespaces_left(probed.pid), "the probe left namespaces");
+    assert_eq!(resolver_files_left(probed.pid), Vec::<String>::new());
+}
+
+/// The client resolver directories (/etc/netns/NAMESPACE) the finished
+/// h3lab process `pid` left; other runs' have other pids.
+fn resolver_files_left(pid: u32) -> Vec<String> {
+    let prefix = format!("h3lab-{pid}-");
+    let Ok(entries) = std::fs::read_dir("/etc/netns") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| name.starts_with(&prefix))
+        .collect()
+}
+
+#[test]
+fn ctrl_c_keeps_the_policies_done_and_leaves_no_path_resolver_or_dns_server() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("interrupted.json");
+    let mut command = Command::new(EXE);
+    command
+        .args(["probe", "fallback", "--profile", "broadband", "--loss", "0%"])
+        .args(["--policies", "open,blocked", "--repetitions", "2", "--json"])
+        .arg(&json)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut process = Supervised::spawn(command, Group::Own, "h3lab probe fallback").unwrap();
+    let pid = process.id();
+    let mut lines = BufReader::new(process.take_stdout().unwrap()).lines();
+    let header = lines.next().unwrap().unwrap();
+    assert!(header.starts_with("probe fallback:"), "{header}");
+    // Interrupt once UDP open is done: during the blocked path's run.
+    let open_done = lines.next().unwrap().unwrap();
+    assert_eq!(open_done, "UDP open");
+    // Keep reading, so the probe never writes into a closed pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    // Group::Own: asked to stop with SIGINT, as a terminal's Ctrl-C would.
+    let exit = process
+        .wait_until(
+            Some(Instant::now() + RUN_LIMIT),
+            &AtomicBool::new(true),
+            Duration::from_secs(20),
+        )
+        .expect("the probe ended after SIGINT");
+    assert_ne!(exit.code, 0, "an interrupted run is not a success");
+    let error = process.last_stderr_line();
+    assert!(error.contains("interrupted"), "{error}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(protocols(&report, "open", "first-with-https-record"), ["h3"]);
+    assert!(!namespaces_left(pid), "the probe left namespaces");
+    assert_eq!(resolver_files_left(pid), Vec::<String>::new());
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! listener on, its start-up banner read (`start`), and its Prometheus
 //! metrics scraped from its own side of the path (`scrape`); or a server a
 //! command starts (Caddy, nginx, ...), its placeholders filled in and its
-//! start awaited (`custom`).
+//! start awaited (`custom`); and the path's DNS server, on a thread in the
+//! server namespace (`dns`).
 //!
 //! It is what `h3lab-bench` (a cell's server) and `h3lab-probe` (the
 //! probes' server) share. Not for: serving (`h3lab-server`, which this
@@ -13,8 +14,10 @@
 #![warn(missing_docs)]
 
 pub mod custom;
+mod dns;
 mod scrape;
 mod start;
 
+pub use dns::PathDns;
 pub use scrape::scrape;
 pub use start::{start_builtin, start_builtin_on, BuiltinServer};

@@ -9,7 +9,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, Context};
-use h3lab_client::{client_tls_config, AutoConnector, Connector, SharedDiscovery};
+use h3lab_client::{
+    client_tls_config, AutoConnector, Connector, HttpsRecord, NameServer, OriginLookup,
+    SharedDiscovery,
+};
 use h3lab_results::load::{LoadReport, Worker};
 use h3lab_results::Proto;
 use tokio_util::sync::CancellationToken;
@@ -29,6 +32,8 @@ const LATE_START_WARNING: Duration = Duration::from_millis(10);
 
 /// How often a worker waiting for the common start looks for Ctrl-C.
 const CANCEL_CHECK: Duration = Duration::from_millis(100);
+/// How long `auto` holds the target's `HTTPS` record: longer than any run.
+const RECORD_HELD_FOR_RUN: Duration = Duration::from_secs(365 * 86_400);
 
 /// Runs the load described by `config` until its bound, a fatal set-up
 /// error, or `cancel` (Ctrl-C), and returns everything measured.
@@ -140,10 +145,12 @@ fn started_late(start: &StartAt, began: SystemTime) -> Duration {
 }
 
 async fn preflight(config: &LoadConfig) -> anyhow::Result<(SocketAddr, Option<SharedDiscovery>)> {
-    let addr = config.target.resolve(&config.resolve).await?;
+    let auto = config.proto == Proto::Auto;
+    let lookup = OriginLookup::new(NameServer::System, auto)?;
+    let (addr, https_record) = lookup.locate(&config.target, &config.resolve).await?;
     crate::politeness::check(config, addr.ip())?;
-    if config.proto == Proto::Auto {
-        let discovery = first_call(config, addr).await?;
+    if auto {
+        let discovery = first_call(config, addr, https_record).await?;
         return Ok((addr, Some(discovery)));
     }
     // A private TLS config, so no session ticket leaks into the measured run.
@@ -155,9 +162,15 @@ async fn preflight(config: &LoadConfig) -> anyhow::Result<(SocketAddr, Option<Sh
     Ok((addr, None))
 }
 
-/// `auto`'s first call: one request over TCP, whose `Alt-Svc` the run's
-/// connections then know.
-async fn first_call(config: &LoadConfig, addr: SocketAddr) -> anyhow::Result<SharedDiscovery> {
+/// `auto`'s first call: one request, over TCP unless the target's DNS
+/// `HTTPS` record lists h3, whose `Alt-Svc` the run's connections then
+/// know. DNS is asked once: the record is held for the whole run, as an
+/// app's resolver would find it again each time its TTL ends.
+async fn first_call(
+    config: &LoadConfig,
+    addr: SocketAddr,
+    https_record: Option<HttpsRecord>,
+) -> anyhow::Result<SharedDiscovery> {
     let discovery = SharedDiscovery::default();
     let target = Arc::new(config.target.clone());
     let connector = AutoConnector::new(
@@ -168,6 +181,12 @@ async fn first_call(config: &LoadConfig, addr: SocketAddr) -> anyhow::Result<Sha
         config.connect_timeout,
         discovery.clone(),
     )?;
+    if let Some(record) = https_record {
+        connector.observe_https_record(&HttpsRecord {
+            ttl: RECORD_HELD_FOR_RUN,
+            ..record
+        });
+    }
     let mut sender = connector.connect().await?.sender;
     let response = sender.send(&config.request_template()).await?;
     connector.observe(sender.proto(), response.headers());

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use h3lab_client::{ResolveRule, TlsOptions};
+use h3lab_client::{NameServer, ResolveRule, TlsOptions};
 use h3lab_results::flags::{CommandFlags, Flags};
 use h3lab_results::{Loader, Proto, Visit};
 use h3lab_site::replay::Replay;
@@ -178,6 +178,7 @@ impl PageArgs {
             load_timeout: self.timeout,
             h3_discovery: None,
             resolve: self.resolve.clone(),
+            name_server: NameServer::System,
             recorded_errors: replay.map(Replay::recorded_errors).unwrap_or_default(),
             recorded: replay.map(|replay| RecordedPage {
                 urls: replay.responses.iter().map(|r| r.url.clone()).collect(),

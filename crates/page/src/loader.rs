@@ -14,7 +14,7 @@ use bytes::Bytes;
 use h3lab_client::alt_svc::H3Discovery;
 use h3lab_client::{
     client_tls_config, AutoConnector, Connector, OriginConnector, RequestNumbers, RequestTemplate,
-    ResolveRule, Sender, SharedDiscovery, Target, TlsOptions,
+    NameServer, OriginLookup, ResolveRule, Sender, SharedDiscovery, Target, TlsOptions,
 };
 use h3lab_results::page::{PageLoad, PageReport, ResourceTiming};
 use h3lab_results::{Loader, Proto, ResourceKind, Visit};
@@ -63,6 +63,11 @@ pub struct LoaderOptions {
     /// Host names resolved to these addresses instead of by DNS (curl's
     /// `--resolve`), as a replayed page's origins are.
     pub resolve: Vec<ResolveRule>,
+    /// The DNS server other host names are resolved by. Under `auto` it is
+    /// also asked for each origin's `HTTPS` record, as Chromium asks, and
+    /// one that lists `h3` makes QUIC a candidate from the first
+    /// connection (docs/discovery.md).
+    pub name_server: NameServer,
     /// URLs the captured page recorded with an error status (a replay's
     /// 404s): answered so, they do not fail the load.
     pub recorded_errors: Vec<String>,
@@ -224,6 +229,8 @@ struct PageLoader {
     hosts: Vec<String>,
     /// Host names resolved without DNS.
     resolve: Vec<ResolveRule>,
+    /// Finds other hosts, and under auto their `HTTPS` records.
+    lookup: OriginLookup,
     recorded_errors: Vec<String>,
     recorded: Option<RecordedPage>,
     /// URLs on other hosts, each once.
@@ -265,6 +272,7 @@ impl PageLoader {
                 .map(|rule| rule.host.clone())
                 .collect(),
             resolve: options.resolve.clone(),
+            lookup: OriginLookup::new(options.name_server, options.proto == Proto::Auto)?,
             recorded_errors: options.recorded_errors.clone(),
             recorded: options.recorded.clone(),
             skipped: Vec::new(),
@@ -475,7 +483,8 @@ impl PageLoader {
             return Ok(connector.clone());
         }
         let target = Arc::new(Target::parse(url.as_str())?);
-        let addr = (target.resolve(&self.resolve).await).map_err(|err| anyhow!("{err}"))?;
+        let (addr, https_record) = (self.lookup.locate(&target, &self.resolve).await)
+            .map_err(|err| anyhow!("{err}"))?;
         let connector = match &self.auto {
             None => OriginConnector::Fixed(Box::new(Connector::new(
                 target,
@@ -484,14 +493,20 @@ impl PageLoader {
                 self.tls.clone(),
                 self.connect_timeout,
             )?)),
-            Some((shared, quic_tls)) => OriginConnector::Auto(Box::new(AutoConnector::new(
-                target,
-                addr,
-                self.tls.clone(),
-                quic_tls.clone(),
-                self.connect_timeout,
-                shared.clone(),
-            )?)),
+            Some((shared, quic_tls)) => {
+                let auto = AutoConnector::new(
+                    target,
+                    addr,
+                    self.tls.clone(),
+                    quic_tls.clone(),
+                    self.connect_timeout,
+                    shared.clone(),
+                )?;
+                if let Some(record) = &https_record {
+                    auto.observe_https_record(record);
+                }
+                OriginConnector::Auto(Box::new(auto))
+            }
         };
         let connector = Arc::new(connector);
         self.connectors.insert(origin, connector.clone());

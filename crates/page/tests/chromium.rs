@@ -96,6 +96,7 @@ impl Fixture {
             load_timeout: Duration::from_secs(20),
             h3_discovery: None,
             resolve: Vec::new(),
+            name_server: h3lab_client::NameServer::System,
             recorded_errors: Vec::new(),
             recorded: None,
             browser_headers: false,

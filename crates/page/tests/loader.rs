@@ -5,12 +5,14 @@
 //! warm loads, and clear failures.
 
 use std::collections::{BTreeMap, HashSet};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use h3lab_client::alt_svc::H3Discovery;
-use h3lab_client::TlsOptions;
+use h3lab_client::{NameServer, TlsOptions};
+use h3lab_dns::{DnsServer, Host, Publish, ZoneConfig};
 use h3lab_page::loader::{load_page, LoaderOptions};
 use h3lab_results::bench::HeaderBlocks;
 use h3lab_results::page::{PageLoad, PageReport};
@@ -64,6 +66,7 @@ impl Served {
             load_timeout: Duration::from_secs(120),
             h3_discovery: None,
             resolve: Vec::new(),
+            name_server: NameServer::System,
             recorded_errors: Vec::new(),
             recorded: None,
             browser_headers: false,
@@ -204,6 +207,7 @@ fn load_auto(
     let options = LoaderOptions {
         h3_discovery: known,
         resolve: Vec::new(),
+        name_server: NameServer::System,
         recorded_errors: Vec::new(),
         recorded: None,
         browser_headers: false,
@@ -246,6 +250,59 @@ fn auto_repeat_visits_end_on_h3_once_quic_is_known_to_work() {
         assert_eq!(fetched(repeat), expected(&summary));
         assert_eq!(repeat.connections(), Some(1));
     }
+}
+
+/// A first visit under `auto` to the site by name: `www.site.test`, which
+/// a DNS server on loopback resolves to the server, publishing `publish`.
+/// The browser has used QUIC on this network before, so TCP waits 300 ms
+/// behind QUIC when QUIC is a candidate: the race's winner does not depend
+/// on the machine's load.
+fn first_visit_by_name(served: &Served, publish: Publish) -> PageLoad {
+    let port = served.server.local_addr().port();
+    let zone = ZoneConfig {
+        hosts: vec![Host {
+            name: common::SITE_HOST.into(),
+            address: Ipv4Addr::LOCALHOST,
+            publish,
+        }],
+        origin_port: port,
+    };
+    let runtime = common::runtime();
+    // An address of its own on loopback, apart from other tests' servers.
+    let listen = SocketAddr::from((Ipv4Addr::new(127, 0, 0, 55), 0));
+    let dns = runtime.block_on(DnsServer::start(listen, &zone)).unwrap();
+    let mut known = H3Discovery::default();
+    known.assume_quic_works_here();
+    let options = LoaderOptions {
+        h3_discovery: Some(known),
+        name_server: NameServer::At(dns.local_addr()),
+        ..served.options(Proto::Auto, Visit::Cold, 1)
+    };
+    let url = format!("https://{}:{port}/", common::SITE_HOST);
+    let report = load_page(&url, &options, &mut |_| ControlFlow::Continue(())).unwrap();
+    drop(dns);
+    report.loads.into_iter().next().unwrap()
+}
+
+#[test]
+fn auto_first_visits_go_over_h3_with_an_https_record_and_h2_without() {
+    let dir = tempfile::tempdir().unwrap();
+    let summary = generate(Shape::Small, 5, dir.path()).unwrap();
+    let served = Served::site(dir.path());
+    let record = Publish::WithHttps {
+        alpn: vec!["h3".into(), "h2".into()],
+        port: None,
+    };
+    let with_record = first_visit_by_name(&served, record);
+    assert_eq!(protocols(&with_record), ["h3"]);
+    assert_eq!(fetched(&with_record), expected(&summary));
+    let without = first_visit_by_name(&served, Publish::ARecordsOnly);
+    assert_eq!(protocols(&without), ["h2"]);
+    let h2_only = Publish::WithHttps {
+        alpn: vec!["h2".into()],
+        port: None,
+    };
+    assert_eq!(protocols(&first_visit_by_name(&served, h2_only)), ["h2"]);
 }
 
 #[test]
@@ -402,6 +459,7 @@ fn an_unreachable_server_is_a_clear_error() {
         load_timeout: Duration::from_secs(10),
         h3_discovery: None,
         resolve: Vec::new(),
+        name_server: NameServer::System,
         recorded_errors: Vec::new(),
         recorded: None,
         browser_headers: false,

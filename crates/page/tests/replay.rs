@@ -13,7 +13,7 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use h3lab_client::{ResolveRule, TlsOptions};
+use h3lab_client::{NameServer, ResolveRule, TlsOptions};
 use h3lab_page::chromium::{self, ChromiumOptions, Trust};
 use h3lab_page::loader::{load_page, LoaderOptions, RecordedPage};
 use h3lab_results::{Proto, Visit};
@@ -144,6 +144,7 @@ impl Replayed {
             load_timeout: Duration::from_secs(60),
             h3_discovery: None,
             resolve: self.resolve.clone(),
+            name_server: NameServer::System,
             recorded_errors: self.replay.recorded_errors(),
             recorded: None,
             browser_headers: false,

@@ -1,7 +1,9 @@
 //! Networks that treat UDP apart from TCP: enterprise firewalls that block
 //! it, middleboxes that let a UDP flow start and then cut it, and policers
 //! that hold it to a rate. TCP passes as configured in every case, so a
-//! path can ask what HTTP/3 costs users behind such a network.
+//! path can ask what HTTP/3 costs users behind such a network. So does DNS
+//! (UDP to or from port 53): such a network still resolves its users'
+//! names, and a browser behind it still meets a site's `HTTPS` record.
 //!
 //! The policy applies to each direction on its own, after random loss (so
 //! the loss draws, and with them the loss pattern of a seed, stay the same
@@ -48,16 +50,31 @@ impl UdpPolicy {
 /// Which transport a packet carries, as far as the policy cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Transport {
+    /// UDP, which the policy applies to.
     Udp,
+    /// Anything else, DNS over UDP included, which it leaves alone.
     Other,
 }
+
+/// DNS's port: UDP to or from it is not held to the policy.
+const DNS_PORT: u16 = 53;
 
 impl Transport {
     /// The transport of an IP packet (IPv4; anything else counts as other).
     pub fn of(packet: &[u8]) -> Transport {
         const UDP: u8 = 17;
-        match (packet.first().map(|b| b >> 4), packet.get(9)) {
-            (Some(4), Some(&UDP)) => Transport::Udp,
+        match (packet.first(), packet.get(9)) {
+            (Some(&first), Some(&UDP)) if first >> 4 == 4 => {
+                let header = usize::from(first & 0x0f) * 4;
+                let port = |at: usize| {
+                    let bytes = packet.get(header + at..header + at + 2)?;
+                    Some(u16::from_be_bytes([bytes[0], bytes[1]]))
+                };
+                match (port(0), port(2)) {
+                    (Some(DNS_PORT), _) | (_, Some(DNS_PORT)) => Transport::Other,
+                    _ => Transport::Udp,
+                }
+            }
             _ => Transport::Other,
         }
     }
@@ -122,6 +139,27 @@ fn bucket_bytes(policy: UdpPolicy) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dns_to_or_from_port_53_is_not_held_to_the_policy() {
+        // IPv4 with a 24-byte header (one option word), then UDP's ports.
+        let mut packet = vec![0; 32];
+        packet[0] = 0x46;
+        packet[9] = 17;
+        let with_ports = |source: u16, destination: u16| {
+            let mut packet = packet.clone();
+            packet[24..26].copy_from_slice(&source.to_be_bytes());
+            packet[26..28].copy_from_slice(&destination.to_be_bytes());
+            Transport::of(&packet)
+        };
+        assert_eq!(with_ports(40000, 53), Transport::Other);
+        assert_eq!(with_ports(53, 40000), Transport::Other);
+        assert_eq!(with_ports(40000, 443), Transport::Udp);
+        // Ports read after the options: 53 inside the options is not DNS.
+        let mut in_options = packet.clone();
+        in_options[20..22].copy_from_slice(&53u16.to_be_bytes());
+        assert_eq!(Transport::of(&in_options), Transport::Udp);
+    }
 
     #[test]
     fn only_udp_over_ipv4_counts_as_udp() {

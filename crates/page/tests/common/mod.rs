@@ -6,12 +6,17 @@ use std::path::{Path, PathBuf};
 
 use h3lab_server::{ServerConfig, TlsSource};
 
+/// The host name tests resolve to the server through a DNS server of
+/// their own; the certificate covers it.
+#[allow(dead_code)]
+pub const SITE_HOST: &str = "www.site.test";
+
 /// A server configuration on 127.0.0.1 (port 0) with a self-signed
 /// certificate and key written into `dir`, and the certificate's path,
 /// which clients trust with `--ca`.
 pub fn server_config(dir: &Path) -> (ServerConfig, PathBuf) {
-    let generated =
-        rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
+    let names = vec!["127.0.0.1".into(), "localhost".into(), SITE_HOST.into()];
+    let generated = rcgen::generate_simple_self_signed(names).unwrap();
     let cert = dir.join("cert.pem");
     let key = dir.join("key.pem");
     std::fs::write(&cert, generated.cert.pem()).unwrap();

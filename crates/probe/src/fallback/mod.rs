@@ -1,18 +1,25 @@
 //! `probe fallback`: what turning h3 on costs users whose network blocks
-//! or throttles UDP. Per UDP policy, a fresh emulated path and the
-//! built-in server with a generated site; then, per repetition, an h2-only
-//! load and the `auto` protocol's visits (first, repeat, repeat with QUIC
-//! known to work), by the built-in loader in the client namespace.
+//! or throttles UDP. Per UDP policy, a fresh emulated path, the built-in
+//! server with a generated site, and a DNS server in the server namespace
+//! that publishes the site under two names: `www.site.test` with its
+//! address alone, `h3.site.test` with an `HTTPS` record listing h3 too.
+//! Then, per repetition, an h2-only
+//! load and the `auto` protocol's visits (first, first with the record,
+//! repeat, repeat with QUIC known to work), by the built-in loader in the
+//! client namespace.
 
 pub mod report;
 
 use std::fmt;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use h3lab_client::alt_svc::H3Discovery;
-use h3lab_client::TlsOptions;
+use h3lab_client::{NameServer, TlsOptions};
+use h3lab_dns::{Host, Publish, ZoneConfig};
+use h3lab_harness::PathDns;
 use h3lab_page::loader::{load_page, LoaderOptions};
 use h3lab_results::page::PageLoad;
 use h3lab_results::{Proto, Visit};
@@ -27,6 +34,14 @@ use report::{summarise_policy, verdict, FallbackReport, Gathered, PolicyResult, 
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const LOAD_TIMEOUT: Duration = Duration::from_secs(60);
+/// The site's name with its address alone in DNS: a browser learns of
+/// HTTP/3 from `Alt-Svc`.
+const ADDRESS_ONLY_HOST: &str = "www.site.test";
+/// The same site's name with an `HTTPS` record listing h3 beside it.
+const RECORD_HOST: &str = "h3.site.test";
+/// DNS's port, which the client namespace's `/etc/resolv.conf` names and
+/// UDP policies let through.
+const DNS_PORT: u16 = 53;
 
 /// What `probe fallback` runs.
 #[derive(Debug, Clone)]
@@ -69,7 +84,8 @@ impl fmt::Display for FallbackOptions {
         write!(
             f,
             "probe fallback: site {} seed {} on {} (RTT {} ms), UDP {}; {} repetitions of: \
-             h2 only, then auto's first visit, repeat visit, and repeat with QUIC known to work",
+             h2 only, then auto's first visit (without and with a DNS HTTPS record), repeat visit, \
+             and repeat with QUIC known to work",
             self.shape,
             self.seed,
             self.profile.as_deref().unwrap_or("a custom path"),
@@ -124,30 +140,66 @@ fn run_policy(
         udp,
         ..options.settings.clone()
     };
-    let path = EmulatedPath::start(settings.build())?;
+    let mut path = EmulatedPath::start(settings.build())?;
+    path.set_client_resolver(path.server_ip())?;
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let cert = scratch.path().join("server-cert.pem");
     let serve = ServeArgs {
         site: Some(site),
+        sans: vec![ADDRESS_ONLY_HOST.to_string(), RECORD_HOST.to_string()],
         ..ServeArgs::new()
     };
     let mut server = start_server(&path, &options.exe, &cert, &serve)?;
-    let url = format!("https://{}/", server.addr);
+    let host = |name: &str, publish| Host {
+        name: name.to_string(),
+        address: path.server_ip(),
+        publish,
+    };
+    let with_record = Publish::WithHttps {
+        alpn: vec!["h3".to_string(), "h2".to_string()],
+        port: None,
+    };
+    let zone = ZoneConfig {
+        hosts: vec![
+            host(ADDRESS_ONLY_HOST, Publish::ARecordsOnly),
+            host(RECORD_HOST, with_record),
+        ],
+        origin_port: server.addr.port(),
+    };
+    let dns = PathDns::start(&path, DNS_PORT, zone)?;
+    let port = server.addr.port();
+    let site = Site {
+        address_only: format!("https://{ADDRESS_ONLY_HOST}:{port}/"),
+        with_record: format!("https://{RECORD_HOST}:{port}/"),
+        cert,
+        dns: dns.addr(),
+    };
     let repetitions = options.repetitions;
     let stop = interrupted.clone();
     let gathered = path
-        .spawn_in_client(move || visit_all(&url, &cert, repetitions, &stop))?
+        .spawn_in_client(move || visit_all(&site, repetitions, &stop))?
         .join()
         .map_err(|_| anyhow!("the client thread panicked"));
+    drop(dns);
     server.process.stop(SERVER_GRACE);
     Ok(summarise_policy(udp, &gathered?))
+}
+
+/// What a visit needs to find and trust the site.
+struct Site {
+    /// The site under the name published with its address alone.
+    address_only: String,
+    /// The site under the name published with an `HTTPS` record too.
+    with_record: String,
+    cert: PathBuf,
+    /// The path's DNS server.
+    dns: SocketAddr,
 }
 
 /// Every visit of every repetition, interleaved so that a slow moment of
 /// the machine falls on all visits alike.
 fn visit_all(
-    url: &str,
-    cert: &std::path::Path,
+    site: &Site,
     repetitions: u32,
     interrupted: &Interrupted,
 ) -> Vec<(VisitKind, Gathered)> {
@@ -158,22 +210,26 @@ fn visit_all(
             break;
         }
         for (visit, loads) in &mut gathered {
-            loads.push(load(url, cert, *visit));
+            loads.push(load(site, *visit));
         }
     }
     gathered
 }
 
 /// One measured page load of `visit`.
-fn load(url: &str, cert: &std::path::Path, visit: VisitKind) -> Result<PageLoad, String> {
+fn load(site: &Site, visit: VisitKind) -> Result<PageLoad, String> {
     let quic_known = || {
         let mut known = H3Discovery::default();
         known.assume_quic_works_here();
         known
     };
+    let url = match visit {
+        VisitKind::FirstWithHttpsRecord => &site.with_record,
+        _ => &site.address_only,
+    };
     let (proto, visit, h3_discovery) = match visit {
         VisitKind::H2Only => (Proto::H2, Visit::Cold, None),
-        VisitKind::First => (Proto::Auto, Visit::Cold, None),
+        VisitKind::First | VisitKind::FirstWithHttpsRecord => (Proto::Auto, Visit::Cold, None),
         VisitKind::Repeat => (Proto::Auto, Visit::Repeat, None),
         VisitKind::RepeatQuicKnown => (Proto::Auto, Visit::Repeat, Some(quic_known())),
     };
@@ -181,7 +237,7 @@ fn load(url: &str, cert: &std::path::Path, visit: VisitKind) -> Result<PageLoad,
         proto,
         tls: TlsOptions {
             insecure: false,
-            ca_file: Some(cert.to_path_buf()),
+            ca_file: Some(site.cert.clone()),
         },
         visit,
         loads: 1,
@@ -189,6 +245,7 @@ fn load(url: &str, cert: &std::path::Path, visit: VisitKind) -> Result<PageLoad,
         load_timeout: LOAD_TIMEOUT,
         h3_discovery,
         resolve: Vec::new(),
+        name_server: NameServer::At(site.dns),
         recorded_errors: Vec::new(),
         recorded: None,
         browser_headers: false,

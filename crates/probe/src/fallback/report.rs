@@ -23,6 +23,10 @@ pub enum VisitKind {
     H2Only,
     /// `auto`'s first visit: nothing known, so TCP; `Alt-Svc` is learned.
     First,
+    /// `auto`'s first visit to a site that also publishes a DNS `HTTPS`
+    /// record listing h3: QUIC and TCP start together from the first
+    /// connection.
+    FirstWithHttpsRecord,
     /// `auto` with `Alt-Svc` cached and QUIC not yet seen working on this
     /// network: QUIC and TCP start together.
     Repeat,
@@ -33,9 +37,10 @@ pub enum VisitKind {
 
 impl VisitKind {
     /// Every visit, in order.
-    pub const ALL: [VisitKind; 4] = [
+    pub const ALL: [VisitKind; 5] = [
         VisitKind::H2Only,
         VisitKind::First,
+        VisitKind::FirstWithHttpsRecord,
         VisitKind::Repeat,
         VisitKind::RepeatQuicKnown,
     ];
@@ -44,6 +49,7 @@ impl VisitKind {
         match self {
             VisitKind::H2Only => "h2 only (baseline)",
             VisitKind::First => "auto: first visit",
+            VisitKind::FirstWithHttpsRecord => "auto: first, HTTPS record",
             VisitKind::Repeat => "auto: repeat visit",
             VisitKind::RepeatQuicKnown => "auto: repeat, QUIC known here",
         }
@@ -157,10 +163,11 @@ pub fn verdict(policies: &[PolicyResult]) -> Option<String> {
     };
     let failed: usize = blocked.visits.iter().map(|v| v.failed.len()).sum();
     Some(format!(
-        "Behind a UDP block, turning h3 on changes page load by {} on the first visit, {} on a \
-         repeat visit, and {} on a repeat visit once QUIC had worked on the user's network; \
-         {failed} load(s) failed.",
+        "Behind a UDP block, turning h3 on changes page load by {} on the first visit ({} with \
+         a DNS HTTPS record), {} on a repeat visit, and {} on a repeat visit once QUIC had \
+         worked on the user's network; {failed} load(s) failed.",
         delay(VisitKind::First)?,
+        delay(VisitKind::FirstWithHttpsRecord)?,
         delay(VisitKind::Repeat)?,
         delay(VisitKind::RepeatQuicKnown)?,
     ))
@@ -257,6 +264,10 @@ mod tests {
     }
 
     fn blocked(first: f64, repeat: f64, known: f64) -> PolicyResult {
+        blocked_with_record(first, first, repeat, known)
+    }
+
+    fn blocked_with_record(first: f64, record: f64, repeat: f64, known: f64) -> PolicyResult {
         let visits =
             |ms: f64, protocol: &str| (0..5).map(|i| load(ms + i as f64, protocol)).collect();
         summarise_policy(
@@ -264,6 +275,7 @@ mod tests {
             &[
                 (VisitKind::H2Only, visits(100.0, "h2")),
                 (VisitKind::First, visits(first, "h2")),
+                (VisitKind::FirstWithHttpsRecord, visits(record, "h2")),
                 (VisitKind::Repeat, visits(repeat, "h2")),
                 (VisitKind::RepeatQuicKnown, visits(known, "h2")),
             ],
@@ -272,14 +284,15 @@ mod tests {
 
     #[test]
     fn the_fallback_delay_is_each_visit_against_the_h2_only_loads() {
-        let policy = blocked(100.0, 101.0, 400.0);
-        let known = &policy.visits[3];
+        let policy = blocked_with_record(100.0, 160.0, 101.0, 400.0);
+        let known = &policy.visits[4];
         assert_eq!(known.delay_vs_h2_ms.as_ref().unwrap().estimate, 300.0);
         assert_eq!(known.call, Some(Call::Worse));
         assert_eq!(known.requests, BTreeMap::from([("h2".to_string(), 5)]));
         assert_eq!(policy.visits[0].delay_vs_h2_ms, None);
         let line = verdict(&[policy]).unwrap();
         assert!(line.contains("+300.0 ms (worse)"), "{line}");
+        assert!(line.contains("(+60.0 ms (worse) with a DNS HTTPS record)"), "{line}");
         assert!(line.contains("0 load(s) failed"), "{line}");
     }
 
