@@ -50,16 +50,18 @@ impl OriginLookup {
     /// Asks `server`, and for `HTTPS` records only when `with_https`.
     /// Must be called inside a tokio runtime.
     pub fn new(server: NameServer, with_https: bool) -> Result<OriginLookup, ClientError> {
-        let resolver = || match server {
-            NameServer::System => DnsResolver::system(),
-            NameServer::At(addr) => DnsResolver::at(addr),
-        };
         Ok(OriginLookup {
             addresses: match server {
                 NameServer::System => None,
                 NameServer::At(addr) => Some(DnsResolver::at(addr)?),
             },
-            https: with_https.then(resolver).transpose()?,
+            https: match (with_https, server) {
+                (false, _) => None,
+                (true, NameServer::At(addr)) => Some(DnsResolver::at(addr)?),
+                // Without a readable /etc/resolv.conf no record can be
+                // asked for: none is known, as for a browser without one.
+                (true, NameServer::System) => DnsResolver::system().ok(),
+            },
         })
     }
 
@@ -197,8 +199,16 @@ impl DnsResolver {
         let name = https_record_name(host, port);
         match self.resolver.lookup(name.as_str(), RecordType::HTTPS).await {
             Ok(lookup) => {
-                let ttl = lookup.valid_until().saturating_duration_since(Instant::now());
-                Ok(advertised(lookup.answers()).map(|(alpn, port)| HttpsRecord { alpn, port, ttl }))
+                let ttl = lookup
+                    .valid_until()
+                    .saturating_duration_since(Instant::now());
+                Ok(
+                    advertised(lookup.answers()).map(|(alpn, port)| HttpsRecord {
+                        alpn,
+                        port,
+                        ttl,
+                    }),
+                )
             }
             Err(err) if err.is_no_records_found() => Ok(None),
             Err(err) => Err(ClientError::new(

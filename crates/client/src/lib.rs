@@ -27,8 +27,8 @@ mod tls;
 mod ttfb;
 
 pub use connect::{ConnectTiming, Connection, Connector};
-pub use error::ClientError;
 pub use dns::{https_record_name, DnsResolver, HttpsRecord, NameServer, OriginLookup};
+pub use error::ClientError;
 pub use offer::check_offer;
 pub use race::{AutoConnector, OriginConnector, SharedDiscovery};
 pub use request::{RequestNumbers, RequestTemplate};

@@ -29,7 +29,11 @@ async fn a_published_record_gives_its_alpn_ids_in_order() {
     };
     let server = server(publish).await;
     let dns = DnsResolver::at(server.local_addr()).unwrap();
-    let record = dns.https_record("www.site.test", 443).await.unwrap().unwrap();
+    let record = dns
+        .https_record("www.site.test", 443)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(record.alpn, ["h3", "h2"]);
     assert!(record.lists_h3());
     assert_eq!(record.port, None);
@@ -45,5 +49,8 @@ async fn without_a_record_nothing_is_known() {
     assert_eq!(dns.https_record("www.site.test", 443).await.unwrap(), None);
     assert_eq!(dns.https_record("other.test", 443).await.unwrap(), None);
     let unknown = dns.address("other.test").await.unwrap_err();
-    assert!(unknown.to_string().contains("cannot resolve `other.test`"), "{unknown}");
+    assert!(
+        unknown.to_string().contains("cannot resolve `other.test`"),
+        "{unknown}"
+    );
 }

@@ -93,7 +93,10 @@ fn auto_ends_on_h3_with_udp_open_and_on_h2_with_no_failure_when_udp_is_blocked()
 
     assert_eq!(protocols(&report, "open", "h2-only"), ["h2"]);
     assert_eq!(protocols(&report, "open", "first"), ["h2"]);
-    assert_eq!(protocols(&report, "open", "first-with-https-record"), ["h3"]);
+    assert_eq!(
+        protocols(&report, "open", "first-with-https-record"),
+        ["h3"]
+    );
     assert_eq!(protocols(&report, "open", "repeat"), ["h3"]);
     assert_eq!(protocols(&report, "open", "repeat-quic-known"), ["h3"]);
     let visits = [
@@ -110,7 +113,10 @@ fn auto_ends_on_h3_with_udp_open_and_on_h2_with_no_failure_when_udp_is_blocked()
     // h2 only is reported with its interval.
     let record = visit(&report, "blocked", "first-with-https-record");
     assert!(record["delay_vs_h2_ms"]["estimate"].is_f64(), "{record:#}");
-    assert!(record["delay_vs_h2_ms"]["interval"].is_array(), "{record:#}");
+    assert!(
+        record["delay_vs_h2_ms"]["interval"].is_array(),
+        "{record:#}"
+    );
     assert!(printed.contains("auto: first, HTTPS record"), "{printed}");
     // Once QUIC has worked on the network, TCP waits 300 ms behind a QUIC
     // attempt that never answers: the page is that much later.
@@ -147,7 +153,14 @@ fn ctrl_c_keeps_the_policies_done_and_leaves_no_path_resolver_or_dns_server() {
     let json = dir.path().join("interrupted.json");
     let mut command = Command::new(EXE);
     command
-        .args(["probe", "fallback", "--profile", "broadband", "--loss", "0%"])
+        .args([
+            "probe",
+            "fallback",
+            "--profile",
+            "broadband",
+            "--loss",
+            "0%",
+        ])
         .args(["--policies", "open,blocked", "--repetitions", "2", "--json"])
         .arg(&json)
         .stdin(Stdio::null())
@@ -175,7 +188,10 @@ fn ctrl_c_keeps_the_policies_done_and_leaves_no_path_resolver_or_dns_server() {
     let error = process.last_stderr_line();
     assert!(error.contains("interrupted"), "{error}");
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(protocols(&report, "open", "first-with-https-record"), ["h3"]);
+    assert_eq!(
+        protocols(&report, "open", "first-with-https-record"),
+        ["h3"]
+    );
     assert!(!namespaces_left(pid), "the probe left namespaces");
     assert_eq!(resolver_files_left(pid), Vec::<String>::new());
 }

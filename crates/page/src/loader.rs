@@ -13,8 +13,8 @@ use anyhow::{anyhow, bail, Context};
 use bytes::Bytes;
 use h3lab_client::alt_svc::H3Discovery;
 use h3lab_client::{
-    client_tls_config, AutoConnector, Connector, OriginConnector, RequestNumbers, RequestTemplate,
-    NameServer, OriginLookup, ResolveRule, Sender, SharedDiscovery, Target, TlsOptions,
+    client_tls_config, AutoConnector, Connector, NameServer, OriginConnector, OriginLookup,
+    RequestNumbers, RequestTemplate, ResolveRule, Sender, SharedDiscovery, Target, TlsOptions,
 };
 use h3lab_results::page::{PageLoad, PageReport, ResourceTiming};
 use h3lab_results::{Loader, Proto, ResourceKind, Visit};
@@ -483,8 +483,8 @@ impl PageLoader {
             return Ok(connector.clone());
         }
         let target = Arc::new(Target::parse(url.as_str())?);
-        let (addr, https_record) = (self.lookup.locate(&target, &self.resolve).await)
-            .map_err(|err| anyhow!("{err}"))?;
+        let (addr, https_record) =
+            (self.lookup.locate(&target, &self.resolve).await).map_err(|err| anyhow!("{err}"))?;
         let connector = match &self.auto {
             None => OriginConnector::Fixed(Box::new(Connector::new(
                 target,

@@ -292,7 +292,10 @@ mod tests {
         assert_eq!(policy.visits[0].delay_vs_h2_ms, None);
         let line = verdict(&[policy]).unwrap();
         assert!(line.contains("+300.0 ms (worse)"), "{line}");
-        assert!(line.contains("(+60.0 ms (worse) with a DNS HTTPS record)"), "{line}");
+        assert!(
+            line.contains("(+60.0 ms (worse) with a DNS HTTPS record)"),
+            "{line}"
+        );
         assert!(line.contains("0 load(s) failed"), "{line}");
     }
 
