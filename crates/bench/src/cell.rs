@@ -11,6 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use h3lab_dns::{Host, Publish, ZoneConfig};
+use h3lab_harness::{PathDns, SITE_HOST};
 use h3lab_results::bench::{
     CellRecord, CpuUse, HeaderBlocks, InitialWindows, LinkRecord, Metric, Outcome, WireCost,
 };
@@ -27,6 +29,9 @@ use crate::server;
 use crate::spec::CellSpec;
 use crate::suite::{DownloadMetric, Load, RpsMetric, Site, Suite};
 use crate::usage;
+
+/// DNS's port, which the client namespace's `/etc/resolv.conf` names.
+const DNS_PORT: u16 = 53;
 
 /// What a run needs besides the suite.
 pub struct RunContext {
@@ -110,6 +115,17 @@ fn measure(
         (Some(replay), None) => Some(replay.origin_addresses(None)?),
     };
     let tcp_window = tcp_initial_window(suite, spec, path.as_ref())?;
+    let publish = crate::profile::published_dns(suite, &spec.profile)?;
+    record.dns = spec_dns_text(suite, spec);
+    if let (Some(_), Some(path)) = (&publish, &mut path) {
+        anyhow::ensure!(
+            replay.is_none(),
+            "profile `{}` sets `dns`, which names a generated site or body, not a replayed page's origins; \
+             leave `dns` out for replayed pages",
+            spec.profile
+        );
+        path.set_client_resolver(path.server_ip())?;
+    }
     let placement = match &path {
         Some(path) => Placement::Emulated(path),
         None => Placement::Loopback,
@@ -131,6 +147,10 @@ fn measure(
         let port = server.addr.port();
         server.replay = Some(server::ReplayTarget::new(&replay, &ips, dir, port));
     }
+    let dns = match (&publish, &path) {
+        (Some(publish), Some(path)) => Some(start_dns(path, &mut server, publish.clone())?),
+        _ => None,
+    };
     if server_tuning.is_none() {
         server_tuning.clone_from(&server.tuning);
     }
@@ -159,6 +179,7 @@ fn measure(
         .transpose();
     let server_exit = server.process.stop(Duration::from_secs(5));
     record.cpu.server_s = server_exit.cpu_s;
+    drop(dns);
     if let (Some(path), Some(settings)) = (path, &settings) {
         record.link = Some(link_record(path.shutdown()?, settings)?);
     }
@@ -168,6 +189,33 @@ fn measure(
     record.header_blocks = HeaderBlocks::from_metrics(record.server_metrics.as_ref());
     record.cpu.client_s = run.cpu_s();
     fill_from_client(spec, run, record)
+}
+
+/// The path's DNS server, publishing `publish` for the site's name, which
+/// the server's clients then reach it by.
+fn start_dns(
+    path: &EmulatedPath,
+    server: &mut server::ServerProcess,
+    publish: Publish,
+) -> anyhow::Result<PathDns> {
+    let zone = ZoneConfig {
+        hosts: vec![Host {
+            name: SITE_HOST.to_string(),
+            address: path.server_ip(),
+            publish,
+        }],
+        origin_port: server.addr.port(),
+    };
+    let dns = PathDns::start(path, DNS_PORT, zone)?;
+    server.name = Some(SITE_HOST);
+    Ok(dns)
+}
+
+/// The profile's `dns` as written, for the record.
+fn spec_dns_text(suite: &Suite, spec: &CellSpec) -> Option<String> {
+    suite
+        .custom_profile(&spec.profile)
+        .and_then(|profile| profile.dns.clone())
 }
 
 /// A field cell: no server; the client in a namespace whose traffic
@@ -517,6 +565,7 @@ fn empty_record(spec: &CellSpec) -> CellRecord {
         server_metrics: None,
         elapsed_s: 0.0,
         initial_windows: None,
+        dns: None,
         measured_rtt_ms: None,
         wire: None,
         header_blocks: None,

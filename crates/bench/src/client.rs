@@ -70,7 +70,7 @@ impl Aim<'_> {
     fn body_url(&self, size: Option<ByteSize>) -> anyhow::Result<String> {
         match (self, size) {
             (Aim::Lab(server), Some(size)) => {
-                Ok(format!("https://{}/bytes/{}", server.addr, size.0))
+                Ok(format!("https://{}/bytes/{}", server.authority(), size.0))
             }
             (Aim::Field { url, .. }, _) => Ok(url.to_string()),
             (Aim::Lab(_), None) => bail!("a lab workload needs a size"),
@@ -232,7 +232,7 @@ pub(crate) fn run(
                     page.resolve = parse_rules(&replay.rules)?;
                     page
                 }
-                Aim::Lab(server) => PageArgs::new(&format!("https://{}/", server.addr)),
+                Aim::Lab(server) => PageArgs::new(&format!("https://{}/", server.authority())),
                 Aim::Field { url, .. } => PageArgs::new(url.0.as_str()),
             };
             page.browser = *loader;

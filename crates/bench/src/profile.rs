@@ -1,7 +1,8 @@
 //! The link settings of a cell's profile: a built-in one, or a suite's
 //! `[[profile]]` table applied over its `base`.
 
-use anyhow::Context;
+use anyhow::{bail, Context};
+use h3lab_dns::Publish;
 use linkem::config::{
     parse_jitter, parse_percent, parse_queue, parse_rate, parse_time, parse_udp_policy, Overrides,
 };
@@ -16,6 +17,36 @@ impl Suite {
     pub fn link_settings(&self, name: &str) -> anyhow::Result<Option<LinkSettings>> {
         settings(self, name, self.seed)
     }
+}
+
+/// What profile `name`'s path publishes in DNS for the site (its
+/// `[[profile]]`'s `dns`); `None` is no DNS server.
+pub(crate) fn published_dns(suite: &Suite, name: &str) -> anyhow::Result<Option<Publish>> {
+    let Some(text) = suite.custom_profile(name).and_then(|c| c.dns.as_deref()) else {
+        return Ok(None);
+    };
+    let publish = parse_dns(text).with_context(|| format!("profile `{name}` in the suite"))?;
+    if settings(suite, name, suite.seed)?.is_none() {
+        bail!("profile `{name}` sets `dns`, which needs an emulated path; give it a `base` such as broadband");
+    }
+    Ok(Some(publish))
+}
+
+/// `a`, or `https:` and comma-separated ALPN ids.
+fn parse_dns(text: &str) -> anyhow::Result<Publish> {
+    let hint =
+        "use `a` (the address alone) or `https:h3,h2` (an HTTPS record with those ALPN ids too)";
+    if text == "a" {
+        return Ok(Publish::ARecordsOnly);
+    }
+    let Some(ids) = text.strip_prefix("https:") else {
+        bail!("`dns = \"{text}\"` is not a DNS setting; {hint}");
+    };
+    let alpn: Vec<String> = ids.split(',').map(|id| id.trim().to_string()).collect();
+    if alpn.iter().any(String::is_empty) {
+        bail!("`dns = \"{text}\"` has an empty ALPN id; {hint}");
+    }
+    Ok(Publish::WithHttps { alpn, port: None })
 }
 
 /// Settings for `name` with `seed`; `None` means plain loopback.
@@ -76,6 +107,38 @@ mod tests {
              [[profile]]\nname = \"p\"\n{profile_table}"
         ))
         .unwrap()
+    }
+
+    #[test]
+    fn a_profile_publishes_the_address_alone_or_an_https_record() {
+        let suite = suite_with("base = \"broadband\"\ndns = \"https:h3,h2\"\n");
+        let expected = Publish::WithHttps {
+            alpn: vec!["h3".into(), "h2".into()],
+            port: None,
+        };
+        assert_eq!(published_dns(&suite, "p").unwrap(), Some(expected));
+        let suite = suite_with("base = \"broadband\"\ndns = \"a\"\n");
+        assert_eq!(
+            published_dns(&suite, "p").unwrap(),
+            Some(Publish::ARecordsOnly)
+        );
+        let suite = suite_with("base = \"broadband\"\n");
+        assert_eq!(published_dns(&suite, "p").unwrap(), None);
+    }
+
+    #[test]
+    fn a_bad_dns_setting_names_the_fix() {
+        let error =
+            |table: &str| format!("{:#}", published_dns(&suite_with(table), "p").unwrap_err());
+        let bad = error("base = \"broadband\"\ndns = \"aaaa\"\n");
+        assert!(
+            bad.contains("https:h3,h2") && bad.contains("profile `p`"),
+            "{bad}"
+        );
+        let empty = error("base = \"broadband\"\ndns = \"https:h3,\"\n");
+        assert!(empty.contains("empty ALPN id"), "{empty}");
+        let loopback = error("base = \"loopback\"\ndns = \"a\"\n");
+        assert!(loopback.contains("needs an emulated path"), "{loopback}");
     }
 
     #[test]

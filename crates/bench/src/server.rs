@@ -32,6 +32,19 @@ pub(crate) struct ServerProcess {
     pub(crate) metrics: Option<SocketAddr>,
     /// A replayed page's origins, each on an address of its own.
     pub(crate) replay: Option<ReplayTarget>,
+    /// The name clients reach it by, which the path's DNS server gives it;
+    /// `None`: by its address.
+    pub(crate) name: Option<&'static str>,
+}
+
+impl ServerProcess {
+    /// `HOST:PORT` for its URLs: its name when it has one.
+    pub(crate) fn authority(&self) -> String {
+        match self.name {
+            Some(name) => format!("{name}:{}", self.addr.port()),
+            None => self.addr.to_string(),
+        }
+    }
 }
 
 /// Where a replayed page's origins are: the page, the replay site, and one
@@ -118,6 +131,7 @@ pub(crate) fn start(suite: &Suite, start: &Start<'_>) -> anyhow::Result<ServerPr
         tuning: None,
         metrics: None,
         replay: None,
+        name: None,
     })
 }
 
@@ -162,5 +176,6 @@ fn start_builtin(start: &Start<'_>, target: &Target) -> anyhow::Result<ServerPro
         tuning: Some(server.tuning),
         metrics: server.metrics,
         replay: None,
+        name: None,
     })
 }

@@ -446,6 +446,80 @@ loads = 1
     assert!(!left_behind, "namespaces left behind");
 }
 
+/// A DNS `HTTPS` record listing h3 moves a first visit to h3 for both
+/// loaders (Chromium meets it through the client namespace's resolver);
+/// with the address alone in DNS the first visit stays on h2; and with the
+/// record but UDP blocked it completes over h2 with no failed request.
+#[test]
+fn an_https_record_puts_first_visits_of_both_loaders_on_h3_unless_udp_is_blocked() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    if h3lab_testenv::chromium().is_none() {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("record");
+    let (output, left_behind) = bench(
+        r#"
+name = "record"
+protocols = ["auto"]
+profiles = ["far-a", "far-record", "far-record-udp-blocked"]
+repetitions = 1
+seed = 7
+[[profile]]
+name = "far-a"
+rtt = "80ms"
+dns = "a"
+[[profile]]
+name = "far-record"
+rtt = "80ms"
+dns = "https:h3,h2"
+[[profile]]
+name = "far-record-udp-blocked"
+rtt = "80ms"
+dns = "https:h3,h2"
+udp = "blocked"
+[[workload]]
+kind = "page"
+name = "first"
+site = "small"
+loads = 1
+[[workload]]
+kind = "page"
+name = "chromium-first"
+site = "small"
+loader = "chromium"
+loads = 1
+"#,
+        &out,
+    );
+    assert!(output.status.success(), "bench failed: {}", stderr(&output));
+    let results = results(&out);
+    assert_eq!(results.cells.len(), 3 * 2, "profiles × workloads");
+    for cell in &results.cells {
+        assert_eq!(cell.outcome, Outcome::Ok, "{cell:?}");
+        assert_eq!(cell.errors, 0, "{cell:?}");
+        let (dns, expected) = match cell.profile.as_str() {
+            "far-a" => ("a", ["h2"]),
+            "far-record" => ("https:h3,h2", ["h3"]),
+            _ => ("https:h3,h2", ["h2"]),
+        };
+        assert_eq!(cell.dns.as_deref(), Some(dns));
+        let protocols = page_protocols(cell);
+        let what = format!("{} on {}: {protocols:?}", cell.workload, cell.profile);
+        assert_eq!(protocols[0], expected[0], "the document, {what}");
+        // Chromium moves a first visit's later requests to h3 once the
+        // document's Alt-Svc arrives (docs/discovery.md); only with the
+        // address alone does that leave requests on both.
+        if cell.workload == "first" || cell.profile != "far-a" {
+            assert_eq!(protocols, expected, "every request, {what}");
+        }
+    }
+    assert!(!left_behind, "namespaces left behind");
+}
+
 /// A server whose process group keeps one core busy (a shell loop beside
 /// `h3lab serve`) while light first-byte probes run: the cell is marked,
 /// naming the server. Twenty probes last over a second, so the kernel's

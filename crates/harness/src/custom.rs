@@ -180,11 +180,16 @@ fn open_to_servers(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A self-signed certificate naming the server's address (and
-/// `localhost`), and its key, for `{cert}` and `{key}`.
+/// A self-signed certificate naming the server's address, `localhost` and
+/// the site's name on a path with DNS, and its key, for `{cert}` and
+/// `{key}`.
 fn write_certificate(dir: &Path, ip: IpAddr) -> anyhow::Result<(PathBuf, PathBuf)> {
-    let generated = rcgen::generate_simple_self_signed(vec![ip.to_string(), "localhost".into()])
-        .context("generating the server's certificate")?;
+    let generated = rcgen::generate_simple_self_signed(vec![
+        ip.to_string(),
+        "localhost".into(),
+        crate::SITE_HOST.into(),
+    ])
+    .context("generating the server's certificate")?;
     let cert = dir.join("custom-server-cert.pem");
     let key = dir.join("custom-server-key.pem");
     std::fs::write(&cert, generated.cert.pem())

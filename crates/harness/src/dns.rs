@@ -11,6 +11,10 @@ use h3lab_dns::{DnsServer, ZoneConfig};
 use linkem::EmulatedPath;
 use tokio::sync::oneshot;
 
+/// The name a path's DNS server gives the site, which every certificate
+/// h3lab makes for a server covers.
+pub const SITE_HOST: &str = "www.site.test";
+
 /// A DNS server at the server end of a path. Dropping it stops the server
 /// and waits for its thread, so no socket outlives it.
 pub struct PathDns {

@@ -18,6 +18,6 @@ mod dns;
 mod scrape;
 mod start;
 
-pub use dns::PathDns;
+pub use dns::{PathDns, SITE_HOST};
 pub use scrape::scrape;
 pub use start::{start_builtin, start_builtin_on, BuiltinServer};

@@ -61,6 +61,7 @@ pub fn start_builtin_on(
     let mut serve = serve.clone();
     serve.listen = listen;
     serve.sans.push(ip.to_string());
+    serve.sans.push(crate::SITE_HOST.to_string());
     serve.write_cert = Some(cert.to_path_buf());
     serve.metrics = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
     let mut command = placement.command(Side::Server, exe);

@@ -247,6 +247,11 @@ pub struct CellRecord {
     /// they were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initial_windows: Option<InitialWindows>,
+    /// What the path's DNS server published for the site: `a` (its
+    /// address alone) or `https:IDS` (an `HTTPS` record with those ALPN
+    /// ids too). Absent without a DNS server: clients used the address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns: Option<String>,
     /// The path's round trip as the cell's own connections measured it
     /// (the median of TCP_INFO's or QUIC's estimate just after each
     /// handshake): on a real path, what it was during this cell. Absent

@@ -52,6 +52,9 @@ impl Suite {
             "suite `{}`: no [[workload]]; add at least one",
             self.name
         );
+        for profile in &self.profiles {
+            crate::profile::published_dns(self, profile)?;
+        }
         let mut seen = std::collections::BTreeSet::new();
         for workload in &self.workloads {
             anyhow::ensure!(

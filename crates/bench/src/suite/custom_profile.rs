@@ -23,6 +23,10 @@ pub(crate) struct CustomProfile {
     pub(crate) trace_up: Option<String>,
     /// `open`, `blocked`, `blocked-after:N` or `throttle:RATE`.
     pub(crate) udp: Option<String>,
+    /// What the path's DNS server publishes for the site: `a` (its address
+    /// alone) or `https:IDS` (an `HTTPS` record with those ALPN ids too).
+    /// Without it there is no DNS server and clients use the address.
+    pub(crate) dns: Option<String>,
 }
 
 #[cfg(test)]

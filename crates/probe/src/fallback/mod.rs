@@ -19,7 +19,7 @@ use anyhow::{anyhow, Context};
 use h3lab_client::alt_svc::H3Discovery;
 use h3lab_client::{NameServer, TlsOptions};
 use h3lab_dns::{Host, Publish, ZoneConfig};
-use h3lab_harness::PathDns;
+use h3lab_harness::{PathDns, SITE_HOST};
 use h3lab_page::loader::{load_page, LoaderOptions};
 use h3lab_results::page::PageLoad;
 use h3lab_results::{Proto, Visit};
@@ -35,8 +35,8 @@ use report::{summarise_policy, verdict, FallbackReport, Gathered, PolicyResult, 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const LOAD_TIMEOUT: Duration = Duration::from_secs(60);
 /// The site's name with its address alone in DNS: a browser learns of
-/// HTTP/3 from `Alt-Svc`.
-const ADDRESS_ONLY_HOST: &str = "www.site.test";
+/// HTTP/3 from `Alt-Svc`. The server's certificate always covers it.
+const ADDRESS_ONLY_HOST: &str = SITE_HOST;
 /// The same site's name with an `HTTPS` record listing h3 beside it.
 const RECORD_HOST: &str = "h3.site.test";
 /// DNS's port, which the client namespace's `/etc/resolv.conf` names and
@@ -146,7 +146,7 @@ fn run_policy(
     let cert = scratch.path().join("server-cert.pem");
     let serve = ServeArgs {
         site: Some(site),
-        sans: vec![ADDRESS_ONLY_HOST.to_string(), RECORD_HOST.to_string()],
+        sans: vec![RECORD_HOST.to_string()],
         ..ServeArgs::new()
     };
     let mut server = start_server(&path, &options.exe, &cert, &serve)?;
