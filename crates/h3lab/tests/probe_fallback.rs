@@ -11,10 +11,9 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{assert_refused, namespaces_left, run_probe, EXE};
+use common::{assert_refused, interrupt, namespaces_left, run_probe, EXE};
 use linkem::supervise::{Group, Supervised};
 use serde_json::Value;
 
@@ -176,17 +175,7 @@ fn ctrl_c_keeps_the_policies_done_and_leaves_no_path_resolver_or_dns_server() {
     assert_eq!(open_done, "UDP open");
     // Keep reading, so the probe never writes into a closed pipe.
     std::thread::spawn(move || lines.for_each(drop));
-    // Group::Own: asked to stop with SIGINT, as a terminal's Ctrl-C would.
-    let exit = process
-        .wait_until(
-            Some(Instant::now() + RUN_LIMIT),
-            &AtomicBool::new(true),
-            Duration::from_secs(20),
-        )
-        .expect("the probe ended after SIGINT");
-    assert_ne!(exit.code, 0, "an interrupted run is not a success");
-    let error = process.last_stderr_line();
-    assert!(error.contains("interrupted"), "{error}");
+    interrupt(&mut process, RUN_LIMIT);
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(
         protocols(&report, "open", "first-with-https-record"),

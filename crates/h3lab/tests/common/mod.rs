@@ -146,6 +146,23 @@ pub fn run_probe(
     }
 }
 
+/// Asks `process`, started in a group of its own, to stop with SIGINT as
+/// a terminal's Ctrl-C would, waits at most `limit` for it, and checks
+/// that it failed and said it was interrupted.
+#[allow(dead_code)]
+pub fn interrupt(process: &mut Supervised, limit: std::time::Duration) {
+    let exit = process
+        .wait_until(
+            Some(std::time::Instant::now() + limit),
+            &std::sync::atomic::AtomicBool::new(true),
+            std::time::Duration::from_secs(20),
+        )
+        .expect("the run ended after SIGINT");
+    assert_ne!(exit.code, 0, "an interrupted run is not a success");
+    let error = process.last_stderr_line();
+    assert!(error.contains("interrupted"), "{error}");
+}
+
 /// Each `(flags, expected)` case of `h3lab SUBCOMMAND... FLAGS` must be
 /// refused with a non-zero exit, an error naming `expected`, and no panic.
 pub fn assert_refused(subcommand: &[&str], cases: &[(&[&str], &str)]) {
