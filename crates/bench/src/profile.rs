@@ -100,13 +100,16 @@ mod tests {
     use linkem::config::LossDirection;
     use linkem::model::UdpPolicy;
 
-    fn suite_with(profile_table: &str) -> Suite {
-        Suite::from_toml(&format!(
+    fn suite_text(profile_table: &str) -> String {
+        format!(
             "name = \"t\"\nprotocols = [\"h2\"]\nprofiles = [\"p\"]\n\
              [[workload]]\nkind = \"ttfb\"\nname = \"hs\"\n\
              [[profile]]\nname = \"p\"\n{profile_table}"
-        ))
-        .unwrap()
+        )
+    }
+
+    fn suite_with(profile_table: &str) -> Suite {
+        Suite::from_toml(&suite_text(profile_table)).unwrap()
     }
 
     #[test]
@@ -127,9 +130,9 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_dns_setting_names_the_fix() {
+    fn a_bad_dns_setting_is_refused_with_the_suite_naming_the_fix() {
         let error =
-            |table: &str| format!("{:#}", published_dns(&suite_with(table), "p").unwrap_err());
+            |table: &str| format!("{:#}", Suite::from_toml(&suite_text(table)).unwrap_err());
         let bad = error("base = \"broadband\"\ndns = \"aaaa\"\n");
         assert!(
             bad.contains("https:h3,h2") && bad.contains("profile `p`"),
