@@ -175,6 +175,7 @@ pub(crate) fn rps_record(
         server_metrics: None,
         elapsed_s: 10.0,
         initial_windows: None,
+        dns: None,
         measured_rtt_ms: None,
         wire: None,
         header_blocks: None,

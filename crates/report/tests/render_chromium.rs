@@ -669,6 +669,7 @@ fn record(
         server_metrics: None,
         elapsed_s: 10.0,
         initial_windows: None,
+        dns: None,
         measured_rtt_ms: None,
         wire: None,
         header_blocks: None,
