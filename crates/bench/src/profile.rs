@@ -1,7 +1,7 @@
 //! The link settings of a cell's profile: a built-in one, or a suite's
 //! `[[profile]]` table applied over its `base`.
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use h3lab_dns::Publish;
 use linkem::config::{
     parse_jitter, parse_percent, parse_queue, parse_rate, parse_time, parse_udp_policy, Overrides,
@@ -22,31 +22,12 @@ impl Suite {
 /// What profile `name`'s path publishes in DNS for the site (its
 /// `[[profile]]`'s `dns`); `None` is no DNS server.
 pub(crate) fn published_dns(suite: &Suite, name: &str) -> anyhow::Result<Option<Publish>> {
-    let Some(text) = suite.custom_profile(name).and_then(|c| c.dns.as_deref()) else {
+    let Some(custom) = suite.custom_profile(name) else {
         return Ok(None);
     };
-    let publish = parse_dns(text).with_context(|| format!("profile `{name}` in the suite"))?;
-    if settings(suite, name, suite.seed)?.is_none() {
-        bail!("profile `{name}` sets `dns`, which needs an emulated path; give it a `base` such as broadband");
-    }
-    Ok(Some(publish))
-}
-
-/// `a`, or `https:` and comma-separated ALPN ids.
-fn parse_dns(text: &str) -> anyhow::Result<Publish> {
-    let hint =
-        "use `a` (the address alone) or `https:h3,h2` (an HTTPS record with those ALPN ids too)";
-    if text == "a" {
-        return Ok(Publish::ARecordsOnly);
-    }
-    let Some(ids) = text.strip_prefix("https:") else {
-        bail!("`dns = \"{text}\"` is not a DNS setting; {hint}");
-    };
-    let alpn: Vec<String> = ids.split(',').map(|id| id.trim().to_string()).collect();
-    if alpn.iter().any(String::is_empty) {
-        bail!("`dns = \"{text}\"` has an empty ALPN id; {hint}");
-    }
-    Ok(Publish::WithHttps { alpn, port: None })
+    custom
+        .published_dns()
+        .with_context(|| format!("profile `{name}` in the suite"))
 }
 
 /// Settings for `name` with `seed`; `None` means plain loopback.

@@ -2,6 +2,7 @@
 //! (profiles, workloads, published figures, the sweep, the target's
 //! servers), which no single table can check while it deserializes.
 
+use anyhow::Context;
 use h3lab_results::{Proto, Visit};
 
 use super::published::PublishedFigure;
@@ -53,7 +54,11 @@ impl Suite {
             self.name
         );
         for profile in &self.profiles {
-            crate::profile::published_dns(self, profile)?;
+            if let Some(custom) = self.custom_profile(profile) {
+                custom
+                    .published_dns()
+                    .with_context(|| format!("profile `{profile}` in the suite"))?;
+            }
         }
         let mut seen = std::collections::BTreeSet::new();
         for workload in &self.workloads {

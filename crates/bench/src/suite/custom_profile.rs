@@ -1,5 +1,7 @@
 //! `[[profile]]`: a path the suite defines, from a built-in profile.
 
+use anyhow::bail;
+use h3lab_dns::Publish;
 use linkem::config::LossDirection;
 use serde::Deserialize;
 
@@ -27,6 +29,40 @@ pub(crate) struct CustomProfile {
     /// alone) or `https:IDS` (an `HTTPS` record with those ALPN ids too).
     /// Without it there is no DNS server and clients use the address.
     pub(crate) dns: Option<String>,
+}
+
+impl CustomProfile {
+    /// What its `dns` publishes, `None` without one; refused, naming the
+    /// fix, when malformed or on a path that is not emulated.
+    pub(crate) fn published_dns(&self) -> anyhow::Result<Option<Publish>> {
+        let Some(text) = self.dns.as_deref() else {
+            return Ok(None);
+        };
+        let publish = parse_dns(text)?;
+        if let Some(base) = &self.base {
+            if linkem::profile(base)?.settings.is_none() {
+                bail!("`dns` needs an emulated path, and `{base}` is none; give a `base` such as broadband");
+            }
+        }
+        Ok(Some(publish))
+    }
+}
+
+/// `a`, or `https:` and comma-separated ALPN ids.
+fn parse_dns(text: &str) -> anyhow::Result<Publish> {
+    let hint =
+        "use `a` (the address alone) or `https:h3,h2` (an HTTPS record with those ALPN ids too)";
+    if text == "a" {
+        return Ok(Publish::ARecordsOnly);
+    }
+    let Some(ids) = text.strip_prefix("https:") else {
+        bail!("`dns = \"{text}\"` is not a DNS setting; {hint}");
+    };
+    let alpn: Vec<String> = ids.split(',').map(|id| id.trim().to_string()).collect();
+    if alpn.iter().any(String::is_empty) {
+        bail!("`dns = \"{text}\"` has an empty ALPN id; {hint}");
+    }
+    Ok(Publish::WithHttps { alpn, port: None })
 }
 
 #[cfg(test)]
