@@ -27,11 +27,9 @@ use crate::client::{self, Aim, ClientRun};
 use crate::field::FieldTarget;
 use crate::server;
 use crate::spec::CellSpec;
-use crate::suite::{DownloadMetric, Load, RpsMetric, Site, Suite};
+use crate::suite::{dns_setting, DownloadMetric, Load, RpsMetric, Site, Suite};
 use crate::usage;
 
-/// DNS's port, which the client namespace's `/etc/resolv.conf` names.
-const DNS_PORT: u16 = 53;
 
 /// What a run needs besides the suite.
 pub struct RunContext {
@@ -116,14 +114,8 @@ fn measure(
     };
     let tcp_window = tcp_initial_window(suite, spec, path.as_ref())?;
     let publish = crate::profile::published_dns(suite, &spec.profile)?;
-    record.dns = spec_dns_text(suite, spec);
+    record.dns = publish.as_ref().map(dns_setting);
     if let (Some(_), Some(path)) = (&publish, &mut path) {
-        anyhow::ensure!(
-            replay.is_none(),
-            "profile `{}` sets `dns`, which names a generated site or body, not a replayed page's origins; \
-             leave `dns` out for replayed pages",
-            spec.profile
-        );
         path.set_client_resolver(path.server_ip())?;
     }
     let placement = match &path {
@@ -143,12 +135,17 @@ fn measure(
         every_address: replay.is_some(),
     };
     let mut server = server::start(suite, &server_start)?;
-    if let (Some(replay), Some(ips), Some(dir)) = (replay, origin_ips, &site) {
+    if let (Some(replay), Some(ips), Some(dir)) = (&replay, &origin_ips, &site) {
         let port = server.addr.port();
-        server.replay = Some(server::ReplayTarget::new(&replay, &ips, dir, port));
+        let by_dns = publish.is_some();
+        server.replay = Some(server::ReplayTarget::new(replay, ips, dir, port, by_dns)?);
     }
     let dns = match (&publish, &path) {
-        (Some(publish), Some(path)) => Some(start_dns(path, &mut server, publish.clone())?),
+        (Some(publish), Some(path)) => {
+            let named = (replay.as_ref()).zip(origin_ips.as_deref());
+            let zone = zone(path, &mut server, named, publish)?;
+            Some(PathDns::start(path, zone)?)
+        }
         _ => None,
     };
     if server_tuning.is_none() {
@@ -191,31 +188,34 @@ fn measure(
     fill_from_client(spec, run, record)
 }
 
-/// The path's DNS server, publishing `publish` for the site's name, which
-/// the server's clients then reach it by.
-fn start_dns(
+/// What the path's DNS server publishes, on the server's port: a replay's
+/// origins, each on its own address, or else the site's name, which the
+/// server's clients then reach it by.
+fn zone(
     path: &EmulatedPath,
     server: &mut server::ServerProcess,
-    publish: Publish,
-) -> anyhow::Result<PathDns> {
-    let zone = ZoneConfig {
-        hosts: vec![Host {
-            name: SITE_HOST.to_string(),
-            address: path.server_ip(),
-            publish,
-        }],
-        origin_port: server.addr.port(),
+    replay: Option<(&Replay, &[IpAddr])>,
+    publish: &Publish,
+) -> anyhow::Result<ZoneConfig> {
+    let host = |name: &str, address| Host {
+        name: name.to_string(),
+        address,
+        publish: publish.clone(),
     };
-    let dns = PathDns::start(path, DNS_PORT, zone)?;
-    server.name = Some(SITE_HOST);
-    Ok(dns)
-}
-
-/// The profile's `dns` as written, for the record.
-fn spec_dns_text(suite: &Suite, spec: &CellSpec) -> Option<String> {
-    suite
-        .custom_profile(&spec.profile)
-        .and_then(|profile| profile.dns.clone())
+    let hosts = match replay {
+        Some((replay, ips)) => (replay.origins.iter().zip(ips))
+            .map(|(origin, ip)| match ip {
+                IpAddr::V4(ip) => Ok(host(&origin.host, *ip)),
+                IpAddr::V6(ip) => bail!("a path's DNS server publishes IPv4 addresses, not {ip}"),
+            })
+            .collect::<anyhow::Result<_>>()?,
+        None => {
+            server.name = Some(SITE_HOST);
+            vec![host(SITE_HOST, path.server_ip())]
+        }
+    };
+    let origin_port = server.addr.port();
+    Ok(ZoneConfig { hosts, origin_port })
 }
 
 /// A field cell: no server; the client in a namespace whose traffic

@@ -16,7 +16,7 @@ use h3lab_probe::cli::TtfbArgs;
 use linkem::run::{Placement, Side};
 
 use crate::process;
-use crate::server::ServerProcess;
+use crate::server::{OriginNames, ServerProcess};
 use crate::spec::CellSpec;
 use h3lab_results::flags::CommandFlags;
 use h3lab_results::load::LoadReport;
@@ -229,7 +229,10 @@ pub(crate) fn run(
                 }) => {
                     let mut page = PageArgs::new(&replay.page);
                     page.replay = Some(replay.dir.clone());
-                    page.resolve = parse_rules(&replay.rules)?;
+                    match &replay.names {
+                        OriginNames::Rules(rules) => page.resolve = parse_rules(rules)?,
+                        OriginNames::Dns => page.dns_origins = true,
+                    }
                     page
                 }
                 Aim::Lab(server) => PageArgs::new(&format!("https://{}/", server.authority())),

@@ -78,6 +78,7 @@ fn custom_settings(custom: &CustomProfile) -> anyhow::Result<Option<LinkSettings
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::suite::dns_setting;
     use linkem::config::LossDirection;
     use linkem::model::UdpPolicy;
 
@@ -100,8 +101,10 @@ mod tests {
             alpn: vec!["h3".into(), "h2".into()],
             port: None,
         };
+        assert_eq!(dns_setting(&expected), "https:h3,h2");
         assert_eq!(published_dns(&suite, "p").unwrap(), Some(expected));
         let suite = suite_with("base = \"broadband\"\ndns = \"a\"\n");
+        assert_eq!(dns_setting(&Publish::ARecordsOnly), "a");
         assert_eq!(
             published_dns(&suite, "p").unwrap(),
             Some(Publish::ARecordsOnly)

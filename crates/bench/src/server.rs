@@ -47,27 +47,61 @@ impl ServerProcess {
     }
 }
 
-/// Where a replayed page's origins are: the page, the replay site, and one
-/// `--resolve` rule per origin to its own address on the server's port.
+/// Where a replayed page's origins are: the page, the replay site, and
+/// how the client finds each origin's own address.
 pub(crate) struct ReplayTarget {
     pub(crate) page: String,
     pub(crate) dir: PathBuf,
-    pub(crate) rules: Vec<String>,
+    pub(crate) names: OriginNames,
+}
+
+/// How a replay's client finds its origins.
+pub(crate) enum OriginNames {
+    /// One `--resolve` rule per origin, to its address on the server's port.
+    Rules(Vec<String>),
+    /// The path's DNS server publishes them.
+    Dns,
 }
 
 impl ReplayTarget {
-    pub(crate) fn new(replay: &Replay, ips: &[IpAddr], dir: &Path, port: u16) -> ReplayTarget {
-        let rules = (replay.origins.iter().zip(ips))
-            .map(|(origin, ip)| {
-                let destination = SocketAddr::new(*ip, port);
-                format!("{}:{}:{destination}", origin.host, origin.port)
-            })
-            .collect();
-        ReplayTarget {
+    /// Each origin on its address in `ips`, named by a rule or, `by_dns`,
+    /// left to the path's DNS server, which gives an address but not a
+    /// port: then every origin must use the server's.
+    pub(crate) fn new(
+        replay: &Replay,
+        ips: &[IpAddr],
+        dir: &Path,
+        port: u16,
+        by_dns: bool,
+    ) -> anyhow::Result<ReplayTarget> {
+        let names = match by_dns {
+            true => {
+                if let Some(origin) = replay.origins.iter().find(|o| o.port != port) {
+                    anyhow::bail!(
+                        "the replayed origin {} uses port {}, and the server listens on {port}; \
+                         DNS gives an address, not a port: set the suite's `[target] port = {}` \
+                         or leave `dns` out of the profile",
+                        origin.origin,
+                        origin.port,
+                        origin.port
+                    );
+                }
+                OriginNames::Dns
+            }
+            false => OriginNames::Rules(
+                (replay.origins.iter().zip(ips))
+                    .map(|(origin, ip)| {
+                        let destination = SocketAddr::new(*ip, port);
+                        format!("{}:{}:{destination}", origin.host, origin.port)
+                    })
+                    .collect(),
+            ),
+        };
+        Ok(ReplayTarget {
             page: replay.page.clone(),
             dir: dir.to_path_buf(),
-            rules,
-        }
+            names,
+        })
     }
 }
 

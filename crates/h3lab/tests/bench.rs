@@ -520,6 +520,85 @@ loads = 1
     assert!(!left_behind, "namespaces left behind");
 }
 
+/// A replayed HAR's origins found through the path's DNS server, each at
+/// its own address, with no `--resolve` rule: with an `HTTPS` record for
+/// each, both loaders' first visit goes over h3 from the document on; with
+/// addresses alone, the document goes over h2. Every recorded response
+/// from all three origins arrives either way.
+#[test]
+fn a_replays_origins_are_found_through_the_paths_dns_and_their_https_records_count() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    if h3lab_testenv::chromium().is_none() {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let har = Path::new(env!("CARGO_MANIFEST_DIR")).join("../site/tests/fixtures/har/chrome.har");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("replay-dns");
+    let suite = format!(
+        r#"
+name = "replay-dns"
+protocols = ["auto"]
+profiles = ["far-a", "far-record"]
+repetitions = 1
+seed = 7
+[[profile]]
+name = "far-a"
+rtt = "80ms"
+dns = "a"
+[[profile]]
+name = "far-record"
+rtt = "80ms"
+dns = "https:h3,h2"
+[[workload]]
+kind = "page"
+name = "captured"
+har = "{har}"
+loads = 1
+[[workload]]
+kind = "page"
+name = "captured-chromium"
+har = "{har}"
+loader = "chromium"
+loads = 1
+"#,
+        har = har.display()
+    );
+    let (output, left_behind) = bench(&suite, &out);
+    assert!(output.status.success(), "bench failed: {}", stderr(&output));
+    let results = results(&out);
+    assert_eq!(results.cells.len(), 2 * 2, "profiles × workloads");
+    for cell in &results.cells {
+        assert_eq!(cell.outcome, Outcome::Ok, "{cell:?}");
+        let report: PageReport =
+            serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
+        let hosts: std::collections::BTreeSet<&str> = (report.loads[0].resources.iter())
+            .map(|r| r.url.trim_start_matches("https://").split('/').next().unwrap())
+            .collect();
+        assert_eq!(hosts.len(), 3, "{} on {}: {hosts:?}", cell.workload, cell.profile);
+        // Chromium may block the recorded 404 page of an image (Opaque
+        // Response Blocking) before it reports the protocol.
+        let known: Vec<String> = page_protocols(cell)
+            .into_iter()
+            .filter(|p| !p.is_empty())
+            .collect();
+        let what = format!("{} on {}: {known:?}", cell.workload, cell.profile);
+        match cell.profile.as_str() {
+            "far-a" => {
+                assert_eq!(cell.dns.as_deref(), Some("a"));
+                assert_eq!(known[0], "h2", "the document, {what}");
+            }
+            _ => {
+                assert_eq!(cell.dns.as_deref(), Some("https:h3,h2"));
+                assert_eq!(known, ["h3"], "every request, {what}");
+            }
+        }
+    }
+    assert!(!left_behind, "namespaces left behind");
+}
+
 /// A server whose process group keeps one core busy (a shell loop beside
 /// `h3lab serve`) while light first-byte probes run: the cell is marked,
 /// naming the server. Twenty probes last over a second, so the kernel's

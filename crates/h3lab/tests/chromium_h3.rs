@@ -52,6 +52,7 @@ fn chromium_loads_a_page_over_h3_every_time_with_fresh_profiles() {
         loads: pages,
         navigation_timeout: NAVIGATION_WINDOW,
         resolve: Vec::new(),
+        dns_origins: Vec::new(),
         recorded_errors: Vec::new(),
     };
     let mut done = 0;

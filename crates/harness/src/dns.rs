@@ -15,6 +15,9 @@ use tokio::sync::oneshot;
 /// h3lab makes for a server covers.
 pub const SITE_HOST: &str = "www.site.test";
 
+/// DNS's port: `/etc/resolv.conf` names no other.
+const DNS_PORT: u16 = 53;
+
 /// A DNS server at the server end of a path. Dropping it stops the server
 /// and waits for its thread, so no socket outlives it.
 pub struct PathDns {
@@ -24,10 +27,10 @@ pub struct PathDns {
 }
 
 impl PathDns {
-    /// Serves `zone` on the server's address at `port` (53 for the client
-    /// namespace's `/etc/resolv.conf`), once it listens.
-    pub fn start(path: &EmulatedPath, port: u16, zone: ZoneConfig) -> anyhow::Result<PathDns> {
-        let listen = SocketAddr::from((path.server_ip(), port));
+    /// Serves `zone` on the server's address at DNS's port, which the
+    /// client namespace's `/etc/resolv.conf` names, once it listens.
+    pub fn start(path: &EmulatedPath, zone: ZoneConfig) -> anyhow::Result<PathDns> {
+        let listen = SocketAddr::from((path.server_ip(), DNS_PORT));
         let (ready, started) = mpsc::channel();
         let (stop, stopped) = oneshot::channel::<()>();
         let thread = path.spawn_in_server(move || {

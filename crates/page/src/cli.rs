@@ -72,6 +72,12 @@ pub struct PageArgs {
     /// missing image) do not fail a load.
     #[arg(long, value_name = "DIR")]
     pub replay: Option<PathBuf>,
+    /// With --replay: find the origins through DNS (the system's
+    /// resolver, or Chromium's own) instead of giving each an address,
+    /// for a network whose DNS server publishes them, as a bench
+    /// profile's `dns` runs one. Under auto their HTTPS records count.
+    #[arg(long, requires = "replay")]
+    pub dns_origins: bool,
     /// Connection set-up timeout (built-in loader).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub connect_timeout: Duration,
@@ -105,6 +111,7 @@ impl CommandFlags for PageArgs {
         args.path_opt("--chromium", self.chromium.as_deref());
         args.each("--resolve", &self.resolve);
         args.path_opt("--replay", self.replay.as_deref());
+        args.switch("--dns-origins", self.dns_origins);
         args.duration("--connect-timeout", self.connect_timeout);
         args.duration("--timeout", self.timeout);
         args.path_opt("--json", self.json.as_deref());
@@ -144,8 +151,11 @@ impl PageArgs {
 
     /// Adds a `--resolve` rule for each origin of the replay that has
     /// none: its own address, in order (those of `$H3LAB_SERVER_IPS` on an
-    /// emulated path).
+    /// emulated path). With `--dns-origins` DNS finds them instead.
     pub fn resolve_replay_origins(&mut self, replay: &Replay) -> anyhow::Result<()> {
+        if self.dns_origins {
+            return Ok(());
+        }
         let server_ips = std::env::var(linkem::env::SERVER_IPS).ok();
         let server_ips = server_ips.as_deref().map(parse_server_ips).transpose()?;
         let addresses = replay.origin_addresses(server_ips.as_deref())?;
@@ -198,6 +208,10 @@ impl PageArgs {
             loads: self.loads,
             navigation_timeout: self.timeout,
             resolve: self.resolve.clone(),
+            dns_origins: match (replay, self.dns_origins) {
+                (Some(replay), true) => replay.origins.clone(),
+                _ => Vec::new(),
+            },
             recorded_errors: replay.map(Replay::recorded_errors).unwrap_or_default(),
         }
     }
@@ -259,6 +273,22 @@ mod tests {
     }
 
     #[test]
+    fn origins_found_by_dns_get_no_rule_and_chromium_leaves_them_to_its_resolver() {
+        let replay = replay_of(&["a.test", "b.test"]);
+        let mut args =
+            PageArgs::parse_flags(["https://a.test/", "--replay", "r", "--dns-origins"]).unwrap();
+        args.resolve_replay_origins(&replay).unwrap();
+        assert!(args.resolve.is_empty(), "{:?}", args.resolve);
+        let hosts: Vec<String> = (args.chromium_options(Some(&replay)).dns_origins.iter())
+            .map(|origin| format!("{}:{}", origin.host, origin.port))
+            .collect();
+        assert_eq!(hosts, ["a.test:443", "b.test:443"]);
+        let without_replay = PageArgs::parse_flags(["https://a.test/", "--dns-origins"]);
+        let err = without_replay.unwrap_err().to_string();
+        assert!(err.contains("--replay"), "{err}");
+    }
+
+    #[test]
     fn server_ips_are_read_or_the_bad_one_named() {
         let ips = parse_server_ips("198.18.0.10, 198.18.0.11").unwrap();
         assert_eq!(
@@ -306,6 +336,7 @@ mod tests {
             chromium: Some(PathBuf::from("/usr/bin/chromium")),
             resolve: vec!["www.example.test:443:127.0.0.10".parse().unwrap()],
             replay: Some(PathBuf::from("replay dir")),
+            dns_origins: true,
             connect_timeout: Duration::from_millis(2_500),
             timeout: Duration::from_secs(120),
             json: Some(PathBuf::from("out.json")),

@@ -71,7 +71,9 @@ pub struct LoaderOptions {
     /// URLs the captured page recorded with an error status (a replay's
     /// 404s): answered so, they do not fail the load.
     pub recorded_errors: Vec<String>,
-    /// A replayed page's recorded requests, which bound what is fetched.
+    /// A replayed page's recorded requests, which bound what is fetched;
+    /// its hosts without a `--resolve` rule are found through
+    /// `name_server`.
     pub recorded: Option<RecordedPage>,
     /// Send a browser's request headers (`h3lab page --browser-headers`):
     /// a 1 kB cookie and the rest of Chromium's recorded set, with each
@@ -91,6 +93,14 @@ pub struct RecordedPage {
     pub urls: std::collections::HashSet<String>,
     /// The requests each URL initiated, with what they are.
     pub initiated: HashMap<String, Vec<(String, ResourceKind)>>,
+}
+
+impl RecordedPage {
+    /// The hosts of its URLs, lower case.
+    fn hosts(&self) -> impl Iterator<Item = String> + '_ {
+        (self.urls.iter())
+            .filter_map(|url| Url::parse(url).ok()?.host_str().map(str::to_ascii_lowercase))
+    }
 }
 
 /// Loads the page at `url` `options.loads` times; `on_load` sees each load
@@ -224,8 +234,8 @@ struct PageLoader {
     idle_h1: HashMap<u64, Sender>,
     /// Rows by resource index, in dispatch order once complete.
     rows: Vec<(usize, ResourceTiming)>,
-    /// The page's host and those `--resolve` names: the only ones
-    /// requests go to.
+    /// The page's host, those `--resolve` names and a replay's recorded
+    /// ones: the only ones requests go to.
     hosts: Vec<String>,
     /// Host names resolved without DNS.
     resolve: Vec<ResolveRule>,
@@ -266,10 +276,9 @@ impl PageLoader {
             shared: HashMap::new(),
             idle_h1: HashMap::new(),
             rows: Vec::new(),
-            hosts: options
-                .resolve
-                .iter()
+            hosts: (options.resolve.iter())
                 .map(|rule| rule.host.clone())
+                .chain(options.recorded.iter().flat_map(RecordedPage::hosts))
                 .collect(),
             resolve: options.resolve.clone(),
             lookup: OriginLookup::new(options.name_server, options.proto == Proto::Auto)?,
@@ -391,7 +400,8 @@ impl PageLoader {
     }
 
     /// Whether a discovered URL is fetched: it is on the page's host or
-    /// one `--resolve` names, and, in a replay, it was recorded.
+    /// one `--resolve` names, and, in a replay, it was recorded (its host
+    /// found by a rule or, without one, by DNS).
     fn may_fetch(&self, url: &Url) -> bool {
         let host = url.host_str().unwrap_or_default();
         let reachable = self

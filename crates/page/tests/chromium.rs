@@ -78,6 +78,7 @@ impl Fixture {
             loads,
             navigation_timeout: Duration::from_secs(20),
             resolve: Vec::new(),
+            dns_origins: Vec::new(),
             recorded_errors: Vec::new(),
         }
     }

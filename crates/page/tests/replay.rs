@@ -174,6 +174,7 @@ impl Replayed {
             loads: 1,
             navigation_timeout: Duration::from_secs(20),
             resolve: self.resolve.clone(),
+            dns_origins: Vec::new(),
             recorded_errors: self.replay.recorded_errors(),
         }
     }

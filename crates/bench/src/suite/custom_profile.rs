@@ -48,6 +48,14 @@ impl CustomProfile {
     }
 }
 
+/// The `dns` value that reads as `publish`, as a cell records it.
+pub(crate) fn dns_setting(publish: &Publish) -> String {
+    match publish {
+        Publish::ARecordsOnly => "a".to_string(),
+        Publish::WithHttps { alpn, .. } => format!("https:{}", alpn.join(",")),
+    }
+}
+
 /// `a`, or `https:` and comma-separated ALPN ids.
 fn parse_dns(text: &str) -> anyhow::Result<Publish> {
     let hint =

@@ -48,16 +48,17 @@ impl PagePerformance {
 /// own host.
 #[derive(Debug, Default)]
 pub struct PageRules {
-    /// Hosts the host resolver rules map to an address (a replay's origins).
-    pub mapped_hosts: Vec<String>,
+    /// Hosts besides the page's that requests may go to: a replay's
+    /// origins, mapped to their addresses or left to DNS.
+    pub reachable_hosts: Vec<String>,
     /// URLs the captured page recorded with an error status.
     pub recorded_errors: Vec<String>,
 }
 
 impl PageRules {
-    fn maps(&self, host: Option<String>) -> bool {
+    fn reaches(&self, host: Option<String>) -> bool {
         host.is_some_and(|host| {
-            self.mapped_hosts
+            self.reachable_hosts
                 .iter()
                 .any(|m| m.eq_ignore_ascii_case(&host))
         })
@@ -81,7 +82,7 @@ impl PageRules {
 /// status of 400 or more, a request never finished, or the load event is
 /// missing; a status the captured page recorded for that URL
 /// (`rules.recorded_errors`, a replay's 404s) is no problem. Requests on
-/// hosts other than the page's and `rules.mapped_hosts` are listed as
+/// hosts other than the page's and `rules.reachable_hosts` are listed as
 /// skipped. Requests for other schemes than http(s) (`data:`, `blob:`)
 /// are not network resources and are left out, and so is the browser's
 /// own favicon request.
@@ -418,7 +419,7 @@ impl<'a> Waterfall<'a> {
         if self.document.is_none() && kind == Some(ResourceKind::Document) {
             self.document = Some(self.rows.len());
             self.page_host = host;
-        } else if host != self.page_host && !self.rules.maps(host) {
+        } else if host != self.page_host && !self.rules.reaches(host) {
             // Never fetched: the host resolver rules send it nowhere.
             self.skipped.push(sent.request.url);
             return;
@@ -874,14 +875,14 @@ mod tests {
         assert!((load.resources[1].start_ms - 11.0).abs() < 1e-6);
     }
     #[test]
-    fn a_replays_mapped_hosts_are_fetched_and_its_recorded_errors_pass() {
+    fn a_replays_reachable_hosts_are_fetched_and_its_recorded_errors_pass() {
         let mut events = page_events("h3");
         events.push(sent("B", "https://badge.test/b.svg", "Image", 0.013, None));
         events.push(json!({"method": "Network.loadingFailed", "params": {
             "requestId": "B", "timestamp": T0 + 0.014, "errorText": "net::ERR_BLOCKED_BY_ORB"
         }}));
         let mut rules = PageRules {
-            mapped_hosts: vec!["badge.test".into()],
+            reachable_hosts: vec!["badge.test".into()],
             recorded_errors: Vec::new(),
         };
         let err = page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &rules)

@@ -101,6 +101,7 @@ use base64::Engine;
 use h3lab_client::ResolveRule;
 use h3lab_results::page::{PageLoad, PageReport};
 use h3lab_results::{Loader, Proto, Visit};
+use h3lab_site::replay::Origin;
 use sha2::{Digest, Sha256};
 
 pub use events::{page_load_from_events, PagePerformance};
@@ -125,8 +126,13 @@ pub struct ChromiumOptions {
     /// fails the run.
     pub navigation_timeout: Duration,
     /// Host names resolved to these addresses (Chromium's host resolver
-    /// rules); every other name but the page's resolves to nothing.
+    /// rules); every other name but the page's and `dns_origins`' resolves
+    /// to nothing.
     pub resolve: Vec<ResolveRule>,
+    /// Origins besides the page's that Chromium's own resolver finds, as
+    /// a replay's are on a path whose DNS server publishes them: requests
+    /// may go to them, and QUIC to them is treated as to the page's.
+    pub dns_origins: Vec<Origin>,
     /// URLs the captured page recorded with an error status (a replay's
     /// 404s): answered so, they do not fail the load.
     pub recorded_errors: Vec<String>,
@@ -255,9 +261,14 @@ pub fn load_page(
             .filter(|rule| !rule.host.eq_ignore_ascii_case(host))
             .map(|rule| format!("{}:{}", rule.host, rule.port)),
     );
+    quic_origins.extend(
+        (options.dns_origins.iter())
+            .filter(|origin| !origin.host.eq_ignore_ascii_case(host))
+            .map(|origin| format!("{}:{}", origin.host, origin.port)),
+    );
     let mut flags = browser::protocol_flags(options.proto, &quic_origins);
     flags.extend(options.trust.flag()?);
-    flags.push(host_resolver_rules(host, &options.resolve));
+    flags.push(host_resolver_rules(host, &options.resolve, &options.dns_hosts()));
 
     let report = run(url, options, &binary, &flags, on_load);
     match (&options.trust, options.proto, report) {
@@ -276,30 +287,39 @@ pub fn load_page(
 
 impl ChromiumOptions {
     fn page_rules(&self) -> events::PageRules {
+        let mapped = self.resolve.iter().map(|rule| rule.host.clone());
         events::PageRules {
-            mapped_hosts: self.resolve.iter().map(|rule| rule.host.clone()).collect(),
+            reachable_hosts: mapped.chain(self.dns_hosts()).collect(),
             recorded_errors: self.recorded_errors.clone(),
         }
     }
+
+    fn dns_hosts(&self) -> Vec<String> {
+        self.dns_origins.iter().map(|o| o.host.clone()).collect()
+    }
 }
 
-/// `--resolve` rules as Chromium's host mapping, and every other name but
-/// the page's host resolving to nothing, so no request leaves for a third
-/// party. Chromium maps a host to an address, not a port to a port.
-fn host_resolver_rules(page_host: &str, resolve: &[ResolveRule]) -> String {
+/// `--resolve` rules as Chromium's host mapping, and every other name
+/// resolving to nothing, so no request leaves for a third party, but
+/// those left to DNS: the page's host unless a rule maps it, and
+/// `dns_hosts`. Chromium maps a host to an address, not a port to a port.
+fn host_resolver_rules(page_host: &str, resolve: &[ResolveRule], dns_hosts: &[String]) -> String {
     let mut rules: Vec<String> = resolve
         .iter()
         .map(|rule| format!("MAP {} {}", rule.host, rule.destination()))
         .collect();
-    // EXCLUDE takes a host out of every rule, its own MAP too, so it is
-    // only for a page host left to DNS. The first MAP that matches wins.
-    match resolve
-        .iter()
-        .any(|rule| rule.host.eq_ignore_ascii_case(page_host))
-    {
-        true => rules.push("MAP * ~NOTFOUND".to_string()),
-        false => rules.push(format!("MAP * ~NOTFOUND, EXCLUDE {page_host}")),
+    // The first MAP that matches wins. EXCLUDE takes a host out of every
+    // rule, its own MAP too, so it is only for hosts left to DNS.
+    rules.push("MAP * ~NOTFOUND".to_string());
+    let mut left_to_dns: Vec<&str> = Vec::new();
+    for host in std::iter::once(page_host).chain(dns_hosts.iter().map(String::as_str)) {
+        let mapped = (resolve.iter()).any(|rule| rule.host.eq_ignore_ascii_case(host));
+        let listed = left_to_dns.iter().any(|h| h.eq_ignore_ascii_case(host));
+        if !mapped && !listed {
+            left_to_dns.push(host);
+        }
     }
+    rules.extend(left_to_dns.iter().map(|host| format!("EXCLUDE {host}")));
     format!("--host-resolver-rules={}", rules.join(", "))
 }
 
@@ -427,13 +447,29 @@ mod tests {
             "static.example.test:443:127.0.0.12:4433".parse().unwrap(),
         ];
         assert_eq!(
-            host_resolver_rules("www.example.test", &resolve),
+            host_resolver_rules("www.example.test", &resolve, &[]),
             "--host-resolver-rules=MAP www.example.test 198.18.0.10, MAP img.example.test [::1], \
              MAP static.example.test 127.0.0.12:4433, MAP * ~NOTFOUND"
         );
         assert_eq!(
-            host_resolver_rules("127.0.0.1", &resolve[1..2]),
+            host_resolver_rules("127.0.0.1", &resolve[1..2], &[]),
             "--host-resolver-rules=MAP img.example.test [::1], MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
+        );
+    }
+
+    #[test]
+    fn a_replays_origins_left_to_dns_are_excluded_from_the_catch_all_once_each() {
+        let dns_hosts = ["WWW.example.test".to_string(), "img.example.test".to_string()];
+        assert_eq!(
+            host_resolver_rules("www.example.test", &[], &dns_hosts),
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE www.example.test, \
+             EXCLUDE img.example.test"
+        );
+        let mapped = ["img.example.test:443:198.18.0.11".parse().unwrap()];
+        assert_eq!(
+            host_resolver_rules("www.example.test", &mapped, &dns_hosts),
+            "--host-resolver-rules=MAP img.example.test 198.18.0.11, MAP * ~NOTFOUND, \
+             EXCLUDE www.example.test"
         );
     }
 
@@ -474,6 +510,7 @@ mod tests {
             loads: 1,
             navigation_timeout: Duration::from_secs(1),
             resolve: Vec::new(),
+            dns_origins: Vec::new(),
             recorded_errors: Vec::new(),
         };
         let err = load_page("http://127.0.0.1:1/", &options, &mut |_| {

@@ -3,10 +3,9 @@
 //! server with a generated site, and a DNS server in the server namespace
 //! that publishes the site under two names: `www.site.test` with its
 //! address alone, `h3.site.test` with an `HTTPS` record listing h3 too.
-//! Then, per repetition, an h2-only
-//! load and the `auto` protocol's visits (first, first with the record,
-//! repeat, repeat with QUIC known to work), by the built-in loader in the
-//! client namespace.
+//! Then, per repetition, an h2-only load and the `auto` protocol's visits
+//! (first, first with the record, repeat, repeat with QUIC known to work),
+//! by the built-in loader in the client namespace.
 
 pub mod report;
 
@@ -39,9 +38,6 @@ const LOAD_TIMEOUT: Duration = Duration::from_secs(60);
 const ADDRESS_ONLY_HOST: &str = SITE_HOST;
 /// The same site's name with an `HTTPS` record listing h3 beside it.
 const RECORD_HOST: &str = "h3.site.test";
-/// DNS's port, which the client namespace's `/etc/resolv.conf` names and
-/// UDP policies let through.
-const DNS_PORT: u16 = 53;
 
 /// What `probe fallback` runs.
 #[derive(Debug, Clone)]
@@ -166,7 +162,7 @@ fn run_policy(
         ],
         origin_port: server.addr.port(),
     };
-    let dns = PathDns::start(&path, DNS_PORT, zone)?;
+    let dns = PathDns::start(&path, zone)?;
     let port = server.addr.port();
     let site = Site {
         address_only: format!("https://{ADDRESS_ONLY_HOST}:{port}/"),
