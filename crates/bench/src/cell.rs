@@ -30,7 +30,6 @@ use crate::spec::CellSpec;
 use crate::suite::{dns_setting, DownloadMetric, Load, RpsMetric, Site, Suite};
 use crate::usage;
 
-
 /// What a run needs besides the suite.
 pub struct RunContext {
     /// The `h3lab` executable, started as server and client in the namespaces.

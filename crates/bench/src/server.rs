@@ -213,3 +213,51 @@ fn start_builtin(start: &Start<'_>, target: &Target) -> anyhow::Result<ServerPro
         name: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A replay whose origins use these ports, with no responses.
+    fn replay_on(origins: &[(&str, u16)]) -> Replay {
+        let origins: Vec<_> = (origins.iter())
+            .map(|(host, port)| {
+                serde_json::json!({"origin": format!("https://{host}:{port}"), "host": host, "port": port})
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "schema": "h3lab.replay/1", "source": "test", "page": "https://a.test/",
+            "think": "none", "recorded": {"tool": "test"}, "origins": origins,
+            "responses": [], "skipped": [],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_replays_origins_get_rules_or_dns_which_cannot_move_a_port() {
+        let ips = [
+            IpAddr::from([198, 18, 0, 10]),
+            IpAddr::from([198, 18, 0, 11]),
+        ];
+        let replay = replay_on(&[("a.test", 443), ("b.test", 8443)]);
+        let ruled = ReplayTarget::new(&replay, &ips, Path::new("r"), 443, false).unwrap();
+        let OriginNames::Rules(rules) = ruled.names else {
+            panic!("no rules");
+        };
+        assert_eq!(
+            rules,
+            ["a.test:443:198.18.0.10:443", "b.test:8443:198.18.0.11:443"]
+        );
+        let err = ReplayTarget::new(&replay, &ips, Path::new("r"), 443, true)
+            .err()
+            .expect("port 8443 cannot be reached by name on 443")
+            .to_string();
+        assert!(
+            err.contains("https://b.test:8443 uses port 8443") && err.contains("port = 8443"),
+            "{err}"
+        );
+        let same_port = replay_on(&[("a.test", 443), ("b.test", 443)]);
+        let named = ReplayTarget::new(&same_port, &ips, Path::new("r"), 443, true).unwrap();
+        assert!(matches!(named.names, OriginNames::Dns));
+    }
+}

@@ -9,6 +9,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use h3lab_results::bench::{Outcome, Results, RESULTS_SCHEMA};
+use h3lab_results::load::LoadReport;
 use h3lab_results::page::PageReport;
 use h3lab_results::{Proto, TtfbMode, WorkloadKind};
 use serde_json::Value;
@@ -447,9 +448,10 @@ loads = 1
 }
 
 /// A DNS `HTTPS` record listing h3 moves a first visit to h3 for both
-/// loaders (Chromium meets it through the client namespace's resolver);
-/// with the address alone in DNS the first visit stays on h2; and with the
-/// record but UDP blocked it completes over h2 with no failed request.
+/// loaders (Chromium meets it through the client namespace's resolver),
+/// and `h3lab load --proto auto`'s first call; with the address alone in
+/// DNS they stay on h2; and with the record but UDP blocked they complete
+/// over h2 with no failed request.
 #[test]
 fn an_https_record_puts_first_visits_of_both_loaders_on_h3_unless_udp_is_blocked() {
     if !h3lab_testenv::root() {
@@ -492,12 +494,18 @@ name = "chromium-first"
 site = "small"
 loader = "chromium"
 loads = 1
+[[workload]]
+kind = "rps"
+name = "api"
+size = "1KB"
+connections = 1
+duration = "500ms"
 "#,
         &out,
     );
     assert!(output.status.success(), "bench failed: {}", stderr(&output));
     let results = results(&out);
-    assert_eq!(results.cells.len(), 3 * 2, "profiles × workloads");
+    assert_eq!(results.cells.len(), 3 * 3, "profiles × workloads");
     for cell in &results.cells {
         assert_eq!(cell.outcome, Outcome::Ok, "{cell:?}");
         assert_eq!(cell.errors, 0, "{cell:?}");
@@ -507,6 +515,21 @@ loads = 1
             _ => ("https:h3,h2", ["h2"]),
         };
         assert_eq!(cell.dns.as_deref(), Some(dns));
+        if cell.workload == "api" {
+            // `h3lab load`'s first call, before the measured run.
+            let report: LoadReport =
+                serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
+            let first = report.first_call.expect("auto's first call is reported");
+            assert_eq!(
+                first.protocol.to_string(),
+                expected[0],
+                "{first:?} on {}",
+                cell.profile
+            );
+            let alpn = (dns != "a").then(|| vec!["h3".to_string(), "h2".to_string()]);
+            assert_eq!(first.https_record_alpn, alpn, "on {}", cell.profile);
+            continue;
+        }
         let protocols = page_protocols(cell);
         let what = format!("{} on {}: {protocols:?}", cell.workload, cell.profile);
         assert_eq!(protocols[0], expected[0], "the document, {what}");
@@ -575,9 +598,21 @@ loads = 1
         let report: PageReport =
             serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
         let hosts: std::collections::BTreeSet<&str> = (report.loads[0].resources.iter())
-            .map(|r| r.url.trim_start_matches("https://").split('/').next().unwrap())
+            .map(|r| {
+                r.url
+                    .trim_start_matches("https://")
+                    .split('/')
+                    .next()
+                    .unwrap()
+            })
             .collect();
-        assert_eq!(hosts.len(), 3, "{} on {}: {hosts:?}", cell.workload, cell.profile);
+        assert_eq!(
+            hosts.len(),
+            3,
+            "{} on {}: {hosts:?}",
+            cell.workload,
+            cell.profile
+        );
         // Chromium may block the recorded 404 page of an image (Opaque
         // Response Blocking) before it reports the protocol.
         let known: Vec<String> = page_protocols(cell)

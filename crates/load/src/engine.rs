@@ -13,7 +13,7 @@ use h3lab_client::{
     client_tls_config, AutoConnector, Connector, HttpsRecord, NameServer, OriginLookup,
     SharedDiscovery,
 };
-use h3lab_results::load::{LoadReport, Worker};
+use h3lab_results::load::{FirstCall, LoadReport, Worker};
 use h3lab_results::Proto;
 use tokio_util::sync::CancellationToken;
 
@@ -50,7 +50,11 @@ pub fn run(config: &LoadConfig, cancel: CancellationToken) -> anyhow::Result<Loa
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
-    let (addr, discovery) = control.block_on(preflight(config))?;
+    let Preflight {
+        addr,
+        discovery,
+        first_call,
+    } = control.block_on(preflight(config))?;
     let part = config.part();
     if let Some(start) = &config.start_at {
         wait_for_start(start, &cancel);
@@ -96,6 +100,7 @@ pub fn run(config: &LoadConfig, cancel: CancellationToken) -> anyhow::Result<Loa
         streams: config.streams,
         threads,
         target_rate: part.rate,
+        first_call,
     };
     let totals = RunTotals {
         duration_s: end
@@ -144,14 +149,26 @@ fn started_late(start: &StartAt, began: SystemTime) -> Duration {
     late
 }
 
-async fn preflight(config: &LoadConfig) -> anyhow::Result<(SocketAddr, Option<SharedDiscovery>)> {
+/// What the run learns before it starts.
+struct Preflight {
+    addr: SocketAddr,
+    /// Under `auto`: what the first call taught the run's connections.
+    discovery: Option<SharedDiscovery>,
+    first_call: Option<FirstCall>,
+}
+
+async fn preflight(config: &LoadConfig) -> anyhow::Result<Preflight> {
     let auto = config.proto == Proto::Auto;
     let lookup = OriginLookup::new(NameServer::System, auto)?;
     let (addr, https_record) = lookup.locate(&config.target, &config.resolve).await?;
     crate::politeness::check(config, addr.ip())?;
     if auto {
-        let discovery = first_call(config, addr, https_record).await?;
-        return Ok((addr, Some(discovery)));
+        let (discovery, first) = first_call(config, addr, https_record).await?;
+        return Ok(Preflight {
+            addr,
+            discovery: Some(discovery),
+            first_call: Some(first),
+        });
     }
     // A private TLS config, so no session ticket leaks into the measured run.
     let tls = client_tls_config(&config.tls, config.proto)?;
@@ -159,7 +176,11 @@ async fn preflight(config: &LoadConfig) -> anyhow::Result<(SocketAddr, Option<Sh
     let connector = Connector::new(target, addr, config.proto, tls, config.connect_timeout)?;
     connector.connect().await?;
     connector.close().await;
-    Ok((addr, None))
+    Ok(Preflight {
+        addr,
+        discovery: None,
+        first_call: None,
+    })
 }
 
 /// `auto`'s first call: one request, over TCP unless the target's DNS
@@ -170,7 +191,7 @@ async fn first_call(
     config: &LoadConfig,
     addr: SocketAddr,
     https_record: Option<HttpsRecord>,
-) -> anyhow::Result<SharedDiscovery> {
+) -> anyhow::Result<(SharedDiscovery, FirstCall)> {
     let discovery = SharedDiscovery::default();
     let target = Arc::new(config.target.clone());
     let connector = AutoConnector::new(
@@ -181,10 +202,10 @@ async fn first_call(
         config.connect_timeout,
         discovery.clone(),
     )?;
-    if let Some(record) = https_record {
+    if let Some(record) = &https_record {
         connector.observe_https_record(&HttpsRecord {
             ttl: RECORD_HELD_FOR_RUN,
-            ..record
+            ..record.clone()
         });
     }
     let mut sender = connector.connect().await?.sender;
@@ -192,7 +213,11 @@ async fn first_call(
     connector.observe(sender.proto(), response.headers());
     response.drain().await?;
     connector.close().await;
-    Ok(discovery)
+    let first = FirstCall {
+        protocol: sender.proto(),
+        https_record_alpn: https_record.map(|record| record.alpn),
+    };
+    Ok((discovery, first))
 }
 
 /// Where the measured time starts: at the end of the warm-up, or at the

@@ -1,7 +1,9 @@
 //! A finished run's tally turned into its report (`h3lab.load/1`, whose
 //! types live in `h3lab-results`).
 
-use h3lab_results::load::{Cpu, LoadReport, Model, OpenModel, Warmup, Worker, LOAD_SCHEMA};
+use h3lab_results::load::{
+    Cpu, FirstCall, LoadReport, Model, OpenModel, Warmup, Worker, LOAD_SCHEMA,
+};
 use h3lab_results::Proto;
 
 use crate::tally::Tally;
@@ -14,6 +16,8 @@ pub(crate) struct RunShape {
     pub streams: usize,
     pub threads: usize,
     pub target_rate: Option<f64>,
+    /// `auto`'s first call, before the run.
+    pub first_call: Option<FirstCall>,
 }
 
 /// What the engine measured besides the per-request tally.
@@ -88,6 +92,7 @@ pub(crate) fn build(
             .into_iter()
             .map(|(proto, count)| (proto.name().to_string(), count))
             .collect(),
+        first_call: shape.first_call,
         reconnects: tally.reconnects,
         aborted_in_flight: tally.aborted_in_flight,
         not_attempted: tally.not_attempted,
@@ -127,6 +132,7 @@ mod tests {
             streams: 1,
             threads: 2,
             target_rate: Some(100.0),
+            first_call: None,
         };
         let totals = RunTotals {
             duration_s: 10.0,

@@ -98,8 +98,12 @@ pub struct RecordedPage {
 impl RecordedPage {
     /// The hosts of its URLs, lower case.
     fn hosts(&self) -> impl Iterator<Item = String> + '_ {
-        (self.urls.iter())
-            .filter_map(|url| Url::parse(url).ok()?.host_str().map(str::to_ascii_lowercase))
+        (self.urls.iter()).filter_map(|url| {
+            Url::parse(url)
+                .ok()?
+                .host_str()
+                .map(str::to_ascii_lowercase)
+        })
     }
 }
 

@@ -76,6 +76,11 @@ pub struct LoadReport {
     /// on (`h2`, `h3`); absent otherwise.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub connections_by_protocol: BTreeMap<String, u64>,
+    /// Under `--proto auto`: the first call, the one request sent before
+    /// the run; absent otherwise, and in a merged report whose runs'
+    /// first calls differ.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_call: Option<FirstCall>,
     /// Connections re-opened after the peer closed or broke one.
     pub reconnects: u64,
     /// Requests cut off by the end of a timed run or by Ctrl-C.
@@ -103,6 +108,17 @@ pub struct LoadReport {
     /// A merged report with `--allow-partial`: the shards it lacks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing_shards: Vec<u32>,
+}
+
+/// `auto`'s first call: the protocol it went over (h2, unless the target's
+/// DNS `HTTPS` record lists h3 and QUIC won the race), and that record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FirstCall {
+    /// The protocol of its response.
+    pub protocol: Proto,
+    /// The ALPN ids of the target's `HTTPS` record; `None` when DNS gave
+    /// none (or was not asked: an IP address, `localhost`, `--resolve`).
+    pub https_record_alpn: Option<Vec<String>>,
 }
 
 /// How requests are issued: closed loops or a fixed rate.
@@ -254,6 +270,9 @@ impl LoadReport {
                 .connections_by_protocol
                 .entry(proto.clone())
                 .or_default() += count;
+        }
+        if self.first_call != other.first_call {
+            self.first_call = None;
         }
         self.reconnects += other.reconnects;
         self.aborted_in_flight += other.aborted_in_flight;
@@ -523,6 +542,17 @@ impl fmt::Display for LoadReport {
                 f,
                 "  auto:      connections over {}",
                 by_protocol.join(", ")
+            )?;
+        }
+        if let Some(first) = &self.first_call {
+            let record = match &first.https_record_alpn {
+                Some(alpn) => format!("DNS HTTPS record alpn={}", alpn.join(",")),
+                None => "no DNS HTTPS record".to_string(),
+            };
+            writeln!(
+                f,
+                "  auto:      first call over {} ({record})",
+                first.protocol
             )?;
         }
         let statuses: Vec<String> = self

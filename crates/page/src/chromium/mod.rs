@@ -268,7 +268,11 @@ pub fn load_page(
     );
     let mut flags = browser::protocol_flags(options.proto, &quic_origins);
     flags.extend(options.trust.flag()?);
-    flags.push(host_resolver_rules(host, &options.resolve, &options.dns_hosts()));
+    flags.push(host_resolver_rules(
+        host,
+        &options.resolve,
+        &options.dns_hosts(),
+    ));
 
     let report = run(url, options, &binary, &flags, on_load);
     match (&options.trust, options.proto, report) {
@@ -459,7 +463,10 @@ mod tests {
 
     #[test]
     fn a_replays_origins_left_to_dns_are_excluded_from_the_catch_all_once_each() {
-        let dns_hosts = ["WWW.example.test".to_string(), "img.example.test".to_string()];
+        let dns_hosts = [
+            "WWW.example.test".to_string(),
+            "img.example.test".to_string(),
+        ];
         assert_eq!(
             host_resolver_rules("www.example.test", &[], &dns_hosts),
             "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE www.example.test, \

@@ -426,7 +426,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::load::{Cpu, ErrorCounts, Model};
+    use crate::load::{Cpu, ErrorCounts, FirstCall, Model};
     use crate::{Micros, Proto};
 
     /// Shard `index` of `count`, with these latencies (µs) and errors.
@@ -462,6 +462,7 @@ mod tests {
             first_errors: BTreeMap::new(),
             connections_opened: 1,
             connections_by_protocol: BTreeMap::new(),
+            first_call: None,
             reconnects: 0,
             aborted_in_flight: 0,
             not_attempted: 0,
@@ -548,6 +549,32 @@ mod tests {
             whole.quantile(0.999),
             "the test's shares must differ"
         );
+    }
+
+    #[test]
+    fn a_merged_first_call_is_kept_only_when_every_run_agrees() {
+        let h3_first = Some(FirstCall {
+            protocol: Proto::H3,
+            https_record_alpn: Some(vec!["h3".into()]),
+        });
+        let shard = |index: u32, first_call: &Option<FirstCall>| {
+            let report = LoadReport {
+                first_call: first_call.clone(),
+                ..shard_report(index, 2, &[100], 0)
+            };
+            (format!("w{index}.json"), report)
+        };
+        let agreeing = [shard(0, &h3_first), shard(1, &h3_first)];
+        assert_eq!(
+            merge_workers(&agreeing, false).unwrap().first_call,
+            h3_first
+        );
+        let h2_first = Some(FirstCall {
+            protocol: Proto::H2,
+            https_record_alpn: None,
+        });
+        let differing = [shard(0, &h3_first), shard(1, &h2_first)];
+        assert_eq!(merge_workers(&differing, false).unwrap().first_call, None);
     }
 
     #[test]
