@@ -67,7 +67,10 @@ case $name in
 		protocols h1 h2 h3
 	}
 }
-https://$ip:$port {
+# Any host name on $ip: a suite may name the server (a profile's dns,
+# www.site.test) or reach it by its address.
+https://:$port {
+	bind $ip
 	tls $cert $key
 	root * $root
 	header Cache-Control no-store

@@ -180,6 +180,9 @@ fn measure(
         record.link = Some(link_record(path.shutdown()?, settings)?);
     }
     let run = outcome?;
+    if let ClientRun::Page { report, .. } = &run {
+        check_whole_site(suite, spec, report, &server.authority())?;
+    }
     record.server_metrics = metrics?;
     record.wire = WireCost::from_counts(record.link.as_ref(), record.server_metrics.as_ref());
     record.header_blocks = HeaderBlocks::from_metrics(record.server_metrics.as_ref());
@@ -365,6 +368,50 @@ fn fill_from_client(
             record.measured_rtt_ms = median_of(report.loads.iter().map(|l| l.path_rtt_ms));
             fill_from_page(*report, record)?;
         }
+    }
+    Ok(())
+}
+
+/// Fails unless every page load of a generated site fetched every file of
+/// the site. A server that does not serve the site for the name it is
+/// asked by (a server command whose site address is its IP alone) may
+/// answer the page with an empty `200`, which would load fast and
+/// complete, and give a wrong figure.
+fn check_whole_site(
+    suite: &Suite,
+    spec: &CellSpec,
+    report: &PageReport,
+    authority: &str,
+) -> anyhow::Result<()> {
+    let Load::Page {
+        site: Site::Shape(shape),
+        ..
+    } = &spec.workload.load
+    else {
+        return Ok(());
+    };
+    let plan = h3lab_site::plan(*shape, suite.seed);
+    for (index, load) in report.loads.iter().enumerate() {
+        let fetched: Vec<String> = (load.resources.iter())
+            .filter_map(|resource| Some(url::Url::parse(&resource.url).ok()?.path().to_string()))
+            .collect();
+        let missing: Vec<&str> = (plan.assets())
+            .map(|file| file.path.as_str())
+            .filter(|path| !fetched.iter().any(|fetched| fetched == path))
+            .collect();
+        let Some(first) = missing.first() else {
+            continue;
+        };
+        let document = load.resources.first().map_or(0, |resource| resource.bytes);
+        bail!(
+            "page load {} of the `{shape}` site missed {} of its {} assets ({first}, ...), and \
+             the page itself was {document} B: the server does not seem to serve the site as \
+             https://{authority}/; a server command must answer for that host name, not for its \
+             address alone (e.g. Caddy's site address `https://:{{port}}`)",
+            index + 1,
+            missing.len(),
+            plan.assets().count(),
+        );
     }
     Ok(())
 }

@@ -273,6 +273,9 @@ loads = 2
     assert!(!left_behind, "namespaces left behind");
 }
 
+/// Caddy, nginx and ngtcp2 serve the small page by the name the path's
+/// DNS server gives them (`www.site.test`), each over the protocols it
+/// offers, every asset included.
 #[test]
 fn page_workloads_run_on_peer_servers_each_with_the_protocols_it_offers() {
     if !h3lab_testenv::root() {
@@ -294,9 +297,13 @@ fn page_workloads_run_on_peer_servers_each_with_the_protocols_it_offers() {
         r#"
 name = "peers"
 protocols = ["h1", "h2", "h3"]
-profiles = ["broadband"]
+profiles = ["broadband-named"]
 repetitions = 1
 seed = 7
+[[profile]]
+name = "broadband-named"
+base = "broadband"
+dns = "a"
 [target]
 port = 8443
 initial_window = 32
@@ -674,6 +681,52 @@ samples = 20
     assert!(
         table.contains("! h2: server at") && table.contains("the figure may be the CPU's"),
         "{table}"
+    );
+    assert!(!left_behind, "namespaces left behind");
+}
+
+/// A server that answers the generated site's page without its assets
+/// (here a server command given the site that serves another, as a server
+/// whose site answers for its address alone does for a name) fails the
+/// cell, naming the cause, instead of giving the fast figure of an empty
+/// page.
+#[test]
+fn a_server_that_does_not_serve_the_whole_site_fails_its_page_cell() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let other_site = dir.path().join("other-site");
+    std::fs::create_dir(&other_site).unwrap();
+    std::fs::write(other_site.join("index.html"), "<html></html>").unwrap();
+    let out = dir.path().join("partial");
+    let suite = format!(
+        r#"
+name = "partial"
+protocols = ["h2"]
+profiles = ["broadband"]
+repetitions = 1
+[target]
+server_cmd = "test -d {{site}} && exec {EXE} serve --listen {{ip}}:{{port}} --site {other} --cert {{cert}} --key {{key}}"
+port = 443
+[[workload]]
+kind = "page"
+name = "small"
+site = "small"
+loads = 1
+"#,
+        other = other_site.display()
+    );
+    let (output, left_behind) = bench(&suite, &out);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let cell = &results(&out).cells[0];
+    let Outcome::Failed { error } = &cell.outcome else {
+        panic!("an empty page must not be a figure: {cell:?}");
+    };
+    assert!(
+        error.contains("missed 20 of its 20 assets") && error.contains("https://"),
+        "{error}"
     );
     assert!(!left_behind, "namespaces left behind");
 }

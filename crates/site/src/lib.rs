@@ -185,7 +185,8 @@ impl SiteSummary {
         of_kind.map(|file| file.bytes).sum()
     }
 
-    fn assets(&self) -> impl Iterator<Item = &SiteFile> {
+    /// Every file but the index page.
+    pub fn assets(&self) -> impl Iterator<Item = &SiteFile> {
         let assets = self.files.iter();
         assets.filter(|file| file.kind != ResourceKind::Document)
     }
