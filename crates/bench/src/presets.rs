@@ -109,6 +109,21 @@ mod tests {
         }
     }
 
+    /// The suites the docs measure with, which they tell readers to run.
+    #[test]
+    fn every_suite_in_the_docs_parses() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/suites");
+        let mut read = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|ext| ext == "toml") {
+                Suite::from_file(&path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+                read += 1;
+            }
+        }
+        assert!(read >= 5, "only {read} suites in {}", dir.display());
+    }
+
     #[test]
     fn the_field_preset_takes_the_url_and_pins_of_bench_url() {
         let suite = field(
