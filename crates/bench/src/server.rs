@@ -217,20 +217,26 @@ fn start_builtin(start: &Start<'_>, target: &Target) -> anyhow::Result<ServerPro
 #[cfg(test)]
 mod tests {
     use super::*;
+    use h3lab_site::replay::{Origin, RecordedLoad, Think};
 
     /// A replay whose origins use these ports, with no responses.
     fn replay_on(origins: &[(&str, u16)]) -> Replay {
-        let origins: Vec<_> = (origins.iter())
-            .map(|(host, port)| {
-                serde_json::json!({"origin": format!("https://{host}:{port}"), "host": host, "port": port})
-            })
-            .collect();
-        serde_json::from_value(serde_json::json!({
-            "schema": "h3lab.replay/1", "source": "test", "page": "https://a.test/",
-            "think": "none", "recorded": {"tool": "test"}, "origins": origins,
-            "responses": [], "skipped": [],
-        }))
-        .unwrap()
+        let origin = |(host, port): &(&str, u16)| Origin {
+            origin: format!("https://{host}:{port}"),
+            host: host.to_string(),
+            port: *port,
+        };
+        Replay {
+            schema: h3lab_site::replay::SCHEMA.to_string(),
+            source: "test".to_string(),
+            page: "https://a.test/".to_string(),
+            think: Think::None,
+            recorded: RecordedLoad::default(),
+            origins: origins.iter().map(origin).collect(),
+            responses: Vec::new(),
+            skipped: Vec::new(),
+            upgraded: None,
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use h3lab_results::bench::{Outcome, Results, RESULTS_SCHEMA};
 use h3lab_results::load::LoadReport;
-use h3lab_results::page::PageReport;
+use h3lab_results::page::{PageLoad, PageReport};
 use h3lab_results::{Proto, TtfbMode, WorkloadKind};
 use serde_json::Value;
 
@@ -369,6 +369,26 @@ loads = 2
     assert!(!left_behind, "namespaces left behind");
 }
 
+/// The Chrome HAR of three origins that suites replay.
+fn chrome_har() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../site/tests/fixtures/har/chrome.har")
+}
+
+/// The hosts a page load's resources came from.
+fn hosts_of(load: &PageLoad) -> std::collections::BTreeSet<&str> {
+    (load.resources.iter())
+        .filter_map(|r| r.url.trim_start_matches("https://").split('/').next())
+        .collect()
+}
+
+/// [`page_protocols`] without the unknown: Chromium may block the recorded
+/// 404 page of an image (Opaque Response Blocking) before it reports the
+/// protocol.
+fn known_protocols(cell: &h3lab_results::bench::CellRecord) -> Vec<String> {
+    let protocols = page_protocols(cell).into_iter();
+    protocols.filter(|p| !p.is_empty()).collect()
+}
+
 /// The protocols a page cell's kept load went over, each once, in order.
 fn page_protocols(cell: &h3lab_results::bench::CellRecord) -> Vec<String> {
     let report: PageReport = serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
@@ -564,7 +584,7 @@ fn a_replays_origins_are_found_through_the_paths_dns_and_their_https_records_cou
         return;
     }
     let _serial = one_at_a_time();
-    let har = Path::new(env!("CARGO_MANIFEST_DIR")).join("../site/tests/fixtures/har/chrome.har");
+    let har = chrome_har();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("replay-dns");
     let suite = format!(
@@ -604,29 +624,10 @@ loads = 1
         assert_eq!(cell.outcome, Outcome::Ok, "{cell:?}");
         let report: PageReport =
             serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
-        let hosts: std::collections::BTreeSet<&str> = (report.loads[0].resources.iter())
-            .map(|r| {
-                r.url
-                    .trim_start_matches("https://")
-                    .split('/')
-                    .next()
-                    .unwrap()
-            })
-            .collect();
-        assert_eq!(
-            hosts.len(),
-            3,
-            "{} on {}: {hosts:?}",
-            cell.workload,
-            cell.profile
-        );
-        // Chromium may block the recorded 404 page of an image (Opaque
-        // Response Blocking) before it reports the protocol.
-        let known: Vec<String> = page_protocols(cell)
-            .into_iter()
-            .filter(|p| !p.is_empty())
-            .collect();
+        let known = known_protocols(cell);
         let what = format!("{} on {}: {known:?}", cell.workload, cell.profile);
+        let hosts = hosts_of(&report.loads[0]);
+        assert_eq!(hosts.len(), 3, "{what}: {hosts:?}");
         match cell.profile.as_str() {
             "far-a" => {
                 assert_eq!(cell.dns.as_deref(), Some("a"));
@@ -912,7 +913,7 @@ fn a_har_suite_replays_the_captured_page_over_each_protocol_with_verdicts() {
         return;
     }
     let _serial = one_at_a_time();
-    let har = Path::new(env!("CARGO_MANIFEST_DIR")).join("../site/tests/fixtures/har/chrome.har");
+    let har = chrome_har();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("har");
     let suite = format!(
@@ -967,23 +968,10 @@ loads = 1
                 cell.workload,
                 cell.protocol
             );
-            let hosts: std::collections::BTreeSet<&str> = (load.resources.iter())
-                .map(|r| {
-                    r.url
-                        .trim_start_matches("https://")
-                        .split('/')
-                        .next()
-                        .unwrap()
-                })
-                .collect();
+            let hosts = hosts_of(load);
             assert_eq!(hosts.len(), 3, "{hosts:?}");
         }
-        // Chromium may block the recorded 404 page of an image (Opaque
-        // Response Blocking) before it reports the protocol.
-        let known: Vec<String> = page_protocols(cell)
-            .into_iter()
-            .filter(|p| !p.is_empty())
-            .collect();
+        let known = known_protocols(cell);
         assert_eq!(known, [cell.protocol.alpn_name()], "{}", cell.workload);
     }
     assert!(!left_behind, "namespaces left behind");
