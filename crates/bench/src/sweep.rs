@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use h3lab_results::bench::{InitialWindows, SweptSetting};
+use h3lab_results::flags::value_word;
 use h3lab_results::{QuicCongestion, TcpCongestion};
 use h3lab_server::cli::{RecordSizing, ServeArgs, StreamOrder, Switch};
 use serde::{Deserialize, Deserializer};
@@ -309,9 +310,9 @@ impl Setting {
             | Setting::MaxStreams(number) => number.to_string(),
             Setting::Threads(count) => count.to_string(),
             Setting::QuicMaxAckDelay(delay) => humantime::format_duration(*delay).to_string(),
-            Setting::QuicStreamOrder(order) => flag_word(*order),
-            Setting::Gso(gso) => flag_word(*gso),
-            Setting::TlsRecords(records) => flag_word(*records),
+            Setting::QuicStreamOrder(order) => value_word(*order),
+            Setting::Gso(gso) => value_word(*gso),
+            Setting::TlsRecords(records) => value_word(*records),
             Setting::Server(name) => name.clone(),
         }
     }
@@ -376,12 +377,6 @@ impl Setting {
             Setting::Server(_) => {}
         }
     }
-}
-
-/// One of the server's own words for a flag's value (`in-order`).
-fn flag_word(value: impl clap::ValueEnum) -> String {
-    let value = value.to_possible_value().expect("no value is skipped");
-    value.get_name().to_string()
 }
 
 /// A workload's name with the setting it runs with, if any

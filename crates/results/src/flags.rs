@@ -118,6 +118,13 @@ impl Flags {
     }
 }
 
+/// A `clap::ValueEnum` value's word on the command line (`in-order`).
+#[cfg(feature = "clap")]
+pub fn value_word(value: impl clap::ValueEnum) -> String {
+    let value = value.to_possible_value().expect("no value is skipped");
+    value.get_name().to_string()
+}
+
 /// Parses the flags that follow `command` (e.g. `h3lab load`) into its
 /// typed flags, as the binary does; the error is clap's, without its
 /// `error:` prefix.

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use h3lab_results::flags::{CommandFlags, Flags};
+use h3lab_results::flags::{value_word, CommandFlags, Flags};
 use h3lab_results::{QuicCongestion, TcpCongestion};
 
 use crate::{Limits, QuicTuning, ServerConfig, TcpTuning, TlsRecords, TlsSource};
@@ -215,12 +215,6 @@ impl Default for ServeArgs {
     }
 }
 
-/// A value's word on the command line (`in-order`).
-fn word(value: impl clap::ValueEnum) -> String {
-    let value = value.to_possible_value().expect("no value is skipped");
-    value.get_name().to_string()
-}
-
 /// A duration as humantime reads it back exactly.
 fn duration(value: Duration) -> String {
     humantime::format_duration(value).to_string()
@@ -291,7 +285,7 @@ impl CommandFlags for ServeArgs {
             changed(|a| duration(a.handshake_timeout)),
         );
         args.value_opt("--header-timeout", changed(|a| duration(a.header_timeout)));
-        args.value_opt("--tls-records", changed(|a| word(a.tls_records)));
+        args.value_opt("--tls-records", changed(|a| value_word(a.tls_records)));
         args.value_opt("--tcp-notsent-lowat", self.tcp_notsent_lowat);
         args.value_opt("--tcp-cc", self.tcp_cc);
         args.value_opt(
@@ -309,9 +303,9 @@ impl CommandFlags for ServeArgs {
         args.value_opt("--tcp-send-buffer", self.tcp_send_buffer);
         args.value_opt("--tcp-recv-buffer", self.tcp_recv_buffer);
         args.value_opt("--quic-initial-window", self.quic_initial_window);
-        args.value_opt("--gso", changed(|a| word(a.gso)));
+        args.value_opt("--gso", changed(|a| value_word(a.gso)));
         args.value_opt("--udp-buffer", changed(|a| a.udp_buffer.to_string()));
-        args.value_opt("--quic-thread", changed(|a| word(a.quic_thread)));
+        args.value_opt("--quic-thread", changed(|a| value_word(a.quic_thread)));
         args.value_opt(
             "--quic-ack-every",
             changed(|a| a.quic_ack_every.to_string()),
@@ -319,7 +313,7 @@ impl CommandFlags for ServeArgs {
         args.duration_opt("--quic-max-ack-delay", self.quic_max_ack_delay);
         args.value_opt(
             "--quic-stream-order",
-            changed(|a| word(a.quic_stream_order)),
+            changed(|a| value_word(a.quic_stream_order)),
         );
         args.value_opt("--metrics", self.metrics);
         args.path_opt("--qlog", self.qlog.as_deref());
