@@ -44,7 +44,8 @@ pub struct LoadArgs {
     #[arg(required = true)]
     pub url: Option<String>,
     /// Protocol [default: h2 for https://, h1 for http://]. auto: a first
-    /// call over h2 learns Alt-Svc, then each connection races QUIC
+    /// call learns Alt-Svc (over h2, or QUIC raced against TCP when the
+    /// host's DNS HTTPS record lists h3), then each connection races QUIC
     /// against TCP, as browsers do (docs/discovery.md).
     #[arg(long, value_enum)]
     pub proto: Option<Proto>,
