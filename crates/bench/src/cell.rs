@@ -112,7 +112,7 @@ fn measure(
         (Some(replay), None) => Some(replay.origin_addresses(None)?),
     };
     let tcp_window = tcp_initial_window(suite, spec, path.as_ref())?;
-    let publish = crate::profile::published_dns(suite, &spec.profile)?;
+    let publish = suite.published_dns(&spec.profile)?;
     record.dns = publish.as_ref().map(dns_setting);
     if let (Some(_), Some(path)) = (&publish, &mut path) {
         path.set_client_resolver(path.server_ip())?;

@@ -2,7 +2,6 @@
 //! `[[profile]]` table applied over its `base`.
 
 use anyhow::Context;
-use h3lab_dns::Publish;
 use linkem::config::{
     parse_jitter, parse_percent, parse_queue, parse_rate, parse_time, parse_udp_policy, Overrides,
 };
@@ -17,17 +16,6 @@ impl Suite {
     pub fn link_settings(&self, name: &str) -> anyhow::Result<Option<LinkSettings>> {
         settings(self, name, self.seed)
     }
-}
-
-/// What profile `name`'s path publishes in DNS for the site (its
-/// `[[profile]]`'s `dns`); `None` is no DNS server.
-pub(crate) fn published_dns(suite: &Suite, name: &str) -> anyhow::Result<Option<Publish>> {
-    let Some(custom) = suite.custom_profile(name) else {
-        return Ok(None);
-    };
-    custom
-        .published_dns()
-        .with_context(|| format!("profile `{name}` in the suite"))
 }
 
 /// Settings for `name` with `seed`; `None` means plain loopback.
@@ -79,6 +67,7 @@ fn custom_settings(custom: &CustomProfile) -> anyhow::Result<Option<LinkSettings
 mod tests {
     use super::*;
     use crate::suite::dns_setting;
+    use h3lab_dns::Publish;
     use linkem::config::LossDirection;
     use linkem::model::UdpPolicy;
 
@@ -102,15 +91,15 @@ mod tests {
             port: None,
         };
         assert_eq!(dns_setting(&expected), "https:h3,h2");
-        assert_eq!(published_dns(&suite, "p").unwrap(), Some(expected));
+        assert_eq!(suite.published_dns("p").unwrap(), Some(expected));
         let suite = suite_with("base = \"broadband\"\ndns = \"a\"\n");
         assert_eq!(dns_setting(&Publish::ARecordsOnly), "a");
         assert_eq!(
-            published_dns(&suite, "p").unwrap(),
+            suite.published_dns("p").unwrap(),
             Some(Publish::ARecordsOnly)
         );
         let suite = suite_with("base = \"broadband\"\n");
-        assert_eq!(published_dns(&suite, "p").unwrap(), None);
+        assert_eq!(suite.published_dns("p").unwrap(), None);
     }
 
     #[test]

@@ -113,6 +113,17 @@ impl Suite {
     pub(crate) fn custom_profile(&self, name: &str) -> Option<&CustomProfile> {
         self.custom_profiles.iter().find(|p| p.name == name)
     }
+
+    /// What profile `name`'s path publishes in DNS for the site (its
+    /// `[[profile]]`'s `dns`); `None` is no DNS server.
+    pub(crate) fn published_dns(&self, name: &str) -> anyhow::Result<Option<h3lab_dns::Publish>> {
+        let Some(custom) = self.custom_profile(name) else {
+            return Ok(None);
+        };
+        custom
+            .published_dns()
+            .with_context(|| format!("profile `{name}` in the suite"))
+    }
 }
 
 #[cfg(test)]

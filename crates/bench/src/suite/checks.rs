@@ -2,7 +2,6 @@
 //! (profiles, workloads, published figures, the sweep, the target's
 //! servers), which no single table can check while it deserializes.
 
-use anyhow::Context;
 use h3lab_results::{Proto, Visit};
 
 use super::published::PublishedFigure;
@@ -54,11 +53,7 @@ impl Suite {
             self.name
         );
         for profile in &self.profiles {
-            if let Some(custom) = self.custom_profile(profile) {
-                custom
-                    .published_dns()
-                    .with_context(|| format!("profile `{profile}` in the suite"))?;
-            }
+            self.published_dns(profile)?;
         }
         let mut seen = std::collections::BTreeSet::new();
         for workload in &self.workloads {
