@@ -615,6 +615,7 @@ fn empty_record(spec: &CellSpec) -> CellRecord {
         measured_rtt_ms: None,
         wire: None,
         header_blocks: None,
+        replica: spec.replica,
     }
 }
 

@@ -1,6 +1,7 @@
 //! One cell of the matrix: profile × workload × protocol (× handshake
 //! mode × swept setting) at one repetition.
 
+use h3lab_results::bench::Replica;
 use h3lab_results::{Proto, TtfbMode};
 
 use crate::suite::Workload;
@@ -20,6 +21,8 @@ pub struct CellSpec {
     /// repetition this cell is: each is a cell of its own, so the
     /// protocols take turns load by load on a path that drifts.
     pub(crate) unit: Option<Unit>,
+    /// In an A/A run, which of the protocol's two identical runs this is.
+    pub(crate) replica: Option<Replica>,
 }
 
 /// One load (page) or sample (ttfb) of a field run's repetition.
@@ -39,12 +42,16 @@ impl CellSpec {
             .unit
             .map(|u| format!(".{}", u.index + 1))
             .unwrap_or_default();
+        let protocol = self.protocol.to_string();
+        let protocol = match self.replica {
+            Some(replica) => replica.label(&protocol),
+            None => protocol,
+        };
         format!(
-            "{} {}{} {} #{}{unit}",
+            "{} {}{} {protocol} #{}{unit}",
             self.profile,
             self.workload_label(),
             mode,
-            self.protocol,
             self.repetition + 1
         )
     }

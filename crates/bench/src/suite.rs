@@ -68,10 +68,17 @@ pub struct Suite {
     /// results so that they say how to run it again.
     #[serde(skip)]
     pub(crate) source: String,
+    /// An A/A run (`h3lab bench --aa`): every cell runs twice, as two
+    /// replicas of its protocol, and each verdict compares them.
+    #[serde(skip)]
+    pub aa: bool,
 }
 
+/// Five: a call at 5 % needs at least 4 repetitions a side
+/// (docs/statistics.md), and 5 leave room for one repetition among the
+/// other side's.
 fn default_repetitions() -> Count {
-    Count(3)
+    Count(5)
 }
 
 fn default_seed() -> u64 {
@@ -150,7 +157,7 @@ duration = "2s"
     #[test]
     fn minimal_suite_gets_defaults() {
         let suite = Suite::from_toml(MINIMAL).unwrap();
-        assert_eq!(suite.repetitions, Count(3));
+        assert_eq!(suite.repetitions, Count(5));
         assert_eq!(suite.baseline, Proto::H2);
         match &suite.workloads[0].load {
             Load::Rps {

@@ -3,7 +3,7 @@
 //! (`summary`, `page_loads`, `page_data`, `table`, `html`), so none of
 //! them needs another for the types alone.
 
-use h3lab_results::bench::{CellRecord, InitialWindows, SweptSetting};
+use h3lab_results::bench::{CellRecord, InitialWindows, Replica, SweptSetting};
 use h3lab_results::page::{PageReport, PAGE_SCHEMA};
 use h3lab_results::WorkloadKind;
 use serde::Serialize;
@@ -19,19 +19,38 @@ use h3lab_results::difference::{seed_for, Difference};
 pub struct CellKey {
     pub profile: String,
     pub workload: String,
+    /// The protocol as the report names it; in an A/A run, with its
+    /// replica's (`h2`, `h2 again`).
     pub protocol: String,
     pub mode: Option<String>,
+    /// In an A/A run, which of the protocol's two runs.
+    pub replica: Option<Replica>,
 }
 
 impl CellKey {
     /// The cell a record belongs to.
     pub fn of(record: &CellRecord) -> CellKey {
+        let protocol = record.protocol.to_string();
         CellKey {
             profile: record.profile.clone(),
             workload: record.workload.clone(),
-            protocol: record.protocol.to_string(),
+            protocol: match record.replica {
+                Some(replica) => replica.label(&protocol),
+                None => protocol,
+            },
             mode: record.mode.map(|mode| mode.to_string()),
+            replica: record.replica,
         }
+    }
+
+    /// In an A/A run, whether `reference` is this B cell's A: the same
+    /// condition and protocol, run first.
+    pub fn is_replica_a_of(&self, reference: &CellKey) -> bool {
+        self.replica == Some(Replica::B)
+            && reference.replica == Some(Replica::A)
+            && Replica::B.label(&reference.protocol) == self.protocol
+            && (&self.profile, &self.workload, &self.mode)
+                == (&reference.profile, &reference.workload, &reference.mode)
     }
 
     /// The same condition measured with another protocol.
@@ -105,11 +124,18 @@ pub struct CellSummary {
     /// The finite metric samples of each successful repetition, what
     /// differences are bootstrapped from.
     pub samples_by_repetition: Vec<Vec<f64>>,
+    /// The repetition each entry of `samples_by_repetition` is, so that
+    /// two cells' repetitions can be paired (same seed, run back to back);
+    /// empty where that is unknown (a cost's figures).
+    pub repetition_numbers: Vec<u32>,
     /// True for the suite's baseline protocol.
     pub is_baseline: bool,
     /// Median against the baseline protocol's median in the same
     /// condition, with its interval.
     pub vs_baseline: Option<Difference>,
+    /// The protocol `vs_baseline` is against, as the report names it: the
+    /// baseline, or in an A/A run this cell's replica A.
+    pub reference: Option<String>,
     /// Request latency merged over the successful repetitions.
     pub latency: Option<LatencySummary>,
     pub requests: u64,
@@ -180,7 +206,9 @@ impl CellSummary {
             higher_is_better: false,
             stats: Some(SampleStats::of(values)?),
             samples_by_repetition: values.iter().map(|value| vec![*value]).collect(),
+            repetition_numbers: Vec::new(),
             vs_baseline: None,
+            reference: None,
             ..self.clone()
         })
     }

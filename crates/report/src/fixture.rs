@@ -2,14 +2,17 @@
 //! histograms. Every figure is chosen so expectations can be worked out by
 //! hand.
 //!
-//! - broadband rps-1k (req/s): h1 [100,110,120], h2 [200,210,220],
-//!   h3 [250,240,260]; repetition r records 10 latencies of
-//!   (r+1)·base ms with base h1 30, h2 20, h3 10.
-//! - cellular rps-1k: h1 [50], failed ("connection refused"), [70];
-//!   h2 [80,90,100]; h3 [120,130,140]; no histograms.
+//! - [`REPETITIONS`] (5) repetitions of every cell, one sample each unless
+//!   said otherwise.
+//! - broadband rps-1k (req/s): h1 [100,110,120,105,115], h2
+//!   [200,210,220,205,215], h3 [250,240,260,245,255] (medians 110, 210,
+//!   250); repetition r records 10 latencies of (r+1)·base ms with base
+//!   h1 30, h2 20, h3 10.
+//! - cellular rps-1k: h1 [50], failed ("connection refused"), [70], [55],
+//!   [65]; h2 [80,90,100,85,95]; h3 [120,130,140,125,135]; no histograms.
 //! - broadband ttfb (ms, lower is better), modes cold and resumed, two
-//!   samples per repetition, h2 and h3 only: cold h2 60..66 vs h3 70..76
-//!   (h3 worse), resumed h2 40..46 vs h3 20..26 (h3 better).
+//!   samples per repetition, h2 and h3 only: cold h2 60..70 vs h3 70..80
+//!   (h3 worse), resumed h2 40..50 vs h3 20..30 (h3 better).
 //! - Claims: rps-1k (h3 > h2 > h1 published; ours agrees) and ttfb cold
 //!   (h3 better published; ours differs).
 
@@ -25,12 +28,15 @@ use h3lab_results::{Loader, Proto, ResourceKind, Visit, WorkloadKind};
 
 use crate::histogram::tests::encoded;
 
+/// Repetitions of every cell of [`results`]: enough for a call at 5 %.
+pub(crate) const REPETITIONS: u32 = 5;
+
 pub(crate) fn results() -> Results {
     let mut cells = Vec::new();
     let rps = [
-        ("h1", [100.0, 110.0, 120.0], 30),
-        ("h2", [200.0, 210.0, 220.0], 20),
-        ("h3", [250.0, 240.0, 260.0], 10),
+        ("h1", [100.0, 110.0, 120.0, 105.0, 115.0], 30),
+        ("h2", [200.0, 210.0, 220.0, 205.0, 215.0], 20),
+        ("h3", [250.0, 240.0, 260.0, 245.0, 255.0], 10),
     ];
     for (protocol, samples, latency_base_ms) in rps {
         for (rep, sample) in samples.into_iter().enumerate() {
@@ -45,9 +51,9 @@ pub(crate) fn results() -> Results {
         }
     }
     for (protocol, samples) in [
-        ("h1", [50.0, f64::NAN, 70.0]),
-        ("h2", [80.0, 90.0, 100.0]),
-        ("h3", [120.0, 130.0, 140.0]),
+        ("h1", [50.0, f64::NAN, 70.0, 55.0, 65.0]),
+        ("h2", [80.0, 90.0, 100.0, 85.0, 95.0]),
+        ("h3", [120.0, 130.0, 140.0, 125.0, 135.0]),
     ] {
         for (rep, sample) in samples.into_iter().enumerate() {
             let mut record = rps_record("cellular", protocol, rep as u32, sample, None);
@@ -62,7 +68,7 @@ pub(crate) fn results() -> Results {
     }
     for (mode, h2_start, h3_start) in [("cold", 60.0, 70.0), ("resumed", 40.0, 20.0)] {
         for (protocol, start) in [("h2", h2_start), ("h3", h3_start)] {
-            for rep in 0..3u32 {
+            for rep in 0..REPETITIONS {
                 let first = start + f64::from(rep) * 2.0;
                 cells.push(ttfb_record(protocol, mode, rep, vec![first, first + 2.0]));
             }
@@ -77,11 +83,12 @@ pub(crate) fn results() -> Results {
             protocols: vec!["h1".into(), "h2".into(), "h3".into()],
             profiles: vec!["broadband".into(), "cellular".into()],
             workloads: vec!["rps-1k".into(), "ttfb".into()],
-            repetitions: 3,
+            repetitions: REPETITIONS,
             seed: 7,
             warmup_s: 1.0,
             baseline: "h2".into(),
             target: "built-in server (h3lab serve)".into(),
+            aa: false,
         },
         environment: Environment {
             h3lab_version: "0.1.0".into(),
@@ -179,6 +186,7 @@ pub(crate) fn rps_record(
         measured_rtt_ms: None,
         wire: None,
         header_blocks: None,
+        replica: None,
     }
 }
 
@@ -207,8 +215,9 @@ fn ttfb_record(protocol: &str, mode: &str, rep: u32, samples: Vec<f64>) -> CellR
     }
 }
 
-/// [`results`] with broadband h3 rps-1k at [205, 215, 225] req/s: +2.4 %
-/// over h2's [200, 210, 220], but the ranges overlap.
+/// [`results`] with broadband h3 rps-1k at [215, 205, 225, 210, 220]
+/// req/s: +2.4 % over h2's [200, 210, 220, 205, 215], but the ranges
+/// overlap.
 pub(crate) fn with_h3_near_h2() -> Results {
     let mut results = results();
     for record in results

@@ -68,8 +68,9 @@ pub fn render_html(results: &Results) -> String {
                     "this file needs no network. Statistics: percentiles by linear interpolation between "
                     "closest ranks over all samples of the successful repetitions; CV = sample standard "
                     "deviation ÷ mean; latency percentiles from the merged HdrHistograms. Differences: "
-                    "95 % percentile-bootstrap interval of the difference of the medians, resampling "
-                    "whole repetitions (10 000 rounds, seeded from the cells compared); see "
+                    "called better or worse only when an exact permutation test of whole repetitions "
+                    "(rank sum of their medians) gives p ≤ 0.05; the 95 % interval of the difference of "
+                    "the medians holds every shift that test does not reject; see "
                     code { "docs/statistics.md" } "."
                 }
                 script type="application/json" id="h3lab-plot-data" { (PreEscaped(plot_data)) }
@@ -269,8 +270,10 @@ fn summary_section(
             h2 { "Summary" }
             p.hint { "Per cell, over all samples of its successful repetitions. "
                 "vs " (results.suite.baseline) ": the median's difference from the baseline protocol's median in the same condition, "
-                "with its 95 % bootstrap interval over repetitions in brackets; better or worse only when the interval "
-                "excludes zero, else “no clear difference”; fewer than two repetitions on a side give no interval." }
+                "with its 95 % interval in brackets; better or worse only when a permutation test of the repetitions "
+                "gives p ≤ 0.05 (then the interval excludes zero), else “no clear difference”; “detects” is the "
+                "smallest difference the run could have called; fewer than 4 repetitions on a side can call nothing "
+                "and give no interval. " (crate::verdicts::expected_false(summaries, results.suite.aa)) "." }
             @for profile in profiles_in_order(summaries) {
                 @let block: Vec<&CellSummary> = summaries.iter().filter(|s| s.key.profile == profile).collect();
                 h3 { (profile) span.sub { " · " (block.first().map_or(String::new(), |s| s.round_trip_label()))

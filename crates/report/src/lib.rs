@@ -25,6 +25,7 @@ mod stats;
 mod studies;
 mod summary;
 mod table;
+mod verdicts;
 mod waterfall;
 
 #[cfg(test)]
@@ -43,6 +44,7 @@ pub use distribution::{distribution_html, Chart, Series};
 pub use field::{field_drift_text, field_origins_text};
 pub use h3lab_results::difference::{seed_for, Call, Difference};
 pub use table::terminal_table;
+pub use verdicts::{calibrate, calibration_table};
 
 use csv_out::write_csv;
 use html::render_html;

@@ -365,7 +365,10 @@ mod tests {
         );
         let h3 = &violins[0]["traces"][2];
         assert_eq!(h3["protocol"], "h3");
-        assert_eq!(h3["samples"], serde_json::json!([250.0, 240.0, 260.0]));
+        assert_eq!(
+            h3["samples"],
+            serde_json::json!([250.0, 240.0, 260.0, 245.0, 255.0])
+        );
         assert_eq!(violins[1]["grouped"], true);
         assert_eq!(violins[1]["traces"].as_array().unwrap().len(), 4);
 

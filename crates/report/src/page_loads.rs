@@ -261,6 +261,7 @@ mod tests {
             workload: "page-small".into(),
             protocol: "h3".into(),
             mode: None,
+            replica: None,
         };
         let chosen = median_load(&results, &key).unwrap();
         assert_eq!((chosen.repetition, chosen.of_repetitions), (2, 3));
@@ -275,6 +276,7 @@ mod tests {
             workload: "page-small".into(),
             protocol: "h2".into(),
             mode: None,
+            replica: None,
         };
         let record = results.cells.iter_mut().find(|r| is_cell(r, &key)).unwrap();
         record.client_report = None;

@@ -5,7 +5,8 @@
 use h3lab_results::bench::InitialWindows;
 
 use crate::cell::CellSummary;
-use h3lab_results::difference::Call;
+use h3lab_results::difference::{seed_for, Call, Difference};
+use h3lab_results::quantile::median;
 
 /// e.g. `initial windows: TCP 10 segments (Linux's default), QUIC 14720 B
 /// (10 packets)`.
@@ -38,13 +39,23 @@ pub fn common_windows(cells: &[&CellSummary]) -> Option<String> {
         .then(|| describe(&first))
 }
 
-/// One line per protocol and workload whose call against the baseline
-/// changes with the swept setting, e.g. `h3 vs h2 on page-small turns on
-/// initial_window: better at 32, worse at 10; not settled`.
+/// One line per protocol and workload whose difference from the baseline
+/// changes with the swept setting by more than the noise, e.g. `h3 vs h2
+/// on page-small turns on initial_window: worse at 10, better at 32 (the
+/// difference moves by -18.4 points [-21.0, -15.9] from 10 to 32); not
+/// settled`. Two calls that differ are not enough: the line comes from a
+/// test of the change itself, the interaction. Each repetition's effect is
+/// the subject's median against the baseline's of the same repetition
+/// (same seed, run back to back), in %; the effects at the first value
+/// and at each other value are compared with the same permutation test as
+/// every verdict ([`Difference::absolute`], in percentage points).
 pub fn turning_verdicts(cells: &[&CellSummary], baseline: &str) -> Vec<String> {
     let mut rows: Vec<SweptRow> = Vec::new();
     for cell in cells {
         let (Some(sweep), Some(difference)) = (&cell.sweep, &cell.vs_baseline) else {
+            continue;
+        };
+        let Some(reference) = reference_of(cells, cell, baseline) else {
             continue;
         };
         let suffix = sweep.row_label("");
@@ -52,48 +63,118 @@ pub fn turning_verdicts(cells: &[&CellSummary], baseline: &str) -> Vec<String> {
             workload: cell.key.workload_label().replace(&suffix, ""),
             protocol: cell.key.protocol.clone(),
             tunable: sweep.tunable.clone(),
-            calls: Vec::new(),
+            values: Vec::new(),
         };
-        let call = (sweep.value.clone(), difference.call());
+        let value = SweptValue {
+            value: sweep.value.clone(),
+            call: difference.call(),
+            effects: paired_effects(cell, reference),
+        };
         match rows.iter_mut().find(|r| r.same_as(&row)) {
-            Some(found) => found.calls.push(call),
+            Some(found) => found.values.push(value),
             None => rows.push(SweptRow {
-                calls: vec![call],
+                values: vec![value],
                 ..row
             }),
         }
     }
-    rows.into_iter()
-        .filter(|row| row.calls.iter().any(|(_, call)| *call != row.calls[0].1))
-        .map(|row| {
-            let each: Vec<String> = row
-                .calls
-                .iter()
-                .map(|(value, call)| format!("{} at {value}", call.word()))
-                .collect();
-            format!(
-                "{} vs {baseline} on {} turns on {}: {}; not settled",
-                row.protocol,
-                row.workload,
-                row.tunable,
-                each.join(", ")
-            )
+    rows.iter()
+        .filter_map(|row| row.turning_line(baseline))
+        .collect()
+}
+
+/// The baseline's cell of the same condition and swept value as `cell`.
+fn reference_of<'a>(
+    cells: &[&'a CellSummary],
+    cell: &CellSummary,
+    baseline: &str,
+) -> Option<&'a CellSummary> {
+    let wanted = cell.key.with_protocol(baseline);
+    cells.iter().copied().find(|other| other.key == wanted)
+}
+
+/// Per repetition both cells measured: the subject's median against the
+/// reference's, in %.
+fn paired_effects(subject: &CellSummary, reference: &CellSummary) -> Vec<Vec<f64>> {
+    let median_of = |cell: &CellSummary, repetition: u32| {
+        let index = cell
+            .repetition_numbers
+            .iter()
+            .position(|&n| n == repetition)?;
+        median(&mut cell.samples_by_repetition.get(index)?.clone())
+    };
+    subject
+        .repetition_numbers
+        .iter()
+        .filter_map(|&repetition| {
+            let subject = median_of(subject, repetition)?;
+            let reference = median_of(reference, repetition).filter(|r| *r != 0.0)?;
+            Some(vec![(subject - reference) / reference.abs() * 100.0])
         })
         .collect()
 }
 
-/// One protocol's calls in one workload across a swept tunable's values.
+/// One protocol's differences in one workload across a swept tunable's
+/// values.
 struct SweptRow {
     workload: String,
     protocol: String,
     tunable: String,
-    calls: Vec<(String, Call)>,
+    values: Vec<SweptValue>,
+}
+
+/// The call and the per-repetition effects at one value.
+struct SweptValue {
+    value: String,
+    call: Call,
+    effects: Vec<Vec<f64>>,
 }
 
 impl SweptRow {
     fn same_as(&self, other: &SweptRow) -> bool {
         (&self.workload, &self.protocol, &self.tunable)
             == (&other.workload, &other.protocol, &other.tunable)
+    }
+
+    /// The line for this row when its calls differ and the effect's change
+    /// from the first value to another is called by the test.
+    fn turning_line(&self, baseline: &str) -> Option<String> {
+        let first = self.values.first()?;
+        if self.values.iter().all(|v| v.call == first.call) {
+            return None;
+        }
+        let changes: Vec<String> = self.values[1..]
+            .iter()
+            .filter_map(|other| {
+                let seed = seed_for(&self.protocol, &format!("{} {}", first.value, other.value));
+                let change =
+                    Difference::absolute(&other.effects, &first.effects, "points", true, seed)?;
+                change.call().is_clear().then(|| {
+                    format!(
+                        "the difference moves by {} from {} to {}",
+                        change.figure(),
+                        first.value,
+                        other.value
+                    )
+                })
+            })
+            .collect();
+        if changes.is_empty() {
+            return None;
+        }
+        let each: Vec<String> = self
+            .values
+            .iter()
+            .map(|v| format!("{} at {}", v.call.word(), v.value))
+            .collect();
+        Some(format!(
+            "{} vs {baseline} on {} turns on {}: {} ({}); not settled",
+            self.protocol,
+            self.workload,
+            self.tunable,
+            each.join(", "),
+            changes.join("; ")
+        ))
     }
 }
 
@@ -126,17 +207,16 @@ mod tests {
         );
     }
 
-    /// h3 and h2 page cells at a swept value, h3 `h3_ms` per load against
-    /// h2's 200 ms, three repetitions each.
-    fn swept_page_results(rows: &[(&str, f64)]) -> h3lab_results::bench::Results {
+    /// h3 and h2 page cells at swept values: h2 at 200 + r ms in
+    /// repetition r, h3 at the row's five values.
+    fn swept_page_results(rows: &[(&str, [f64; 5])]) -> h3lab_results::bench::Results {
         let mut results = fixture::with_pages();
         results.cells.clear();
-        for (value, h3_ms) in rows {
-            for (protocol, ms) in [("h2", 200.0), ("h3", *h3_ms)] {
-                for repetition in 0..3 {
-                    let jitter = f64::from(repetition);
-                    let mut record =
-                        fixture::page_record("broadband", protocol, vec![ms + jitter], ms);
+        for (value, h3) in rows {
+            for repetition in 0..5u32 {
+                let h2 = 200.0 + f64::from(repetition);
+                for (protocol, ms) in [("h2", h2), ("h3", h3[repetition as usize])] {
+                    let mut record = fixture::page_record("broadband", protocol, vec![ms], ms);
                     record.repetition = repetition;
                     record.workload = format!("page-small [initial_window={value}]");
                     record.sweep = Some(SweptSetting {
@@ -150,18 +230,45 @@ mod tests {
         results
     }
 
+    fn turning(rows: &[(&str, [f64; 5])]) -> (Vec<Call>, Vec<String>) {
+        let summaries = crate::summary::summarize(&swept_page_results(rows));
+        let cells: Vec<&CellSummary> = summaries.iter().collect();
+        let calls = cells
+            .iter()
+            .filter_map(|cell| cell.vs_baseline.as_ref().map(Difference::call))
+            .collect();
+        (calls, turning_verdicts(&cells, "h2"))
+    }
+
     #[test]
     fn a_verdict_that_changes_with_the_setting_is_named_and_not_settled() {
-        let flipping = swept_page_results(&[("10", 220.0), ("32", 180.0)]);
-        let summaries = crate::summary::summarize(&flipping);
-        let cells: Vec<&CellSummary> = summaries.iter().collect();
-        assert_eq!(
-            turning_verdicts(&cells, "h2"),
-            ["h3 vs h2 on page-small turns on initial_window: worse at 10, better at 32; not settled"]
-        );
-        let steady = swept_page_results(&[("10", 180.0), ("32", 170.0)]);
-        let summaries = crate::summary::summarize(&steady);
-        let cells: Vec<&CellSummary> = summaries.iter().collect();
-        assert!(turning_verdicts(&cells, "h2").is_empty());
+        let slower = [220.0, 221.0, 222.0, 223.0, 224.0];
+        let faster = [180.0, 181.0, 182.0, 183.0, 184.0];
+        let (calls, lines) = turning(&[("10", slower), ("32", faster)]);
+        assert_eq!(calls, [Call::Worse, Call::Better]);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        let line = &lines[0];
+        let start = "h3 vs h2 on page-small turns on initial_window: worse at 10, better at 32 \
+                     (the difference moves by -19.80 points [";
+        assert!(line.starts_with(start), "{line}");
+        assert!(line.ends_with("] from 10 to 32); not settled"), "{line}");
+        // The same calls at both values: nothing turns.
+        let a_bit_faster = faster.map(|ms| ms - 10.0);
+        let (calls, lines) = turning(&[("10", faster), ("32", a_bit_faster)]);
+        assert_eq!(calls, [Call::Better, Call::Better]);
+        assert!(lines.is_empty());
+    }
+
+    #[test]
+    fn calls_that_differ_inside_the_noise_of_the_change_are_not_a_turn() {
+        // At 10 h3 is 3 % slower in every repetition (called worse); at 32
+        // it spreads from 5 % faster to 7 % slower (no clear difference).
+        // The calls differ, but the paired effects at 32 straddle those at
+        // 10, so the change itself is not called.
+        let steady = [206.0, 207.0, 208.0, 209.0, 210.0];
+        let spread = [190.0, 215.0, 198.0, 212.0, 205.0];
+        let (calls, lines) = turning(&[("10", steady), ("32", spread)]);
+        assert_eq!(calls, [Call::Worse, Call::NoClearDifference]);
+        assert!(lines.is_empty(), "{lines:?}");
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use h3lab_results::bench::{
-    CellRecord, Loss, LossDirection, Outcome, Results, SERVER_CPU_RESOLVED_S,
+    CellRecord, Loss, LossDirection, Outcome, Replica, Results, SERVER_CPU_RESOLVED_S,
 };
 use h3lab_results::CostMeasure;
 use h3lab_results::WorkloadKind;
@@ -54,7 +54,10 @@ pub fn summarize(results: &Results) -> Vec<CellSummary> {
         .into_iter()
         .map(|(key, records)| summarize_cell(key, &records, &results.suite.baseline))
         .collect();
-    fill_baseline_differences(&mut summaries, &results.suite.baseline);
+    match results.suite.aa {
+        true => fill_replica_differences(&mut summaries),
+        false => fill_baseline_differences(&mut summaries, &results.suite.baseline),
+    }
     if results.field.is_some() {
         let measured = crate::field::measured_rtt_by_profile(results);
         for summary in &mut summaries {
@@ -157,9 +160,13 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
             metric.map_or("", |m| m.name.as_str())
         ));
     }
-    let (samples_by_repetition, dropped): (Vec<Vec<f64>>, Vec<usize>) = ok
+    let measured: Vec<&&CellRecord> = ok
         .iter()
         .filter(|r| Some(r.metric.name.as_str()) == metric.map(|m| m.name.as_str()))
+        .collect();
+    let repetition_numbers = measured.iter().map(|r| r.repetition).collect();
+    let (samples_by_repetition, dropped): (Vec<Vec<f64>>, Vec<usize>) = measured
+        .iter()
         .map(|r| split_finite(&r.metric.samples))
         .unzip();
     let samples = samples_by_repetition.concat();
@@ -171,7 +178,10 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
     problems.extend(histogram_problems);
 
     CellSummary {
-        is_baseline: key.protocol == baseline,
+        is_baseline: match key.replica {
+            Some(replica) => replica == Replica::A,
+            None => key.protocol == baseline,
+        },
         kind: described_by.map(|r| r.kind),
         metric: metric.map_or_else(String::new, |m| m.name.clone()),
         unit: metric.map_or_else(String::new, |m| m.unit.clone()),
@@ -190,7 +200,9 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
         initial_windows: agreed(ok.iter().map(|r| r.initial_windows)),
         stats: SampleStats::of(&samples),
         samples_by_repetition,
+        repetition_numbers,
         vs_baseline: None,
+        reference: None,
         latency: merged.as_ref().and_then(LatencySummary::of),
         requests: ok.iter().map(|r| r.requests).sum(),
         request_errors: ok.iter().map(|r| r.errors).sum(),
@@ -338,6 +350,31 @@ fn client_cpu_per(ok: &[&CellRecord], amount: impl Fn(&CellRecord) -> f64) -> Op
     (cpu.is_finite() && amount > 0.0).then(|| cpu / amount)
 }
 
+/// An A/A run's verdicts: each B replica against its A, the only
+/// difference a verdict there can have.
+fn fill_replica_differences(summaries: &mut [CellSummary]) {
+    let firsts: Vec<(CellKey, Vec<Vec<f64>>)> = summaries
+        .iter()
+        .filter(|s| s.key.replica == Some(Replica::A))
+        .map(|s| (s.key.clone(), s.samples_by_repetition.clone()))
+        .collect();
+    for summary in summaries.iter_mut() {
+        let Some((reference_key, reference)) = firsts
+            .iter()
+            .find(|(key, _)| summary.key.is_replica_a_of(key))
+        else {
+            continue;
+        };
+        summary.vs_baseline = Difference::relative(
+            &summary.samples_by_repetition,
+            reference,
+            summary.higher_is_better,
+            summary.key.seed_against(reference_key),
+        );
+        summary.reference = Some(reference_key.protocol.clone());
+    }
+}
+
 fn fill_baseline_differences(summaries: &mut [CellSummary], baseline: &str) {
     let baselines: BTreeMap<CellKey, (String, Vec<Vec<f64>>)> = summaries
         .iter()
@@ -359,6 +396,7 @@ fn fill_baseline_differences(summaries: &mut [CellSummary], baseline: &str) {
                 summary.higher_is_better,
                 summary.key.seed_against(&reference_key),
             );
+            summary.reference = Some(baseline.to_string());
         }
     }
 }
@@ -426,7 +464,8 @@ mod tests {
         assert!(h2.is_baseline);
         assert_eq!(h2.vs_baseline, None);
 
-        // h3 [250, 240, 260] against h2 [200, 210, 220]: the ranges do not overlap.
+        // h3 [250, 240, 260, 245, 255] against h2 [200, 210, 220, 205, 215]:
+        // the ranges do not overlap.
         let h3 = find(&summaries, "broadband", "rps-1k", "h3", None);
         assert_eq!(h3.stats.as_ref().unwrap().median, 250.0);
         let diff = h3.vs_baseline.as_ref().unwrap();
@@ -436,13 +475,13 @@ mod tests {
         let h1 = find(&summaries, "broadband", "rps-1k", "h1", None);
         assert_eq!(h1.vs_baseline.as_ref().unwrap().call(), Call::Worse);
 
-        // Lower is better: h3 cold medians 73 ms vs h2 63 ms.
+        // Lower is better: h3 cold medians 75 ms (70, 72, …, 80) vs h2 65 ms.
         let cold = find(&summaries, "broadband", "ttfb", "h3", Some("cold"));
         let stats = cold.stats.as_ref().unwrap();
-        assert_eq!((stats.n, stats.median), (6, 73.0));
-        assert_eq!(cold.samples_by_repetition.len(), 3, "two samples in each");
+        assert_eq!((stats.n, stats.median), (10, 75.0));
+        assert_eq!(cold.samples_by_repetition.len(), 5, "two samples in each");
         let diff = cold.vs_baseline.as_ref().unwrap();
-        assert!((diff.estimate - 10.0 / 63.0 * 100.0).abs() < 1e-9);
+        assert!((diff.estimate - 10.0 / 65.0 * 100.0).abs() < 1e-9);
         assert_eq!(diff.call(), Call::Worse);
         let resumed = find(&summaries, "broadband", "ttfb", "h3", Some("resumed"));
         assert_eq!(resumed.vs_baseline.as_ref().unwrap().call(), Call::Better);
@@ -460,9 +499,9 @@ mod tests {
     #[test]
     fn first_byte_medians_are_counted_in_path_round_trips() {
         let summaries = summarize(&fixture::results());
-        // broadband's path RTT in the fixture is 20 ms; h3 cold median 73 ms.
+        // broadband's path RTT in the fixture is 20 ms; h3 cold median 75 ms.
         let cold = find(&summaries, "broadband", "ttfb", "h3", Some("cold"));
-        assert!((cold.median_rtts().unwrap() - 73.0 / 20.0).abs() < 1e-9);
+        assert!((cold.median_rtts().unwrap() - 75.0 / 20.0).abs() < 1e-9);
         let rps = find(&summaries, "broadband", "rps-1k", "h3", None);
         assert_eq!(
             rps.median_rtts(),
@@ -475,7 +514,7 @@ mod tests {
     fn failed_repetitions_are_counted_and_left_out() {
         let summaries = summarize(&fixture::results());
         let h1 = find(&summaries, "cellular", "rps-1k", "h1", None);
-        assert_eq!(h1.repetitions, 3);
+        assert_eq!(h1.repetitions, 5);
         assert_eq!(
             h1.failures,
             vec![Failure {
@@ -486,9 +525,9 @@ mod tests {
         let stats = h1.stats.as_ref().unwrap();
         assert_eq!(
             (stats.n, stats.median, stats.min, stats.max),
-            (2, 60.0, 50.0, 70.0)
+            (4, 60.0, 50.0, 70.0)
         );
-        assert_eq!(h1.requests, 2000);
+        assert_eq!(h1.requests, 4000);
     }
 
     #[test]
@@ -511,7 +550,7 @@ mod tests {
         let h2 = find(&summaries, "cellular", "rps-1k", "h2", None);
         assert_eq!(
             h2.failures_by_error(),
-            vec![(vec![0, 2], "timeout"), (vec![1], "reset")]
+            vec![(vec![0, 2, 3, 4], "timeout"), (vec![1], "reset")]
         );
         assert_eq!(h2.stats, None);
     }
@@ -519,17 +558,17 @@ mod tests {
     #[test]
     fn latency_histograms_merge_across_repetitions() {
         let summaries = summarize(&fixture::results());
-        // h2: 10 × 20 ms, 10 × 40 ms, 10 × 60 ms.
+        // h2: 10 × 20 ms, 10 × 40 ms, 10 × 60 ms, 10 × 80 ms, 10 × 100 ms.
         let latency = find(&summaries, "broadband", "rps-1k", "h2", None)
             .latency
             .clone()
             .unwrap();
-        assert_eq!(latency.count, 30);
+        assert_eq!(latency.count, 50);
         for (got, want) in [
-            (latency.p50_ms, 40.0),
-            (latency.p90_ms, 60.0),
-            (latency.p99_ms, 60.0),
-            (latency.max_ms, 60.0),
+            (latency.p50_ms, 60.0),
+            (latency.p90_ms, 100.0),
+            (latency.p99_ms, 100.0),
+            (latency.max_ms, 100.0),
         ] {
             assert!((got - want).abs() <= want * 0.001, "{got} vs {want}");
         }
@@ -543,7 +582,7 @@ mod tests {
     fn cpu_is_time_over_wall_time() {
         let summaries = summarize(&fixture::results());
         let h3 = find(&summaries, "broadband", "rps-1k", "h3", None);
-        // 3 × 1.0 s client and 3 × 0.5 s server over 3 × 10 s.
+        // 5 × 1.0 s client and 5 × 0.5 s server over 5 × 10 s.
         assert!((h3.client_cpu_pct.unwrap() - 10.0).abs() < 1e-9);
         assert!((h3.server_cpu_pct.unwrap() - 5.0).abs() < 1e-9);
     }
@@ -583,9 +622,9 @@ mod tests {
     fn client_cpu_is_per_request_and_per_gb_of_the_successful_repetitions() {
         let summaries = summarize(&fixture::results());
         let h3 = find(&summaries, "broadband", "rps-1k", "h3", None);
-        // 3 × 1.0 s over 3 × 1000 requests and 3 × 1,024,000 bytes.
+        // 5 × 1.0 s over 5 × 1000 requests and 5 × 1,024,000 bytes.
         assert!((h3.client_cpu_per_request_us.unwrap() - 1000.0).abs() < 1e-9);
-        assert!((h3.client_cpu_per_gb_s.unwrap() - 3.0 / 0.003_072).abs() < 1e-6);
+        assert!((h3.client_cpu_per_gb_s.unwrap() - 5.0 / 0.005_12).abs() < 1e-6);
     }
 
     #[test]
@@ -599,9 +638,9 @@ mod tests {
         }
         let summaries = summarize(&results);
         let h3 = find(&summaries, "broadband", "rps-1k", "h3", None);
-        // 3 × 0.25 s over 3 × 1000 requests and 3 × 1,024,000 bytes.
+        // 5 × 0.25 s over 5 × 1000 requests and 5 × 1,024,000 bytes.
         assert!((h3.server_cpu_per_request_us.unwrap() - 250.0).abs() < 1e-9);
-        assert!((h3.server_cpu_per_gb_s.unwrap() - 0.75 / 0.003_072).abs() < 1e-6);
+        assert!((h3.server_cpu_per_gb_s.unwrap() - 1.25 / 0.005_12).abs() < 1e-6);
         let first = results.cells.iter_mut().find(h3_broadband).unwrap();
         first.cpu.server_interval_s = None;
         let summaries = summarize(&results);
@@ -610,13 +649,13 @@ mod tests {
         assert_eq!(h3.server_cpu_per_gb_s, None);
 
         for record in results.cells.iter_mut().filter(h3_broadband) {
-            record.cpu.server_interval_s = Some(0.01);
+            record.cpu.server_interval_s = Some(0.008);
         }
         let summaries = summarize(&results);
         let h3 = find(&summaries, "broadband", "rps-1k", "h3", None);
         assert_eq!(
             h3.server_cpu_per_request_us, None,
-            "3 ticks are not a figure"
+            "5 × 8 ms, 4 ticks, are not a figure"
         );
     }
 
@@ -627,15 +666,15 @@ mod tests {
         results.cells[1].metric.samples.push(f64::INFINITY);
         let summaries = summarize(&results);
         let h1 = find(&summaries, "broadband", "rps-1k", "h1", None);
-        assert_eq!(h1.stats.as_ref().unwrap().n, 3);
+        assert_eq!(h1.stats.as_ref().unwrap().n, 5);
         assert_eq!(h1.problems.len(), 2, "{:?}", h1.problems);
         assert!(h1.problems.iter().any(|p| p.contains("non-finite")));
         assert!(h1
             .problems
             .iter()
             .any(|p| p.contains("repetition 0") && p.contains("base64")));
-        // The two readable histograms are still merged.
-        assert_eq!(h1.latency.as_ref().unwrap().count, 20);
+        // The four readable histograms are still merged.
+        assert_eq!(h1.latency.as_ref().unwrap().count, 40);
     }
 
     #[test]
@@ -656,8 +695,9 @@ mod tests {
         assert_eq!(h3.latency, None);
         assert_eq!(h3.requests, 5);
 
-        // A second repetition of each, a little slower, makes it clear.
-        let summaries = summarize(&fixture::with_page_repetitions(2));
+        // Five repetitions of each, repetition r r % slower, make it clear:
+        // h3's slowest repetition median, 595 × 1.04, is below h2's fastest.
+        let summaries = summarize(&fixture::with_page_repetitions(5));
         let h3 = find(&summaries, "cellular", "page-small", "h3", None);
         assert_eq!(h3.vs_baseline.as_ref().unwrap().call(), Call::Better);
     }

@@ -62,17 +62,29 @@ fn run_header(results: &Results, summaries: &[CellSummary]) -> String {
     let suite = &results.suite;
     let failed: usize = summaries.iter().map(CellSummary::failed).sum();
     let recorded: usize = summaries.iter().map(|s| s.repetitions).sum();
+    let reference = match suite.aa {
+        true => "A/A run: each protocol run twice, back to back; the first marked *".to_string(),
+        false => format!("baseline {}, marked *", suite.baseline),
+    };
     let mut header = format!(
-        "h3lab bench: {} ({} repetition(s) recorded, {failed} failed; baseline {}, marked *)\n",
-        suite.name, recorded, suite.baseline
+        "h3lab bench: {} ({} repetition(s) recorded, {failed} failed; {reference})\n",
+        suite.name, recorded
     );
+    let versus = match suite.aa {
+        true => "again vs the first run".to_string(),
+        false => format!("vs {}", suite.baseline),
+    };
     header.push_str(&wrapped(
         0,
         &format!(
-            "vs {}: difference of the medians [95 % bootstrap interval over repetitions]; \
-             better or worse only when the interval excludes zero (docs/statistics.md)",
-            suite.baseline
+            "{versus}: difference of the medians [95 % interval], called better or worse only \
+             when a permutation test of the repetitions gives p <= 0.05; \"detects\": the \
+             smallest difference the run could have called (docs/statistics.md)"
         ),
+    ));
+    header.push_str(&wrapped(
+        0,
+        &crate::verdicts::expected_false(summaries, suite.aa),
     ));
     if results.interrupted {
         header.push_str("INTERRUPTED: the run stopped early; the cells below are complete.\n");
@@ -140,7 +152,7 @@ fn profile_block(
                 out.push_str(&wrapped(COLUMN_GAP as u16, &windows));
             }
         }
-        out.push_str(&baseline_lines(cells, baseline));
+        out.push_str(&baseline_lines(cells));
         out.push_str(&bottleneck_lines(cells));
         out.push_str(&server_cpu_line(cells));
         out.push_str(&client_cpu_line(cells));
@@ -186,15 +198,16 @@ fn workload_groups<'a>(block: &[&'a CellSummary]) -> Vec<(String, Vec<&'a CellSu
 
 /// One line per protocol with a difference from the baseline, e.g.
 /// `h3 vs h2: +4.1 % [-8.2, +15.3] no clear difference`.
-fn baseline_lines(cells: &[&CellSummary], baseline: &str) -> String {
+fn baseline_lines(cells: &[&CellSummary]) -> String {
     cells
         .iter()
         .filter_map(|summary| {
             let difference = summary.vs_baseline.as_ref()?;
+            let reference = summary.reference.as_deref()?;
             Some(wrapped(
                 COLUMN_GAP as u16,
                 &format!(
-                    "{} vs {baseline}: {}",
+                    "{} vs {reference}: {}",
                     summary.key.protocol,
                     difference.describe()
                 ),
@@ -583,7 +596,7 @@ mod tests {
             cell.cpu.server_interval_s = Some(0.25);
         }
         let text = terminal_table(&results);
-        // 3 × 0.25 s server and 3 × 1.0 s client over 3 × 1000 requests.
+        // 5 × 0.25 s server and 5 × 1.0 s client over 5 × 1000 requests.
         assert!(
             text.contains(
                 "server CPU: h1 250.0 us/request, h2 250.0 us/request, h3 250.0 us/request"
@@ -747,14 +760,19 @@ mod tests {
         assert!(text.contains("broadband (path RTT 20 ms)"));
         assert!(text.contains("cellular (path RTT 50 ms)"));
         assert!(text.contains("h2*"));
-        assert!(text.contains("vs h2: difference of the medians [95 % bootstrap interval"));
-        // h3 [250, 240, 260] against h2 [200, 210, 220]; h1 [100, 110, 120].
+        assert!(text.contains(
+            "vs h2: difference of the medians [95 % interval], called better or worse only"
+        ));
+        // h3 [250, 240, 260, 245, 255] against h2 [200, 210, 220, 205, 215]:
+        // from 240 / 215 to 260 / 205; h1 [100, 110, 120, 105, 115]: from
+        // 100 / 210 to 115 / 200 (the third smallest and largest ratios).
+        // What each detects is the interval's larger half-width.
         assert!(
-            text.contains("\n  h3 vs h2: +19.0 % [+9.1, +30.0] better\n"),
+            text.contains("\n  h3 vs h2: +19.0 % [+11.6, +26.8] better (detects ±7.8 %)\n"),
             "{text}"
         );
         assert!(
-            text.contains("\n  h1 vs h2: -47.6 % [-54.5, -40.0] worse\n"),
+            text.contains("\n  h1 vs h2: -47.6 % [-52.4, -42.5] worse (detects ±5.1 %)\n"),
             "{text}"
         );
         assert!(
@@ -770,12 +788,15 @@ mod tests {
     #[test]
     fn a_difference_inside_the_noise_says_so() {
         let text = terminal_table(&fixture::with_h3_near_h2());
-        // h3 [205, 215, 225] against h2 [200, 210, 220]: from 205 / 220 to 225 / 200.
+        // h3 [215, 205, 225, 210, 220] against h2 [200, 210, 220, 205, 215]:
+        // from 210 / 220 to 225 / 205.
         assert!(
-            text.contains("\n  h3 vs h2: +2.4 % [-6.8, +12.5] no clear difference\n"),
+            text.contains(
+                "\n  h3 vs h2: +2.4 % [-4.5, +9.8] no clear difference (detects ±7.4 %)\n"
+            ),
             "{text}"
         );
-        assert!(!text.contains("h3 vs h2: +2.4 % [-6.8, +12.5] better"));
+        assert!(!text.contains("h3 vs h2: +2.4 % [-4.5, +9.8] better"));
     }
 
     #[test]
@@ -822,7 +843,10 @@ mod tests {
             "{rows:?}"
         );
         assert!(rows[1].contains("297.5"), "{rows:?}");
-        assert_eq!(rows[2], "  h3 vs h2: -24.7 % (too few repetitions)");
+        assert_eq!(
+            rows[2],
+            "  h3 vs h2: -24.7 % (too few repetitions: 1 and 1 repetitions, a call needs 4 each)"
+        );
         assert!(text
             .lines()
             .all(|l| l.chars().count() <= TABLE_WIDTH as usize));

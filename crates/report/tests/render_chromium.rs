@@ -406,8 +406,11 @@ fn check_screenshot(path: &Path) {
     }
 }
 
+/// Repetitions of every cell: the presets' 5, so verdicts can be called.
+const REPETITIONS: u32 = 5;
+
 /// A realistic run: 2 profiles × (rps, download, ttfb with 2 modes) × 3
-/// protocols × 3 repetitions, one failure, real histograms, two claims.
+/// protocols × 5 repetitions, one failure, real histograms, two claims.
 fn synthetic_results() -> Results {
     let mut rng = StdRng::seed_from_u64(42);
     let mut cells = Vec::new();
@@ -418,7 +421,7 @@ fn synthetic_results() -> Results {
                 "h2" => 1.0,
                 _ => 1.15,
             };
-            for repetition in 0..3 {
+            for repetition in 0..REPETITIONS {
                 let rps = 30_000.0 * speed * (1.0 + rng.random_range(-0.05..0.05));
                 cells.push(record(
                     profile,
@@ -509,11 +512,12 @@ fn synthetic_results() -> Results {
             protocols: vec!["h1".into(), "h2".into(), "h3".into()],
             profiles: vec!["broadband".into(), "cellular".into()],
             workloads: vec!["rps-1k".into(), "download-10m".into(), "ttfb".into(), "page-small".into()],
-            repetitions: 3,
+            repetitions: REPETITIONS,
             seed: 1,
             warmup_s: 2.0,
             baseline: "h2".into(),
             target: "built-in server (h3lab serve)".into(),
+            aa: false,
         },
         environment: Environment {
             h3lab_version: "0.1.0".into(),
@@ -673,6 +677,7 @@ fn record(
         measured_rtt_ms: None,
         wire: None,
         header_blocks: None,
+        replica: None,
     }
 }
 

@@ -124,6 +124,10 @@ pub struct SuiteInfo {
     pub baseline: String,
     /// The server under test, in words.
     pub target: String,
+    /// An A/A run (`h3lab bench --aa`): every cell ran twice, as replicas
+    /// A and B of the same protocol, and every verdict compares B with A.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub aa: bool,
 }
 
 /// Conditions that decide results (DESIGN.md, measurement rules).
@@ -267,6 +271,33 @@ pub struct CellRecord {
     /// h3lab's server metrics, and in older runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header_blocks: Option<HeaderBlocks>,
+    /// In an A/A run (`h3lab bench --aa`), which of the cell's two
+    /// identical runs this is; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<Replica>,
+}
+
+/// One of the two identical runs of a cell in an A/A run: same protocol,
+/// server, path and seed, run back to back, so any verdict between them
+/// is a false one (docs/statistics.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Replica {
+    /// The first run: the reference.
+    A,
+    /// The second run, compared with the first.
+    B,
+}
+
+impl Replica {
+    /// How the report names a protocol's side: `h2` for A, `h2 again`
+    /// for B.
+    pub fn label(self, protocol: &str) -> String {
+        match self {
+            Replica::A => protocol.to_string(),
+            Replica::B => format!("{protocol} again"),
+        }
+    }
 }
 
 /// `cells[].header_blocks`: the header blocks `h3lab serve` received

@@ -5,8 +5,10 @@
 //! workload kind, error kind, page loader, visit, resource kind), the text
 //! the built-in server prints and serves (its banner, its metrics'
 //! samples), the one quantile of raw samples everything computes, and
-//! whether two sets of repetitions differ (`difference`: the bootstrap
-//! interval and the call every verdict comes from), and the command line
+//! whether two sets of repetitions differ (`difference`: the permutation
+//! test, its interval and the call every verdict comes from; `permutation`
+//! its arithmetic; `range_bootstrap` the old rule, kept to measure how
+//! often it was wrong), and the command line
 //! built back from a command's typed flags (`flags`).
 //!
 //! Not for: measuring, running or drawing anything. It sits at the bottom of
@@ -23,7 +25,9 @@ mod histogram;
 pub mod load;
 pub mod offer;
 pub mod page;
+pub mod permutation;
 pub mod quantile;
+pub mod range_bootstrap;
 pub mod server_output;
 pub mod ttfb;
 mod vocab;

@@ -46,6 +46,11 @@ pub struct Args {
     /// Print the cells that would run, and exit.
     #[arg(long)]
     dry_run: bool,
+    /// Run an A/A test of the suite: every cell twice, back to back, as
+    /// two replicas of the same protocol, and every verdict compares
+    /// them, so each better or worse is a false one (docs/statistics.md).
+    #[arg(long)]
+    aa: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -63,7 +68,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         out!("{text}");
         return Ok(ExitCode::SUCCESS);
     }
-    let (suite, preset) = load_suite(&args)?;
+    let (mut suite, preset) = load_suite(&args)?;
+    if args.aa {
+        if suite.is_field() {
+            eprintln!("{}", runner::FIELD_AA_NOTE);
+        }
+        suite.aa = true;
+    }
     let cells = runner::plan(&suite);
     if args.dry_run {
         for cell in &cells {

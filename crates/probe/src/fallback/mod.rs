@@ -67,8 +67,10 @@ impl FallbackOptions {
         );
         anyhow::ensure!(
             self.repetitions >= 2,
-            "--repetitions {} is too few to tell a delay from noise; give at least 2",
-            self.repetitions
+            "--repetitions {} is too few to tell a delay from noise; give at least 2 (and {} \
+             for a verdict at 5 %)",
+            self.repetitions,
+            h3lab_results::difference::repetitions_needed()
         );
         Ok(())
     }

@@ -118,9 +118,13 @@ fn condition_without_success_gets_no_empty_plot() {
     }
     let page = render_html(&results);
     assert!(page.contains("No successful repetition in this condition."));
-    // 9 failed repetitions in 3 cells: one row per cell, shown unfolded.
-    assert_eq!(page.matches(">0, 1 and 2<").count(), 3);
-    assert!(page.contains("<details open><summary>"));
+    // 15 failed repetitions in 3 cells: one row per cell, folded as more
+    // than FAILURES_SHOWN_OPEN; the fixture's one failure shows unfolded.
+    assert_eq!(page.matches(">0, 1, 2, 3 and 4<").count(), 3);
+    assert!(page.contains("<details><summary>Failed repetitions"));
+    assert!(!page.contains("<details open><summary>Failed repetitions"));
+    let one_failure = render_html(&fixture::results());
+    assert!(one_failure.contains("<details open><summary>Failed repetitions"));
 }
 
 #[test]
@@ -146,18 +150,27 @@ fn shows_status_claims_and_environment() {
         "the caveat shows only when the direction differs"
     );
     assert!(page.contains("net.core.rmem_max"));
-    assert!(page.contains(r#"<td class="num better">+19.0 % [+9.1, +30.0] better</td>"#));
+    // h3 [250, 240, 260, 245, 255] against h2 [200, 210, 220, 205, 215]:
+    // from 240 / 215 to 260 / 205, the third smallest and largest ratios;
+    // the larger half-width, 26.8 − 19.0, is what the run detects.
+    assert!(page
+        .contains(r#"<td class="num better">+19.0 % [+11.6, +26.8] better (detects ±7.8 %)</td>"#));
     assert!(page.contains(r#"class="proto" style="--proto:#0072b2""#));
 }
 
 #[test]
 fn differences_without_a_clear_call_are_not_coloured() {
     let page = render_html(&fixture::with_h3_near_h2());
-    // h3 [205, 215, 225] against h2 [200, 210, 220]: from 205 / 220 to 225 / 200.
-    assert!(page.contains(r#"<td class="num muted">+2.4 % [-6.8, +12.5] no clear difference</td>"#));
+    // h3 [215, 205, 225, 210, 220] against h2 [200, 210, 220, 205, 215]:
+    // from 210 / 220 to 225 / 205, the third smallest and largest ratios.
+    assert!(page.contains(
+        r#"<td class="num muted">+2.4 % [-4.5, +9.8] no clear difference (detects ±7.4 %)</td>"#
+    ));
     // Page cells: 20 loads, but one repetition a side.
     let page = render_html(&fixture::with_pages());
-    assert!(page.contains(r#"<td class="num muted">-24.7 % (too few repetitions)</td>"#));
+    assert!(page.contains(
+        r#"<td class="num muted">-24.7 % (too few repetitions: 1 and 1 repetitions, a call needs 4 each)</td>"#
+    ));
 }
 
 /// The markup between `start` and the next `end` after it.
@@ -307,14 +320,19 @@ fn page_report_loads_nothing_from_the_network() {
 
 #[test]
 fn page_claims_compare_medians_lower_is_better() {
-    let mut results = fixture::with_page_repetitions(2);
+    let mut results = fixture::with_page_repetitions(5);
     let page = render_html(&results);
     let card = between(&page, "median page load, lossy mobile", "</div>");
-    // Published h3 6028 vs h2 8940 ms; ours, over two repetitions, h3 598
-    // vs h2 793.9 ms: both h3 clearly faster.
-    assert!(card.contains("598.0 ms"), "{card}");
+    // Published h3 6028 vs h2 8940 ms; ours, over five repetitions (each
+    // 1 % slower than the last), h3 606.9 vs h2 805.7 ms: both h3 clearly
+    // faster. Repetition medians h3 595 and h2 790 × (1 + r / 100): from
+    // 595 × 1.01 / (790 × 1.04) to 595 × 1.04 / (790 × 1.01).
     assert!(
-        card.contains("ours -24.7 % [-25.4, -23.9] → <strong>direction agrees"),
+        card.contains("606.9 ms") && card.contains("805.7 ms"),
+        "{card}"
+    );
+    assert!(
+        card.contains("ours -24.7 % [-26.9, -22.4] → <strong>direction agrees"),
         "{card}"
     );
 
@@ -349,9 +367,9 @@ fn downloads_get_a_cpu_per_gb_plot_with_every_protocols_server_and_client() {
     let protocols = broadband["protocols"].as_array().unwrap();
     let h3 = protocols.iter().position(|p| p == "h3").unwrap();
     let h2 = protocols.iter().position(|p| p == "h2").unwrap();
-    // 3 × 0.25 s over 3 × 1,024,000 bytes; h2's server CPU is unknown.
+    // 5 × 0.25 s over 5 × 1,024,000 bytes; h2's server CPU is unknown.
     let server = broadband["server_s"].as_array().unwrap();
-    assert!((server[h3].as_f64().unwrap() - 0.75 / 0.003_072).abs() < 1e-6);
+    assert!((server[h3].as_f64().unwrap() - 1.25 / 0.005_12).abs() < 1e-6);
     assert!(server[h2].is_null(), "unknown is null, not 0: {broadband}");
     assert!(broadband["client_s"][h3].as_f64().unwrap() > 0.0);
 
