@@ -976,3 +976,86 @@ loads = 1
     }
     assert!(!left_behind, "namespaces left behind");
 }
+
+/// `--aa`: every cell twice, as replicas A and B of one protocol, and the
+/// report's verdicts compare them; `report --calibrate` counts them.
+#[test]
+fn an_a_a_run_compares_each_protocol_with_itself_and_calibrates() {
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("aa");
+    let suite = dir.path().join("aa.toml");
+    std::fs::write(
+        &suite,
+        r#"
+name = "aa"
+protocols = ["h2"]
+profiles = ["loopback"]
+repetitions = 4
+[[workload]]
+kind = "rps"
+name = "api"
+size = "1KB"
+connections = 2
+duration = "300ms"
+"#,
+    )
+    .unwrap();
+    let output = Command::new(EXE)
+        .args(["bench", "--aa", "--out"])
+        .arg(&out)
+        .arg(&suite)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "bench failed: {}", stderr(&output));
+    let results = results(&out);
+    assert!(results.suite.aa);
+    assert_eq!(results.suite.protocols, ["h2", "h2 again"]);
+    let replicas: Vec<String> = results
+        .cells
+        .iter()
+        .map(|cell| format!("{}{:?}", cell.repetition, cell.replica.unwrap()))
+        .collect();
+    assert_eq!(replicas, ["0A", "0B", "1A", "1B", "2A", "2B", "3A", "3B"]);
+    let summary = String::from_utf8_lossy(&output.stdout);
+    assert!(summary.contains("h2 again vs h2: "), "{summary}");
+    assert!(
+        summary.contains("1 difference(s) tested") && summary.contains("this A/A run called"),
+        "{summary}"
+    );
+    let calibrated = Command::new(EXE)
+        .args(["report", "--calibrate", "2,4"])
+        .arg(out.join("results.json"))
+        .output()
+        .unwrap();
+    assert!(calibrated.status.success(), "{}", stderr(&calibrated));
+    let table = String::from_utf8_lossy(&calibrated.stdout);
+    // Blocks of 4: one A/A comparison per rule; blocks of 2 are too few
+    // for the permutation test, not for the old rule.
+    assert!(table.contains("A/A within a run"), "{table}");
+    let rows: Vec<&str> = table.lines().filter(|l| l.contains(" rps ")).collect();
+    assert!(
+        rows.iter()
+            .any(|r| r.contains("permutation test") && r.contains("    4 ")),
+        "{table}"
+    );
+    assert!(!rows
+        .iter()
+        .any(|r| r.contains("permutation test") && r.contains("    2 ")));
+    // A run that is not an A/A cannot be calibrated.
+    let mut plain = results.clone();
+    plain.suite.aa = false;
+    let plain_json = dir.path().join("plain.json");
+    std::fs::write(&plain_json, serde_json::to_string(&plain).unwrap()).unwrap();
+    let refused = Command::new(EXE)
+        .args(["report", "--calibrate", "4"])
+        .arg(&plain_json)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("h3lab bench --aa"),
+        "{}",
+        stderr(&refused)
+    );
+}
