@@ -553,7 +553,8 @@ mod tests {
 
     #[test]
     fn stream_orders_set_each_sides_flag() {
-        let sweep = parse("tunable = \"h2_stream_order\"\nvalues = [\"priority\", \"fair\"]").unwrap();
+        let sweep =
+            parse("tunable = \"h2_stream_order\"\nvalues = [\"priority\", \"fair\"]").unwrap();
         assert_eq!(sweep.value_texts(), ["priority", "fair"]);
         assert_eq!(server_args(&sweep.values[0]), Vec::<String>::new());
         assert_eq!(server_args(&sweep.values[1]), ["--h2-stream-order=fair"]);

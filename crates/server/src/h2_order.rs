@@ -240,7 +240,9 @@ impl Schedule {
             return Some(place);
         }
         let last = self.last_incremental[usize::from(urgency)].unwrap_or(0);
-        let next = of_urgency().map(|(place, _)| place).find(|place| *place > last);
+        let next = of_urgency()
+            .map(|(place, _)| place)
+            .find(|place| *place > last);
         next.or_else(|| of_urgency().map(|(place, _)| place).next())
     }
 
@@ -384,7 +386,9 @@ impl Scheduler {
     fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
         // A panic while holding the lock leaves a consistent schedule: each
         // change is a few assignments.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -491,7 +495,10 @@ impl<B: Body<Data = Bytes> + Unpin> Body for ScheduledBody<B> {
     }
 
     fn size_hint(&self) -> SizeHint {
-        let rest = self.turns.as_ref().map_or(0, |turns| turns.rest.len() as u64);
+        let rest = self
+            .turns
+            .as_ref()
+            .map_or(0, |turns| turns.rest.len() as u64);
         let inner = self.body.size_hint();
         let mut hint = SizeHint::new();
         hint.set_lower(inner.lower() + rest);
@@ -667,7 +674,11 @@ mod tests {
         assert!(send_piece(&mut schedule, 1, URGENT, now));
         assert!(!ask(&mut schedule, 3, BACKGROUND, now));
         assert!(!ask(&mut schedule, 2, BACKGROUND, now));
-        assert_eq!(schedule.close(1, now), Some(2), "woken: next in stream order");
+        assert_eq!(
+            schedule.close(1, now),
+            Some(2),
+            "woken: next in stream order"
+        );
         assert!(send_piece(&mut schedule, 2, BACKGROUND, now));
         assert_eq!(schedule.close(2, now), Some(3));
         assert_eq!(schedule.close(3, now), None, "nobody left");
@@ -727,7 +738,10 @@ mod tests {
         let soon = now + PATIENCE / 2;
         assert!(!ask(&mut schedule, 2, BACKGROUND, soon));
         let later = now + PATIENCE;
-        assert!(send_piece(&mut schedule, 2, BACKGROUND, later), "passed over");
+        assert!(
+            send_piece(&mut schedule, 2, BACKGROUND, later),
+            "passed over"
+        );
         assert!(send_piece(&mut schedule, 2, BACKGROUND, later));
         assert!(send_piece(&mut schedule, 1, URGENT, later), "back at once");
         assert!(!ask(&mut schedule, 2, BACKGROUND, later));

@@ -12,6 +12,7 @@ use hyper::client::conn::http2::{Builder, SendRequest};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
+use tokio::sync::oneshot::Sender;
 use tokio_rustls::TlsConnector;
 
 use crate::common::{quic_endpoint, tcp_tls, test_config, Proto};
@@ -82,13 +83,20 @@ async fn an_urgent_response_overtakes_a_background_one_on_its_connection() {
     );
 }
 
-/// Asks for a background response (`u=7`) and, once it is under way, for
-/// an urgent one (`u=0`), on one h2 connection; returns the order in which
-/// their bodies ended.
+/// How much of the background response the client has read when it asks
+/// for the urgent one on h2: taking turns, the background one then ends
+/// first even if the two are not served exactly alike.
+const HEAD_START: usize = BODY / 2;
+
+/// Asks for a background response (`u=7`) and, once [`HEAD_START`] of it
+/// has arrived, for an urgent one (`u=0`), on one h2 connection; returns
+/// the order in which their bodies ended.
 async fn h2_finish_order(order: StreamOrder) -> Vec<&'static str> {
     let server = start_h2(order).await;
     let sender = h2_connection(&server, H2_DEFAULT_WINDOW).await;
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+    let (mut started, mut under_way) = (Some(started_tx), Some(started_rx));
     for (name, priority) in [("background", "u=7"), ("urgent", "u=0")] {
         let response = sender
             .clone()
@@ -96,10 +104,14 @@ async fn h2_finish_order(order: StreamOrder) -> Vec<&'static str> {
             .await
             .unwrap();
         let done = done_tx.clone();
+        let head_start = started.take();
         tokio::spawn(async move {
-            let received = read_all(response.into_body()).await;
+            let received = read_all(response.into_body(), head_start).await;
             done.send((name, received)).unwrap();
         });
+        if let Some(under_way) = under_way.take() {
+            under_way.await.unwrap();
+        }
     }
     let mut ended = Vec::new();
     for _ in 0..2 {
@@ -146,7 +158,10 @@ async fn an_urgent_h2_response_left_unread_does_not_starve_the_others() {
         .send_request(get(&server, background, "u=7"))
         .await
         .unwrap();
-    let read = tokio::time::timeout(Duration::from_secs(10), read_all(response.into_body()));
+    let read = tokio::time::timeout(
+        Duration::from_secs(10),
+        read_all(response.into_body(), None),
+    );
     assert_eq!(read.await.expect("not starved"), background);
     drop(unread);
     server.shutdown().await;
@@ -196,10 +211,15 @@ fn get(server: &RunningServer, bytes: usize, priority: &str) -> Request<Empty<By
         .unwrap()
 }
 
-async fn read_all(mut body: Incoming) -> usize {
+/// Reads `body` to its end; says so on `head_start` once [`HEAD_START`]
+/// bytes have arrived.
+async fn read_all(mut body: Incoming, mut head_start: Option<Sender<()>>) -> usize {
     let mut received = 0;
     while let Some(frame) = body.frame().await {
         received += frame.unwrap().data_ref().map_or(0, Bytes::len);
+        if received >= HEAD_START {
+            head_start.take().map(|started| started.send(()));
+        }
     }
     received
 }
