@@ -217,7 +217,10 @@ impl TcpShell {
                 if status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED {
                     in_flight.expect_no_body();
                 }
-                let body = |body| Watched::new(ScheduledBody::new(body, turns), in_flight);
+                // The watch inside: it counts what the handler produces, not
+                // the pieces a turn releases, so a stream passed over for a
+                // closed window does not pass for progress (see idle.rs).
+                let body = |body| ScheduledBody::new(Watched::new(body, in_flight), turns);
                 Ok::<_, Infallible>(response.map(body))
             }
         });
