@@ -254,9 +254,9 @@ fn agreement_class(agreement: Agreement) -> &'static str {
 /// added to `td.num`.)
 fn call_class(call: Call) -> &'static str {
     match call {
-        Call::Better => "num better",
-        Call::Worse => "num worse",
-        Call::NoClearDifference | Call::TooFewRepetitions => "num muted",
+        Call::Better => "verdict better",
+        Call::Worse => "verdict worse",
+        Call::NoClearDifference | Call::TooFewRepetitions => "verdict muted",
     }
 }
 

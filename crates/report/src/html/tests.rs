@@ -153,8 +153,9 @@ fn shows_status_claims_and_environment() {
     // h3 [250, 240, 260, 245, 255] against h2 [200, 210, 220, 205, 215]:
     // from 240 / 215 to 260 / 205, the third smallest and largest ratios;
     // the larger half-width, 26.8 − 19.0, is what the run detects.
-    assert!(page
-        .contains(r#"<td class="num better">+19.0 % [+11.6, +26.8] better (detects ±7.8 %)</td>"#));
+    assert!(page.contains(
+        r#"<td class="verdict better">+19.0 % [+11.6, +26.8] better (detects ±7.8 %)</td>"#
+    ));
     assert!(page.contains(r#"class="proto" style="--proto:#0072b2""#));
 }
 
@@ -164,12 +165,12 @@ fn differences_without_a_clear_call_are_not_coloured() {
     // h3 [215, 205, 225, 210, 220] against h2 [200, 210, 220, 205, 215]:
     // from 210 / 220 to 225 / 205, the third smallest and largest ratios.
     assert!(page.contains(
-        r#"<td class="num muted">+2.4 % [-4.5, +9.8] no clear difference (detects ±7.4 %)</td>"#
+        r#"<td class="verdict muted">+2.4 % [-4.5, +9.8] no clear difference (detects ±7.4 %)</td>"#
     ));
     // Page cells: 20 loads, but one repetition a side.
     let page = render_html(&fixture::with_pages());
     assert!(page.contains(
-        r#"<td class="num muted">-24.7 % (too few repetitions: 1 and 1 repetitions, a call needs 4 each)</td>"#
+        r#"<td class="verdict muted">-24.7 % (too few repetitions: 1 and 1 repetitions, a call needs 4 each)</td>"#
     ));
 }
 
