@@ -14,7 +14,7 @@ use h3lab_results::page::{PageLoad, PageReport};
 use h3lab_results::{Proto, TtfbMode, WorkloadKind};
 use serde_json::Value;
 
-use common::{bench, namespaces_left, results, EXE};
+use common::{bench, bench_with, namespaces_left, results, EXE};
 
 /// Every test of this file one at a time: on 2 cores, a parallel one would
 /// disturb the timing the physics test checks and the CPU share the
@@ -984,9 +984,7 @@ fn an_a_a_run_compares_each_protocol_with_itself_and_calibrates() {
     let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("aa");
-    let suite = dir.path().join("aa.toml");
-    std::fs::write(
-        &suite,
+    let (output, left_behind) = bench_with(
         r#"
 name = "aa"
 protocols = ["h2"]
@@ -999,14 +997,10 @@ size = "1KB"
 connections = 2
 duration = "300ms"
 "#,
-    )
-    .unwrap();
-    let output = Command::new(EXE)
-        .args(["bench", "--aa", "--out"])
-        .arg(&out)
-        .arg(&suite)
-        .output()
-        .unwrap();
+        &out,
+        &["--aa"],
+    );
+    assert!(!left_behind, "the run left namespaces");
     assert!(output.status.success(), "bench failed: {}", stderr(&output));
     let results = results(&out);
     assert!(results.suite.aa);

@@ -380,10 +380,10 @@ impl<'a> ShiftTest<'a> {
     /// each way. It always holds the centre and, when the call is "no
     /// clear difference", zero as well, so the interval excludes zero
     /// exactly when a call is made.
-    fn interval(&self, estimate: f64, p_at_zero: f64) -> (f64, f64) {
+    fn interval(&self, centre: f64, p_at_zero: f64) -> (f64, f64) {
         let zero_rejected = p_at_zero <= LEVEL;
-        let low = self.end(estimate, -1.0, zero_rejected && estimate > 0.0);
-        let high = self.end(estimate, 1.0, zero_rejected && estimate < 0.0);
+        let low = self.end(centre, -1.0, zero_rejected && centre > 0.0);
+        let high = self.end(centre, 1.0, zero_rejected && centre < 0.0);
         match zero_rejected {
             true => (low, high),
             false => (low.min(0.0), high.max(0.0)),

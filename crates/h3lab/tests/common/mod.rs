@@ -72,11 +72,17 @@ impl Server {
 
 /// Runs `h3lab bench` on `suite`; also says whether it left namespaces.
 pub fn bench(suite: &str, out: &Path) -> (Output, bool) {
+    bench_with(suite, out, &[])
+}
+
+/// [`bench`] with more flags of `h3lab bench`, such as `--aa`.
+pub fn bench_with(suite: &str, out: &Path, flags: &[&str]) -> (Output, bool) {
     let file = out.with_extension("toml");
     std::fs::write(&file, suite).unwrap();
     let child = Command::new(EXE)
         .arg("bench")
         .arg(&file)
+        .args(flags)
         .arg("--out")
         .arg(out)
         .stdout(Stdio::piped())
