@@ -39,6 +39,7 @@ pub(crate) enum Tunable {
     H2StreamWindow,
     H2ConnectionWindow,
     H2SendBuffer,
+    H2StreamOrder,
     /// Which server answers: `builtin` (h3lab serve) or a name from
     /// `[target.servers]`; checked against the suite.
     Server,
@@ -47,7 +48,7 @@ pub(crate) enum Tunable {
 /// The `server` sweep's value for the built-in server.
 pub(crate) const BUILTIN_SERVER: &str = "builtin";
 
-const TUNABLES: [(Tunable, &str); 20] = [
+const TUNABLES: [(Tunable, &str); 21] = [
     (Tunable::Cc, "cc"),
     (Tunable::QuicCc, "quic_cc"),
     (Tunable::TcpCc, "tcp_cc"),
@@ -67,6 +68,7 @@ const TUNABLES: [(Tunable, &str); 20] = [
     (Tunable::H2StreamWindow, "h2_stream_window"),
     (Tunable::H2ConnectionWindow, "h2_connection_window"),
     (Tunable::H2SendBuffer, "h2_send_buffer"),
+    (Tunable::H2StreamOrder, "h2_stream_order"),
     (Tunable::Server, "server"),
 ];
 
@@ -119,6 +121,7 @@ impl Tunable {
             Tunable::H2StreamWindow => Setting::H2StreamWindow(value.bytes()?),
             Tunable::H2ConnectionWindow => Setting::H2ConnectionWindow(value.bytes()?),
             Tunable::H2SendBuffer => Setting::H2SendBuffer(value.bytes()?),
+            Tunable::H2StreamOrder => Setting::H2StreamOrder(value.flag_word()?),
             Tunable::Server => Setting::Server(value.server_name()?),
         })
     }
@@ -260,6 +263,7 @@ pub(crate) enum Setting {
     H2StreamWindow(u32),
     H2ConnectionWindow(u32),
     H2SendBuffer(usize),
+    H2StreamOrder(StreamOrder),
     /// A name from `[target.servers]`, or `builtin`.
     Server(String),
 }
@@ -287,6 +291,7 @@ impl Setting {
             Setting::H2StreamWindow(_) => Tunable::H2StreamWindow,
             Setting::H2ConnectionWindow(_) => Tunable::H2ConnectionWindow,
             Setting::H2SendBuffer(_) => Tunable::H2SendBuffer,
+            Setting::H2StreamOrder(_) => Tunable::H2StreamOrder,
             Setting::Server(_) => Tunable::Server,
         }
     }
@@ -310,7 +315,7 @@ impl Setting {
             | Setting::MaxStreams(number) => number.to_string(),
             Setting::Threads(count) => count.to_string(),
             Setting::QuicMaxAckDelay(delay) => humantime::format_duration(*delay).to_string(),
-            Setting::QuicStreamOrder(order) => value_word(*order),
+            Setting::QuicStreamOrder(order) | Setting::H2StreamOrder(order) => value_word(*order),
             Setting::Gso(gso) => value_word(*gso),
             Setting::TlsRecords(records) => value_word(*records),
             Setting::Server(name) => name.clone(),
@@ -374,6 +379,7 @@ impl Setting {
             Setting::H2StreamWindow(bytes) => serve.h2_stream_window = *bytes,
             Setting::H2ConnectionWindow(bytes) => serve.h2_connection_window = *bytes,
             Setting::H2SendBuffer(bytes) => serve.h2_send_buffer = *bytes,
+            Setting::H2StreamOrder(order) => serve.h2_stream_order = *order,
             Setting::Server(_) => {}
         }
     }
@@ -546,6 +552,21 @@ mod tests {
     }
 
     #[test]
+    fn stream_orders_set_each_sides_flag() {
+        let sweep =
+            parse("tunable = \"h2_stream_order\"\nvalues = [\"priority\", \"fair\"]").unwrap();
+        assert_eq!(sweep.value_texts(), ["priority", "fair"]);
+        assert_eq!(server_args(&sweep.values[0]), Vec::<String>::new());
+        assert_eq!(server_args(&sweep.values[1]), ["--h2-stream-order=fair"]);
+        assert_eq!(
+            workload_label("w", Some(&sweep.values[1])),
+            "w [h2_stream_order=fair]"
+        );
+        let quic = Tunable::QuicStreamOrder.setting("in-order").unwrap();
+        assert_eq!(server_args(&quic), ["--quic-stream-order=in-order"]);
+    }
+
+    #[test]
     fn threads_sets_the_servers_worker_count() {
         let sweep = parse("tunable = \"threads\"\nvalues = [1, 2]").unwrap();
         assert_eq!(server_args(&sweep.values[0]), ["--threads=1"]);
@@ -588,6 +609,7 @@ mod tests {
                     ("quic_cc", "auto")
                         | ("gso", "on")
                         | ("quic_stream_order", "priority")
+                        | ("h2_stream_order", "priority")
                         | ("tls_records", "dynamic")
                 );
                 assert!(changed != is_default, "{name} = {value}: changed {changed}");

@@ -122,6 +122,12 @@ pub struct ServeArgs {
     /// Bytes HTTP/2 buffers per stream ahead of the socket.
     #[arg(long, value_name = "BYTES", default_value_t = TcpTuning::default().h2_send_buffer)]
     pub h2_send_buffer: usize,
+    /// How one HTTP/2 connection's responses share it: priority, by the
+    /// request's RFC 9218 priority header, as --quic-stream-order's
+    /// priority (no header: in turn); fair, in turn, a DATA frame each
+    /// (hyper's own); in-order, each response whole in the order requested.
+    #[arg(long, value_enum, default_value = "priority")]
+    pub h2_stream_order: StreamOrder,
     /// SO_SNDBUF for every TCP connection, in bytes (default: the kernel's
     /// autotuning, which a fixed size turns off).
     #[arg(long, value_name = "BYTES")]
@@ -174,7 +180,7 @@ pub struct ServeArgs {
     pub qlog: Option<PathBuf>,
 }
 
-/// `--quic-stream-order`.
+/// `--quic-stream-order` and `--h2-stream-order`.
 // The values are explained in their flag's help; doc comments here
 // would be printed again under each value.
 #[allow(missing_docs)]
@@ -183,6 +189,16 @@ pub enum StreamOrder {
     Priority,
     Fair,
     InOrder,
+}
+
+impl From<StreamOrder> for crate::StreamOrder {
+    fn from(order: StreamOrder) -> Self {
+        match order {
+            StreamOrder::Priority => crate::StreamOrder::Priority,
+            StreamOrder::Fair => crate::StreamOrder::Fair,
+            StreamOrder::InOrder => crate::StreamOrder::InOrder,
+        }
+    }
 }
 
 /// `--gso`.
@@ -300,6 +316,10 @@ impl CommandFlags for ServeArgs {
             "--h2-send-buffer",
             changed(|a| a.h2_send_buffer.to_string()),
         );
+        args.value_opt(
+            "--h2-stream-order",
+            changed(|a| value_word(a.h2_stream_order)),
+        );
         args.value_opt("--tcp-send-buffer", self.tcp_send_buffer);
         args.value_opt("--tcp-recv-buffer", self.tcp_recv_buffer);
         args.value_opt("--quic-initial-window", self.quic_initial_window);
@@ -369,6 +389,7 @@ impl ServeArgs {
                 h2_send_buffer: self.h2_send_buffer,
                 send_buffer: self.tcp_send_buffer,
                 recv_buffer: self.tcp_recv_buffer,
+                h2_stream_order: self.h2_stream_order.into(),
             },
             quic_tuning: QuicTuning {
                 initial_window: self.quic_initial_window,
@@ -377,11 +398,7 @@ impl ServeArgs {
                 own_thread: self.quic_thread == QuicThreadChoice::Own,
                 ack_every: self.quic_ack_every,
                 max_ack_delay: self.quic_max_ack_delay,
-                stream_order: match self.quic_stream_order {
-                    StreamOrder::Priority => crate::StreamOrder::Priority,
-                    StreamOrder::Fair => crate::StreamOrder::Fair,
-                    StreamOrder::InOrder => crate::StreamOrder::InOrder,
-                },
+                stream_order: self.quic_stream_order.into(),
             },
             metrics: self.metrics,
             qlog: self.qlog,
@@ -455,6 +472,7 @@ mod tests {
             "--h2-stream-window=65535",
             "--h2-connection-window=65536",
             "--h2-send-buffer=4096",
+            "--h2-stream-order=fair",
             "--tcp-send-buffer=8192",
             "--tcp-recv-buffer=8193",
             "--quic-initial-window=29440",

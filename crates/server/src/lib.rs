@@ -20,6 +20,7 @@ mod config;
 mod frame_guard;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+mod h2_order;
 mod header_blocks;
 mod idle;
 mod lifecycle;

@@ -15,13 +15,15 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, warn};
 
 use crate::admission::{Admission, Counters, TcpTicket};
 use crate::app::{AppRequest, BodyStream};
-use crate::config::{Limits, TcpTuning};
+use crate::config::{Limits, StreamOrder, TcpTuning};
+use crate::h2_order::{self, ScheduledBody, Scheduler, WriteCount};
 use crate::header_blocks::{BlockCount, HeaderTap};
 use crate::idle::{RequestWatch, Watched};
 use crate::lifecycle::Lifecycle;
@@ -138,8 +140,11 @@ impl TcpShell {
         let metrics = &self.handler.metrics;
         let Some(acceptor) = &self.tls else {
             let _open = metrics.connection(ConnectionKind::cleartext);
+            // h2c or HTTP/1.1: only HTTP/2 requests use the scheduler.
+            let scheduler = self.h2_scheduler();
+            let stream = WriteCount::new(stream, scheduler.clone());
             return self
-                .serve_http(TokioIo::new(stream), &self.cleartext, peer, ticket.busy)
+                .serve_http(stream, &self.cleartext, peer, ticket.busy, scheduler)
                 .await;
         };
         let started = Instant::now();
@@ -169,8 +174,16 @@ impl TcpShell {
         let tls = SizedRecords::new(tls, self.tuning.tls_records);
         let blocks = BlockCount::new(metrics.clone(), protocol.into());
         let tapped = HeaderTap::new(tls, protocol == Proto::H2, blocks);
-        self.serve_http(TokioIo::new(tapped), builder, peer, ticket.busy)
+        let scheduler = self.h2_scheduler().filter(|_| protocol == Proto::H2);
+        let counted = WriteCount::new(tapped, scheduler.clone());
+        self.serve_http(counted, builder, peer, ticket.busy, scheduler)
             .await
+    }
+
+    /// A new connection's HTTP/2 scheduler, unless its responses take
+    /// turns as hyper's h2 sends them.
+    fn h2_scheduler(&self) -> Option<Arc<Scheduler>> {
+        (self.tuning.h2_stream_order != StreamOrder::Fair).then(Scheduler::new)
     }
 
     async fn serve_http<I>(
@@ -179,26 +192,39 @@ impl TcpShell {
         builder: &Builder,
         peer: SocketAddr,
         busy: bool,
+        scheduler: Option<Arc<Scheduler>>,
     ) -> Result<()>
     where
-        I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let watch = RequestWatch::new();
         let handler = self.handler.clone();
         let requests = watch.clone();
-        let service = service_fn(move |request| {
+        let order = self.tuning.h2_stream_order;
+        let service = service_fn(move |request: Request<Incoming>| {
             let handler = handler.clone();
             let mut in_flight = requests.begin();
+            // Entered here, as hyper hands over requests: in stream order.
+            let turns = scheduler
+                .as_ref()
+                .filter(|_| request.version() == Version::HTTP_2)
+                .and_then(|scheduler| {
+                    scheduler.enter(h2_order::priority(order, request.headers()))
+                });
             async move {
                 let response = respond(&handler, request, peer, busy).await;
                 let status = response.status();
                 if status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED {
                     in_flight.expect_no_body();
                 }
-                Ok::<_, Infallible>(response.map(|body| Watched::new(body, in_flight)))
+                // The watch inside: it counts what the handler produces, not
+                // the pieces a turn releases, so a stream passed over for a
+                // closed window does not pass for progress (see idle.rs).
+                let body = |body| ScheduledBody::new(Watched::new(body, in_flight), turns);
+                Ok::<_, Infallible>(response.map(body))
             }
         });
-        let connection = builder.serve_connection(io, service);
+        let connection = builder.serve_connection(TokioIo::new(io), service);
         tokio::pin!(connection);
         let busy_deadline = async {
             match busy {

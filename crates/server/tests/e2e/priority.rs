@@ -1,11 +1,21 @@
-//! RFC 9218 scheduling on h3: a request's `priority` header decides which
-//! of a connection's responses goes first.
+//! RFC 9218 scheduling on h3 and h2: a request's `priority` header decides
+//! which of a connection's responses goes first.
 
-use bytes::Buf;
-use h3lab_server::{Limits, QuicTuning, ServerConfig, StreamOrder};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes};
+use h3lab_server::{Limits, QuicTuning, RunningServer, ServerConfig, StreamOrder, TcpTuning};
 use http::Request;
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Incoming;
+use hyper::client::conn::http2::{Builder, SendRequest};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+use tokio::sync::oneshot::Sender;
+use tokio_rustls::TlsConnector;
 
-use crate::common::{quic_endpoint, test_config};
+use crate::common::{quic_endpoint, tcp_tls, test_config, Proto};
 
 /// Long enough that the second request arrives while the first response is
 /// still being sent, even on loopback.
@@ -71,4 +81,145 @@ async fn an_urgent_response_overtakes_a_background_one_on_its_connection() {
         finish_order(StreamOrder::Priority).await,
         ["urgent", "background"]
     );
+}
+
+/// How much of the background response the client has read when it asks
+/// for the urgent one on h2: taking turns, the background one then ends
+/// first even if the two are not served exactly alike.
+const HEAD_START: usize = BODY / 2;
+
+/// Asks for a background response (`u=7`) and, once [`HEAD_START`] of it
+/// has arrived, for an urgent one (`u=0`), on one h2 connection; returns
+/// the order in which their bodies ended.
+async fn h2_finish_order(order: StreamOrder) -> Vec<&'static str> {
+    let server = start_h2(order).await;
+    let sender = h2_connection(&server, H2_DEFAULT_WINDOW).await;
+    let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+    let (mut started, mut under_way) = (Some(started_tx), Some(started_rx));
+    for (name, priority) in [("background", "u=7"), ("urgent", "u=0")] {
+        let response = sender
+            .clone()
+            .send_request(get(&server, BODY, priority))
+            .await
+            .unwrap();
+        let done = done_tx.clone();
+        let head_start = started.take();
+        tokio::spawn(async move {
+            let received = read_all(response.into_body(), head_start).await;
+            done.send((name, received)).unwrap();
+        });
+        if let Some(under_way) = under_way.take() {
+            under_way.await.unwrap();
+        }
+    }
+    let mut ended = Vec::new();
+    for _ in 0..2 {
+        let (name, received) = done_rx.recv().await.unwrap();
+        assert_eq!(received, BODY, "{name}: the whole body");
+        ended.push(name);
+    }
+    server.shutdown().await;
+    ended
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_urgent_response_overtakes_a_background_one_on_its_h2_connection() {
+    assert_eq!(
+        h2_finish_order(StreamOrder::Priority).await,
+        ["urgent", "background"]
+    );
+}
+
+/// The test above, under hyper's own turns: the urgent response does not
+/// overtake, so that test fails without the scheduler.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_priorities_the_background_response_on_h2_ends_first() {
+    assert_eq!(
+        h2_finish_order(StreamOrder::Fair).await,
+        ["background", "urgent"]
+    );
+}
+
+/// An urgent response whose client stops reading it (its stream window
+/// runs out) holds up a background one on its connection only briefly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_urgent_h2_response_left_unread_does_not_starve_the_others() {
+    let server = start_h2(StreamOrder::Priority).await;
+    let sender = h2_connection(&server, H2_SMALL_WINDOW).await;
+    let unread = sender
+        .clone()
+        .send_request(get(&server, BODY, "u=0"))
+        .await
+        .unwrap();
+    let background = 1_000_000;
+    let response = sender
+        .clone()
+        .send_request(get(&server, background, "u=7"))
+        .await
+        .unwrap();
+    let read = tokio::time::timeout(
+        Duration::from_secs(10),
+        read_all(response.into_body(), None),
+    );
+    assert_eq!(read.await.expect("not starved"), background);
+    drop(unread);
+    server.shutdown().await;
+}
+
+/// hyper's client's stream window, and RFC 9113's initial one.
+const H2_DEFAULT_WINDOW: u32 = 2 * 1024 * 1024;
+const H2_SMALL_WINDOW: u32 = 65_535;
+
+async fn start_h2(order: StreamOrder) -> RunningServer {
+    let config = ServerConfig {
+        tcp_tuning: TcpTuning {
+            h2_stream_order: order,
+            ..TcpTuning::default()
+        },
+        ..test_config(None, Limits::default())
+    };
+    h3lab_server::start(config).await.unwrap()
+}
+
+/// One h2 connection to `server` whose streams may each take `window`
+/// bytes unread.
+async fn h2_connection(server: &RunningServer, window: u32) -> SendRequest<Empty<Bytes>> {
+    let tcp = TcpStream::connect(server.local_addr()).await.unwrap();
+    let name = ServerName::try_from("localhost").unwrap();
+    let tls = TlsConnector::from(tcp_tls(server, Proto::H2))
+        .connect(name, tcp)
+        .await
+        .unwrap();
+    let (sender, connection) = Builder::new(TokioExecutor::new())
+        .initial_stream_window_size(window)
+        .handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    sender
+}
+
+fn get(server: &RunningServer, bytes: usize, priority: &str) -> Request<Empty<Bytes>> {
+    let url = format!(
+        "https://localhost:{}/bytes/{bytes}",
+        server.local_addr().port()
+    );
+    Request::get(url)
+        .header("priority", priority)
+        .body(Empty::new())
+        .unwrap()
+}
+
+/// Reads `body` to its end; says so on `head_start` once [`HEAD_START`]
+/// bytes have arrived.
+async fn read_all(mut body: Incoming, mut head_start: Option<Sender<()>>) -> usize {
+    let mut received = 0;
+    while let Some(frame) = body.frame().await {
+        received += frame.unwrap().data_ref().map_or(0, Bytes::len);
+        if received >= HEAD_START {
+            head_start.take().map(|started| started.send(()));
+        }
+    }
+    received
 }
