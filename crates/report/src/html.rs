@@ -249,9 +249,10 @@ fn agreement_class(agreement: Agreement) -> &'static str {
     }
 }
 
-/// The classes of a difference's cell: coloured only when clear. (maud
-/// writes a second `class` attribute, which browsers ignore, when one is
-/// added to `td.num`.)
+/// The classes of a difference's cell, `verdict` and a colour only when
+/// clear. (maud writes a second `class` attribute, which browsers ignore,
+/// when one is added to a `td` that has one, so the cell takes all its
+/// classes from here.)
 fn call_class(call: Call) -> &'static str {
     match call {
         Call::Better => "verdict better",
