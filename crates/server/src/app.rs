@@ -44,6 +44,13 @@ pub type AppResponse = Pin<Box<dyn Future<Output = Response<BodyStream>> + Send>
 pub trait App: Send + Sync + 'static {
     /// The response to `request`.
     fn call(&self, request: AppRequest) -> AppResponse;
+
+    /// Whether this application answers a request for `path`; the built-in
+    /// endpoints and the site answer the others (an edge that forwards
+    /// documents and serves the rest itself). By default, every request.
+    fn answers(&self, _method: &Method, _path: &str) -> bool {
+        true
+    }
 }
 
 /// What a connection's life reports to an observer (the Node package's

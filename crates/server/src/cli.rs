@@ -12,7 +12,10 @@ use std::time::Duration;
 use h3lab_results::flags::{value_word, CommandFlags, Flags};
 use h3lab_results::{QuicCongestion, TcpCongestion};
 
-use crate::{Limits, QuicTuning, ServerConfig, TcpTuning, TlsRecords, TlsSource};
+use crate::{
+    Forward, Limits, QuicTuning, ServerConfig, TcpTuning, TlsRecords, TlsSource, Upstream,
+    UpstreamProtocol,
+};
 
 /// The flags of `h3lab serve`.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
@@ -178,6 +181,44 @@ pub struct ServeArgs {
     /// missing; JSON-SEQ `.sqlog`, which qvis loads).
     #[arg(long, value_name = "DIR")]
     pub qlog: Option<PathBuf>,
+    /// Be an edge: forward requests to the origin at URL (https://ADDR:PORT,
+    /// or http://ADDR:PORT for cleartext) on a pooled upstream, as a CDN or
+    /// nginx in front of an application does. See docs/edge.md.
+    #[arg(long, value_name = "URL")]
+    pub upstream: Option<http::Uri>,
+    /// The protocol to the origin: h2, one multiplexed connection; h1, a
+    /// pool of keep-alive connections, one per concurrent request.
+    #[arg(long, value_enum, default_value = "h2", requires = "upstream")]
+    pub upstream_protocol: UpstreamChoice,
+    /// The origin's certificate (or its CA) as PEM; the edge verifies an
+    /// https origin against it.
+    #[arg(long, value_name = "PEM", requires = "upstream")]
+    pub upstream_ca: Option<PathBuf>,
+    /// Which requests go to the origin: all (a dynamic API), or documents
+    /// (`/`, paths ending in / or .html), the edge serving the rest of
+    /// --site itself, as a CDN with the site cached does.
+    #[arg(long, value_enum, default_value = "all", requires = "upstream")]
+    pub forward: ForwardChoice,
+    /// The longest wait for the origin's response head (then 504), e.g. 60s
+    /// (nginx's proxy_read_timeout).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub upstream_timeout: Duration,
+}
+
+/// `--upstream-protocol`.
+#[allow(missing_docs)] // as `StreamOrder`'s
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum UpstreamChoice {
+    H1,
+    H2,
+}
+
+/// `--forward`.
+#[allow(missing_docs)] // as `StreamOrder`'s
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ForwardChoice {
+    All,
+    Documents,
 }
 
 /// `--quic-stream-order` and `--h2-stream-order`.
@@ -253,6 +294,17 @@ impl CommandFlags for ServeArgs {
         args.path_opt("--key", self.key.as_deref());
         args.each("--san", &self.sans);
         args.path_opt("--write-cert", self.write_cert.as_deref());
+        args.value_opt("--upstream", self.upstream.as_ref());
+        args.value_opt(
+            "--upstream-protocol",
+            changed(|a| value_word(a.upstream_protocol)),
+        );
+        args.path_opt("--upstream-ca", self.upstream_ca.as_deref());
+        args.value_opt("--forward", changed(|a| value_word(a.forward)));
+        args.value_opt(
+            "--upstream-timeout",
+            changed(|a| duration(a.upstream_timeout)),
+        );
         args.value_opt("--quic-cc", changed(|a| a.quic_cc.to_string()));
         args.switch("--cleartext", self.cleartext);
         args.path_opt("--root", self.root.as_deref());
@@ -402,6 +454,19 @@ impl ServeArgs {
             },
             metrics: self.metrics,
             qlog: self.qlog,
+            upstream: self.upstream.map(|origin| Upstream {
+                origin,
+                protocol: match self.upstream_protocol {
+                    UpstreamChoice::H1 => UpstreamProtocol::H1,
+                    UpstreamChoice::H2 => UpstreamProtocol::H2,
+                },
+                ca: self.upstream_ca,
+                forward: match self.forward {
+                    ForwardChoice::All => Forward::All,
+                    ForwardChoice::Documents => Forward::Documents,
+                },
+                timeout: self.upstream_timeout,
+            }),
             ..ServerConfig::default()
         }
     }
@@ -484,6 +549,11 @@ mod tests {
             "--quic-stream-order=in-order",
             "--metrics=127.0.0.1:0",
             "--qlog=qlogs",
+            "--upstream=https://10.0.0.2:8443",
+            "--upstream-protocol=h1",
+            "--upstream-ca=origin.pem",
+            "--forward=documents",
+            "--upstream-timeout=5s",
         ])
         .unwrap();
         let tls = ServeArgs::parse_flags(["--cert=c.pem", "--key=k.pem"]).unwrap();

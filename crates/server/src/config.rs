@@ -48,6 +48,9 @@ pub struct ServerConfig {
     /// An application answering every request in place of the built-in
     /// endpoints, and an observer of connection events (the Node package).
     pub hooks: crate::app::Hooks,
+    /// Forward requests to an origin, as an edge (reverse proxy) does;
+    /// `None` answers every request itself.
+    pub upstream: Option<crate::proxy::Upstream>,
 }
 
 /// The kernel's default TCP congestion controller in this network
@@ -75,6 +78,7 @@ impl Default for ServerConfig {
             metrics: None,
             qlog: None,
             hooks: Default::default(),
+            upstream: None,
         }
     }
 }

@@ -27,6 +27,7 @@ mod lifecycle;
 mod metrics;
 mod pattern;
 mod priority;
+mod proxy;
 mod qlog;
 mod quic;
 mod quic_thread;
@@ -56,6 +57,7 @@ pub use config::{
     TcpTuning, TlsRecords, TlsSource, MAX_INITIAL_WINDOW, MIN_INITIAL_WINDOW,
 };
 pub use h3lab_results::TcpCongestion;
+pub use proxy::{Forward, Upstream, UpstreamProtocol};
 
 use admission::Admission;
 use lifecycle::Lifecycle;
@@ -166,13 +168,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         ))?),
         None => None,
     };
+    let hooks = edge_hooks(&config)?;
     let lifecycle = Lifecycle::default();
     let admission = Admission::new(&config.limits);
     let stats = Arc::new(Stats::default());
-    let metrics = Arc::new(Metrics::new(
-        admission.counters.clone(),
-        config.hooks.clone(),
-    ));
+    let metrics = Arc::new(Metrics::new(admission.counters.clone(), hooks.clone()));
     let replay_banner = replay.as_ref().map(|r| r.describe());
     let handler = Arc::new(Handler {
         root,
@@ -182,7 +182,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         alt_svc,
         stats: stats.clone(),
         metrics: metrics.clone(),
-        hooks: config.hooks.clone(),
+        hooks,
     });
 
     let tcp_tls = tls.as_ref().map(|t| t.tcp_config()).transpose()?;
@@ -311,7 +311,21 @@ fn tuning_settings(
         settings.extend(quic::settings(config.quic_congestion, &config.quic_tuning));
     }
     settings.extend(granted_buffers);
+    settings.extend(config.upstream.iter().flat_map(Upstream::settings));
     settings
+}
+
+/// The configuration's hooks, with the reverse proxy as their application
+/// when the server is an edge (`upstream`).
+fn edge_hooks(config: &ServerConfig) -> Result<Hooks> {
+    let mut hooks = config.hooks.clone();
+    if let Some(upstream) = &config.upstream {
+        if hooks.app.is_some() {
+            bail!("a server with an application cannot also forward to an upstream");
+        }
+        hooks.app = Some(Arc::new(proxy::Proxy::new(upstream, &config.tcp_tuning)?));
+    }
+    Ok(hooks)
 }
 
 /// `dir` made canonical, or an error naming `what` it is and the `flag` to fix.

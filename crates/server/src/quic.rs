@@ -541,7 +541,7 @@ async fn serve_request(
     if order == StreamOrder::Priority {
         schedule(&send_half, Priority::of(request.headers()));
     }
-    let response = match handler.app() {
+    let response = match handler.app_for(request.method(), request.uri().path()) {
         Some(app) => {
             let (parts, ()) = request.into_parts();
             let request = AppRequest {

@@ -175,9 +175,13 @@ impl Handler {
         self.metered(protocol, started, response)
     }
 
-    /// Whether an application answers requests (see [`Handler::handle_app`]).
-    pub fn app(&self) -> Option<&Arc<dyn App>> {
-        self.hooks.app.as_ref()
+    /// The application that answers this request, if one does (see
+    /// [`Handler::handle_app`]).
+    pub fn app_for(&self, method: &Method, path: &str) -> Option<&Arc<dyn App>> {
+        self.hooks
+            .app
+            .as_ref()
+            .filter(|app| app.answers(method, path))
     }
 
     /// Answers one request through the application, with the same headers,

@@ -325,7 +325,7 @@ async fn respond(
         return handler.busy(protocol);
     }
     let (parts, body) = request.into_parts();
-    if let Some(app) = handler.app() {
+    if let Some(app) = handler.app_for(&parts.method, parts.uri.path()) {
         let request = AppRequest {
             protocol,
             peer,

@@ -4,6 +4,7 @@
 mod app;
 mod common;
 mod doc_site;
+mod edge;
 mod endpoints;
 mod h3_setup;
 mod header_blocks;
