@@ -5,11 +5,19 @@
 //! loss, reordering, duplication) without kernel netem: two network
 //! namespaces joined by TUN devices, with this process forwarding packets
 //! through a pure, seeded link model. TCP and UDP cross the same path.
+//!
+//! For a site behind an edge (a CDN or reverse proxy), a path can get an
+//! origin leg ([`EmulatedPath::add_origin_leg`]): a third namespace, the
+//! origin's, joined to the server namespace (where the edge runs) by a
+//! second emulated link with its own RTT, rate, loss and seed, and its own
+//! statistics. The client cannot reach the origin: only the edge, a proxy
+//! at layer 7, carries requests from one leg to the other.
+//!
 //! It also holds h3lab's one process supervisor (`supervise`), which starts
 //! programs at either end of a path (`run`), stops them and reaps them.
 //!
 //! It is not a traffic generator, a measurement tool or a general-purpose
-//! network simulator: it only carries packets between the two namespaces.
+//! network simulator: it only carries packets between the namespaces.
 
 #![warn(missing_docs)]
 
@@ -28,4 +36,4 @@ pub mod supervise;
 pub use config::LinkSettings;
 pub use model::RateSpec;
 pub use profiles::{profile, profiles, Profile};
-pub use shell::{cleanup_stale, EmulatedPath, PathControl};
+pub use shell::{cleanup_stale, EmulatedPath, PathControl, PathStats};

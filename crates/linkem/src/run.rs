@@ -49,16 +49,21 @@ impl Interrupted {
 
 /// Where the commands run: inside an emulated path, or plain loopback.
 /// Either way a command learns the addresses from `H3LAB_SERVER_IP` and
-/// `H3LAB_CLIENT_IP`.
+/// `H3LAB_CLIENT_IP`, and the origin's, when there is one, from
+/// `H3LAB_ORIGIN_IP`.
 pub enum Placement<'a> {
-    /// The client and server namespaces of this path.
+    /// The client and server namespaces of this path (and its origin
+    /// namespace, once it has an origin leg).
     Emulated(&'a EmulatedPath),
-    /// This network namespace, both addresses 127.0.0.1; the server and the
-    /// client each on half of the CPUs ([`crate::cpus`]).
+    /// This network namespace, every address 127.0.0.1; the server and the
+    /// client each on half of the CPUs ([`crate::cpus`]), an origin on the
+    /// server's half.
     Loopback,
 }
 
-/// Which end of the path a command runs at.
+/// Which end of the path a command runs at. The origin behind an edge is
+/// not a side: a path may have no origin leg, so a command there comes
+/// from [`Placement::origin_command`], which can say so.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
     /// The client namespace.
@@ -73,20 +78,18 @@ impl Placement<'_> {
         match (self, side) {
             (Placement::Emulated(path), Side::Client) => path.client_command(program),
             (Placement::Emulated(path), Side::Server) => path.server_command(program),
-            (Placement::Loopback, side) => {
-                let mut command = Command::new(program);
-                command
-                    .env(env::SERVER_IP, "127.0.0.1")
-                    .env(env::CLIENT_IP, "127.0.0.1");
-                if let Ok(split) = CpuSplit::of_this_process() {
-                    let cpus = match side {
-                        Side::Server => &split.server,
-                        Side::Client => &split.client,
-                    };
-                    cpus::pin(cpus, &mut command);
-                }
-                command
-            }
+            (Placement::Loopback, side) => loopback_command(side, program),
+        }
+    }
+
+    /// A command for `program` at the origin behind the edge (the server
+    /// side): in the origin namespace of an emulated path, which needs
+    /// [`EmulatedPath::add_origin_leg`] first (else an error says so); on
+    /// loopback, on the server's CPUs.
+    pub fn origin_command(&self, program: impl AsRef<OsStr>) -> anyhow::Result<Command> {
+        match self {
+            Placement::Emulated(path) => path.origin_command(program),
+            Placement::Loopback => Ok(loopback_command(Side::Server, program)),
         }
     }
 
@@ -97,6 +100,33 @@ impl Placement<'_> {
             Placement::Loopback => Ipv4Addr::LOCALHOST,
         }
     }
+
+    /// The origin's address as the edge reaches it: on an emulated path,
+    /// only once it has an origin leg.
+    pub fn origin_ip(&self) -> Option<Ipv4Addr> {
+        match self {
+            Placement::Emulated(path) => path.origin_ip(),
+            Placement::Loopback => Some(Ipv4Addr::LOCALHOST),
+        }
+    }
+}
+
+/// A command in this namespace, every address 127.0.0.1, on the CPUs of
+/// `side`'s half.
+fn loopback_command(side: Side, program: impl AsRef<OsStr>) -> Command {
+    let mut command = Command::new(program);
+    command
+        .env(env::SERVER_IP, "127.0.0.1")
+        .env(env::CLIENT_IP, "127.0.0.1")
+        .env(env::ORIGIN_IP, "127.0.0.1");
+    if let Ok(split) = CpuSplit::of_this_process() {
+        let cpus = match side {
+            Side::Server => &split.server,
+            Side::Client => &split.client,
+        };
+        cpus::pin(cpus, &mut command);
+    }
+    command
 }
 
 /// Runs `argv` (client side) and, if given, `server_shell` via `sh -c`
@@ -139,4 +169,29 @@ pub fn run_commands(
         server.stop(GRACE);
     }
     exit
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(command: &Command, name: &str) -> Option<String> {
+        command
+            .get_envs()
+            .find(|(key, _)| *key == name)
+            .and_then(|(_, value)| Some(value?.to_string_lossy().into_owned()))
+    }
+
+    #[test]
+    fn on_loopback_the_origin_is_127_0_0_1_for_every_command() {
+        let origin = Placement::Loopback.origin_command("true").unwrap();
+        let client = Placement::Loopback.command(Side::Client, "true");
+        for command in [&origin, &client] {
+            assert_eq!(
+                env_of(command, env::ORIGIN_IP).as_deref(),
+                Some("127.0.0.1")
+            );
+        }
+        assert_eq!(Placement::Loopback.origin_ip(), Some(Ipv4Addr::LOCALHOST));
+    }
 }

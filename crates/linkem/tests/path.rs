@@ -5,7 +5,7 @@
 //! measures time (a round trip, a rate) runs alone: see [`alone`].
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -13,7 +13,7 @@ use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use linkem::config::{parse_rate, parse_time, LossDirection};
-use linkem::model::{LossModel, QueueLimit, UdpPolicy};
+use linkem::model::{LinkStats, LossModel, QueueLimit, UdpPolicy};
 use linkem::run::{Placement, Side};
 use linkem::{EmulatedPath, LinkSettings, RateSpec};
 
@@ -476,8 +476,11 @@ fn hold_path_child() {
     let mut path = EmulatedPath::start(LinkSettings::default().build()).unwrap();
     path.route_out().unwrap();
     path.set_client_resolver(path.server_ip()).unwrap();
+    path.add_origin_leg(LinkSettings::default().build())
+        .unwrap();
     let (client, server) = path.namespace_names();
-    println!("namespaces {client} {server}");
+    let origin = path.origin_namespace_name().unwrap();
+    println!("namespaces {client} {server} {origin}");
     std::thread::sleep(Duration::from_secs(60));
 }
 
@@ -507,6 +510,7 @@ fn killed_run_is_cleaned_up_by_the_next_run() {
         .split(' ')
         .map(str::to_string)
         .collect();
+    assert_eq!(names.len(), 3, "client, server and origin: {names:?}");
     assert!(names
         .iter()
         .all(|name| namespaces().contains(name.as_str())));
@@ -853,4 +857,250 @@ fn commands_in_the_client_namespace_read_its_resolver_and_the_file_goes_with_the
     assert!(resolver_dir.join("resolv.conf").is_file());
     drop(path);
     assert!(!resolver_dir.exists(), "{}", resolver_dir.display());
+}
+
+/// Runs `work` on a thread in the origin namespace and returns its result.
+fn in_origin<T: Send + 'static>(
+    path: &EmulatedPath,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    path.spawn_in_origin(work).unwrap().join().unwrap()
+}
+
+#[test]
+fn an_origin_leg_carries_udp_and_tcp_with_its_own_round_trip() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let _cores = alone();
+    let rtt = Duration::from_millis(40);
+    let rounds = 20;
+    let mut path = EmulatedPath::start(settings("10ms", "50mbit", "50mbit").build()).unwrap();
+    let origin_ip = path
+        .add_origin_leg(settings("40ms", "50mbit", "10mbit").build())
+        .unwrap();
+    assert_eq!(origin_ip, Ipv4Addr::new(198, 18, 1, 2));
+    assert_eq!(path.origin_ip(), Some(origin_ip));
+    // UDP from the edge (the server namespace) to an echo at the origin.
+    let echo = in_origin(&path, move || UdpSocket::bind((origin_ip, 0)).unwrap());
+    let to = echo.local_addr().unwrap();
+    let origin = std::thread::spawn(move || udp_echo(echo, rounds));
+    let edge = udp_socket_in(&path, true, ([0, 0, 0, 0], 0).into());
+    let mut trips = path_round_trips(&edge, to, rounds);
+    origin.join().unwrap();
+    trips.sort();
+    let median = trips[rounds / 2];
+    eprintln!("round trips on a {rtt:?} origin leg: {trips:?}");
+    assert!(
+        median.abs_diff(rtt) <= Duration::from_millis(1),
+        "the median round trip was {median:?} on a {rtt:?} origin leg"
+    );
+    // TCP from the edge to the origin.
+    let listener = in_origin(&path, move || TcpListener::bind((origin_ip, 0)).unwrap());
+    let addr = listener.local_addr().unwrap();
+    let origin = std::thread::spawn(move || echo_once(listener));
+    let tcp_trip = path
+        .spawn_in_server(move || {
+            let mut stream = TcpStream::connect(addr).unwrap();
+            median_round_trip(&mut stream, 9)
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    origin.join().unwrap();
+    eprintln!("TCP echo over the origin leg: median {tcp_trip:?}");
+    assert!(
+        tcp_trip >= rtt && tcp_trip < rtt * 2,
+        "{tcp_trip:?} over a {rtt:?} origin leg"
+    );
+    // The client cannot reach the origin, even with a default route
+    // through the edge's namespace, which then forwards packets: only a
+    // proxy there joins the legs.
+    path.route_out().unwrap();
+    let listener = in_origin(&path, move || TcpListener::bind((origin_ip, 0)).unwrap());
+    let socket = in_origin(&path, move || UdpSocket::bind((origin_ip, 0)).unwrap());
+    let (tcp_to, udp_to) = (listener.local_addr().unwrap(), socket.local_addr().unwrap());
+    let (connected, _) = path
+        .spawn_in_client(move || {
+            let client = UdpSocket::bind(("0.0.0.0", 0)).unwrap();
+            let sent = client.send_to(b"around the edge", udp_to);
+            let connected = TcpStream::connect_timeout(&tcp_to, Duration::from_secs(2));
+            (connected, sent)
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(
+        connected.is_err(),
+        "the client connected to the origin at {tcp_to}"
+    );
+    // A datagram that got through would arrive within 25 ms (the legs'
+    // one-way delays); this bound only ends the wait for it.
+    socket
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut buffer = [0u8; 64];
+    let arrived = socket.recv(&mut buffer);
+    assert!(
+        arrived.is_err(),
+        "a datagram from the client reached the origin"
+    );
+    listener.set_nonblocking(true).unwrap();
+    assert!(
+        listener.accept().is_err(),
+        "a connection reached the origin"
+    );
+    path.shutdown().unwrap();
+}
+
+#[test]
+fn the_origin_leg_counts_its_own_packets_and_losses() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let _cores = beside_others();
+    let p = 0.1;
+    let mut origin_leg = settings("20ms", "50mbit", "50mbit");
+    origin_leg.loss = LossModel::Bernoulli { p };
+    origin_leg.loss_direction = LossDirection::Down;
+    origin_leg.queue = Some(QueueLimit::Packets(10_000));
+    origin_leg.seed = 2027;
+    let mut client_leg = settings("10ms", "50mbit", "50mbit");
+    client_leg.seed = 1;
+    let mut path = EmulatedPath::start(client_leg.build()).unwrap();
+    let origin_ip = path.add_origin_leg(origin_leg.build()).unwrap();
+    let edge = udp_socket_in(&path, true, ([198, 18, 1, 1], 0).into());
+    let to_edge = edge.local_addr().unwrap();
+    edge.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    // Down (origin to edge) loses packets; up (edge to origin) does not.
+    let (sent, sent_up) = (2000, 500);
+    let counter = std::thread::spawn(move || count_datagrams(&edge));
+    in_origin(&path, move || {
+        let socket = UdpSocket::bind((origin_ip, 0)).unwrap();
+        blast(&socket, to_edge, sent, 20e6);
+    });
+    let received = counter.join().unwrap();
+    let at_origin = in_origin(&path, move || UdpSocket::bind((origin_ip, 0)).unwrap());
+    let to_origin = at_origin.local_addr().unwrap();
+    at_origin
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let counter = std::thread::spawn(move || count_datagrams(&at_origin));
+    path.spawn_in_server(move || {
+        let socket = UdpSocket::bind(("0.0.0.0", 0)).unwrap();
+        blast(&socket, to_origin, sent_up, 20e6);
+    })
+    .unwrap()
+    .join()
+    .unwrap();
+    let received_up = counter.join().unwrap();
+    let so_far = path.origin_stats().expect("the path has an origin leg");
+    let stats = path.shutdown_legs().unwrap();
+    let origin = stats.origin_leg.expect("the path had an origin leg");
+    assert_eq!(so_far.down.packets_in, origin.down.packets_in);
+    let down = &origin.down;
+    assert_eq!(
+        down.packets_in, sent,
+        "every datagram reached the origin leg"
+    );
+    assert_eq!(down.dropped_queue, 0);
+    assert_eq!(received, down.packets_out, "the edge got what the leg sent");
+    assert_eq!(down.packets_out + down.dropped_loss, sent);
+    let sigma = (sent as f64 * p * (1.0 - p)).sqrt();
+    let lost = down.dropped_loss as f64;
+    eprintln!("origin leg: {lost} of {sent} lost at p = {p}, received {received}");
+    assert!(
+        (lost - sent as f64 * p).abs() <= 4.0 * sigma,
+        "lost {lost} of {sent} at {p}"
+    );
+    let up = &origin.up;
+    assert_eq!((up.packets_in, up.packets_out), (sent_up, sent_up));
+    assert_eq!(up.dropped_loss, 0);
+    assert_eq!(received_up, sent_up);
+    // Its own seed, and none of these packets on the client's path.
+    let seed = |stats: &LinkStats| serde_json::to_value(stats).unwrap()["seed"].clone();
+    assert_eq!(
+        (seed(&origin), seed(&stats.client_leg)),
+        (2027.into(), 1.into())
+    );
+    let client = &stats.client_leg;
+    assert_eq!((client.up.packets_in, client.down.packets_in), (0, 0));
+}
+
+#[test]
+fn an_origin_leg_is_added_once_and_goes_with_the_path() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let _cores = beside_others();
+    let mut path = EmulatedPath::start(LinkSettings::default().build()).unwrap();
+    assert_eq!(path.origin_ip(), None);
+    let err = Placement::Emulated(&path)
+        .origin_command("true")
+        .unwrap_err();
+    assert!(format!("{err:#}").contains("no origin leg"), "{err:#}");
+    assert!(path.spawn_in_origin(|| ()).is_err());
+    let zero_rate = LinkSettings {
+        down: RateSpec::Fixed { bits_per_sec: 0 },
+        ..settings("10ms", "1mbit", "1mbit")
+    };
+    let err = path.add_origin_leg(zero_rate.build()).unwrap_err();
+    assert!(format!("{err:#}").contains("0 bit/s"), "{err:#}");
+    assert_eq!(path.origin_namespace_name(), None);
+    let origin_ip = path
+        .add_origin_leg(settings("10ms", "10mbit", "10mbit").build())
+        .unwrap();
+    let err = path
+        .add_origin_leg(settings("10ms", "10mbit", "10mbit").build())
+        .unwrap_err();
+    assert!(
+        format!("{err:#}").contains("already has an origin leg"),
+        "{err:#}"
+    );
+    // Each namespace holds its end of the origin leg, and every command
+    // learns the origin's address.
+    let run = |command: std::io::Result<std::process::Output>| {
+        let output = command.unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let script = "echo $H3LAB_ORIGIN_IP; ip -4 -o addr show";
+    let placement = Placement::Emulated(&path);
+    let at_origin = run(placement
+        .origin_command("sh")
+        .unwrap()
+        .args(["-c", script])
+        .output());
+    let at_edge = run(placement
+        .command(Side::Server, "sh")
+        .args(["-c", script])
+        .output());
+    assert!(
+        at_origin.starts_with(&format!("{origin_ip}\n")),
+        "{at_origin}"
+    );
+    assert!(at_origin.contains("inet 198.18.1.2/24"), "{at_origin}");
+    assert!(!at_origin.contains("198.18.0."), "{at_origin}");
+    assert!(at_edge.starts_with(&format!("{origin_ip}\n")), "{at_edge}");
+    assert!(
+        at_edge
+            .lines()
+            .any(|line| line.contains(" h3lab1 ") && line.contains("inet 198.18.1.1/24")),
+        "{at_edge}"
+    );
+    let (client, server) = path.namespace_names();
+    let names = [client, server, path.origin_namespace_name().unwrap()].map(str::to_string);
+    assert!(names[2].ends_with("-o"), "{names:?}");
+    let listed = namespaces();
+    assert!(
+        names.iter().all(|name| listed.contains(name.as_str())),
+        "{listed}"
+    );
+    drop(path);
+    let listed = namespaces();
+    assert!(
+        names.iter().all(|name| !listed.contains(name.as_str())),
+        "{listed}"
+    );
 }

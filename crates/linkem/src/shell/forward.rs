@@ -138,7 +138,7 @@ impl Snapshots {
 }
 
 pub struct Forwarder {
-    /// Up (client to server), then down.
+    /// Up (client to server, or edge to origin), then down.
     pub lanes: [Lane; 2],
     pub snapshots: Arc<Snapshots>,
     pub clock: Clock,

@@ -1,5 +1,8 @@
 //! The I/O shell: two namespaces joined through TUN devices, with one
-//! forwarding thread driving the pure model of both directions.
+//! forwarding thread driving the pure model of both directions; and, for
+//! an edge topology, a third namespace joined to the server's through a
+//! second pair of TUN devices and a second forwarding thread (the origin
+//! leg).
 
 mod forward;
 mod gateway;
@@ -34,6 +37,12 @@ const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
 const SECOND_CLIENT_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 3);
 /// The server's address.
 const SERVER_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+/// The server namespace's address on the origin leg (the edge's end).
+const EDGE_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 1, 1);
+/// The origin's address, at the far end of the origin leg.
+const ORIGIN_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 1, 2);
+/// The origin leg's subnet, which the client namespace cannot reach.
+const ORIGIN_LEG_SUBNET: &str = "198.18.1.0/24";
 /// The host part of the server's first extra address (198.18.0.10).
 const FIRST_EXTRA_SERVER_HOST: u8 = 10;
 /// How many extra addresses the server's /24 leaves room for.
@@ -43,16 +52,15 @@ const MAX_EXTRA_SERVER_IPS: u8 = 200;
 const STATS_PATIENCE: Duration = Duration::from_millis(200);
 
 /// A running emulated path. Dropping it (or [`EmulatedPath::shutdown`])
-/// stops forwarding and removes both namespaces and their devices.
+/// stops forwarding and removes its namespaces and their devices.
 pub struct EmulatedPath {
     config: LinkConfig,
-    snapshots: Arc<Snapshots>,
-    stop: Arc<AtomicBool>,
     /// See [`PathControl::rebind_nat`].
     nat_rebound: Arc<AtomicBool>,
-    /// The forwarding thread, until stopped.
-    thread: Option<JoinHandle<()>>,
-    epoch: Instant,
+    /// The link between the client and the server namespaces.
+    client_leg: Leg,
+    /// The name the origin namespace gets, reserved with the others.
+    origin_name: String,
     /// Addresses the server has besides [`SERVER_IP`].
     extra_server_ips: Vec<Ipv4Addr>,
     /// Where the path leaves for this machine's network, once
@@ -62,8 +70,41 @@ pub struct EmulatedPath {
     /// [`EmulatedPath::set_client_resolver`] wrote it.
     client_resolver: Option<ResolverFile>,
     // Dropped after the threads are joined (fields drop in order).
+    /// The origin leg and its namespace, once
+    /// [`EmulatedPath::add_origin_leg`] made them.
+    origin: Option<OriginLeg>,
     client: Namespace,
     server: Namespace,
+}
+
+/// The final statistics of every leg of a path, from
+/// [`EmulatedPath::shutdown_legs`].
+#[derive(Debug, Clone)]
+pub struct PathStats {
+    /// The client's path: up is client to server (edge), down the reverse.
+    pub client_leg: LinkStats,
+    /// The origin leg, when the path had one: up is edge to origin, down
+    /// origin to edge.
+    pub origin_leg: Option<LinkStats>,
+}
+
+/// One emulated link between two TUN devices: its forwarding thread, the
+/// flag that stops it and the statistics it hands out.
+struct Leg {
+    seed: u64,
+    snapshots: Arc<Snapshots>,
+    stop: Arc<AtomicBool>,
+    /// The forwarding thread, until stopped.
+    thread: Option<JoinHandle<()>>,
+    epoch: Instant,
+}
+
+/// The edge topology's second link, from the server namespace (the edge)
+/// to the origin namespace. The server namespace's end of it, a TUN
+/// device of its own, lives as long as the forwarding thread holds it.
+struct OriginLeg {
+    leg: Leg,
+    namespace: Namespace,
 }
 
 impl EmulatedPath {
@@ -71,12 +112,12 @@ impl EmulatedPath {
     /// path and starts forwarding.
     pub fn start(config: LinkConfig) -> anyhow::Result<EmulatedPath> {
         validate(&config)?;
-        let (client_name, server_name) = netns::fresh_names();
+        let names = netns::fresh_names();
         let (client, server) = if nix::unistd::geteuid().is_root() {
             cleanup_stale().context("removing stale h3lab namespaces")?;
             (
-                Namespace::create(&client_name, &CLIENT_IP.to_string())?,
-                Namespace::create(&server_name, &SERVER_IP.to_string())?,
+                Namespace::create(&names.client, &CLIENT_IP.to_string())?,
+                Namespace::create(&names.server, &SERVER_IP.to_string())?,
             )
         } else {
             let unprivileged = |name: &str, address: Ipv4Addr| {
@@ -84,50 +125,65 @@ impl EmulatedPath {
                     .context("emulating a link without root")
             };
             (
-                unprivileged(&client_name, CLIENT_IP)?,
-                unprivileged(&server_name, SERVER_IP)?,
+                unprivileged(&names.client, CLIENT_IP)?,
+                unprivileged(&names.server, SERVER_IP)?,
             )
         };
-        let client_tun = Arc::new(client.tun().try_clone()?);
-        let server_tun = Arc::new(server.tun().try_clone()?);
-        let epoch = Instant::now();
-        let stop = Arc::new(AtomicBool::new(false));
-        let snapshots = Arc::new(Snapshots::default());
         let nat_rebound = Arc::new(AtomicBool::new(false));
-        let lane = |from: &Arc<OwnedFd>, to: &Arc<OwnedFd>, settings, way| {
-            Lane::new(
-                from.clone(),
-                to.clone(),
-                Pipe::new(Direction::new(settings, config.seed, way)),
-                way,
-                nat_rebound.clone(),
-            )
-        };
-        let forwarder = Forwarder {
-            lanes: [
-                lane(&client_tun, &server_tun, &config.up, Way::Up),
-                lane(&server_tun, &client_tun, &config.down, Way::Down),
-            ],
-            snapshots: snapshots.clone(),
-            clock: Clock(epoch),
-            stop: stop.clone(),
-        };
-        let thread = std::thread::Builder::new()
-            .name("linkem-forward".into())
-            .spawn(move || forwarder.run())?;
+        let client_leg = Leg::start(
+            &config,
+            client.tun().try_clone()?,
+            server.tun().try_clone()?,
+            nat_rebound.clone(),
+            "linkem-forward",
+        )?;
         Ok(EmulatedPath {
             config,
-            snapshots,
-            stop,
             nat_rebound,
-            thread: Some(thread),
-            epoch,
+            client_leg,
+            origin_name: names.origin,
             extra_server_ips: Vec::new(),
             gateway: None,
             client_resolver: None,
+            origin: None,
             client,
             server,
         })
+    }
+
+    /// Adds the origin leg of an edge topology: a third namespace, the
+    /// origin's, at 198.18.1.2 (returned), joined to the server namespace
+    /// (then the edge, a reverse proxy, at 198.18.1.1 on that leg) by a
+    /// link emulated like the client's path, with `config`'s RTT, rates,
+    /// loss and seed (up is edge to origin). The client namespace cannot
+    /// reach the origin, even when [routed out](EmulatedPath::route_out):
+    /// only the edge, at layer 7, connects the two legs. Commands learn
+    /// the address from `H3LAB_ORIGIN_IP`; start the origin with
+    /// [`EmulatedPath::spawn_in_origin`] or `Placement::origin_command`.
+    /// Once per path. Needs root.
+    pub fn add_origin_leg(&mut self, config: LinkConfig) -> anyhow::Result<Ipv4Addr> {
+        self.ensure_named("adding an origin leg")?;
+        anyhow::ensure!(
+            self.origin.is_none(),
+            "this path already has an origin leg (the origin is at {ORIGIN_IP}); a path has at most one"
+        );
+        validate(&config).context("the origin leg's link")?;
+        let namespace = Namespace::create(&self.origin_name, &ORIGIN_IP.to_string())?;
+        let edge_tun = self
+            .server
+            .add_tun(netns::ORIGIN_LEG_DEVICE, &EDGE_IP.to_string())?;
+        netns::block_route(self.client.name(), ORIGIN_LEG_SUBNET)
+            .context("keeping the client namespace from reaching the origin")?;
+        let leg = Leg::start(
+            &config,
+            edge_tun,
+            namespace.tun().try_clone()?,
+            // No NAT on the origin leg: nothing ever sets it.
+            Arc::new(AtomicBool::new(false)),
+            "linkem-origin",
+        )?;
+        self.origin = Some(OriginLeg { leg, namespace });
+        Ok(ORIGIN_IP)
     }
 
     /// The configuration the path was started with.
@@ -143,6 +199,12 @@ impl EmulatedPath {
     /// The server's address inside the server namespace (198.18.0.2).
     pub fn server_ip(&self) -> Ipv4Addr {
         SERVER_IP
+    }
+
+    /// The origin's address inside the origin namespace (198.18.1.2), once
+    /// [`EmulatedPath::add_origin_leg`] made it.
+    pub fn origin_ip(&self) -> Option<Ipv4Addr> {
+        self.origin.as_ref().map(|_| ORIGIN_IP)
     }
 
     /// Gives the client a second address, 198.18.0.3, in the same subnet
@@ -249,9 +311,16 @@ impl EmulatedPath {
         (self.client.name(), self.server.name())
     }
 
+    /// Name of the origin namespace, once [`EmulatedPath::add_origin_leg`]
+    /// made it.
+    pub fn origin_namespace_name(&self) -> Option<&str> {
+        self.origin.as_ref().map(|origin| origin.namespace.name())
+    }
+
     /// A command that runs inside the client namespace, with
-    /// `H3LAB_SERVER_IP` and `H3LAB_CLIENT_IP` set, and the namespace's
-    /// resolver mounted over `/etc/resolv.conf` when it has one.
+    /// `H3LAB_SERVER_IP` and `H3LAB_CLIENT_IP` set (and `H3LAB_ORIGIN_IP`
+    /// once there is an origin leg), and the namespace's resolver mounted
+    /// over `/etc/resolv.conf` when it has one.
     pub(crate) fn client_command(&self, program: impl AsRef<OsStr>) -> Command {
         let mut command = self.command_in(&self.client, program);
         if let Some(resolver) = &self.client_resolver {
@@ -271,11 +340,29 @@ impl EmulatedPath {
         self.command_in(&self.server, program)
     }
 
+    /// A command that runs inside the origin namespace, with the same
+    /// variables as the others; an error when the path has no origin leg.
+    pub(crate) fn origin_command(&self, program: impl AsRef<OsStr>) -> anyhow::Result<Command> {
+        Ok(self.command_in(self.origin_namespace()?, program))
+    }
+
+    fn origin_namespace(&self) -> anyhow::Result<&Namespace> {
+        match &self.origin {
+            Some(origin) => Ok(&origin.namespace),
+            None => anyhow::bail!(
+                "this path has no origin leg: add one with `EmulatedPath::add_origin_leg` first"
+            ),
+        }
+    }
+
     fn command_in(&self, namespace: &Namespace, program: impl AsRef<OsStr>) -> Command {
         let mut command = Command::new(program);
         command
             .env(env::SERVER_IP, SERVER_IP.to_string())
             .env(env::CLIENT_IP, CLIENT_IP.to_string());
+        if let Some(origin) = self.origin_ip() {
+            command.env(env::ORIGIN_IP, origin.to_string());
+        }
         if !self.extra_server_ips.is_empty() {
             let ips: Vec<String> = self
                 .extra_server_ips
@@ -320,10 +407,118 @@ impl EmulatedPath {
         spawn_in(&self.server, work)
     }
 
-    /// The statistics so far, copied by the forwarding thread on request
-    /// (it answers within about 10 ms); after [`EmulatedPath::shutdown`],
-    /// the final ones.
+    /// Runs `work` on a new thread inside the origin namespace; an error
+    /// when the path has no origin leg.
+    pub fn spawn_in_origin<T, F>(&self, work: F) -> anyhow::Result<JoinHandle<T>>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        spawn_in(self.origin_namespace()?, work)
+    }
+
+    /// The client path's statistics so far, copied by the forwarding
+    /// thread on request (it answers within about 10 ms); after
+    /// [`EmulatedPath::shutdown`], the final ones.
     pub(crate) fn stats(&self) -> LinkStats {
+        self.client_leg.stats()
+    }
+
+    /// The origin leg's statistics so far (up is edge to origin), as
+    /// [`EmulatedPath::shutdown_legs`] gives them at the end; `None`
+    /// without an origin leg. Asking pauses that leg's forwarding while
+    /// its thread copies them: read them at the end of a measurement.
+    pub fn origin_stats(&self) -> Option<LinkStats> {
+        self.origin.as_ref().map(|origin| origin.leg.stats())
+    }
+
+    /// CPU seconds the client path's forwarding thread has used so far,
+    /// read from its CPU clock without asking it: a statistics snapshot
+    /// would pause forwarding while it copies the histograms, and make
+    /// packets late.
+    pub fn forwarder_cpu_s(&self) -> f64 {
+        self.client_leg.cpu_s()
+    }
+
+    /// The same for the origin leg's forwarding thread, a thread of its
+    /// own; `None` without an origin leg.
+    pub fn origin_forwarder_cpu_s(&self) -> Option<f64> {
+        self.origin.as_ref().map(|origin| origin.leg.cpu_s())
+    }
+
+    /// Stops forwarding, removes the namespaces and returns the client
+    /// path's final stats (the origin leg's: [`EmulatedPath::shutdown_legs`]).
+    pub fn shutdown(self) -> anyhow::Result<LinkStats> {
+        Ok(self.shutdown_legs()?.client_leg)
+    }
+
+    /// Stops forwarding on every leg, removes the namespaces and returns
+    /// each leg's final stats.
+    pub fn shutdown_legs(mut self) -> anyhow::Result<PathStats> {
+        self.stop_forwarding();
+        Ok(PathStats {
+            client_leg: self.stats(),
+            origin_leg: self.origin_stats(),
+        })
+    }
+
+    /// Stops and joins the forwarding threads, which leave their final
+    /// statistics (if one panicked, its last copy stays).
+    fn stop_forwarding(&mut self) {
+        self.client_leg.stop();
+        if let Some(origin) = &mut self.origin {
+            origin.leg.stop();
+        }
+    }
+}
+
+impl Leg {
+    /// Starts a thread forwarding between `near` and `far` through
+    /// `config`'s model: up from `near` to `far`, down the other way.
+    fn start(
+        config: &LinkConfig,
+        near: OwnedFd,
+        far: OwnedFd,
+        nat_rebound: Arc<AtomicBool>,
+        thread_name: &str,
+    ) -> anyhow::Result<Leg> {
+        let (near, far) = (Arc::new(near), Arc::new(far));
+        let epoch = Instant::now();
+        let stop = Arc::new(AtomicBool::new(false));
+        let snapshots = Arc::new(Snapshots::default());
+        let lane = |from: &Arc<OwnedFd>, to: &Arc<OwnedFd>, settings, way| {
+            Lane::new(
+                from.clone(),
+                to.clone(),
+                Pipe::new(Direction::new(settings, config.seed, way)),
+                way,
+                nat_rebound.clone(),
+            )
+        };
+        let forwarder = Forwarder {
+            lanes: [
+                lane(&near, &far, &config.up, Way::Up),
+                lane(&far, &near, &config.down, Way::Down),
+            ],
+            snapshots: snapshots.clone(),
+            clock: Clock(epoch),
+            stop: stop.clone(),
+        };
+        let thread = std::thread::Builder::new()
+            .name(thread_name.into())
+            .spawn(move || forwarder.run())?;
+        Ok(Leg {
+            seed: config.seed,
+            snapshots,
+            stop,
+            thread: Some(thread),
+            epoch,
+        })
+    }
+
+    /// The statistics so far (asking the thread), or the final ones once
+    /// it stopped.
+    fn stats(&self) -> LinkStats {
         let snapshot = match self.thread {
             Some(_) => self.snapshots.request(STATS_PATIENCE),
             None => self.snapshots.latest(),
@@ -332,30 +527,21 @@ impl EmulatedPath {
             up: snapshot.up,
             down: snapshot.down,
             forwarder_cpu_s: snapshot.cpu_s,
-            seed: self.config.seed,
+            seed: self.seed,
             elapsed_s: self.epoch.elapsed().as_secs_f64(),
         }
     }
 
-    /// CPU seconds the forwarding thread has used so far, read from its
-    /// CPU clock without asking it: a statistics snapshot would pause
-    /// forwarding while it copies the histograms, and make packets late.
-    pub fn forwarder_cpu_s(&self) -> f64 {
+    /// The thread's CPU seconds, from its CPU clock while it runs.
+    fn cpu_s(&self) -> f64 {
         match &self.thread {
             Some(thread) => thread_cpu_s(thread).unwrap_or(0.0),
             None => self.snapshots.latest().cpu_s,
         }
     }
 
-    /// Stops forwarding, removes the namespaces and returns the final stats.
-    pub fn shutdown(mut self) -> anyhow::Result<LinkStats> {
-        self.stop_forwarding();
-        Ok(self.stats())
-    }
-
-    /// Stops and joins the thread, which leaves its final statistics (if
-    /// it panicked, its last copy stays).
-    fn stop_forwarding(&mut self) {
+    /// Stops and joins the thread.
+    fn stop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
             if thread.join().is_err() {
@@ -410,7 +596,7 @@ fn thread_cpu_s(thread: &JoinHandle<()>) -> Option<f64> {
     use std::os::unix::thread::JoinHandleExt;
     let mut clock: libc::clockid_t = 0;
     // SAFETY: the pthread is alive (joined only on stop, which needs
-    // `&mut self`), and `clock` is a valid out-pointer.
+    // `&mut` of its leg), and `clock` is a valid out-pointer.
     if unsafe { libc::pthread_getcpuclockid(thread.as_pthread_t(), &mut clock) } != 0 {
         return None;
     }

@@ -13,10 +13,13 @@ use nix::sched::{setns, CloneFlags};
 
 use super::{tun, userns};
 
-/// Prefix of every namespace h3lab creates: `h3lab-<pid>-<n>-c|s`.
+/// Prefix of every namespace h3lab creates: `h3lab-<pid>-<n>-c|s|o`.
 pub const PREFIX: &str = "h3lab-";
 /// The TUN device's name inside each namespace.
 pub const DEVICE: &str = "h3lab0";
+/// The server namespace's second TUN device, the edge's end of the origin
+/// leg (see `EmulatedPath::add_origin_leg`).
+pub const ORIGIN_LEG_DEVICE: &str = "h3lab1";
 
 /// Kernel queue of packets the TUN device holds until h3lab reads them.
 /// Drops there would be invisible to the link statistics, so it is deep
@@ -25,11 +28,26 @@ const TX_QUEUE_PACKETS: u32 = 10_000;
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
-/// A fresh, process-unique pair of names (client, server).
-pub fn fresh_names() -> (String, String) {
+/// The names of one path's namespaces: one base, `h3lab-<pid>-<n>`, and
+/// a suffix each, so [`cleanup_stale`] finds all of them by the pid.
+pub struct Names {
+    /// `-c`.
+    pub client: String,
+    /// `-s`.
+    pub server: String,
+    /// `-o`, used only once the path gets an origin leg.
+    pub origin: String,
+}
+
+/// Fresh, process-unique names for a path's namespaces.
+pub fn fresh_names() -> Names {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let base = format!("{PREFIX}{}-{n}", std::process::id());
-    (format!("{base}-c"), format!("{base}-s"))
+    Names {
+        client: format!("{base}-c"),
+        server: format!("{base}-s"),
+        origin: format!("{base}-o"),
+    }
 }
 
 /// A namespace with its TUN device; deleted on drop.
@@ -44,10 +62,14 @@ pub struct Namespace {
 
 /// Loopback up; the TUN device up with `address`/24.
 fn configuration(address: &str) -> String {
+    format!("link set lo up\n{}", device_configuration(DEVICE, address))
+}
+
+/// TUN device `device` up with `address`/24.
+fn device_configuration(device: &str, address: &str) -> String {
     format!(
-        "link set lo up\n\
-         link set {DEVICE} mtu 1500 txqueuelen {TX_QUEUE_PACKETS} up\n\
-         addr add {address}/24 dev {DEVICE}\n"
+        "link set {device} mtu 1500 txqueuelen {TX_QUEUE_PACKETS} up\n\
+         addr add {address}/24 dev {device}\n"
     )
 }
 
@@ -110,7 +132,7 @@ impl Namespace {
         let partial = Deleter(name.to_string());
         let handle = File::open(format!("/run/netns/{name}"))
             .with_context(|| format!("cannot open namespace {name}"))?;
-        let tun = create_tun_inside(&handle)
+        let tun = create_tun_inside(&handle, DEVICE)
             .with_context(|| format!("cannot create TUN device in namespace {name}"))?;
         ip(&["-n", name, "-batch", "-"], Some(&configuration(address)))?;
         std::mem::forget(partial);
@@ -145,6 +167,26 @@ impl Namespace {
             user: Some(handles.user),
             tun: handles.tun,
         })
+    }
+
+    /// Adds a second TUN device, `device`, holding `address`/24 (a subnet
+    /// of its own: its peer is the other end of another link) to this
+    /// namespace. The device lives as long as the returned descriptor.
+    /// Needs root (a named namespace).
+    pub fn add_tun(&self, device: &str, address: &str) -> anyhow::Result<OwnedFd> {
+        let name = &self.name;
+        anyhow::ensure!(
+            self.user.is_none(),
+            "adding a device to namespace {name} needs root (it was made without it)"
+        );
+        let tun = create_tun_inside(&self.handle, device)
+            .with_context(|| format!("cannot create TUN device {device} in namespace {name}"))?;
+        ip(
+            &["-n", name, "-batch", "-"],
+            Some(&device_configuration(device, address)),
+        )
+        .with_context(|| format!("cannot configure TUN device {device} in namespace {name}"))?;
+        Ok(tun)
     }
 
     pub fn name(&self) -> &str {
@@ -189,17 +231,18 @@ fn delete(name: &str) {
 }
 
 /// TUN devices are created in the namespace of the calling thread, so a
-/// short-lived thread enters the namespace, creates it and returns the fd.
-/// IPv6 is turned off on the device so router solicitations and MLD
-/// reports do not cross the emulated link.
-fn create_tun_inside(handle: &File) -> anyhow::Result<OwnedFd> {
+/// short-lived thread enters the namespace, creates TUN device `device`
+/// and returns the fd. IPv6 is turned off on the device so router
+/// solicitations and MLD reports do not cross the emulated link.
+fn create_tun_inside(handle: &File, device: &str) -> anyhow::Result<OwnedFd> {
     let handle = handle.try_clone()?;
+    let device = device.to_string();
     std::thread::spawn(move || -> anyhow::Result<OwnedFd> {
         enter(&handle)?;
-        let fd = tun::open(DEVICE)?;
+        let fd = tun::open(&device)?;
         // Best effort: absent when the kernel has no IPv6.
         let _ = std::fs::write(
-            format!("/proc/sys/net/ipv6/conf/{DEVICE}/disable_ipv6"),
+            format!("/proc/sys/net/ipv6/conf/{device}/disable_ipv6"),
             "1",
         );
         Ok(fd)
@@ -213,6 +256,16 @@ fn create_tun_inside(handle: &File) -> anyhow::Result<OwnedFd> {
 pub fn change_address(name: &str, action: &str, address: &str) -> anyhow::Result<()> {
     let prefix = format!("{address}/24");
     ip(&["-n", name, "addr", action, &prefix, "dev", DEVICE], None)
+}
+
+/// Makes namespace `name` answer every packet to `prefix` (`a.b.c.0/24`)
+/// with "host unreachable", whatever other routes it has (a default route
+/// included: the more specific route wins).
+pub fn block_route(name: &str, prefix: &str) -> anyhow::Result<()> {
+    ip(
+        &["-n", name, "route", "replace", "unreachable", prefix],
+        None,
+    )
 }
 
 /// The `ip` arguments that set the initial congestion window (`initcwnd`)
@@ -291,12 +344,18 @@ mod tests {
 
     #[test]
     fn names_carry_prefix_pid_and_a_counter() {
-        let (client, server) = fresh_names();
-        let (client2, _) = fresh_names();
+        let Names {
+            client,
+            server,
+            origin,
+        } = fresh_names();
+        let client2 = fresh_names().client;
         let pid = std::process::id() as i32;
-        assert!(client.ends_with("-c") && server.ends_with("-s"));
+        assert!(client.ends_with("-c") && server.ends_with("-s") && origin.ends_with("-o"));
+        assert_eq!(client.strip_suffix("-c"), origin.strip_suffix("-o"));
         assert_ne!(client, client2);
         assert_eq!(owner_pid(&client), Some(pid));
+        assert_eq!(owner_pid(&origin), Some(pid));
         assert_eq!(owner_pid("other-123-0-c"), None);
         assert!(is_alive(pid));
     }
