@@ -6,9 +6,11 @@
 #   caddy   h1, h2 and h3 (Go's TLS and HTTP/2, quic-go)
 #   nginx   h1 and h2 (OpenSSL; h3 only where the build has
 #           http_v3_module, which Debian 12's 1.22 lacks)
+#   nginx-h3  h1, h2 and h3: Debian 13's nginx 1.26 (http_v3_module, its
+#           own QUIC on OpenSSL 3.5), from scripts/trixie-servers.sh
 #   ngtcp2  h3 only: Debian's gtlsserver (ngtcp2, nghttp3, GnuTLS)
 #   quiche  h3 only: scripts/quiche-server (Cloudflare's quiche)
-# Usage: scripts/peer-server.sh caddy|nginx|ngtcp2|quiche IP PORT ROOT CERT KEY
+# Usage: scripts/peer-server.sh caddy|nginx|nginx-h3|ngtcp2|quiche IP PORT ROOT CERT KEY
 # In a suite: "scripts/peer-server.sh caddy {ip} {port} {site} {cert} {key}".
 #
 # Settings are each server's defaults (nginx: Debian's sendfile,
@@ -19,7 +21,7 @@
 set -euo pipefail
 
 die() { echo "peer-server: $*" >&2; exit 127; }
-[[ $# -eq 6 ]] || die "usage: $0 caddy|nginx|ngtcp2|quiche IP PORT ROOT CERT KEY"
+[[ $# -eq 6 ]] || die "usage: $0 caddy|nginx|nginx-h3|ngtcp2|quiche IP PORT ROOT CERT KEY"
 name=$1 ip=$2 port=$3 root=$4 cert=$5 key=$6
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -28,8 +30,8 @@ for file in "$cert" "$key"; do
   [[ -r $file ]] || die "cannot read $file"
 done
 
-# H3LAB_CADDY, H3LAB_NGINX and H3LAB_GTLSSERVER name a binary elsewhere,
-# as for the tests.
+# H3LAB_CADDY, H3LAB_NGINX, H3LAB_NGINX_H3 and H3LAB_GTLSSERVER name a
+# binary elsewhere, as for the tests.
 case $name in
   caddy)
     caddy=${H3LAB_CADDY:-$(command -v caddy || true)}
@@ -40,6 +42,11 @@ case $name in
     nginx=${H3LAB_NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
     [[ -x $nginx ]] || die "nginx is not installed: apt-get install nginx"
     ;;
+  nginx-h3)
+    nginx=${H3LAB_NGINX_H3:-/opt/h3lab-ci/trixie/bin/nginx}
+    [[ -x $nginx ]] || die "nginx with HTTP/3 is not installed at $nginx: run scripts/trixie-servers.sh nginx"
+    "$nginx" -V 2>&1 | grep -q http_v3_module || die "$nginx is built without http_v3_module: run scripts/trixie-servers.sh nginx"
+    ;;
   ngtcp2)
     gtlsserver=${H3LAB_GTLSSERVER:-$(command -v gtlsserver || echo /usr/sbin/gtlsserver)}
     [[ -x $gtlsserver ]] || die "ngtcp2's server is not installed: apt-get install ngtcp2-server"
@@ -48,7 +55,7 @@ case $name in
     quiche=$here/quiche-server/target/release/quiche-server
     [[ -x $quiche ]] || die "the quiche server is not built: cargo build --release --manifest-path scripts/quiche-server/Cargo.toml (needs cmake and libclang-dev)"
     ;;
-  *) die "unknown server '$name': caddy, nginx, ngtcp2 or quiche" ;;
+  *) die "unknown server '$name': caddy, nginx, nginx-h3, ngtcp2 or quiche" ;;
 esac
 
 run=${TMPDIR:-/tmp}/h3lab-peer-server/$name-$ip-$port
@@ -79,11 +86,27 @@ https://:$port {
 CADDY
     XDG_DATA_HOME=$run XDG_CONFIG_HOME=$run exec "$caddy" run --adapter caddyfile --config "$run/Caddyfile"
     ;;
-  nginx)
+  nginx|nginx-h3)
+    # HTTP/3 adds only what it needs: a QUIC listener on the same port,
+    # http3 on, and Alt-Svc on every answer. The rest stays nginx's
+    # default: ssl_early_data off (no 0-RTT), quic_gso off, quic_retry off,
+    # quic_bpf off, http3_stream_buffer_size 64k, http3_max_concurrent_streams 128.
     h3=""
-    if "$nginx" -V 2>&1 | grep -q http_v3_module; then
-      h3="listen $ip:$port quic reuseport; add_header Alt-Svc 'h3=\":$port\"';"
+    if [[ $name == nginx-h3 ]] || "$nginx" -V 2>&1 | grep -q http_v3_module; then
+      h3="listen $ip:$port quic reuseport;
+    http3 on;
+    add_header Alt-Svc 'h3=\":$port\"; ma=86400' always;"
     fi
+    # Debian 13's nginx (scripts/trixie-servers.sh) brings its own
+    # mime.types, at DIR/etc/nginx next to its DIR/bin/nginx.
+    mime_types=/etc/nginx/mime.types
+    trixie_mime_types=$(dirname "$nginx")/../etc/nginx/mime.types
+    [[ -r $trixie_mime_types ]] && mime_types=$trixie_mime_types
+    # nginx 1.25.1 and later warn at `listen ... http2`: http2 has a
+    # directive of its own there.
+    listen="listen $ip:$port ssl http2;"
+    [[ $name == nginx-h3 ]] && listen="listen $ip:$port ssl;
+    http2 on;"
     cat > "$run/nginx.conf" <<NGINX
 daemon off;
 worker_processes 1;
@@ -95,10 +118,14 @@ http {
   sendfile on;
   tcp_nopush on;
   client_body_temp_path $run/body;
-  include /etc/nginx/mime.types;
+  proxy_temp_path $run/proxy;
+  fastcgi_temp_path $run/fastcgi;
+  uwsgi_temp_path $run/uwsgi;
+  scgi_temp_path $run/scgi;
+  include $mime_types;
   default_type application/octet-stream;
   server {
-    listen $ip:$port ssl http2;
+    $listen
     $h3
     ssl_protocols TLSv1.3;
     ssl_certificate $cert;

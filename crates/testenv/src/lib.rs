@@ -131,6 +131,29 @@ pub fn nginx() -> Option<PathBuf> {
     ))
 }
 
+/// nginx 1.26 with its own HTTP/3: Debian 13's build, under its own
+/// loader (`scripts/trixie-servers.sh`).
+pub fn nginx_h3() -> Option<PathBuf> {
+    runs(find(
+        "H3LAB_NGINX_H3",
+        &[],
+        &[PathBuf::from("/opt/h3lab-ci/trixie/bin/nginx")],
+        "nginx with HTTP/3 is not set up: run `scripts/trixie-servers.sh nginx` (.ci/run does), \
+         or set H3LAB_NGINX_H3",
+    ))
+}
+
+/// HAProxy 3.0 with its own QUIC: Debian 13's build, as [`nginx_h3`].
+pub fn haproxy() -> Option<PathBuf> {
+    runs(find(
+        "H3LAB_HAPROXY",
+        &[],
+        &[PathBuf::from("/opt/h3lab-ci/trixie/bin/haproxy")],
+        "HAProxy with QUIC is not set up: run `scripts/trixie-servers.sh haproxy` (.ci/run \
+         does), or set H3LAB_HAPROXY",
+    ))
+}
+
 /// ngtcp2's example HTTP/3 server, Debian's `gtlsserver`.
 pub fn gtlsserver() -> Option<PathBuf> {
     runs(find(
