@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use h3lab_dns::{Host, Publish, ZoneConfig};
-use h3lab_harness::{PathDns, SITE_HOST};
+use h3lab_harness::{End, PathDns, SITE_HOST};
 use h3lab_results::bench::{
     CellRecord, CpuUse, HeaderBlocks, InitialWindows, LinkRecord, Metric, Outcome, WireCost,
 };
@@ -24,10 +24,12 @@ use linkem::run::Placement;
 use linkem::{EmulatedPath, LinkSettings};
 
 use crate::client::{self, Aim, ClientRun};
+use crate::edge::EdgeStart;
 use crate::field::FieldTarget;
 use crate::server;
 use crate::spec::CellSpec;
 use crate::suite::{dns_setting, DownloadMetric, Load, RpsMetric, Site, Suite};
+use crate::sweep::Setting;
 use crate::usage;
 
 /// What a run needs besides the suite.
@@ -111,6 +113,20 @@ fn measure(
         }
         (Some(replay), None) => Some(replay.origin_addresses(None)?),
     };
+    let edge = spec
+        .setting
+        .as_ref()
+        .and_then(Setting::edge)
+        .and_then(|name| Some((name, suite.target.edges.get(name)?)));
+    let origin_link = match (edge, &mut path) {
+        (None, _) => None,
+        (Some((_, edge)), Some(path)) => {
+            let settings = crate::profile::origin_settings(suite, edge, seed)?;
+            path.add_origin_leg(settings.build())?;
+            Some(settings)
+        }
+        (Some(_), None) => bail!("an edge needs an emulated path (the suite's check names it)"),
+    };
     let tcp_window = tcp_initial_window(suite, spec, path.as_ref())?;
     let publish = suite.published_dns(&spec.profile)?;
     record.dns = publish.as_ref().map(dns_setting);
@@ -122,6 +138,8 @@ fn measure(
         None => Placement::Loopback,
     };
     let scratch = cell_dir(&ctx.scratch, spec)?;
+    let origin_scratch = scratch.join("origin");
+    std::fs::create_dir_all(&origin_scratch)?;
     let server_start = server::Start {
         placement: &placement,
         exe: &ctx.exe,
@@ -132,8 +150,31 @@ fn measure(
         protocol: spec.protocol,
         setting: spec.setting.as_ref(),
         every_address: replay.is_some(),
+        end: End::Server,
     };
-    let mut server = server::start(suite, &server_start)?;
+    let (mut server, mut origin) = match edge {
+        None => (server::start(suite, &server_start)?, None),
+        Some((name, edge)) => {
+            let target = server::Start {
+                scratch: &origin_scratch,
+                end: End::Origin,
+                protocol: edge.origin_protocol.proto(),
+                ..server_start
+            };
+            let target = server::start(suite, &target)?;
+            let forward = edge.forwarding(matches!(spec.workload.load, Load::Page { .. }));
+            let front = crate::edge::start(&EdgeStart {
+                name,
+                edge,
+                at: &server_start,
+                origin: &target,
+                forward,
+                port: target.addr.port(),
+            })?;
+            let record = crate::edge::record(name, edge, forward, &front);
+            (front, Some((target, record)))
+        }
+    };
     if let (Some(replay), Some(ips), Some(dir)) = (&replay, &origin_ips, &site) {
         let port = server.addr.port();
         let by_dns = publish.is_some();
@@ -148,7 +189,9 @@ fn measure(
         _ => None,
     };
     if server_tuning.is_none() {
-        server_tuning.clone_from(&server.tuning);
+        // The target's: behind an edge, the origin.
+        let target = origin.as_ref().map_or(&server, |(target, _)| target);
+        server_tuning.clone_from(&target.tuning);
     }
     record.initial_windows = Some(InitialWindows {
         tcp_segments: path
@@ -173,12 +216,28 @@ fn measure(
         .metrics
         .map(|addr| h3lab_harness::scrape(&placement, addr))
         .transpose();
+    let origin_metrics = origin.as_ref().and_then(|(target, _)| {
+        let addr = target.metrics?;
+        Some(h3lab_harness::scrape_at(&placement, End::Origin, addr))
+    });
     let server_exit = server.process.stop(Duration::from_secs(5));
     record.cpu.server_s = server_exit.cpu_s;
+    if let Some((target, edge)) = &mut origin {
+        let origin_exit = target.process.stop(Duration::from_secs(5));
+        record.cpu.server_s += origin_exit.cpu_s;
+        edge.origin_metrics = origin_metrics.transpose()?;
+    }
     drop(dns);
     if let (Some(path), Some(settings)) = (path, &settings) {
-        record.link = Some(link_record(path.shutdown()?, settings)?);
+        let legs = path.shutdown_legs()?;
+        record.link = Some(link_record(legs.client_leg, settings)?);
+        if let (Some((_, edge)), Some(stats), Some(link)) =
+            (&mut origin, legs.origin_leg, &origin_link)
+        {
+            edge.origin_link = Some(link_record(stats, link)?);
+        }
     }
+    record.edge = origin.map(|(_, edge)| edge);
     let run = outcome?;
     if let ClientRun::Page { report, .. } = &run {
         check_whole_site(suite, spec, report, &server.authority())?;
@@ -616,6 +675,7 @@ fn empty_record(spec: &CellSpec) -> CellRecord {
         wire: None,
         header_blocks: None,
         replica: spec.replica,
+        edge: None,
     }
 }
 

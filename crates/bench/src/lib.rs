@@ -9,6 +9,7 @@
 
 mod cell;
 mod client;
+mod edge;
 mod environment;
 pub mod field;
 pub mod presets;

@@ -7,7 +7,7 @@ use linkem::config::{
 };
 use linkem::LinkSettings;
 
-use crate::suite::{CustomProfile, Suite};
+use crate::suite::{CustomProfile, Edge, Suite};
 
 impl Suite {
     /// The link settings of profile `name` (built-in or a `[[profile]]`
@@ -34,6 +34,25 @@ pub(crate) fn settings(
         None => linkem::profile(name)?.settings,
     };
     Ok(settings.map(|s| LinkSettings { seed, ..s }))
+}
+
+/// The link of an edge's origin leg, with `seed`: its profile's, or a
+/// round trip alone (no rate limit, no loss).
+pub(crate) fn origin_settings(
+    suite: &Suite,
+    edge: &Edge,
+    seed: u64,
+) -> anyhow::Result<LinkSettings> {
+    match (&edge.origin_profile, &edge.origin_rtt) {
+        (Some(profile), _) => settings(suite, profile, seed)?
+            .with_context(|| format!("the origin profile `{profile}` is not an emulated path")),
+        (None, Some(rtt)) => Ok(LinkSettings {
+            rtt: rtt.0.as_nanos() as u64,
+            seed,
+            ..LinkSettings::default()
+        }),
+        (None, None) => anyhow::bail!("the edge gives no origin leg (the suite's check names it)"),
+    }
 }
 
 fn custom_settings(custom: &CustomProfile) -> anyhow::Result<Option<LinkSettings>> {

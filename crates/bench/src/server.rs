@@ -14,9 +14,10 @@ use h3lab_site::replay::Replay;
 use crate::suite::{Suite, Target};
 use crate::sweep::{quic_initial_window, Setting};
 use h3lab_harness::custom::{self, Custom};
+use h3lab_harness::End;
 use h3lab_server::cli::ServeArgs;
 
-const DEFAULT_PORT: u16 = 443;
+pub(crate) const DEFAULT_PORT: u16 = 443;
 
 /// A running server and how to reach it.
 pub(crate) struct ServerProcess {
@@ -127,6 +128,8 @@ pub(crate) struct Start<'a> {
     /// The swept setting the built-in server runs with (a suite with a
     /// sweep has no `server_cmd`).
     pub(crate) setting: Option<&'a Setting>,
+    /// Where it runs: at the server end, or as the origin behind an edge.
+    pub(crate) end: End,
 }
 
 /// Starts the suite's target where `start.placement` puts servers and waits
@@ -147,7 +150,7 @@ pub(crate) fn start(suite: &Suite, start: &Start<'_>) -> anyhow::Result<ServerPr
     let Some(shell) = shell else {
         return start_builtin(&builtin, &suite.target);
     };
-    let ip = IpAddr::V4(start.placement.server_ip());
+    let ip = IpAddr::V4(start.end.ip(start.placement)?);
     let custom = Custom {
         shell,
         addr: SocketAddr::new(ip, suite.target.port.unwrap_or(DEFAULT_PORT)),
@@ -156,6 +159,7 @@ pub(crate) fn start(suite: &Suite, start: &Start<'_>) -> anyhow::Result<ServerPr
         run_scratch: start.run_scratch,
         cell_scratch: start.scratch,
         protocol: start.protocol,
+        end: start.end,
     };
     let started = custom::start(start.placement, &custom)?;
     Ok(ServerProcess {
@@ -177,6 +181,7 @@ fn start_builtin(start: &Start<'_>, target: &Target) -> anyhow::Result<ServerPro
         site,
         setting,
         every_address,
+        end,
         ..
     } = *start;
     // On loopback other programs own ports: let the server pick one.
@@ -199,10 +204,10 @@ fn start_builtin(start: &Start<'_>, target: &Target) -> anyhow::Result<ServerPro
     }
     let ip = match every_address {
         true => IpAddr::from([0, 0, 0, 0]),
-        false => IpAddr::V4(placement.server_ip()),
+        false => IpAddr::V4(end.ip(placement)?),
     };
     let listen = SocketAddr::new(ip, port);
-    let server = h3lab_harness::start_builtin_on(placement, exe, listen, &cert, &serve)?;
+    let server = h3lab_harness::start_builtin_at(placement, end, exe, listen, &cert, &serve)?;
     Ok(ServerProcess {
         process: server.process,
         addr: server.addr,

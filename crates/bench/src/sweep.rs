@@ -12,6 +12,8 @@ use h3lab_results::{QuicCongestion, TcpCongestion};
 use h3lab_server::cli::{RecordSizing, ServeArgs, StreamOrder, Switch};
 use serde::{Deserialize, Deserializer};
 
+use crate::suite::DIRECT;
+
 /// A tunable of the built-in server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Tunable {
@@ -43,12 +45,15 @@ pub(crate) enum Tunable {
     /// Which server answers: `builtin` (h3lab serve) or a name from
     /// `[target.servers]`; checked against the suite.
     Server,
+    /// Which edge stands in front of the target: `direct` (none) or a
+    /// name from `[target.edges]`; checked against the suite.
+    Edge,
 }
 
 /// The `server` sweep's value for the built-in server.
 pub(crate) const BUILTIN_SERVER: &str = "builtin";
 
-const TUNABLES: [(Tunable, &str); 21] = [
+const TUNABLES: [(Tunable, &str); 22] = [
     (Tunable::Cc, "cc"),
     (Tunable::QuicCc, "quic_cc"),
     (Tunable::TcpCc, "tcp_cc"),
@@ -70,6 +75,7 @@ const TUNABLES: [(Tunable, &str); 21] = [
     (Tunable::H2SendBuffer, "h2_send_buffer"),
     (Tunable::H2StreamOrder, "h2_stream_order"),
     (Tunable::Server, "server"),
+    (Tunable::Edge, "edge"),
 ];
 
 impl Tunable {
@@ -123,6 +129,7 @@ impl Tunable {
             Tunable::H2SendBuffer => Setting::H2SendBuffer(value.bytes()?),
             Tunable::H2StreamOrder => Setting::H2StreamOrder(value.flag_word()?),
             Tunable::Server => Setting::Server(value.server_name()?),
+            Tunable::Edge => Setting::Edge(value.edge_name()?),
         })
     }
 }
@@ -224,6 +231,17 @@ impl Value<'_> {
         }
         Ok(self.text.to_string())
     }
+
+    /// `direct` or a key of `[target.edges]`, which the suite checks.
+    fn edge_name(&self) -> Result<String, String> {
+        if self.text.is_empty() || self.text.contains(char::is_whitespace) {
+            return Err(format!(
+                "[sweep] `{}` is not an edge name; use `{DIRECT}` or a key of [target.edges]",
+                self.text
+            ));
+        }
+        Ok(self.text.to_string())
+    }
 }
 
 /// The built-in server's QUIC initial window, in bytes, of `packets`
@@ -266,6 +284,8 @@ pub(crate) enum Setting {
     H2StreamOrder(StreamOrder),
     /// A name from `[target.servers]`, or `builtin`.
     Server(String),
+    /// A name from `[target.edges]`, or `direct`.
+    Edge(String),
 }
 
 impl Setting {
@@ -293,6 +313,7 @@ impl Setting {
             Setting::H2SendBuffer(_) => Tunable::H2SendBuffer,
             Setting::H2StreamOrder(_) => Tunable::H2StreamOrder,
             Setting::Server(_) => Tunable::Server,
+            Setting::Edge(_) => Tunable::Edge,
         }
     }
 
@@ -318,7 +339,7 @@ impl Setting {
             Setting::QuicStreamOrder(order) | Setting::H2StreamOrder(order) => value_word(*order),
             Setting::Gso(gso) => value_word(*gso),
             Setting::TlsRecords(records) => value_word(*records),
-            Setting::Server(name) => name.clone(),
+            Setting::Server(name) | Setting::Edge(name) => name.clone(),
         }
     }
 
@@ -346,8 +367,17 @@ impl Setting {
         }
     }
 
+    /// The edge's name, for an `edge` sweep's value other than `direct`.
+    pub(crate) fn edge(&self) -> Option<&str> {
+        match self {
+            Setting::Edge(name) if name != DIRECT => Some(name),
+            _ => None,
+        }
+    }
+
     /// Sets it on the built-in server's flags (nothing for `server`,
-    /// which picks the server instead). A field's own check (such as
+    /// which picks the server instead, nor for `edge`, which puts one in
+    /// front of it). A field's own check (such as
     /// `--threads`' range) is the server's, when it starts.
     pub(crate) fn apply(&self, serve: &mut ServeArgs) {
         match self {
@@ -380,7 +410,7 @@ impl Setting {
             Setting::H2ConnectionWindow(bytes) => serve.h2_connection_window = *bytes,
             Setting::H2SendBuffer(bytes) => serve.h2_send_buffer = *bytes,
             Setting::H2StreamOrder(order) => serve.h2_stream_order = *order,
-            Setting::Server(_) => {}
+            Setting::Server(_) | Setting::Edge(_) => {}
         }
     }
 }
@@ -592,7 +622,8 @@ mod tests {
             let samples = match words(tunable) {
                 words if words.len() > 1 => words,
                 _ if tunable == Tunable::QuicMaxAckDelay => vec!["5ms".to_string()],
-                _ if tunable == Tunable::Server => vec![],
+                // These pick the server, or put one in front of it.
+                _ if matches!(tunable, Tunable::Server | Tunable::Edge) => vec![],
                 _ => vec!["3".to_string()],
             };
             for value in samples {

@@ -1053,3 +1053,150 @@ duration = "300ms"
         stderr(&refused)
     );
 }
+
+/// Requests the built-in origin behind an edge answered over `protocol`.
+fn origin_requests(cell: &h3lab_results::bench::CellRecord, protocol: &str) -> f64 {
+    let edge = cell.edge.as_ref().expect("an edge cell records its edge");
+    let metrics = edge
+        .origin_metrics
+        .as_ref()
+        .expect("the built-in origin's metrics");
+    let prefix = format!("h3lab_http_requests_total{{protocol=\"{protocol}\"");
+    metrics
+        .iter()
+        .filter(|(name, _)| name.starts_with(&prefix))
+        .map(|(_, count)| count)
+        .sum()
+}
+
+#[test]
+fn an_edge_forwards_to_an_origin_behind_a_link_of_its_own() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let Some(nginx) = h3lab_testenv::nginx_h3() else {
+        return;
+    };
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("edge");
+    let suite = r#"
+name = "edge"
+protocols = ["h2", "h3"]
+profiles = ["near"]
+repetitions = 1
+seed = 3
+[[profile]]
+name = "near"
+rtt = "20ms"
+down = "100mbit"
+up = "100mbit"
+loss = "0%"
+[target]
+port = 8443
+[target.edges.h3lab]
+server = "h3lab"
+origin_rtt = "40ms"
+[target.edges.nginx]
+server = "nginx"
+origin_protocol = "h1"
+origin_rtt = "40ms"
+[sweep]
+tunable = "edge"
+values = ["direct", "h3lab", "nginx"]
+[[workload]]
+kind = "ttfb"
+name = "first-byte"
+modes = ["cold"]
+samples = 5
+[[workload]]
+kind = "rps"
+name = "api"
+size = "1KB"
+connections = 1
+duration = "500ms"
+[[workload]]
+kind = "page"
+name = "small-page"
+site = "small"
+loads = 2
+"#;
+    let file = out.with_extension("toml");
+    std::fs::write(&file, suite).unwrap();
+    let child = std::process::Command::new(EXE)
+        .args([
+            "bench",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("H3LAB_NGINX_H3", &nginx)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "bench failed: {}", stderr(&output));
+    assert!(!common::namespaces_left(pid), "namespaces left behind");
+    let results = results(&out);
+    let site = h3lab_site::plan(h3lab_site::Shape::Small, 3);
+    let documents = site
+        .files
+        .iter()
+        .filter(|f| f.path.ends_with(".html"))
+        .count() as f64;
+    let cell = |workload: &str, edge: &str, protocol| {
+        let label = format!("{workload} [edge={edge}]");
+        results
+            .cells
+            .iter()
+            .find(|c| c.workload == label && c.protocol == protocol)
+            .unwrap_or_else(|| panic!("no {label} {protocol} cell"))
+    };
+    for protocol in [Proto::H2, Proto::H3] {
+        for (edge, over, other) in [("h3lab", "h2", "h1"), ("nginx", "h1", "h2")] {
+            let ttfb = cell("first-byte", edge, protocol);
+            let record = ttfb.edge.as_ref().expect("recorded");
+            assert_eq!(record.origin_protocol.name(), over, "{edge}");
+            let origin_link = record.origin_link.as_ref().expect("the origin leg's link");
+            assert!(
+                origin_link.up.packets_in > 0,
+                "{edge}: nothing crossed the origin leg"
+            );
+            for workload in ["first-byte", "api", "small-page"] {
+                let cell = cell(workload, edge, protocol);
+                assert_eq!(cell.outcome, Outcome::Ok, "{cell:?}");
+                if edge == "h3lab" {
+                    let forwarded = origin_requests(cell, over);
+                    assert_eq!(origin_requests(cell, other), 0.0, "{workload} {protocol}");
+                    assert_eq!(origin_requests(cell, "h3"), 0.0, "{workload} {protocol}");
+                    match workload {
+                        "small-page" => assert_eq!(forwarded, 2.0 * documents, "{protocol}"),
+                        _ => assert!(
+                            forwarded >= cell.requests as f64 && cell.requests > 0,
+                            "{workload} {protocol}: the origin answered {forwarded} of the \
+                             client's {} requests",
+                            cell.requests
+                        ),
+                    }
+                }
+            }
+            let direct = median_ttfb_of(cell("first-byte", "direct", protocol));
+            let through = median_ttfb_of(ttfb);
+            let grown = through - direct;
+            assert!(
+                (grown - 40.0).abs() <= 10.0,
+                "{protocol} through {edge}: first byte {through:.1} ms against {direct:.1} ms \
+                 direct, {grown:.1} ms more, expected the origin leg's 40 ms ± 25 %"
+            );
+        }
+    }
+}
+
+fn median_ttfb_of(cell: &h3lab_results::bench::CellRecord) -> f64 {
+    let mut samples = cell.metric.samples.clone();
+    assert!(samples.len() >= 3, "{cell:?}");
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}

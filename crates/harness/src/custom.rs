@@ -10,8 +10,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use h3lab_results::Proto;
-use linkem::run::{Placement, Side};
+use linkem::run::Placement;
 use linkem::supervise::{Group, Supervised};
+
+use crate::End;
 
 /// How long a server may take to start listening.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
@@ -35,6 +37,8 @@ pub struct Custom<'a> {
     /// The cell's protocol: the server is ready once it listens on the
     /// transport this protocol uses.
     pub protocol: Proto,
+    /// Where it runs: the server end, or the origin behind an edge.
+    pub end: End,
 }
 
 /// A started server command.
@@ -59,7 +63,7 @@ pub fn start(placement: &Placement<'_>, custom: &Custom<'_>) -> anyhow::Result<S
     if let Placement::Loopback = placement {
         check_free(addr)?;
     }
-    let mut command = placement.command(Side::Server, "sh");
+    let mut command = custom.end.command(placement, "sh")?;
     command
         .stdin(Stdio::null())
         .arg("-c")
@@ -72,13 +76,15 @@ pub fn start(placement: &Placement<'_>, custom: &Custom<'_>) -> anyhow::Result<S
     // In a process group of its own, so that a terminal's Ctrl-C reaches
     // only h3lab, which then stops the whole group (nginx's workers too).
     let mut process = Supervised::spawn(command, Group::Own, &format!("server command `{shell}`"))?;
-    wait_until_listening(placement, addr, custom.protocol, &mut process).map_err(|err| {
-        process.stop(Duration::from_secs(1));
-        anyhow!(
-            "server command `{shell}` did not start: {err}{}",
-            process.last_stderr_line()
-        )
-    })?;
+    wait_until_listening(placement, custom.end, addr, custom.protocol, &mut process).map_err(
+        |err| {
+            process.stop(Duration::from_secs(1));
+            anyhow!(
+                "server command `{shell}` did not start: {err}{}",
+                process.last_stderr_line()
+            )
+        },
+    )?;
     Ok(Started { process, cert })
 }
 
@@ -222,6 +228,7 @@ fn check_free(addr: SocketAddr) -> anyhow::Result<()> {
 /// connection, and an h3-only server (ngtcp2, quiche) needs no TCP port.
 fn wait_until_listening(
     placement: &Placement<'_>,
+    end: End,
     addr: SocketAddr,
     protocol: Proto,
     process: &mut Supervised,
@@ -233,7 +240,7 @@ fn wait_until_listening(
         }
         let listening = match protocol {
             Proto::H3 => udp_bound(process.id(), addr.port()),
-            Proto::H1 | Proto::H2 | Proto::Auto => connects(placement, addr)?,
+            Proto::H1 | Proto::H2 | Proto::Auto => connects(placement, end, addr)?,
         };
         if listening {
             return Ok(());
@@ -250,12 +257,10 @@ fn wait_until_listening(
     )
 }
 
-fn connects(placement: &Placement<'_>, addr: SocketAddr) -> anyhow::Result<bool> {
+/// Whether `addr` takes a TCP connection from where the server's peers are.
+fn connects(placement: &Placement<'_>, end: End, addr: SocketAddr) -> anyhow::Result<bool> {
     let attempt = move || TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok();
-    match placement {
-        Placement::Emulated(path) => Ok(path.spawn_in_client(attempt)?.join().unwrap_or(false)),
-        Placement::Loopback => Ok(attempt()),
-    }
+    Ok(end.run_beside(placement, attempt).unwrap_or(false))
 }
 
 /// Whether a UDP socket on `port` exists in the network namespace of
@@ -295,6 +300,7 @@ mod tests {
             run_scratch: scratch.path(),
             cell_scratch: scratch.path(),
             protocol: Proto::H2,
+            end: End::Server,
         };
         let squatter = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = squatter.local_addr().unwrap();
@@ -328,6 +334,7 @@ mod tests {
             run_scratch: scratch.path(),
             cell_scratch: scratch.path(),
             protocol: Proto::H3,
+            end: End::Server,
         };
         let (shell, cert) = expand(&custom).unwrap();
         let words: Vec<&str> = shell.split(' ').collect();

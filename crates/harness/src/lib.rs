@@ -15,9 +15,11 @@
 
 pub mod custom;
 mod dns;
+mod end;
 mod scrape;
 mod start;
 
 pub use dns::{PathDns, SITE_HOST};
-pub use scrape::scrape;
-pub use start::{start_builtin, start_builtin_on, BuiltinServer};
+pub use end::End;
+pub use scrape::{scrape, scrape_at};
+pub use start::{start_builtin, start_builtin_at, start_builtin_on, BuiltinServer};

@@ -10,6 +10,8 @@ use anyhow::{bail, Context};
 use h3lab_results::server_output::metric_samples;
 use linkem::run::Placement;
 
+use crate::End;
+
 const TIMEOUT: Duration = Duration::from_secs(5);
 
 /// `GET /metrics` from the server's side of the path (its own loopback), as
@@ -18,13 +20,17 @@ pub fn scrape(
     placement: &Placement<'_>,
     addr: SocketAddr,
 ) -> anyhow::Result<BTreeMap<String, f64>> {
-    let text = match placement {
-        Placement::Emulated(path) => path
-            .spawn_in_server(move || get_metrics(addr))?
-            .join()
-            .map_err(|_| anyhow::anyhow!("the metrics scrape panicked"))??,
-        Placement::Loopback => get_metrics(addr)?,
-    };
+    scrape_at(placement, End::Server, addr)
+}
+
+/// [`scrape`] of a server at `end` (an origin behind an edge, on its own
+/// loopback).
+pub fn scrape_at(
+    placement: &Placement<'_>,
+    end: End,
+    addr: SocketAddr,
+) -> anyhow::Result<BTreeMap<String, f64>> {
+    let text = end.run_at(placement, move || get_metrics(addr))??;
     Ok(metric_samples(&text))
 }
 

@@ -12,7 +12,9 @@ use anyhow::{anyhow, Context};
 use h3lab_results::flags::CommandFlags;
 use h3lab_results::server_output::BannerLine;
 use h3lab_server::cli::ServeArgs;
-use linkem::run::{Placement, Side};
+
+use crate::End;
+use linkem::run::Placement;
 use linkem::supervise::{Group, Supervised};
 
 /// How long the server may take to print its `listening:` line.
@@ -57,14 +59,26 @@ pub fn start_builtin_on(
     cert: &Path,
     serve: &ServeArgs,
 ) -> anyhow::Result<BuiltinServer> {
-    let ip = IpAddr::V4(placement.server_ip());
+    start_builtin_at(placement, End::Server, exe, listen, cert, serve)
+}
+
+/// [`start_builtin_on`] at `end`: the origin behind an edge too.
+pub fn start_builtin_at(
+    placement: &Placement<'_>,
+    end: End,
+    exe: &Path,
+    listen: SocketAddr,
+    cert: &Path,
+    serve: &ServeArgs,
+) -> anyhow::Result<BuiltinServer> {
+    let ip = IpAddr::V4(end.ip(placement)?);
     let mut serve = serve.clone();
     serve.listen = listen;
     serve.sans.push(ip.to_string());
     serve.sans.push(crate::SITE_HOST.to_string());
     serve.write_cert = Some(cert.to_path_buf());
     serve.metrics = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
-    let mut command = placement.command(Side::Server, exe);
+    let mut command = end.command(placement, exe)?;
     command
         .args(serve.command_args())
         .stdin(Stdio::null())

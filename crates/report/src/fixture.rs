@@ -187,6 +187,7 @@ pub(crate) fn rps_record(
         wire: None,
         header_blocks: None,
         replica: None,
+        edge: None,
     }
 }
 

@@ -678,6 +678,7 @@ fn record(
         wire: None,
         header_blocks: None,
         replica: None,
+        edge: None,
     }
 }
 

@@ -175,6 +175,33 @@ pub struct ClaimSweep {
     pub baseline: String,
 }
 
+/// The topology of a cell with an edge: the edge, how it reached the
+/// origin, and the origin's leg.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EdgeRecord {
+    /// The edge's name in the suite (`[target.edges.NAME]`).
+    pub name: String,
+    /// Which server it was: `h3lab`, `nginx`, `haproxy` or `caddy`.
+    pub server: String,
+    /// Its version, where h3lab can read it; `null` when it cannot.
+    pub version: Option<String>,
+    /// The protocol from the edge to the origin (`h1` or `h2`).
+    pub origin_protocol: Proto,
+    /// Which requests it forwarded: `all` or `documents`.
+    pub forward: String,
+    /// The built-in edge's `tuning:` lines (upstream settings included);
+    /// empty for the other servers, whose settings docs/edge.md lists.
+    #[serde(default)]
+    pub settings: std::collections::BTreeMap<String, String>,
+    /// The edge–origin link: its statistics and settings (up is edge to
+    /// origin).
+    pub origin_link: Option<LinkRecord>,
+    /// The built-in origin's Prometheus metrics (as `server_metrics`);
+    /// `None` for an origin a command started.
+    #[serde(default)]
+    pub origin_metrics: Option<std::collections::BTreeMap<String, f64>>,
+}
+
 /// A `[sweep]` value a cell's server ran with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SweptSetting {
@@ -275,6 +302,11 @@ pub struct CellRecord {
     /// identical runs this is; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica: Option<Replica>,
+    /// The edge the client reached, in front of the target (the origin),
+    /// in a cell of an `edge` sweep; absent when the client reached the
+    /// target itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edge: Option<EdgeRecord>,
 }
 
 /// One of the two identical runs of a cell in an A/A run: same protocol,

@@ -6,7 +6,7 @@ use h3lab_results::{Proto, Visit};
 
 use super::published::PublishedFigure;
 use super::workload::{Load, Site};
-use super::Suite;
+use super::{Suite, DIRECT};
 use crate::sweep::{Setting, Sweep, Tunable, BUILTIN_SERVER};
 
 impl Suite {
@@ -206,6 +206,14 @@ impl Suite {
                 self.name
             );
         }
+        let sweeps_edge = self.sweep.as_ref().map(|s| s.tunable) == Some(Tunable::Edge);
+        if !self.target.edges.is_empty() && !sweeps_edge {
+            anyhow::bail!(
+                "suite `{}`: [target.edges] names edges for an `edge` sweep; add \
+                 [sweep] tunable = \"edge\" with their names (and `{DIRECT}`) as `values`, or remove it",
+                self.name
+            );
+        }
         let Some(sweep) = &self.sweep else {
             return Ok(());
         };
@@ -224,6 +232,8 @@ impl Suite {
         }
         if sweep.tunable == Tunable::Server {
             self.check_server_sweep(sweep)?;
+        } else if sweep.tunable == Tunable::Edge {
+            self.check_edge_sweep(sweep)?;
         } else if let Some(command) = &self.target.server_cmd {
             anyhow::bail!(
                 "suite `{}`: [sweep] sets flags of the built-in server, but [target] runs `{command}`; \
@@ -296,6 +306,64 @@ impl Suite {
         }
         for server in names().filter_map(|v| self.target.servers.get(v)) {
             self.check_pages_on(server.command())?;
+        }
+        Ok(())
+    }
+
+    /// An `edge` sweep names edges the suite defines, each able to do what
+    /// the suite asks of it, on emulated paths (the origin's leg is one of
+    /// its own, emulated likewise) and generated sites.
+    fn check_edge_sweep(&self, sweep: &Sweep) -> anyhow::Result<()> {
+        let names = || sweep.values.iter().filter_map(Setting::edge);
+        if let Some(unknown) = names().find(|v| !self.target.edges.contains_key(*v)) {
+            anyhow::bail!(
+                "suite `{}`: [sweep] names edge `{unknown}`, which is neither `{DIRECT}` nor a key \
+                 of [target.edges]",
+                self.name
+            );
+        }
+        let has_pages = self
+            .workloads
+            .iter()
+            .any(|w| matches!(w.load, Load::Page { .. }));
+        for (name, edge) in &self.target.edges {
+            edge.check(name, has_pages)?;
+            if let Some(profile) = &edge.origin_profile {
+                anyhow::ensure!(
+                    self.link_settings(profile)?.is_some(),
+                    "suite `{}`: [target.edges.{name}] origin_profile `{profile}` is not an \
+                 emulated path; name one such as broadband, or give origin_rtt",
+                    self.name
+                );
+            }
+        }
+        if !self.target.url.is_empty() {
+            anyhow::bail!(
+                "suite `{}`: an `edge` sweep starts the edge and the origin itself, and a field \
+                 run measures servers h3lab does not start; remove [target] url or the sweep",
+                self.name
+            );
+        }
+        for profile in &self.profiles {
+            anyhow::ensure!(
+                self.link_settings(profile)?.is_some(),
+                "suite `{}`: an `edge` sweep needs emulated paths (the origin sits behind a link \
+                 of its own), and profile `{profile}` is none; use one such as broadband",
+                self.name
+            );
+        }
+        for workload in &self.workloads {
+            if let Load::Page {
+                site: Site::Har(_), ..
+            } = &workload.load
+            {
+                anyhow::bail!(
+                    "suite `{}`: page workload `{}` replays a HAR, whose origins an edge does not \
+                 stand in front of yet; move it to a suite without the `edge` sweep",
+                    self.name,
+                    workload.name()
+                );
+            }
         }
         Ok(())
     }
@@ -496,5 +564,56 @@ mod tests {
         );
         let err = error_of(&format!("{MINIMAL}{with_cmd}{sweep}"));
         assert!(err.contains("cannot also have `server_cmd`"), "{err}");
+    }
+
+    #[test]
+    fn an_edge_sweep_names_edges_that_can_do_what_the_suite_asks() {
+        let edges = "\n[target.edges.far]\nserver = \"h3lab\"\norigin_rtt = \"80ms\"\n";
+        let sweep = "\n[sweep]\ntunable = \"edge\"\nvalues = [\"direct\", \"far\"]\n";
+        let ok = format!("{PAGE}{edges}{sweep}");
+        assert!(Suite::from_toml(&ok).is_ok(), "{}", error_of(&ok));
+        let err = error_of(&format!("{PAGE}{edges}"));
+        assert!(
+            err.contains("[target.edges] names edges for an `edge` sweep"),
+            "{err}"
+        );
+        let err = error_of(&ok.replace("\"direct\", \"far\"", "\"direct\", \"near\""));
+        assert!(
+            err.contains("names edge `near`, which is neither `direct`"),
+            "{err}"
+        );
+        let nginx = ok.replace("server = \"h3lab\"", "server = \"nginx\"");
+        let err = error_of(&nginx);
+        assert!(
+            err.contains("nginx cannot speak h2 to its origin (it speaks h1)")
+                && err.contains("origin_protocol = \"h1\""),
+            "{err}"
+        );
+        let haproxy = ok.replace("server = \"h3lab\"", "server = \"haproxy\"");
+        let err = error_of(&haproxy);
+        assert!(
+            err.contains("haproxy cannot serve the site's files itself"),
+            "{err}"
+        );
+        assert!(
+            Suite::from_toml(&haproxy.replace("origin_rtt", "forward = \"all\"\norigin_rtt"))
+                .is_ok()
+        );
+        let err = error_of(&ok.replace("origin_rtt = \"80ms\"", ""));
+        assert!(
+            err.contains("origin_rtt = \"80ms\" or as origin_profile"),
+            "{err}"
+        );
+        let err = error_of(&ok.replace("origin_rtt", "origin_profile = \"loopback\"\norigin_rtt"));
+        assert!(err.contains("one of the two"), "{err}");
+        let err = error_of(&ok.replace("origin_rtt = \"80ms\"", "origin_profile = \"loopback\""));
+        assert!(
+            err.contains("origin_profile `loopback` is not an emulated path"),
+            "{err}"
+        );
+        let err = error_of(&ok.replace("[\"broadband\"]", "[\"loopback\"]"));
+        assert!(err.contains("profile `loopback` is none"), "{err}");
+        let err = error_of(&ok.replace("server = \"h3lab\"", "server = \"envoy\""));
+        assert!(err.contains("unknown variant `envoy`"), "{err}");
     }
 }

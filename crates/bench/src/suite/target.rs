@@ -49,6 +49,10 @@ pub(crate) struct Target {
     /// Named server commands (as `server_cmd`) for a `server` sweep.
     #[serde(default)]
     pub(crate) servers: BTreeMap<String, ServerCommand>,
+    /// Named edges (reverse proxies) in front of the target, for an
+    /// `edge` sweep.
+    #[serde(default)]
+    pub(crate) edges: BTreeMap<String, super::Edge>,
     /// The built-in server's QUIC congestion controller: `auto` (default:
     /// the family of the kernel's TCP controller, so h2 and h3 run the same
     /// congestion control), `cubic`, `newreno` or `bbr`.
@@ -126,6 +130,7 @@ impl Default for Target {
             server_cmd: None,
             port: None,
             servers: Default::default(),
+            edges: Default::default(),
             quic_cc: follow_tcp(),
             initial_window: None,
         }

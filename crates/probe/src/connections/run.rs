@@ -181,6 +181,7 @@ impl ProbedServer {
                 run_scratch: scratch,
                 cell_scratch: scratch,
                 protocol,
+                end: h3lab_harness::End::Server,
             },
         )?;
         let Some(cert) = started.cert else {
