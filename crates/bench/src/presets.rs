@@ -5,7 +5,8 @@
 //! `servers` compares h3lab serve with Caddy and nginx; `udp-blocked` shows
 //! what turning h3 on costs users whose network blocks or throttles UDP;
 //! `costs` checks the write-ups' claims about bytes, header compression
-//! and CPU per request;
+//! and CPU per request; `edge` puts nginx, Caddy and h3lab serve in front
+//! of the origin, which sits behind a link of its own;
 //! `field` measures a deployed site over the real path (`--url`).
 
 use anyhow::Context;
@@ -23,6 +24,7 @@ const PRESETS: &[(&str, &str)] = &[
     ("study-e", include_str!("../presets/study-e.toml")),
     ("node", include_str!("../presets/node.toml")),
     ("servers", include_str!("../presets/servers.toml")),
+    ("edge", include_str!("../presets/edge.toml")),
     ("udp-blocked", include_str!("../presets/udp-blocked.toml")),
     ("costs", include_str!("../presets/costs.toml")),
     ("field", include_str!("../presets/field.toml")),

@@ -893,7 +893,7 @@ fn unknown_preset_lists_the_real_ones() {
         .unwrap();
     let text = String::from_utf8_lossy(&list.stdout);
     for name in [
-        "default", "study-a", "study-b", "study-c", "study-d", "study-e", "node", "servers",
+        "default", "study-a", "study-b", "study-c", "study-d", "study-e", "node", "servers", "edge",
     ] {
         assert!(text.contains(name), "--list misses {name}:\n{text}");
     }
