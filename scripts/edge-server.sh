@@ -38,6 +38,42 @@ set -euo pipefail
 
 die() { echo "edge-server: $*" >&2; exit 127; }
 refuse() { echo "edge-server: $*" >&2; exit 2; }
+# Sets $nginx, $haproxy or $caddy to the server's binary, or dies naming
+# how to install it.
+find_server() {
+  case $1 in
+    nginx)
+      nginx=${H3LAB_NGINX_H3:-/opt/h3lab-ci/trixie/bin/nginx}
+      [[ -x $nginx ]] || die "nginx with HTTP/3 is not installed at $nginx: run scripts/trixie-servers.sh nginx"
+      "$nginx" -V 2>&1 | grep -q http_v3_module || die "$nginx is built without http_v3_module: run scripts/trixie-servers.sh nginx"
+      ;;
+    haproxy)
+      haproxy=${H3LAB_HAPROXY:-/opt/h3lab-ci/trixie/bin/haproxy}
+      [[ -x $haproxy ]] || die "HAProxy with QUIC is not installed at $haproxy: run scripts/trixie-servers.sh haproxy"
+      "$haproxy" -vv 2>&1 | grep -q -- '+QUIC' || die "$haproxy is built without QUIC: run scripts/trixie-servers.sh haproxy"
+      ;;
+    caddy)
+      caddy=${H3LAB_CADDY:-$(command -v caddy || true)}
+      [[ -n $caddy ]] || { [[ -x $(go env GOPATH 2>/dev/null)/bin/caddy ]] && caddy=$(go env GOPATH)/bin/caddy; } || true
+      [[ -n $caddy ]] || die "caddy is not installed: go install github.com/caddyserver/caddy/v2/cmd/caddy@v2.11.9"
+      ;;
+    *) die "unknown edge server '$1': nginx, haproxy or caddy" ;;
+  esac
+}
+
+# `--version NAME` prints the server's name and version (nginx/1.26.3),
+# which a cell records.
+if [[ ${1:-} == --version && $# -eq 2 ]]; then
+  find_server "$2"
+  case $2 in
+    nginx) "$nginx" -v 2>&1 | sed -n 's/^nginx version: //p' ;;
+    haproxy) "$haproxy" -v | sed -n '1s/^HAProxy version \([^ ]*\).*/haproxy\/\1/p' ;;
+    # A `go install`ed Caddy says `unknown` to `version`; its module's
+    # version is in its build information.
+    caddy) "$caddy" build-info | awk '$1 == "mod" && $2 == "github.com/caddyserver/caddy/v2" { print "caddy/" $3 }' ;;
+  esac
+  exit 0
+fi
 usage="usage: $0 nginx|haproxy|caddy IP PORT SITE CERT KEY ORIGIN_IP ORIGIN_PORT h1|h2 all|documents"
 [[ $# -eq 10 ]] || die "$usage"
 name=$1 ip=$2 port=$3 site=$4 cert=$5 key=$6 origin_ip=$7 origin_port=$8 origin_proto=$9 forward=${10}
@@ -82,23 +118,7 @@ hostport() { if [[ $1 == *:* ]]; then echo "[$1]:$2"; else echo "$1:$2"; fi; }
 listen=$(hostport "$ip" "$port")
 origin=$(hostport "$origin_ip" "$origin_port")
 
-case $name in
-  nginx)
-    nginx=${H3LAB_NGINX_H3:-/opt/h3lab-ci/trixie/bin/nginx}
-    [[ -x $nginx ]] || die "nginx with HTTP/3 is not installed at $nginx: run scripts/trixie-servers.sh nginx"
-    "$nginx" -V 2>&1 | grep -q http_v3_module || die "$nginx is built without http_v3_module: run scripts/trixie-servers.sh nginx"
-    ;;
-  haproxy)
-    haproxy=${H3LAB_HAPROXY:-/opt/h3lab-ci/trixie/bin/haproxy}
-    [[ -x $haproxy ]] || die "HAProxy with QUIC is not installed at $haproxy: run scripts/trixie-servers.sh haproxy"
-    "$haproxy" -vv 2>&1 | grep -q -- '+QUIC' || die "$haproxy is built without QUIC: run scripts/trixie-servers.sh haproxy"
-    ;;
-  caddy)
-    caddy=${H3LAB_CADDY:-$(command -v caddy || true)}
-    [[ -n $caddy ]] || { [[ -x $(go env GOPATH 2>/dev/null)/bin/caddy ]] && caddy=$(go env GOPATH)/bin/caddy; } || true
-    [[ -n $caddy ]] || die "caddy is not installed: go install github.com/caddyserver/caddy/v2/cmd/caddy@v2.11.9"
-    ;;
-esac
+find_server "$name"
 
 run=${TMPDIR:-/tmp}/h3lab-edge-server/$name-$ip-$port
 mkdir -p "$run"

@@ -171,7 +171,7 @@ fn measure(
                 forward,
                 port: target.addr.port(),
             })?;
-            let record = crate::edge::record(name, edge, forward, &front);
+            let record = crate::edge::record(name, edge, forward, &front, &ctx.scratch);
             (front, Some((target, record)))
         }
     };

@@ -6,6 +6,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use anyhow::Context;
 use h3lab_harness::custom::{self, Custom};
@@ -74,15 +75,7 @@ fn start_builtin(start: &EdgeStart<'_>, listen: SocketAddr) -> anyhow::Result<Se
         &cert,
         &serve,
     )?;
-    Ok(ServerProcess {
-        process: server.process,
-        addr: server.addr,
-        cert: Some(cert),
-        tuning: Some(server.tuning),
-        metrics: server.metrics,
-        replay: None,
-        name: None,
-    })
+    Ok(ServerProcess::builtin(server, cert))
 }
 
 fn start_script(
@@ -112,15 +105,7 @@ fn start_script(
         end: End::Server,
     };
     let started = custom::start(start.at.placement, &custom)?;
-    Ok(ServerProcess {
-        process: started.process,
-        addr,
-        cert: started.cert,
-        tuning: None,
-        metrics: None,
-        replay: None,
-        name: None,
-    })
+    Ok(ServerProcess::command(started, addr))
 }
 
 /// The edge script, written once per run into its scratch directory.
@@ -139,18 +124,32 @@ pub(crate) fn record(
     edge: &Edge,
     forward: Forwarding,
     front: &ServerProcess,
+    run_scratch: &Path,
 ) -> EdgeRecord {
     EdgeRecord {
         name: name.to_string(),
         server: edge.server.name().to_string(),
-        version: match edge.server {
-            EdgeServer::H3lab => Some(env!("CARGO_PKG_VERSION").to_string()),
-            _ => None,
-        },
+        version: version(edge.server, run_scratch),
         origin_protocol: edge.origin_protocol.proto(),
         forward: forward.name().to_string(),
         settings: front.tuning.clone().unwrap_or_default(),
         origin_link: None,
         origin_metrics: None,
     }
+}
+
+/// `h3lab/0.1.0`, `nginx/1.26.3`...; `None` when the server does not say.
+fn version(server: EdgeServer, run_scratch: &Path) -> Option<String> {
+    if server == EdgeServer::H3lab {
+        return Some(concat!("h3lab/", env!("CARGO_PKG_VERSION")).to_string());
+    }
+    let script = written_script(run_scratch).ok()?;
+    let output = Command::new("bash")
+        .arg(script)
+        .args(["--version", server.name()])
+        .stdin(Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    (output.status.success() && !text.is_empty()).then_some(text)
 }

@@ -14,7 +14,7 @@ use h3lab_site::replay::Replay;
 use crate::suite::{Suite, Target};
 use crate::sweep::{quic_initial_window, Setting};
 use h3lab_harness::custom::{self, Custom};
-use h3lab_harness::End;
+use h3lab_harness::{BuiltinServer, End};
 use h3lab_server::cli::ServeArgs;
 
 pub(crate) const DEFAULT_PORT: u16 = 443;
@@ -39,6 +39,32 @@ pub(crate) struct ServerProcess {
 }
 
 impl ServerProcess {
+    /// The built-in server, whose certificate is `cert`.
+    pub(crate) fn builtin(server: BuiltinServer, cert: PathBuf) -> ServerProcess {
+        ServerProcess {
+            process: server.process,
+            addr: server.addr,
+            cert: Some(cert),
+            tuning: Some(server.tuning),
+            metrics: server.metrics,
+            replay: None,
+            name: None,
+        }
+    }
+
+    /// A server a command started, listening on `addr`.
+    pub(crate) fn command(started: custom::Started, addr: SocketAddr) -> ServerProcess {
+        ServerProcess {
+            process: started.process,
+            addr,
+            cert: started.cert,
+            tuning: None,
+            metrics: None,
+            replay: None,
+            name: None,
+        }
+    }
+
     /// `HOST:PORT` for its URLs: its name when it has one.
     pub(crate) fn authority(&self) -> String {
         match self.name {
@@ -162,15 +188,7 @@ pub(crate) fn start(suite: &Suite, start: &Start<'_>) -> anyhow::Result<ServerPr
         end: start.end,
     };
     let started = custom::start(start.placement, &custom)?;
-    Ok(ServerProcess {
-        process: started.process,
-        addr: custom.addr,
-        cert: started.cert,
-        tuning: None,
-        metrics: None,
-        replay: None,
-        name: None,
-    })
+    Ok(ServerProcess::command(started, custom.addr))
 }
 
 fn start_builtin(start: &Start<'_>, target: &Target) -> anyhow::Result<ServerProcess> {
@@ -208,15 +226,7 @@ fn start_builtin(start: &Start<'_>, target: &Target) -> anyhow::Result<ServerPro
     };
     let listen = SocketAddr::new(ip, port);
     let server = h3lab_harness::start_builtin_at(placement, end, exe, listen, &cert, &serve)?;
-    Ok(ServerProcess {
-        process: server.process,
-        addr: server.addr,
-        cert: Some(cert),
-        tuning: Some(server.tuning),
-        metrics: server.metrics,
-        replay: None,
-        name: None,
-    })
+    Ok(ServerProcess::builtin(server, cert))
 }
 
 #[cfg(test)]

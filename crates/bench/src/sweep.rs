@@ -128,8 +128,10 @@ impl Tunable {
             Tunable::H2ConnectionWindow => Setting::H2ConnectionWindow(value.bytes()?),
             Tunable::H2SendBuffer => Setting::H2SendBuffer(value.bytes()?),
             Tunable::H2StreamOrder => Setting::H2StreamOrder(value.flag_word()?),
-            Tunable::Server => Setting::Server(value.server_name()?),
-            Tunable::Edge => Setting::Edge(value.edge_name()?),
+            Tunable::Server => {
+                Setting::Server(value.table_key("a server", BUILTIN_SERVER, "target.servers")?)
+            }
+            Tunable::Edge => Setting::Edge(value.table_key("an edge", DIRECT, "target.edges")?),
         })
     }
 }
@@ -221,22 +223,13 @@ impl Value<'_> {
         })
     }
 
-    /// `builtin` or a key of `[target.servers]`, which the suite checks.
-    fn server_name(&self) -> Result<String, String> {
+    /// A name of `table`'s, or `none`: one word, which the suite checks
+    /// against the table (`builtin` or a key of `[target.servers]`,
+    /// `direct` or a key of `[target.edges]`).
+    fn table_key(&self, what: &str, none: &str, table: &str) -> Result<String, String> {
         if self.text.is_empty() || self.text.contains(char::is_whitespace) {
             return Err(format!(
-                "[sweep] `{}` is not a server name; use `{BUILTIN_SERVER}` or a key of [target.servers]",
-                self.text
-            ));
-        }
-        Ok(self.text.to_string())
-    }
-
-    /// `direct` or a key of `[target.edges]`, which the suite checks.
-    fn edge_name(&self) -> Result<String, String> {
-        if self.text.is_empty() || self.text.contains(char::is_whitespace) {
-            return Err(format!(
-                "[sweep] `{}` is not an edge name; use `{DIRECT}` or a key of [target.edges]",
+                "[sweep] `{}` is not {what} name; use `{none}` or a key of [{table}]",
                 self.text
             ));
         }

@@ -1159,6 +1159,11 @@ loads = 2
             let ttfb = cell("first-byte", edge, protocol);
             let record = ttfb.edge.as_ref().expect("recorded");
             assert_eq!(record.origin_protocol.name(), over, "{edge}");
+            let version = record.version.as_deref().unwrap_or_default();
+            assert!(
+                version.starts_with(&format!("{edge}/")),
+                "{edge}: {version}"
+            );
             let origin_link = record.origin_link.as_ref().expect("the origin leg's link");
             assert!(
                 origin_link.up.packets_in > 0,

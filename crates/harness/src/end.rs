@@ -47,14 +47,11 @@ impl End {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        let thread: JoinHandle<T> = match (placement, self) {
-            (Placement::Loopback, _) => return Ok(work()),
-            (Placement::Emulated(path), End::Server) => path.spawn_in_client(work)?,
-            (Placement::Emulated(path), End::Origin) => path.spawn_in_server(work)?,
+        let peers = match self {
+            End::Server => Thread::Client,
+            End::Origin => Thread::Server,
         };
-        thread
-            .join()
-            .map_err(|_| anyhow::anyhow!("a thread in the path's namespace panicked"))
+        run_in(placement, peers, work)
     }
 
     /// Runs `work` at this end itself (its own loopback).
@@ -63,13 +60,37 @@ impl End {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        let thread: JoinHandle<T> = match (placement, self) {
-            (Placement::Loopback, _) => return Ok(work()),
-            (Placement::Emulated(path), End::Server) => path.spawn_in_server(work)?,
-            (Placement::Emulated(path), End::Origin) => path.spawn_in_origin(work)?,
+        let here = match self {
+            End::Server => Thread::Server,
+            End::Origin => Thread::Origin,
         };
-        thread
-            .join()
-            .map_err(|_| anyhow::anyhow!("a thread in the path's namespace panicked"))
+        run_in(placement, here, work)
     }
+}
+
+/// The namespace a thread of ours enters.
+enum Thread {
+    Client,
+    Server,
+    Origin,
+}
+
+/// Runs `work` on a thread in `namespace` of an emulated path (here, on
+/// loopback) and waits for it.
+fn run_in<T, F>(placement: &Placement<'_>, namespace: Thread, work: F) -> anyhow::Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    let Placement::Emulated(path) = placement else {
+        return Ok(work());
+    };
+    let thread: JoinHandle<T> = match namespace {
+        Thread::Client => path.spawn_in_client(work)?,
+        Thread::Server => path.spawn_in_server(work)?,
+        Thread::Origin => path.spawn_in_origin(work)?,
+    };
+    thread
+        .join()
+        .map_err(|_| anyhow::anyhow!("a thread in the path's namespace panicked"))
 }
