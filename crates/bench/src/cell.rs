@@ -14,7 +14,8 @@ use anyhow::{bail, Context};
 use h3lab_dns::{Host, Publish, ZoneConfig};
 use h3lab_harness::{End, PathDns, SITE_HOST};
 use h3lab_results::bench::{
-    CellRecord, CpuUse, HeaderBlocks, InitialWindows, LinkRecord, Metric, Outcome, WireCost,
+    CellRecord, CpuUse, EdgeRecord, HeaderBlocks, InitialWindows, LinkRecord, Metric, Outcome,
+    WireCost,
 };
 use h3lab_results::load::LoadReport;
 use h3lab_results::page::PageReport;
@@ -28,7 +29,7 @@ use crate::edge::EdgeStart;
 use crate::field::FieldTarget;
 use crate::server;
 use crate::spec::CellSpec;
-use crate::suite::{dns_setting, DownloadMetric, Load, RpsMetric, Site, Suite};
+use crate::suite::{dns_setting, DownloadMetric, Edge, Load, RpsMetric, Site, Suite};
 use crate::sweep::Setting;
 use crate::usage;
 
@@ -138,8 +139,6 @@ fn measure(
         None => Placement::Loopback,
     };
     let scratch = cell_dir(&ctx.scratch, spec)?;
-    let origin_scratch = scratch.join("origin");
-    std::fs::create_dir_all(&origin_scratch)?;
     let server_start = server::Start {
         placement: &placement,
         exe: &ctx.exe,
@@ -155,23 +154,7 @@ fn measure(
     let (mut server, mut origin) = match edge {
         None => (server::start(suite, &server_start)?, None),
         Some((name, edge)) => {
-            let target = server::Start {
-                scratch: &origin_scratch,
-                end: End::Origin,
-                protocol: edge.origin_protocol.proto(),
-                ..server_start
-            };
-            let target = server::start(suite, &target)?;
-            let forward = edge.forwarding(matches!(spec.workload.load, Load::Page { .. }));
-            let front = crate::edge::start(&EdgeStart {
-                name,
-                edge,
-                at: &server_start,
-                origin: &target,
-                forward,
-                port: target.addr.port(),
-            })?;
-            let record = crate::edge::record(name, edge, forward, &front, &ctx.scratch);
+            let (front, target, record) = start_edge(suite, spec, &server_start, name, edge)?;
             (front, Some((target, record)))
         }
     };
@@ -247,6 +230,37 @@ fn measure(
     record.header_blocks = HeaderBlocks::from_metrics(record.server_metrics.as_ref());
     record.cpu.client_s = run.cpu_s();
     fill_from_client(spec, run, record)
+}
+
+/// The target started as the origin behind the edge `name`, then the edge
+/// in front of it: (the edge, the origin, the edge's record so far).
+fn start_edge(
+    suite: &Suite,
+    spec: &CellSpec,
+    at: &server::Start<'_>,
+    name: &str,
+    edge: &Edge,
+) -> anyhow::Result<(server::ServerProcess, server::ServerProcess, EdgeRecord)> {
+    let origin_scratch = at.scratch.join("origin");
+    std::fs::create_dir_all(&origin_scratch)?;
+    let target = server::Start {
+        scratch: &origin_scratch,
+        end: End::Origin,
+        protocol: edge.origin_protocol.proto(),
+        ..*at
+    };
+    let target = server::start(suite, &target)?;
+    let forward = edge.forwarding(matches!(spec.workload.load, Load::Page { .. }));
+    let front = crate::edge::start(&EdgeStart {
+        name,
+        edge,
+        at,
+        origin: &target,
+        forward,
+        port: target.addr.port(),
+    })?;
+    let record = crate::edge::record(name, edge, forward, &front, at.run_scratch);
+    Ok((front, target, record))
 }
 
 /// What the path's DNS server publishes, on the server's port: a replay's

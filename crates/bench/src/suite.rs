@@ -25,7 +25,7 @@ use serde::Deserialize;
 use crate::sweep::Sweep;
 
 pub(crate) use custom_profile::{dns_setting, CustomProfile};
-pub(crate) use edge::{Edge, EdgeServer, Forwarding, OriginProtocol, DIRECT};
+pub(crate) use edge::{Edge, EdgeServer, Forwarding, OriginProtocol};
 pub(crate) use field::{caps, DEFAULT_PAUSE, REAL};
 pub(crate) use published::PublishedFigure;
 pub(crate) use target::Target;

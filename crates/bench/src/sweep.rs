@@ -12,8 +12,6 @@ use h3lab_results::{QuicCongestion, TcpCongestion};
 use h3lab_server::cli::{RecordSizing, ServeArgs, StreamOrder, Switch};
 use serde::{Deserialize, Deserializer};
 
-use crate::suite::DIRECT;
-
 /// A tunable of the built-in server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Tunable {
@@ -52,6 +50,9 @@ pub(crate) enum Tunable {
 
 /// The `server` sweep's value for the built-in server.
 pub(crate) const BUILTIN_SERVER: &str = "builtin";
+
+/// The `edge` sweep's value for no edge: the client reaches the target.
+pub(crate) const DIRECT: &str = "direct";
 
 const TUNABLES: [(Tunable, &str); 22] = [
     (Tunable::Cc, "cc"),

@@ -1,4 +1,5 @@
-//! What the server listens on, which certificate it presents and which limits it enforces.
+//! What the server listens on, which certificate it presents, which limits it
+//! enforces, and where it forwards as an edge.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -50,7 +51,7 @@ pub struct ServerConfig {
     pub hooks: crate::app::Hooks,
     /// Forward requests to an origin, as an edge (reverse proxy) does;
     /// `None` answers every request itself.
-    pub upstream: Option<crate::proxy::Upstream>,
+    pub upstream: Option<Upstream>,
 }
 
 /// The kernel's default TCP congestion controller in this network
@@ -477,5 +478,85 @@ mod tests {
         };
         let err = limits.validate().unwrap_err().to_string();
         assert!(err.contains("--max-tcp-connections-per-peer"), "{err}");
+    }
+}
+
+/// How long an idle upstream connection stays in the pool (nginx's
+/// `keepalive_timeout` for upstreams is 60 s; hyper's pool default is 90 s).
+pub(crate) const UPSTREAM_POOL_IDLE: Duration = Duration::from_secs(60);
+
+/// Which requests go to the origin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Forward {
+    /// Every request: a dynamic API behind the edge.
+    All,
+    /// Documents only (`/`, a path ending in `/` or `.html`); the edge
+    /// serves every other file from its own copy of the site.
+    Documents,
+}
+
+impl Forward {
+    /// The setting's name, as the flag takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Forward::All => "all",
+            Forward::Documents => "documents",
+        }
+    }
+
+    /// Whether a request for `path` goes to the origin.
+    pub(crate) fn wants(self, path: &str) -> bool {
+        match self {
+            Forward::All => true,
+            Forward::Documents => path.ends_with('/') || path.ends_with(".html"),
+        }
+    }
+}
+
+/// The protocol the edge speaks to its origin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UpstreamProtocol {
+    /// HTTP/1.1, a pool of keep-alive connections (one per concurrent request).
+    H1,
+    /// HTTP/2, one multiplexed connection (h2c with prior knowledge on `http://`).
+    H2,
+}
+
+impl UpstreamProtocol {
+    /// The protocol's name, as the flag takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            UpstreamProtocol::H1 => "h1",
+            UpstreamProtocol::H2 => "h2",
+        }
+    }
+}
+
+/// Where and how the edge forwards (`h3lab serve --upstream`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Upstream {
+    /// The origin, `https://ADDR:PORT` or `http://ADDR:PORT`.
+    pub origin: http::Uri,
+    /// The protocol to the origin.
+    pub protocol: UpstreamProtocol,
+    /// The certificate (or CA) the origin's certificate must chain to; an
+    /// `https` origin needs one, since the edge verifies the origin.
+    pub ca: Option<PathBuf>,
+    /// Which requests go to the origin.
+    pub forward: Forward,
+    /// The longest wait for the origin's response head; past it, 504.
+    pub timeout: Duration,
+}
+
+impl Upstream {
+    /// The settings that decide a result, for the banner's `tuning:` lines.
+    pub fn settings(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("upstream", self.origin.to_string()),
+            ("upstream_protocol", self.protocol.name().to_string()),
+            ("forward", self.forward.name().to_string()),
+            ("upstream_timeout", format!("{:?}", self.timeout)),
+            ("upstream_pool_idle", format!("{UPSTREAM_POOL_IDLE:?}")),
+        ]
     }
 }

@@ -53,11 +53,11 @@ use tracing::warn;
 pub use admission::DefenceCounts;
 pub use app::{App, AppRequest, AppResponse, BodyStream, EventSink, Hooks, ServerEvent};
 pub use config::{
-    kernel_tcp_congestion, DynamicRecords, Limits, QuicTuning, ServerConfig, StreamOrder,
-    TcpTuning, TlsRecords, TlsSource, MAX_INITIAL_WINDOW, MIN_INITIAL_WINDOW,
+    kernel_tcp_congestion, DynamicRecords, Forward, Limits, QuicTuning, ServerConfig, StreamOrder,
+    TcpTuning, TlsRecords, TlsSource, Upstream, UpstreamProtocol, MAX_INITIAL_WINDOW,
+    MIN_INITIAL_WINDOW,
 };
 pub use h3lab_results::TcpCongestion;
-pub use proxy::{Forward, Upstream, UpstreamProtocol};
 
 use admission::Admission;
 use lifecycle::Lifecycle;

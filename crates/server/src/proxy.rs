@@ -8,7 +8,6 @@
 //! handler serves the site's other files itself, as a CDN with the site
 //! cached would.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,89 +24,10 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
 use crate::app::{App, AppRequest, AppResponse, BodyStream};
-use crate::config::TcpTuning;
+use crate::config::{Forward, TcpTuning, Upstream, UpstreamProtocol, UPSTREAM_POOL_IDLE};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type UpstreamBody = UnsyncBoxBody<Bytes, BoxError>;
-
-/// How long an idle upstream connection stays in the pool (nginx's
-/// `keepalive_timeout` for upstreams is 60 s; hyper's pool default is 90 s).
-const POOL_IDLE: Duration = Duration::from_secs(60);
-
-/// Which requests go to the origin.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Forward {
-    /// Every request: a dynamic API behind the edge.
-    All,
-    /// Documents only (`/`, a path ending in `/` or `.html`); the edge
-    /// serves every other file from its own copy of the site.
-    Documents,
-}
-
-impl Forward {
-    /// The setting's name, as the flag takes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Forward::All => "all",
-            Forward::Documents => "documents",
-        }
-    }
-
-    fn wants(self, path: &str) -> bool {
-        match self {
-            Forward::All => true,
-            Forward::Documents => path.ends_with('/') || path.ends_with(".html"),
-        }
-    }
-}
-
-/// The protocol the edge speaks to its origin.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UpstreamProtocol {
-    /// HTTP/1.1, a pool of keep-alive connections (one per concurrent request).
-    H1,
-    /// HTTP/2, one multiplexed connection (h2c with prior knowledge on `http://`).
-    H2,
-}
-
-impl UpstreamProtocol {
-    /// The protocol's name, as the flag takes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            UpstreamProtocol::H1 => "h1",
-            UpstreamProtocol::H2 => "h2",
-        }
-    }
-}
-
-/// Where and how the edge forwards (`h3lab serve --upstream`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Upstream {
-    /// The origin, `https://ADDR:PORT` or `http://ADDR:PORT`.
-    pub origin: Uri,
-    /// The protocol to the origin.
-    pub protocol: UpstreamProtocol,
-    /// The certificate (or CA) the origin's certificate must chain to; an
-    /// `https` origin needs one, since the edge verifies the origin.
-    pub ca: Option<PathBuf>,
-    /// Which requests go to the origin.
-    pub forward: Forward,
-    /// The longest wait for the origin's response head; past it, 504.
-    pub timeout: Duration,
-}
-
-impl Upstream {
-    /// The settings that decide a result, for the banner's `tuning:` lines.
-    pub fn settings(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("upstream", self.origin.to_string()),
-            ("upstream_protocol", self.protocol.name().to_string()),
-            ("forward", self.forward.name().to_string()),
-            ("upstream_timeout", format!("{:?}", self.timeout)),
-            ("upstream_pool_idle", format!("{POOL_IDLE:?}")),
-        ]
-    }
-}
 
 /// The reverse proxy, an [`App`] over a pooled upstream client.
 pub struct Proxy {
@@ -152,7 +72,7 @@ impl Proxy {
             UpstreamProtocol::H2 => builder.enable_http2().wrap_connector(http),
         };
         let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(POOL_IDLE)
+            .pool_idle_timeout(UPSTREAM_POOL_IDLE)
             .http2_only(upstream.protocol == UpstreamProtocol::H2)
             .http2_initial_stream_window_size(tuning.h2_stream_window)
             .http2_initial_connection_window_size(tuning.h2_connection_window)
@@ -366,6 +286,8 @@ fn tls_config_without_roots() -> rustls::ClientConfig {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
 
     #[test]

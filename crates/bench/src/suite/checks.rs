@@ -6,8 +6,8 @@ use h3lab_results::{Proto, Visit};
 
 use super::published::PublishedFigure;
 use super::workload::{Load, Site};
-use super::{Suite, DIRECT};
-use crate::sweep::{Setting, Sweep, Tunable, BUILTIN_SERVER};
+use super::Suite;
+use crate::sweep::{Setting, Sweep, Tunable, BUILTIN_SERVER, DIRECT};
 
 impl Suite {
     /// `auto` runs cold (first) and repeat page visits, not warm ones.

@@ -10,9 +10,6 @@ use serde::Deserialize;
 
 use super::values::HumanDuration;
 
-/// The `edge` sweep's value for no edge: the client reaches the origin.
-pub(crate) const DIRECT: &str = "direct";
-
 /// An edge of `[target.edges]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
