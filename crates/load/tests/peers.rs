@@ -17,15 +17,19 @@ use linkem::supervise::{Group, Supervised};
 const BODY_BYTES: usize = 1000;
 const REQUESTS: u64 = 2000;
 
-/// A port free on loopback for both TCP and UDP (h3 shares the TCP port).
-fn free_port() -> u16 {
-    loop {
+/// `N` distinct ports free on loopback for both TCP and UDP (h3 shares the
+/// TCP port). Each port's sockets stay bound until all are picked, so the
+/// kernel cannot hand the same ephemeral port out twice.
+fn free_ports<const N: usize>() -> [u16; N] {
+    let mut held = Vec::with_capacity(N);
+    while held.len() < N {
         let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = tcp.local_addr().unwrap().port();
-        if UdpSocket::bind(("127.0.0.1", port)).is_ok() {
-            return port;
+        if let Ok(udp) = UdpSocket::bind(("127.0.0.1", port)) {
+            held.push((port, tcp, udp));
         }
     }
+    std::array::from_fn(|i| held[i].0)
 }
 
 /// A server process, stopped and reaped when dropped.
@@ -157,7 +161,7 @@ fn caddy_h1_h2_h3() {
     };
     let dir = tempfile::tempdir().unwrap();
     let root = site(dir.path());
-    let (port, http_port) = (free_port(), free_port());
+    let [port, http_port] = free_ports();
     let caddyfile = dir.path().join("Caddyfile");
     std::fs::write(
         &caddyfile,
@@ -197,7 +201,7 @@ fn nginx_h1_h2_with_connections_closed_every_100_requests() {
     let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
     std::fs::write(&cert, certified.cert.pem()).unwrap();
     std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
-    let port = free_port();
+    let [port] = free_ports();
     let d = dir.path().display();
     // keepalive_requests 100: nginx ends each connection (Connection: close
     // on h1, GOAWAY on h2) many times in one run; none may cost a request.

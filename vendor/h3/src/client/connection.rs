@@ -210,6 +210,15 @@ where
             });
         }
 
+        // h3lab: the GREASE frame goes before HEADERS, as quiche sends it,
+        // not between HEADERS and FIN: HAProxy 3.0.11 forwards such a request
+        // to its origin and never ends it, so the origin waits out its header
+        // timeout.
+        if self.send_grease_frame {
+            stream::write(&mut stream, Frame::Grease)
+                .await
+                .map_err(|e| self.handle_quic_stream_error(e))?;
+        }
         stream::write(&mut stream, Frame::Headers(block.freeze()))
             .await
             .map_err(|e| self.handle_quic_stream_error(e))?;
@@ -219,7 +228,7 @@ where
                 FrameStream::new(BufRecvStream::new(stream)),
                 self.max_field_section_size,
                 self.conn_state.clone(),
-                self.send_grease_frame,
+                false,
             ),
         };
         // send the grease frame only once

@@ -1586,3 +1586,47 @@ where
         assert_matches!(server_result_stream, Ok(()));
     }
 }
+
+// h3lab: the client's GREASE frame goes before HEADERS, and nothing goes
+// between HEADERS and the stream's end (HAProxy 3.0.11 never ends a request
+// that has a frame there).
+#[tokio::test]
+async fn client_greases_before_headers_and_sends_nothing_after_them() {
+    init_tracing();
+    let mut pair = Pair::default();
+    let endpoint = pair.server_inner();
+
+    let client_fut = async {
+        let (mut driver, mut client) = client::new(pair.client().await).await.expect("client init");
+        let request_fut = async {
+            let mut request_stream = client
+                .send_request(Request::get("http://localhost/salut").body(()).unwrap())
+                .await
+                .expect("request");
+            request_stream.finish().await.expect("finish");
+        };
+        let drive_fut = future::poll_fn(|cx| driver.poll_close(cx));
+        let ((), _closed) = tokio::join!(request_fut, drive_fut);
+    };
+
+    let server_fut = async {
+        let connection = endpoint.accept().await.unwrap().await.unwrap();
+        let (_send, mut recv) = connection.accept_bi().await.unwrap();
+        let mut wire = Bytes::from(recv.read_to_end(64 * 1024).await.unwrap());
+        connection.close(0u32.into(), b"read");
+        let mut frames = Vec::new();
+        while wire.has_remaining() {
+            frames.push(match Frame::decode(&mut wire) {
+                Ok(Frame::Headers(_)) => "HEADERS".to_string(),
+                Ok(other) => format!("{other:?}"),
+                Err(frame::FrameError::UnknownFrame(ty)) if ty >= 0x21 && (ty - 0x21) % 0x1f == 0 => {
+                    "GREASE".to_string()
+                }
+                Err(error) => panic!("undecodable request stream: {error:?}"),
+            });
+        }
+        assert_eq!(frames, ["GREASE", "HEADERS"]);
+    };
+
+    tokio::join!(server_fut, client_fut);
+}
