@@ -141,16 +141,22 @@ case $name in
     # its port) is dropped: the edge advertises its own, as HAProxy's
     # set-header and Caddy do. Response buffering and the rest are nginx's
     # defaults; no proxy_cache.
-    proxy="proxy_pass https://origin;
-      proxy_http_version 1.1;
-      proxy_set_header Connection \"\";
-      proxy_set_header Host \$host;
-      proxy_hide_header Alt-Svc;"
     # HTTP/3 as scripts/peer-server.sh's nginx-h3: only what it needs (a
     # QUIC listener, http3 on, Alt-Svc); ssl_early_data, quic_gso,
     # quic_retry stay off, nginx's defaults. add_header in a location
     # replaces the server's, so each location that adds one repeats it.
     alt_svc="add_header Alt-Svc 'h3=\":$port\"; ma=86400' always;"
+    # Server-Timing: origin;dur=MS, the wait for the origin's response head
+    # ($upstream_header_time, seconds to the ms, joined into ms by the map
+    # below; empty, so unknown to a client, when there were several
+    # upstream attempts or none).
+    proxy="proxy_pass https://origin;
+      proxy_http_version 1.1;
+      proxy_set_header Connection \"\";
+      proxy_set_header Host \$host;
+      proxy_hide_header Alt-Svc;
+      $alt_svc
+      add_header Server-Timing \"origin;dur=\$upstream_header_ms\" always;"
     if [[ $forward == all ]]; then
       locations="location / {
       $proxy
@@ -187,6 +193,10 @@ http {
   upstream origin {
     server $origin;
     keepalive 32;
+  }
+  map \$upstream_header_time \$upstream_header_ms {
+    "~^(?<seconds>[0-9]+)\\.(?<ms>[0-9]{3})\$" "\$seconds\$ms";
+    default "";
   }
   server {
     listen $listen ssl;
@@ -233,6 +243,8 @@ frontend edge
   bind $tcp_bind ssl crt $run/cert+key.pem alpn h2,http/1.1 ssl-min-ver TLSv1.3
   bind $quic_bind ssl crt $run/cert+key.pem alpn h3
   http-after-response set-header alt-svc 'h3=":$port"; ma=86400'
+  # The wait for the origin's response head (%Tr in a log line), in ms.
+  http-response set-header server-timing "origin;dur=%[res.timer.hdr]"
   default_backend origin
 
 backend origin
@@ -257,6 +269,7 @@ HAPROXY
       sed "s/^/$tab/" <<PROXY
 reverse_proxy https://$origin {
 	header_up Host {hostport}
+	header_down Server-Timing "origin;dur={http.reverse_proxy.upstream.latency_ms}"
 	transport http {
 		versions $versions
 		tls_insecure_skip_verify

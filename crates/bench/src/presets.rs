@@ -5,7 +5,7 @@
 //! `servers` compares h3lab serve with Caddy and nginx; `udp-blocked` shows
 //! what turning h3 on costs users whose network blocks or throttles UDP;
 //! `costs` checks the write-ups' claims about bytes, header compression
-//! and CPU per request; `edge` puts nginx, Caddy and h3lab serve in front
+//! and CPU per request; `edge` puts nginx, HAProxy, Caddy and h3lab serve in front
 //! of the origin, which sits behind a link of its own;
 //! `field` measures a deployed site over the real path (`--url`).
 

@@ -1074,7 +1074,7 @@ fn an_edge_forwards_to_an_origin_behind_a_link_of_its_own() {
     if !h3lab_testenv::root() {
         return;
     }
-    if h3lab_testenv::nginx_h3().is_none() {
+    if h3lab_testenv::nginx_h3().is_none() || h3lab_testenv::haproxy().is_none() {
         return;
     }
     let _serial = one_at_a_time();
@@ -1101,9 +1101,13 @@ origin_rtt = "40ms"
 server = "nginx"
 origin_protocol = "h1"
 origin_rtt = "40ms"
+[target.edges.haproxy]
+server = "haproxy"
+forward = "all"
+origin_rtt = "40ms"
 [sweep]
 tunable = "edge"
-values = ["direct", "h3lab", "nginx"]
+values = ["direct", "h3lab", "nginx", "haproxy"]
 [[workload]]
 kind = "ttfb"
 name = "first-byte"
@@ -1121,8 +1125,9 @@ name = "small-page"
 site = "small"
 loads = 2
 "#;
-    // The edge script finds nginx where nginx_h3 did: H3LAB_NGINX_H3,
-    // which it inherits, or the same default path.
+    // The edge script finds nginx and HAProxy where nginx_h3 and haproxy
+    // did: H3LAB_NGINX_H3 and H3LAB_HAPROXY, which it inherits, or the
+    // same default paths.
     let (output, left_behind) = bench(suite, &out);
     assert!(output.status.success(), "bench failed: {}", stderr(&output));
     assert!(!left_behind, "namespaces left behind");
@@ -1142,7 +1147,12 @@ loads = 2
             .unwrap_or_else(|| panic!("no {label} {protocol} cell"))
     };
     for protocol in [Proto::H2, Proto::H3] {
-        for (edge, over, other) in [("h3lab", "h2", "h1"), ("nginx", "h1", "h2")] {
+        let edges = [
+            ("h3lab", "h2", "h1"),
+            ("nginx", "h1", "h2"),
+            ("haproxy", "h2", "h1"),
+        ];
+        for (edge, over, other) in edges {
             let ttfb = cell("first-byte", edge, protocol);
             let record = ttfb.edge.as_ref().expect("recorded");
             assert_eq!(record.origin_protocol.name(), over, "{edge}");
@@ -1159,12 +1169,14 @@ loads = 2
             for workload in ["first-byte", "api", "small-page"] {
                 let cell = cell(workload, edge, protocol);
                 assert_eq!(cell.outcome, Outcome::Ok, "{cell:?}");
-                if edge == "h3lab" {
+                if edge != "nginx" {
                     let forwarded = origin_requests(cell, over);
                     assert_eq!(origin_requests(cell, other), 0.0, "{workload} {protocol}");
                     assert_eq!(origin_requests(cell, "h3"), 0.0, "{workload} {protocol}");
                     match workload {
-                        "small-page" => assert_eq!(forwarded, 2.0 * documents, "{protocol}"),
+                        "small-page" if edge == "h3lab" => {
+                            assert_eq!(forwarded, 2.0 * documents, "{protocol}")
+                        }
                         _ => assert!(
                             forwarded >= cell.requests as f64 && cell.requests > 0,
                             "{workload} {protocol}: the origin answered {forwarded} of the \
@@ -1174,6 +1186,7 @@ loads = 2
                     }
                 }
             }
+            assert_origin_wait_is_the_round_trip(cell("api", edge, protocol), edge);
             let direct = median_ttfb_of(cell("first-byte", "direct", protocol));
             let through = median_ttfb_of(ttfb);
             let grown = through - direct;
@@ -1184,6 +1197,23 @@ loads = 2
             );
         }
     }
+}
+
+/// Every response of an rps cell through an edge said how long the edge
+/// waited for the origin (`Server-Timing`), and its median is the origin
+/// leg's 40 ms round trip.
+fn assert_origin_wait_is_the_round_trip(cell: &h3lab_results::bench::CellRecord, edge: &str) {
+    let report: h3lab_results::load::LoadReport =
+        serde_json::from_value(cell.client_report.clone().expect("a load report")).unwrap();
+    let leg = report
+        .origin_leg
+        .unwrap_or_else(|| panic!("{edge}: no response said its origin time"));
+    assert_eq!(leg.responses, report.completed, "{edge}");
+    let median_ms = leg.origin_wait_us.quantile(0.5) as f64 / 1000.0;
+    assert!(
+        (30.0..=50.0).contains(&median_ms),
+        "{edge}: the edge waited {median_ms} ms for the origin 40 ms away"
+    );
 }
 
 fn median_ttfb_of(cell: &h3lab_results::bench::CellRecord) -> f64 {

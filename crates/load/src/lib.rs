@@ -22,6 +22,7 @@ mod politeness;
 mod progress;
 mod report;
 mod schedule;
+mod server_timing;
 mod tally;
 mod worker;
 

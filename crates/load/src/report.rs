@@ -77,6 +77,7 @@ pub(crate) fn build(
         body_bytes_per_sec: 0.0,
         latency_us: tally.latency,
         ttfb_us: tally.ttfb,
+        origin_leg: tally.origin_leg,
         tcp_connect_us: tally.tcp_connect,
         handshake_us: tally.handshake,
         status_counts,

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use h3lab_results::load::{ErrorCounts, Timeline};
+use h3lab_results::load::{ErrorCounts, OriginLeg, Timeline};
 use h3lab_results::{ErrorKind, Micros, Proto};
 
 /// Status codes are three digits; index them directly.
@@ -13,6 +13,8 @@ const STATUS_SLOTS: usize = 1000;
 pub(crate) struct Tally {
     pub latency: Micros,
     pub ttfb: Micros,
+    /// Responses that said how long their edge waited for its origin.
+    pub origin_leg: Option<OriginLeg>,
     pub tcp_connect: Micros,
     pub handshake: Micros,
     pub lag: Micros,
@@ -44,6 +46,7 @@ impl Default for Tally {
         Tally {
             latency: Micros::default(),
             ttfb: Micros::default(),
+            origin_leg: None,
             tcp_connect: Micros::default(),
             handshake: Micros::default(),
             lag: Micros::default(),
@@ -78,12 +81,19 @@ impl Tally {
         body_bytes: u64,
         ttfb: Duration,
         latency: Duration,
+        origin_wait: Option<Duration>,
     ) {
         self.timeline.record(unix_s, 1, 0, body_bytes);
         self.completed += 1;
         self.body_bytes += body_bytes;
         self.ttfb.record(ttfb);
         self.latency.record(latency);
+        if let Some(wait) = origin_wait {
+            let leg = self.origin_leg.get_or_insert_default();
+            leg.responses += 1;
+            leg.origin_wait_us.record(wait);
+            leg.client_leg_us.record(latency.saturating_sub(wait));
+        }
         self.statuses[usize::from(status) % STATUS_SLOTS] += 1;
         if status >= 400 {
             self.record_error(ErrorKind::BadStatus, || format!("HTTP status {status}"));
@@ -110,6 +120,9 @@ impl Tally {
     pub fn merge(&mut self, other: Tally) {
         self.latency.add(&other.latency);
         self.ttfb.add(&other.ttfb);
+        if let Some(theirs) = &other.origin_leg {
+            self.origin_leg.get_or_insert_default().add(theirs);
+        }
         self.tcp_connect.add(&other.tcp_connect);
         self.handshake.add(&other.handshake);
         self.lag.add(&other.lag);
@@ -174,8 +187,8 @@ mod tests {
     fn bad_status_counts_as_status_and_error() {
         let mut tally = Tally::default();
         let ms = Duration::from_millis(1);
-        tally.record_response(7, 200, 10, ms, ms);
-        tally.record_response(7, 404, 3, ms, ms);
+        tally.record_response(7, 200, 10, ms, ms, None);
+        tally.record_response(7, 404, 3, ms, ms, None);
         tally.record_error(ErrorKind::Reset, || "first".into());
         tally.record_error(ErrorKind::Reset, || "second".into());
         assert_eq!(tally.status_counts(), BTreeMap::from([(200, 1), (404, 1)]));
@@ -189,9 +202,9 @@ mod tests {
     fn merge_adds_everything() {
         let ms = Duration::from_millis(1);
         let mut a = Tally::default();
-        a.record_response(7, 200, 5, ms, ms);
+        a.record_response(7, 200, 5, ms, ms, None);
         let mut b = Tally::default();
-        b.record_response(8, 200, 7, ms, 2 * ms);
+        b.record_response(8, 200, 7, ms, 2 * ms, Some(ms / 4));
         b.record_error(ErrorKind::Timeout, || "slow".into());
         let first = Instant::now();
         a.first_attempt = Some(first + ms);
@@ -204,5 +217,13 @@ mod tests {
         assert_eq!(a.status_counts()[&200], 2);
         assert_eq!(a.error_counts().timeout, 1);
         assert_eq!(a.timeline.completed, vec![1, 1]);
+        let leg = a.origin_leg.expect("b's response said its origin time");
+        assert_eq!(leg.responses, 1, "a's response said nothing");
+        assert_eq!(leg.origin_wait_us.max(), 250);
+        assert_eq!(
+            leg.client_leg_us.max(),
+            1750,
+            "its latency without the wait"
+        );
     }
 }

@@ -23,6 +23,7 @@ use crate::cpu::CpuTime;
 use crate::pacer::Pacer;
 use crate::plan::{Plan, Share};
 use crate::schedule::{Schedule, Ticket};
+use crate::server_timing;
 use crate::tally::Tally;
 
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
@@ -106,6 +107,8 @@ struct Exchange {
     head_at: Instant,
     end_at: Instant,
     body_bytes: u64,
+    /// What the edge said it waited for its origin (`Server-Timing`).
+    origin_wait: Option<Duration>,
 }
 
 impl Worker {
@@ -313,6 +316,7 @@ impl Worker {
             exchange.body_bytes,
             exchange.head_at.saturating_duration_since(origin),
             latency,
+            exchange.origin_wait,
         );
         self.done.fetch_add(1, Ordering::Relaxed);
     }
@@ -378,11 +382,13 @@ async fn exchange(
     connector.observe(sender.proto(), response.headers());
     let head_at = Instant::now();
     let status = response.status();
+    let origin_wait = server_timing::origin_wait(response.headers());
     let body_bytes = response.drain().await?;
     Ok(Exchange {
         status,
         head_at,
         end_at: Instant::now(),
         body_bytes,
+        origin_wait,
     })
 }

@@ -138,6 +138,9 @@ pub struct CellSummary {
     pub reference: Option<String>,
     /// Request latency merged over the successful repetitions.
     pub latency: Option<LatencySummary>,
+    /// Behind an edge that says its origin's time: that latency split
+    /// between the origin's wait and the rest.
+    pub legs: Option<crate::legs::LegsSummary>,
     pub requests: u64,
     pub request_errors: u64,
     /// CPU time ÷ wall time of the successful repetitions, in % of one core.
@@ -194,6 +197,15 @@ impl CellSummary {
             Some(WorkloadKind::Page) => "page load",
             None => &self.metric,
         }
+    }
+
+    /// Behind an edge that says its origin's time: the cell, and its
+    /// latency split between the origin's wait and the rest.
+    pub fn legs_line(&self) -> Option<(String, String)> {
+        let line = self.legs.as_ref()?.line(self.latency.as_ref()?);
+        let key = &self.key;
+        let title = format!("{} {} {}", key.profile, key.workload_label(), key.protocol);
+        Some((title, line))
     }
 
     /// This cell with `cost` as its figure, lower being better, for a

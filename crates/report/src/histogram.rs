@@ -77,6 +77,19 @@ pub fn cdf_points(histogram: &Histogram<u64>) -> Vec<(f64, f64)> {
         .collect()
 }
 
+impl LatencySummary {
+    /// `None` for an empty histogram.
+    pub fn of_micros(micros: &h3lab_results::Micros) -> Option<LatencySummary> {
+        (micros.count() > 0).then(|| LatencySummary {
+            count: micros.count(),
+            p50_ms: micros_to_ms(micros.quantile(0.5)),
+            p90_ms: micros_to_ms(micros.quantile(0.9)),
+            p99_ms: micros_to_ms(micros.quantile(0.99)),
+            max_ms: micros_to_ms(micros.max()),
+        })
+    }
+}
+
 fn micros_to_ms(micros: u64) -> f64 {
     micros as f64 / 1000.0
 }

@@ -58,6 +58,7 @@ pub fn render_html(results: &Results) -> String {
                 (field::field_section(results, &drift, &colours))
                 @if !claims.is_empty() { (claims_section(&claims)) }
                 @if !captures.is_empty() { (captures_section(&captures)) }
+                (legs_section(&summaries))
                 (summary_section(results, &summaries, &colours))
                 (pages::pages_section(&pages, &colours))
                 @if !conditions.is_empty() { (plots_section(&conditions)) }
@@ -183,6 +184,29 @@ fn captures_section(captures: &[CaptureComparison]) -> Markup {
                     h3 { (capture.title()) }
                     p { (capture.recorded()) }
                     p { (capture.replayed_line()) }
+                }
+            }
+        }
+    }
+}
+
+/// Behind an edge that says its origin's time: how much of each cell's
+/// latency was the origin's.
+fn legs_section(summaries: &[CellSummary]) -> Markup {
+    let lines: Vec<(String, String)> = summaries
+        .iter()
+        .filter_map(CellSummary::legs_line)
+        .collect();
+    html! {
+        @if !lines.is_empty() {
+            section #legs {
+                h2 { "Where the time went" }
+                p.hint { "From each edge's Server-Timing: how long it waited for the origin's response head, and the rest (the client leg and the edge's own work), per request." }
+                @for (title, line) in &lines {
+                    div.claim {
+                        h3 { (title) }
+                        p { (line) }
+                    }
                 }
             }
         }

@@ -18,6 +18,7 @@ mod field;
 mod format;
 mod histogram;
 mod html;
+mod legs;
 mod page_data;
 mod page_loads;
 mod settings;

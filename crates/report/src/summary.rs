@@ -204,6 +204,7 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
         vs_baseline: None,
         reference: None,
         latency: merged.as_ref().and_then(LatencySummary::of),
+        legs: crate::legs::legs(&ok),
         requests: ok.iter().map(|r| r.requests).sum(),
         request_errors: ok.iter().map(|r| r.errors).sum(),
         client_cpu_pct: cpu_percent(&ok, |r| r.cpu.client_s),

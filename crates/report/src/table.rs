@@ -40,6 +40,29 @@ pub fn terminal_table(results: &Results) -> String {
     }
     out.push_str(&claims_block(results, &summaries));
     out.push_str(&captures_block(results, &summaries));
+    out.push_str(&legs_block(&summaries));
+    out
+}
+
+/// Behind an edge that says its origin's time: how much of each cell's
+/// latency was the origin's.
+fn legs_block(summaries: &[CellSummary]) -> String {
+    let lines: Vec<(String, String)> = summaries
+        .iter()
+        .filter_map(CellSummary::legs_line)
+        .collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "
+where the time went (the edge's Server-Timing: its wait for the origin)
+",
+    );
+    for (title, line) in &lines {
+        out.push_str(&wrapped(2, title));
+        out.push_str(&wrapped(4, line));
+    }
     out
 }
 
@@ -587,6 +610,31 @@ mod tests {
         let page = crate::html::render_html(&results);
         assert!(page.contains("CPU-bound?"), "{page}");
         assert!(page.contains("server at 0.98 cores"), "{page}");
+    }
+
+    #[test]
+    fn an_edges_origin_wait_is_shown_beside_the_latency_only_where_it_was_said() {
+        let mut results = fixture::results();
+        assert!(!terminal_table(&results).contains("where the time went"));
+        let mut wait = h3lab_results::Micros::default();
+        wait.record(std::time::Duration::from_millis(80));
+        let leg = h3lab_results::load::OriginLeg {
+            responses: 1000,
+            origin_wait_us: wait.clone(),
+            client_leg_us: wait,
+        };
+        for cell in results.cells.iter_mut().filter(|cell| {
+            cell.profile == "broadband"
+                && cell.protocol == Proto::H3
+                && cell.latency_histogram.is_some()
+        }) {
+            cell.client_report = Some(serde_json::json!({ "origin_leg": leg }));
+        }
+        let text = terminal_table(&results);
+        let block = text.split("where the time went").nth(1).expect(&text);
+        assert!(block.contains("broadband rps-1k h3"), "{block}");
+        assert!(block.contains("origin wait p50 80 / p99 80 ms"), "{block}");
+        assert!(!block.contains(" h2"), "only the cells that said: {block}");
     }
 
     #[test]

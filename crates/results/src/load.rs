@@ -60,6 +60,10 @@ pub struct LoadReport {
     pub latency_us: Micros,
     /// Request start (open model: intended start) to response head.
     pub ttfb_us: Micros,
+    /// The origin's share of each response, where the server (an edge)
+    /// said how long it waited for its origin; absent when no response did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin_leg: Option<OriginLeg>,
     /// TCP handshake of each connection opened, in µs (empty for h3).
     pub tcp_connect_us: Micros,
     /// TLS handshake after TCP, or the whole QUIC handshake.
@@ -108,6 +112,29 @@ pub struct LoadReport {
     /// A merged report with `--allow-partial`: the shards it lacks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing_shards: Vec<u32>,
+}
+
+/// A request's time split between the two legs of an edge, from the
+/// `Server-Timing: origin;dur=MS` the edge sent with each response: how
+/// long it waited for the origin's response head.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OriginLeg {
+    /// Completed responses that carried the edge's origin time.
+    pub responses: u64,
+    /// The edge's wait for the origin, per response.
+    pub origin_wait_us: Micros,
+    /// Each of those responses' latency without that wait: the client
+    /// leg and the edge's own work.
+    pub client_leg_us: Micros,
+}
+
+impl OriginLeg {
+    /// Adds another run's responses.
+    pub fn add(&mut self, other: &OriginLeg) {
+        self.responses += other.responses;
+        self.origin_wait_us.add(&other.origin_wait_us);
+        self.client_leg_us.add(&other.client_leg_us);
+    }
 }
 
 /// `auto`'s first call: the protocol it went over (h2, unless the target's
@@ -253,6 +280,9 @@ impl LoadReport {
         self.body_bytes += other.body_bytes;
         self.latency_us.add(&other.latency_us);
         self.ttfb_us.add(&other.ttfb_us);
+        if let Some(theirs) = &other.origin_leg {
+            self.origin_leg.get_or_insert_default().add(theirs);
+        }
         self.tcp_connect_us.add(&other.tcp_connect_us);
         self.handshake_us.add(&other.handshake_us);
         for (status, count) in &other.status_counts {
@@ -523,6 +553,15 @@ impl fmt::Display for LoadReport {
         )?;
         writeln!(f, "  latency:   {} ({from})", percentiles(&self.latency_us))?;
         writeln!(f, "  ttfb:      {}", percentiles(&self.ttfb_us))?;
+        if let Some(leg) = &self.origin_leg {
+            writeln!(
+                f,
+                "  origin:    {} (the edge's wait, by Server-Timing, {} responses)",
+                percentiles(&leg.origin_wait_us),
+                leg.responses
+            )?;
+            writeln!(f, "  rest:      {}", percentiles(&leg.client_leg_us))?;
+        }
         if self.tcp_connect_us.count() > 0 {
             writeln!(f, "  tcp:       {}", percentiles(&self.tcp_connect_us))?;
         }

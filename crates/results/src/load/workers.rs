@@ -452,6 +452,7 @@ mod tests {
             body_bytes_per_sec: 0.0,
             ttfb_us: latency.clone(),
             latency_us: latency,
+            origin_leg: None,
             tcp_connect_us: Micros::default(),
             handshake_us: Micros::default(),
             status_counts: BTreeMap::from([(200, latencies.len() as u64)]),
