@@ -45,12 +45,12 @@ find_server() {
     nginx)
       nginx=${H3LAB_NGINX_H3:-/opt/h3lab-ci/trixie/bin/nginx}
       [[ -x $nginx ]] || die "nginx with HTTP/3 is not installed at $nginx: run scripts/trixie-servers.sh nginx"
-      "$nginx" -V 2>&1 | grep -q http_v3_module || die "$nginx is built without http_v3_module: run scripts/trixie-servers.sh nginx"
+      [[ $("$nginx" -V 2>&1) == *http_v3_module* ]] || die "$nginx is built without http_v3_module: run scripts/trixie-servers.sh nginx"
       ;;
     haproxy)
       haproxy=${H3LAB_HAPROXY:-/opt/h3lab-ci/trixie/bin/haproxy}
       [[ -x $haproxy ]] || die "HAProxy with QUIC is not installed at $haproxy: run scripts/trixie-servers.sh haproxy"
-      "$haproxy" -vv 2>&1 | grep -q -- '+QUIC' || die "$haproxy is built without QUIC: run scripts/trixie-servers.sh haproxy"
+      [[ $("$haproxy" -vv 2>&1) == *+QUIC* ]] || die "$haproxy is built without QUIC: run scripts/trixie-servers.sh haproxy"
       ;;
     caddy)
       caddy=${H3LAB_CADDY:-$(command -v caddy || true)}

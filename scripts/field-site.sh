@@ -45,7 +45,7 @@ h3lab=${H3LAB:-$here/../target/release/h3lab}
 [[ -x $h3lab ]] || die "h3lab is not built at $h3lab: cargo build --release (or set H3LAB)"
 command -v openssl >/dev/null || die "openssl is not installed: apt-get install openssl"
 
-if ip -4 -o addr show | grep -q "inet 198\.51\.110\."; then
+if [[ $(ip -4 -o addr show) == *"inet 198.51.110."* ]]; then
   die "198.51.110.0/24 is already in use here (by this machine, or a site left up: $0 down DIR)"
 fi
 

@@ -45,7 +45,7 @@ case $name in
   nginx-h3)
     nginx=${H3LAB_NGINX_H3:-/opt/h3lab-ci/trixie/bin/nginx}
     [[ -x $nginx ]] || die "nginx with HTTP/3 is not installed at $nginx: run scripts/trixie-servers.sh nginx"
-    "$nginx" -V 2>&1 | grep -q http_v3_module || die "$nginx is built without http_v3_module: run scripts/trixie-servers.sh nginx"
+    [[ $("$nginx" -V 2>&1) == *http_v3_module* ]] || die "$nginx is built without http_v3_module: run scripts/trixie-servers.sh nginx"
     ;;
   ngtcp2)
     gtlsserver=${H3LAB_GTLSSERVER:-$(command -v gtlsserver || echo /usr/sbin/gtlsserver)}
@@ -92,7 +92,7 @@ CADDY
     # default: ssl_early_data off (no 0-RTT), quic_gso off, quic_retry off,
     # quic_bpf off, http3_stream_buffer_size 64k, http3_max_concurrent_streams 128.
     h3=""
-    if [[ $name == nginx-h3 ]] || "$nginx" -V 2>&1 | grep -q http_v3_module; then
+    if [[ $name == nginx-h3 || $("$nginx" -V 2>&1) == *http_v3_module* ]]; then
       h3="listen $ip:$port quic reuseport;
     http3 on;
     add_header Alt-Svc 'h3=\":$port\"; ma=86400' always;"

@@ -198,7 +198,7 @@ if [[ ${#todo[@]} -gt 0 ]]; then
   # Packages an earlier refresh fetched and no server uses now.
   for deb in "$dir"/debs/*.deb; do
     [[ -e $deb ]] || continue
-    cat "$dir"/.*.debs | grep -qxF "${deb##*/}" || rm -f "$deb"
+    grep -qxF "${deb##*/}" "$dir"/.*.debs || rm -f "$deb"
   done
 fi
 
@@ -207,14 +207,14 @@ for server in "${servers[@]}"; do
     nginx)
       echo "== $dir/bin/nginx -V"
       "$dir/bin/nginx" -V 2>&1
-      "$dir/bin/nginx" -V 2>&1 | grep -q -- --with-http_v3_module || die "this nginx lacks http_v3_module"
+      [[ $("$dir/bin/nginx" -V 2>&1) == *--with-http_v3_module* ]] || die "this nginx lacks http_v3_module"
       ;;
     haproxy)
       echo "== $dir/bin/haproxy -vv (QUIC lines)"
       "$dir/bin/haproxy" -vv 2>&1 | sed -n '1,2p'
       "$dir/bin/haproxy" -vv 2>&1 | grep -E 'USE_QUIC|QUIC|OpenSSL library|Built with OpenSSL|Running on OpenSSL' |
         sed 's/^/  /' | head -n 8
-      "$dir/bin/haproxy" -vv 2>&1 | grep -q -- '+QUIC' || die "this haproxy lacks QUIC"
+      [[ $("$dir/bin/haproxy" -vv 2>&1) == *+QUIC* ]] || die "this haproxy lacks QUIC"
       ;;
   esac
 done

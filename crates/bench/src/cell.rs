@@ -195,12 +195,16 @@ fn measure(
     );
     let after = usage::Reading::now(Some(&server.process), path.as_ref());
     usage::record_interval(&before, &after, &mut record.cpu);
-    let metrics = server
-        .metrics
-        .map(|addr| h3lab_harness::scrape(&placement, addr))
-        .transpose();
+    let ended = Ended::check(&mut server, origin.as_mut().map(|(target, _)| target));
+    let metrics = match &ended {
+        Some(_) => Ok(None),
+        None => server
+            .metrics
+            .map(|addr| h3lab_harness::scrape(&placement, addr))
+            .transpose(),
+    };
     let origin_metrics = origin.as_ref().and_then(|(target, _)| {
-        let addr = target.metrics?;
+        let addr = target.metrics.filter(|_| ended.is_none())?;
         Some(h3lab_harness::scrape_at(&placement, End::Origin, addr))
     });
     let server_exit = server.process.stop(Duration::from_secs(5));
@@ -210,6 +214,8 @@ fn measure(
         record.cpu.server_s += origin_exit.cpu_s;
         edge.origin_metrics = origin_metrics.transpose()?;
     }
+    // Once both are stopped, nothing holds their stderr open.
+    let ended = ended.map(|ended| ended.explain(&mut server, origin.as_mut().map(|(t, _)| t)));
     drop(dns);
     if let (Some(path), Some(settings)) = (path, &settings) {
         let legs = path.shutdown_legs()?;
@@ -221,6 +227,9 @@ fn measure(
         }
     }
     record.edge = origin.map(|(_, edge)| edge);
+    if let (Err(err), Some(why)) = (&outcome, &ended) {
+        bail!("{why}; the client: {err:#}");
+    }
     let run = outcome?;
     if let ClientRun::Page { report, .. } = &run {
         check_whole_site(suite, spec, report, &server.authority())?;
@@ -229,7 +238,57 @@ fn measure(
     record.wire = WireCost::from_counts(record.link.as_ref(), record.server_metrics.as_ref());
     record.header_blocks = HeaderBlocks::from_metrics(record.server_metrics.as_ref());
     record.cpu.client_s = run.cpu_s();
-    fill_from_client(spec, run, record)
+    let filled = fill_from_client(spec, run, record);
+    match ended {
+        Some(why) => bail!(why),
+        None => filled,
+    }
+}
+
+/// The server, or behind an edge the origin, exited while the client
+/// ran: the cell's figure cannot stand, and what was measured is kept.
+struct Ended {
+    in_origin: bool,
+    code: i32,
+}
+
+impl Ended {
+    fn check(
+        server: &mut server::ServerProcess,
+        origin: Option<&mut server::ServerProcess>,
+    ) -> Option<Ended> {
+        if let Some(exit) = origin.and_then(|origin| origin.process.poll()) {
+            return Some(Ended {
+                in_origin: true,
+                code: exit.code,
+            });
+        }
+        let exit = server.process.poll()?;
+        Some(Ended {
+            in_origin: false,
+            code: exit.code,
+        })
+    }
+
+    /// The error, with the process's last words; call it once the
+    /// processes are stopped.
+    fn explain(
+        self,
+        server: &mut server::ServerProcess,
+        origin: Option<&mut server::ServerProcess>,
+    ) -> String {
+        let (what, process) = match (self.in_origin, origin) {
+            (true, Some(origin)) => ("the origin behind the edge", origin),
+            (_, Some(_)) => ("the edge", server),
+            (_, None) => ("the server", server),
+        };
+        format!(
+            "{what} exited (code {}) while the client ran{}; what the client measured until \
+             then is kept in the record",
+            self.code,
+            process.process.last_stderr_line()
+        )
+    }
 }
 
 /// The target started as the origin behind the edge `name`, then the edge
@@ -407,17 +466,28 @@ fn fill_from_client(
             record.requests = report.completed;
             record.errors = report.failed + report.errors.bad_status;
             record.bytes = report.body_bytes;
-            // No response within the run is an honest 0 req/s when nothing
-            // failed (large bodies on a slow path); with failures it is an error.
-            if report.completed == 0 && (report.failed > 0 || !is_throughput(spec)) {
-                bail!("no request completed: {}", first_error(&report));
-            }
-            record.metric.samples = vec![load_figure(spec, &report)?];
             let value = serde_json::to_value(&report)?;
             let histogram = |field: &str| value[field]["histogram"].as_str().map(str::to_string);
             record.latency_histogram = histogram("latency_us");
             record.ttfb_histogram = histogram("ttfb_us");
             record.client_report = Some(value);
+            // No response within the run is an honest 0 req/s when nothing
+            // failed (large bodies on a slow path); with failures it is an error.
+            if report.completed == 0 && (report.failed > 0 || !is_throughput(spec)) {
+                bail!("no request completed: {}", first_error(&report));
+            }
+            // An error page is a response, but not the one measured: an
+            // edge's fast 502 would count as throughput.
+            if report.errors.bad_status > 0 {
+                bail!(
+                    "{} of {} responses had an error status ({}); the figure would count \
+                     error pages",
+                    report.errors.bad_status,
+                    report.completed,
+                    error_statuses(&report)
+                );
+            }
+            record.metric.samples = vec![load_figure(spec, &report)?];
         }
         ClientRun::Ttfb { probe, .. } => {
             record.measured_rtt_ms = median_of(probe.samples.iter().map(|s| s.path_rtt_ms));
@@ -620,6 +690,15 @@ fn load_figure(spec: &CellSpec, report: &LoadReport) -> anyhow::Result<f64> {
             bail!("a {} cell got a load report", spec.workload.kind())
         }
     }
+}
+
+/// `502 x40, 504 x2`: the error statuses and how often each came.
+fn error_statuses(report: &LoadReport) -> String {
+    let statuses: Vec<String> = (report.status_counts.iter())
+        .filter(|(status, _)| **status >= 400)
+        .map(|(status, count)| format!("{status} x{count}"))
+        .collect();
+    statuses.join(", ")
 }
 
 fn first_error(report: &LoadReport) -> String {

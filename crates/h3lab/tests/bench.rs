@@ -1199,11 +1199,156 @@ loads = 2
     }
 }
 
+#[test]
+fn first_byte_at_the_edge_is_cold_resumed_and_0rtt_with_the_origins_leg_counted() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("edge-ttfb");
+    let suite = r#"
+name = "edge-ttfb"
+protocols = ["h3"]
+profiles = ["near"]
+repetitions = 1
+seed = 5
+[[profile]]
+name = "near"
+rtt = "20ms"
+down = "100mbit"
+up = "100mbit"
+loss = "0%"
+[target]
+port = 8443
+[target.edges.h3lab]
+server = "h3lab"
+origin_rtt = "40ms"
+[sweep]
+tunable = "edge"
+values = ["direct", "h3lab"]
+[[workload]]
+kind = "ttfb"
+name = "first-byte"
+modes = ["cold", "resumed", "0rtt"]
+samples = 5
+"#;
+    let (output, left_behind) = bench(suite, &out);
+    assert!(output.status.success(), "bench failed: {}", stderr(&output));
+    assert!(!left_behind, "namespaces left behind");
+    let results = results(&out);
+    for mode in [TtfbMode::Cold, TtfbMode::Resumed, TtfbMode::ZeroRtt] {
+        let cell = |edge: &str| {
+            let label = format!("first-byte [edge={edge}]");
+            (results.cells.iter())
+                .find(|c| c.workload == label && c.mode == Some(mode))
+                .unwrap_or_else(|| panic!("no {label} {mode} cell"))
+        };
+        let (direct, through) = (
+            median_ttfb_of(cell("direct")),
+            median_ttfb_of(cell("h3lab")),
+        );
+        let grown = through - direct;
+        assert!(
+            (grown - 40.0).abs() <= 10.0,
+            "{mode} through the edge: first byte {through:.1} ms against {direct:.1} ms direct, \
+             {grown:.1} ms more, expected the origin leg's 40 ms ± 25 %"
+        );
+    }
+}
+
+#[test]
+fn an_origin_that_dies_mid_cell_fails_that_cell_keeps_what_was_measured_and_the_run_goes_on() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("dies");
+    // The server (direct) or the origin (behind the edge) lives 5 s from
+    // its start, and ends at once: long enough for the ttfb cell, not for
+    // the 8-second rps cell.
+    let suite = format!(
+        r#"
+name = "origin-dies"
+protocols = ["h3"]
+profiles = ["near"]
+repetitions = 1
+[[profile]]
+name = "near"
+rtt = "20ms"
+down = "100mbit"
+up = "100mbit"
+loss = "0%"
+[target]
+port = 8443
+server_cmd = "timeout 5 {EXE} serve --listen {{ip}}:{{port}} --cert {{cert}} --key {{key}} --site {{site}} --shutdown-grace-ms 0"
+[target.edges.h3lab]
+server = "h3lab"
+origin_rtt = "10ms"
+[sweep]
+tunable = "edge"
+values = ["direct", "h3lab"]
+[[workload]]
+kind = "ttfb"
+name = "first-byte"
+modes = ["cold"]
+samples = 3
+[[workload]]
+kind = "rps"
+name = "api"
+size = "1KB"
+connections = 1
+duration = "8s"
+"#
+    );
+    let (output, left_behind) = bench(&suite, &out);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(!left_behind, "namespaces left behind");
+    let results = results(&out);
+    let cell = |workload: &str| {
+        let label = format!("{workload} [edge=h3lab]");
+        results
+            .cells
+            .iter()
+            .find(|c| c.workload == label)
+            .unwrap_or_else(|| panic!("no {label} cell: {:?}", results.cells))
+    };
+    assert_eq!(
+        cell("first-byte").outcome,
+        Outcome::Ok,
+        "the run went on before it"
+    );
+    let api = cell("api");
+    let Outcome::Failed { error } = &api.outcome else {
+        panic!("an origin's death must fail its cell: {api:?}");
+    };
+    assert!(
+        error.contains("the origin behind the edge exited"),
+        "{error}"
+    );
+    assert!(
+        api.metric.samples.is_empty(),
+        "no figure from a broken cell"
+    );
+    let report: LoadReport = serde_json::from_value(
+        api.client_report
+            .clone()
+            .expect("the measured part is kept"),
+    )
+    .unwrap();
+    assert!(report.status_counts.get(&200) > Some(&0), "{report}");
+    assert!(
+        report.status_counts.get(&502) > Some(&0),
+        "the edge answers 502 once its origin is gone: {report}"
+    );
+}
+
 /// Every response of an rps cell through an edge said how long the edge
 /// waited for the origin (`Server-Timing`), and its median is the origin
 /// leg's 40 ms round trip.
 fn assert_origin_wait_is_the_round_trip(cell: &h3lab_results::bench::CellRecord, edge: &str) {
-    let report: h3lab_results::load::LoadReport =
+    let report: LoadReport =
         serde_json::from_value(cell.client_report.clone().expect("a load report")).unwrap();
     let leg = report
         .origin_leg
