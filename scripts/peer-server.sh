@@ -10,7 +10,15 @@
 #           own QUIC on OpenSSL 3.5), from scripts/trixie-servers.sh
 #   ngtcp2  h3 only: Debian's gtlsserver (ngtcp2, nghttp3, GnuTLS)
 #   quiche  h3 only: scripts/quiche-server (Cloudflare's quiche)
-# Usage: scripts/peer-server.sh caddy|nginx|nginx-h3|ngtcp2|quiche IP PORT ROOT CERT KEY
+# and, from scripts/peer-setup.sh (under H3LAB_PEERS_DIR, /opt/h3lab-ci/peers):
+#   bun        h1 and h3: Bun.serve (lsquic; Bun's TCP side has no h2)
+#   hypercorn  h1, h2 and h3: hypercorn with aioquic for h3
+#   peregrine  h1, h2 and h3: Peregrine (its own QUIC, in Swift)
+#   picoquic   h3 only: picoquic's h3zero, through aiopquic; binds every
+#              address on PORT (aiopquic takes no address)
+#   kwik       h3 only: kwik and flupke (Java), scripts/peers/KwikServer.java
+#   tquic      h3 only: tquic_server (Tencent's tquic)
+# Usage: scripts/peer-server.sh NAME IP PORT ROOT CERT KEY
 # In a suite: "scripts/peer-server.sh caddy {ip} {port} {site} {cert} {key}".
 #
 # Settings are each server's defaults (nginx: Debian's sendfile,
@@ -21,7 +29,8 @@
 set -euo pipefail
 
 die() { echo "peer-server: $*" >&2; exit 127; }
-[[ $# -eq 6 ]] || die "usage: $0 caddy|nginx|nginx-h3|ngtcp2|quiche IP PORT ROOT CERT KEY"
+names="caddy, nginx, nginx-h3, ngtcp2, quiche, bun, hypercorn, peregrine, picoquic, kwik or tquic"
+[[ $# -eq 6 ]] || die "usage: $0 NAME IP PORT ROOT CERT KEY, where NAME is $names"
 name=$1 ip=$2 port=$3 root=$4 cert=$5 key=$6
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -55,7 +64,11 @@ case $name in
     quiche=$here/quiche-server/target/release/quiche-server
     [[ -x $quiche ]] || die "the quiche server is not built: cargo build --release --manifest-path scripts/quiche-server/Cargo.toml (needs cmake and libclang-dev)"
     ;;
-  *) die "unknown server '$name': caddy, nginx, nginx-h3, ngtcp2 or quiche" ;;
+  bun|hypercorn|peregrine|picoquic|kwik|tquic)
+    peers=${H3LAB_PEERS_DIR:-/opt/h3lab-ci/peers}
+    [[ -f $peers/.$name.stamp ]] || die "$name is not installed in $peers: run scripts/peer-setup.sh $name"
+    ;;
+  *) die "unknown server '$name': $names" ;;
 esac
 
 run=${TMPDIR:-/tmp}/h3lab-peer-server/$name-$ip-$port
@@ -144,5 +157,28 @@ NGINX
     ;;
   quiche)
     exec "$quiche" "$ip" "$port" "$cert" "$key" "$root"
+    ;;
+  bun)
+    exec "$peers/bun/package/bin/bun" "$here/peers/bun-server.js" "$ip" "$port" "$root" "$cert" "$key"
+    ;;
+  hypercorn)
+    # Hypercorn's defaults otherwise (one worker, asyncio, h11/h2 on TCP).
+    H3LAB_ROOT=$root exec "$peers/hypercorn/bin/hypercorn" --certfile "$cert" --keyfile "$key" \
+      --bind "$ip:$port" --quic-bind "$ip:$port" "$here/peers/hypercorn_app.py:app"
+    ;;
+  peregrine)
+    cd "$here/peers"
+    exec "$peers/peregrine/bin/peregrine" --host "$ip" --port "$port" --tls-cert "$cert" --tls-key "$key" \
+      --http3 --static-dir "/=$root" peregrine_app:app
+    ;;
+  picoquic)
+    exec "$peers/picoquic/bin/python" "$here/peers/picoquic-server.py" "$port" "$root" "$cert" "$key"
+    ;;
+  kwik)
+    exec java -cp "$peers/kwik/lib/*:$peers/kwik/classes" KwikServer "$ip" "$port" "$root" "$cert" "$key"
+    ;;
+  tquic)
+    # tquic_server logs every connection at its default level (INFO).
+    exec "$peers/tquic/bin/tquic_server" -l "$ip:$port" -c "$cert" -k "$key" -r "$root" --log-level WARN
     ;;
 esac

@@ -132,7 +132,6 @@ impl Builder {
             conn_state,
             max_field_section_size: self.config.settings.max_field_section_size,
             sender_count: Arc::new(AtomicUsize::new(1)),
-            send_grease_frame: self.config.send_grease,
             _buf: PhantomData,
         };
 

@@ -117,7 +117,6 @@ where
     // counts instances of SendRequest to close the connection when the last is dropped.
     pub(super) sender_count: Arc<AtomicUsize>,
     pub(super) _buf: PhantomData<fn(B)>,
-    pub(super) send_grease_frame: bool,
 }
 
 impl<T, B> ConnectionState for SendRequest<T, B>
@@ -210,15 +209,10 @@ where
             });
         }
 
-        // h3lab: the GREASE frame goes before HEADERS, as quiche sends it,
-        // not between HEADERS and FIN: HAProxy 3.0.11 forwards such a request
-        // to its origin and never ends it, so the origin waits out its header
-        // timeout.
-        if self.send_grease_frame {
-            stream::write(&mut stream, Frame::Grease)
-                .await
-                .map_err(|e| self.handle_quic_stream_error(e))?;
-        }
+        // h3lab: no GREASE frame on request streams (the connection still
+        // greases its SETTINGS and stream types): HAProxy 3.0.11 stalls a
+        // request with one after HEADERS, and kwik/flupke 0.9.4 closes the
+        // connection (H3_FRAME_UNEXPECTED) at one before HEADERS.
         stream::write(&mut stream, Frame::Headers(block.freeze()))
             .await
             .map_err(|e| self.handle_quic_stream_error(e))?;
@@ -231,8 +225,6 @@ where
                 false,
             ),
         };
-        // send the grease frame only once
-        self.send_grease_frame = false;
         Ok(request_stream)
     }
 }
@@ -252,7 +244,6 @@ where
             max_field_section_size: self.max_field_section_size,
             sender_count: self.sender_count.clone(),
             _buf: PhantomData,
-            send_grease_frame: self.send_grease_frame,
         }
     }
 }
