@@ -18,6 +18,9 @@
 #              address on PORT (aiopquic takes no address)
 #   kwik       h3 only: kwik and flupke (Java), scripts/peers/KwikServer.java
 #   tquic      h3 only: tquic_server (Tencent's tquic)
+#   xnet       h1, h2 and h3: scripts/peers/xnet-h3-server, net/http for
+#              h1 and h2, x/net's internal HTTP/3 on Go's own QUIC
+#              (golang.org/x/net/quic) for h3
 # Usage: scripts/peer-server.sh NAME IP PORT ROOT CERT KEY
 # In a suite: "scripts/peer-server.sh caddy {ip} {port} {site} {cert} {key}".
 #
@@ -29,7 +32,7 @@
 set -euo pipefail
 
 die() { echo "peer-server: $*" >&2; exit 127; }
-names="caddy, nginx, nginx-h3, ngtcp2, quiche, bun, hypercorn, peregrine, picoquic, kwik or tquic"
+names="caddy, nginx, nginx-h3, ngtcp2, quiche, bun, hypercorn, peregrine, picoquic, kwik, tquic or xnet"
 [[ $# -eq 6 ]] || die "usage: $0 NAME IP PORT ROOT CERT KEY, where NAME is $names"
 name=$1 ip=$2 port=$3 root=$4 cert=$5 key=$6
 here=$(cd "$(dirname "$0")" && pwd)
@@ -64,7 +67,7 @@ case $name in
     quiche=$here/quiche-server/target/release/quiche-server
     [[ -x $quiche ]] || die "the quiche server is not built: cargo build --release --manifest-path scripts/quiche-server/Cargo.toml (needs cmake and libclang-dev)"
     ;;
-  bun|hypercorn|peregrine|picoquic|kwik|tquic)
+  bun|hypercorn|peregrine|picoquic|kwik|tquic|xnet)
     peers=${H3LAB_PEERS_DIR:-/opt/h3lab-ci/peers}
     [[ -f $peers/.$name.stamp ]] || die "$name is not installed in $peers: run scripts/peer-setup.sh $name"
     ;;
@@ -180,5 +183,8 @@ NGINX
   tquic)
     # tquic_server logs every connection at its default level (INFO).
     exec "$peers/tquic/bin/tquic_server" -l "$ip:$port" -c "$cert" -k "$key" -r "$root" --log-level WARN
+    ;;
+  xnet)
+    exec "$peers/xnet/xnet-h3-server" "$ip" "$port" "$root" "$cert" "$key"
     ;;
 esac

@@ -12,18 +12,26 @@
 #              scripts/peers/KwikServer.java: pure-Java QUIC; h3 only
 #   tquic      tquic_tools 1.6.0 (crates.io): Tencent's QUIC; h3 only.
 #              Builds BoringSSL with cmake: about 5 minutes on 2 cores.
+#   xnet       golang.org/x/net v0.59.0 (Go proxy): Go's own QUIC
+#              (x/net/quic) with a copy of x/net's internal HTTP/3 server,
+#              built with scripts/peers/xnet-h3-server; h1, h2 (net/http)
+#              and h3
+#   quiche     scripts/quiche-server (tokio-quiche 0.20.1, quiche 0.30.0, as
+#              its Cargo.lock pins them), built into its own target folder
+#              there; h3 only. Builds BoringSSL: about 5 minutes.
 # Usage: scripts/peer-setup.sh [NAME...|all]            (default all)
 #   DIR is H3LAB_PEERS_DIR, /opt/h3lab-ci/peers by default.
 # Needs: npm (bun), python3 with venv (hypercorn, peregrine), a Python 3.12
 # (picoquic: python3.12 on PATH, or pyenv's), a JDK 11+ and Maven (kwik),
-# cargo, cmake and a C++ compiler (tquic).
+# cargo, cmake and a C++ compiler (tquic, quiche), libclang (quiche), Go
+# 1.26 or later (xnet).
 # Idempotent: a peer already installed at its pinned version, whose
 # program runs, is kept as it is. Ends by printing each one's version.
 set -euo pipefail
 
 die() { echo "peer-setup: $*" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
-all=(bun hypercorn peregrine picoquic kwik tquic)
+all=(bun hypercorn peregrine picoquic kwik tquic xnet quiche)
 names=("$@")
 [[ ${#names[@]} -gt 0 && ${names[0]} != all ]] || names=("${all[@]}")
 for name in "${names[@]}"; do
@@ -42,9 +50,10 @@ peregrine_pins=(peregrine-server==1.2.0)
 picoquic_pins=(aiopquic==0.6.1)
 kwik_flupke_version=0.9.4
 tquic_version=1.6.0
+xnet_version=v0.59.0
 
 # What NAME's stamp must say to count as installed: its pins, and for
-# kwik the source it compiles.
+# kwik and xnet the source they compile.
 wanted() {
   case $1 in
     bun) echo "$bun_version" ;;
@@ -53,6 +62,8 @@ wanted() {
     picoquic) echo "${picoquic_pins[*]}" ;;
     kwik) echo "flupke $kwik_flupke_version $(sha256sum < "$here/peers/KwikServer.java" | cut -c1-16)" ;;
     tquic) echo "$tquic_version" ;;
+    xnet) echo "golang.org/x/net $xnet_version $(cat "$here"/peers/xnet-h3-server/{main.go,export.go.txt} | sha256sum | cut -c1-16)" ;;
+    quiche) cat "$here"/quiche-server/{Cargo.lock,src/main.rs} | sha256sum | cut -c1-16 ;;
   esac
 }
 
@@ -68,6 +79,12 @@ print("peregrine-server %s" % v("peregrine-server"))' ;;
 print(f"aiopquic {aiopquic.__version__}, picoquic {b.PICOQUIC_VERSION} ({b.PICOQUIC_SHA[:12]})")' ;;
     kwik) (cd "$dir/kwik/lib" && ls kwik-*.jar flupke-*.jar agent15-*.jar qpack-*.jar) | sed 's/\.jar$//' | paste -sd' ' ;;
     tquic) echo "tquic_$("$dir/tquic/bin/tquic_server" --version)" ;;
+    xnet) "$dir/xnet/xnet-h3-server" -version ;;
+    quiche)
+      [[ -x $here/quiche-server/target/release/quiche-server ]] || return 1
+      sed -n '/^name = "\(tokio-quiche\|quiche\)"$/{N;s/name = "\(.*\)"\nversion = "\(.*\)"/\1 \2/p}' \
+        "$here/quiche-server/Cargo.lock" | paste -sd' '
+      ;;
   esac
 }
 
@@ -129,6 +146,36 @@ POM
     tquic)
       command -v cmake >/dev/null || die "tquic builds BoringSSL with cmake: apt-get install cmake g++"
       cargo install -q --locked tquic_tools --version "$tquic_version" --root "$dir/tquic"
+      ;;
+    xnet)
+      command -v go >/dev/null || die "xnet needs Go 1.26 or later: https://go.dev/dl"
+      # x/net exports its QUIC but keeps its HTTP/3 server internal: copy
+      # that (internal/http3, and internal/httpcommon, the one internal
+      # package it imports) into a module of our own, with x/net's
+      # LICENSE, and build it against x/net's public packages.
+      local src=$dir/xnet/src module=h3lab.test/xnet-h3-server json xnet pkg
+      rm -rf "$dir/xnet" && mkdir -p "$src/internal"
+      json=$(cd "$src" && GOTOOLCHAIN=local GOFLAGS=-mod=mod go mod download -json "golang.org/x/net@$xnet_version") ||
+        die "cannot download golang.org/x/net@$xnet_version: $json"
+      xnet=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p' <<< "$json")
+      [[ -d $xnet/internal/http3 ]] || die "golang.org/x/net@$xnet_version has no internal/http3 (at '$xnet')"
+      for pkg in http3 httpcommon; do
+        mkdir -p "$src/internal/$pkg"
+        find "$xnet/internal/$pkg" -maxdepth 1 -name '*.go' ! -name '*_test.go' -exec cp {} "$src/internal/$pkg/" \;
+      done
+      cp "$xnet/LICENSE" "$xnet/PATENTS" "$src/internal/"
+      chmod -R u+w "$src"
+      sed -i "s#\"golang.org/x/net/internal/#\"$module/internal/#" "$src"/internal/*/*.go
+      ! grep -n '"golang.org/x/net/internal/' "$src"/internal/*/*.go || die "x/net's HTTP/3 needs another internal package"
+      cp "$here/peers/xnet-h3-server/export.go.txt" "$src/internal/http3/export.go"
+      cp "$here/peers/xnet-h3-server/main.go" "$src/"
+      printf 'module %s\n\ngo 1.26.0\n\nrequire golang.org/x/net %s\n' "$module" "$xnet_version" > "$src/go.mod"
+      (cd "$src" && export GOTOOLCHAIN=local GOFLAGS=-mod=mod &&
+        go mod tidy && go build -trimpath -buildvcs=false -o "$dir/xnet/xnet-h3-server" .)
+      ;;
+    quiche)
+      command -v cmake >/dev/null || die "quiche builds BoringSSL with cmake: apt-get install cmake g++ libclang-dev"
+      cargo build -q --release --locked --manifest-path "$here/quiche-server/Cargo.toml"
       ;;
   esac
   wanted "$1" > "$dir/.$1.stamp"

@@ -183,6 +183,10 @@ fn measure(
         tcp_set: tcp_window.is_some(),
         quic_bytes: server.tuning.as_ref().and_then(quic_initial_window),
     });
+    if probes_features(suite, spec) {
+        let aim = Aim::Lab(&server);
+        record.h3_features = client::h3_features(&placement, &ctx.exe, &aim, &scratch, &ctx.stop);
+    }
     let before = usage::Reading::now(Some(&server.process), path.as_ref());
     let outcome = client::run(
         spec,
@@ -243,6 +247,17 @@ fn measure(
         Some(why) => bail!(why),
         None => filled,
     }
+}
+
+/// Whether the cell asks its server what its h3 does: once per row of a
+/// `server` sweep, before its first workload's first h3 repetition.
+fn probes_features(suite: &Suite, spec: &CellSpec) -> bool {
+    let server_row = spec.setting.as_ref().and_then(Setting::server).is_some();
+    let first_workload = suite.workloads.first().map(|w| w.name()) == Some(spec.workload.name());
+    server_row
+        && first_workload
+        && spec.protocol == h3lab_results::Proto::H3
+        && spec.repetition == 0
 }
 
 /// The server, or behind an edge the origin, exited while the client
@@ -769,6 +784,7 @@ fn empty_record(spec: &CellSpec) -> CellRecord {
         header_blocks: None,
         replica: spec.replica,
         edge: None,
+        h3_features: None,
     }
 }
 

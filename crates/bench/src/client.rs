@@ -12,7 +12,7 @@ use anyhow::{anyhow, bail, Context};
 use h3lab_client::ResolveRule;
 use h3lab_load::cli::LoadArgs;
 use h3lab_page::cli::PageArgs;
-use h3lab_probe::cli::TtfbArgs;
+use h3lab_probe::cli::{OfferArgs, TtfbArgs};
 use linkem::run::{Placement, Side};
 
 use crate::process;
@@ -20,6 +20,7 @@ use crate::server::{OriginNames, ServerProcess};
 use crate::spec::CellSpec;
 use h3lab_results::flags::CommandFlags;
 use h3lab_results::load::LoadReport;
+use h3lab_results::offer::{H3Features, OfferReport};
 use h3lab_results::page::PageReport;
 use h3lab_results::ttfb::TtfbReport;
 use h3lab_results::{HeaderSet, Proto};
@@ -300,4 +301,40 @@ pub(crate) fn run(
             })
         }
     }
+}
+
+/// `h3lab probe offer` against the cell's server from the client's side
+/// of the path: what its h3 does (its `server` header, 0-RTT, the QPACK
+/// dynamic table, a new client port). `None` when the probe could not
+/// run or answer: unknown, not false.
+pub(crate) fn h3_features(
+    placement: &Placement<'_>,
+    exe: &Path,
+    aim: &Aim<'_>,
+    scratch: &Path,
+    stop: &AtomicBool,
+) -> Option<H3Features> {
+    let json = scratch.join("offer.json");
+    let mut offer = OfferArgs {
+        urls: vec![aim.body_url(Some(ByteSize(TTFB_BODY_SIZE))).ok()?],
+        resolve: Vec::new(),
+        insecure: false,
+        ca: None,
+        timeout: Duration::from_secs(3),
+        json: Some(json.clone()),
+    };
+    aim.trust(&mut offer.insecure, &mut offer.ca, &mut offer.resolve)
+        .ok()?;
+    let mut command = process::command(placement, Side::Client, exe);
+    command.args(offer.command_args());
+    command.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut process = process::spawn(command, "probe offer").ok()?;
+    let budget = Duration::from_secs(60);
+    let exit = process.wait_until(Some(Instant::now() + budget), stop, budget);
+    if exit.is_none_or(|exit| exit.code != 0) {
+        process.stop(Duration::from_secs(2));
+        return None;
+    }
+    let report: OfferReport = serde_json::from_str(&std::fs::read_to_string(json).ok()?).ok()?;
+    report.origins.into_iter().next()?.h3_features
 }

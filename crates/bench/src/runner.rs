@@ -19,7 +19,8 @@ use crate::spec::{CellSpec, Unit};
 use crate::suite::{Load, PublishedFigure, Site, Suite, Workload};
 use crate::sweep::Sweep;
 use h3lab_results::bench::{
-    CapturedPage, CellRecord, ClaimSweep, Replica, Results, StudyClaim, SuiteInfo, RESULTS_SCHEMA,
+    CapturedPage, CellRecord, ClaimSweep, Replica, Results, ServerRow, StudyClaim, SuiteInfo,
+    RESULTS_SCHEMA,
 };
 use h3lab_results::{Proto, Visit};
 
@@ -413,7 +414,37 @@ fn suite_info(suite: &Suite, ctx: &RunContext) -> SuiteInfo {
             None => "built-in server (h3lab serve)".to_string(),
         },
         aa: suite.aa,
+        servers: server_rows(suite),
     }
+}
+
+/// The rows of a `server` sweep, with each one's stack and protocols.
+fn server_rows(suite: &Suite) -> Vec<ServerRow> {
+    let Some(sweep) = &suite.sweep else {
+        return Vec::new();
+    };
+    let every = crate::suite::fixed_protocols();
+    sweep
+        .values
+        .iter()
+        .filter_map(crate::sweep::Setting::server)
+        .map(|name| match suite.target.servers.get(name) {
+            Some(server) => ServerRow {
+                name: name.to_string(),
+                stack: server.stack().map(str::to_string),
+                offers: every
+                    .iter()
+                    .copied()
+                    .filter(|p| server.offers(*p))
+                    .collect(),
+            },
+            None => ServerRow {
+                name: name.to_string(),
+                stack: Some("quinn".to_string()),
+                offers: every.clone(),
+            },
+        })
+        .collect()
 }
 
 pub(crate) fn study_claims(suite: &Suite) -> Vec<StudyClaim> {

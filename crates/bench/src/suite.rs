@@ -29,7 +29,7 @@ pub(crate) use edge::{Edge, EdgeServer, Forwarding, OriginProtocol};
 pub(crate) use field::{caps, DEFAULT_PAUSE, REAL};
 pub(crate) use published::PublishedFigure;
 pub(crate) use target::Target;
-pub(crate) use target::{FieldUrl, Pin};
+pub(crate) use target::{fixed_protocols, FieldUrl, Pin};
 pub(crate) use values::{ByteSize, Count, HumanDuration};
 pub(crate) use workload::{import_har, DownloadMetric, Load, RpsMetric, Site, Workload};
 

@@ -279,6 +279,13 @@ impl Connector {
         Ok((response, sender, timing, accepted))
     }
 
+    /// A QUIC connection with ALPN h3 and nothing of HTTP/3 on it, for
+    /// reading what the server sends of its own accord.
+    pub(crate) async fn connect_quic(&self) -> Result<quinn::Connection, ClientError> {
+        let connecting = self.start_quic()?;
+        self.finish_quic_handshake(connecting).await
+    }
+
     /// Waits for a QUIC handshake to complete, within the connect timeout.
     async fn finish_quic_handshake(
         &self,

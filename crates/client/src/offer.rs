@@ -46,6 +46,7 @@ pub async fn check_offer(
         h3: None,
         alt_svc: None,
         notes: Vec::new(),
+        h3_features: None,
     };
     let addr = match target.resolve(resolve).await {
         Ok(addr) => addr,

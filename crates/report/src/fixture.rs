@@ -89,6 +89,7 @@ pub(crate) fn results() -> Results {
             baseline: "h2".into(),
             target: "built-in server (h3lab serve)".into(),
             aa: false,
+            servers: Vec::new(),
         },
         environment: Environment {
             h3lab_version: "0.1.0".into(),
@@ -188,6 +189,7 @@ pub(crate) fn rps_record(
         header_blocks: None,
         replica: None,
         edge: None,
+        h3_features: None,
     }
 }
 

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use h3lab_results::bench::{BlockTally, Results};
+use h3lab_results::offer::H3Features;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use crate::captures::{compare_captures, CaptureComparison};
@@ -59,6 +60,7 @@ pub fn render_html(results: &Results) -> String {
                 @if !claims.is_empty() { (claims_section(&claims)) }
                 @if !captures.is_empty() { (captures_section(&captures)) }
                 (legs_section(&summaries))
+                (servers_section(results))
                 (summary_section(results, &summaries, &colours))
                 (pages::pages_section(&pages, &colours))
                 @if !conditions.is_empty() { (plots_section(&conditions)) }
@@ -206,6 +208,46 @@ fn legs_section(summaries: &[CellSummary]) -> Markup {
                     div.claim {
                         h3 { (title) }
                         p { (line) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A `server` sweep's rows: the QUIC stack under each server and the
+/// protocols it offers; a protocol it does not offer has no cells, which
+/// is not a failure.
+fn servers_section(results: &Results) -> Markup {
+    let rows = &results.suite.servers;
+    html! {
+        @if !rows.is_empty() {
+            section #servers {
+                h2 { "Servers compared" }
+                p.hint { "The QUIC stack as the suite names it. A protocol a server does not offer has no cells: \"not offered\", not a failure." }
+                p.hint { "The last four columns are read from the server by h3lab probe offer before its first h3 cell: its server header, whether it accepted a request in 0-RTT early data, the QPACK dynamic table its SETTINGS allow, and whether its connection carried on after the client moved to a new UDP port. ? is unknown: the probe could not tell." }
+                table {
+                    thead { tr {
+                        th { "server" } th { "QUIC stack" }
+                        @for protocol in &results.suite.protocols { th { (protocol) } }
+                        th { "server header" } th { "0-RTT" } th { "QPACK dynamic table" } th { "new client port" }
+                    } }
+                    tbody {
+                        @for row in rows {
+                            @let missing = crate::table::not_offered(row, results);
+                            @let features = crate::table::h3_features(row, results);
+                            tr {
+                                td { (row.name) }
+                                td { (row.stack_text()) }
+                                @for protocol in &results.suite.protocols {
+                                    td { @if missing.contains(&protocol.as_str()) { "not offered" } @else { "offered" } }
+                                }
+                                td { (features.and_then(|f| f.server_header.as_deref()).unwrap_or("?")) }
+                                td { (h3lab_results::offer::answer(features.and_then(|f| f.zero_rtt))) }
+                                td { (features.map_or("?".to_string(), H3Features::qpack_table)) }
+                                td { (h3lab_results::offer::answer(features.and_then(|f| f.survives_new_port))) }
+                            }
+                        }
                     }
                 }
             }

@@ -7,8 +7,9 @@
 use comfy_table::{
     presets, CellAlignment, ColumnConstraint, ContentArrangement, Table, TableComponent, Width,
 };
-use h3lab_results::bench::{BlockTally, Results};
-use h3lab_results::WorkloadKind;
+use h3lab_results::bench::{BlockTally, Results, ServerRow};
+use h3lab_results::offer::H3Features;
+use h3lab_results::{Proto, WorkloadKind};
 
 use crate::captures::compare_captures;
 use crate::cell::CellSummary;
@@ -31,12 +32,7 @@ pub fn terminal_table(results: &Results) -> String {
             .filter(|s| s.key.profile == profile)
             .collect();
         let loss = path_impairments(results, &profile);
-        out.push_str(&profile_block(
-            &profile,
-            loss,
-            &block,
-            &results.suite.baseline,
-        ));
+        out.push_str(&profile_block(&profile, loss, &block, results));
     }
     out.push_str(&claims_block(results, &summaries));
     out.push_str(&captures_block(results, &summaries));
@@ -134,8 +130,9 @@ fn profile_block(
     profile: &str,
     loss: Option<String>,
     block: &[&CellSummary],
-    baseline: &str,
+    results: &Results,
 ) -> String {
+    let baseline = &results.suite.baseline;
     let round_trip = block
         .first()
         .map_or(String::new(), |s| s.round_trip_label());
@@ -170,6 +167,7 @@ fn profile_block(
     for ((heading, cells), rows) in groups.iter().zip(rows) {
         out.push_str(&format!("{heading}\n"));
         out.push_str(&aligned(rows, &widths, 1));
+        out.push_str(&server_line(cells, results));
         if common_windows.is_none() {
             if let Some(windows) = settings::common_windows(cells) {
                 out.push_str(&wrapped(COLUMN_GAP as u16, &windows));
@@ -195,6 +193,74 @@ fn profile_block(
 
 /// Spaces before every column.
 const COLUMN_GAP: usize = 2;
+
+/// Under a `server` sweep's row: the QUIC stack under that server, and
+/// each protocol of the run it does not offer, which is not a failure.
+fn server_line(cells: &[&CellSummary], results: &Results) -> String {
+    let Some(row) = server_row(cells, results) else {
+        return String::new();
+    };
+    let mut parts: Vec<String> = Vec::new();
+    if row.stack.is_some() || row.offers.contains(&Proto::H3) {
+        parts.push(format!("QUIC stack {}", row.stack_text()));
+    }
+    let not_offered = not_offered(row, results);
+    if !not_offered.is_empty() {
+        parts.push(format!("{} not offered", not_offered.join(", ")));
+    }
+    if let Some(features) = h3_features(row, results) {
+        parts.push(features.describe());
+    }
+    wrapped(
+        COLUMN_GAP as u16,
+        &format!("{}: {}", row.name, parts.join("; ")),
+    )
+}
+
+/// The `server` sweep row the cells of one workload heading ran against.
+pub(crate) fn server_row<'a>(
+    cells: &[&CellSummary],
+    results: &'a Results,
+) -> Option<&'a ServerRow> {
+    let sweep = cells.first()?.sweep.as_ref()?;
+    (sweep.tunable == "server")
+        .then(|| {
+            results
+                .suite
+                .servers
+                .iter()
+                .find(|row| row.name == sweep.value)
+        })
+        .flatten()
+}
+
+/// What `row`'s server's h3 does, as the run's probe found it.
+pub(crate) fn h3_features<'a>(row: &ServerRow, results: &'a Results) -> Option<&'a H3Features> {
+    results
+        .cells
+        .iter()
+        .filter(|cell| {
+            cell.sweep
+                .as_ref()
+                .is_some_and(|s| s.tunable == "server" && s.value == row.name)
+        })
+        .find_map(|cell| cell.h3_features.as_ref())
+}
+
+/// The run's protocols that `row`'s server does not offer.
+pub(crate) fn not_offered<'a>(row: &ServerRow, results: &'a Results) -> Vec<&'a str> {
+    results
+        .suite
+        .protocols
+        .iter()
+        .filter(|name| {
+            Proto::ALL
+                .iter()
+                .any(|p| p.name() == name.as_str() && !row.offers.contains(p))
+        })
+        .map(String::as_str)
+        .collect()
+}
 
 /// Consecutive cells of one workload (and mode), under their heading.
 fn workload_groups<'a>(block: &[&'a CellSummary]) -> Vec<(String, Vec<&'a CellSummary>)> {
@@ -769,6 +835,52 @@ mod tests {
             )),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_server_rows_stack_and_the_protocols_it_does_not_offer_are_named() {
+        let mut results = fixture::results();
+        results.suite.protocols = ["h1", "h2", "h3"].map(String::from).to_vec();
+        let row = |name: &str, stack: Option<&str>, offers: &[Proto]| ServerRow {
+            name: name.into(),
+            stack: stack.map(String::from),
+            offers: offers.to_vec(),
+        };
+        results.suite.servers = vec![
+            row("bun", Some("lsquic"), &[Proto::H1, Proto::H3]),
+            row("nginx", None, &[Proto::H1, Proto::H2]),
+            row("odd", None, &[Proto::H3]),
+        ];
+        results.cells.clear();
+        for (server, protocols) in [
+            ("bun", ["h1", "h3"]),
+            ("nginx", ["h1", "h2"]),
+            ("odd", ["h3", "h3"]),
+        ] {
+            for protocol in protocols {
+                let mut cell = fixture::rps_record("broadband", protocol, 0, 100.0, None);
+                cell.sweep = Some(h3lab_results::bench::SweptSetting {
+                    tunable: "server".into(),
+                    value: server.into(),
+                });
+                cell.workload = format!("rps-1k [server={server}]");
+                results.cells.push(cell);
+            }
+        }
+        let text = terminal_table(&results);
+        assert!(
+            text.contains("  bun: QUIC stack lsquic; h2 not offered\n"),
+            "{text}"
+        );
+        assert!(text.contains("  nginx: h3 not offered\n"), "{text}");
+        assert!(
+            text.contains("  odd: QUIC stack not given; h1, h2 not offered\n"),
+            "{text}"
+        );
+        let html = crate::html::render_html(&results);
+        assert!(html.contains("Servers compared"), "{html}");
+        assert!(html.contains("<td>lsquic</td>"), "{html}");
+        assert_eq!(html.matches("<td>not offered</td>").count(), 4, "{html}");
     }
 
     #[test]

@@ -518,6 +518,7 @@ fn synthetic_results() -> Results {
             baseline: "h2".into(),
             target: "built-in server (h3lab serve)".into(),
             aa: false,
+            servers: Vec::new(),
         },
         environment: Environment {
             h3lab_version: "0.1.0".into(),
@@ -679,6 +680,7 @@ fn record(
         header_blocks: None,
         replica: None,
         edge: None,
+        h3_features: None,
     }
 }
 

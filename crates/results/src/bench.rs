@@ -128,6 +128,35 @@ pub struct SuiteInfo {
     /// A and B of the same protocol, and every verdict compares B with A.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub aa: bool,
+    /// The rows of a `server` sweep (`[target.servers]` and `builtin`), in
+    /// the sweep's order; empty without one, and left out of the file then.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<ServerRow>,
+}
+
+/// A row of a `server` sweep: the server, the QUIC stack under it, and the
+/// protocols it offers. A cell of a protocol it does not offer is not run,
+/// and the report says "not offered" there, which is not a failure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerRow {
+    /// The sweep value, as in `[sweep] values`.
+    pub name: String,
+    /// The QUIC stack it serves h3 with, as the suite names it (`stack =`);
+    /// `null` where the suite does not say, or for a server without h3.
+    pub stack: Option<String>,
+    /// The protocols it offers.
+    pub offers: Vec<Proto>,
+}
+
+impl ServerRow {
+    /// Its stack for a report: the name given, or why there is none.
+    pub fn stack_text(&self) -> &str {
+        match (&self.stack, self.offers.contains(&Proto::H3)) {
+            (Some(stack), _) => stack,
+            (None, true) => "not given",
+            (None, false) => "none",
+        }
+    }
 }
 
 /// Conditions that decide results (DESIGN.md, measurement rules).
@@ -307,6 +336,10 @@ pub struct CellRecord {
     /// target itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edge: Option<EdgeRecord>,
+    /// What the server's h3 does, as `h3lab probe offer` found it before
+    /// the first h3 cell of each row of a `server` sweep (docs/servers.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h3_features: Option<crate::offer::H3Features>,
 }
 
 /// One of the two identical runs of a cell in an A/A run: same protocol,

@@ -39,6 +39,52 @@ pub struct OriginOffer {
     /// Why a protocol is `false` or null, one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// What its h3 does beyond the handshake, where `probe offer` asked
+    /// (a field run's check does not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h3_features: Option<H3Features>,
+}
+
+/// What an h3 server does, each read from what it sent, not from its
+/// documentation; null where it could not be told.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct H3Features {
+    /// Its `server` header over h3; null when it sent none.
+    pub server_header: Option<String>,
+    /// Whether a request sent as 0-RTT early data on a later connection
+    /// was accepted: false when the server gave no ticket that allows
+    /// early data, or refused the data.
+    pub zero_rtt: Option<bool>,
+    /// `SETTINGS_QPACK_MAX_TABLE_CAPACITY` from its SETTINGS frame: 0 is
+    /// no QPACK dynamic table (RFC 9204 §3.2.3).
+    pub qpack_max_table_capacity: Option<u64>,
+    /// Whether its connection carried on after the client moved to a new
+    /// UDP port (a NAT rebinding; RFC 9000 §9): a request on it was
+    /// answered.
+    pub survives_new_port: Option<bool>,
+}
+
+impl H3Features {
+    /// `server h3lab, 0-RTT yes, QPACK dynamic table 4096 B, survives a
+    /// new client port yes`.
+    pub fn describe(&self) -> String {
+        format!(
+            "server {}, 0-RTT {}, QPACK dynamic table {}, survives a new client port {}",
+            self.server_header.as_deref().unwrap_or("(no header)"),
+            answer(self.zero_rtt),
+            self.qpack_table(),
+            answer(self.survives_new_port)
+        )
+    }
+
+    /// The QPACK dynamic table it allows: `4096 B`, `none`, or `?`.
+    pub fn qpack_table(&self) -> String {
+        match self.qpack_max_table_capacity {
+            Some(0) => "none".to_string(),
+            Some(bytes) => format!("{bytes} B"),
+            None => "?".to_string(),
+        }
+    }
 }
 
 impl OriginOffer {
@@ -119,6 +165,9 @@ impl std::fmt::Display for OfferReport {
                 answer(offer.h3),
                 offer.alt_svc.as_deref().unwrap_or("none"),
             )?;
+            if let Some(features) = &offer.h3_features {
+                write!(f, "\n  h3: {}", features.describe())?;
+            }
             for note in &offer.notes {
                 write!(f, "\n  {note}")?;
             }
@@ -140,6 +189,7 @@ mod tests {
             h3,
             alt_svc: None,
             notes: vec!["no QUIC answer within 3s".into()],
+            h3_features: None,
         }
     }
 

@@ -154,6 +154,40 @@ pub fn haproxy() -> Option<PathBuf> {
     ))
 }
 
+/// The peers `scripts/peer-setup.sh` installs (Bun, hypercorn, Peregrine,
+/// picoquic, kwik, tquic, x/net) and the quiche server it builds: their
+/// folder, H3LAB_PEERS_DIR or /opt/h3lab-ci/peers, when every one is there.
+pub fn peers() -> Option<PathBuf> {
+    let dir = std::env::var_os("H3LAB_PEERS_DIR")
+        .map_or_else(|| PathBuf::from("/opt/h3lab-ci/peers"), PathBuf::from);
+    let missing: Vec<&str> = PEERS
+        .iter()
+        .copied()
+        .filter(|name| !dir.join(format!(".{name}.stamp")).is_file())
+        .collect();
+    runs(match missing.is_empty() {
+        true => Ok(dir),
+        false => Err(format!(
+            "{} not installed in {}: run `scripts/peer-setup.sh` (.ci/run does), or set \
+             H3LAB_PEERS_DIR",
+            missing.join(", "),
+            dir.display()
+        )),
+    })
+}
+
+/// What `scripts/peer-setup.sh all` installs.
+pub const PEERS: &[&str] = &[
+    "bun",
+    "hypercorn",
+    "peregrine",
+    "picoquic",
+    "kwik",
+    "tquic",
+    "xnet",
+    "quiche",
+];
+
 /// ngtcp2's example HTTP/3 server, Debian's `gtlsserver`.
 pub fn gtlsserver() -> Option<PathBuf> {
     runs(find(

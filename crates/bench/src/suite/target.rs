@@ -65,9 +65,11 @@ pub(crate) struct Target {
     pub(crate) initial_window: Option<Packets>,
 }
 
-/// A server of `[target.servers]`: its command, and the protocols it
-/// offers when it does not offer all of them (an h3-only QUIC server, an
-/// nginx without QUIC). Cells of other protocols are not run for it.
+/// A server of `[target.servers]`: its command and, as a table, the
+/// protocols it offers when it does not offer all of them (an h3-only QUIC
+/// server, an nginx without QUIC) and the QUIC stack under it, which the
+/// report names. Cells of other protocols are not run for it: the report
+/// says "not offered".
 ///
 /// The command is started with `sh -c` in the server namespace, with these
 /// placeholders replaced: `{ip}` and `{port}`, where it listens; `{site}`,
@@ -78,17 +80,27 @@ pub(crate) struct Target {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(
     untagged,
-    expecting = "a server command (a string), or a table { cmd = \"...\", protocols = [\"h3\"] }"
+    expecting = "a server command (a string), or a table { cmd = \"...\", protocols = [\"h3\"], stack = \"quinn\" }"
 )]
 pub(crate) enum ServerCommand {
     Command(String),
-    Table { cmd: String, protocols: Vec<Proto> },
+    Table(ServerTable),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ServerTable {
+    cmd: String,
+    #[serde(default = "fixed_protocols")]
+    protocols: Vec<Proto>,
+    #[serde(default)]
+    stack: Option<String>,
 }
 
 impl ServerCommand {
     pub(crate) fn command(&self) -> &str {
         match self {
-            ServerCommand::Command(cmd) | ServerCommand::Table { cmd, .. } => cmd,
+            ServerCommand::Command(cmd) | ServerCommand::Table(ServerTable { cmd, .. }) => cmd,
         }
     }
 
@@ -96,21 +108,40 @@ impl ServerCommand {
     pub(crate) fn offers(&self, protocol: Proto) -> bool {
         match self {
             ServerCommand::Command(_) => true,
-            ServerCommand::Table { protocols, .. } => protocols.contains(&protocol),
+            ServerCommand::Table(table) => table.protocols.contains(&protocol),
+        }
+    }
+
+    /// The QUIC stack under it, where the suite names one.
+    pub(crate) fn stack(&self) -> Option<&str> {
+        match self {
+            ServerCommand::Command(_) => None,
+            ServerCommand::Table(table) => table.stack.as_deref(),
         }
     }
 }
 
 impl fmt::Display for ServerCommand {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ServerCommand::Command(cmd) => f.write_str(cmd),
-            ServerCommand::Table { cmd, protocols } => {
-                let protocols: Vec<&str> = protocols.iter().map(|p| p.name()).collect();
-                write!(f, "{cmd} ({} only)", protocols.join(", "))
-            }
+        f.write_str(self.command())?;
+        let ServerCommand::Table(table) = self else {
+            return Ok(());
+        };
+        let mut notes: Vec<String> = table.stack.iter().map(|s| format!("QUIC: {s}")).collect();
+        if table.protocols.len() < fixed_protocols().len() {
+            let protocols: Vec<&str> = table.protocols.iter().map(|p| p.name()).collect();
+            notes.push(format!("{} only", protocols.join(", ")));
+        }
+        match notes.is_empty() {
+            true => Ok(()),
+            false => write!(f, " ({})", notes.join("; ")),
         }
     }
+}
+
+/// h1, h2 and h3: what a server offers unless its table says otherwise.
+pub(crate) fn fixed_protocols() -> Vec<Proto> {
+    vec![Proto::H1, Proto::H2, Proto::H3]
 }
 
 fn follow_tcp() -> QuicCongestion {

@@ -39,7 +39,8 @@ enum Probe {
     /// (needs root).
     Fallback(Box<FallbackArgs>),
     /// What each origin offers: h1 and h2 by ALPN over TCP, h3 by a QUIC
-    /// handshake, and the Alt-Svc it advertises.
+    /// handshake, and the Alt-Svc it advertises; and of its h3, the server
+    /// header, 0-RTT, the QPACK dynamic table and a new client port.
     Offer(OfferArgs),
     /// What a connection costs the built-in server in memory, per
     /// protocol: N connections held idle, then with a request open each

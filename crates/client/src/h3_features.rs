@@ -1,0 +1,212 @@
+//! What an h3 server does beyond the handshake, each read from what it
+//! sends: its `server` header, whether it takes 0-RTT early data, the
+//! QPACK dynamic table its SETTINGS offer, and whether a connection
+//! carries on when the client moves to a new UDP port.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use h3lab_results::offer::H3Features;
+use h3lab_results::Proto;
+use http::header::SERVER;
+use http::{HeaderMap, Method};
+use tokio::time::timeout;
+
+use crate::connect::Connector;
+use crate::request::RequestTemplate;
+use crate::target::{ResolveRule, Target};
+use crate::tls::{client_tls_config, TlsOptions};
+
+/// Asks the h3 server of `url` (pinned by `resolve`) each question on
+/// connections of its own, each within `wait`.
+pub async fn check_h3_features(
+    url: &str,
+    resolve: &[ResolveRule],
+    tls: &TlsOptions,
+    wait: Duration,
+) -> anyhow::Result<H3Features> {
+    let target = Arc::new(Target::parse(url)?);
+    let addr = target.resolve(resolve).await?;
+    let connector = Connector::new(
+        target.clone(),
+        addr,
+        Proto::H3,
+        client_tls_config(tls, Proto::H3)?,
+        wait,
+    )?;
+    let get = RequestTemplate::new(&target, Method::GET, HeaderMap::new(), Bytes::new());
+    let mut features = H3Features {
+        qpack_max_table_capacity: qpack_table_capacity(&connector, wait).await,
+        ..H3Features::default()
+    };
+    // This connection also leaves the session ticket 0-RTT needs.
+    if let Ok(connection) = connector.connect().await {
+        let mut sender = connection.sender;
+        if let Ok(Ok(response)) = timeout(wait, sender.send(&get)).await {
+            features.server_header = (response.headers().get(SERVER))
+                .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+            let _ = timeout(wait, response.drain()).await;
+            let moved = connector.rebind(SocketAddr::new(unspecified(addr.ip()), 0));
+            let answered = match moved {
+                Ok(()) => matches!(timeout(wait, sender.send(&get)).await, Ok(Ok(_))),
+                Err(_) => false,
+            };
+            features.survives_new_port = Some(answered);
+        }
+    }
+    features.zero_rtt = match connector.connect_h3_early(&get).await {
+        Ok((_, _sender, _, accepted)) => Some(accepted),
+        Err(err) if err.to_string().contains("no 0-RTT ticket") => Some(false),
+        Err(_) => None,
+    };
+    connector.close().await;
+    Ok(features)
+}
+
+fn unspecified(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    }
+}
+
+/// The server's `SETTINGS_QPACK_MAX_TABLE_CAPACITY`, from its control
+/// stream on a QUIC connection of its own, where h3 would consume it.
+async fn qpack_table_capacity(connector: &Connector, wait: Duration) -> Option<u64> {
+    let conn = connector.connect_quic().await.ok()?;
+    let settings = timeout(wait, async {
+        loop {
+            let mut stream = conn.accept_uni().await.ok()?;
+            let mut received = Vec::new();
+            loop {
+                match control_stream_settings(&received) {
+                    ControlStream::Settings(settings) => return Some(settings),
+                    ControlStream::Other => break,
+                    ControlStream::Incomplete => {}
+                }
+                let chunk = stream.read_chunk(4096, true).await.ok()??;
+                received.extend_from_slice(&chunk.bytes);
+            }
+        }
+    })
+    .await;
+    conn.close(0u32.into(), b"");
+    let settings = settings.ok()??;
+    // RFC 9204 §5: an absent setting is its default, 0.
+    Some(
+        settings
+            .get(&QPACK_MAX_TABLE_CAPACITY)
+            .copied()
+            .unwrap_or(0),
+    )
+}
+
+const QPACK_MAX_TABLE_CAPACITY: u64 = 0x01;
+
+/// What the start of a unidirectional stream says.
+#[derive(Debug, PartialEq)]
+enum ControlStream {
+    /// A control stream opening with its SETTINGS frame, as RFC 9114
+    /// §6.2.1 requires: each setting's identifier and value.
+    Settings(std::collections::BTreeMap<u64, u64>),
+    /// Another stream type, or a control stream that does not open with
+    /// SETTINGS.
+    Other,
+    /// More bytes are needed.
+    Incomplete,
+}
+
+fn control_stream_settings(bytes: &[u8]) -> ControlStream {
+    const CONTROL: u64 = 0x00;
+    const SETTINGS: u64 = 0x04;
+    let mut rest = bytes;
+    match varint(&mut rest) {
+        None => return ControlStream::Incomplete,
+        Some(CONTROL) => {}
+        // A QPACK or reserved stream may send nothing more: decide now.
+        Some(_) => return ControlStream::Other,
+    }
+    let Some((frame_type, length)) = varint(&mut rest).zip(varint(&mut rest)) else {
+        return ControlStream::Incomplete;
+    };
+    if frame_type != SETTINGS {
+        return ControlStream::Other;
+    }
+    let Some(mut payload) = usize::try_from(length).ok().and_then(|n| rest.get(..n)) else {
+        return ControlStream::Incomplete;
+    };
+    let mut settings = std::collections::BTreeMap::new();
+    while !payload.is_empty() {
+        match (varint(&mut payload), varint(&mut payload)) {
+            (Some(id), Some(value)) => settings.insert(id, value),
+            _ => return ControlStream::Other,
+        };
+    }
+    ControlStream::Settings(settings)
+}
+
+/// Reads a QUIC variable-length integer (RFC 9000 §16) off the front of
+/// `bytes`; `None` when it is cut short.
+fn varint(bytes: &mut &[u8]) -> Option<u64> {
+    let first = *bytes.first()?;
+    let length = 1usize << (first >> 6);
+    let encoded = bytes.get(..length)?;
+    let value = (encoded[1..].iter()).fold(u64::from(first & 0x3f), |value, byte| {
+        (value << 8) | u64::from(*byte)
+    });
+    *bytes = &bytes[length..];
+    Some(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_of_every_length_decode() {
+        // RFC 9000 §A.1's examples.
+        for (encoded, value) in [
+            (&[0x25][..], 37),
+            (&[0x7b, 0xbd][..], 15_293),
+            (&[0x9d, 0x7f, 0x3e, 0x7d][..], 494_878_333),
+            (
+                &[0xc2, 0x19, 0x7c, 0x5e, 0xff, 0x14, 0xe8, 0x8c][..],
+                151_288_809_941_952_652,
+            ),
+        ] {
+            let mut bytes = encoded;
+            assert_eq!(varint(&mut bytes), Some(value));
+            assert!(bytes.is_empty());
+            assert_eq!(varint(&mut &encoded[..encoded.len() - 1]), None);
+        }
+    }
+
+    #[test]
+    fn a_control_streams_settings_are_read_and_other_streams_are_not() {
+        // Control stream, SETTINGS of 8 bytes: QPACK table 4096 (a 2-byte
+        // varint), blocked streams 100, and a GREASE setting 0x21 = 0.
+        let stream = [
+            0x00, 0x04, 0x08, 0x01, 0x50, 0x00, 0x07, 0x40, 0x64, 0x21, 0x00,
+        ];
+        let settings = [(0x01, 4096), (0x07, 100), (0x21, 0)].into();
+        assert_eq!(
+            control_stream_settings(&stream),
+            ControlStream::Settings(settings)
+        );
+        for cut in 0..stream.len() {
+            assert_eq!(
+                control_stream_settings(&stream[..cut]),
+                ControlStream::Incomplete
+            );
+        }
+        // A QPACK encoder stream (0x02) is told at its first byte; a
+        // control stream whose first frame is not SETTINGS is not read on.
+        assert_eq!(control_stream_settings(&[0x02]), ControlStream::Other);
+        assert_eq!(
+            control_stream_settings(&[0x00, 0x07, 0x01, 0x00]),
+            ControlStream::Other
+        );
+    }
+}

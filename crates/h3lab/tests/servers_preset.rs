@@ -1,0 +1,168 @@
+//! The `servers` preset's rows, each started by `h3lab bench` as the
+//! preset starts it, answering 200 over every protocol it offers and
+//! nothing over the ones it does not.
+
+mod common;
+
+use std::path::Path;
+
+use h3lab_results::bench::Outcome;
+use h3lab_results::Proto;
+
+use common::{bench, results};
+
+const PRESET: &str = include_str!("../../bench/presets/servers.toml");
+
+/// The preset's `[target.servers]` table, with `scripts/` made absolute so
+/// the suite runs from anywhere. `node` is left out: its h3 is quinn again
+/// (h3lab-node) and it needs `npm --prefix node run build`; node/'s own
+/// tests start it.
+fn preset_servers() -> (toml::Table, Vec<String>) {
+    let preset: toml::Table = PRESET.parse().unwrap();
+    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/");
+    let mut servers = preset["target"]["servers"].as_table().unwrap().clone();
+    servers.remove("node");
+    for (_, server) in servers.iter_mut() {
+        let cmd = server["cmd"]
+            .as_str()
+            .unwrap()
+            .replace("scripts/", &format!("{}/", scripts.display()));
+        server
+            .as_table_mut()
+            .unwrap()
+            .insert("cmd".into(), cmd.into());
+    }
+    let values = preset["sweep"]["values"].as_array().unwrap();
+    let rows = values
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .filter(|name| name != "node")
+        .collect();
+    (servers, rows)
+}
+
+/// The protocols a row of the preset offers (all three unless it says).
+fn offers(servers: &toml::Table, row: &str) -> Vec<Proto> {
+    let all = vec![Proto::H1, Proto::H2, Proto::H3];
+    let Some(protocols) = servers.get(row).and_then(|s| s.get("protocols")) else {
+        return all;
+    };
+    let names: Vec<&str> = protocols
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    all.into_iter()
+        .filter(|p| names.contains(&p.name()))
+        .collect()
+}
+
+#[test]
+fn every_row_of_the_servers_preset_answers_over_each_protocol_it_offers() {
+    let (Some(_), Some(_), Some(_), Some(_), Some(_)) = (
+        h3lab_testenv::caddy(),
+        h3lab_testenv::nginx(),
+        h3lab_testenv::nginx_h3(),
+        h3lab_testenv::gtlsserver(),
+        h3lab_testenv::peers(),
+    ) else {
+        return;
+    };
+    let (servers, rows) = preset_servers();
+    let distinct_stacks: std::collections::BTreeSet<&str> = servers
+        .values()
+        .filter_map(|s| s.get("stack").and_then(|s| s.as_str()))
+        .chain(["quinn"])
+        .collect();
+    assert!(distinct_stacks.len() >= 12, "{distinct_stacks:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("servers");
+    let mut suite = toml::Table::new();
+    suite.insert("name".into(), "servers-smoke".into());
+    suite.insert(
+        "protocols".into(),
+        toml::Value::try_from(["h1", "h2", "h3"]).unwrap(),
+    );
+    suite.insert(
+        "profiles".into(),
+        toml::Value::try_from(["loopback"]).unwrap(),
+    );
+    suite.insert("repetitions".into(), 1.into());
+    suite.insert("warmup".into(), "0s".into());
+    let mut target = toml::Table::new();
+    target.insert("port".into(), 8443.into());
+    target.insert("servers".into(), servers.clone().into());
+    suite.insert("target".into(), target.into());
+    let mut sweep = toml::Table::new();
+    sweep.insert("tunable".into(), "server".into());
+    sweep.insert("values".into(), toml::Value::try_from(&rows).unwrap());
+    suite.insert("sweep".into(), sweep.into());
+    let workload: toml::Table = r#"
+kind = "rps"
+name = "get-1KB"
+size = "1KB"
+connections = 4
+streams = 1
+duration = "1s"
+"#
+    .parse()
+    .unwrap();
+    suite.insert("workload".into(), toml::Value::Array(vec![workload.into()]));
+
+    let (output, left_behind) = bench(&toml::to_string(&suite).unwrap(), &out);
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "bench failed: {}\n{printed}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!left_behind, "namespaces left behind");
+    let results = results(&out);
+    for row in &rows {
+        let label = format!("get-1KB [server={row}]");
+        let cells: Vec<_> = results
+            .cells
+            .iter()
+            .filter(|c| c.workload == label)
+            .collect();
+        let ran: Vec<Proto> = cells.iter().map(|c| c.protocol).collect();
+        assert_eq!(ran, offers(&servers, row), "{row}");
+        for cell in cells {
+            assert_eq!(
+                cell.outcome,
+                Outcome::Ok,
+                "{row} {}: {:?}",
+                cell.protocol,
+                cell.errors
+            );
+            assert!(
+                cell.requests > 0,
+                "{row} {}: no request answered",
+                cell.protocol
+            );
+        }
+    }
+    let described: Vec<(&str, Option<&str>)> = results
+        .suite
+        .servers
+        .iter()
+        .map(|row| (row.name.as_str(), row.stack.as_deref()))
+        .collect();
+    assert_eq!(described.len(), rows.len());
+    assert!(
+        described.contains(&("bun", Some("lsquic"))),
+        "{described:?}"
+    );
+    assert!(
+        described.contains(&("builtin", Some("quinn"))),
+        "{described:?}"
+    );
+    assert!(described.contains(&("nginx", None)), "{described:?}");
+    assert!(
+        printed.contains("bun: QUIC stack lsquic; h2 not offered"),
+        "{printed}"
+    );
+    assert!(printed.contains("nginx: h3 not offered"), "{printed}");
+}
