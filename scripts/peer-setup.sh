@@ -175,6 +175,8 @@ POM
       ;;
     quiche)
       command -v cmake >/dev/null || die "quiche builds BoringSSL with cmake: apt-get install cmake g++ libclang-dev"
+      [[ -n ${LIBCLANG_PATH:-} || -n $(ls /usr/lib/llvm-*/lib/libclang.so* 2>/dev/null) ]] ||
+        die "quiche's BoringSSL bindings need libclang: apt-get install libclang-dev"
       cargo build -q --release --locked --manifest-path "$here/quiche-server/Cargo.toml"
       ;;
   esac

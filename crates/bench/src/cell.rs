@@ -250,7 +250,8 @@ fn measure(
 }
 
 /// Whether the cell asks its server what its h3 does: once per row of a
-/// `server` sweep, before its first workload's first h3 repetition.
+/// `server` sweep and profile, before its first workload's first h3
+/// repetition.
 fn probes_features(suite: &Suite, spec: &CellSpec) -> bool {
     let server_row = spec.setting.as_ref().and_then(Setting::server).is_some();
     let first_workload = suite.workloads.first().map(|w| w.name()) == Some(spec.workload.name());

@@ -59,7 +59,12 @@ pub async fn check_h3_features(
     features.zero_rtt = match connector.connect_h3_early(&get).await {
         Ok((_, _sender, _, accepted)) => Some(accepted),
         Err(err) if err.to_string().contains("no 0-RTT ticket") => Some(false),
-        Err(_) => None,
+        Err(err) => {
+            features
+                .notes
+                .push(format!("0-RTT: the attempt failed: {err}"));
+            None
+        }
     };
     connector.close().await;
     Ok(features)

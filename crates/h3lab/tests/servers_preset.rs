@@ -6,7 +6,8 @@ mod common;
 
 use std::path::Path;
 
-use h3lab_results::bench::Outcome;
+use h3lab_results::bench::{Outcome, Results};
+use h3lab_results::offer::H3Features;
 use h3lab_results::Proto;
 
 use common::{bench, results};
@@ -56,6 +57,14 @@ fn offers(servers: &toml::Table, row: &str) -> Vec<Proto> {
     all.into_iter()
         .filter(|p| names.contains(&p.name()))
         .collect()
+}
+
+/// What the run's probe found of `row`'s h3.
+fn h3_features_of(results: &Results, row: &str) -> Option<H3Features> {
+    let label = format!("get-1KB [server={row}]");
+    (results.cells.iter())
+        .find(|cell| cell.workload == label && cell.protocol == Proto::H3)
+        .and_then(|cell| cell.h3_features.clone())
 }
 
 #[test]
@@ -160,8 +169,42 @@ duration = "1s"
         "{described:?}"
     );
     assert!(described.contains(&("nginx", None)), "{described:?}");
+    // Each row's h3 was asked what it does, before its first h3 cell.
+    for row in rows
+        .iter()
+        .filter(|row| offers(&servers, row).contains(&Proto::H3))
+    {
+        let features = h3_features_of(&results, row).unwrap_or_else(|| panic!("{row}: not probed"));
+        assert!(
+            features.qpack_max_table_capacity.is_some(),
+            "{row}: {features:?}"
+        );
+        assert!(features.survives_new_port.is_some(), "{row}: {features:?}");
+        // Unknown is allowed only with its reason (kwik ends the
+        // connection when sent 0-RTT data).
+        assert!(
+            features.zero_rtt.is_some() || !features.notes.is_empty(),
+            "{row}: {features:?}"
+        );
+    }
+    // What is known of two of them without the probe: h3lab serve takes
+    // 0-RTT, has no QPACK dynamic table and follows a client to a new
+    // port (quinn); x/net's QUIC issues no session tickets.
+    let builtin = h3_features_of(&results, "builtin").unwrap();
+    assert_eq!(
+        (
+            builtin.zero_rtt,
+            builtin.qpack_max_table_capacity,
+            builtin.survives_new_port
+        ),
+        (Some(true), Some(0), Some(true))
+    );
+    assert_eq!(
+        h3_features_of(&results, "xnet").unwrap().zero_rtt,
+        Some(false)
+    );
     assert!(
-        printed.contains("bun: QUIC stack lsquic; h2 not offered"),
+        printed.contains("bun: QUIC stack lsquic; h2 not offered; server "),
         "{printed}"
     );
     assert!(printed.contains("nginx: h3 not offered"), "{printed}");

@@ -210,6 +210,7 @@ fn server_line(cells: &[&CellSummary], results: &Results) -> String {
     }
     if let Some(features) = h3_features(row, results) {
         parts.push(features.describe());
+        parts.extend(features.notes.iter().cloned());
     }
     wrapped(
         COLUMN_GAP as u16,

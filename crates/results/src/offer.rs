@@ -62,6 +62,9 @@ pub struct H3Features {
     /// UDP port (a NAT rebinding; RFC 9000 §9): a request on it was
     /// answered.
     pub survives_new_port: Option<bool>,
+    /// Why a question is null, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl H3Features {
@@ -167,6 +170,9 @@ impl std::fmt::Display for OfferReport {
             )?;
             if let Some(features) = &offer.h3_features {
                 write!(f, "\n  h3: {}", features.describe())?;
+                for note in &features.notes {
+                    write!(f, "\n  h3: {note}")?;
+                }
             }
             for note in &offer.notes {
                 write!(f, "\n  {note}")?;
