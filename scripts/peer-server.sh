@@ -171,7 +171,7 @@ NGINX
     ;;
   peregrine)
     cd "$here/peers"
-    exec "$peers/peregrine/bin/peregrine" --host "$ip" --port "$port" --tls-cert "$cert" --tls-key "$key" \
+    H3LAB_ROOT=$root exec "$peers/peregrine/bin/peregrine" --host "$ip" --port "$port" --tls-cert "$cert" --tls-key "$key" \
       --http3 --static-dir "/=$root" peregrine_app:app
     ;;
   picoquic)

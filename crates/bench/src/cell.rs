@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use h3lab_client::ModeNotOffered;
 use h3lab_dns::{Host, Publish, ZoneConfig};
 use h3lab_harness::{End, PathDns, SITE_HOST};
 use h3lab_results::bench::{
@@ -68,8 +69,13 @@ pub(crate) fn run(
         record.outcome = Outcome::Interrupted;
         record.metric.samples.clear();
     } else if let Err(err) = measured {
-        record.outcome = Outcome::Failed {
-            error: format!("{err:#}"),
+        record.outcome = match err.downcast_ref::<ModeNotOffered>() {
+            Some(lacking) => Outcome::NotOffered {
+                reason: lacking.0.clone(),
+            },
+            None => Outcome::Failed {
+                error: format!("{err:#}"),
+            },
         };
         record.metric.samples.clear();
     }

@@ -9,7 +9,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use h3lab_client::ResolveRule;
+use h3lab_client::{ModeNotOffered, ResolveRule};
+use h3lab_harness::custom::FIRST_FLIGHT_BODY_SIZE;
 use h3lab_load::cli::LoadArgs;
 use h3lab_page::cli::PageArgs;
 use h3lab_probe::cli::{OfferArgs, TtfbArgs};
@@ -236,7 +237,11 @@ pub(crate) fn run(
                     }
                     page
                 }
-                Aim::Lab(server) => PageArgs::new(&format!("https://{}/", server.authority())),
+                Aim::Lab(server) => PageArgs::new(&format!(
+                    "https://{}{}",
+                    server.authority(),
+                    server.document
+                )),
                 Aim::Field { url, .. } => PageArgs::new(url.0.as_str()),
             };
             page.browser = *loader;
@@ -285,6 +290,9 @@ pub(crate) fn run(
         Load::Ttfb { .. } => {
             let probe: TtfbReport =
                 serde_json::from_str(&text).context("reading the ttfb probe report")?;
+            if let Some(reason) = probe.not_offered {
+                return Err(ModeNotOffered(reason).into());
+            }
             if exit.code != 0 {
                 bail!("the ttfb probe failed (exit code {}){stderr}", exit.code);
             }
@@ -317,6 +325,10 @@ pub(crate) fn h3_features(
     let json = scratch.join("offer.json");
     let mut offer = OfferArgs {
         urls: vec![aim.body_url(Some(ByteSize(TTFB_BODY_SIZE))).ok()?],
+        window_url: match aim {
+            Aim::Lab(_) => Some(aim.body_url(Some(ByteSize(FIRST_FLIGHT_BODY_SIZE))).ok()?),
+            Aim::Field { .. } => None,
+        },
         resolve: Vec::new(),
         insecure: false,
         ca: None,

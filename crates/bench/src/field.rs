@@ -221,6 +221,7 @@ fn check_offers(
         insecure: suite.target.insecure,
         ca: None,
         timeout: OFFER_TIMEOUT,
+        window_url: None,
         json: Some(json.clone()),
     };
     command.args(offer.command_args());

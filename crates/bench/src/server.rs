@@ -36,6 +36,8 @@ pub(crate) struct ServerProcess {
     /// The name clients reach it by, which the path's DNS server gives it;
     /// `None`: by its address.
     pub(crate) name: Option<&'static str>,
+    /// The path page cells ask for as the document.
+    pub(crate) document: String,
 }
 
 impl ServerProcess {
@@ -49,6 +51,7 @@ impl ServerProcess {
             metrics: server.metrics,
             replay: None,
             name: None,
+            document: "/".to_string(),
         }
     }
 
@@ -62,6 +65,7 @@ impl ServerProcess {
             metrics: None,
             replay: None,
             name: None,
+            document: "/".to_string(),
         }
     }
 
@@ -161,12 +165,12 @@ pub(crate) struct Start<'a> {
 /// Starts the suite's target where `start.placement` puts servers and waits
 /// until it listens.
 pub(crate) fn start(suite: &Suite, start: &Start<'_>) -> anyhow::Result<ServerProcess> {
+    let row = start
+        .setting
+        .and_then(Setting::server)
+        .and_then(|name| suite.target.servers.get(name));
     let shell = match start.setting.and_then(Setting::server) {
-        Some(name) => suite
-            .target
-            .servers
-            .get(name)
-            .map(|server| server.command()),
+        Some(_) => row.map(|server| server.command()),
         None => suite.target.server_cmd.as_deref(),
     };
     let builtin = Start {
@@ -188,7 +192,11 @@ pub(crate) fn start(suite: &Suite, start: &Start<'_>) -> anyhow::Result<ServerPr
         end: start.end,
     };
     let started = custom::start(start.placement, &custom)?;
-    Ok(ServerProcess::command(started, custom.addr))
+    let mut server = ServerProcess::command(started, custom.addr);
+    if let Some(row) = row {
+        server.document = row.document().to_string();
+    }
+    Ok(server)
 }
 
 fn start_builtin(start: &Start<'_>, target: &Target) -> anyhow::Result<ServerProcess> {

@@ -242,25 +242,19 @@ impl Connector {
         h3_connection(conn, start, handshake_done).await
     }
 
-    /// h3 with the request in 0-RTT when a ticket allows it. Returns the
-    /// response head, the connection's `Sender` (h3 closes a connection
-    /// whose last sender is dropped, so the caller keeps it until the body
-    /// is drained), the timing, and whether the server accepted the early
-    /// data.
+    /// h3 with the request in 0-RTT. Returns the response head, the
+    /// connection's `Sender` (h3 closes a connection whose last sender is
+    /// dropped, so the caller keeps it until the body is drained), the
+    /// timing, and whether the server accepted the early data; `None` when
+    /// no ticket the server gave allows early data, so no 0-RTT was tried.
     pub(crate) async fn connect_h3_early(
         &self,
         template: &RequestTemplate,
-    ) -> Result<(Response, Sender, ConnectTiming, bool), ClientError> {
+    ) -> Result<Option<(Response, Sender, ConnectTiming, bool)>, ClientError> {
         let start = Instant::now();
         let connecting = self.start_quic()?;
-        let (conn, accepted) = match connecting.into_0rtt() {
-            Ok(early) => early,
-            Err(_) => {
-                return Err(ClientError::new(
-                    ErrorKind::Tls,
-                    "no 0-RTT ticket from the priming connection: the server offers no 0-RTT",
-                ))
-            }
+        let Ok((conn, accepted)) = connecting.into_0rtt() else {
+            return Ok(None);
         };
         let mut sender = start_h3(conn).await?;
         let response = match timeout(self.connect_timeout, sender.send(template)).await {
@@ -276,7 +270,7 @@ impl Connector {
             // early data's fate is.
             path_rtt: sender.quic_rtt(),
         };
-        Ok((response, sender, timing, accepted))
+        Ok(Some((response, sender, timing, accepted)))
     }
 
     /// A QUIC connection with ALPN h3 and nothing of HTTP/3 on it, for

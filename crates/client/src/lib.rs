@@ -38,4 +38,4 @@ pub use response::Response;
 pub use send::{PathFrames, Sender};
 pub use target::{ResolveRule, Scheme, Target};
 pub use tls::{client_tls_config, TlsOptions};
-pub use ttfb::measure_ttfb;
+pub use ttfb::{measure_ttfb, ModeNotOffered};

@@ -11,10 +11,13 @@ use std::sync::{Arc, OnceLock};
 
 use anyhow::{bail, Context};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::WebPkiServerVerifier;
+use rustls::client::{
+    ClientSessionMemoryCache, ClientSessionStore, Resumption, Tls12ClientSessionValue,
+    Tls13ClientSessionValue, WebPkiServerVerifier,
+};
 use rustls::crypto::{self, CryptoProvider};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{CertificateError, DigitallySignedStruct, NamedGroup, RootCertStore, SignatureScheme};
 
 use h3lab_results::Proto;
 
@@ -36,26 +39,39 @@ pub fn client_tls_config(
     Ok(counted_client_tls_config(options, proto)?.0)
 }
 
-/// Counts the full handshakes made with one client config. rustls checks
-/// the server's certificate only when the server sends one, and a resumed
-/// TLS 1.3 handshake sends none. So a handshake during which the count did
-/// not move was resumed: a fact from the handshake itself, for QUIC too,
-/// where quinn does not expose rustls' handshake kind. Meaningful only
-/// while one handshake at a time runs on the config.
+/// What the connections made with one client config went through.
+///
+/// Full handshakes: rustls checks the server's certificate only when the
+/// server sends one, and a resumed TLS 1.3 handshake sends none. So a
+/// handshake during which the count did not move was resumed: a fact from
+/// the handshake itself, for QUIC too, where quinn does not expose rustls'
+/// handshake kind.
+///
+/// Session tickets: what servers left in the session store, so a server
+/// that offers no resumption is told from one whose ticket went unused.
+///
+/// Meaningful only while one handshake at a time runs on the config.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct FullHandshakes(Arc<AtomicU64>);
+pub(crate) struct HandshakeCounts {
+    full_handshakes: Arc<AtomicU64>,
+    tickets: Arc<AtomicU64>,
+}
 
-impl FullHandshakes {
-    pub(crate) fn count(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
+impl HandshakeCounts {
+    pub(crate) fn full_handshakes(&self) -> u64 {
+        self.full_handshakes.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn tickets(&self) -> u64 {
+        self.tickets.load(Ordering::SeqCst)
     }
 }
 
-/// [`client_tls_config`], with the counter of its full handshakes.
+/// [`client_tls_config`], with what its handshakes went through.
 pub(crate) fn counted_client_tls_config(
     options: &TlsOptions,
     proto: Proto,
-) -> anyhow::Result<(Arc<rustls::ClientConfig>, FullHandshakes)> {
+) -> anyhow::Result<(Arc<rustls::ClientConfig>, HandshakeCounts)> {
     let provider = Arc::new(crypto::ring::default_provider());
     let versions: &[&rustls::SupportedProtocolVersion] = match proto {
         Proto::H3 => &[&rustls::version::TLS13],
@@ -66,11 +82,11 @@ pub(crate) fn counted_client_tls_config(
         true => Trust::Any,
         false => Trust::from_roots(load_roots(options)?, &provider)?,
     };
-    let full_handshakes = FullHandshakes::default();
+    let counts = HandshakeCounts::default();
     let verifier = CountingVerifier {
         trust,
         provider: provider.clone(),
-        full_handshakes: full_handshakes.clone(),
+        full_handshakes: counts.full_handshakes.clone(),
     };
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(versions)
@@ -80,7 +96,61 @@ pub(crate) fn counted_client_tls_config(
         .with_no_client_auth();
     config.alpn_protocols = vec![proto.alpn().to_vec()];
     config.enable_early_data = proto == Proto::H3;
-    Ok((Arc::new(config), full_handshakes))
+    config.resumption = Resumption::store(Arc::new(CountingStore {
+        inner: ClientSessionMemoryCache::new(SESSIONS_KEPT),
+        tickets: counts.tickets.clone(),
+    }));
+    Ok((Arc::new(config), counts))
+}
+
+/// rustls' default number of sessions kept in memory.
+const SESSIONS_KEPT: usize = 256;
+
+/// rustls' in-memory session store, counting the TLS 1.3 tickets and TLS
+/// 1.2 sessions servers leave in it.
+#[derive(Debug)]
+struct CountingStore {
+    inner: ClientSessionMemoryCache,
+    tickets: Arc<AtomicU64>,
+}
+
+impl ClientSessionStore for CountingStore {
+    fn set_kx_hint(&self, server_name: ServerName<'static>, group: NamedGroup) {
+        self.inner.set_kx_hint(server_name, group);
+    }
+
+    fn kx_hint(&self, server_name: &ServerName<'_>) -> Option<NamedGroup> {
+        self.inner.kx_hint(server_name)
+    }
+
+    fn set_tls12_session(&self, server_name: ServerName<'static>, value: Tls12ClientSessionValue) {
+        self.tickets.fetch_add(1, Ordering::SeqCst);
+        self.inner.set_tls12_session(server_name, value);
+    }
+
+    fn tls12_session(&self, server_name: &ServerName<'_>) -> Option<Tls12ClientSessionValue> {
+        self.inner.tls12_session(server_name)
+    }
+
+    fn remove_tls12_session(&self, server_name: &ServerName<'static>) {
+        self.inner.remove_tls12_session(server_name);
+    }
+
+    fn insert_tls13_ticket(
+        &self,
+        server_name: ServerName<'static>,
+        value: Tls13ClientSessionValue,
+    ) {
+        self.tickets.fetch_add(1, Ordering::SeqCst);
+        self.inner.insert_tls13_ticket(server_name, value);
+    }
+
+    fn take_tls13_ticket(
+        &self,
+        server_name: &ServerName<'static>,
+    ) -> Option<Tls13ClientSessionValue> {
+        self.inner.take_tls13_ticket(server_name)
+    }
 }
 
 /// The system's roots, as curl, h2load and oha trust them, and `--ca`'s.
@@ -148,7 +218,7 @@ impl Trust {
 struct CountingVerifier {
     trust: Trust,
     provider: Arc<CryptoProvider>,
-    full_handshakes: FullHandshakes,
+    full_handshakes: Arc<AtomicU64>,
 }
 
 impl ServerCertVerifier for CountingVerifier {
@@ -160,7 +230,7 @@ impl ServerCertVerifier for CountingVerifier {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        self.full_handshakes.0.fetch_add(1, Ordering::SeqCst);
+        self.full_handshakes.fetch_add(1, Ordering::SeqCst);
         match &self.trust {
             Trust::Any => Ok(ServerCertVerified::assertion()),
             Trust::Roots(roots) => {

@@ -36,7 +36,7 @@ pub async fn measure_ttfb(
         );
     }
     let addr: SocketAddr = target.resolve(resolve).await?;
-    let (config, full_handshakes) = counted_client_tls_config(tls, proto)?;
+    let (config, counts) = counted_client_tls_config(tls, proto)?;
     let connector = Connector::new(
         Arc::new(target.clone()),
         addr,
@@ -47,19 +47,47 @@ pub async fn measure_ttfb(
     let template = RequestTemplate::new(target, Method::GET, HeaderMap::new(), Bytes::new());
     if mode != TtfbMode::Cold {
         prime(&connector, &template).await?;
+        if counts.tickets() == 0 {
+            connector.close().await;
+            return Err(ModeNotOffered(format!(
+                "the server issued no session ticket on a priming connection, so it offers no \
+                 {mode} handshake over {proto}"
+            ))
+            .into());
+        }
     }
-    let before = full_handshakes.count();
+    let before = counts.full_handshakes();
     let sample = measure_on(&connector, &template, mode).await;
     connector.close().await;
     let mut sample = sample?;
     if proto == Proto::H3 {
         // One connection at a time, so the count moved only if this one
         // made a full handshake.
-        sample.resumed = Some(full_handshakes.count() == before);
+        sample.resumed = Some(counts.full_handshakes() == before);
+    }
+    if mode == TtfbMode::ZeroRtt && sample.early_data_accepted == Some(false) {
+        return Err(ModeNotOffered(
+            "the server rejected the request sent as 0-RTT early data: it accepts no 0-RTT"
+                .to_string(),
+        )
+        .into());
     }
     sample.check(mode).map_err(anyhow::Error::msg)?;
     Ok(sample)
 }
+
+/// The server cannot give the mode measured (it issues no session ticket,
+/// or accepts no early data): something it lacks, not a failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModeNotOffered(pub String);
+
+impl std::fmt::Display for ModeNotOffered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ModeNotOffered {}
 
 /// The measured connection itself, after any priming.
 async fn measure_on(
@@ -70,7 +98,14 @@ async fn measure_on(
     let start = Instant::now();
     if mode == TtfbMode::ZeroRtt {
         // `_sender` keeps the connection open until the body is drained.
-        let (response, _sender, timing, accepted) = connector.connect_h3_early(template).await?;
+        let Some((response, _sender, timing, accepted)) =
+            connector.connect_h3_early(template).await?
+        else {
+            return Err(ModeNotOffered(
+                "the server's session ticket allows no early data: it offers no 0-RTT".to_string(),
+            )
+            .into());
+        };
         let ttfb = start.elapsed();
         let status = response.status().as_u16();
         return Ok(sample(

@@ -1,7 +1,8 @@
 //! End-to-end: `h3lab load` against `h3lab serve` across `h3lab net run`,
 //! the way a user runs them. HTTP/2 (TCP) and HTTP/3 (QUIC) cross the same
 //! emulated path; bulk downloads must fill the configured rate, and small
-//! requests must complete through every built-in profile. Needs root for
+//! requests must complete through every built-in profile, and `probe offer`
+//! reads the server's initial window in the first round trip. Needs root for
 //! the namespaces; skips with a message otherwise (CI runs as root).
 
 mod common;
@@ -470,4 +471,47 @@ fn without_root_the_path_lives_in_user_namespaces() {
     let down = number(&outcome.link["down"], "bytes_out");
     let least = (2 * SMALL_REQUESTS * SMALL_BYTES) as f64;
     assert!(down >= least, "only {down} bytes crossed the link");
+}
+
+/// `probe offer` counts what an h3 server sends in the response's first
+/// round trip. Over a 40 ms path that is the server's initial congestion
+/// window: what `--quic-initial-window` sets, less what of the handshake
+/// is still unacknowledged and QUIC's and HTTP/3's framing (11.6 KB of
+/// body for a 14,720-byte window when written), and not the next flight,
+/// twice as large, a round trip later. Two windows four times apart must
+/// read so.
+#[test]
+fn probe_offer_reads_the_initial_window_the_server_starts_with() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let mut measured = Vec::new();
+    for window in [14_720u64, 58_880] {
+        let out = tempfile::tempdir().unwrap();
+        let json = out.path().join("offer.json");
+        let probe = format!(
+            "{EXE} probe offer https://$addr/bytes/2000000 --insecure --json {}",
+            json.display()
+        );
+        let serve_args = format!("--quic-initial-window {window}");
+        let extras = Extras {
+            serve_args: &serve_args,
+            after_loads: &probe,
+            ..Extras::default()
+        };
+        net_run_with(None, &["--rtt", "40ms"], &[], &[], &extras);
+        let report = read_json(&json);
+        let features = &report["origins"][0]["h3_features"];
+        let bytes = features["first_round_trip_bytes"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no first round trip: {features:#}"));
+        let low = window as f64 * 0.7;
+        let high = window as f64;
+        assert!(
+            (low..=high).contains(&(bytes as f64)),
+            "initial window {window} B: {bytes} B in the first round trip ({features:#})"
+        );
+        measured.push(bytes);
+    }
+    assert!(measured[1] >= 3 * measured[0], "{measured:?}");
 }

@@ -123,9 +123,13 @@ fn quoted(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
 }
 
+/// The body `probe offer` asks an h3 server for to count its first round
+/// trip: larger than any initial window.
+pub const FIRST_FLIGHT_BODY_SIZE: u64 = 1_000_000;
+
 /// A directory holding `bytes/SIZE`, a body of SIZE bytes that does not
 /// compress (so no server's compression changes what crosses the path),
-/// made once per run and size.
+/// and `bytes/FIRST_FLIGHT_BODY_SIZE`, made once per run and size.
 fn bodies_dir(run_scratch: &Path, size: u64) -> anyhow::Result<PathBuf> {
     let dir = run_scratch.join(format!("bodies-{size}"));
     let body = dir.join("bytes").join(size.to_string());
@@ -136,6 +140,8 @@ fn bodies_dir(run_scratch: &Path, size: u64) -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(&partial)
         .with_context(|| format!("cannot create {}", partial.display()))?;
     write_incompressible(&partial.join(size.to_string()), size)?;
+    let first_flight = FIRST_FLIGHT_BODY_SIZE;
+    write_incompressible(&partial.join(first_flight.to_string()), first_flight)?;
     std::fs::create_dir_all(&dir)?;
     std::fs::rename(&partial, dir.join("bytes"))
         .with_context(|| format!("cannot move the bodies to {}", dir.display()))?;

@@ -180,6 +180,12 @@ pub struct OfferArgs {
     /// within it means no h3.
     #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
     pub timeout: Duration,
+    /// A URL on one of the origins whose response is larger than its h3
+    /// server's initial window (a large image or download), to count what
+    /// the server sends in the first round trip. Without it, the URL
+    /// checked is asked, and a small response says nothing.
+    #[arg(long, value_name = "URL")]
+    pub window_url: Option<String>,
     /// Also write the report as JSON (schema h3lab.offer/1) to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -194,6 +200,7 @@ impl CommandFlags for OfferArgs {
         args.switch("--insecure", self.insecure);
         args.path_opt("--ca", self.ca.as_deref());
         args.duration("--timeout", self.timeout);
+        args.value_opt("--window-url", self.window_url.as_deref());
         args.path_opt("--json", self.json.as_deref());
         args.finish(&self.urls)
     }
@@ -502,6 +509,7 @@ mod tests {
             insecure: true,
             ca: Some(PathBuf::from("ca.pem")),
             timeout: Duration::from_secs(2),
+            window_url: Some("https://a.test/big".to_string()),
             json: Some(PathBuf::from("-")),
         });
     }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use h3lab_client::{measure_ttfb, ResolveRule, Target, TlsOptions};
+use h3lab_client::{measure_ttfb, ModeNotOffered, ResolveRule, Target, TlsOptions};
 use h3lab_results::ttfb::{TtfbReport, TtfbSample, TTFB_SCHEMA};
 use h3lab_results::{Proto, TtfbMode};
 
@@ -50,6 +50,7 @@ pub fn sample_ttfb(
         proto: options.proto,
         mode: options.mode,
         samples: Vec::new(),
+        not_offered: None,
     };
     for _ in 0..options.samples {
         let measured = runtime.block_on(measure_ttfb(
@@ -66,6 +67,7 @@ pub fn sample_ttfb(
                 report.samples.push(sample);
             }
             Err(err) => {
+                report.not_offered = err.downcast_ref::<ModeNotOffered>().map(|n| n.0.clone());
                 let context = format!(
                     "{} of {} samples measured",
                     report.samples.len(),

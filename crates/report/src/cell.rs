@@ -114,6 +114,9 @@ pub struct CellSummary {
     pub failures: Vec<Failure>,
     /// Repetitions Ctrl-C cut short: neither figures nor failures.
     pub interrupted: Vec<u32>,
+    /// Why the server cannot give this cell (no session ticket for a
+    /// resumed handshake): neither figures nor a failure.
+    pub not_offered: Option<String>,
     /// The swept tunable and value of the cell's row, if it is swept.
     pub sweep: Option<SweptSetting>,
     /// The initial windows the cell's connections started with, when its

@@ -57,6 +57,7 @@ struct Row<'a> {
     client_cpu_per_request_us: Option<f64>,
     client_cpu_per_gb_s: Option<f64>,
     failures: String,
+    not_offered: Option<String>,
     problems: String,
     measured_rtt_ms: Option<f64>,
     wire_bytes_per_request: Option<f64>,
@@ -123,6 +124,7 @@ impl<'a> Row<'a> {
                 .map(|f| format!("repetition {}: {}", f.repetition, f.error))
                 .collect::<Vec<_>>()
                 .join("; "),
+            not_offered: s.not_offered.clone(),
             problems: s.problems.join("; "),
             measured_rtt_ms: s.measured_rtt_ms,
             wire_bytes_per_request: s.wire.and_then(|w| w.bytes_per_request()),

@@ -161,6 +161,15 @@ fn status(results: &Results, summaries: &[CellSummary]) -> Markup {
                     }
                 }
             }
+            @let lacking: Vec<&CellSummary> = summaries.iter().filter(|s| s.not_offered.is_some()).collect();
+            @if !lacking.is_empty() {
+                p { (lacking.len()) " cell(s) not offered by their server, which is not a failure:" }
+                ul.not-offered {
+                    @for summary in lacking {
+                        li { (summary.key.profile) " · " (summary.key.workload_label()) " · " (summary.key.protocol) ": " (summary.not_offered.as_deref().unwrap_or_default()) }
+                    }
+                }
+            }
             @if !with_problems.is_empty() {
                 ul.problems {
                     @for summary in with_problems {
@@ -225,27 +234,31 @@ fn servers_section(results: &Results) -> Markup {
             section #servers {
                 h2 { "Servers compared" }
                 p.hint { "The QUIC stack as the suite names it. A protocol a server does not offer has no cells: \"not offered\", not a failure." }
-                p.hint { "The last four columns are read from the server by h3lab probe offer before its first h3 cell: its server header, whether it accepted a request in 0-RTT early data, the QPACK dynamic table its SETTINGS allow, and whether its connection carried on after the client moved to a new UDP port. ? is unknown: the probe could not tell." }
+                p.hint { "The last five columns are read from the server by h3lab probe offer before its first h3 cell on each profile: its server header, whether it accepted a request in 0-RTT early data, the QPACK dynamic table its SETTINGS allow, whether its connection carried on after the client moved to a new UDP port, and how much of a 1 MB response arrived in the first round trip, its initial window (on each profile with a round trip of 5 ms or more). ? is unknown: the probe could not tell." }
                 table {
                     thead { tr {
                         th { "server" } th { "QUIC stack" }
                         @for protocol in &results.suite.protocols { th { (protocol) } }
-                        th { "server header" } th { "0-RTT" } th { "QPACK dynamic table" } th { "new client port" }
+                        th { "server header" } th { "0-RTT" } th { "QPACK dynamic table" } th { "new client port" } th { "first round trip" }
                     } }
                     tbody {
                         @for row in rows {
                             @let missing = crate::table::not_offered(row, results);
-                            @let features = crate::table::h3_features(row, results);
+                            @let features = crate::table::h3_features(row, results, None);
+                            @let first_flights: Vec<String> = crate::table::probed_on_each_profile(row, results).iter()
+                                .filter(|(_, f)| f.first_round_trip_bytes.is_some())
+                                .map(|(profile, f)| format!("{profile}: {}", f.first_flight())).collect();
                             tr {
                                 td { (row.name) }
                                 td { (row.stack_text()) }
                                 @for protocol in &results.suite.protocols {
                                     td { @if missing.contains(&protocol.as_str()) { "not offered" } @else { "offered" } }
                                 }
-                                td { (features.and_then(|f| f.server_header.as_deref()).unwrap_or("?")) }
+                                td { (features.map_or("?", |f| f.server_header.as_deref().unwrap_or("(none)"))) }
                                 td { (h3lab_results::offer::answer(features.and_then(|f| f.zero_rtt))) }
                                 td { (features.map_or("?".to_string(), H3Features::qpack_table)) }
                                 td { (h3lab_results::offer::answer(features.and_then(|f| f.survives_new_port))) }
+                                td { @if first_flights.is_empty() { "?" } @else { (first_flights.join("; ")) } }
                             }
                         }
                     }
@@ -401,7 +414,7 @@ fn summary_table(
                         td.num { (stats.map_or(0, |s| s.n)) }
                         td class=(if summary.failed() > 0 { "num bad" } else { "num" }) { (summary.failed()) "/" (summary.repetitions) }
                         td.num.strong {
-                            (maybe(stats.map(|s| s.median)))
+                            @if stats.is_none() && summary.not_offered.is_some() { "not offered" } @else { (maybe(stats.map(|s| s.median))) }
                             @if let Some(rtts) = summary.median_rtts() { br; span.unit { (format!("{rtts:.1} RTT")) } }
                         }
                         td.num { (maybe(stats.map(|s| s.mean))) }

@@ -196,6 +196,10 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
             .filter(|record| record.outcome == Outcome::Interrupted)
             .map(|record| record.repetition)
             .collect(),
+        not_offered: records.iter().find_map(|record| match &record.outcome {
+            Outcome::NotOffered { reason } => Some(reason.clone()),
+            _ => None,
+        }),
         sweep: described_by.and_then(|r| r.sweep.clone()),
         initial_windows: agreed(ok.iter().map(|r| r.initial_windows)),
         stats: SampleStats::of(&samples),
@@ -298,7 +302,7 @@ fn failures(records: &[&CellRecord]) -> Vec<Failure> {
                 repetition: record.repetition,
                 error: error.clone(),
             }),
-            Outcome::Ok | Outcome::Interrupted => None,
+            Outcome::Ok | Outcome::Interrupted | Outcome::NotOffered { .. } => None,
         })
         .collect()
 }

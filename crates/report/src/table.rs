@@ -208,7 +208,8 @@ fn server_line(cells: &[&CellSummary], results: &Results) -> String {
     if !not_offered.is_empty() {
         parts.push(format!("{} not offered", not_offered.join(", ")));
     }
-    if let Some(features) = h3_features(row, results) {
+    let profile = cells.first().map(|cell| cell.key.profile.as_str());
+    if let Some(features) = h3_features(row, results, profile) {
         parts.push(features.describe());
         parts.extend(features.notes.iter().cloned());
     }
@@ -235,8 +236,24 @@ pub(crate) fn server_row<'a>(
         .flatten()
 }
 
-/// What `row`'s server's h3 does, as the run's probe found it.
-pub(crate) fn h3_features<'a>(row: &ServerRow, results: &'a Results) -> Option<&'a H3Features> {
+/// What `row`'s server's h3 does, as the run's probe found it on
+/// `profile`, or else on the first profile it was probed on.
+pub(crate) fn h3_features<'a>(
+    row: &ServerRow,
+    results: &'a Results,
+    profile: Option<&str>,
+) -> Option<&'a H3Features> {
+    let probed = probed_on_each_profile(row, results);
+    (profile.and_then(|wanted| probed.iter().find(|(on, _)| *on == wanted)))
+        .or(probed.first())
+        .map(|(_, features)| *features)
+}
+
+/// What the probe found of `row`'s h3, on each profile it ran on.
+pub(crate) fn probed_on_each_profile<'a>(
+    row: &ServerRow,
+    results: &'a Results,
+) -> Vec<(&'a str, &'a H3Features)> {
     results
         .cells
         .iter()
@@ -245,7 +262,8 @@ pub(crate) fn h3_features<'a>(row: &ServerRow, results: &'a Results) -> Option<&
                 .as_ref()
                 .is_some_and(|s| s.tunable == "server" && s.value == row.name)
         })
-        .find_map(|cell| cell.h3_features.as_ref())
+        .filter_map(|cell| Some((cell.profile.as_str(), cell.h3_features.as_ref()?)))
+        .collect()
 }
 
 /// The run's protocols that `row`'s server does not offer.
@@ -548,6 +566,9 @@ fn row(summary: &CellSummary) -> Vec<String> {
 
 /// The median, and for ttfb cells its size in path round trips.
 fn median_with_rtts(summary: &CellSummary) -> String {
+    if summary.stats.is_none() && summary.not_offered.is_some() {
+        return "not offered".to_string();
+    }
     let median = maybe(summary.stats.as_ref().map(|s| s.median));
     match summary.median_rtts() {
         Some(rtts) => format!("{median} ({rtts:.1} RTT)"),
@@ -568,6 +589,9 @@ fn failure_lines(block: &[&CellSummary]) -> String {
                     list_repetitions(&repetitions)
                 ),
             ));
+        }
+        if let Some(reason) = &summary.not_offered {
+            out.push_str(&wrapped(2, &format!("NOT OFFERED {cell}: {reason}")));
         }
         if !summary.interrupted.is_empty() {
             let plural = if summary.interrupted.len() > 1 {

@@ -742,6 +742,13 @@ pub enum Outcome {
     },
     /// Ctrl-C stopped the run during the repetition; it carries no samples.
     Interrupted,
+    /// The server does not offer what the cell measures (a resumed or
+    /// 0-RTT handshake from a server that issues no session tickets): no
+    /// samples, and not a failure.
+    NotOffered {
+        /// What the server lacks, as the client saw it.
+        reason: String,
+    },
 }
 
 /// A named figure with its samples, unit and which direction is better.

@@ -62,6 +62,14 @@ pub struct H3Features {
     /// UDP port (a NAT rebinding; RFC 9000 §9): a request on it was
     /// answered.
     pub survives_new_port: Option<bool>,
+    /// Response body bytes that arrived within one round trip of the
+    /// response's head, before an acknowledgement of any of them could
+    /// reach the server: its initial congestion window, give or take the
+    /// few handshake bytes still in flight and the frame overhead. Null
+    /// on a path whose round trip is too short to tell the first flight
+    /// from the next, or when the body ended within it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_round_trip_bytes: Option<u64>,
     /// Why a question is null, one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -72,12 +80,28 @@ impl H3Features {
     /// new client port yes`.
     pub fn describe(&self) -> String {
         format!(
-            "server {}, 0-RTT {}, QPACK dynamic table {}, survives a new client port {}",
+            "server {}, 0-RTT {}, QPACK dynamic table {}, survives a new client port {}, \
+             first round trip {}",
             self.server_header.as_deref().unwrap_or("(no header)"),
             answer(self.zero_rtt),
             self.qpack_table(),
-            answer(self.survives_new_port)
+            answer(self.survives_new_port),
+            self.first_flight()
         )
+    }
+
+    /// What arrived in the first round trip: `14.2 KB (~12 packets)`, or `?`.
+    pub fn first_flight(&self) -> String {
+        match self.first_round_trip_bytes {
+            // 1200 bytes: QUIC's smallest datagram, the unit of most
+            // stacks' initial windows (RFC 9002 §7.2).
+            Some(bytes) => format!(
+                "{:.1} KB (~{} packets)",
+                bytes as f64 / 1000.0,
+                (bytes as f64 / 1200.0).round()
+            ),
+            None => "?".to_string(),
+        }
     }
 
     /// The QPACK dynamic table it allows: `4096 B`, `none`, or `?`.
@@ -216,5 +240,22 @@ mod tests {
             .unwrap()
             .contains("could not be checked"));
         assert_eq!(unknown.offered(), "none");
+    }
+
+    #[test]
+    fn what_the_probe_found_reads_unknown_as_a_question_mark_not_as_no() {
+        let mut features = H3Features {
+            zero_rtt: Some(false),
+            qpack_max_table_capacity: Some(0),
+            ..H3Features::default()
+        };
+        assert_eq!(
+            features.describe(),
+            "server (no header), 0-RTT no, QPACK dynamic table none, survives a new client \
+             port ?, first round trip ?"
+        );
+        features.first_round_trip_bytes = Some(14_160);
+        features.qpack_max_table_capacity = Some(4096);
+        assert!(features.describe().ends_with("QPACK dynamic table 4096 B, survives a new client port ?, first round trip 14.2 KB (~12 packets)"), "{}", features.describe());
     }
 }

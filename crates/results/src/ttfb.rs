@@ -23,6 +23,10 @@ pub struct TtfbReport {
     pub mode: TtfbMode,
     /// One per new connection, in the order measured.
     pub samples: Vec<TtfbSample>,
+    /// Why the server cannot give `mode` (it issued no session ticket, or
+    /// accepts no early data); set when the probe stopped for that reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_offered: Option<String>,
 }
 
 /// One new connection's time to the first response byte.
@@ -185,6 +189,7 @@ mod tests {
             proto: Proto::H3,
             mode: TtfbMode::Cold,
             samples: Vec::new(),
+            not_offered: None,
         };
         assert_eq!(report.to_string(), "h3 cold https://x/: no sample");
         for ttfb_ms in [30.0, 10.0, 20.0] {

@@ -154,39 +154,44 @@ pub fn haproxy() -> Option<PathBuf> {
     ))
 }
 
-/// The peers `scripts/peer-setup.sh` installs (Bun, hypercorn, Peregrine,
-/// picoquic, kwik, tquic, x/net) and the quiche server it builds: their
-/// folder, H3LAB_PEERS_DIR or /opt/h3lab-ci/peers, when every one is there.
-pub fn peers() -> Option<PathBuf> {
+/// The peers `scripts/peer-setup.sh` installs, to run: their folder
+/// (H3LAB_PEERS_DIR or /opt/h3lab-ci/peers) and their names, when every
+/// one is there. The [`QUICK_PEERS`] always, which CI installs; the
+/// [`BUILT_PEERS`] too with H3LAB_ALL_PEERS=1: each builds BoringSSL, 12
+/// minutes in all on 2 cores, so CI's run leaves them to the long run.
+pub fn peers() -> Option<(PathBuf, Vec<&'static str>)> {
     let dir = std::env::var_os("H3LAB_PEERS_DIR")
         .map_or_else(|| PathBuf::from("/opt/h3lab-ci/peers"), PathBuf::from);
-    let missing: Vec<&str> = PEERS
-        .iter()
-        .copied()
+    let all = std::env::var_os("H3LAB_ALL_PEERS").is_some_and(|v| v == "1");
+    let wanted: Vec<&str> = match all {
+        true => [QUICK_PEERS, BUILT_PEERS].concat(),
+        false => QUICK_PEERS.to_vec(),
+    };
+    let missing: Vec<&str> = (wanted.iter().copied())
         .filter(|name| !dir.join(format!(".{name}.stamp")).is_file())
         .collect();
+    let setup = match all {
+        true => "all",
+        false => "quick",
+    };
     runs(match missing.is_empty() {
-        true => Ok(dir),
+        true => Ok((dir, wanted)),
         false => Err(format!(
-            "{} not installed in {}: run `scripts/peer-setup.sh` (.ci/run does), or set \
-             H3LAB_PEERS_DIR",
+            "{} not installed in {}: run `scripts/peer-setup.sh {setup}` (.ci/run runs \
+             `quick`), or set H3LAB_PEERS_DIR",
             missing.join(", "),
             dir.display()
         )),
     })
 }
 
-/// What `scripts/peer-setup.sh all` installs.
-pub const PEERS: &[&str] = &[
-    "bun",
-    "hypercorn",
-    "peregrine",
-    "picoquic",
-    "kwik",
-    "tquic",
-    "xnet",
-    "quiche",
-];
+/// What `scripts/peer-setup.sh quick` installs: each downloads, or builds
+/// Go in about a minute.
+pub const QUICK_PEERS: &[&str] = &["bun", "hypercorn", "peregrine", "picoquic", "kwik", "xnet"];
+
+/// What `scripts/peer-setup.sh built` builds from source: tquic_server and
+/// scripts/quiche-server, each with BoringSSL.
+pub const BUILT_PEERS: &[&str] = &["tquic", "quiche"];
 
 /// ngtcp2's example HTTP/3 server, Debian's `gtlsserver`.
 pub fn gtlsserver() -> Option<PathBuf> {

@@ -304,8 +304,16 @@ impl Suite {
                 self.name
             );
         }
-        for server in names().filter_map(|v| self.target.servers.get(v)) {
+        for (name, server) in names().filter_map(|v| Some((v, self.target.servers.get(v)?))) {
             self.check_pages_on(server.command())?;
+            if !server.document().starts_with('/') {
+                anyhow::bail!(
+                    "suite `{}`: [target.servers] {name} has document = \"{}\"; give a path \
+                     from the server's root, such as \"/index.html\"",
+                    self.name,
+                    server.document()
+                );
+            }
         }
         Ok(())
     }
@@ -497,6 +505,22 @@ mod tests {
         );
         let bad = text.replace("protocols = [\"h3\"]", "protocols = [\"h4\"]");
         assert!(error_of(&bad).contains("a server command (a string), or a table"));
+    }
+
+    #[test]
+    fn a_server_table_names_the_document_of_a_server_with_no_index() {
+        let text = format!(
+            "{MINIMAL}\n[target.servers]\ntquic = {{ cmd = \"tquic {{ip}} {{port}}\", document = \"/index.html\" }}\n\
+             [sweep]\ntunable = \"server\"\nvalues = [\"builtin\", \"tquic\"]\n"
+        );
+        let suite = Suite::from_toml(&text).unwrap();
+        assert_eq!(suite.target.servers["tquic"].document(), "/index.html");
+        let relative = text.replace("\"/index.html\"", "\"index.html\"");
+        let error = error_of(&relative);
+        assert!(
+            error.contains("tquic has document = \"index.html\""),
+            "{error}"
+        );
     }
 
     #[test]

@@ -80,7 +80,7 @@ pub(crate) struct Target {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(
     untagged,
-    expecting = "a server command (a string), or a table { cmd = \"...\", protocols = [\"h3\"], stack = \"quinn\" }"
+    expecting = "a server command (a string), or a table { cmd = \"...\", protocols = [\"h3\"], stack = \"quinn\", document = \"/index.html\" }"
 )]
 pub(crate) enum ServerCommand {
     Command(String),
@@ -95,6 +95,10 @@ pub(crate) struct ServerTable {
     protocols: Vec<Proto>,
     #[serde(default)]
     stack: Option<String>,
+    /// The path page cells ask for as the document, for a server that
+    /// serves no index file at `/` (tquic_server); `/` when not given.
+    #[serde(default)]
+    document: Option<String>,
 }
 
 impl ServerCommand {
@@ -109,6 +113,18 @@ impl ServerCommand {
         match self {
             ServerCommand::Command(_) => true,
             ServerCommand::Table(table) => table.protocols.contains(&protocol),
+        }
+    }
+
+    /// The path of a page cell's document on this server: `/` unless the
+    /// table gives another.
+    pub(crate) fn document(&self) -> &str {
+        match self {
+            ServerCommand::Table(ServerTable {
+                document: Some(path),
+                ..
+            }) => path,
+            _ => "/",
         }
     }
 

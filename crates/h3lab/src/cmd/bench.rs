@@ -170,11 +170,16 @@ fn run_suite(
     let results = runner::run(suite, &ctx, |results, record| {
         progress.inc(estimates[index]);
         index += 1;
-        if let Outcome::Failed { error } = &record.outcome {
-            progress.println(format!(
+        match &record.outcome {
+            Outcome::Failed { error } => progress.println(format!(
                 "cell failed: {} {} {}: {error}",
                 record.profile, record.workload, record.protocol
-            ));
+            )),
+            Outcome::NotOffered { reason } => progress.println(format!(
+                "not offered: {} {} {}: {reason}",
+                record.profile, record.workload, record.protocol
+            )),
+            Outcome::Ok | Outcome::Interrupted => {}
         }
         if let Some(next) = cells.get(index) {
             progress.set_message(next.label());
@@ -203,7 +208,7 @@ fn exit_code(results: &Results, stop: &AtomicBool) -> ExitCode {
     let failed = results
         .cells
         .iter()
-        .filter(|c| c.outcome != Outcome::Ok)
+        .filter(|c| matches!(c.outcome, Outcome::Failed { .. }))
         .count();
     if stop.load(Ordering::Relaxed) {
         eprintln!(

@@ -67,7 +67,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn offer(args: OfferArgs) -> anyhow::Result<ExitCode> {
-    let report = check_offers(&args.urls, &args.resolve, &args.tls(), args.timeout)?;
+    let report = check_offers(
+        &args.urls,
+        args.window_url.as_deref(),
+        &args.resolve,
+        &args.tls(),
+        args.timeout,
+    )?;
     let json = (args.json.as_deref(), || {
         serde_json::to_string_pretty(&report)
     });
