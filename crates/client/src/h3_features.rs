@@ -138,6 +138,9 @@ async fn first_round_trip(
     let mut bytes = 0;
     loop {
         match timeout_at(head_arrived + rtt.mul_f64(FIRST_FLIGHT_SHARE), response.chunk()).await {
+            Err(_) if bytes == 0 => {
+                return Err("no body arrived within the first round trip".to_string())
+            }
             Err(_) => return Ok(bytes),
             Ok(Ok(Some(chunk))) => bytes += chunk.len() as u64,
             Ok(Ok(None)) => {
