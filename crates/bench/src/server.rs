@@ -165,11 +165,9 @@ pub(crate) struct Start<'a> {
 /// Starts the suite's target where `start.placement` puts servers and waits
 /// until it listens.
 pub(crate) fn start(suite: &Suite, start: &Start<'_>) -> anyhow::Result<ServerProcess> {
-    let row = start
-        .setting
-        .and_then(Setting::server)
-        .and_then(|name| suite.target.servers.get(name));
-    let shell = match start.setting.and_then(Setting::server) {
+    let swept_server = start.setting.and_then(Setting::server);
+    let row = swept_server.and_then(|name| suite.target.servers.get(name));
+    let shell = match swept_server {
         Some(_) => row.map(|server| server.command()),
         None => suite.target.server_cmd.as_deref(),
     };
