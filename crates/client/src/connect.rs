@@ -18,6 +18,7 @@ use tokio::time::timeout;
 use tokio_rustls::TlsConnector;
 
 use crate::error::{error_chain, quic_connect_error, tls_failure, ClientError};
+use crate::mute::{Mute, MutedSocket};
 use crate::request::RequestTemplate;
 use crate::response::Response;
 use crate::send::{Sender, SenderInner};
@@ -92,12 +93,43 @@ impl Connector {
         tls: Arc<rustls::ClientConfig>,
         connect_timeout: Duration,
     ) -> anyhow::Result<Connector> {
+        Connector::build(target, addr, proto, tls, connect_timeout, None)
+    }
+
+    /// An h3 connector whose UDP sends the returned [`Mute`] switches off,
+    /// for every connection it opens.
+    pub(crate) fn new_muteable(
+        target: Arc<Target>,
+        addr: SocketAddr,
+        tls: Arc<rustls::ClientConfig>,
+        connect_timeout: Duration,
+    ) -> anyhow::Result<(Connector, Mute)> {
+        let mute = Mute::default();
+        let connector = Connector::build(
+            target,
+            addr,
+            Proto::H3,
+            tls,
+            connect_timeout,
+            Some(mute.clone()),
+        )?;
+        Ok((connector, mute))
+    }
+
+    fn build(
+        target: Arc<Target>,
+        addr: SocketAddr,
+        proto: Proto,
+        tls: Arc<rustls::ClientConfig>,
+        connect_timeout: Duration,
+        mute: Option<Mute>,
+    ) -> anyhow::Result<Connector> {
         target.check_proto(proto)?;
         let server_name = ServerName::try_from(target.host().to_string()).map_err(|err| {
             anyhow::anyhow!("`{}` is not a valid TLS server name: {err}", target.host())
         })?;
         let quic = match proto {
-            Proto::H3 => Some(quic_client(addr, &tls)?),
+            Proto::H3 => Some(quic_client(addr, &tls, mute)?),
             Proto::H1 | Proto::H2 => None,
             Proto::Auto => {
                 anyhow::bail!("a Connector speaks one protocol; auto is AutoConnector's")
@@ -393,7 +425,11 @@ impl Connector {
     }
 }
 
-fn quic_client(addr: SocketAddr, tls: &Arc<rustls::ClientConfig>) -> anyhow::Result<QuicClient> {
+fn quic_client(
+    addr: SocketAddr,
+    tls: &Arc<rustls::ClientConfig>,
+    mute: Option<Mute>,
+) -> anyhow::Result<QuicClient> {
     let bind: SocketAddr = if addr.is_ipv6() {
         (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
     } else {
@@ -403,8 +439,18 @@ fn quic_client(addr: SocketAddr, tls: &Arc<rustls::ClientConfig>) -> anyhow::Res
         .map_err(|err| anyhow::anyhow!("binding a UDP socket on {bind} for HTTP/3: {err}"))?;
     let runtime = quinn::default_runtime()
         .ok_or_else(|| anyhow::anyhow!("the QUIC client needs a tokio runtime"))?;
-    let endpoint = quinn::Endpoint::new(quinn::EndpointConfig::default(), None, socket, runtime)
-        .map_err(|err| anyhow::anyhow!("starting the QUIC client on {bind}: {err}"))?;
+    let starting = |err| anyhow::anyhow!("starting the QUIC client on {bind}: {err}");
+    let mut socket = runtime.wrap_udp_socket(socket).map_err(starting)?;
+    if let Some(mute) = mute {
+        socket = Arc::new(MutedSocket::new(socket, mute));
+    }
+    let endpoint = quinn::Endpoint::new_with_abstract_socket(
+        quinn::EndpointConfig::default(),
+        None,
+        socket,
+        runtime,
+    )
+    .map_err(starting)?;
     let crypto = QuicClientConfig::try_from(tls.clone())
         .map_err(|err| anyhow::anyhow!("TLS configuration unusable for QUIC: {err}"))?;
     Ok(QuicClient {

@@ -13,9 +13,10 @@ use h3lab_results::offer::H3Features;
 use h3lab_results::Proto;
 use http::header::SERVER;
 use http::{HeaderMap, Method};
-use tokio::time::{timeout, timeout_at};
+use tokio::time::timeout;
 
 use crate::connect::Connector;
+use crate::mute::Mute;
 use crate::request::RequestTemplate;
 use crate::target::{ResolveRule, Target};
 use crate::tls::{client_tls_config, TlsOptions};
@@ -33,13 +34,8 @@ pub async fn check_h3_features(
 ) -> anyhow::Result<H3Features> {
     let target = Arc::new(Target::parse(url)?);
     let addr = target.resolve(resolve).await?;
-    let connector = Connector::new(
-        target.clone(),
-        addr,
-        Proto::H3,
-        client_tls_config(tls, Proto::H3)?,
-        wait,
-    )?;
+    let tls_config = client_tls_config(tls, Proto::H3)?;
+    let connector = Connector::new(target.clone(), addr, Proto::H3, tls_config.clone(), wait)?;
     let get = RequestTemplate::new(&target, Method::GET, HeaderMap::new(), Bytes::new());
     let mut features = H3Features {
         qpack_max_table_capacity: qpack_table_capacity(&connector, wait).await,
@@ -48,7 +44,8 @@ pub async fn check_h3_features(
     let window_target = Target::parse(window_url)?;
     let window_get =
         RequestTemplate::new(&window_target, Method::GET, HeaderMap::new(), Bytes::new());
-    features.first_round_trip_bytes = match first_round_trip(&connector, &window_get, wait).await {
+    let counted = first_round_trip(&target, addr, &tls_config, &window_get, wait).await;
+    features.first_round_trip_bytes = match counted {
         Ok(bytes) => Some(bytes),
         Err(why) => {
             features.notes.push(format!("initial window: {why}"));
@@ -88,28 +85,39 @@ pub async fn check_h3_features(
     Ok(features)
 }
 
-/// Below this round trip the first flight cannot be told from the next:
-/// the server's own turnaround and the client's reading take a good part
-/// of it.
+/// Below this round trip the first flight cannot be told apart: the
+/// server's own turnaround and the client's reading take a good part of it.
 const SHORTEST_RTT_FOR_FIRST_FLIGHT: Duration = Duration::from_millis(5);
 
-/// The part of a round trip after the response's head that counts as its
-/// first flight. The next flight, sent as the client's acknowledgements
-/// reach the server, starts arriving one round trip after the first (at
-/// 0.997 of the estimate over a 40 ms path with `h3lab serve`); a pacing
-/// server spreads its first flight over up to 0.8 of it (quic-go paces at
-/// 1.25 windows per round trip after a 10-packet burst, BBR's startup at
-/// 2.9).
-const FIRST_FLIGHT_SHARE: f64 = 0.85;
-
-/// The response body bytes that arrive in the first flight, within
-/// [`FIRST_FLIGHT_SHARE`] of a round trip of the response's head, on a
-/// connection of its own. Until then no acknowledgement of the response
-/// can have reached the server, so what it sent is what its initial
-/// congestion window allowed, less what of its handshake was still
-/// unacknowledged and the framing. The error says why there is no figure.
+/// The response body bytes the server sends before it hears back, on a
+/// connection of its own: what its initial congestion window allows, less
+/// what of its handshake is still unacknowledged and the framing. Half a
+/// round trip after the request leaves, before any of the response can
+/// arrive, the client goes silent; the server sends its window (paced or
+/// not) and waits, a whole probe timeout, for acknowledgements that never
+/// come. The first silence of half a round trip ends the count, so a busy
+/// client that reads late still counts only the first flight. (A cut at a
+/// time after the response's head, which this replaced, counted part of
+/// the next flight in CI.) The error says why there is no figure.
 async fn first_round_trip(
+    target: &Arc<Target>,
+    addr: SocketAddr,
+    tls: &Arc<rustls::ClientConfig>,
+    get: &RequestTemplate,
+    wait: Duration,
+) -> Result<u64, String> {
+    let (connector, mute) = Connector::new_muteable(target.clone(), addr, tls.clone(), wait)
+        .map_err(|err| format!("no client: {err:#}"))?;
+    let counted = first_flight(&connector, &mute, get, wait).await;
+    // Heard again, so the server frees the connection at once.
+    mute.set(false);
+    connector.close().await;
+    counted
+}
+
+async fn first_flight(
     connector: &Connector,
+    mute: &Mute,
     get: &RequestTemplate,
     wait: Duration,
 ) -> Result<u64, String> {
@@ -117,7 +125,7 @@ async fn first_round_trip(
         .connect()
         .await
         .map_err(|err| format!("no connection: {err}"))?;
-    let rtt = (connection.sender.quic_rtt()).ok_or("no round-trip estimate")?;
+    let rtt = (connection.sender.quic_min_rtt()).ok_or("no round-trip estimate")?;
     if rtt < SHORTEST_RTT_FOR_FIRST_FLIGHT {
         return Err(format!(
             "the path's round trip ({:.1} ms) is too short to tell the first flight from the next; \
@@ -126,26 +134,29 @@ async fn first_round_trip(
             SHORTEST_RTT_FOR_FIRST_FLIGHT.as_millis()
         ));
     }
-    let mut response = match timeout(wait, connection.sender.send(get)).await {
+    let quiet = rtt / 2;
+    let silence = async {
+        tokio::time::sleep(quiet).await;
+        mute.set(true);
+    };
+    let (answer, ()) = tokio::join!(timeout(wait, connection.sender.send(get)), silence);
+    let mut response = match answer {
         Ok(Ok(response)) => response,
         Ok(Err(err)) => return Err(format!("the request failed: {err}")),
-        Err(_) => return Err("no answer".to_string()),
+        Err(_) => return Err("no answer (lost on the way?)".to_string()),
     };
-    let head_arrived = tokio::time::Instant::now();
     if !response.status().is_success() {
         return Err(format!("the server answered {}", response.status()));
     }
     let mut bytes = 0;
     loop {
-        match timeout_at(head_arrived + rtt.mul_f64(FIRST_FLIGHT_SHARE), response.chunk()).await {
-            Err(_) if bytes == 0 => {
-                return Err("no body arrived within the first round trip".to_string())
-            }
+        match timeout(quiet, response.chunk()).await {
+            Err(_) if bytes == 0 => return Err("no body came before the server waited".to_string()),
             Err(_) => return Ok(bytes),
             Ok(Ok(Some(chunk))) => bytes += chunk.len() as u64,
             Ok(Ok(None)) => {
                 return Err(format!(
-                    "the whole body ({bytes} B) came within the first round trip; probe a larger response"
+                    "the whole body ({bytes} B) came in the first flight; probe a larger response"
                 ))
             }
             Ok(Err(err)) => return Err(format!("the body failed: {err}")),

@@ -93,6 +93,16 @@ impl Sender {
         }
     }
 
+    /// The least round trip QUIC has sampled, before ack delays; `None`
+    /// for TCP. Unlike the smoothed estimate, a handshake the server was
+    /// slow to answer (a busy machine, a slow signature) does not raise it.
+    pub fn quic_min_rtt(&self) -> Option<Duration> {
+        match &self.inner {
+            SenderInner::H3 { conn, .. } => Some(conn.stats().path.min_rtt),
+            _ => None,
+        }
+    }
+
     /// True once the connection can carry no more requests.
     pub fn is_closed(&self) -> bool {
         match &self.inner {

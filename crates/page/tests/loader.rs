@@ -240,19 +240,24 @@ fn auto_repeat_visits_end_on_h3_once_quic_is_known_to_work() {
     let served = Served::site(dir.path());
     let mut known = H3Discovery::default();
     known.assume_quic_works_here();
-    // The unmeasured first visit learns the Alt-Svc; then TCP waits
+    // The unmeasured first visit learns the Alt-Svc. The first repeat
+    // visit knows no QUIC round trip to the origin yet, so TCP waits
     // 300 ms behind QUIC, whose handshake on loopback takes a few: QUIC
-    // wins every time.
+    // wins every time. Later visits give TCP 1.5 × the round trip QUIC
+    // measured, as Chromium does: a fraction of a millisecond on loopback,
+    // where either may win (in CI one ended on h2).
     let loads = load_auto(&served, Visit::Repeat, 2, Some(known));
     assert_eq!(loads.len(), 2, "the first visit is not reported");
+    // The document's timing says whether QUIC failed or lost the race.
+    assert_eq!(
+        protocols(&loads[0]),
+        ["h3"],
+        "the document: {:?}",
+        loads[0].resources.first()
+    );
     for repeat in &loads {
-        // The document's timing says whether QUIC failed or lost the race.
-        assert_eq!(
-            protocols(repeat),
-            ["h3"],
-            "the document: {:?}",
-            repeat.resources.first()
-        );
+        let protocols = protocols(repeat);
+        assert!(protocols == ["h3"] || protocols == ["h2"], "{protocols:?}");
         assert_eq!(fetched(repeat), expected(&summary));
         assert_eq!(repeat.connections(), Some(1));
     }
