@@ -12,13 +12,17 @@ const path = require('node:path');
 const { NativeServer } = loadNative();
 
 function loadNative() {
-  const file = path.join(__dirname, `h3lab-node.${process.platform}-${process.arch}-gnu.node`);
+  const triple = `${process.platform}-${process.arch}-gnu`;
+  const file = path.join(__dirname, `h3lab-node.${triple}.node`);
   try {
     return require(file);
   } catch (err) {
+    const why = err.code === 'MODULE_NOT_FOUND' ? 'it is not in the package' : err.message;
     throw new Error(
-      `h3lab-node: cannot load the native module ${file} (${err.message}); ` +
-        'build it with `npm run build` in the package directory (needs Rust)',
+      `h3lab-node: no native module for ${process.platform}-${process.arch} (${file}: ${why}). ` +
+        'The package carries one for linux-x64 (glibc) only. To build one for this machine, ' +
+        'run `npm ci && npm run build` in the node/ directory of the h3lab repository ' +
+        '(needs Rust, https://rustup.rs) and copy the h3lab-node.*.node it writes next to this file.',
     );
   }
 }
