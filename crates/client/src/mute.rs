@@ -30,7 +30,8 @@ impl Mute {
     }
 }
 
-/// A socket that passes everything to `inner` but sends while muted.
+/// A socket that passes everything to `inner`, except that it drops its
+/// sends while muted.
 pub(crate) struct MutedSocket {
     inner: Arc<dyn AsyncUdpSocket>,
     mute: Mute,

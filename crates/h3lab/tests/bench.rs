@@ -1359,9 +1359,9 @@ fn assert_origin_wait_is_the_round_trip(
         .unwrap_or_else(|| panic!("{edge}: no response said its origin time"));
     assert_eq!(leg.responses, report.completed, "{edge}");
     // The first request opens the origin connection (three round trips);
-    // the others wait one. Over 1.5 s that is 30 or so requests, so a few
-    // delayed by a busy machine do not move the median (over 500 ms, 4-6
-    // requests, in CI it once read 53.7 ms).
+    // the others wait one. Over 1.5 s that is about 20 requests (21 and 22
+    // when written), so a few delayed by a busy machine do not move the
+    // median (over 500 ms, 4-6 requests, in CI it once read 53.7 ms).
     let wait = &leg.origin_wait_us;
     let ms = |quantile| wait.quantile(quantile) as f64 / 1000.0;
     // Less than the round trip would be a wait the edge did not measure
