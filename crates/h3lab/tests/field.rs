@@ -14,7 +14,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{namespaces_left, results, EXE};
+use common::{fails_promptly, namespaces_left, results, FakePath, EXE};
 use h3lab_results::bench::{Outcome, Results};
 use h3lab_results::Proto;
 use linkem::supervise::{Group, Supervised};
@@ -754,4 +754,50 @@ fn ctrl_c_keeps_the_cells_so_far_and_leaves_no_namespace_rule_or_forwarding_behi
     assert!(!namespaces_left(child.id()), "namespaces left behind");
     assert!(!gateway_rules_left(child.id()), "NAT rules left behind");
     assert_eq!(forwarding(), before, "ip_forward as it was");
+}
+
+/// Field mode puts an emulated profile on top of the real path by NAT,
+/// which needs iptables. Without it, the run fails before measuring
+/// anything (it checks that each profile can be built first), naming the
+/// profile and the package, within 30 s, leaving no namespace, veth or
+/// rule behind, and the lock gateways share is free for the next run. (A
+/// gateway whose set-up failed once waited on that lock, held by its own
+/// process, for ever.)
+#[test]
+fn without_iptables_an_emulated_profile_names_the_package_and_leaves_nothing() {
+    let Some(site) = remote_site() else { return };
+    let fake = FakePath::new(&["iptables"], &[]);
+    let out = site.dir.path().join("no-iptables");
+    let suite = field_suite(
+        &format!("https://{SITE}/"),
+        &site.pins(),
+        "\"h2\"",
+        "[[workload]]\nkind = \"ttfb\"\nname = \"hs\"\nmodes = [\"cold\"]\nsamples = 1\n",
+    );
+    let file = out.with_extension("toml");
+    std::fs::write(&file, suite).unwrap();
+    let mut command = Command::new(EXE);
+    command
+        .arg("bench")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .env("PATH", fake.path())
+        .env("SSL_CERT_FILE", site.trust_store())
+        .env_remove("SSL_CERT_DIR");
+    let failed = fails_promptly(command, "field mode without iptables");
+    assert!(
+        failed
+            .error
+            .contains("cannot take profile `wan` out to the real path")
+            && failed.error.contains("apt-get install iptables"),
+        "{}",
+        failed.error
+    );
+    // The lock is free: an emulated path starts at once.
+    let output = Command::new(EXE)
+        .args(["net", "run", "--rtt", "10ms", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output));
 }

@@ -7,7 +7,8 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdout, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -17,6 +18,10 @@ use nix::unistd::Pid;
 const POLL: Duration = Duration::from_millis(5);
 /// How long the group has to vanish after SIGKILL.
 const KILL_PATIENCE: Duration = Duration::from_secs(1);
+/// How long an ended child's stderr may stay open for its last line: a
+/// process it started and detached (a daemonising server) may hold the
+/// pipe for ever.
+const STDERR_PATIENCE: Duration = Duration::from_secs(1);
 
 /// Which process group a child joins, which decides how it is signalled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,8 +59,8 @@ pub struct Supervised {
     group: Group,
     exit: Option<Exit>,
     /// Drains a piped stderr while the child runs (a full pipe would block
-    /// it) and yields the last line.
-    stderr_tail: Option<JoinHandle<Option<String>>>,
+    /// it).
+    stderr_tail: Option<StderrTail>,
 }
 
 impl Supervised {
@@ -79,15 +84,7 @@ impl Supervised {
         let mut child = command
             .spawn()
             .with_context(|| format!("cannot start the {what}"))?;
-        let stderr_tail = child.stderr.take().map(|stderr| {
-            std::thread::spawn(move || {
-                BufReader::new(stderr)
-                    .lines()
-                    .map_while(Result::ok)
-                    .filter(|line| !line.trim().is_empty())
-                    .last()
-            })
-        });
+        let stderr_tail = child.stderr.take().map(StderrTail::drain);
         Ok(Supervised {
             child,
             group,
@@ -230,12 +227,10 @@ impl Supervised {
 
     /// The last line the child wrote to its piped stderr, as `: line`
     /// (empty when there is none), to append to an error message. Call it
-    /// once the child has ended: it waits for the pipe to close.
+    /// once the child has ended: it waits for the pipe to close, at most
+    /// [`STDERR_PATIENCE`], since a process the child detached may hold it.
     pub fn last_stderr_line(&mut self) -> String {
-        let line = self
-            .stderr_tail
-            .take()
-            .and_then(|tail| tail.join().ok().flatten());
+        let line = self.stderr_tail.take().and_then(StderrTail::last_line);
         line.map(|line| format!(": {}", line.trim()))
             .unwrap_or_default()
     }
@@ -273,6 +268,36 @@ impl Supervised {
             cpu_s: seconds(usage.ru_utime) + seconds(usage.ru_stime),
         });
         self.exit
+    }
+}
+
+/// The last non-empty line read so far from a child's stderr, and word of
+/// the pipe's end.
+struct StderrTail {
+    last: Arc<Mutex<Option<String>>>,
+    closed: Receiver<()>,
+}
+
+impl StderrTail {
+    fn drain(stderr: std::process::ChildStderr) -> StderrTail {
+        let last = Arc::new(Mutex::new(None));
+        let (send, closed) = mpsc::sync_channel(1);
+        let shared = Arc::clone(&last);
+        std::thread::spawn(move || {
+            let lines = BufReader::new(stderr).lines().map_while(Result::ok);
+            for line in lines.filter(|line| !line.trim().is_empty()) {
+                *shared.lock().unwrap_or_else(|e| e.into_inner()) = Some(line);
+            }
+            let _ = send.send(());
+        });
+        StderrTail { last, closed }
+    }
+
+    /// The last line once the pipe has closed, or the last one so far
+    /// after [`STDERR_PATIENCE`].
+    fn last_line(self) -> Option<String> {
+        let _ = self.closed.recv_timeout(STDERR_PATIENCE);
+        self.last.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 }
 
@@ -411,6 +436,33 @@ mod tests {
             "the child finished instead of blocking"
         );
         assert_eq!(child.last_stderr_line(), ": last words");
+    }
+
+    #[test]
+    fn a_detached_process_holding_stderr_does_not_hold_up_the_last_line() {
+        // As a daemonising server does: the shell exits at once, and what
+        // it started leaves the group and keeps the stderr pipe open.
+        let mut command = sh("setsid sleep 60 > /dev/null & echo $!; echo started >&2");
+        command.stdout(std::process::Stdio::piped());
+        command.stderr(std::process::Stdio::piped());
+        let mut child = Supervised::spawn(command, Group::Own, "daemon").unwrap();
+        let mut daemon = String::new();
+        std::io::Read::read_to_string(&mut child.take_stdout().unwrap(), &mut daemon).unwrap();
+        let exit = child.wait_until(in_time(), &AtomicBool::new(false), SOON);
+        assert_eq!(exit.map(|e| e.code), Some(0));
+        let asked = Instant::now();
+        assert_eq!(child.last_stderr_line(), ": started");
+        // The daemon holds the pipe for 60 s.
+        assert!(
+            asked.elapsed() < Duration::from_secs(10),
+            "waited {:?}",
+            asked.elapsed()
+        );
+        kill(
+            Pid::from_raw(daemon.trim().parse().unwrap()),
+            Signal::SIGKILL,
+        )
+        .unwrap();
     }
 
     #[test]

@@ -1,13 +1,17 @@
 //! Shared pieces of the binary's end-to-end tests: a running `h3lab serve`,
-//! and `h3lab bench` runs with their results.
+//! `h3lab bench` runs with their results, and runs that must fail promptly
+//! with a piece of the machine taken away (`FakePath`, `fails_promptly`).
 
 #![allow(dead_code)] // each test binary uses its own subset
 
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
 
 use h3lab_results::bench::Results;
 use linkem::supervise::{Group, Supervised};
@@ -183,5 +187,143 @@ pub fn assert_refused(subcommand: &[&str], cases: &[(&[&str], &str)]) {
         assert!(!output.status.success(), "{flags:?} was accepted");
         assert!(stderr.contains(expected), "{flags:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{flags:?}: {stderr}");
+    }
+}
+
+/// The bound every failure must end within.
+pub const PROMPT: Duration = Duration::from_secs(30);
+/// How long a run may take before the test stops it as hung.
+const HUNG: Duration = Duration::from_secs(90);
+
+/// A directory to put on `PATH` in place of the system's: a link to every
+/// program on the system's `PATH` (and in the sbin directories), but none
+/// for `missing`, and a shell script for each stub. A stub marks itself
+/// and what it runs with `H3LAB_STUB=<the directory>` in their
+/// environment, which is how [`assert_no_stub_runs`] finds them.
+pub struct FakePath {
+    dir: tempfile::TempDir,
+}
+
+impl FakePath {
+    pub fn new(missing: &[&str], stubs: &[(&str, &str)]) -> FakePath {
+        let dir = tempfile::tempdir().unwrap();
+        let path = std::env::var("PATH").unwrap_or_default();
+        let dirs = path
+            .split(':')
+            .chain(["/usr/local/sbin", "/usr/sbin", "/sbin"])
+            .map(PathBuf::from);
+        for system_dir in dirs {
+            let Ok(entries) = std::fs::read_dir(&system_dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let name_text = name.to_string_lossy();
+                let link = dir.path().join(&name);
+                let stubbed = stubs.iter().any(|(stub, _)| *stub == name_text);
+                if missing.contains(&&*name_text) || stubbed || link.exists() {
+                    continue;
+                }
+                std::os::unix::fs::symlink(entry.path(), link).unwrap();
+            }
+        }
+        for (name, script) in stubs {
+            let stub = dir.path().join(name);
+            let marker = dir.path().display();
+            std::fs::write(
+                &stub,
+                format!("#!/bin/sh\nexport H3LAB_STUB={marker}\n{script}\n"),
+            )
+            .unwrap();
+            std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        FakePath { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// How an h3lab run that was meant to fail ended.
+pub struct Failed {
+    pub error: String,
+    pub took: Duration,
+}
+
+/// Runs `command` (an h3lab run) to its end, at most [`HUNG`], and checks
+/// that it failed within [`PROMPT`], without a panic, leaving nothing
+/// behind. Returns its standard error.
+pub fn fails_promptly(mut command: Command, what: &str) -> Failed {
+    let dir = tempfile::tempdir().unwrap();
+    let stderr_path = dir.path().join("stderr");
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap());
+    let started = Instant::now();
+    let mut run = Supervised::spawn(command, Group::Own, what).unwrap();
+    let pid = run.id();
+    let exit = run.wait_until(Some(started + HUNG), &AtomicBool::new(false), PROMPT);
+    let took = started.elapsed();
+    let exit = exit.unwrap_or_else(|| {
+        run.stop(Duration::from_secs(2));
+        panic!(
+            "{what}: still running after {HUNG:?}: {}",
+            std::fs::read_to_string(&stderr_path).unwrap_or_default()
+        )
+    });
+    let error = std::fs::read_to_string(&stderr_path).unwrap();
+    assert_ne!(exit.code, 0, "{what} succeeded: {error}");
+    assert!(!error.contains("panicked"), "{what}: {error}");
+    assert!(took < PROMPT, "{what} took {took:?} to fail: {error}");
+    assert!(!namespaces_left(pid), "{what} left namespaces behind");
+    assert_nothing_of_the_gateway_left(pid, what);
+    Failed { error, took }
+}
+
+/// No veth end (`h3g<pid>-`) or iptables rule (`h3lab-gw-<pid>-`) of a
+/// gateway of `pid` is left in the root namespace.
+fn assert_nothing_of_the_gateway_left(pid: u32, what: &str) {
+    let links = Command::new("ip")
+        .args(["-o", "link", "show"])
+        .output()
+        .unwrap();
+    let links = String::from_utf8_lossy(&links.stdout);
+    assert!(
+        !links.contains(&format!("h3g{pid}-")),
+        "{what} left its veth: {links}"
+    );
+    let Some(iptables) = h3lab_testenv::iptables() else {
+        return;
+    };
+    for table in ["nat", "filter"] {
+        let rules = Command::new(&iptables)
+            .args(["-t", table, "-S"])
+            .output()
+            .unwrap();
+        let rules = String::from_utf8_lossy(&rules.stdout);
+        assert!(
+            !rules.contains(&format!("h3lab-gw-{pid}-")),
+            "{what} left a rule: {rules}"
+        );
+    }
+}
+
+/// No process a stub of `fake` started (itself included) runs any more.
+pub fn assert_no_stub_runs(fake: &FakePath) {
+    let marker = format!("H3LAB_STUB={}", fake.path().display());
+    let entries = std::fs::read_dir("/proc").unwrap();
+    for entry in entries.flatten() {
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        let environ = String::from_utf8_lossy(&environ);
+        if environ.split('\0').any(|var| var == marker) {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            panic!(
+                "a stub still runs: pid {} {}",
+                entry.file_name().to_string_lossy(),
+                String::from_utf8_lossy(&cmdline).replace('\0', " ")
+            );
+        }
     }
 }

@@ -15,11 +15,13 @@ use std::fs::File;
 use std::net::Ipv4Addr;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use nix::fcntl::{Flock, FlockArg};
 
 use super::netns::{self, run_ip, Namespace, DEVICE};
+use super::tool::{self, IPTABLES};
 
 /// The veth's end inside the server namespace.
 const OUTSIDE_DEVICE: &str = "h3lab-out";
@@ -31,6 +33,9 @@ const FORWARD_MARKER: &str = "/run/h3lab-ip-forward-was-off";
 /// Serialises gateways' set-up and removal across processes.
 const LOCK_FILE: &str = "/run/h3lab-gateway.lock";
 const IP_FORWARD: &str = "/proc/sys/net/ipv4/ip_forward";
+/// How long to wait for another h3lab's gateway set-up or removal: a few
+/// `ip` and `iptables` commands, each bounded by [`tool::TOOL_TIMEOUT`].
+const LOCK_PATIENCE: Duration = Duration::from_secs(15);
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
@@ -45,7 +50,13 @@ impl Gateway {
     /// Routes everything the client namespace sends beyond the path out of
     /// the server namespace, to this machine's network. Needs root.
     pub(crate) fn open(client: &Namespace, server: &Namespace) -> anyhow::Result<Gateway> {
-        let _lock = lock()?;
+        anyhow::ensure!(
+            IPTABLES.installed(),
+            "a path out to this machine's network (a real target behind an emulated profile) \
+             needs iptables for its NAT, and there is none on PATH: install it \
+             (apt-get install iptables)"
+        );
+        let lock = lock()?;
         let n = COUNTER.fetch_add(1, Ordering::Relaxed) % 1000;
         let pid = std::process::id();
         let (host_ip, inside_ip) = free_subnet(pid, n)?;
@@ -54,6 +65,21 @@ impl Gateway {
             subnet: subnet_of(host_ip),
             comment: format!("{RULE_PREFIX}{pid}-{n}"),
         };
+        let set_up = gateway.set_up(client, server, host_ip, inside_ip);
+        // Unlocked before a half-made gateway drops: its `Drop` takes the
+        // lock again to remove what was made.
+        drop(lock);
+        set_up.map(|()| gateway)
+    }
+
+    fn set_up(
+        &self,
+        client: &Namespace,
+        server: &Namespace,
+        host_ip: Ipv4Addr,
+        inside_ip: Ipv4Addr,
+    ) -> anyhow::Result<()> {
+        let gateway = self;
         ip(
             &[
                 "link",
@@ -117,7 +143,7 @@ impl Gateway {
         for rule in gateway.root_rules() {
             iptables(&with_action("-A", &rule))?;
         }
-        Ok(gateway)
+        Ok(())
     }
 
     /// The root namespace's rules: masquerade what leaves the gateway's
@@ -165,7 +191,8 @@ impl Gateway {
 
 impl Drop for Gateway {
     fn drop(&mut self) {
-        let _lock = lock();
+        let _lock =
+            lock().inspect_err(|err| tracing::warn!("removing the gateway unlocked: {err:#}"));
         for rule in self.root_rules() {
             if let Err(err) = iptables(&with_action("-D", &rule)) {
                 tracing::warn!("removing the gateway's rule: {err:#}");
@@ -192,14 +219,11 @@ fn with_action(action: &str, words: &[String]) -> Vec<String> {
 /// benchmarking range) that no interface here uses: (host end, inside end).
 fn free_subnet(pid: u32, n: u32) -> anyhow::Result<(Ipv4Addr, Ipv4Addr)> {
     const SLOTS: u32 = 1 << 14;
-    let used = String::from_utf8_lossy(
-        &Command::new("ip")
-            .args(["-4", "-o", "addr", "show"])
-            .output()
-            .context("cannot run `ip`; install iproute2")?
-            .stdout,
-    )
-    .into_owned();
+    let used = tool::run(
+        &tool::IP,
+        Command::new("ip").args(["-4", "-o", "addr", "show"]),
+        None,
+    )?;
     let start = pid.wrapping_mul(31).wrapping_add(n) % SLOTS;
     (0..SLOTS)
         .map(|i| (start + i) % SLOTS)
@@ -232,33 +256,35 @@ fn iptables_in(namespace: &str, args: &[&str]) -> anyhow::Result<()> {
 }
 
 fn run_iptables(command: &mut Command) -> anyhow::Result<()> {
-    let output = command.output().map_err(|err| {
-        anyhow::anyhow!(
-            "cannot run `iptables` ({err}); a profile on a real target needs it for NAT: \
-             `apt-get install iptables`"
+    tool::run(&IPTABLES, command, None).map(drop)
+}
+
+/// The lock that serialises gateways across processes, waited for at most
+/// [`LOCK_PATIENCE`].
+fn lock() -> anyhow::Result<Flock<File>> {
+    let mut file = File::create(LOCK_FILE).with_context(|| {
+        format!(
+            "cannot open {LOCK_FILE}: an emulated path needs root and a writable /run \
+             (run it with sudo)"
         )
     })?;
-    anyhow::ensure!(
-        output.status.success(),
-        "`{}` failed: {}",
-        describe(command),
-        String::from_utf8_lossy(&output.stderr).trim()
-    );
-    Ok(())
-}
-
-fn describe(command: &Command) -> String {
-    std::iter::once(command.get_program())
-        .chain(command.get_args())
-        .map(|word| word.to_string_lossy())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn lock() -> anyhow::Result<Flock<File>> {
-    let file = File::create(LOCK_FILE).with_context(|| format!("cannot open {LOCK_FILE}"))?;
-    Flock::lock(file, FlockArg::LockExclusive)
-        .map_err(|(_, err)| anyhow::anyhow!("cannot lock {LOCK_FILE}: {err}"))
+    let deadline = Instant::now() + LOCK_PATIENCE;
+    loop {
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(lock) => return Ok(lock),
+            Err((returned, nix::errno::Errno::EWOULDBLOCK)) if Instant::now() < deadline => {
+                file = returned;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err((_, nix::errno::Errno::EWOULDBLOCK)) => anyhow::bail!(
+                "another process has held {LOCK_FILE} for over {} s while setting up or \
+                 removing an emulated path; if no other h3lab runs (`pgrep -a h3lab`), that \
+                 process is stuck: end it",
+                LOCK_PATIENCE.as_secs()
+            ),
+            Err((_, err)) => anyhow::bail!("cannot lock {LOCK_FILE}: {err}"),
+        }
+    }
 }
 
 fn turn_forwarding_on() -> anyhow::Result<()> {
@@ -286,14 +312,22 @@ fn restore_forwarding() -> anyhow::Result<()> {
 /// with its table.
 fn root_rules() -> anyhow::Result<Vec<(String, String)>> {
     let mut rules = Vec::new();
+    // No iptables: no gateway ever ran here.
+    if !IPTABLES.installed() {
+        return Ok(rules);
+    }
     for table in ["nat", "filter"] {
-        let output = match Command::new("iptables").args(["-t", table, "-S"]).output() {
-            Ok(output) => output,
-            // No iptables: no gateway ever ran here.
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(err) => return Err(err).context("cannot run iptables"),
+        let listed = tool::run(
+            &IPTABLES,
+            Command::new("iptables").args(["-t", table, "-S"]),
+            None,
+        );
+        let text = match listed {
+            Ok(text) => text,
+            Err(err) if err.is::<tool::Hung>() => return Err(err),
+            // A table the kernel lacks holds no gateway rule either.
+            Err(_) => continue,
         };
-        let text = String::from_utf8_lossy(&output.stdout);
         rules.extend(
             text.lines()
                 .filter(|line| line.starts_with("-A ") && line.contains(RULE_PREFIX))

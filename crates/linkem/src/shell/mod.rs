@@ -8,6 +8,7 @@ mod forward;
 mod gateway;
 mod netns;
 mod resolver;
+mod tool;
 mod tun;
 mod userns;
 

@@ -2,16 +2,15 @@
 //! ones a dead h3lab process left behind.
 
 use std::fs::File;
-use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use anyhow::Context;
 use nix::sched::{setns, CloneFlags};
 
-use super::{tun, userns};
+use super::{tool, tun, userns};
 
 /// Prefix of every namespace h3lab creates: `h3lab-<pid>-<n>-c|s|o`.
 pub const PREFIX: &str = "h3lab-";
@@ -77,40 +76,21 @@ fn ip(args: &[&str], batch: Option<&str>) -> anyhow::Result<()> {
     run_ip(Command::new("ip").args(args), batch)
 }
 
-/// Runs an `ip` command, feeding it `batch` on stdin. The command runs in
-/// a process group of its own: a Ctrl-C meant for h3lab's group must not
-/// kill `ip netns add` after it made the namespace and before h3lab knows
-/// it exists (probe migrate's Ctrl-C test found such a namespace left
-/// behind); h3lab stops on the signal itself and deletes what it made.
+/// Runs an `ip` command, feeding it `batch` on stdin, with the time bound
+/// and process group of [`tool::run`].
 pub fn run_ip(command: &mut Command, batch: Option<&str>) -> anyhow::Result<()> {
-    let mut child = command
-        .process_group(0)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("cannot run `ip`; install iproute2")?;
-    if let Some(commands) = batch {
-        child
-            .stdin
-            .take()
-            .expect("stdin is piped")
-            .write_all(commands.as_bytes())?;
+    tool::run(&tool::IP, command, batch).map(drop)
+}
+
+/// What lets `ip netns add` succeed: root, and as root the capabilities
+/// and the writable `/run` a container may withhold.
+fn netns_fix() -> &'static str {
+    if nix::unistd::geteuid().is_root() {
+        "as root this needs CAP_SYS_ADMIN and CAP_NET_ADMIN and a writable /run \
+         (where `ip netns` keeps its namespaces): a container must be run privileged"
+    } else {
+        "`h3lab net` needs root or CAP_NET_ADMIN: run it with sudo"
     }
-    drop(child.stdin.take());
-    let output = child.wait_with_output()?;
-    if !output.status.success() {
-        anyhow::bail!(
-            "`ip {}` failed: {}",
-            command
-                .get_args()
-                .map(|arg| arg.to_string_lossy())
-                .collect::<Vec<_>>()
-                .join(" "),
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-    }
-    Ok(())
 }
 
 /// Moves the calling thread into the namespace.
@@ -122,18 +102,25 @@ impl Namespace {
     /// Creates namespace `name` with loopback up and a TUN device holding
     /// `address`/24 (its peer is the other end of the path).
     pub fn create(name: &str, address: &str) -> anyhow::Result<Namespace> {
-        ip(&["netns", "add", name], None).map_err(|err| {
-            anyhow::anyhow!(
-                "cannot create network namespace {name} ({err:#}); \
-                 `h3lab net` needs root or CAP_NET_ADMIN: run it with sudo"
-            )
+        // A missing or hanging `ip` is its own error, with its own fix.
+        let own_error = |err: &anyhow::Error| err.is::<tool::Hung>() || !tool::IP.installed();
+        ip(&["netns", "add", name], None).map_err(|err| match own_error(&err) {
+            true => err.context(format!("cannot create network namespace {name}")),
+            false => anyhow::anyhow!(
+                "cannot create network namespace {name} ({err:#}); {}",
+                netns_fix()
+            ),
         })?;
         // From here on, dropping `partial` deletes the namespace.
         let partial = Deleter(name.to_string());
         let handle = File::open(format!("/run/netns/{name}"))
             .with_context(|| format!("cannot open namespace {name}"))?;
-        let tun = create_tun_inside(&handle, DEVICE)
-            .with_context(|| format!("cannot create TUN device in namespace {name}"))?;
+        let tun = create_tun_inside(&handle, DEVICE).map_err(|err| {
+            anyhow::anyhow!(
+                "cannot create the TUN device in namespace {name}: {err:#}; load the module \
+                 (`modprobe tun`), and in a container pass the host's /dev/net/tun in"
+            )
+        })?;
         ip(&["-n", name, "-batch", "-"], Some(&configuration(address)))?;
         std::mem::forget(partial);
         Ok(Namespace {

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""The verdict of a soak (scripts/soak.sh): reads its directory, prints the
+server's memory and descriptors over time, errors by kind and source, the
+steady loads' p99 per minute, and PASS or FAIL per rule. Exits 1 on a FAIL."""
+
+import collections
+import csv
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+PROTOCOLS = ("h1", "h2", "h3")
+
+
+def main(soak_dir):
+    failures = []
+    memory(soak_dir, failures)
+    descriptors(soak_dir, failures)
+    errors(soak_dir, failures)
+    latency(soak_dir, failures)
+    server_counters(soak_dir, failures)
+    print()
+    if failures:
+        for failure in failures:
+            print(f"FAIL: {failure}")
+        return 1
+    print("PASS: memory flat, no descriptor leak, no unplanned error, p99 steady")
+    return 0
+
+
+def memory(soak_dir, failures):
+    rows = list(csv.DictReader(open(os.path.join(soak_dir, "server.csv"))))
+    if not rows:
+        failures.append("no server samples (server.csv is empty)")
+        return
+    print("server, sampled every 5 s:")
+    print("  minute   RSS MiB (min-max)   descriptors (min-max)   threads")
+    by_minute = collections.defaultdict(list)
+    for row in rows:
+        by_minute[int(row["t_s"]) // 60].append(row)
+    for minute, samples in sorted(by_minute.items()):
+        rss = [int(s["rss_kb"]) / 1024 for s in samples]
+        fds = [int(s["fds"]) for s in samples]
+        threads = max(int(s["threads"]) for s in samples)
+        print(f"  {minute + 1:>6}   {min(rss):6.1f}-{max(rss):6.1f}       "
+              f"{min(fds):5}-{max(fds):5}             {threads}")
+    after_first = [r for r in rows if int(r["t_s"]) >= 60]
+    if len(after_first) < 2:
+        print("  memory growth: the soak was too short to judge (needs 2 minutes)")
+        return
+    baseline = int(after_first[0]["rss_kb"])
+    last_minute = int(rows[-1]["t_s"]) - 60
+    final = statistics.median(int(r["rss_kb"]) for r in rows if int(r["t_s"]) >= last_minute)
+    growth = final / baseline - 1
+    print(f"  memory after the first minute: {baseline / 1024:.1f} MiB; "
+          f"median over the last minute: {final / 1024:.1f} MiB ({growth:+.1%})")
+    if growth >= 0.10:
+        failures.append(f"memory grew {growth:.1%} after the first minute (limit 10 %)")
+
+
+def descriptors(soak_dir, failures):
+    before = open(os.path.join(soak_dir, "idle-before.txt")).read().split()
+    after = open(os.path.join(soak_dir, "idle-after.txt")).read().split()
+    print(f"idle, before the load: {int(before[0]) / 1024:.1f} MiB, {before[1]} descriptors, "
+          f"{before[2]} threads; after it: {int(after[0]) / 1024:.1f} MiB, {after[1]} descriptors, "
+          f"{after[2]} threads")
+    if int(after[1]) > int(before[1]):
+        failures.append(f"the idle server holds {after[1]} descriptors after the load, "
+                        f"{before[1]} before it")
+
+
+def load_errors(pattern):
+    """Errors by kind summed over the load reports matching pattern, and
+    the requests completed; bad_status counts as an error here."""
+    kinds, completed, reports = collections.Counter(), 0, 0
+    for path in glob.glob(pattern):
+        report = json.load(open(path))
+        kinds.update(report["errors"])
+        completed += report["completed"]
+        reports += 1
+    return kinds, completed, reports
+
+
+def errors(soak_dir, failures):
+    print("errors by kind:")
+    judged = (("steady", "steady-*.json"), ("churn, short loads", "churn-*.json"))
+    for name, pattern in judged:
+        kinds, completed, reports = load_errors(os.path.join(soak_dir, pattern))
+        print(f"  {name}: {reports} runs, {completed} responses, errors {dict(kinds) or 'none'}")
+        if reports == 0:
+            failures.append(f"no {name} report was written")
+        if sum(kinds.values()):
+            failures.append(f"{name}: errors {dict(kinds)}")
+    kinds, completed, reports = load_errors(os.path.join(soak_dir, "dropped-*.json"))
+    print(f"  churn, requests dropped by their client after 200 ms (on purpose): {reports} runs, "
+          f"errors {dict(kinds) or 'none'}")
+    killed = read_lines(soak_dir, "killed.txt")
+    print(f"  churn, clients killed mid-body (on purpose): {len(killed)}")
+    zero_rtt = glob.glob(os.path.join(soak_dir, "zero-rtt-*.json"))
+    zero_rtt_failed = read_lines(soak_dir, "zero-rtt-failed.txt")
+    print(f"  churn, 0-RTT probes: {len(zero_rtt)} of 3 connections each, {len(zero_rtt_failed)} failed")
+    if zero_rtt_failed:
+        failures.append(f"{len(zero_rtt_failed)} 0-RTT probes failed (churn.log)")
+    pages = collections.Counter(tuple(line.split()) for line in read_lines(soak_dir, "pages.txt"))
+    ok = sum(n for (outcome, _), n in pages.items() if outcome == "ok")
+    failed = sum(n for (outcome, _), n in pages.items() if outcome == "failed")
+    print(f"  page loads: {ok} loaded, {failed} failed")
+    if failed or not ok:
+        failures.append(f"page loads: {ok} loaded, {failed} failed (page.log)")
+    panics = [line for line in read_lines(soak_dir, "server.log") if "panicked" in line]
+    if panics:
+        failures.append(f"the server panicked: {panics[0]}")
+
+
+def latency(soak_dir, failures):
+    print("steady load (open model, 40 requests/s, 1 kB), p99 per minute in ms:")
+    print("  minute   " + "   ".join(f"{p:>6}" for p in PROTOCOLS))
+    p99 = collections.defaultdict(dict)
+    for path in glob.glob(os.path.join(soak_dir, "steady-*.json")):
+        minute, proto = re.match(r"steady-(\d+)-(h\d)\.json", os.path.basename(path)).groups()
+        p99[int(minute)][proto] = json.load(open(path))["latency_us"]["p99"] / 1000
+    for minute in sorted(p99):
+        print(f"  {minute:>6}   " + "   ".join(f"{p99[minute].get(p, float('nan')):6.0f}" for p in PROTOCOLS))
+    for proto in PROTOCOLS:
+        values = [p99[m][proto] for m in sorted(p99) if m > 1 and proto in p99[m]]
+        if len(values) < 2:
+            continue
+        median = statistics.median(values)
+        worst = max(values)
+        if worst > 2 * median:
+            failures.append(f"{proto}: a minute's p99 of {worst:.0f} ms is over twice the median minute's {median:.0f} ms")
+
+
+def server_counters(soak_dir, failures):
+    """The server's own counters over the soak, from its /metrics."""
+    before = parse_metrics(os.path.join(soak_dir, "metrics-before.txt"))
+    after = parse_metrics(os.path.join(soak_dir, "metrics-after.txt"))
+    print("the server's counters over the soak (its /metrics):")
+    for name, value in sorted(after.items()):
+        if not name.endswith("_total") or "bucket" in name:
+            continue
+        delta = value - before.get(name, 0)
+        if delta:
+            print(f"  {name} {delta:g}")
+    for name, value in sorted(after.items()):
+        if name.startswith("h3lab_connections_open"):
+            print(f"  after the load, {name} {value:g}")
+            if value:
+                failures.append(f"the idle server still counts {name} {value:g} after the load")
+
+
+def parse_metrics(path):
+    values = {}
+    for line in read_lines(os.path.dirname(path), os.path.basename(path)):
+        if line.startswith("#") or not line.strip():
+            continue
+        name, _, value = line.rpartition(" ")
+        try:
+            values[name] = float(value)
+        except ValueError:
+            continue
+    return values
+
+
+def read_lines(soak_dir, name):
+    path = os.path.join(soak_dir, name)
+    if not os.path.exists(path):
+        return []
+    return open(path).read().splitlines()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: soak-summary.py SOAK_DIR")
+    sys.exit(main(sys.argv[1]))
