@@ -62,8 +62,11 @@ def memory(soak_dir, failures):
 
 
 def descriptors(soak_dir, failures):
-    before = open(os.path.join(soak_dir, "idle-before.txt")).read().split()
-    after = open(os.path.join(soak_dir, "idle-after.txt")).read().split()
+    before = " ".join(read_lines(soak_dir, "idle-before.txt")).split()
+    after = " ".join(read_lines(soak_dir, "idle-after.txt")).split()
+    if len(before) != 3 or len(after) != 3:
+        failures.append("the idle server was not sampled before and after the load (server.log)")
+        return
     print(f"idle, before the load: {int(before[0]) / 1024:.1f} MiB, {before[1]} descriptors, "
           f"{before[2]} threads; after it: {int(after[0]) / 1024:.1f} MiB, {after[1]} descriptors, "
           f"{after[2]} threads")
@@ -154,6 +157,8 @@ def server_counters(soak_dir, failures):
 
 def parse_metrics(path):
     values = {}
+    if not os.path.exists(path):
+        return values
     for line in read_lines(os.path.dirname(path), os.path.basename(path)):
         if line.startswith("#") or not line.strip():
             continue

@@ -14,6 +14,10 @@ use h3lab_results::{ErrorKind, Proto, TtfbMode};
 use crate::connect::{ConnectTiming, Connector};
 use crate::error::ClientError;
 use crate::request::RequestTemplate;
+
+/// The longest pause after closing the priming connection: a round trip
+/// on any path the profiles emulate but the satellite one.
+const MAX_CLOSE_WAIT: Duration = Duration::from_millis(250);
 use crate::target::{ResolveRule, Target};
 use crate::tls::{counted_client_tls_config, TlsOptions};
 
@@ -145,7 +149,9 @@ fn sample(
 }
 
 /// A full request on a throw-away connection, so the server's session
-/// tickets (sent after the handshake) have surely arrived.
+/// tickets (sent after the handshake) have surely arrived. A QUIC one is
+/// closed and given a round trip to be gone, so that neither end is still
+/// tearing it down while the measured handshake runs.
 async fn prime(connector: &Connector, template: &RequestTemplate) -> Result<(), ClientError> {
     let mut connection = connector.connect().await?;
     let response = connection.sender.send(template).await?;
@@ -155,6 +161,9 @@ async fn prime(connector: &Connector, template: &RequestTemplate) -> Result<(), 
             ErrorKind::Reset,
             "the priming connection closed before it could leave a session ticket",
         ));
+    }
+    if let Some(rtt) = connection.sender.close_quic() {
+        tokio::time::sleep(rtt.min(MAX_CLOSE_WAIT)).await;
     }
     Ok(())
 }

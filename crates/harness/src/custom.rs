@@ -215,12 +215,16 @@ fn write_certificate(dir: &Path, ip: IpAddr) -> anyhow::Result<(PathBuf, PathBuf
 /// if one already listens on `addr`, the cells would measure it, not the
 /// command's server, which fails to bind.
 fn check_free(addr: SocketAddr) -> anyhow::Result<()> {
-    let in_use = |proto: &str, err: std::io::Error| {
-        anyhow!(
+    let in_use = |proto: &str, err: std::io::Error| match err.kind() {
+        std::io::ErrorKind::PermissionDenied => anyhow!(
+            "{proto} {addr} needs root to bind ({err}): set [target] port to 1024 or above, or \
+             run h3lab with sudo"
+        ),
+        _ => anyhow!(
             "{proto} {addr} is already in use by another program ({err}), so the cells would \
              measure that program, not this server; stop it, or set another port with \
              [target] port"
-        )
+        ),
     };
     TcpListener::bind(addr).map_err(|err| in_use("TCP", err))?;
     UdpSocket::bind(addr).map_err(|err| in_use("UDP", err))?;
@@ -266,7 +270,9 @@ fn wait_until_listening(
 /// Whether `addr` takes a TCP connection from where the server's peers are.
 fn connects(placement: &Placement<'_>, end: End, addr: SocketAddr) -> anyhow::Result<bool> {
     let attempt = move || TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok();
-    Ok(end.run_beside(placement, attempt).unwrap_or(false))
+    // Not being able to look (no root to enter the path) is its own
+    // error: taken for "not yet", it became "nothing listens" 15 s later.
+    end.run_beside(placement, attempt)
 }
 
 /// Whether a UDP socket on `port` exists in the network namespace of
