@@ -14,12 +14,12 @@ use h3lab_results::{ErrorKind, Proto, TtfbMode};
 use crate::connect::{ConnectTiming, Connector};
 use crate::error::ClientError;
 use crate::request::RequestTemplate;
+use crate::target::{ResolveRule, Target};
+use crate::tls::{counted_client_tls_config, TlsOptions};
 
 /// The longest pause after closing the priming connection: a round trip
 /// on any path the profiles emulate but the satellite one.
 const MAX_CLOSE_WAIT: Duration = Duration::from_millis(250);
-use crate::target::{ResolveRule, Target};
-use crate::tls::{counted_client_tls_config, TlsOptions};
 
 /// Measures `GET target` on a new connection. Uses its own TLS session
 /// store, so a `Cold` sample never resumes by accident. A sample whose
