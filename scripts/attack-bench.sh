@@ -13,7 +13,7 @@ tests=("$@")
 [ ${#tests[@]} -gt 0 ] || tests=(slowloris quic_flood h3_abuse h2_abuse)
 for test in "${tests[@]}"; do
   echo "== $test"
-  cargo test --release --locked -p h3lab-server --test "$test" -- --nocapture --test-threads=1 2>&1 |
+  cargo test --release --locked -p h3lab-server-tests --test "$test" -- --nocapture --test-threads=1 2>&1 |
     awk '/median p99 quiet/ {
       for (i = 1; i <= NF; i++) {
         if ($i == "quiet") quiet = $(i + 1)

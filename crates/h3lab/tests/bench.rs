@@ -1190,12 +1190,12 @@ loads = 2
                 }
             }
             assert_origin_wait_is_the_round_trip(cell("api", edge, protocol), edge, protocol);
-            let direct = median_ttfb_of(cell("first-byte", "direct", protocol));
-            let through = median_ttfb_of(ttfb);
+            let direct = least_ttfb_of(cell("first-byte", "direct", protocol));
+            let through = least_ttfb_of(ttfb);
             let grown = through - direct;
             assert!(
                 (grown - 40.0).abs() <= 10.0,
-                "{protocol} through {edge}: first byte {through:.1} ms against {direct:.1} ms \
+                "{protocol} through {edge}: least first byte {through:.1} ms against {direct:.1} ms \
                  direct, {grown:.1} ms more, expected the origin leg's 40 ms ± 25 %\n  \
                  direct: {}\n  through: {}",
                 ttfb_detail(cell("first-byte", "direct", protocol)),
@@ -1250,14 +1250,11 @@ samples = 5
                 .find(|c| c.workload == label && c.mode == Some(mode))
                 .unwrap_or_else(|| panic!("no {label} {mode} cell"))
         };
-        let (direct, through) = (
-            median_ttfb_of(cell("direct")),
-            median_ttfb_of(cell("h3lab")),
-        );
+        let (direct, through) = (least_ttfb_of(cell("direct")), least_ttfb_of(cell("h3lab")));
         let grown = through - direct;
         assert!(
             (grown - 40.0).abs() <= 10.0,
-            "{mode} through the edge: first byte {through:.1} ms against {direct:.1} ms direct, \
+            "{mode} through the edge: least first byte {through:.1} ms against {direct:.1} ms direct, \
              {grown:.1} ms more, expected the origin leg's 40 ms ± 25 %\n  direct: {}\n  \
              through: {}",
             ttfb_detail(cell("direct")),
@@ -1422,9 +1419,15 @@ fn ttfb_detail(cell: &h3lab_results::bench::CellRecord) -> String {
     )
 }
 
-fn median_ttfb_of(cell: &h3lab_results::bench::CellRecord) -> f64 {
-    let mut samples = cell.metric.samples.clone();
+/// A cell's least first byte. Its links have no jitter, so each sample is
+/// the path's round trips plus whatever a busy machine added (the emulator
+/// releasing packets late, a process waiting for a core), never less: the
+/// least sample is the physics the edge tests check. The median was not:
+/// in CI, beside a busy machine, three of five samples through the edge
+/// came on a path the emulator released 34 packets late (a 30 ms handshake
+/// on a 20 ms path), and the median grew 55.6 ms for a 40 ms leg.
+fn least_ttfb_of(cell: &h3lab_results::bench::CellRecord) -> f64 {
+    let samples = &cell.metric.samples;
     assert!(samples.len() >= 3, "{cell:?}");
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
+    samples.iter().copied().fold(f64::INFINITY, f64::min)
 }

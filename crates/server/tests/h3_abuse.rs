@@ -281,6 +281,10 @@ async fn flood_connection(raw: &RawH3, stop: &CancellationToken, tally: &FloodTa
     let _control = raw.control(&[]).await;
     let request = frame(HEADERS, &get("/bytes/1000", &[]));
     let mut ticker = tokio::time::interval(FLOOD_TICK);
+    // A late tick must not be made up for with a burst (tokio's default):
+    // when the attacker's core is taken for a while, the catch-up was a
+    // spike of streams the server took in at once.
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut n = 0;
     while !stop.is_cancelled() && raw.is_open() {
         ticker.tick().await;

@@ -115,6 +115,8 @@ async fn flood(
     let began = Instant::now();
     let mut next = 0usize;
     let mut ticker = tokio::time::interval(BATCH_EVERY);
+    // Late batches are not made up for in a burst (tokio's default).
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while !stop.is_cancelled()
         && began.elapsed() < MAX_ATTACK_TIME
         && tally.sent.load(Ordering::Relaxed) < MAX_PACKETS

@@ -16,7 +16,7 @@ use crate::site::start_site;
 /// host these clients name).
 fn import_shop(scratch: &ScratchDir) -> std::path::PathBuf {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../site/tests/fixtures/har/repeated-requests.har");
+        .join("../../site/tests/fixtures/har/repeated-requests.har");
     let har = std::fs::read_to_string(fixture).unwrap();
     let har_path = scratch.0.join("shop.har");
     std::fs::write(&har_path, har.replace("shop.example.test", "localhost")).unwrap();
