@@ -19,7 +19,8 @@
 # It passes when, after the first minute, memory grows less than 10 %, the
 # server holds as many descriptors idle after the load as idle before it,
 # the steady loads, the short churn loads and the page loads have no error,
-# and each minute's p99 is within twice the median minute's, per protocol.
+# and no protocol's p99 per minute rises over the soak (a rank trend test:
+# at 1 % loss a minute's p99 jumps between two levels, soak-summary.py).
 # The killed and timed-out clients' errors are on purpose: they are counted
 # and shown, not judged.
 #
@@ -136,8 +137,9 @@ churn_loop() {
     "$h3lab" load "$base/bytes/1000" "${ca[@]}" --proto "$proto" -c 4 -n 8 -q \
       --json "$dir/churn-$n-$proto.json" > /dev/null 2>> "$dir/churn.log" || true
     # A client that dies mid-body: its connection is never closed by it.
-    timeout -s KILL 0.4 "$h3lab" load "$base/bytes/5000000" "${ca[@]}" --proto "$proto" \
-      -c 1 -n 1 -q > /dev/null 2>&1 || true
+    # (In a subshell that reports the kill to /dev/null, not to the log.)
+    (timeout -s KILL 0.4 "$h3lab" load "$base/bytes/5000000" "${ca[@]}" --proto "$proto" \
+      -c 1 -n 1 -q > /dev/null 2>&1; :) 2> /dev/null || true
     echo "$proto" >> "$dir/killed.txt"
     # Requests the client gives up on: h2 and h3 reset the stream, h1 closes.
     "$h3lab" load "$base/bytes/2000000" "${ca[@]}" --proto "$proto" -c 2 -n 2 \
