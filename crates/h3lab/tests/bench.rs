@@ -1391,7 +1391,8 @@ fn assert_origin_wait_is_the_round_trip(
 /// What a first-byte cell's samples and path looked like, for a failure
 /// message: each sample's first byte, handshake and path RTT, the packets
 /// the emulator released over 1 ms late, and how busy the machine was, so
-/// that a slow median shows whether a round trip or a stall cost it.
+/// that a first byte off its expected growth shows whether a round trip or
+/// a stall cost it.
 fn ttfb_detail(cell: &h3lab_results::bench::CellRecord) -> String {
     let samples = (cell.client_report.as_ref())
         .and_then(|report| report["samples"].as_array().cloned())
