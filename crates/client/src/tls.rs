@@ -18,6 +18,7 @@ use rustls::client::{
 use rustls::crypto::{self, CryptoProvider};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, NamedGroup, RootCertStore, SignatureScheme};
+use tokio::sync::Notify;
 
 use h3lab_results::Proto;
 
@@ -55,6 +56,7 @@ pub fn client_tls_config(
 pub(crate) struct HandshakeCounts {
     full_handshakes: Arc<AtomicU64>,
     tickets: Arc<AtomicU64>,
+    ticket_arrived: Arc<Notify>,
 }
 
 impl HandshakeCounts {
@@ -64,6 +66,24 @@ impl HandshakeCounts {
 
     pub(crate) fn tickets(&self) -> u64 {
         self.tickets.load(Ordering::SeqCst)
+    }
+
+    /// Waits until a server has left a ticket or `deadline` passes; true
+    /// if one has.
+    pub(crate) async fn wait_for_ticket(&self, deadline: tokio::time::Instant) -> bool {
+        loop {
+            let arrived = self.ticket_arrived.notified();
+            tokio::pin!(arrived);
+            // Registered before the check, so a ticket landing in between
+            // still wakes us.
+            arrived.as_mut().enable();
+            if self.tickets() > 0 {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, arrived).await.is_err() {
+                return self.tickets() > 0;
+            }
+        }
     }
 }
 
@@ -99,6 +119,7 @@ pub(crate) fn counted_client_tls_config(
     config.resumption = Resumption::store(Arc::new(CountingStore {
         inner: ClientSessionMemoryCache::new(SESSIONS_KEPT),
         tickets: counts.tickets.clone(),
+        ticket_arrived: counts.ticket_arrived.clone(),
     }));
     Ok((Arc::new(config), counts))
 }
@@ -112,6 +133,14 @@ const SESSIONS_KEPT: usize = 256;
 struct CountingStore {
     inner: ClientSessionMemoryCache,
     tickets: Arc<AtomicU64>,
+    ticket_arrived: Arc<Notify>,
+}
+
+impl CountingStore {
+    fn count_ticket(&self) {
+        self.tickets.fetch_add(1, Ordering::SeqCst);
+        self.ticket_arrived.notify_waiters();
+    }
 }
 
 impl ClientSessionStore for CountingStore {
@@ -124,7 +153,7 @@ impl ClientSessionStore for CountingStore {
     }
 
     fn set_tls12_session(&self, server_name: ServerName<'static>, value: Tls12ClientSessionValue) {
-        self.tickets.fetch_add(1, Ordering::SeqCst);
+        self.count_ticket();
         self.inner.set_tls12_session(server_name, value);
     }
 
@@ -141,7 +170,7 @@ impl ClientSessionStore for CountingStore {
         server_name: ServerName<'static>,
         value: Tls13ClientSessionValue,
     ) {
-        self.tickets.fetch_add(1, Ordering::SeqCst);
+        self.count_ticket();
         self.inner.insert_tls13_ticket(server_name, value);
     }
 

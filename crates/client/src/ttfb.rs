@@ -15,11 +15,24 @@ use crate::connect::{ConnectTiming, Connector};
 use crate::error::ClientError;
 use crate::request::RequestTemplate;
 use crate::target::{ResolveRule, Target};
-use crate::tls::{counted_client_tls_config, TlsOptions};
+use crate::tls::{counted_client_tls_config, HandshakeCounts, TlsOptions};
 
 /// The longest pause after closing the priming connection: a round trip
 /// on any path the profiles emulate but the satellite one.
 const MAX_CLOSE_WAIT: Duration = Duration::from_millis(250);
+
+/// How long a QUIC priming connection waits for a session ticket that has
+/// not come with the response. The ticket travels in its own CRYPTO frame,
+/// so a lost packet can hold it back while the response arrives: its
+/// retransmission comes a probe timeout later (3 round trips plus the
+/// peer's 25 ms ack delay at the first sample) and half a round trip on.
+/// Twice that, for a second loss.
+fn ticket_wait(rtt: Duration) -> Duration {
+    (2 * (rtt * 7 / 2 + Duration::from_millis(25))).min(MAX_TICKET_WAIT)
+}
+
+/// A server that never sends a ticket costs at most this once.
+const MAX_TICKET_WAIT: Duration = Duration::from_secs(3);
 
 /// Measures `GET target` on a new connection. Uses its own TLS session
 /// store, so a `Cold` sample never resumes by accident. A sample whose
@@ -50,7 +63,7 @@ pub async fn measure_ttfb(
     )?;
     let template = RequestTemplate::new(target, Method::GET, HeaderMap::new(), Bytes::new());
     if mode != TtfbMode::Cold {
-        prime(&connector, &template).await?;
+        prime(&connector, &template, &counts).await?;
         if counts.tickets() == 0 {
             connector.close().await;
             return Err(ModeNotOffered(format!(
@@ -149,13 +162,23 @@ fn sample(
 }
 
 /// A full request on a throw-away connection, so the server's session
-/// tickets (sent after the handshake) have surely arrived. A QUIC one is
-/// closed and given a round trip to be gone, so that neither end is still
-/// tearing it down while the measured handshake runs.
-async fn prime(connector: &Connector, template: &RequestTemplate) -> Result<(), ClientError> {
+/// tickets (sent after the handshake) have arrived: over TCP they come
+/// before the response in the byte stream; over QUIC, a lost packet can
+/// hold one back, so it is waited for ([`ticket_wait`]). A QUIC connection
+/// is then closed and given a round trip to be gone, so that neither end is
+/// still tearing it down while the measured handshake runs.
+async fn prime(
+    connector: &Connector,
+    template: &RequestTemplate,
+    counts: &HandshakeCounts,
+) -> Result<(), ClientError> {
     let mut connection = connector.connect().await?;
     let response = connection.sender.send(template).await?;
     response.drain().await?;
+    if let Some(rtt) = connection.sender.quic_rtt() {
+        let deadline = tokio::time::Instant::now() + ticket_wait(rtt);
+        counts.wait_for_ticket(deadline).await;
+    }
     if connection.sender.is_closed() {
         return Err(ClientError::new(
             ErrorKind::Reset,

@@ -1,6 +1,7 @@
 //! TTFB on new connections: cold, resumed and 0-RTT report what happened.
 
 mod common;
+mod ticket_relay;
 
 use std::time::Duration;
 
@@ -8,6 +9,7 @@ use common::{TestServer, PROTOS};
 use h3lab_client::{measure_ttfb, Target, TlsOptions};
 use h3lab_results::ttfb::TtfbSample;
 use h3lab_results::{Proto, TtfbMode};
+use ticket_relay::TicketRelay;
 
 fn measure(server: &TestServer, proto: Proto, mode: TtfbMode) -> anyhow::Result<TtfbSample> {
     measure_path(server, "/bytes/321", proto, mode)
@@ -19,7 +21,11 @@ fn measure_path(
     proto: Proto,
     mode: TtfbMode,
 ) -> anyhow::Result<TtfbSample> {
-    let target = Target::parse(&server.url(path)).unwrap();
+    measure_url(&server.url(path), proto, mode)
+}
+
+fn measure_url(url: &str, proto: Proto, mode: TtfbMode) -> anyhow::Result<TtfbSample> {
+    let target = Target::parse(url).unwrap();
     let tls = TlsOptions {
         insecure: true,
         ca_file: None,
@@ -96,4 +102,25 @@ fn zero_rtt_over_tcp_is_refused_clearly() {
             "{err}"
         );
     }
+}
+
+/// A QUIC session ticket travels apart from the response, so a lost packet
+/// can bring it after the response: the priming connection waits for it
+/// rather than report that the server offers no resumption. (Without the
+/// wait, every one of these measurements failed with "the server issued no
+/// session ticket".)
+#[test]
+fn a_session_ticket_held_back_by_a_lost_packet_is_waited_for() {
+    let server = TestServer::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let relay = runtime.block_on(TicketRelay::start(server.addr(), Duration::from_millis(25)));
+    let url = format!("https://127.0.0.1:{}/bytes/321", relay.addr.port());
+    for mode in [TtfbMode::Resumed, TtfbMode::ZeroRtt, TtfbMode::Resumed] {
+        let sample = measure_url(&url, Proto::H3, mode).unwrap();
+        assert_eq!(sample.resumed, Some(true), "{mode:?}: {sample:?}");
+        assert_eq!(sample.body_bytes, 321, "{mode:?}");
+    }
+    // At least each priming connection's (a resumed one may send fewer
+    // than three datagrams with 1-RTT packets).
+    assert!(relay.cuts() >= 3, "{} datagrams cut", relay.cuts());
 }
