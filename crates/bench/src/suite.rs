@@ -11,6 +11,7 @@ mod checks;
 mod custom_profile;
 mod edge;
 mod field;
+mod paths;
 mod published;
 mod target;
 mod values;
@@ -101,12 +102,15 @@ impl Suite {
         Ok(suite)
     }
 
-    /// Reads a suite file and parses it; errors name the file.
+    /// Reads a suite file and parses it, with the paths in it relative to
+    /// the file; errors name the file.
     pub fn from_file(path: &Path) -> anyhow::Result<Suite> {
         let text = std::fs::read_to_string(path).with_context(|| {
             format!("cannot read suite file {}; check the path", path.display())
         })?;
-        Suite::from_toml(&text).with_context(|| format!("suite file {}", path.display()))
+        let dir = path.parent().unwrap_or(Path::new(""));
+        paths::relative_to(dir, || Suite::from_toml(&text))
+            .with_context(|| format!("suite file {}", path.display()))
     }
 
     /// Whether the server of `setting` (a `server` sweep's row) offers

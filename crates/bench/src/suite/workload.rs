@@ -154,18 +154,21 @@ impl Site {
         if let Ok(shape) = text.parse::<Shape>() {
             return Ok(Site::Shape(shape));
         }
-        let dir = PathBuf::from(text);
+        let dir = super::paths::resolve(text);
         if !dir.is_dir() {
             return Err(format!(
-                "site `{text}` is neither a shape (small, content, spa, cms) \
-                 nor an existing directory; name a shape, or generate a site with \
-                 `h3lab site gen small --out DIR` and give its directory"
+                "site `{}` is neither a shape (small, content, spa, cms) \
+                 nor an existing directory (a path is relative to the suite file); name a \
+                 shape, or generate a site with `h3lab site gen small --out DIR` and give \
+                 its directory",
+                dir.display()
             ));
         }
         if !dir.join("index.html").is_file() {
             return Err(format!(
-                "site directory `{text}` has no index.html, so `/` has no page; \
-                 give the directory that holds the site's index.html"
+                "site directory `{}` has no index.html, so `/` has no page; \
+                 give the directory that holds the site's index.html",
+                dir.display()
             ));
         }
         Ok(Site::Dir(dir))
@@ -196,7 +199,7 @@ struct WorkloadTable {
     modes: Option<Vec<TtfbMode>>,
     samples: Option<Count>,
     site: Option<Site>,
-    har: Option<PathBuf>,
+    har: Option<String>,
     upgrade_cleartext: Option<bool>,
     loader: Option<Loader>,
     visit: Option<Visit>,
@@ -298,9 +301,10 @@ impl WorkloadTable {
                 }
                 let site = match (self.site.clone(), self.har.clone(), &self.url) {
                     (Some(site), None, None) => site,
-                    (None, Some(har), None) => {
-                        Site::Har(Har::check(har, self.upgrade_cleartext.unwrap_or(false))?)
-                    }
+                    (None, Some(har), None) => Site::Har(Har::check(
+                        super::paths::resolve(&har),
+                        self.upgrade_cleartext.unwrap_or(false),
+                    )?),
                     (None, None, _) => Site::Remote,
                     _ => {
                         return Err(format!(
@@ -514,6 +518,44 @@ mod tests {
             Load::Page { site, .. } => assert_eq!(*site, Site::Dir(dir)),
             other => panic!("parsed as {other:?}"),
         }
+    }
+
+    /// `cd / && h3lab bench /some/dir/mine.toml` finds `har = "page.har"`
+    /// and `site = "site"` in /some/dir, where the suite is.
+    #[test]
+    fn paths_in_a_suite_file_are_relative_to_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../site/tests/fixtures/har/chrome.har");
+        std::fs::copy(fixture, dir.path().join("page.har")).unwrap();
+        std::fs::create_dir(dir.path().join("site")).unwrap();
+        std::fs::write(dir.path().join("site/index.html"), "<html></html>").unwrap();
+        let text = format!(
+            "{}\n[[workload]]\nkind = \"page\"\nname = \"dir\"\nsite = \"site\"\n",
+            PAGE.replace("site = \"small\"", "har = \"page.har\"")
+        );
+        let file = dir.path().join("mine.toml");
+        std::fs::write(&file, &text).unwrap();
+        let suite = Suite::from_file(&file).unwrap();
+        let sites: Vec<&Site> = suite
+            .workloads
+            .iter()
+            .map(|workload| match &workload.load {
+                Load::Page { site, .. } => site,
+                other => panic!("parsed as {other:?}"),
+            })
+            .collect();
+        match sites[..] {
+            [Site::Har(har), Site::Dir(site)] => {
+                assert_eq!(har.path, dir.path().join("page.har"));
+                assert_eq!(*site, dir.path().join("site"));
+            }
+            _ => panic!("parsed as {sites:?}"),
+        }
+        // Read from its text alone, the same suite looks in the current
+        // directory, and says where it looked.
+        let err = format!("{:#}", Suite::from_toml(&text).unwrap_err());
+        assert!(err.contains("har `page.har`"), "{err}");
     }
 
     #[test]
