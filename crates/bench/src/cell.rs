@@ -658,7 +658,7 @@ fn write_site(site: &Site, seed: u64, out: &Path) -> anyhow::Result<()> {
         Site::Shape(shape) => h3lab_site::generate(*shape, seed, out)
             .map(drop)
             .with_context(|| format!("generating the `{shape}` site")),
-        Site::Har(har) => crate::suite::import_har(&har.path, har.upgrade_cleartext, out)
+        Site::Har(har) => crate::suite::import_har(&har.path, &har.import, out)
             .map(drop)
             .with_context(|| format!("importing {}", har.path.display())),
         Site::Dir(dir) => bail!("{} is served where it is, not written", dir.display()),

@@ -11,6 +11,7 @@ pub use crate::cell::RunContext;
 
 use crate::cell;
 use anyhow::Context;
+use h3lab_site::replay::Think;
 use linkem::EmulatedPath;
 
 use crate::environment;
@@ -299,7 +300,8 @@ fn captured_pages(suite: &Suite) -> Vec<CapturedPage> {
         protocol: har.recorded.protocol.clone(),
         on_load_ms: har.recorded.on_load_ms,
         on_content_load_ms: har.recorded.on_content_load_ms,
-        upgraded_from_cleartext: har.upgrade_cleartext,
+        upgraded_from_cleartext: har.import.upgrade_cleartext,
+        without_think_time: har.import.think == Think::None,
     })
     .collect()
 }

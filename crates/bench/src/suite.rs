@@ -113,6 +113,23 @@ impl Suite {
             .with_context(|| format!("suite file {}", path.display()))
     }
 
+    /// The suite on `profiles` instead of its own (`--profiles`): a
+    /// workload kept to profiles none of which remain is left out, as are
+    /// published figures on a profile left out; a profile neither built in
+    /// nor defined by the suite is an error.
+    pub fn with_profiles(mut self, profiles: Vec<String>) -> anyhow::Result<Suite> {
+        let kept = |profile: &String| profiles.contains(profile);
+        self.workloads.retain_mut(|workload| {
+            let restricted = !workload.profiles.is_empty();
+            workload.profiles.retain(kept);
+            !(restricted && workload.profiles.is_empty())
+        });
+        self.published.retain(|figure| kept(&figure.profile));
+        self.profiles = profiles;
+        self.check_cross_references().context("--profiles")?;
+        Ok(self)
+    }
+
     /// Whether the server of `setting` (a `server` sweep's row) offers
     /// `protocol`; every other server runs every protocol.
     pub(crate) fn offers(&self, setting: Option<&crate::sweep::Setting>, protocol: Proto) -> bool {
@@ -120,6 +137,31 @@ impl Suite {
             .and_then(crate::sweep::Setting::server)
             .and_then(|name| self.target.servers.get(name))
             .is_none_or(|server| server.offers(protocol))
+    }
+
+    /// For each page workload that replays a HAR, what its import makes of
+    /// it (`--dry-run` prints them before the cells).
+    pub fn har_imports(&self) -> Vec<String> {
+        let think = |think: h3lab_site::replay::Think| match think {
+            h3lab_site::replay::Think::Recorded => "recorded server think time",
+            h3lab_site::replay::Think::None => "no server think time",
+        };
+        self.workloads
+            .iter()
+            .filter_map(|workload| match &workload.load {
+                Load::Page {
+                    site: Site::Har(har),
+                    ..
+                } => Some(format!(
+                    "page workload `{}` replays {} ({}):\n{}",
+                    workload.name(),
+                    har.path.display(),
+                    think(har.import.think),
+                    har.summary.trim_end()
+                )),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The custom profile called `name`, if the suite defines one.
@@ -158,6 +200,39 @@ duration = "2s"
 
     pub(super) fn error_of(text: &str) -> String {
         format!("{:#}", Suite::from_toml(text).unwrap_err())
+    }
+
+    /// `--profiles`: the suite on others of its own or built-in ones; a
+    /// workload kept to profiles left out goes too.
+    #[test]
+    fn profiles_can_be_chosen_for_a_run() {
+        let text = MINIMAL.replace("[\"broadband\"]", "[\"broadband\", \"satellite\"]")
+            + "\n[[workload]]\nkind = \"ttfb\"\nname = \"far\"\nprofiles = [\"satellite\"]\n";
+        let suite = Suite::from_toml(&text).unwrap();
+        let names = |suite: &Suite| -> Vec<String> {
+            suite
+                .workloads
+                .iter()
+                .map(|w| w.name().to_string())
+                .collect()
+        };
+        assert_eq!(names(&suite), ["api", "far"]);
+        let near = suite
+            .clone()
+            .with_profiles(vec!["broadband".into(), "lte".into()]);
+        let near = near.unwrap();
+        assert_eq!(near.profiles, ["broadband", "lte"]);
+        assert_eq!(names(&near), ["api"]);
+        let far = suite
+            .clone()
+            .with_profiles(vec!["satellite".into()])
+            .unwrap();
+        assert_eq!(names(&far), ["api", "far"]);
+        let err = format!(
+            "{:#}",
+            suite.with_profiles(vec!["moon".into()]).unwrap_err()
+        );
+        assert!(err.contains("--profiles") && err.contains("moon"), "{err}");
     }
 
     #[test]

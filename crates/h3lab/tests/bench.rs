@@ -902,6 +902,44 @@ fn unknown_preset_lists_the_real_ones() {
     }
 }
 
+/// A newcomer's suite kept beside its HAR, run from another directory: the
+/// HAR is found, and the dry run shows what its import makes of it before
+/// the cells.
+#[test]
+fn a_har_suite_run_from_another_directory_finds_its_har_and_shows_the_import() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(chrome_har(), dir.path().join("page.har")).unwrap();
+    let suite = dir.path().join("mine.toml");
+    std::fs::write(
+        &suite,
+        r#"
+name = "mine"
+protocols = ["h2", "h3"]
+profiles = ["loopback"]
+[[workload]]
+kind = "page"
+name = "captured"
+har = "page.har"
+think = "none"
+"#,
+    )
+    .unwrap();
+    let output = Command::new(EXE)
+        .current_dir("/")
+        .args(["bench", suite.to_str().unwrap(), "--dry-run"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let replays = format!(
+        "page workload `captured` replays {} (no server think time):\npage: https://www.example.test/",
+        dir.path().join("page.har").display()
+    );
+    assert!(stdout.contains(&replays), "{stdout}");
+    assert!(stdout.contains("\nresponses: "), "{stdout}");
+    assert!(stdout.ends_with(" cells\n"), "{stdout}");
+}
+
 /// A suite whose page workload names a HAR (`har = ...`) of three origins
 /// replays it over h1, h2 and h3 with both loaders on an emulated path:
 /// every cell loads every recorded response over the protocol asked for,

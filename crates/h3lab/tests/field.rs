@@ -735,18 +735,7 @@ fn ctrl_c_keeps_the_cells_so_far_and_leaves_no_namespace_rule_or_forwarding_behi
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::fs::read_to_string(out.join("results.json"))
-        .ok()
-        .and_then(|text| serde_json::from_str::<Results>(&text).ok())
-        .is_none_or(|results| results.cells.len() < 2)
-    {
-        assert!(Instant::now() < deadline, "no two cells within 60 s");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
-    let status = child.wait().unwrap();
+    let status = ctrl_c_after_cells(&mut child, &out, 2, None);
     assert_eq!(status.code(), Some(130), "Ctrl-C exit code");
     let results = results(&out);
     assert!(results.interrupted && results.cells.len() >= 2 && results.cells.len() < 100);
@@ -754,6 +743,95 @@ fn ctrl_c_keeps_the_cells_so_far_and_leaves_no_namespace_rule_or_forwarding_behi
     assert!(!namespaces_left(child.id()), "namespaces left behind");
     assert!(!gateway_rules_left(child.id()), "NAT rules left behind");
     assert_eq!(forwarding(), before, "ip_forward as it was");
+}
+
+/// Sends Ctrl-C to a running `h3lab bench` once `out`'s results hold
+/// `cells` cells, and waits for it to end. Fails the test, with the run's
+/// `stderr` file if it has one, when the run ends first or the cells do not
+/// come within 90 s.
+fn ctrl_c_after_cells(
+    child: &mut std::process::Child,
+    out: &Path,
+    cells: usize,
+    stderr: Option<&Path>,
+) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let printed = || stderr.and_then(|file| std::fs::read_to_string(file).ok());
+    while std::fs::read_to_string(out.join("results.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<Results>(&text).ok())
+        .is_none_or(|results| results.cells.len() < cells)
+    {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "h3lab bench ended ({status}) before {cells} cells: {:?}",
+                printed()
+            );
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not {cells} cells within 90 s: {:?}",
+            printed()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    child.wait().unwrap()
+}
+
+/// A newcomer's first run, `h3lab bench --url`, as a user who cannot
+/// emulate (no root, so no NAT out of an emulated path): it runs the real
+/// path alone, says what it left out and how to get it, and says how long
+/// it will take. Stopped (Ctrl-C) once it has real-path cells: on the real
+/// path alone the preset is 115 cells, about 8 minutes.
+#[test]
+fn bench_url_without_root_runs_the_real_path_alone_and_says_what_it_left_out() {
+    let Some(site) = remote_site() else { return };
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let nobody = nix::unistd::Uid::from_raw(65534);
+    std::fs::set_permissions(site.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = site.dir.path().join("newcomer");
+    std::fs::create_dir(&out).unwrap();
+    nix::unistd::chown(&out, Some(nobody), None).unwrap();
+    let stderr_file = site.dir.path().join("newcomer.stderr");
+    let mut child = Command::new(EXE)
+        .args(["bench", "--url", &format!("https://{SITE}/")])
+        .args(["--resolve", &site.pins()[0], "--out"])
+        .arg(&out)
+        .env("SSL_CERT_FILE", site.trust_store())
+        .env_remove("SSL_CERT_DIR")
+        .uid(nobody.as_raw())
+        .gid(65534)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_file).unwrap())
+        .spawn()
+        .unwrap();
+    let status = ctrl_c_after_cells(&mut child, &out, 1, Some(&stderr_file));
+    let stderr = std::fs::read_to_string(&stderr_file).unwrap();
+    eprintln!("{stderr}");
+    assert_eq!(status.code(), Some(130), "Ctrl-C exit code:\n{stderr}");
+    assert!(
+        stderr.contains("the real path alone; left out mobile-lossy, since ")
+            && stderr.contains("run as root"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(" cells, about "), "{stderr}");
+    let results = results(&out);
+    assert!(
+        results.cells.iter().all(|cell| cell.profile == "real path"),
+        "{:?}",
+        (results.cells.iter())
+            .map(|cell| &cell.profile)
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        (results.cells.iter()).any(|cell| cell.outcome == Outcome::Ok),
+        "{}",
+        failed_cells(&out)
+    );
+    assert!(!namespaces_left(child.id()), "namespaces left behind");
 }
 
 /// Field mode puts an emulated profile on top of the real path by NAT,

@@ -56,8 +56,12 @@ impl CaptureComparison<'_> {
             true => "; captured over http://, replayed over https with its URLs upgraded",
             false => "",
         };
+        let think = match capture.without_think_time {
+            true => "; replayed without its recorded server think time",
+            false => "",
+        };
         format!(
-            "recorded where it was captured: load event {}, DOMContentLoaded {}, document over {}{upgraded}",
+            "recorded where it was captured: load event {}, DOMContentLoaded {}, document over {}{upgraded}{think}",
             ms(capture.on_load_ms),
             ms(capture.on_content_load_ms),
             capture.protocol.as_deref().unwrap_or("unknown")
@@ -110,6 +114,7 @@ mod tests {
             on_load_ms: Some(358.4),
             on_content_load_ms: None,
             upgraded_from_cleartext: false,
+            without_think_time: false,
         }];
         let summaries = crate::summary::summarize(&results);
         let compared = compare_captures(&results.captures, &summaries);
@@ -132,6 +137,15 @@ mod tests {
             compared[0]
                 .recorded()
                 .ends_with("; captured over http://, replayed over https with its URLs upgraded"),
+            "{}",
+            compared[0].recorded()
+        );
+        results.captures[0].without_think_time = true;
+        let compared = compare_captures(&results.captures, &summaries);
+        assert!(
+            compared[0]
+                .recorded()
+                .ends_with("URLs upgraded; replayed without its recorded server think time"),
             "{}",
             compared[0].recorded()
         );

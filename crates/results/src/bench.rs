@@ -97,6 +97,10 @@ pub struct CapturedPage {
     /// (`upgrade_cleartext`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub upgraded_from_cleartext: bool,
+    /// Replayed with every response sent at once, not after its recorded
+    /// server think time (`think = "none"`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub without_think_time: bool,
 }
 
 /// What was asked: the suite's name, matrix, repetitions and baseline.

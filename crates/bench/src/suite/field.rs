@@ -70,6 +70,16 @@ impl Suite {
             .with_context(|| format!("the suite recorded in {}", path.display()))
     }
 
+    /// A field suite on the real path alone, for a machine that cannot
+    /// emulate its other profiles: those profiles, and the suite.
+    pub fn real_path_only(self) -> anyhow::Result<(Vec<String>, Suite)> {
+        let left_out = (self.profiles.iter())
+            .filter(|profile| *profile != REAL)
+            .cloned()
+            .collect();
+        Ok((left_out, self.with_profiles(vec![REAL.to_string()])?))
+    }
+
     /// Whether this is a field suite: `[target] url` names its pages.
     pub fn is_field(&self) -> bool {
         !self.target.url.is_empty()

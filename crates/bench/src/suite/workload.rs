@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use h3lab_results::{HeaderSet, Loader, TtfbMode, Visit, WorkloadKind};
+use h3lab_site::replay::Think;
 use h3lab_site::Shape;
 use serde::{Deserialize, Deserializer};
 
@@ -104,6 +105,19 @@ pub(crate) struct Har {
     pub(crate) bytes: u64,
     /// What the capture recorded.
     pub(crate) recorded: h3lab_site::replay::RecordedLoad,
+    /// How it is imported.
+    pub(crate) import: HarImport,
+    /// What the import made of it, as `site from-har` prints it.
+    pub(crate) summary: String,
+}
+
+/// How a page workload imports its HAR: the keys `site from-har` takes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct HarImport {
+    /// The page, by its id in the HAR (`page`); `None` is the first.
+    pub(crate) page_id: Option<String>,
+    /// Whether responses wait their recorded server think time (`think`).
+    pub(crate) think: Think,
     /// Whether a capture over `http://` is replayed over https.
     pub(crate) upgrade_cleartext: bool,
 }
@@ -111,11 +125,12 @@ pub(crate) struct Har {
 impl Har {
     /// Imports the HAR into a scratch directory to check it and learn its
     /// shape; a HAR that does not import is an error naming the entry.
-    fn check(path: PathBuf, upgrade_cleartext: bool) -> Result<Har, String> {
+    fn check(path: PathBuf, import: HarImport) -> Result<Har, String> {
         let scratch =
             tempfile::tempdir().map_err(|err| format!("cannot make a scratch directory: {err}"))?;
-        let summary = import_har(&path, upgrade_cleartext, scratch.path())
+        let summary = import_har(&path, &import, scratch.path())
             .map_err(|err| format!("har `{}`: {err:#}", path.display()))?;
+        let printed = summary.to_string();
         let replay = summary.replay;
         let outside_load = replay.responses.len() - replay.in_load().count();
         Ok(Har {
@@ -126,23 +141,23 @@ impl Har {
             outside_load,
             bytes: replay.responses.iter().map(|r| r.body_bytes).sum(),
             recorded: replay.recorded,
-            upgrade_cleartext,
+            import,
+            summary: printed,
         })
     }
 }
 
-/// Imports `har` into `out` as every page workload replays it: the first
-/// page, with its recorded think time, cleartext upgraded if asked.
+/// Imports `har` into `out` as its page workload replays it.
 pub(crate) fn import_har(
     har: &std::path::Path,
-    upgrade_cleartext: bool,
+    import: &HarImport,
     out: &std::path::Path,
 ) -> anyhow::Result<h3lab_site::har::ImportSummary> {
     let options = h3lab_site::har::ImportOptions {
-        think: h3lab_site::replay::Think::Recorded,
-        page: None,
+        think: import.think,
+        page: import.page_id.clone(),
         keep_first_duplicate: false,
-        upgrade_cleartext,
+        upgrade_cleartext: import.upgrade_cleartext,
     };
     h3lab_site::har::import(har, out, &options)
 }
@@ -200,6 +215,8 @@ struct WorkloadTable {
     samples: Option<Count>,
     site: Option<Site>,
     har: Option<String>,
+    page: Option<String>,
+    think: Option<Think>,
     upgrade_cleartext: Option<bool>,
     loader: Option<Loader>,
     visit: Option<Visit>,
@@ -232,6 +249,8 @@ impl WorkloadTable {
             ("samples", self.samples.is_some()),
             ("site", self.site.is_some()),
             ("har", self.har.is_some()),
+            ("page", self.page.is_some()),
+            ("think", self.think.is_some()),
             ("upgrade_cleartext", self.upgrade_cleartext.is_some()),
             ("loader", self.loader.is_some()),
             ("visit", self.visit.is_some()),
@@ -294,16 +313,28 @@ impl WorkloadTable {
                 }
             }
             WorkloadKind::Page => {
-                if self.upgrade_cleartext.is_some() && self.har.is_none() {
+                let har_keys = [
+                    ("page", self.page.is_some()),
+                    ("think", self.think.is_some()),
+                    ("upgrade_cleartext", self.upgrade_cleartext.is_some()),
+                ];
+                if let Some((key, _)) = har_keys
+                    .iter()
+                    .find(|(_, given)| *given && self.har.is_none())
+                {
                     return Err(format!(
-                        "page workload `{name}`: `upgrade_cleartext` applies to a `har`; add one or remove it"
+                        "page workload `{name}`: `{key}` applies to a `har`; add one or remove it"
                     ));
                 }
                 let site = match (self.site.clone(), self.har.clone(), &self.url) {
                     (Some(site), None, None) => site,
                     (None, Some(har), None) => Site::Har(Har::check(
                         super::paths::resolve(&har),
-                        self.upgrade_cleartext.unwrap_or(false),
+                        HarImport {
+                            page_id: self.page.clone(),
+                            think: self.think.unwrap_or(Think::Recorded),
+                            upgrade_cleartext: self.upgrade_cleartext.unwrap_or(false),
+                        },
                     )?),
                     (None, None, _) => Site::Remote,
                     _ => {
@@ -357,6 +388,8 @@ fn keys_of(kind: WorkloadKind) -> &'static [&'static str] {
         WorkloadKind::Page => &[
             "site",
             "har",
+            "page",
+            "think",
             "upgrade_cleartext",
             "loader",
             "visit",
@@ -588,6 +621,56 @@ mod tests {
         assert!(error_of(&both).contains("more than one of `site`, `har` and `url`"));
         let neither = PAGE.replace("site = \"small\"\n", "");
         assert!(error_of(&neither).contains("or `har` (a captured page)"));
+    }
+
+    /// The page and think time, as `site from-har --page --think` take them.
+    #[test]
+    fn a_har_workload_takes_the_page_and_think_time_to_import() {
+        let har = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../site/tests/fixtures/har/webpagetest.har");
+        let with = |keys: &str| {
+            PAGE.replace(
+                "site = \"small\"",
+                &format!("har = {:?}\n{keys}", har.display().to_string()),
+            )
+        };
+        let imported = |keys: &str| match Suite::from_toml(&with(keys)).unwrap().workloads[0].load {
+            Load::Page {
+                site: Site::Har(ref har),
+                ..
+            } => har.clone(),
+            ref other => panic!("parsed as {other:?}"),
+        };
+        let first = imported("");
+        assert_eq!(first.import.page_id, None);
+        assert_eq!(first.import.think, Think::Recorded);
+        let keys = "page = \"page_1_1_1\"\nthink = \"none\"";
+        let repeat = imported(keys);
+        assert_eq!(repeat.import.page_id.as_deref(), Some("page_1_1_1"));
+        assert_eq!(repeat.import.think, Think::None);
+        assert_ne!(
+            (first.responses, first.bytes),
+            (repeat.responses, repeat.bytes),
+            "the repeat view is another page load"
+        );
+        let printed = Suite::from_toml(&with(keys)).unwrap().har_imports();
+        assert_eq!(printed.len(), 1);
+        assert!(
+            printed[0].starts_with("page workload `pages` replays ")
+                && printed[0].contains("webpagetest.har (no server think time):\npage: ")
+                && printed[0].contains("\nresponses: "),
+            "{}",
+            printed[0]
+        );
+        let err = error_of(&with("page = \"page_9\""));
+        assert!(
+            err.contains("no page `page_9`") && err.contains("page_1_0_1"),
+            "{err}"
+        );
+        let err = error_of(&with("think = \"later\""));
+        assert!(err.contains("line 10") && err.contains("recorded"), "{err}");
+        let err = error_of(&PAGE.replace("site = \"small\"", "site = \"small\"\nthink = \"none\""));
+        assert!(err.contains("`think` applies to a `har`"), "{err}");
     }
 
     #[test]

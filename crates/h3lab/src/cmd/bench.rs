@@ -43,6 +43,11 @@ pub struct Args {
     /// (default: h3lab-results/<suite>-<time>).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Run on these profiles instead of the suite's (built-in ones, see
+    /// `h3lab net profiles`, or the suite's [[profile]] tables; `real` is
+    /// a field run's real path alone).
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    profiles: Option<Vec<String>>,
     /// Print the cells that would run, and exit.
     #[arg(long)]
     dry_run: bool,
@@ -69,23 +74,50 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let (mut suite, preset) = load_suite(&args)?;
+    if let Some(profiles) = &args.profiles {
+        suite = suite.with_profiles(profiles.clone())?;
+    }
     if args.aa {
         if suite.is_field() {
             eprintln!("{}", runner::FIELD_AA_NOTE);
         }
         suite.aa = true;
     }
+    if !args.dry_run {
+        suite = check_can_emulate(suite, args.url.is_some() && args.profiles.is_none())?;
+    }
     let cells = runner::plan(&suite);
     if args.dry_run {
+        for import in suite.har_imports() {
+            outln!("{import}\n");
+        }
         for cell in &cells {
             outln!("{}", cell.label());
         }
         outln!("{} cells", cells.len());
         return Ok(ExitCode::SUCCESS);
     }
-    runner::check_can_emulate(&suite)?;
     let out = (args.out.clone()).unwrap_or_else(|| runner::default_out_dir(&suite));
     run_suite(&suite, preset, &cells, &out)
+}
+
+/// Fails when the suite's emulated profiles cannot run here, except that
+/// `--url`, with its profiles not chosen, goes on over the real path alone
+/// and says what it left out: a newcomer's first field run needs no root.
+fn check_can_emulate(suite: Suite, real_path_will_do: bool) -> anyhow::Result<Suite> {
+    let Err(err) = runner::check_can_emulate(&suite) else {
+        return Ok(suite);
+    };
+    if !real_path_will_do {
+        return Err(err);
+    }
+    let (left_out, suite) = suite.real_path_only()?;
+    eprintln!(
+        "h3lab bench: the real path alone; left out {}, since {err:#}. For those too, run as \
+         root with iptables installed; `--profiles real` asks for the real path alone.",
+        left_out.join(", ")
+    );
+    Ok(suite)
 }
 
 fn load_suite(args: &Args) -> anyhow::Result<(Suite, Option<String>)> {
@@ -153,17 +185,18 @@ fn run_suite(
     // Write an empty but valid result set first: even a run killed in its
     // first cell leaves files that say so.
     h3lab_report::write_all(&runner::new_results(suite, &ctx), out)?;
-    eprintln!(
-        "h3lab bench: suite `{}`, {} cells, writing to {}",
-        suite.name,
-        cells.len(),
-        out.display()
-    );
     // Estimated once: a profile's settings may come from trace files.
     let estimates: Vec<u64> = cells
         .iter()
         .map(|cell| runner::estimated_seconds(suite, cell).round() as u64)
         .collect();
+    eprintln!(
+        "h3lab bench: suite `{}`, {} cells, about {} min, writing to {}",
+        suite.name,
+        cells.len(),
+        (estimates.iter().sum::<u64>() as f64 / 60.0).round(),
+        out.display()
+    );
     let progress = progress_bar(&estimates, cells);
     let mut write_error = None;
     let mut index = 0;

@@ -35,7 +35,8 @@ struct FromHarArgs {
     /// less one round trip; `none` answers at once.
     #[arg(long, value_name = "MODE", default_value = "recorded")]
     think: Think,
-    /// The page to import, by its id in the HAR (default: the first).
+    /// The page to import, by its id in the HAR (default: the first page;
+    /// for a WebPageTest HAR, the first view of the first run).
     #[arg(long, value_name = "ID")]
     page: Option<String>,
     /// Of a request the page made more than once, keep only the first
