@@ -56,15 +56,19 @@ enum Command {
     Dist(cmd::dist::Args),
     /// Run commands behind an emulated network link (no netem needed).
     Net(cmd::net::Args),
-    /// Write deterministic synthetic sites shaped after the page-load studies.
+    /// Write a synthetic site shaped after the page-load studies (gen), or
+    /// rebuild a captured page from its HAR as a replay site (from-har).
     Site(cmd::site::Args),
     /// Load a whole page (HTML and every asset) and time it, with the built-in
     /// loader or real Chromium.
     Page(h3lab_page::cli::PageArgs),
-    /// Single-property probes: time to first byte cold, resumed and 0-RTT;
-    /// connection migration.
+    /// Single-property probes: first byte cold, resumed and 0-RTT (ttfb),
+    /// connection migration (migrate), head-of-line blocking (hol), UDP
+    /// blocked or throttled (fallback), what an origin offers (offer), a
+    /// connection's memory (connections).
     Probe(cmd::probe::Args),
-    /// Compare h1, h2 and h3 across network profiles and workloads (the main job).
+    /// Compare h1, h2 and h3 across network profiles and workloads (the main
+    /// job): a preset, your own suite or HAR, or your deployed site (--url).
     Bench(cmd::bench::Args),
     /// Re-render a saved results.json into results.csv and report.html.
     Report(cmd::report::ReportArgs),
@@ -103,4 +107,27 @@ fn init_tracing() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// `h3lab --help` names every probe and every way to make a site, so a
+    /// new one cannot go unmentioned there.
+    #[test]
+    fn the_top_level_help_names_every_probe_and_site_command() {
+        let cli = super::Cli::command();
+        for group in ["probe", "site"] {
+            let command = cli.find_subcommand(group).unwrap();
+            let about = command.get_about().unwrap().to_string();
+            for sub in command.get_subcommands() {
+                let name = format!("({})", sub.get_name());
+                assert!(
+                    about.contains(&name),
+                    "`{group}`'s help misses {name}: {about}"
+                );
+            }
+        }
+    }
 }
