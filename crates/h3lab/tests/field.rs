@@ -792,11 +792,15 @@ fn bench_url_without_root_runs_the_real_path_alone_and_says_what_it_left_out() {
     use std::os::unix::process::CommandExt;
     let nobody = nix::unistd::Uid::from_raw(65534);
     std::fs::set_permissions(site.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    // A copy the user can reach: the build's own may sit under a directory
+    // only root may enter (a checkout under /root).
+    let exe = site.dir.path().join("h3lab");
+    std::fs::copy(EXE, &exe).unwrap();
     let out = site.dir.path().join("newcomer");
     std::fs::create_dir(&out).unwrap();
     nix::unistd::chown(&out, Some(nobody), None).unwrap();
     let stderr_file = site.dir.path().join("newcomer.stderr");
-    let mut child = Command::new(EXE)
+    let mut child = Command::new(&exe)
         .args(["bench", "--url", &format!("https://{SITE}/")])
         .args(["--resolve", &site.pins()[0], "--out"])
         .arg(&out)
