@@ -74,25 +74,69 @@ pub fn preset_text(name: &str) -> Option<&'static str> {
         .map(|(_, text)| *text)
 }
 
+/// A preset as `--list` shows it: its size, its estimated run time and
+/// what it is for.
+pub struct PresetSummary {
+    /// Its name, as `--preset` takes it.
+    pub name: &'static str,
+    /// How many cells it plans.
+    pub cells: usize,
+    /// The runner's estimate, in whole minutes as `--list` prints it.
+    pub minutes: u64,
+    /// Its description, on one line.
+    pub description: String,
+}
+
+impl PresetSummary {
+    /// The description's opening clause (up to its first colon or full
+    /// stop): what the preset is, in a few words.
+    pub fn headline(&self) -> &str {
+        let end = [": ", ". "]
+            .iter()
+            .filter_map(|stop| self.description.find(stop))
+            .min()
+            .unwrap_or(self.description.len());
+        self.description[..end].trim_end_matches('.')
+    }
+
+    /// What it needs beyond root, from its description's
+    /// "Needs ..." sentence, up to the first pause.
+    pub fn needs(&self) -> Option<&str> {
+        let start = self.description.find("Needs ")? + "Needs ".len();
+        let rest = &self.description[start..];
+        let pause = [": ", "; ", " (", ". "]
+            .iter()
+            .filter_map(|at| rest.find(at));
+        let end = pause.min().unwrap_or(rest.len());
+        Some(rest[..end].trim().trim_end_matches('.'))
+    }
+}
+
+/// Every preset's summary, in `--list` order.
+pub fn summaries() -> anyhow::Result<Vec<PresetSummary>> {
+    names()
+        .into_iter()
+        .map(|name| {
+            let suite = preset(name)?;
+            let cells = runner::plan(&suite);
+            Ok(PresetSummary {
+                name,
+                cells: cells.len(),
+                minutes: runner::estimated_minutes(&suite, &cells),
+                description: suite.description.replace('\n', " "),
+            })
+        })
+        .collect()
+}
+
 /// What `h3lab bench --list` prints: each preset's name, cells and
 /// estimated minutes, and its description, then how to run or show one.
 pub fn catalogue() -> anyhow::Result<String> {
     let mut text = String::new();
-    for name in names() {
-        let suite = preset(name)?;
-        let cells = runner::plan(&suite);
-        let minutes = cells
-            .iter()
-            .map(|cell| runner::estimated_seconds(&suite, cell))
-            .sum::<f64>()
-            / 60.0;
+    for preset in summaries()? {
         text.push_str(&format!(
-            "{name:<9} {} cells, about {minutes:.0} min\n",
-            cells.len()
-        ));
-        text.push_str(&format!(
-            "          {}\n\n",
-            suite.description.replace('\n', " ")
+            "{:<9} {} cells, about {} min\n          {}\n\n",
+            preset.name, preset.cells, preset.minutes, preset.description
         ));
     }
     text.push_str("Run one with `h3lab bench --preset NAME`; `h3lab bench --show NAME` prints its suite file.\n");

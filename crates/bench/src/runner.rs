@@ -93,6 +93,15 @@ fn units_of(suite: &Suite, workload: &Workload) -> Vec<Option<Unit>> {
         .collect()
 }
 
+/// The plan's rough wall time in whole minutes, as `--list`, `--dry-run`
+/// and a run's first line say it.
+pub fn estimated_minutes(suite: &Suite, cells: &[CellSpec]) -> u64 {
+    let seconds: f64 = (cells.iter())
+        .map(|cell| estimated_seconds(suite, cell))
+        .sum();
+    (seconds / 60.0).round() as u64
+}
+
 /// Rough wall time of a cell: set-up plus the workload's own length on the
 /// profile's path.
 pub fn estimated_seconds(suite: &Suite, cell: &CellSpec) -> f64 {
@@ -234,15 +243,21 @@ fn directory_size(dir: &std::path::Path) -> (u64, u64) {
 }
 
 /// Fails early, with linkem's explanation, when this process cannot build
-/// the suite's emulated paths (no root, and no usable unprivileged user
-/// namespaces), instead of failing every cell the same way.
+/// the suite's emulated paths and work in them, instead of failing every
+/// cell the same way. Without root a path can be built in user namespaces,
+/// but a cell also checks its server from a thread inside the path, which
+/// only root can do.
 pub fn check_can_emulate(suite: &Suite) -> anyhow::Result<()> {
     for name in &suite.profiles {
         let Some(settings) = profile::settings(suite, name, suite.seed)? else {
             continue;
         };
-        let mut path = EmulatedPath::start(settings.build())
-            .with_context(|| format!("`h3lab bench` cannot emulate profile `{name}`"))?;
+        let cannot = || format!("`h3lab bench` cannot emulate profile `{name}`");
+        let mut path = EmulatedPath::start(settings.build()).with_context(cannot)?;
+        let inside = path.spawn_in_client(|| ()).with_context(cannot)?;
+        inside
+            .join()
+            .map_err(|_| anyhow::anyhow!("a thread inside the path panicked"))?;
         if suite.is_field() {
             path.route_out().with_context(|| {
                 format!("`h3lab bench` cannot take profile `{name}` out to the real path")

@@ -47,7 +47,9 @@ const VALUE_WORDS: &[&str] = &[
     "p",
     "b",
     "kb",
+    "kib",
     "mb",
+    "mib",
     "unlimited",
     "Unlimited",
     ":",
@@ -264,7 +266,7 @@ fn percent_text(u: &mut Unstructured) -> Result<String> {
 fn queue_text(u: &mut Unstructured) -> Result<String> {
     match u.ratio(1, 5)? {
         true => Ok("unlimited".to_string()),
-        false => number_with(u, &["p", "b", "kb", "mb", ""]),
+        false => number_with(u, &["p", "b", "kb", "kib", "mb", "mib", ""]),
     }
 }
 

@@ -21,6 +21,8 @@ macro_rules! out {
 }
 
 mod cmd;
+#[cfg(test)]
+mod docs_drift;
 mod output;
 
 /// mimalloc instead of glibc's malloc: the HTTP stacks allocate per request

@@ -796,18 +796,31 @@ fn bench_url_without_root_runs_the_real_path_alone_and_says_what_it_left_out() {
     // only root may enter (a checkout under /root).
     let exe = site.dir.path().join("h3lab");
     std::fs::copy(EXE, &exe).unwrap();
+    let url = format!("https://{SITE}/");
+    let newcomer = |args: &[&str]| {
+        let mut command = Command::new(&exe);
+        command.args(["bench", "--url", &url, "--resolve", &site.pins()[0]]);
+        command.args(args).uid(nobody.as_raw()).gid(65534);
+        command.env("SSL_CERT_FILE", site.trust_store());
+        command.env_remove("SSL_CERT_DIR");
+        command
+    };
+    // The dry run lists what the run will have, not the emulated cells.
+    let dry = newcomer(&["--dry-run"]).output().unwrap();
+    let listed = String::from_utf8_lossy(&dry.stdout);
+    let notice = String::from_utf8_lossy(&dry.stderr);
+    assert!(dry.status.success(), "{notice}");
+    assert!(notice.contains("left out mobile-lossy"), "{notice}");
+    let cells: Vec<&str> = listed.lines().filter(|l| l.contains(" #")).collect();
+    assert!(
+        !cells.is_empty() && cells.iter().all(|cell| cell.starts_with("real ")),
+        "{listed}"
+    );
     let out = site.dir.path().join("newcomer");
     std::fs::create_dir(&out).unwrap();
     nix::unistd::chown(&out, Some(nobody), None).unwrap();
     let stderr_file = site.dir.path().join("newcomer.stderr");
-    let mut child = Command::new(&exe)
-        .args(["bench", "--url", &format!("https://{SITE}/")])
-        .args(["--resolve", &site.pins()[0], "--out"])
-        .arg(&out)
-        .env("SSL_CERT_FILE", site.trust_store())
-        .env_remove("SSL_CERT_DIR")
-        .uid(nobody.as_raw())
-        .gid(65534)
+    let mut child = newcomer(&["--out", out.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&stderr_file).unwrap())
         .spawn()

@@ -77,3 +77,37 @@ impl<'de> Deserialize<'de> for Packets {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ByteSize;
+    use linkem::config::parse_queue;
+    use linkem::model::QueueLimit;
+    use serde::Deserialize;
+
+    fn size(text: &str) -> u64 {
+        let value = toml::Value::String(text.to_string());
+        ByteSize::deserialize(value).unwrap().0
+    }
+
+    /// One meaning of a unit everywhere (docs/suite.md): a response size and
+    /// a link's queue read `kb` alike, in any case.
+    #[test]
+    fn sizes_and_queues_read_kb_as_1000_and_kib_as_1024_bytes() {
+        for (text, bytes) in [
+            ("64kb", 64_000),
+            ("64KB", 64_000),
+            ("64KiB", 65_536),
+            ("64kib", 65_536),
+            ("2MB", 2_000_000),
+            ("1MiB", 1_048_576),
+        ] {
+            assert_eq!(size(text), bytes, "size = {text:?}");
+            assert_eq!(
+                parse_queue(text).unwrap(),
+                QueueLimit::Bytes(bytes),
+                "queue = {text:?}"
+            );
+        }
+    }
+}

@@ -313,14 +313,11 @@ impl WorkloadTable {
                 }
             }
             WorkloadKind::Page => {
-                let har_keys = [
-                    ("page", self.page.is_some()),
-                    ("think", self.think.is_some()),
-                    ("upgrade_cleartext", self.upgrade_cleartext.is_some()),
-                ];
-                if let Some((key, _)) = har_keys
+                let har_only = ["page", "think", "upgrade_cleartext"];
+                if let Some((key, _)) = given
                     .iter()
-                    .find(|(_, given)| *given && self.har.is_none())
+                    .find(|(key, present)| *present && har_only.contains(key))
+                    .filter(|_| self.har.is_none())
                 {
                     return Err(format!(
                         "page workload `{name}`: `{key}` applies to a `har`; add one or remove it"

@@ -83,8 +83,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         suite.aa = true;
     }
-    if !args.dry_run {
-        suite = check_can_emulate(suite, args.url.is_some() && args.profiles.is_none())?;
+    // A dry run of `--url` tries the path too, so that it lists the cells
+    // the run would really have.
+    let real_path_will_do = args.url.is_some() && args.profiles.is_none();
+    if !args.dry_run || real_path_will_do {
+        suite = emulate_or_fall_back(suite, real_path_will_do)?;
     }
     let cells = runner::plan(&suite);
     if args.dry_run {
@@ -94,7 +97,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         for cell in &cells {
             outln!("{}", cell.label());
         }
-        outln!("{} cells", cells.len());
+        let minutes = runner::estimated_minutes(&suite, &cells);
+        outln!("{} cells, about {minutes} min", cells.len());
         return Ok(ExitCode::SUCCESS);
     }
     let out = (args.out.clone()).unwrap_or_else(|| runner::default_out_dir(&suite));
@@ -104,7 +108,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// Fails when the suite's emulated profiles cannot run here, except that
 /// `--url`, with its profiles not chosen, goes on over the real path alone
 /// and says what it left out: a newcomer's first field run needs no root.
-fn check_can_emulate(suite: Suite, real_path_will_do: bool) -> anyhow::Result<Suite> {
+fn emulate_or_fall_back(suite: Suite, real_path_will_do: bool) -> anyhow::Result<Suite> {
     let Err(err) = runner::check_can_emulate(&suite) else {
         return Ok(suite);
     };
@@ -194,7 +198,7 @@ fn run_suite(
         "h3lab bench: suite `{}`, {} cells, about {} min, writing to {}",
         suite.name,
         cells.len(),
-        (estimates.iter().sum::<u64>() as f64 / 60.0).round(),
+        runner::estimated_minutes(suite, cells),
         out.display()
     );
     let progress = progress_bar(&estimates, cells);

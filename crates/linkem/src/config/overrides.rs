@@ -42,7 +42,8 @@ pub struct Overrides {
     /// Jitter per direction: 5ms, 5ms:uniform or 5ms:normal. Never reorders.
     #[cfg_attr(feature = "clap", arg(long, value_parser = parse_jitter))]
     pub jitter: Option<Jitter>,
-    /// Drop-tail queue per direction: 100p (packets) or 64kb (bytes).
+    /// Drop-tail queue per direction: packets (100p) or bytes (64kb is
+    /// 64,000 bytes, 64kib 65,536).
     #[cfg_attr(feature = "clap", arg(long, value_parser = parse_queue))]
     pub queue: Option<QueueLimit>,
     /// Reordering: PERCENT:EXTRA_DELAY, e.g. 1%:10ms.

@@ -174,8 +174,10 @@ pub fn format_reorder(reorder: ReorderSpec) -> String {
     )
 }
 
-/// A queue limit: `100p` (packets), `64kb` / `1mb` / `1500b` (bytes,
-/// 1 kb = 1024 bytes as in tc) or `unlimited`.
+/// A queue limit: `100p` (packets), bytes (`1500b`, `64kb`, `64kib`, `1mb`)
+/// or `unlimited`. Units are h3lab's everywhere, in any case: KB and MB
+/// are 1000-based, KiB and MiB 1024-based (tc's `kb` is 1024 bytes; ours,
+/// like a suite's `size`, is 1000).
 pub fn parse_queue(text: &str) -> anyhow::Result<QueueLimit> {
     let bad = || {
         anyhow::anyhow!(
@@ -192,8 +194,10 @@ pub fn parse_queue(text: &str) -> anyhow::Result<QueueLimit> {
     match unit.as_str() {
         "p" => Ok(QueueLimit::Packets(number as u64)),
         "b" => Ok(QueueLimit::Bytes(number as u64)),
-        "kb" => Ok(QueueLimit::Bytes((number * 1024.0) as u64)),
-        "mb" => Ok(QueueLimit::Bytes((number * 1024.0 * 1024.0) as u64)),
+        "kb" => Ok(QueueLimit::Bytes((number * 1e3) as u64)),
+        "kib" => Ok(QueueLimit::Bytes((number * 1024.0) as u64)),
+        "mb" => Ok(QueueLimit::Bytes((number * 1e6) as u64)),
+        "mib" => Ok(QueueLimit::Bytes((number * 1024.0 * 1024.0) as u64)),
         _ => Err(bad()),
     }
 }
@@ -272,7 +276,11 @@ mod tests {
         assert_eq!(parse_percent("1%").unwrap(), 0.01);
         assert_eq!(parse_percent("100%").unwrap(), 1.0);
         assert_eq!(parse_queue("100p").unwrap(), QueueLimit::Packets(100));
-        assert_eq!(parse_queue("64kb").unwrap(), QueueLimit::Bytes(65_536));
+        assert_eq!(parse_queue("64kb").unwrap(), QueueLimit::Bytes(64_000));
+        assert_eq!(parse_queue("64KB").unwrap(), QueueLimit::Bytes(64_000));
+        assert_eq!(parse_queue("64KiB").unwrap(), QueueLimit::Bytes(65_536));
+        assert_eq!(parse_queue("1.5mb").unwrap(), QueueLimit::Bytes(1_500_000));
+        assert_eq!(parse_queue("1MiB").unwrap(), QueueLimit::Bytes(1_048_576));
         assert_eq!(
             parse_jitter("5ms:normal").unwrap(),
             Jitter {
