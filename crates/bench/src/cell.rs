@@ -598,7 +598,14 @@ fn fill_from_page(mut report: PageReport, record: &mut CellRecord) -> anyhow::Re
     record.metric.samples = report.loads.iter().map(|load| load.load_ms).collect();
     let load = report.loads.swap_remove(median);
     record.requests = load.resources.len() as u64;
-    record.errors = 0;
+    // Resources the loads went on without (a beacon, an image), over
+    // every load: a page that lost them is not the page measured.
+    record.errors = report
+        .loads
+        .iter()
+        .map(|l| l.failed.len() as u64)
+        .sum::<u64>()
+        + load.failed.len() as u64;
     record.bytes = load.bytes();
     record.latency_histogram = None;
     record.ttfb_histogram = None;
@@ -871,12 +878,14 @@ mod tests {
 
     fn load(ms: f64, sizes: &[u64]) -> PageLoad {
         PageLoad {
+            failed: Vec::new(),
             path_rtt_ms: None,
             started_at: "2026-11-23T08:00:00.000Z".into(),
             load_ms: ms,
             resources: sizes
                 .iter()
                 .map(|&bytes| ResourceTiming {
+                    method: "GET".to_string(),
                     url: "https://a.test/x".into(),
                     kind: ResourceKind::Script,
                     render_blocking: false,

@@ -14,6 +14,7 @@
 use std::sync::{Arc, Mutex};
 
 use h3lab_results::ResourceKind;
+use h3lab_site::replay::InitiatedRequest;
 use lol_html::send::{HtmlRewriter, Settings};
 use lol_html::{element, text};
 use url::Url;
@@ -32,18 +33,46 @@ pub struct Discovery {
     pub render_blocking: bool,
     /// An ES module, whose own imports are fetched too.
     pub module: bool,
+    /// In a replay, the request as the capture recorded it (its method,
+    /// body and status); `None` is a GET found in a body.
+    pub replayed: Option<Arc<InitiatedRequest>>,
 }
 
 impl Discovery {
-    /// A resource found away from the markup that names it (a replay's
-    /// initiator graph, or what styling uses), neither render-blocking
-    /// nor a module.
+    /// A resource found away from the markup that names it (what styling
+    /// uses), neither render-blocking nor a module.
     pub fn recorded(url: Url, kind: ResourceKind) -> Discovery {
         Discovery {
             url,
             kind,
             render_blocking: false,
             module: false,
+            replayed: None,
+        }
+    }
+
+    /// A request a replay makes again because the capture's initiator
+    /// graph has it (a script's fetch or beacon).
+    pub fn initiated(url: Url, request: InitiatedRequest) -> Discovery {
+        Discovery {
+            kind: request.kind,
+            replayed: Some(Arc::new(request)),
+            ..Discovery::recorded(url, ResourceKind::Other)
+        }
+    }
+
+    /// The request's method.
+    pub fn method(&self) -> &str {
+        self.replayed.as_ref().map_or("GET", |r| r.method.as_str())
+    }
+
+    /// What tells this request from others: its URL, and for a method
+    /// other than GET the method and which repeat it is, since a beacon
+    /// sent twice is two requests while a GET is fetched once.
+    pub fn key(&self) -> String {
+        match &self.replayed {
+            Some(r) if r.method != "GET" => format!("{} {} #{}", r.method, self.url, r.repeat),
+            _ => self.url.to_string(),
         }
     }
 
@@ -57,12 +86,7 @@ impl Discovery {
             return None;
         }
         url.set_fragment(None);
-        Some(Discovery {
-            url,
-            kind,
-            render_blocking: false,
-            module: false,
-        })
+        Some(Discovery::recorded(url, kind))
     }
 }
 

@@ -120,6 +120,7 @@ mod tests {
 
     fn row(url: &str, start: f64, ttfb: f64, end: f64) -> ResourceTiming {
         ResourceTiming {
+            method: "GET".to_string(),
             url: url.into(),
             kind: ResourceKind::Image,
             render_blocking: false,
@@ -138,6 +139,7 @@ mod tests {
         let mut report =
             PageReport::new("https://a.test/", Proto::H3, Loader::Builtin, Visit::Cold);
         report.loads.push(PageLoad {
+            failed: Vec::new(),
             path_rtt_ms: None,
             started_at: "2026-11-23T08:00:00.000Z".into(),
             load_ms: 60.0,

@@ -16,8 +16,9 @@ use h3lab_client::{
     client_tls_config, AutoConnector, Connector, NameServer, OriginConnector, OriginLookup,
     RequestNumbers, RequestTemplate, ResolveRule, Sender, SharedDiscovery, Target, TlsOptions,
 };
-use h3lab_results::page::{PageLoad, PageReport, ResourceTiming};
+use h3lab_results::page::{FailedResource, PageLoad, PageReport, ResourceTiming};
 use h3lab_results::{Loader, Proto, ResourceKind, Visit};
+use h3lab_site::replay::InitiatedRequest;
 use http::header::{HeaderMap, HeaderValue, ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE, LOCATION};
 use http::Method;
 use tokio::sync::{mpsc, OnceCell};
@@ -91,8 +92,8 @@ pub struct LoaderOptions {
 pub struct RecordedPage {
     /// Every recorded URL.
     pub urls: std::collections::HashSet<String>,
-    /// The requests each URL initiated, with what they are.
-    pub initiated: HashMap<String, Vec<(String, ResourceKind)>>,
+    /// The requests each URL initiated, as recorded.
+    pub initiated: HashMap<String, Vec<InitiatedRequest>>,
 }
 
 impl RecordedPage {
@@ -194,6 +195,7 @@ async fn load_once(
         browser: None,
         skipped,
         path_rtt_ms: load.path_rtt_ms(),
+        failed: std::mem::take(&mut load.failed),
     })
 }
 
@@ -249,6 +251,8 @@ struct PageLoader {
     recorded: Option<RecordedPage>,
     /// URLs on other hosts, each once.
     skipped: Vec<String>,
+    /// Resources the load went on without.
+    failed: Vec<FailedResource>,
     /// What the style engine decides from.
     styles: Styles,
     started: Instant,
@@ -289,6 +293,7 @@ impl PageLoader {
             recorded_errors: options.recorded_errors.clone(),
             recorded: options.recorded.clone(),
             skipped: Vec::new(),
+            failed: Vec::new(),
             styles: Styles::default(),
             started: Instant::now(),
             path_rtts: Arc::default(),
@@ -318,10 +323,8 @@ impl PageLoader {
         self.hosts
             .extend(page.host_str().map(str::to_ascii_lowercase));
         self.schedule.discover(Discovery {
-            url: page.clone(),
-            kind: ResourceKind::Document,
             render_blocking: true,
-            module: false,
+            ..Discovery::recorded(page.clone(), ResourceKind::Document)
         });
         let mut order = Vec::new();
         loop {
@@ -368,7 +371,16 @@ impl PageLoader {
                 }
             }
             Event::Failed { resource, error } => {
-                bail!("fetching {}: {error}", self.schedule.resource(resource).url)
+                let discovery = self.schedule.resource(resource);
+                if blocks_the_page(discovery) {
+                    bail!("fetching {}: {error}", discovery.url);
+                }
+                self.failed.push(FailedResource {
+                    method: discovery.method().to_string(),
+                    url: discovery.url.to_string(),
+                    why: error,
+                });
+                self.schedule.finished(resource);
             }
         }
         Ok(())
@@ -423,9 +435,9 @@ impl PageLoader {
         };
         let url = self.schedule.resource(resource).url.as_str();
         let children = page.initiated.get(url).cloned().unwrap_or_default();
-        for (child, kind) in children {
-            if let Ok(child) = Url::parse(&child) {
-                self.schedule.discover(Discovery::recorded(child, kind));
+        for child in children {
+            if let Ok(url) = Url::parse(&child.url) {
+                self.schedule.discover(Discovery::initiated(url, child));
             }
         }
     }
@@ -439,21 +451,40 @@ impl PageLoader {
         }
     }
 
-    /// A page with missing or failing resources is no page load to time.
-    fn check_statuses(&self) -> anyhow::Result<()> {
-        let failed: Vec<String> = self
-            .rows
-            .iter()
-            .filter(|(_, row)| row.status >= 400 && !self.recorded_errors.contains(&row.url))
-            .map(|(_, row)| format!("{} ({})", row.url, row.status))
-            .collect();
-        if failed.is_empty() {
+    /// A page whose document or render-blocking resources failed is no
+    /// page load to time; any other resource that failed is listed with
+    /// the load, as a browser shows the page without it. In a replay a
+    /// status is a failure when it differs from the one recorded.
+    fn check_statuses(&mut self) -> anyhow::Result<()> {
+        let mut blocking = Vec::new();
+        for (resource, row) in &self.rows {
+            let discovery = self.schedule.resource(*resource);
+            let why = match discovery.replayed.as_ref().map(|r| r.status) {
+                Some(recorded) if recorded != row.status => {
+                    format!("answered {}, recorded {recorded}", row.status)
+                }
+                Some(_) => continue,
+                None if row.status >= 400 && !self.recorded_errors.contains(&row.url) => {
+                    format!("answered {}", row.status)
+                }
+                None => continue,
+            };
+            match blocks_the_page(discovery) {
+                true => blocking.push(format!("{} ({why})", row.url)),
+                false => self.failed.push(FailedResource {
+                    method: row.method.clone(),
+                    url: row.url.clone(),
+                    why,
+                }),
+            }
+        }
+        if blocking.is_empty() {
             return Ok(());
         }
         Err(anyhow!(
-            "{} resource(s) answered with an error status: {}",
-            failed.len(),
-            failed.join(", ")
+            "{} resource(s) the page cannot show without failed: {}",
+            blocking.len(),
+            blocking.join(", ")
         ))
     }
 
@@ -568,7 +599,18 @@ impl ResourceRequest {
         let start_ms = self.since_start();
         let mut sender = self.sender(connection).await?;
         let target = Target::parse(self.discovery.url.as_str()).map_err(|err| err.to_string())?;
-        let template = RequestTemplate::new(&target, Method::GET, self.headers(), Bytes::new());
+        let (method, body) = match &self.discovery.replayed {
+            Some(request) => (
+                Method::from_bytes(request.method.as_bytes()).map_err(|err| err.to_string())?,
+                request
+                    .body
+                    .as_ref()
+                    .map(|b| b.to_send())
+                    .unwrap_or_default(),
+            ),
+            None => (Method::GET, Vec::new()),
+        };
+        let template = RequestTemplate::new(&target, method, self.headers(), Bytes::from(body));
         let template = match &self.browser_numbers {
             Some(numbers) => template.with_browser_headers(numbers),
             None => template,
@@ -594,6 +636,7 @@ impl ResourceRequest {
         self.report(body.finish());
         let timing = ResourceTiming {
             url: self.discovery.url.to_string(),
+            method: self.discovery.method().to_string(),
             kind: self.discovery.kind,
             render_blocking: self.discovery.render_blocking,
             status,
@@ -689,6 +732,12 @@ impl ResourceRequest {
             "priority",
             HeaderValue::from_str(&priority).expect("a priority is a valid header value"),
         );
+        let content_type = (self.discovery.replayed.as_ref())
+            .and_then(|r| r.body.as_ref()?.content_type.as_deref())
+            .and_then(|value| HeaderValue::from_str(value).ok());
+        if let Some(content_type) = content_type {
+            headers.insert(CONTENT_TYPE, content_type);
+        }
         if self.browser_numbers.is_some() {
             let (mode, dest) = fetch_metadata(self.discovery.kind);
             headers.insert("sec-fetch-mode", HeaderValue::from_static(mode));
@@ -696,6 +745,13 @@ impl ResourceRequest {
         }
         headers
     }
+}
+
+/// Whether the page cannot be shown without `discovery`: the document
+/// and what blocks rendering. A browser shows the page without anything
+/// else that fails.
+fn blocks_the_page(discovery: &Discovery) -> bool {
+    discovery.kind == ResourceKind::Document || discovery.render_blocking
 }
 
 /// The Fetch Metadata a browser sends for a resource of `kind`: its mode

@@ -102,7 +102,7 @@ impl Schedule {
     /// Queues a discovered resource, unless its URL was seen before; its
     /// index when queued.
     pub fn discover(&mut self, discovery: Discovery) -> Option<usize> {
-        if !self.seen.insert(discovery.url.as_str().to_string()) {
+        if !self.seen.insert(discovery.key()) {
             return None;
         }
         let index = self.resources.len();
@@ -219,10 +219,8 @@ mod tests {
 
     fn found(url: &str, kind: ResourceKind, render_blocking: bool) -> Discovery {
         Discovery {
-            url: Url::parse(url).unwrap(),
-            kind,
             render_blocking,
-            module: false,
+            ..Discovery::recorded(Url::parse(url).unwrap(), kind)
         }
     }
 

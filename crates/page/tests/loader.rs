@@ -433,12 +433,20 @@ fn a_real_documentation_site_loads_with_no_missing_resource() {
     }
 }
 
+/// A browser cannot show the page without a render-blocking stylesheet,
+/// but shows it without an image: the first fails the load, naming it;
+/// the second is listed with the load.
 #[test]
-fn a_missing_resource_fails_the_load_and_is_named() {
+fn a_missing_blocking_resource_fails_the_load_and_a_missing_image_is_listed() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("index.html"),
         "<html><head><link rel=stylesheet href=/gone.css></head><body></body></html>",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("image.html"),
+        "<html><head></head><body><img src=/gone.png></body></html>",
     )
     .unwrap();
     let served = Served::site(dir.path());
@@ -448,7 +456,15 @@ fn a_missing_resource_fails_the_load_and_is_named() {
     })
     .unwrap_err();
     let message = format!("{err:#}");
-    assert!(message.contains("/gone.css (404)"), "{message}");
+    assert!(message.contains("/gone.css (answered 404)"), "{message}");
+    let report = load_page(&served.url("/image.html"), &options, &mut |_| {
+        ControlFlow::Continue(())
+    })
+    .unwrap();
+    let failed = &report.loads[0].failed;
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert!(failed[0].url.ends_with("/gone.png"), "{failed:?}");
+    assert_eq!(failed[0].why, "answered 404");
 }
 
 #[test]

@@ -296,11 +296,13 @@ mod tests {
             Visit::Cold,
         );
         report.loads.push(PageLoad {
+            failed: Vec::new(),
             started_at: "2026-11-28T08:00:00.000Z".into(),
             load_ms: 100.0,
             resources: used
                 .iter()
                 .map(|(url, proto)| ResourceTiming {
+                    method: "GET".to_string(),
                     url: url.to_string(),
                     kind: ResourceKind::Script,
                     render_blocking: false,

@@ -316,6 +316,7 @@ pub(crate) fn page_record(
     };
     let mut report = PageReport::new("https://site.test/", proto, Loader::Builtin, Visit::Cold);
     report.loads.push(PageLoad {
+        failed: Vec::new(),
         path_rtt_ms: None,
         started_at: "2026-01-01T00:00:00Z".into(),
         load_ms,
@@ -391,6 +392,7 @@ fn waterfall(protocol: &str, load_ms: f64) -> Vec<ResourceTiming> {
         .enumerate()
         .map(
             |(index, &(path, kind, blocking, start, ttfb, end, bytes))| ResourceTiming {
+                method: "GET".to_string(),
                 url: format!("https://site.test{path}"),
                 kind,
                 render_blocking: blocking,

@@ -202,6 +202,7 @@ mod tests {
 
     fn resource(url: &str, start: f64, ttfb: f64, end: f64, blocking: bool) -> ResourceTiming {
         ResourceTiming {
+            method: "GET".to_string(),
             url: url.into(),
             kind: ResourceKind::Script,
             render_blocking: blocking,
@@ -218,6 +219,7 @@ mod tests {
 
     fn load(resources: Vec<ResourceTiming>) -> PageLoad {
         PageLoad {
+            failed: Vec::new(),
             path_rtt_ms: None,
             started_at: "2026-01-01T00:00:00Z".into(),
             load_ms: 100.0,

@@ -50,6 +50,11 @@ pub struct PageLoad {
     /// Chromium, which does not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_rtt_ms: Option<f64>,
+    /// Resources that failed without failing the load (a beacon, an image,
+    /// any resource but the document and render-blocking ones), as a
+    /// browser goes on without them; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<FailedResource>,
 }
 
 impl PageLoad {
@@ -97,6 +102,10 @@ impl PageLoad {
 pub struct ResourceTiming {
     /// Absolute URL.
     pub url: String,
+    /// The request's method: GET, unless the page sent another (a replayed
+    /// POST beacon); absent for GET.
+    #[serde(default = "get", skip_serializing_if = "is_get")]
+    pub method: String,
     /// What it is.
     pub kind: ResourceKind,
     /// It blocks rendering (a stylesheet or a synchronous script in
@@ -121,6 +130,32 @@ pub struct ResourceTiming {
     /// The stream it used on a multiplexed connection; null for h1 and
     /// when the client does not say.
     pub stream: Option<u64>,
+}
+
+fn get() -> String {
+    "GET".to_string()
+}
+
+fn is_get(method: &str) -> bool {
+    method == "GET"
+}
+
+/// A resource the load went on without: neither the document nor
+/// render-blocking, so a browser shows the page all the same.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailedResource {
+    /// The request's method.
+    pub method: String,
+    /// Absolute URL.
+    pub url: String,
+    /// What went wrong: a status other than the one recorded, or an error.
+    pub why: String,
+}
+
+impl fmt::Display for FailedResource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}: {}", self.method, self.url, self.why)
+    }
 }
 
 /// Timings only a real browser reports, in milliseconds since the start
@@ -197,9 +232,13 @@ impl fmt::Display for PageLoad {
             Some(c) => write!(f, "{c} connection(s)")?,
             None => write!(f, "? connections")?,
         }
-        match self.skipped.len() {
+        if !self.skipped.is_empty() {
+            let n = self.skipped.len();
+            write!(f, ", {n} not fetched (other hosts, or not in the replay)")?;
+        }
+        match self.failed.len() {
             0 => Ok(()),
-            n => write!(f, ", {n} not fetched (other hosts, or not in the replay)"),
+            n => write!(f, ", {n} failed without failing the load"),
         }
     }
 }
@@ -256,6 +295,7 @@ mod tests {
 
     fn resource(connection: Option<u64>, bytes: u64) -> ResourceTiming {
         ResourceTiming {
+            method: "GET".to_string(),
             url: "https://a.test/x".into(),
             kind: ResourceKind::Script,
             render_blocking: false,
@@ -272,6 +312,7 @@ mod tests {
 
     fn load(ms: f64, resources: Vec<ResourceTiming>) -> PageLoad {
         PageLoad {
+            failed: Vec::new(),
             path_rtt_ms: None,
             started_at: "2026-11-23T08:00:00.000Z".into(),
             load_ms: ms,

@@ -100,6 +100,11 @@ struct RequestLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodLabel {
+    method: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct HeaderBlockLabels {
     protocol: ConnectionKind,
     direction: Direction,
@@ -134,6 +139,8 @@ pub struct Metrics {
     response_bytes: Family<ProtocolLabel, Counter>,
     header_blocks: Family<HeaderBlockLabels, Counter>,
     header_block_bytes: Family<HeaderBlockLabels, Counter>,
+    replayed: Family<MethodLabel, Counter>,
+    replayed_request_bytes: Family<MethodLabel, Counter>,
     connections_open: Family<ProtocolLabel, Gauge>,
     connections: Family<ProtocolLabel, Counter>,
     handshakes: Family<HandshakeLabels, Counter>,
@@ -155,6 +162,8 @@ impl Metrics {
             response_bytes: Family::default(),
             header_blocks: Family::default(),
             header_block_bytes: Family::default(),
+            replayed: Family::default(),
+            replayed_request_bytes: Family::default(),
             connections_open: Family::default(),
             connections: Family::default(),
             handshakes: Family::default(),
@@ -203,6 +212,17 @@ impl Metrics {
             self.header_block_bytes.clone(),
         );
         r.register(
+            "replay_requests",
+            "Requests a replay site answered as recorded, by method",
+            self.replayed.clone(),
+        );
+        r.register_with_unit(
+            "replay_request_body",
+            "Request body bytes those requests sent (a beacon's payload), by method",
+            Unit::Bytes,
+            self.replayed_request_bytes.clone(),
+        );
+        r.register(
             "connections_open",
             "Connections open now, by protocol",
             self.connections_open.clone(),
@@ -226,6 +246,15 @@ impl Metrics {
         r.register_collector(Box::new(self.quic.clone()));
         r.register_collector(Box::new(self.zero_rtt.clone()));
         r.register_collector(Box::new(DefenceCollector(defence)));
+    }
+
+    /// Counts a request a replay site answered, with its body's bytes.
+    pub fn replayed(&self, method: &http::Method, body_bytes: u64) {
+        let label = MethodLabel {
+            method: method.to_string(),
+        };
+        self.replayed.get_or_create(&label).inc();
+        (self.replayed_request_bytes.get_or_create(&label)).inc_by(body_bytes);
     }
 
     /// The OpenMetrics text of every metric now.

@@ -123,7 +123,8 @@ pub struct Handler {
 
 impl Handler {
     /// Answers one request. `read_body(limit)` reads the body of an `/echo`
-    /// request; it is not called for other routes.
+    /// request or of a replayed one that is not a GET; it is not called
+    /// for other routes.
     pub async fn handle<F, Fut>(
         &self,
         protocol: Proto,
@@ -148,6 +149,15 @@ impl Handler {
             replay.find(method, request_host(uri, headers)?, path)
         });
         if let Some(reply) = recorded {
+            // A beacon's payload is read, as its server would read it.
+            let body_bytes = match *method == Method::GET || *method == Method::HEAD {
+                true => 0,
+                false => match read_body(self.limits.max_body_bytes).await {
+                    EchoBody::Complete(data) => data.len() as u64,
+                    EchoBody::TooLarge | EchoBody::Failed(_) => 0,
+                },
+            };
+            self.metrics.replayed(method, body_bytes);
             let mut response = replayed(&reply).await;
             self.finish_headers(protocol, &mut response);
             without_body_for_head(method, &mut response);

@@ -5,7 +5,7 @@
 //! response's body exactly as it goes on the wire (already encoded with
 //! the recorded `content-encoding`).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 use std::path::Path;
 
@@ -146,6 +146,50 @@ pub struct RecordedResponse {
     pub initiator: Option<String>,
     /// What it is, from the HAR's resource type or the content type.
     pub kind: ResourceKind,
+    /// The request's body, for a request that sent one (a POST beacon).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_body: Option<RequestBody>,
+}
+
+/// A recorded request's body: a replay sends its text where the HAR holds
+/// it, else filler of its size.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestBody {
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// Its `content-type`, where recorded.
+    pub content_type: Option<String>,
+    /// Its text, where the HAR holds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+impl RequestBody {
+    /// The bytes to send: the recorded text, or filler of the recorded size.
+    pub fn to_send(&self) -> Vec<u8> {
+        match &self.text {
+            Some(text) => text.clone().into_bytes(),
+            None => vec![b'x'; self.bytes as usize],
+        }
+    }
+}
+
+/// A request a page load made that a replay makes again, as the HAR's
+/// initiator graph has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InitiatedRequest {
+    /// Its URL.
+    pub url: String,
+    /// What it is.
+    pub kind: ResourceKind,
+    /// Its method.
+    pub method: String,
+    /// Its body, if it sent one.
+    pub body: Option<RequestBody>,
+    /// The status recorded for it: the replay answers the same.
+    pub status: u16,
+    /// Which request of this method and URL it is, from 0.
+    pub repeat: u32,
 }
 
 /// A recorded request a page load does not make: the browser's own, or
@@ -249,18 +293,40 @@ impl Replay {
     }
 
     /// The initiator graph: for each URL, the recorded requests it caused,
-    /// in order, with what they are (each URL once, however often it was
-    /// asked for; none made outside the page load).
-    pub fn initiated(&self) -> HashMap<String, Vec<(String, ResourceKind)>> {
-        let mut graph: HashMap<String, Vec<(String, ResourceKind)>> = HashMap::new();
-        let in_load = |r: &&RecordedResponse| r.repeat == 0 && r.outside_load.is_none();
+    /// in order (none made outside the page load). A GET is made once
+    /// however often it was asked for, as a browser's cache would; any
+    /// other method as often as recorded, since a beacon sent twice is two
+    /// requests.
+    pub fn initiated(&self) -> HashMap<String, Vec<InitiatedRequest>> {
+        let mut graph: HashMap<String, Vec<InitiatedRequest>> = HashMap::new();
+        let in_load = |r: &&RecordedResponse| {
+            (r.repeat == 0 || r.method != "GET") && r.outside_load.is_none()
+        };
         for response in self.responses.iter().filter(in_load) {
             if let Some(parent) = &response.initiator {
-                let children = graph.entry(parent.clone()).or_default();
-                children.push((response.url.clone(), response.kind));
+                graph
+                    .entry(parent.clone())
+                    .or_default()
+                    .push(InitiatedRequest {
+                        url: response.url.clone(),
+                        kind: response.kind,
+                        method: response.method.clone(),
+                        body: response.request_body.clone(),
+                        status: response.status,
+                        repeat: response.repeat,
+                    });
             }
         }
         graph
+    }
+
+    /// How many replayed requests use each method other than GET.
+    pub fn other_methods(&self) -> BTreeMap<String, usize> {
+        let mut counts = BTreeMap::new();
+        for response in self.responses.iter().filter(|r| r.method != "GET") {
+            *counts.entry(response.method.clone()).or_default() += 1;
+        }
+        counts
     }
 
     /// The responses of the page load: those the capture's load made.

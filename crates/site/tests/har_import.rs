@@ -423,11 +423,57 @@ fn requests_outside_the_page_load_are_replayed_but_counted_apart() {
         .initiated()
         .values()
         .flatten()
-        .all(|(url, _)| !url.ends_with("later.js")));
+        .all(|request| !request.url.ends_with("later.js")));
     let text = summary.to_string();
     assert!(text.contains("outside the page load: 3"), "{text}");
     assert!(
         text.contains("started after the load event: https://static.example.test/later.js"),
+        "{text}"
+    );
+}
+
+/// A shop page's POST beacons keep their request bodies: the text where
+/// the capture kept it, the size alone where it did not (sent as filler
+/// of that size); the repeated POST is replayed twice, and the summary
+/// counts the requests that are not GETs.
+#[test]
+fn post_beacons_keep_their_bodies_and_are_counted_by_method() {
+    let out = tempfile::tempdir().unwrap();
+    let summary = import_fixture("beacons.har", out.path());
+    let replay = &summary.replay;
+    let posts: Vec<(&str, u32, Option<&str>, u64)> = (replay.responses.iter())
+        .filter(|r| r.method == "POST")
+        .map(|r| {
+            let body = r.request_body.as_ref().unwrap();
+            (r.path.as_str(), r.repeat, body.text.as_deref(), body.bytes)
+        })
+        .collect();
+    assert_eq!(
+        posts,
+        [
+            (
+                "/j/collect?v=1&t=pageview",
+                0,
+                Some("v=1&t=pageview&tid=UA-1"),
+                23
+            ),
+            ("/g/collect?v=2", 0, None, 512),
+            ("/api/event", 0, Some("a"), 1),
+            ("/api/event", 1, Some("bb"), 2),
+        ]
+    );
+    let filler = replay.responses[4].request_body.as_ref().unwrap();
+    assert_eq!(
+        filler.content_type.as_deref(),
+        Some("text/plain;charset=UTF-8")
+    );
+    assert_eq!(filler.to_send(), vec![b'x'; 512]);
+    let beacons = &replay.initiated()["https://static.shop.test/app.js"];
+    assert_eq!(beacons.len(), 4, "the repeated POST twice: {beacons:?}");
+    assert_eq!(summary.inferred_initiators, 0, "chrome-har names them");
+    let text = summary.to_string();
+    assert!(
+        text.contains("requests other than GET: POST 4 (") && text.contains("; 1 bodies filler"),
         "{text}"
     );
 }

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use h3lab_results::page::{BrowserTimings, PageLoad, ResourceTiming};
+use h3lab_results::page::{BrowserTimings, FailedResource, PageLoad, ResourceTiming};
 use h3lab_results::{Proto, ResourceKind};
 use serde::Deserialize;
 use serde_json::Value;
@@ -142,6 +142,7 @@ struct RequestWillBeSent {
 #[serde(rename_all = "camelCase")]
 struct Request {
     url: String,
+    method: Option<String>,
     render_blocking_behavior: Option<String>,
 }
 
@@ -255,14 +256,19 @@ enum Reason {
 
 impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let url = &self.url;
-        match &self.reason {
+        write!(f, "{} {}", self.url, self.reason)
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
             Reason::Protocol { protocol, expected } => {
-                write!(f, "{url} came over {protocol}, not {expected}")
+                write!(f, "came over {protocol}, not {expected}")
             }
-            Reason::Status(status) => write!(f, "{url} answered status {status}"),
-            Reason::Failed(why) => write!(f, "{url} failed to load: {why}"),
-            Reason::NeverFinished => write!(f, "{url} never finished loading"),
+            Reason::Status(status) => write!(f, "answered status {status}"),
+            Reason::Failed(why) => write!(f, "failed to load: {why}"),
+            Reason::NeverFinished => write!(f, "never finished loading"),
         }
     }
 }
@@ -271,6 +277,7 @@ impl std::fmt::Display for Problem {
 #[derive(Debug)]
 struct Row {
     url: String,
+    method: String,
     kind: ResourceKind,
     render_blocking: bool,
     /// Seconds on the DevTools clock.
@@ -295,6 +302,7 @@ impl Row {
     fn new(sent: &RequestWillBeSent, kind: Option<ResourceKind>) -> Row {
         Row {
             url: sent.request.url.clone(),
+            method: (sent.request.method.clone()).unwrap_or_else(|| "GET".to_string()),
             kind: kind.unwrap_or(ResourceKind::Other),
             render_blocking: sent.render_blocking(),
             start: sent.timestamp,
@@ -473,7 +481,11 @@ impl<'a> Waterfall<'a> {
         let recorded = self.rules.recorded_error(&row.url);
         let answered =
             row.status.is_some_and(|status| status >= 400) || error == "net::ERR_BLOCKED_BY_ORB";
-        if recorded && answered {
+        // Answered, then dropped by the page before the body's end (a
+        // script that sends a POST and never reads the answer): the
+        // server did its part, and the page chose not to wait.
+        let dropped = row.status.is_some() && error == "net::ERR_ABORTED";
+        if (recorded && answered) || dropped {
             row.end = failed.timestamp;
             return;
         }
@@ -493,7 +505,7 @@ impl<'a> Waterfall<'a> {
             return Err("Chromium reported no request for the page's document".to_string());
         };
         self.note_unfinished();
-        let mut problems: Vec<String> = self.problems.iter().map(Problem::to_string).collect();
+        let (mut problems, failed) = self.sort_problems();
         let Some(load_event) = self.load_event else {
             problems.push("the page fired no load event".to_string());
             return Err(problems.join("; "));
@@ -524,7 +536,32 @@ impl<'a> Waterfall<'a> {
                 largest_contentful_paint_ms: page_time(performance.largest_contentful_paint),
             }),
             skipped: self.skipped,
+            failed,
         })
+    }
+
+    /// The problems the page cannot be shown with (a response over
+    /// another protocol, a failed document or render-blocking resource),
+    /// and the resources it went on without, as a browser does.
+    fn sort_problems(&mut self) -> (Vec<String>, Vec<FailedResource>) {
+        let mut fatal = Vec::new();
+        let mut failed = Vec::new();
+        for problem in std::mem::take(&mut self.problems) {
+            let row = self.rows.iter().find(|row| row.url == problem.url);
+            let without = row.filter(|row| {
+                let blocks = row.render_blocking || row.kind == ResourceKind::Document;
+                !blocks && !matches!(problem.reason, Reason::Protocol { .. })
+            });
+            match without {
+                Some(row) => failed.push(FailedResource {
+                    method: row.method.clone(),
+                    url: problem.url.clone(),
+                    why: problem.reason.to_string(),
+                }),
+                None => fatal.push(problem.to_string()),
+            }
+        }
+        (fatal, failed)
     }
 
     /// A problem for each request that neither finished nor had one.
@@ -555,23 +592,22 @@ impl<'a> Waterfall<'a> {
                 });
             index as u64 + 1
         };
-        self.rows
-            .iter()
-            .map(|row| {
-                let end = row.end.expect("every row finished: checked before");
-                ResourceTiming {
-                    url: row.url.clone(),
-                    kind: row.kind,
-                    render_blocking: row.render_blocking,
-                    status: row.status.unwrap_or(0),
-                    protocol: row.protocol.clone(),
-                    start_ms: since(row.start),
-                    ttfb_ms: row.ttfb_ms.map_or(since(end), |ms| ms - zero_ms),
-                    end_ms: since(end),
-                    bytes: row.bytes,
-                    connection: row.connection.map(&mut number),
-                    stream: None,
-                }
+        // A resource the load went on without may never have finished.
+        (self.rows.iter())
+            .filter_map(|row| Some((row, row.end?)))
+            .map(|(row, end)| ResourceTiming {
+                url: row.url.clone(),
+                method: row.method.clone(),
+                kind: row.kind,
+                render_blocking: row.render_blocking,
+                status: row.status.unwrap_or(0),
+                protocol: row.protocol.clone(),
+                start_ms: since(row.start),
+                ttfb_ms: row.ttfb_ms.map_or(since(end), |ms| ms - zero_ms),
+                end_ms: since(end),
+                bytes: row.bytes,
+                connection: row.connection.map(&mut number),
+                stream: None,
             })
             .collect()
     }
@@ -786,18 +822,25 @@ mod tests {
         );
     }
 
+    /// A browser shows the page without an image that failed, but not
+    /// without its document or a render-blocking stylesheet.
     #[test]
-    fn a_failed_request_or_bad_status_fails_the_load() {
+    fn a_failed_image_is_listed_and_a_failed_blocking_resource_fails_the_load() {
         let mut events = page_events("h3");
         events[15] = json!({"method": "Network.loadingFailed", "params": {
             "requestId": "I", "timestamp": T0 + 0.04, "type": "Image",
             "errorText": "net::ERR_QUIC_PROTOCOL_ERROR", "canceled": false
         }});
-        let err = load_from(&events, Proto::H3).unwrap_err();
+        let load = load_from(&events, Proto::H3).unwrap();
         assert_eq!(
-            err,
-            "https://a.test/i.png failed to load: net::ERR_QUIC_PROTOCOL_ERROR"
+            load.failed,
+            [FailedResource {
+                method: "GET".into(),
+                url: "https://a.test/i.png".into(),
+                why: "failed to load: net::ERR_QUIC_PROTOCOL_ERROR".into(),
+            }]
         );
+        assert_eq!(load.resources.len(), 2, "the image never finished");
         let mut events = page_events("h3");
         events[8] = received("S", "Stylesheet", 0.011, "h3", 7, 404);
         let err = load_from(&events, Proto::H3).unwrap_err();
@@ -805,11 +848,11 @@ mod tests {
     }
 
     #[test]
-    fn an_unfinished_request_or_missing_load_event_fails_the_load() {
+    fn an_unfinished_request_is_listed_and_a_missing_load_event_fails_the_load() {
         let mut events = page_events("h3");
         events.pop();
-        let err = load_from(&events, Proto::H3).unwrap_err();
-        assert_eq!(err, "https://a.test/i.png never finished loading");
+        let load = load_from(&events, Proto::H3).unwrap();
+        assert_eq!(load.failed[0].why, "never finished loading");
         let mut events = page_events("h3");
         events.remove(14);
         let err = load_from(&events, Proto::H3).unwrap_err();
@@ -818,16 +861,31 @@ mod tests {
         assert_eq!(err, "Chromium reported no request for the page's document");
     }
 
+    /// A script that POSTs and never reads the answer: Chromium reports
+    /// the request aborted after its response came. The server answered,
+    /// so the load has it, not a failure.
     #[test]
-    fn an_unfinished_request_is_named_even_when_a_url_under_it_failed() {
+    fn a_request_answered_then_dropped_by_the_page_is_complete() {
+        let mut events = page_events("h3");
+        events[15] = json!({"method": "Network.loadingFailed", "params": {
+            "requestId": "I", "timestamp": T0 + 0.04, "errorText": "net::ERR_ABORTED"
+        }});
+        let load = load_from(&events, Proto::H3).unwrap();
+        assert!(load.failed.is_empty(), "{:?}", load.failed);
+        assert_eq!(load.resources.len(), 3);
+        // Aborted before any answer, it failed.
+        events.remove(9);
+        let load = load_from(&events, Proto::H3).unwrap();
+        assert_eq!(load.failed[0].why, "failed to load: net::ERR_ABORTED");
+    }
+
+    #[test]
+    fn an_unfinished_document_is_named_even_when_a_url_under_it_failed() {
         let mut events = page_events("h3");
         events[9] = received("I", "Image", 0.012, "h3", 42, 404);
         events.remove(4);
         let err = load_from(&events, Proto::H3).unwrap_err();
-        assert_eq!(
-            err,
-            "https://a.test/i.png answered status 404; https://a.test/ never finished loading"
-        );
+        assert_eq!(err, "https://a.test/ never finished loading");
     }
 
     #[test]
@@ -885,17 +943,17 @@ mod tests {
             reachable_hosts: vec!["badge.test".into()],
             recorded_errors: Vec::new(),
         };
-        let err = page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &rules)
-            .unwrap_err();
-        assert!(
-            err.contains("b.svg failed to load: net::ERR_BLOCKED_BY_ORB"),
-            "{err}"
+        let load =
+            page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &rules).unwrap();
+        assert_eq!(
+            load.failed[0].to_string(),
+            "GET https://badge.test/b.svg: failed to load: net::ERR_BLOCKED_BY_ORB"
         );
         rules.recorded_errors = vec!["https://badge.test/b.svg".into()];
         let load =
             page_load_from_events(&events, Proto::H3, &PagePerformance::default(), &rules).unwrap();
         assert_eq!(load.resources.len(), 4);
-        assert!(load.skipped.is_empty());
+        assert!(load.skipped.is_empty() && load.failed.is_empty());
         assert_eq!(
             load.resources[3].status, 0,
             "blocked before DevTools saw it"

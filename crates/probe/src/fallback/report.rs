@@ -242,10 +242,12 @@ mod tests {
 
     fn load(load_ms: f64, protocol: &str) -> Result<PageLoad, String> {
         Ok(PageLoad {
+            failed: Vec::new(),
             path_rtt_ms: None,
             started_at: String::new(),
             load_ms,
             resources: vec![ResourceTiming {
+                method: "GET".to_string(),
                 url: "https://198.18.0.2/".into(),
                 kind: ResourceKind::Document,
                 render_blocking: true,

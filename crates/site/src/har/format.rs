@@ -78,6 +78,8 @@ pub struct Entry {
     /// When the request started (RFC 3339, with `Z` or an offset).
     #[serde(rename = "startedDateTime")]
     pub started: Option<String>,
+    /// From the request's start to the response's end, in ms.
+    pub time: Option<f64>,
     pub request: Option<Request>,
     pub response: Option<Response>,
     pub timings: Option<Timings>,
@@ -99,6 +101,45 @@ pub struct Entry {
 pub struct Request {
     pub method: Option<String>,
     pub url: Option<String>,
+    #[serde(default)]
+    pub headers: Vec<Header>,
+    /// The body sent, where the tool kept it.
+    #[serde(rename = "postData")]
+    pub post_data: Option<PostData>,
+    /// The body's size in bytes; -1 or absent when unknown.
+    #[serde(rename = "bodySize")]
+    pub body_size: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PostData {
+    #[serde(rename = "mimeType")]
+    pub mime_type: Option<String>,
+    pub text: Option<String>,
+}
+
+impl Request {
+    /// The request's body as recorded: its size, its content type and its
+    /// text where the HAR holds it. None for a request without a body.
+    pub fn recorded_body(&self) -> Option<crate::replay::RequestBody> {
+        let text = (self.post_data.as_ref()).and_then(|data| data.text.clone());
+        let bytes = match &text {
+            Some(text) => text.len() as u64,
+            None => known(self.body_size).filter(|&size| size > 0.0)? as u64,
+        };
+        let declared = (self.headers.iter())
+            .find(|h| h.name.eq_ignore_ascii_case("content-type"))
+            .map(|h| h.value.clone());
+        let content_type = (self.post_data.as_ref())
+            .and_then(|data| data.mime_type.clone())
+            .filter(|mime| !mime.is_empty())
+            .or(declared);
+        (bytes > 0 || text.is_some()).then_some(crate::replay::RequestBody {
+            bytes,
+            content_type,
+            text,
+        })
+    }
 }
 
 #[derive(Debug, Deserialize)]

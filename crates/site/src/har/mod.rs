@@ -65,6 +65,9 @@ pub struct ImportSummary {
     pub dropped_headers: Vec<String>,
     /// Responses whose encoding h3lab cannot produce, sent decoded.
     pub decoded: Vec<String>,
+    /// Requests other than GET whose initiator the HAR did not name, each
+    /// given the last script to arrive before it started.
+    pub inferred_initiators: usize,
 }
 
 /// Reads the HAR at `har`, writes the replay site to `out`.
@@ -219,6 +222,8 @@ struct Pending {
     body: Vec<u8>,
     connect_ms: Option<f64>,
     wait_ms: Option<f64>,
+    /// When the request started and its response ended, where recorded.
+    span: Option<(SystemTime, SystemTime)>,
 }
 
 struct Builder {
@@ -394,11 +399,20 @@ impl Builder {
                     None => url,
                 }),
                 kind: resource_kind(entry, response),
+                request_body: request.recorded_body(),
             },
             body,
             protocol: (response.http_version.as_deref()).and_then(format::protocol_name),
             connect_ms,
             wait_ms: timings.and_then(|t| known(t.wait)),
+            span: entry
+                .started
+                .as_deref()
+                .and_then(format::instant)
+                .and_then(|start| {
+                    let took = std::time::Duration::from_secs_f64(known(entry.time)? / 1e3);
+                    Some((start, start + took))
+                }),
         });
         Ok(())
     }
@@ -512,6 +526,7 @@ impl Builder {
         let page = self.pending[start].response.url.clone();
         recorded.protocol = self.pending[document].protocol.clone();
         self.set_think_times();
+        let inferred_initiators = self.infer_script_initiators(document);
         prepare(out)?;
         let bodies = out.join(BODIES);
         std::fs::create_dir_all(&bodies)
@@ -546,7 +561,35 @@ impl Builder {
             page_note,
             dropped_headers: self.dropped_headers,
             decoded: self.decoded,
+            inferred_initiators,
         })
+    }
+
+    /// A request other than GET comes only from a script, and a replay
+    /// sends it after the response that caused it. Where the HAR names no
+    /// initiator (Playwright's names none), it is the last script to have
+    /// arrived before the request started, else the page's document.
+    /// Returns how many it named.
+    fn infer_script_initiators(&mut self, document: usize) -> usize {
+        let scripts: Vec<(SystemTime, String)> = (self.pending.iter())
+            .filter(|p| p.response.kind == ResourceKind::Script)
+            .filter_map(|p| Some((p.span?.1, p.response.url.clone())))
+            .collect();
+        let page = self.pending[document].response.url.clone();
+        let mut named = 0;
+        for pending in &mut self.pending {
+            let response = &mut pending.response;
+            if response.method == "GET" || response.initiator.is_some() {
+                continue;
+            }
+            let started = pending.span.map(|(start, _)| start);
+            let script = (scripts.iter())
+                .filter(|(arrived, _)| started.is_some_and(|start| *arrived <= start))
+                .max_by_key(|(arrived, _)| *arrived);
+            response.initiator = Some(script.map_or(page.clone(), |(_, url)| url.clone()));
+            named += 1;
+        }
+        named
     }
 
     /// The response a load starts at (the URL the capture loaded, or else
@@ -889,6 +932,28 @@ impl fmt::Display for ImportSummary {
             )?;
             for (why, r) in outside {
                 writeln!(f, "  entry {}: {why}: {}", r.entry, r.url)?;
+            }
+        }
+        let methods = replay.other_methods();
+        if !methods.is_empty() {
+            let counts: Vec<String> = (methods.iter())
+                .map(|(method, count)| format!("{method} {count}"))
+                .collect();
+            let bodies = (replay.responses.iter())
+                .filter_map(|r| r.request_body.as_ref())
+                .filter(|body| body.text.is_none())
+                .count();
+            writeln!(
+                f,
+                "requests other than GET: {} (sent with their recorded method and body; {bodies} bodies filler of the recorded size, the HAR holding no text)",
+                counts.join(", ")
+            )?;
+            if self.inferred_initiators > 0 {
+                writeln!(
+                    f,
+                    "  {} of them without an initiator in the HAR: each is sent after the last script to arrive before it started",
+                    self.inferred_initiators
+                )?;
             }
         }
         let repeats = replay.responses.iter().filter(|r| r.repeat > 0).count();
