@@ -367,7 +367,7 @@ fn a_page_with_post_beacons_replays_whole_with_both_loaders() {
     let Some(chromium) = h3lab_testenv::chromium() else {
         return;
     };
-    for proto in [Proto::H2, Proto::H3] {
+    for proto in [Proto::H1, Proto::H2, Proto::H3] {
         let options = replayed.chromium(&chromium, proto);
         let page = &replayed.replay.page;
         let report =
