@@ -175,6 +175,7 @@ fn profile_block(
         }
         out.push_str(&baseline_lines(cells));
         out.push_str(&bottleneck_lines(cells));
+        out.push_str(&resources_gone_without_line(cells));
         out.push_str(&server_cpu_line(cells));
         out.push_str(&client_cpu_line(cells));
         out.push_str(&wire_line(cells));
@@ -475,6 +476,27 @@ fn connections_line(cells: &[&CellSummary]) -> String {
     labelled_line("connections per page load (median)", &figures)
 }
 
+/// Under page cells whose loads went on without resources that failed
+/// (a beacon, an image): how many each protocol lost, over all its loads,
+/// since its times are of a page without them.
+fn resources_gone_without_line(cells: &[&CellSummary]) -> String {
+    let page = |s: &&&CellSummary| s.kind == Some(WorkloadKind::Page);
+    let lost: Vec<String> = (cells.iter().filter(page))
+        .map(|s| format!("{} {}", s.key.protocol, s.request_errors))
+        .collect();
+    if cells.iter().filter(page).all(|s| s.request_errors == 0) {
+        return String::new();
+    }
+    wrapped(
+        COLUMN_GAP as u16,
+        &format!(
+            "! resources the loads went on without (failed, neither the document nor \
+             render-blocking; listed in results.json): {}",
+            lost.join(", ")
+        ),
+    )
+}
+
 /// One line per marked cell, e.g. `! h3: server at 0.97 cores (repetition
 /// 1): the figure may be the CPU's, not the protocol's`.
 fn bottleneck_lines(cells: &[&CellSummary]) -> String {
@@ -701,6 +723,25 @@ mod tests {
         let page = crate::html::render_html(&results);
         assert!(page.contains("CPU-bound?"), "{page}");
         assert!(page.contains("server at 0.98 cores"), "{page}");
+    }
+
+    /// A page the loads showed without some resources is marked with how
+    /// many each protocol went without; none lost, no line.
+    #[test]
+    fn page_cells_that_went_on_without_resources_say_how_many() {
+        let mut results = fixture::with_pages();
+        let marked = "! resources the loads went on without";
+        assert!(!terminal_table(&results).contains(marked));
+        for cell in results.cells.iter_mut() {
+            if cell.workload == "page-small" && cell.profile == "broadband" {
+                cell.errors = if cell.protocol == Proto::H3 { 4 } else { 0 };
+            }
+        }
+        let text = terminal_table(&results);
+        assert_eq!(text.matches(marked).count(), 1, "{text}");
+        let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(words.contains("listed in results.json): h"), "{text}");
+        assert!(words.contains(", h3 4"), "{text}");
     }
 
     #[test]
