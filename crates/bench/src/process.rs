@@ -4,8 +4,8 @@
 use std::ffi::OsStr;
 use std::process::{Command, Stdio};
 
+use h3lab_supervise::{Group, Supervised};
 use linkem::run::{Placement, Side};
-use linkem::supervise::{Group, Supervised};
 
 /// A command for `program` at `side` of `placement`.
 pub(crate) fn command(

@@ -6,8 +6,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use h3lab_results::Proto;
+use h3lab_supervise::Supervised;
 use linkem::run::Placement;
-use linkem::supervise::Supervised;
 
 use h3lab_site::replay::Replay;
 

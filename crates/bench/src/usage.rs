@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use h3lab_results::bench::CpuUse;
-use linkem::supervise::Supervised;
+use h3lab_supervise::Supervised;
 use linkem::EmulatedPath;
 
 /// CPU counters at one moment.

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use common::{fails_promptly, namespaces_left, results, FakePath, EXE};
 use h3lab_results::bench::{Outcome, Results};
 use h3lab_results::Proto;
-use linkem::supervise::{Group, Supervised};
+use h3lab_supervise::{Group, Supervised};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 
 /// Caddy's site: h1, h2 and h3.

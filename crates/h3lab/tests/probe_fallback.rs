@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{assert_refused, interrupt, namespaces_left, run_probe, EXE};
-use linkem::supervise::{Group, Supervised};
+use h3lab_supervise::{Group, Supervised};
 use serde_json::Value;
 
 /// Two policies × 2 repetitions × 7 page loads (two of them unmeasured

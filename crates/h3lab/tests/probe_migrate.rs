@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{assert_refused, interrupt, run_probe, EXE};
-use linkem::supervise::{Group, Supervised};
+use h3lab_supervise::{Group, Supervised};
 use serde_json::Value;
 
 /// Two protocols, 3 s of requests each, plus path and server start-up.

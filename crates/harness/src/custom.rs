@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use h3lab_results::Proto;
+use h3lab_supervise::{Group, Supervised};
 use linkem::run::Placement;
-use linkem::supervise::{Group, Supervised};
 
 use crate::End;
 

@@ -14,8 +14,8 @@ use h3lab_results::server_output::BannerLine;
 use h3lab_server::cli::ServeArgs;
 
 use crate::End;
+use h3lab_supervise::{Group, Supervised};
 use linkem::run::Placement;
-use linkem::supervise::{Group, Supervised};
 
 /// How long the server may take to print its `listening:` line.
 const START_TIMEOUT: Duration = Duration::from_secs(15);

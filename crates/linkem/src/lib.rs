@@ -13,8 +13,8 @@
 //! statistics. The client cannot reach the origin: only the edge, a proxy
 //! at layer 7, carries requests from one leg to the other.
 //!
-//! It also holds h3lab's one process supervisor (`supervise`), which starts
-//! programs at either end of a path (`run`), stops them and reaps them.
+//! It starts programs at either end of a path (`run`) through h3lab's
+//! process supervisor (`h3lab-supervise`).
 //!
 //! It is not a traffic generator, a measurement tool or a general-purpose
 //! network simulator: it only carries packets between the namespaces.
@@ -31,7 +31,6 @@ pub mod model;
 mod profiles;
 pub mod run;
 mod shell;
-pub mod supervise;
 
 pub use config::LinkSettings;
 pub use model::RateSpec;

@@ -14,8 +14,8 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::cpus::{self, CpuSplit};
 use crate::env;
-use crate::supervise::{Exit, Group, Supervised};
 use crate::EmulatedPath;
+use h3lab_supervise::{Exit, Group, Supervised};
 
 /// How long a stopped process gets between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_secs(2);

@@ -12,7 +12,7 @@ use h3lab_client::{Target, TlsOptions};
 use h3lab_load::{CancellationToken, LoadConfig};
 use h3lab_results::load::LoadReport;
 use h3lab_results::Proto;
-use linkem::supervise::{Group, Supervised};
+use h3lab_supervise::{Group, Supervised};
 
 const BODY_BYTES: usize = 1000;
 const REQUESTS: u64 = 2000;

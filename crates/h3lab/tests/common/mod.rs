@@ -14,7 +14,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use h3lab_results::bench::Results;
-use linkem::supervise::{Group, Supervised};
+use h3lab_supervise::{Group, Supervised};
 
 pub const EXE: &str = env!("CARGO_BIN_EXE_h3lab");
 

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use h3lab_results::Proto;
-use linkem::supervise::{Group, Supervised};
+use h3lab_supervise::{Group, Supervised};
 use serde_json::{json, Value};
 
 use super::devtools::DevTools;

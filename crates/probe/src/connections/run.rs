@@ -15,9 +15,9 @@ use h3lab_harness::custom::{self, Custom};
 use h3lab_harness::{scrape, start_builtin};
 use h3lab_results::Proto;
 use h3lab_server::cli::ServeArgs;
+use h3lab_supervise::{page_bytes, Supervised};
 use http::{HeaderMap, Method};
 use linkem::run::{Interrupted, Placement};
-use linkem::supervise::{page_bytes, Supervised};
 use linkem::{EmulatedPath, LinkSettings};
 use tokio::sync::mpsc as async_mpsc;
 

@@ -2,6 +2,12 @@
 //! clients, the program `h3lab net run` runs) is waited for with a
 //! deadline, asked to stop and then killed, always reaped with `wait4` so
 //! the CPU time it used is known, and killed when its handle is dropped.
+//!
+//! It is not a job scheduler or a sandbox: it starts what it is given, where
+//! its caller put it (an emulated path's namespace is the caller's doing),
+//! and knows nothing of h3lab's protocols.
+
+#![warn(missing_docs)]
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
