@@ -19,7 +19,9 @@ use h3lab_client::{
 use h3lab_results::page::{FailedResource, PageLoad, PageReport, ResourceTiming};
 use h3lab_results::{Loader, Proto, ResourceKind, Visit};
 use h3lab_site::replay::InitiatedRequest;
-use http::header::{HeaderMap, HeaderValue, ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE, LOCATION};
+use http::header::{
+    HeaderMap, HeaderValue, ACCEPT, ACCEPT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, LOCATION,
+};
 use http::Method;
 use tokio::sync::{mpsc, OnceCell};
 use url::Url;
@@ -732,11 +734,15 @@ impl ResourceRequest {
             "priority",
             HeaderValue::from_str(&priority).expect("a priority is a valid header value"),
         );
-        let content_type = (self.discovery.replayed.as_ref())
-            .and_then(|r| r.body.as_ref()?.content_type.as_deref())
-            .and_then(|value| HeaderValue::from_str(value).ok());
-        if let Some(content_type) = content_type {
-            headers.insert(CONTENT_TYPE, content_type);
+        // A replayed body goes with the headers a browser sends with it,
+        // over every protocol (h3 adds no length of its own).
+        if let Some(body) = (self.discovery.replayed.as_ref()).and_then(|r| r.body.as_ref()) {
+            headers.insert(CONTENT_LENGTH, HeaderValue::from(body.size()));
+            let content_type =
+                (body.content_type.as_deref()).and_then(|value| HeaderValue::from_str(value).ok());
+            if let Some(content_type) = content_type {
+                headers.insert(CONTENT_TYPE, content_type);
+            }
         }
         if self.browser_numbers.is_some() {
             let (mode, dest) = fetch_metadata(self.discovery.kind);

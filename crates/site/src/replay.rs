@@ -165,6 +165,13 @@ pub struct RequestBody {
 }
 
 impl RequestBody {
+    /// The size of what [`RequestBody::to_send`] gives.
+    pub fn size(&self) -> u64 {
+        self.text
+            .as_ref()
+            .map_or(self.bytes, |text| text.len() as u64)
+    }
+
     /// The bytes to send: the recorded text, or filler of the recorded size.
     pub fn to_send(&self) -> Vec<u8> {
         match &self.text {
