@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use h3lab_results::bench::{BlockTally, Results};
 use h3lab_results::offer::H3Features;
+use h3lab_results::WorkloadKind;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use crate::captures::{compare_captures, CaptureComparison};
@@ -409,6 +410,11 @@ fn summary_table(
                                 @let named: Vec<String> = summary.bottlenecks.iter().map(|b| b.describe()).collect();
                                 " " span.tag.bottleneck title=(named.join("; ")) { "CPU-bound?" }
                                 br; span.unit.bad { (named.join("; ")) }
+                            }
+                            @if summary.kind == Some(WorkloadKind::Page) && summary.request_errors > 0 {
+                                br; span.unit.bad title="failed resources that were neither the document nor render-blocking; listed per load in results.json" {
+                                    (summary.request_errors) " resources failed; the loads went on without them"
+                                }
                             }
                         }
                         td.num { (stats.map_or(0, |s| s.n)) }

@@ -742,6 +742,11 @@ mod tests {
         let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(words.contains("listed in results.json): h"), "{text}");
         assert!(words.contains(", h3 4"), "{text}");
+        let page = crate::html::render_html(&results);
+        assert!(
+            page.contains("4 resources failed; the loads went on without them"),
+            "{page}"
+        );
     }
 
     #[test]

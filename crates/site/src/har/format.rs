@@ -162,6 +162,15 @@ pub struct Response {
     pub error: Option<String>,
 }
 
+impl Response {
+    /// A header's value, the last of its name (in any case), if it has one.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        (self.headers.iter().rev())
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| h.value.as_str())
+    }
+}
+
 #[derive(Debug, Deserialize)]
 pub struct Header {
     pub name: String,

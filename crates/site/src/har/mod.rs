@@ -2,12 +2,13 @@
 //! [replay site](crate::replay) that `h3lab serve --site` answers for
 //! every origin the page used.
 
+mod classify;
 mod encode;
 mod format;
+mod summary;
 mod upgrade;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt;
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -19,11 +20,13 @@ use rand_chacha::ChaCha8Rng;
 use url::Url;
 
 use crate::replay::{
-    Origin, OutsideLoad, RecordedLoad, RecordedResponse, Replay, Skipped, Think, UpgradedCleartext,
-    BODIES, MANIFEST, SCHEMA,
+    Origin, RecordedLoad, RecordedResponse, Replay, Skipped, Think, UpgradedCleartext, BODIES,
+    MANIFEST, SCHEMA,
 };
+use classify::{outside_load, resource_kind, unsupported};
 use encode::Encoding;
 use format::{known, Entry, HarFile};
+pub use summary::{off_size, ImportSummary};
 use upgrade::Upgrade;
 
 /// Where a recorded redirect points, resolved against its URL.
@@ -52,22 +55,6 @@ pub struct ImportOptions {
     /// Replay a capture's cleartext `http://` entries over https, their
     /// URLs upgraded (by default they are skipped).
     pub upgrade_cleartext: bool,
-}
-
-/// What an import wrote.
-#[derive(Debug)]
-pub struct ImportSummary {
-    /// The manifest written.
-    pub replay: Replay,
-    /// The page imported, when the HAR has several.
-    pub page_note: Option<String>,
-    /// Headers that could not be sent as recorded, by entry.
-    pub dropped_headers: Vec<String>,
-    /// Responses whose encoding h3lab cannot produce, sent decoded.
-    pub decoded: Vec<String>,
-    /// Requests other than GET whose initiator the HAR did not name, each
-    /// given the last script to arrive before it started.
-    pub inferred_initiators: usize,
 }
 
 /// Reads the HAR at `har`, writes the replay site to `out`.
@@ -434,13 +421,15 @@ impl Builder {
                 .unwrap_or(0);
             return Ok((filler(index, size), true, None));
         };
-        let text = header(response, "content-type").is_some_and(upgrade::is_text);
+        let text = response
+            .header("content-type")
+            .is_some_and(upgrade::is_text);
         if let Some(upgrade) = self.upgrade.as_mut().filter(|_| text) {
             let (upgraded, rewritten) = upgrade.text(&decoded);
             upgrade.rewritten += rewritten;
             decoded = upgraded;
         }
-        let header = header(response, "content-encoding");
+        let header = response.header("content-encoding");
         let Some(value) = header.filter(|v| !v.trim().eq_ignore_ascii_case("identity")) else {
             return Ok((decoded, false, None));
         };
@@ -504,7 +493,7 @@ impl Builder {
             kept.push((name, value));
         }
         if encoding.is_some() {
-            let value = header(response, "content-encoding").unwrap_or_default();
+            let value = response.header("content-encoding").unwrap_or_default();
             kept.push(("content-encoding".into(), value.trim().to_string()));
         }
         kept
@@ -671,7 +660,7 @@ impl Builder {
     /// Whether a response redirects to `url` itself: a cleartext URL's
     /// redirect to https, once both are upgraded.
     fn redirects_to_itself(&self, response: &format::Response, url: &Url, status: u16) -> bool {
-        let location = header(response, "location").and_then(|l| url.join(l).ok());
+        let location = response.header("location").and_then(|l| url.join(l).ok());
         let upgraded = |mut location: Url| {
             if let Some(upgrade) = &self.upgrade {
                 upgrade.url(&mut location);
@@ -732,81 +721,6 @@ impl Builder {
     }
 }
 
-/// What a response is: Chrome's resource type where the HAR has it, else
-/// its content type.
-fn resource_kind(entry: &Entry, response: &format::Response) -> ResourceKind {
-    let by_type = match entry.resource_type.as_deref().unwrap_or("") {
-        "document" => Some(ResourceKind::Document),
-        "stylesheet" => Some(ResourceKind::Stylesheet),
-        "script" => Some(ResourceKind::Script),
-        "font" => Some(ResourceKind::Font),
-        "image" => Some(ResourceKind::Image),
-        "" => None,
-        _ => Some(ResourceKind::Other),
-    };
-    let content_type = header(response, "content-type")
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    by_type.unwrap_or(match content_type.as_str() {
-        t if t.starts_with("text/html") => ResourceKind::Document,
-        t if t.starts_with("text/css") => ResourceKind::Stylesheet,
-        t if t.contains("javascript") || t.contains("ecmascript") => ResourceKind::Script,
-        t if t.starts_with("font/") || t.contains("font-") => ResourceKind::Font,
-        t if t.starts_with("image/") => ResourceKind::Image,
-        _ => ResourceKind::Other,
-    })
-}
-
-/// Why the captured page load did not need an entry, if it did not: the
-/// browser's own requests (its tab's icon, a prefetch, a manifest) and
-/// requests that started after the load event.
-fn outside_load(entry: &Entry, url: &Url, load_end: Option<SystemTime>) -> Option<OutsideLoad> {
-    let name = (url.path_segments())
-        .and_then(|mut segments| segments.next_back())
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    let kind = entry.resource_type.as_deref().unwrap_or_default();
-    let started = entry.started.as_deref().and_then(format::instant);
-    if name.starts_with("favicon") || name.starts_with("apple-touch-icon") || name.ends_with(".ico")
-    {
-        Some(OutsideLoad::Favicon)
-    } else if kind.eq_ignore_ascii_case("prefetch") {
-        Some(OutsideLoad::Prefetch)
-    } else if kind.eq_ignore_ascii_case("manifest") {
-        Some(OutsideLoad::Manifest)
-    } else if started
-        .zip(load_end)
-        .is_some_and(|(started, end)| started > end)
-    {
-        Some(OutsideLoad::AfterLoad)
-    } else {
-        None
-    }
-}
-
-/// Why an entry cannot be replayed, if it cannot.
-fn unsupported(entry: &Entry, url: &Url, status: u16) -> Option<String> {
-    let response = entry.response.as_ref()?;
-    let websocket = entry.resource_type.as_deref() == Some("websocket") || status == 101;
-    match url.scheme() {
-        "https" if websocket => Some("a WebSocket (not replayed)".into()),
-        "https" => match (&response.error, status) {
-            (Some(error), _) if !error.is_empty() => {
-                Some(format!("failed when recorded ({error})"))
-            }
-            (_, 0) => Some("failed when recorded (no status)".into()),
-            _ => None,
-        },
-        "http" => Some(
-            "cleartext http:// (the replay serves https only; --upgrade-cleartext replays it over https)"
-                .into(),
-        ),
-        "ws" | "wss" => Some("a WebSocket (not replayed)".into()),
-        "data" | "blob" => Some(format!("a {}: URL (never on the network)", url.scheme())),
-        other => Some(format!("a {other}: URL")),
-    }
-}
-
 /// The body the HAR holds (embedded, or in Playwright's file beside it).
 fn recorded_body(
     index: usize,
@@ -847,15 +761,6 @@ fn filler(index: usize, size: u64) -> Vec<u8> {
     bytes
 }
 
-fn header<'a>(response: &'a format::Response, name: &str) -> Option<&'a str> {
-    response
-        .headers
-        .iter()
-        .rev()
-        .find(|h| h.name.eq_ignore_ascii_case(name))
-        .map(|h| h.value.as_str())
-}
-
 /// RFC 9110: a name is a token; a value has no control characters but tab.
 fn valid_header(name: &str, value: &str) -> bool {
     let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
@@ -884,135 +789,6 @@ fn prepare(out: &Path) -> Result<()> {
         );
     }
     crate::remove_entries(out, &[MANIFEST, BODIES])
-}
-
-impl fmt::Display for ImportSummary {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let replay = &self.replay;
-        writeln!(f, "page: {}", replay.page)?;
-        writeln!(f, "from: {}", replay.source)?;
-        let recorded = &replay.recorded;
-        let ms = |v: Option<f64>| v.map_or("unknown".to_string(), |v| format!("{v:.0} ms"));
-        writeln!(
-            f,
-            "recorded: load event {}, DOMContentLoaded {}, document over {}",
-            ms(recorded.on_load_ms),
-            ms(recorded.on_content_load_ms),
-            recorded.protocol.as_deref().unwrap_or("unknown")
-        )?;
-        if let Some(note) = &self.page_note {
-            writeln!(f, "note: {note}")?;
-        }
-        if let Some(upgraded) = &replay.upgraded {
-            writeln!(
-                f,
-                "upgraded: {} entries captured over http:// are replayed over https ({}); {} http:// URLs in bodies and headers rewritten, {} redirects to https dropped",
-                upgraded.entries,
-                upgraded.hosts.join(", "),
-                upgraded.urls_rewritten,
-                upgraded.redirects_dropped
-            )?;
-        }
-        let bytes: u64 = replay.responses.iter().map(|r| r.body_bytes).sum();
-        let synthesized = replay.responses.iter().filter(|r| r.synthesized).count();
-        writeln!(
-            f,
-            "responses: {} ({} bytes of bodies on the wire; {synthesized} filler of the recorded size, the HAR holding no body)",
-            replay.responses.len(),
-            bytes
-        )?;
-        let outside: Vec<_> = (replay.responses.iter())
-            .filter_map(|r| Some((r.outside_load?, r)))
-            .collect();
-        if !outside.is_empty() {
-            writeln!(
-                f,
-                "outside the page load: {} (replayed, but no resource of the load; a load does not wait for them)",
-                outside.len()
-            )?;
-            for (why, r) in outside {
-                writeln!(f, "  entry {}: {why}: {}", r.entry, r.url)?;
-            }
-        }
-        let methods = replay.other_methods();
-        if !methods.is_empty() {
-            let counts: Vec<String> = (methods.iter())
-                .map(|(method, count)| format!("{method} {count}"))
-                .collect();
-            let bodies = (replay.responses.iter())
-                .filter_map(|r| r.request_body.as_ref())
-                .filter(|body| body.text.is_none())
-                .count();
-            writeln!(
-                f,
-                "requests other than GET: {} (sent with their recorded method and body; {bodies} bodies filler of the recorded size, the HAR holding no text)",
-                counts.join(", ")
-            )?;
-            if self.inferred_initiators > 0 {
-                writeln!(
-                    f,
-                    "  {} of them without an initiator in the HAR: each is sent after the last script to arrive before it started",
-                    self.inferred_initiators
-                )?;
-            }
-        }
-        let repeats = replay.responses.iter().filter(|r| r.repeat > 0).count();
-        if repeats > 0 {
-            let urls = (replay.responses.iter()).filter(|r| r.repeat == 1).count();
-            writeln!(
-                f,
-                "repeated requests: {urls} URLs asked for more than once, {repeats} later responses, replayed in recorded order (a request beyond them gets the last)"
-            )?;
-        }
-        writeln!(f, "origins: {}", replay.origins.len())?;
-        for origin in &replay.origins {
-            let count = replay
-                .responses
-                .iter()
-                .filter(|r| r.host == origin.host)
-                .count();
-            writeln!(f, "  {} ({count} responses)", origin.origin)?;
-        }
-        let off: Vec<_> = replay.responses.iter().filter(|r| off_size(r)).collect();
-        if !off.is_empty() {
-            writeln!(
-                f,
-                "bodies more than 5 % off their recorded size: {}",
-                off.len()
-            )?;
-            for r in off {
-                let recorded = r.recorded_body_bytes.unwrap_or_default();
-                writeln!(
-                    f,
-                    "  entry {}: {} B, recorded {recorded} B: {}",
-                    r.entry, r.body_bytes, r.url
-                )?;
-            }
-        }
-        for line in &self.decoded {
-            writeln!(f, "sent decoded (an encoding h3lab cannot produce): {line}")?;
-        }
-        for line in &self.dropped_headers {
-            writeln!(f, "header dropped (not valid HTTP): {line}")?;
-        }
-        writeln!(f, "skipped: {}", replay.skipped.len())?;
-        for skipped in &replay.skipped {
-            writeln!(
-                f,
-                "  entry {}: {}: {}",
-                skipped.entry, skipped.reason, skipped.url
-            )?;
-        }
-        Ok(())
-    }
-}
-
-/// Whether a replayed body's size is more than 5 % from the recorded one.
-pub fn off_size(response: &RecordedResponse) -> bool {
-    response.recorded_body_bytes.is_some_and(|recorded| {
-        let actual = response.body_bytes as f64;
-        (actual - recorded as f64).abs() > 0.05 * recorded as f64
-    })
 }
 
 #[cfg(test)]
