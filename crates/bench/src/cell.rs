@@ -596,16 +596,13 @@ fn fill_from_page(mut report: PageReport, record: &mut CellRecord) -> anyhow::Re
         .median_load()
         .context("the page run reported no load")?;
     record.metric.samples = report.loads.iter().map(|load| load.load_ms).collect();
-    let load = report.loads.swap_remove(median);
-    record.requests = load.resources.len() as u64;
     // Resources the loads went on without (a beacon, an image), over
     // every load: a page that lost them is not the page measured.
-    record.errors = report
-        .loads
-        .iter()
-        .map(|l| l.failed.len() as u64)
-        .sum::<u64>()
-        + load.failed.len() as u64;
+    record.errors = (report.loads.iter())
+        .map(|load| load.failed.len() as u64)
+        .sum();
+    let load = report.loads.swap_remove(median);
+    record.requests = load.resources.len() as u64;
     record.bytes = load.bytes();
     record.latency_histogram = None;
     record.ttfb_histogram = None;

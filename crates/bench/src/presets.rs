@@ -91,25 +91,24 @@ impl PresetSummary {
     /// The description's opening clause (up to its first colon or full
     /// stop): what the preset is, in a few words.
     pub fn headline(&self) -> &str {
-        let end = [": ", ". "]
-            .iter()
-            .filter_map(|stop| self.description.find(stop))
-            .min()
-            .unwrap_or(self.description.len());
-        self.description[..end].trim_end_matches('.')
+        before_first(&self.description, &[": ", ". "])
     }
 
     /// What it needs beyond root, from its description's
     /// "Needs ..." sentence, up to the first pause.
     pub fn needs(&self) -> Option<&str> {
         let start = self.description.find("Needs ")? + "Needs ".len();
-        let rest = &self.description[start..];
-        let pause = [": ", "; ", " (", ". "]
-            .iter()
-            .filter_map(|at| rest.find(at));
-        let end = pause.min().unwrap_or(rest.len());
-        Some(rest[..end].trim().trim_end_matches('.'))
+        Some(before_first(&self.description[start..], &[": ", "; ", " (", ". "]).trim())
     }
+}
+
+/// `text` up to the first of `stops`, without a closing full stop.
+fn before_first<'a>(text: &'a str, stops: &[&str]) -> &'a str {
+    let end = (stops.iter())
+        .filter_map(|stop| text.find(stop))
+        .min()
+        .unwrap_or(text.len());
+    text[..end].trim_end_matches('.')
 }
 
 /// Every preset's summary, in `--list` order.

@@ -96,10 +96,15 @@ fn units_of(suite: &Suite, workload: &Workload) -> Vec<Option<Unit>> {
 /// The plan's rough wall time in whole minutes, as `--list`, `--dry-run`
 /// and a run's first line say it.
 pub fn estimated_minutes(suite: &Suite, cells: &[CellSpec]) -> u64 {
-    let seconds: f64 = (cells.iter())
+    let seconds: Vec<f64> = (cells.iter())
         .map(|cell| estimated_seconds(suite, cell))
-        .sum();
-    (seconds / 60.0).round() as u64
+        .collect();
+    whole_minutes(&seconds)
+}
+
+/// Cells' estimated seconds as whole minutes in all.
+pub fn whole_minutes(seconds: &[f64]) -> u64 {
+    (seconds.iter().sum::<f64>() / 60.0).round() as u64
 }
 
 /// Rough wall time of a cell: set-up plus the workload's own length on the

@@ -54,10 +54,10 @@ impl Discovery {
     /// A request a replay makes again because the capture's initiator
     /// graph has it (a script's fetch or beacon).
     pub fn initiated(url: Url, request: InitiatedRequest) -> Discovery {
+        let kind = request.kind;
         Discovery {
-            kind: request.kind,
             replayed: Some(Arc::new(request)),
-            ..Discovery::recorded(url, ResourceKind::Other)
+            ..Discovery::recorded(url, kind)
         }
     }
 

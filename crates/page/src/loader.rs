@@ -16,7 +16,7 @@ use h3lab_client::{
     client_tls_config, AutoConnector, Connector, NameServer, OriginConnector, OriginLookup,
     RequestNumbers, RequestTemplate, ResolveRule, Sender, SharedDiscovery, Target, TlsOptions,
 };
-use h3lab_results::page::{FailedResource, PageLoad, PageReport, ResourceTiming};
+use h3lab_results::page::{blocks_the_page, FailedResource, PageLoad, PageReport, ResourceTiming};
 use h3lab_results::{Loader, Proto, ResourceKind, Visit};
 use h3lab_site::replay::InitiatedRequest;
 use http::header::{
@@ -374,7 +374,7 @@ impl PageLoader {
             }
             Event::Failed { resource, error } => {
                 let discovery = self.schedule.resource(resource);
-                if blocks_the_page(discovery) {
+                if blocks_the_page(discovery.kind, discovery.render_blocking) {
                     bail!("fetching {}: {error}", discovery.url);
                 }
                 self.failed.push(FailedResource {
@@ -471,7 +471,7 @@ impl PageLoader {
                 }
                 None => continue,
             };
-            match blocks_the_page(discovery) {
+            match blocks_the_page(discovery.kind, discovery.render_blocking) {
                 true => blocking.push(format!("{} ({why})", row.url)),
                 false => self.failed.push(FailedResource {
                     method: row.method.clone(),
@@ -751,13 +751,6 @@ impl ResourceRequest {
         }
         headers
     }
-}
-
-/// Whether the page cannot be shown without `discovery`: the document
-/// and what blocks rendering. A browser shows the page without anything
-/// else that fails.
-fn blocks_the_page(discovery: &Discovery) -> bool {
-    discovery.kind == ResourceKind::Document || discovery.render_blocking
 }
 
 /// The Fetch Metadata a browser sends for a resource of `kind`: its mode

@@ -132,6 +132,13 @@ pub struct ResourceTiming {
     pub stream: Option<u64>,
 }
 
+/// Whether a page cannot be shown without a resource of `kind`: its
+/// document, and what blocks rendering. A browser shows the page without
+/// anything else that fails; both loaders go by this.
+pub fn blocks_the_page(kind: ResourceKind, render_blocking: bool) -> bool {
+    kind == ResourceKind::Document || render_blocking
+}
+
 fn get() -> String {
     "GET".to_string()
 }

@@ -190,15 +190,15 @@ fn run_suite(
     // first cell leaves files that say so.
     h3lab_report::write_all(&runner::new_results(suite, &ctx), out)?;
     // Estimated once: a profile's settings may come from trace files.
-    let estimates: Vec<u64> = cells
-        .iter()
-        .map(|cell| runner::estimated_seconds(suite, cell).round() as u64)
+    let seconds: Vec<f64> = (cells.iter())
+        .map(|cell| runner::estimated_seconds(suite, cell))
         .collect();
+    let estimates: Vec<u64> = seconds.iter().map(|s| s.round() as u64).collect();
     eprintln!(
         "h3lab bench: suite `{}`, {} cells, about {} min, writing to {}",
         suite.name,
         cells.len(),
-        runner::estimated_minutes(suite, cells),
+        runner::whole_minutes(&seconds),
         out.display()
     );
     let progress = progress_bar(&estimates, cells);

@@ -14,7 +14,9 @@
 
 use std::collections::HashMap;
 
-use h3lab_results::page::{BrowserTimings, FailedResource, PageLoad, ResourceTiming};
+use h3lab_results::page::{
+    blocks_the_page, BrowserTimings, FailedResource, PageLoad, ResourceTiming,
+};
 use h3lab_results::{Proto, ResourceKind};
 use serde::Deserialize;
 use serde_json::Value;
@@ -549,8 +551,8 @@ impl<'a> Waterfall<'a> {
         for problem in std::mem::take(&mut self.problems) {
             let row = self.rows.iter().find(|row| row.url == problem.url);
             let without = row.filter(|row| {
-                let blocks = row.render_blocking || row.kind == ResourceKind::Document;
-                !blocks && !matches!(problem.reason, Reason::Protocol { .. })
+                !blocks_the_page(row.kind, row.render_blocking)
+                    && !matches!(problem.reason, Reason::Protocol { .. })
             });
             match without {
                 Some(row) => failed.push(FailedResource {
