@@ -18,6 +18,7 @@ use tokio::time::timeout;
 use tokio_rustls::TlsConnector;
 
 use crate::error::{error_chain, quic_connect_error, tls_failure, ClientError};
+use crate::marks::Marks;
 use crate::mute::{Mute, MutedSocket};
 use crate::request::RequestTemplate;
 use crate::response::Response;
@@ -104,16 +105,28 @@ impl Connector {
         tls: Arc<rustls::ClientConfig>,
         connect_timeout: Duration,
     ) -> anyhow::Result<(Connector, Mute)> {
-        let mute = Mute::default();
+        let (connector, marks) = Connector::new_marking(target, addr, tls, connect_timeout)?;
+        Ok((connector, marks.mute().clone()))
+    }
+
+    /// An h3 connector whose socket the returned [`Marks`] record, mute,
+    /// and drop a datagram of, for every connection it opens.
+    pub(crate) fn new_marking(
+        target: Arc<Target>,
+        addr: SocketAddr,
+        tls: Arc<rustls::ClientConfig>,
+        connect_timeout: Duration,
+    ) -> anyhow::Result<(Connector, Marks)> {
+        let marks = Marks::default();
         let connector = Connector::build(
             target,
             addr,
             Proto::H3,
             tls,
             connect_timeout,
-            Some(mute.clone()),
+            Some(marks.clone()),
         )?;
-        Ok((connector, mute))
+        Ok((connector, marks))
     }
 
     fn build(
@@ -122,14 +135,14 @@ impl Connector {
         proto: Proto,
         tls: Arc<rustls::ClientConfig>,
         connect_timeout: Duration,
-        mute: Option<Mute>,
+        marks: Option<Marks>,
     ) -> anyhow::Result<Connector> {
         target.check_proto(proto)?;
         let server_name = ServerName::try_from(target.host().to_string()).map_err(|err| {
             anyhow::anyhow!("`{}` is not a valid TLS server name: {err}", target.host())
         })?;
         let quic = match proto {
-            Proto::H3 => Some(quic_client(addr, &tls, mute)?),
+            Proto::H3 => Some(quic_client(addr, &tls, marks)?),
             Proto::H1 | Proto::H2 => None,
             Proto::Auto => {
                 anyhow::bail!("a Connector speaks one protocol; auto is AutoConnector's")
@@ -428,7 +441,7 @@ impl Connector {
 fn quic_client(
     addr: SocketAddr,
     tls: &Arc<rustls::ClientConfig>,
-    mute: Option<Mute>,
+    marks: Option<Marks>,
 ) -> anyhow::Result<QuicClient> {
     let bind: SocketAddr = if addr.is_ipv6() {
         (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
@@ -441,8 +454,8 @@ fn quic_client(
         .ok_or_else(|| anyhow::anyhow!("the QUIC client needs a tokio runtime"))?;
     let starting = |err| anyhow::anyhow!("starting the QUIC client on {bind}: {err}");
     let mut socket = runtime.wrap_udp_socket(socket).map_err(starting)?;
-    if let Some(mute) = mute {
-        socket = Arc::new(MutedSocket::new(socket, mute));
+    if let Some(marks) = marks {
+        socket = Arc::new(MutedSocket::new(socket, marks));
     }
     let endpoint = quinn::Endpoint::new_with_abstract_socket(
         quinn::EndpointConfig::default(),

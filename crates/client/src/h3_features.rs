@@ -1,21 +1,23 @@
 //! What an h3 server does beyond the handshake, each read from what it
 //! sends: its `server` header, whether it takes 0-RTT early data, the
 //! QPACK dynamic table its SETTINGS offer, whether a connection carries on
-//! when the client moves to a new UDP port, and how much of a response it
-//! sends in the first round trip (its initial window).
+//! when the client moves to a new UDP port, how much of a response it
+//! sends in the first round trip (its initial window), and how it cuts its
+//! sending after one lost datagram (its congestion controller's family).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use h3lab_results::offer::H3Features;
+use h3lab_results::offer::{H3Features, LossWindows};
 use h3lab_results::Proto;
 use http::header::SERVER;
 use http::{HeaderMap, Method};
 use tokio::time::timeout;
 
 use crate::connect::Connector;
+use crate::marks::{AtMark, Marks};
 use crate::mute::Mute;
 use crate::request::RequestTemplate;
 use crate::target::{ResolveRule, Target};
@@ -52,6 +54,18 @@ pub async fn check_h3_features(
             None
         }
     };
+    for attempt in 1..=LOSS_TRIES {
+        match loss_windows(&target, addr, &tls_config, &window_get, wait).await {
+            Ok(windows) => features.loss_windows.push(windows),
+            // What failed once (a path too short, a body too small, a
+            // server that stalls) would fail again: no more tries.
+            Err(why) => {
+                let note = format!("after one loss: try {attempt} of {LOSS_TRIES} failed: {why}");
+                features.notes.push(note);
+                break;
+            }
+        }
+    }
     // This connection also leaves the session ticket 0-RTT needs.
     let mut primed = false;
     if let Ok(connection) = connector.connect().await {
@@ -85,9 +99,22 @@ pub async fn check_h3_features(
     Ok(features)
 }
 
-/// Below this round trip the first flight cannot be told apart: the
+/// Below this round trip one flight cannot be told from the next: the
 /// server's own turnaround and the client's reading take a good part of it.
-const SHORTEST_RTT_FOR_FIRST_FLIGHT: Duration = Duration::from_millis(5);
+const SHORTEST_RTT_FOR_FLIGHTS: Duration = Duration::from_millis(5);
+
+/// Tries of the loss probe, each on two connections of their own: windows
+/// at the same point of the same response differ by a tenth or so from one
+/// connection to the next, and a path that loses packets itself may add a
+/// loss to a try, so the family is read from the median windows.
+const LOSS_TRIES: usize = 5;
+
+/// The loss probe marks the datagram that arrives once this much of the
+/// response came: past the first flight of every stack measured (45 KB at
+/// 32 packets), while the window is still small against the path's
+/// (broadband carries 250 KB a round trip, and queues some more), so the
+/// window the server sends when the client falls silent gets through.
+const MARK_AFTER_BYTES: u64 = 64_000;
 
 /// The response body bytes the server sends before it hears back, on a
 /// connection of its own: what its initial congestion window allows, less
@@ -126,14 +153,7 @@ async fn first_flight(
         .await
         .map_err(|err| format!("no connection: {err}"))?;
     let rtt = (connection.sender.quic_min_rtt()).ok_or("no round-trip estimate")?;
-    if rtt < SHORTEST_RTT_FOR_FIRST_FLIGHT {
-        return Err(format!(
-            "the path's round trip ({:.1} ms) is too short to tell the first flight from the next; \
-             probe over a path of {} ms or more",
-            rtt.as_secs_f64() * 1e3,
-            SHORTEST_RTT_FOR_FIRST_FLIGHT.as_millis()
-        ));
-    }
+    check_rtt_tells_flights_apart(rtt)?;
     let quiet = rtt / 2;
     let silence = async {
         tokio::time::sleep(quiet).await;
@@ -157,6 +177,120 @@ async fn first_flight(
             Ok(Ok(None)) => {
                 return Err(format!(
                     "the whole body ({bytes} B) came in the first flight; probe a larger response"
+                ))
+            }
+            Ok(Err(err)) => return Err(format!("the body failed: {err}")),
+        }
+    }
+}
+
+fn check_rtt_tells_flights_apart(rtt: Duration) -> Result<(), String> {
+    match rtt < SHORTEST_RTT_FOR_FLIGHTS {
+        true => Err(format!(
+            "the path's round trip ({:.1} ms) is too short to tell one flight from the next; \
+             probe over a path of {} ms or more",
+            rtt.as_secs_f64() * 1e3,
+            SHORTEST_RTT_FOR_FLIGHTS.as_millis()
+        )),
+        false => Ok(()),
+    }
+}
+
+/// The server's window where the client drops a datagram, and once it
+/// knew of that loss, each read on a connection of its own.
+async fn loss_windows(
+    target: &Arc<Target>,
+    addr: SocketAddr,
+    tls: &Arc<rustls::ClientConfig>,
+    get: &RequestTemplate,
+    wait: Duration,
+) -> Result<LossWindows, String> {
+    let window = |lose_one| window_at_mark(target, addr, tls, get, wait, lose_one);
+    Ok(LossWindows {
+        before_bytes: window(false).await?,
+        after_bytes: window(true).await?,
+    })
+}
+
+/// What the server sends once the client falls silent, as in the first
+/// flight: at the datagram that arrives [`MARK_AFTER_BYTES`] into the
+/// response, or, to `lose_one`, three quarters of a round trip after the
+/// client dropped that datagram. By then the server has heard of the gap
+/// (a client acknowledges the datagram after one at once, RFC 9000
+/// §13.2.1), cut its window and seen most of its flight from before the
+/// cut acknowledged, so it sends up to its new window; and it has heard of
+/// nothing it sent after the cut, which would end its recovery and grow
+/// the window again.
+async fn window_at_mark(
+    target: &Arc<Target>,
+    addr: SocketAddr,
+    tls: &Arc<rustls::ClientConfig>,
+    get: &RequestTemplate,
+    wait: Duration,
+    lose_one: bool,
+) -> Result<u64, String> {
+    let (connector, marks) = Connector::new_marking(target.clone(), addr, tls.clone(), wait)
+        .map_err(|err| format!("no client: {err:#}"))?;
+    let counted = count_window_at_mark(&connector, &marks, get, wait, lose_one).await;
+    marks.mute().set(false);
+    connector.close().await;
+    counted
+}
+
+async fn count_window_at_mark(
+    connector: &Connector,
+    marks: &Marks,
+    get: &RequestTemplate,
+    wait: Duration,
+    lose_one: bool,
+) -> Result<u64, String> {
+    let mut connection = connector
+        .connect()
+        .await
+        .map_err(|err| format!("no connection: {err}"))?;
+    let rtt = (connection.sender.quic_min_rtt()).ok_or("no round-trip estimate")?;
+    check_rtt_tells_flights_apart(rtt)?;
+    let at_mark = match lose_one {
+        true => AtMark::DropThenMute(rtt * 3 / 4),
+        false => AtMark::Mute,
+    };
+    marks.arm(MARK_AFTER_BYTES, at_mark);
+    let mut response = match timeout(wait, connection.sender.send(get)).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(err)) => return Err(format!("the request failed: {err}")),
+        Err(_) => return Err("no answer (lost on the way?)".to_string()),
+    };
+    if !response.status().is_success() {
+        return Err(format!("the server answered {}", response.status()));
+    }
+    // A server that halves its window waits half a round trip before it
+    // sends again (while half its flight is still out); one that sent its
+    // window waits a probe timeout, more than a round trip.
+    let quiet = rtt * 4 / 5;
+    // Enough for the slowest of slow starts to pass the mark on a long path.
+    let budget = wait.max(20 * rtt);
+    let deadline = tokio::time::Instant::now() + budget;
+    loop {
+        let now = Instant::now();
+        match (marks.muted_at()).and_then(|from| marks.until_silence(from, quiet, now)) {
+            Some(0) => return Err("nothing came once the client fell silent".to_string()),
+            Some(bytes) => return Ok(bytes),
+            None => {}
+        }
+        // Wakes at least four times a quiet spell to look again.
+        let look_again = deadline.min(tokio::time::Instant::now() + quiet / 4);
+        match tokio::time::timeout_at(look_again, response.chunk()).await {
+            Err(_) if tokio::time::Instant::now() >= deadline => {
+                return Err(format!(
+                    "the server had not fallen silent {:.1} s into the response",
+                    budget.as_secs_f64()
+                ))
+            }
+            Err(_) | Ok(Ok(Some(_))) => {}
+            Ok(Ok(None)) => {
+                return Err(format!(
+                    "the body ended before the window was counted ({MARK_AFTER_BYTES} B in); \
+                     probe a larger response"
                 ))
             }
             Ok(Err(err)) => return Err(format!("the body failed: {err}")),

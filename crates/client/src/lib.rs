@@ -18,6 +18,7 @@ mod connect;
 mod dns;
 mod error;
 mod h3_features;
+mod marks;
 mod mute;
 mod offer;
 mod race;

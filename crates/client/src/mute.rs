@@ -3,6 +3,7 @@
 //! A server that hears nothing back sends what its congestion window
 //! allows and then waits, so what arrives before it falls silent is its
 //! window, however late the client reads it (`probe offer`'s first flight).
+//! Its [`Marks`] see every read, and may mute it or drop one datagram.
 
 use std::fmt;
 use std::io;
@@ -11,9 +12,12 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use quinn::udp::{RecvMeta, Transmit};
 use quinn::{AsyncUdpSocket, UdpPoller};
+
+use crate::marks::Marks;
 
 /// The switch of a [`MutedSocket`]; clones switch the same socket.
 #[derive(Clone, Default, Debug)]
@@ -25,28 +29,28 @@ impl Mute {
         self.0.store(muted, Ordering::Relaxed);
     }
 
-    fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }
 }
 
 /// A socket that passes everything to `inner`, except that it drops its
-/// sends while muted.
+/// sends while muted, and shows every read to its [`Marks`].
 pub(crate) struct MutedSocket {
     inner: Arc<dyn AsyncUdpSocket>,
-    mute: Mute,
+    marks: Marks,
 }
 
 impl MutedSocket {
-    pub(crate) fn new(inner: Arc<dyn AsyncUdpSocket>, mute: Mute) -> MutedSocket {
-        MutedSocket { inner, mute }
+    pub(crate) fn new(inner: Arc<dyn AsyncUdpSocket>, marks: Marks) -> MutedSocket {
+        MutedSocket { inner, marks }
     }
 }
 
 impl fmt::Debug for MutedSocket {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MutedSocket")
-            .field("muted", &self.mute.is_set())
+            .field("muted", &self.marks.mute().is_set())
             .finish_non_exhaustive()
     }
 }
@@ -57,7 +61,7 @@ impl AsyncUdpSocket for MutedSocket {
     }
 
     fn try_send(&self, transmit: &Transmit) -> io::Result<()> {
-        match self.mute.is_set() {
+        match self.marks.mute().is_set() {
             // Sent as far as QUIC knows: lost on the way.
             true => Ok(()),
             false => self.inner.try_send(transmit),
@@ -70,7 +74,14 @@ impl AsyncUdpSocket for MutedSocket {
         bufs: &mut [io::IoSliceMut<'_>],
         meta: &mut [RecvMeta],
     ) -> Poll<io::Result<usize>> {
-        self.inner.poll_recv(cx, bufs, meta)
+        let poll = self.inner.poll_recv(cx, bufs, meta);
+        if let Poll::Ready(Ok(reads)) = &poll {
+            let now = Instant::now();
+            for (read, buf) in meta[..*reads].iter_mut().zip(bufs.iter_mut()) {
+                self.marks.observe(read, buf, now);
+            }
+        }
+        poll
     }
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
@@ -109,8 +120,9 @@ mod tests {
         let receiver = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let inner = quinn::TokioRuntime.wrap_udp_socket(sender).unwrap();
-        let mute = Mute::default();
-        let socket = MutedSocket::new(inner, mute.clone());
+        let marks = Marks::default();
+        let mute = marks.mute();
+        let socket = MutedSocket::new(inner, marks.clone());
         let send = |contents: &[u8]| {
             let transmit = Transmit {
                 destination: receiver.local_addr().unwrap(),

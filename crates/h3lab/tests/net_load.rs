@@ -538,3 +538,46 @@ fn probe_offer_reads_the_initial_window_the_server_starts_with() {
     }
     assert!(measured[1] >= 3 * measured[0], "{measured:?}");
 }
+
+/// `probe offer` reads a server's window where the client drops one
+/// datagram of a large response, and after the server knew of that loss:
+/// each of `h3lab serve`'s three controllers must read as its own family
+/// (NewReno halves its window, CUBIC keeps 0.7 of it, our BBR all of it).
+#[test]
+fn probe_offer_reads_the_family_of_the_congestion_controller_from_one_loss() {
+    use h3lab_results::offer::{CongestionFamily, H3Features};
+    let _cpu = untimed();
+    if !h3lab_testenv::root() {
+        return;
+    }
+    for (controller, family) in [
+        ("newreno", CongestionFamily::Reno),
+        ("cubic", CongestionFamily::Cubic),
+        ("bbr", CongestionFamily::Bbr),
+    ] {
+        let out = tempfile::tempdir().unwrap();
+        let json = out.path().join("offer.json");
+        let probe = format!(
+            "{EXE} probe offer https://$addr/bytes/2000000 --insecure --json {}",
+            json.display()
+        );
+        let serve_args = format!("--quic-cc {controller}");
+        let extras = Extras {
+            serve_args: &serve_args,
+            after_loads: &probe,
+            ..Extras::default()
+        };
+        net_run_with(None, &["--rtt", "40ms"], &[], &[], &extras);
+        let report = read_json(&json);
+        let features: H3Features =
+            serde_json::from_value(report["origins"][0]["h3_features"].clone()).unwrap();
+        eprintln!("--quic-cc {controller}: {:?}", features.loss_windows);
+        assert_eq!(
+            features.congestion_family(),
+            Some(family),
+            "--quic-cc {controller}: {:?} (notes {:?})",
+            features.loss_windows,
+            features.notes
+        );
+    }
+}

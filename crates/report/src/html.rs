@@ -235,12 +235,12 @@ fn servers_section(results: &Results) -> Markup {
             section #servers {
                 h2 { "Servers compared" }
                 p.hint { "The QUIC stack as the suite names it. A protocol a server does not offer has no cells: \"not offered\", not a failure." }
-                p.hint { "The last five columns are read from the server by h3lab probe offer before its first h3 cell on each profile: its server header, whether it accepted a request in 0-RTT early data, the QPACK dynamic table its SETTINGS allow, whether its connection carried on after the client moved to a new UDP port, and how much of a 1 MB response arrived in the first round trip, its initial window (on each profile with a round trip of 5 ms or more). ? is unknown: the probe could not tell." }
+                p.hint { "The last six columns are read from the server by h3lab probe offer before its first h3 cell on each profile: its server header, whether it accepted a request in 0-RTT early data, the QPACK dynamic table its SETTINGS allow, whether its connection carried on after the client moved to a new UDP port, how much of a 1 MB response arrived in the first round trip (its initial window), and how it cut its sending after the client dropped one datagram of that response: the family of its congestion controller, with what it sent in the round trip after the loss over what it had in flight at it (Reno halves, CUBIC keeps 0.7, BBR its rate). The last two on each profile with a round trip of 5 ms or more. ? is unknown: the probe could not tell." }
                 table {
                     thead { tr {
                         th { "server" } th { "QUIC stack" }
                         @for protocol in &results.suite.protocols { th { (protocol) } }
-                        th { "server header" } th { "0-RTT" } th { "QPACK dynamic table" } th { "new client port" } th { "first round trip" }
+                        th { "server header" } th { "0-RTT" } th { "QPACK dynamic table" } th { "new client port" } th { "first round trip" } th { "after one loss" }
                     } }
                     tbody {
                         @for row in rows {
@@ -249,6 +249,9 @@ fn servers_section(results: &Results) -> Markup {
                             @let first_flights: Vec<String> = crate::table::probed_on_each_profile(row, results).iter()
                                 .filter(|(_, f)| f.first_round_trip_bytes.is_some())
                                 .map(|(profile, f)| format!("{profile}: {}", f.first_flight())).collect();
+                            @let loss_responses: Vec<String> = crate::table::probed_on_each_profile(row, results).iter()
+                                .filter(|(_, f)| f.congestion_family().is_some())
+                                .map(|(profile, f)| format!("{profile}: {}", f.loss_response())).collect();
                             tr {
                                 td { (row.name) }
                                 td { (row.stack_text()) }
@@ -260,6 +263,7 @@ fn servers_section(results: &Results) -> Markup {
                                 td { (features.map_or("?".to_string(), H3Features::qpack_table)) }
                                 td { (h3lab_results::offer::answer(features.and_then(|f| f.survives_new_port))) }
                                 td { @if first_flights.is_empty() { "?" } @else { (first_flights.join("; ")) } }
+                                td { @if loss_responses.is_empty() { "?" } @else { (loss_responses.join("; ")) } }
                             }
                         }
                     }

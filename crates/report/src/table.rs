@@ -935,12 +935,27 @@ mod tests {
                     value: server.into(),
                 });
                 cell.workload = format!("rps-1k [server={server}]");
+                if server == "bun" && protocol == "h3" {
+                    let cubic = h3lab_results::offer::LossWindows {
+                        before_bytes: 100_000,
+                        after_bytes: 70_000,
+                    };
+                    cell.h3_features = Some(H3Features {
+                        loss_windows: vec![cubic; 3],
+                        ..H3Features::default()
+                    });
+                }
                 results.cells.push(cell);
             }
         }
         let text = terminal_table(&results);
         assert!(
-            text.contains("  bun: QUIC stack lsquic; h2 not offered\n"),
+            text.contains("  bun: QUIC stack lsquic; h2 not offered; server (no header),"),
+            "{text}"
+        );
+        let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains("after one loss CUBIC-like (x0.70)"),
             "{text}"
         );
         assert!(text.contains("  nginx: h3 not offered\n"), "{text}");
@@ -952,6 +967,10 @@ mod tests {
         assert!(html.contains("Servers compared"), "{html}");
         assert!(html.contains("<td>lsquic</td>"), "{html}");
         assert_eq!(html.matches("<td>not offered</td>").count(), 4, "{html}");
+        assert!(
+            html.contains("<td>broadband: CUBIC-like (x0.70)</td>"),
+            "{html}"
+        );
     }
 
     #[test]

@@ -70,9 +70,80 @@ pub struct H3Features {
     /// from the next, or when the body ended within it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_round_trip_bytes: Option<u64>,
+    /// Its window before and after one datagram the client dropped on
+    /// purpose, one entry per try that could be counted: how its
+    /// congestion controller answers a loss
+    /// ([`H3Features::congestion_family`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loss_windows: Vec<LossWindows>,
     /// Why a question is null, one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+/// A server's congestion window just before and just after one lost
+/// datagram, each read as what it sent once the client fell silent (as
+/// its initial window is), in bytes of UDP payload, the same point of the
+/// same response on two connections of its own: one that lost nothing,
+/// and one whose client dropped a datagram there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LossWindows {
+    /// The window where the datagram would be dropped, with no loss.
+    pub before_bytes: u64,
+    /// The window once the server knew of the loss, before it heard of
+    /// anything it sent after that.
+    pub after_bytes: u64,
+}
+
+/// The families of congestion controllers one loss tells apart, named by
+/// what the server did, not by what it says it runs: a controller that
+/// cuts its window to half reads `Reno` whatever its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CongestionFamily {
+    /// Cut its window to about half (NewReno's β = 0.5, RFC 9002 §7.3.2).
+    Reno,
+    /// Cut it to about 0.7 (CUBIC's β = 0.7, RFC 9438 §4.6).
+    Cubic,
+    /// Kept it: a model-based controller such as BBR.
+    Bbr,
+}
+
+impl LossWindows {
+    /// The window after the loss over the window before it; `None` when
+    /// there was none before.
+    pub fn ratio(&self) -> Option<f64> {
+        (self.before_bytes > 0).then(|| self.after_bytes as f64 / self.before_bytes as f64)
+    }
+}
+
+impl CongestionFamily {
+    /// The family a window after a loss over the window before it reads
+    /// as. The bounds lie between what `h3lab serve`'s three controllers
+    /// read over a 40 ms path (three runs of five tries, 2026-12-03;
+    /// `cargo test -p h3lab --test net_load probe_offer_reads_the_family
+    /// -- --nocapture`): NewReno 0.50 to 0.58, CUBIC 0.73 to 0.83, our BBR
+    /// 1.38 to 1.42. Each reads a little over its β: the window after the
+    /// loss also holds the lost datagram sent again, and grew by the few
+    /// datagrams the acknowledgement that told of the loss acknowledged.
+    pub fn of_ratio(ratio: f64) -> Option<CongestionFamily> {
+        match ratio {
+            ratio if ratio.is_nan() || ratio < 0.0 => None,
+            ratio if ratio < 0.65 => Some(CongestionFamily::Reno),
+            ratio if ratio < 0.95 => Some(CongestionFamily::Cubic),
+            _ => Some(CongestionFamily::Bbr),
+        }
+    }
+}
+
+impl std::fmt::Display for CongestionFamily {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CongestionFamily::Reno => "Reno-like",
+            CongestionFamily::Cubic => "CUBIC-like",
+            CongestionFamily::Bbr => "BBR-like",
+        })
+    }
 }
 
 impl H3Features {
@@ -81,13 +152,47 @@ impl H3Features {
     pub fn describe(&self) -> String {
         format!(
             "server {}, 0-RTT {}, QPACK dynamic table {}, survives a new client port {}, \
-             first round trip {}",
+             first round trip {}, after one loss {}",
             self.server_header.as_deref().unwrap_or("(no header)"),
             answer(self.zero_rtt),
             self.qpack_table(),
             answer(self.survives_new_port),
-            self.first_flight()
+            self.first_flight(),
+            self.loss_response()
         )
+    }
+
+    /// The window after the loss over the window before it, each the
+    /// median of the tries (on connections of their own, windows at the
+    /// same point of the same response differ by a tenth or so); `None`
+    /// with fewer than two tries.
+    pub fn loss_ratio(&self) -> Option<f64> {
+        if self.loss_windows.len() < 2 {
+            return None;
+        }
+        let median = |bytes: fn(&LossWindows) -> u64| {
+            let mut all: Vec<u64> = self.loss_windows.iter().map(bytes).collect();
+            all.sort_unstable();
+            all[all.len() / 2]
+        };
+        LossWindows {
+            before_bytes: median(|w| w.before_bytes),
+            after_bytes: median(|w| w.after_bytes),
+        }
+        .ratio()
+    }
+
+    /// The family the tries' [`H3Features::loss_ratio`] reads as.
+    pub fn congestion_family(&self) -> Option<CongestionFamily> {
+        CongestionFamily::of_ratio(self.loss_ratio()?)
+    }
+
+    /// `CUBIC-like (x0.71)`, or `?`.
+    pub fn loss_response(&self) -> String {
+        match (self.congestion_family(), self.loss_ratio()) {
+            (Some(family), Some(ratio)) => format!("{family} (x{ratio:.2})"),
+            _ => "?".to_string(),
+        }
     }
 
     /// What arrived in the first round trip: `14.2 KB (~12 packets)`, or `?`.
@@ -252,10 +357,47 @@ mod tests {
         assert_eq!(
             features.describe(),
             "server (no header), 0-RTT no, QPACK dynamic table none, survives a new client \
-             port ?, first round trip ?"
+             port ?, first round trip ?, after one loss ?"
         );
         features.first_round_trip_bytes = Some(14_160);
         features.qpack_max_table_capacity = Some(4096);
-        assert!(features.describe().ends_with("QPACK dynamic table 4096 B, survives a new client port ?, first round trip 14.2 KB (~12 packets)"), "{}", features.describe());
+        assert!(features.describe().ends_with("QPACK dynamic table 4096 B, survives a new client port ?, first round trip 14.2 KB (~12 packets), after one loss ?"), "{}", features.describe());
+    }
+
+    fn windows(before_bytes: u64, after_bytes: u64) -> LossWindows {
+        LossWindows {
+            before_bytes,
+            after_bytes,
+        }
+    }
+
+    #[test]
+    fn a_cut_reads_as_the_family_whose_beta_it_is() {
+        use CongestionFamily::*;
+        let family = |before, after| CongestionFamily::of_ratio(windows(before, after).ratio()?);
+        assert_eq!(family(100_000, 48_000), Some(Reno));
+        assert_eq!(family(100_000, 71_000), Some(Cubic));
+        assert_eq!(family(100_000, 100_000), Some(Bbr));
+        assert_eq!(family(100_000, 190_000), Some(Bbr));
+        assert_eq!(family(0, 0), None);
+    }
+
+    #[test]
+    fn the_family_is_read_from_the_median_windows_of_at_least_two_tries() {
+        let mut features = H3Features {
+            loss_windows: vec![
+                windows(88_808, 78_408),
+                windows(103_552, 57_696),
+                windows(85_968, 62_276),
+            ],
+            ..H3Features::default()
+        };
+        // Alone, the first try reads BBR-like (0.88) and the second
+        // Reno-like (0.56); the medians, 62,276 over 88,808, CUBIC's 0.7.
+        assert_eq!(features.congestion_family(), Some(CongestionFamily::Cubic));
+        assert_eq!(features.loss_response(), "CUBIC-like (x0.70)");
+        features.loss_windows.truncate(1);
+        assert_eq!(features.congestion_family(), None);
+        assert_eq!(features.loss_response(), "?");
     }
 }
