@@ -18,8 +18,8 @@ use tokio::time::timeout;
 use tokio_rustls::TlsConnector;
 
 use crate::error::{error_chain, quic_connect_error, tls_failure, ClientError};
-use crate::marks::Marks;
-use crate::mute::{Mute, MutedSocket};
+use crate::marks::{Marks, Mute};
+use crate::mute::MutedSocket;
 use crate::request::RequestTemplate;
 use crate::response::Response;
 use crate::send::{Sender, SenderInner};

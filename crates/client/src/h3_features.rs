@@ -17,8 +17,8 @@ use http::{HeaderMap, Method};
 use tokio::time::timeout;
 
 use crate::connect::Connector;
+use crate::marks::Mute;
 use crate::marks::{AtMark, Marks};
-use crate::mute::Mute;
 use crate::request::RequestTemplate;
 use crate::target::{ResolveRule, Target};
 use crate::tls::{client_tls_config, TlsOptions};

@@ -4,12 +4,27 @@
 //! sends after is its congestion window. `probe offer` reads how a server's
 //! congestion controller answers one loss from the two.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use quinn::udp::RecvMeta;
 
-use crate::mute::Mute;
+/// The switch of a probe socket's sends (`crate::mute::MutedSocket`);
+/// clones switch the same socket.
+#[derive(Clone, Default, Debug)]
+pub(crate) struct Mute(Arc<AtomicBool>);
+
+impl Mute {
+    /// Drops the socket's sends from now on (`true`), or sends again.
+    pub(crate) fn set(&self, muted: bool) {
+        self.0.store(muted, Ordering::Relaxed);
+    }
+
+    pub(crate) fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
 
 /// One read of the socket: when, and how many bytes of UDP payload.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -9,7 +9,6 @@ use std::fmt;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -18,21 +17,6 @@ use quinn::udp::{RecvMeta, Transmit};
 use quinn::{AsyncUdpSocket, UdpPoller};
 
 use crate::marks::Marks;
-
-/// The switch of a [`MutedSocket`]; clones switch the same socket.
-#[derive(Clone, Default, Debug)]
-pub(crate) struct Mute(Arc<AtomicBool>);
-
-impl Mute {
-    /// Drops the socket's sends from now on (`true`), or sends again.
-    pub(crate) fn set(&self, muted: bool) {
-        self.0.store(muted, Ordering::Relaxed);
-    }
-
-    pub(crate) fn is_set(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
-    }
-}
 
 /// A socket that passes everything to `inner`, except that it drops its
 /// sends while muted, and shows every read to its [`Marks`].
