@@ -216,13 +216,14 @@ async fn loss_windows(
 
 /// What the server sends once the client falls silent, as in the first
 /// flight: at the datagram that arrives [`MARK_AFTER_BYTES`] into the
-/// response, or, to `lose_one`, three quarters of a round trip after the
-/// client dropped that datagram. By then the server has heard of the gap
-/// (a client acknowledges the datagram after one at once, RFC 9000
-/// §13.2.1), cut its window and seen most of its flight from before the
-/// cut acknowledged, so it sends up to its new window; and it has heard of
-/// nothing it sent after the cut, which would end its recovery and grow
-/// the window again.
+/// response, or, to `lose_one`, a round trip and a quarter after the
+/// client dropped that datagram. Half a round trip after the drop the
+/// server heard of the gap (a client acknowledges the datagram after one
+/// at once, RFC 9000 §13.2.1) and cut its window; a round trip later its
+/// recovery is over, and it sends up to the new window, however it spread
+/// its sending during recovery (quiche's proportional rate reduction holds
+/// it below the window until then). A controller that grows slowly after
+/// a cut (Reno, CUBIC) has grown little in the quarter after.
 async fn window_at_mark(
     target: &Arc<Target>,
     addr: SocketAddr,
@@ -253,7 +254,7 @@ async fn count_window_at_mark(
     let rtt = (connection.sender.quic_min_rtt()).ok_or("no round-trip estimate")?;
     check_rtt_tells_flights_apart(rtt)?;
     let at_mark = match lose_one {
-        true => AtMark::DropThenMute(rtt * 3 / 4),
+        true => AtMark::DropThenMute(rtt * 5 / 4),
         false => AtMark::Mute,
     };
     marks.arm(MARK_AFTER_BYTES, at_mark);
