@@ -567,15 +567,26 @@ fn check_whole_site(
         let Some(first) = missing.first() else {
             continue;
         };
+        let (number, assets) = (index + 1, plan.assets().count());
+        if fetched.len() > 1 {
+            // It served the site, but not all of it this time.
+            let path_of = |url: &str| url::Url::parse(url).ok().map(|url| url.path().to_string());
+            let why = (load.failed.iter())
+                .find(|failed| path_of(&failed.url).as_deref() == Some(*first))
+                .map_or("never asked for", |failed| failed.why.as_str());
+            bail!(
+                "page load {number} of the `{shape}` site went on without {} of its {assets} \
+                 assets: {first}: {why}",
+                missing.len(),
+            );
+        }
         let document = load.resources.first().map_or(0, |resource| resource.bytes);
         bail!(
-            "page load {} of the `{shape}` site missed {} of its {} assets ({first}, ...), and \
-             the page itself was {document} B: the server does not seem to serve the site as \
-             https://{authority}/; a server command must answer for that host name, not for its \
-             address alone (e.g. Caddy's site address `https://:{{port}}`)",
-            index + 1,
+            "page load {number} of the `{shape}` site missed {} of its {assets} assets ({first}, \
+             ...), and the page itself was {document} B: the server does not seem to serve the \
+             site as https://{authority}/; a server command must answer for that host name, not \
+             for its address alone (e.g. Caddy's site address `https://:{{port}}`)",
             missing.len(),
-            plan.assets().count(),
         );
     }
     Ok(())

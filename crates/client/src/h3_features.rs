@@ -16,10 +16,11 @@ use http::header::SERVER;
 use http::{HeaderMap, Method};
 use tokio::time::timeout;
 
-use crate::connect::Connector;
-use crate::marks::Mute;
-use crate::marks::{AtMark, Marks};
+use crate::connect::{Connection, Connector};
+use crate::error::ClientError;
+use crate::marks::{AtMark, Marks, Mute};
 use crate::request::RequestTemplate;
+use crate::response::Response;
 use crate::target::{ResolveRule, Target};
 use crate::tls::{client_tls_config, TlsOptions};
 
@@ -150,26 +151,14 @@ async fn first_flight(
     get: &RequestTemplate,
     wait: Duration,
 ) -> Result<u64, String> {
-    let mut connection = connector
-        .connect()
-        .await
-        .map_err(|err| format!("no connection: {err}"))?;
-    let rtt = (connection.sender.quic_min_rtt()).ok_or("no round-trip estimate")?;
-    check_rtt_tells_flights_apart(rtt)?;
+    let (mut connection, rtt) = connect_over_a_long_path(connector).await?;
     let quiet = rtt / 2;
     let silence = async {
         tokio::time::sleep(quiet).await;
         mute.set(true);
     };
     let (answer, ()) = tokio::join!(timeout(wait, connection.sender.send(get)), silence);
-    let mut response = match answer {
-        Ok(Ok(response)) => response,
-        Ok(Err(err)) => return Err(format!("the request failed: {err}")),
-        Err(_) => return Err("no answer (lost on the way?)".to_string()),
-    };
-    if !response.status().is_success() {
-        return Err(format!("the server answered {}", response.status()));
-    }
+    let mut response = successful(answer)?;
     let mut bytes = 0;
     loop {
         match timeout(quiet, response.chunk()).await {
@@ -186,15 +175,37 @@ async fn first_flight(
     }
 }
 
-fn check_rtt_tells_flights_apart(rtt: Duration) -> Result<(), String> {
-    match rtt < SHORTEST_RTT_FOR_FLIGHTS {
-        true => Err(format!(
+/// A new connection of `connector`'s and its round trip, when that is
+/// long enough to tell one flight from the next.
+async fn connect_over_a_long_path(connector: &Connector) -> Result<(Connection, Duration), String> {
+    let connection = connector
+        .connect()
+        .await
+        .map_err(|err| format!("no connection: {err}"))?;
+    let rtt = (connection.sender.quic_min_rtt()).ok_or("no round-trip estimate")?;
+    if rtt < SHORTEST_RTT_FOR_FLIGHTS {
+        return Err(format!(
             "the path's round trip ({:.1} ms) is too short to tell one flight from the next; \
              probe over a path of {} ms or more",
             rtt.as_secs_f64() * 1e3,
             SHORTEST_RTT_FOR_FLIGHTS.as_millis()
-        )),
-        false => Ok(()),
+        ));
+    }
+    Ok((connection, rtt))
+}
+
+/// The response to a probe's request, when it came in time and succeeded.
+fn successful(
+    answer: Result<Result<Response, ClientError>, tokio::time::error::Elapsed>,
+) -> Result<Response, String> {
+    let response = match answer {
+        Ok(Ok(response)) => response,
+        Ok(Err(err)) => return Err(format!("the request failed: {err}")),
+        Err(_) => return Err("no answer (lost on the way?)".to_string()),
+    };
+    match response.status().is_success() {
+        true => Ok(response),
+        false => Err(format!("the server answered {}", response.status())),
     }
 }
 
@@ -247,25 +258,13 @@ async fn count_window_at_mark(
     wait: Duration,
     lose_one: bool,
 ) -> Result<u64, String> {
-    let mut connection = connector
-        .connect()
-        .await
-        .map_err(|err| format!("no connection: {err}"))?;
-    let rtt = (connection.sender.quic_min_rtt()).ok_or("no round-trip estimate")?;
-    check_rtt_tells_flights_apart(rtt)?;
+    let (mut connection, rtt) = connect_over_a_long_path(connector).await?;
     let at_mark = match lose_one {
         true => AtMark::DropThenMute(rtt * 5 / 4),
         false => AtMark::Mute,
     };
     marks.arm(MARK_AFTER_BYTES, at_mark);
-    let mut response = match timeout(wait, connection.sender.send(get)).await {
-        Ok(Ok(response)) => response,
-        Ok(Err(err)) => return Err(format!("the request failed: {err}")),
-        Err(_) => return Err("no answer (lost on the way?)".to_string()),
-    };
-    if !response.status().is_success() {
-        return Err(format!("the server answered {}", response.status()));
-    }
+    let mut response = successful(timeout(wait, connection.sender.send(get)).await)?;
     // A server that halves its window waits half a round trip before it
     // sends again (while half its flight is still out); one that sent its
     // window waits a probe timeout, more than a round trip.

@@ -502,6 +502,24 @@ fn without_root_the_path_lives_in_user_namespaces() {
 /// (11.6 KB of body for a 14,720-byte window when written). Two windows
 /// four times apart must read so, on a busy machine too: the count ends at
 /// the server's silence, not at a time.
+/// What `probe offer` read of the h3 of `h3lab serve SERVE_ARGS` over a
+/// 40 ms path, on a 2 MB response.
+fn probe_offer_over_40ms(serve_args: &str) -> Value {
+    let out = tempfile::tempdir().unwrap();
+    let json = out.path().join("offer.json");
+    let probe = format!(
+        "{EXE} probe offer https://$addr/bytes/2000000 --insecure --json {}",
+        json.display()
+    );
+    let extras = Extras {
+        serve_args,
+        after_loads: &probe,
+        ..Extras::default()
+    };
+    net_run_with(None, &["--rtt", "40ms"], &[], &[], &extras);
+    read_json(&json)["origins"][0]["h3_features"].take()
+}
+
 #[test]
 fn probe_offer_reads_the_initial_window_the_server_starts_with() {
     let _cpu = untimed();
@@ -510,21 +528,7 @@ fn probe_offer_reads_the_initial_window_the_server_starts_with() {
     }
     let mut measured = Vec::new();
     for window in [14_720u64, 58_880] {
-        let out = tempfile::tempdir().unwrap();
-        let json = out.path().join("offer.json");
-        let probe = format!(
-            "{EXE} probe offer https://$addr/bytes/2000000 --insecure --json {}",
-            json.display()
-        );
-        let serve_args = format!("--quic-initial-window {window}");
-        let extras = Extras {
-            serve_args: &serve_args,
-            after_loads: &probe,
-            ..Extras::default()
-        };
-        net_run_with(None, &["--rtt", "40ms"], &[], &[], &extras);
-        let report = read_json(&json);
-        let features = &report["origins"][0]["h3_features"];
+        let features = &probe_offer_over_40ms(&format!("--quic-initial-window {window}"));
         let bytes = features["first_round_trip_bytes"]
             .as_u64()
             .unwrap_or_else(|| panic!("no first round trip: {features:#}"));
@@ -555,22 +559,8 @@ fn probe_offer_reads_the_family_of_the_congestion_controller_from_one_loss() {
         ("cubic", CongestionFamily::Cubic),
         ("bbr", CongestionFamily::Bbr),
     ] {
-        let out = tempfile::tempdir().unwrap();
-        let json = out.path().join("offer.json");
-        let probe = format!(
-            "{EXE} probe offer https://$addr/bytes/2000000 --insecure --json {}",
-            json.display()
-        );
-        let serve_args = format!("--quic-cc {controller}");
-        let extras = Extras {
-            serve_args: &serve_args,
-            after_loads: &probe,
-            ..Extras::default()
-        };
-        net_run_with(None, &["--rtt", "40ms"], &[], &[], &extras);
-        let report = read_json(&json);
-        let features: H3Features =
-            serde_json::from_value(report["origins"][0]["h3_features"].clone()).unwrap();
+        let features = probe_offer_over_40ms(&format!("--quic-cc {controller}"));
+        let features: H3Features = serde_json::from_value(features).unwrap();
         eprintln!("--quic-cc {controller}: {:?}", features.loss_windows);
         assert_eq!(
             features.congestion_family(),

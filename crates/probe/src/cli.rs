@@ -181,9 +181,10 @@ pub struct OfferArgs {
     #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
     pub timeout: Duration,
     /// A URL on one of the origins whose response is larger than its h3
-    /// server's initial window (a large image or download), to count what
-    /// the server sends in the first round trip. Without it, the URL
-    /// checked is asked, and a small response says nothing.
+    /// server's initial window (a large image or download; 1 MB or more),
+    /// to count what the server sends in the first round trip, and how it
+    /// cuts its window after a datagram lost 150 KB in. Without it, the
+    /// URL checked is asked, and a small response says nothing.
     #[arg(long, value_name = "URL")]
     pub window_url: Option<String>,
     /// Also write the report as JSON (schema h3lab.offer/1) to FILE.

@@ -122,8 +122,8 @@ impl CongestionFamily {
     /// as; `None` where two readings meet: between 0.62 and 0.66 (a
     /// halving or a cut to 0.7), and between 0.9 and 1.1 (no cut, but no
     /// growth either: a BBR that held its window through recovery, or a
-    /// window held by something else, such as nginx's 64 KB stream buffer,
-    /// which reads 1.02). The bounds lie between what was read on
+    /// window held by something else: nginx-h3 reads 1.02, 67 KB before
+    /// and after, as its 64 KB stream buffer would hold it). The bounds lie between what was read on
     /// `broadband` and over 40 ms (2026-12-03, medians of five tries, three
     /// runs each): `h3lab serve --quic-cc` newreno 0.49 to 0.56, cubic 0.71
     /// to 0.83, bbr 1.91 to 2.12; quic-go, ngtcp2 and quiche (CUBIC) 0.70 to 0.72;
