@@ -955,4 +955,52 @@ mod tests {
         let err = fill_from_client(&spec, run, &mut empty_record(&spec)).unwrap_err();
         assert!(err.to_string().contains("1 of 3 loads"), "{err}");
     }
+
+    /// A load of the generated site with the paths given, as the loader
+    /// reports it (the document first).
+    fn site_load(paths: &[&str]) -> PageLoad {
+        let mut page = load(100.0, &vec![1000; paths.len()]);
+        for (resource, path) in page.resources.iter_mut().zip(paths) {
+            resource.url = format!("https://a.test{path}");
+        }
+        page
+    }
+
+    #[test]
+    fn a_site_load_without_some_assets_names_them_and_without_all_names_the_host() {
+        let suite = Suite::from_toml(
+            "name = \"t\"\nprotocols = [\"h3\"]\nprofiles = [\"loopback\"]\n\
+             [[workload]]\nkind = \"page\"\nname = \"p\"\nsite = \"small\"\nloads = 1\n",
+        )
+        .unwrap();
+        let spec = crate::runner::plan(&suite).remove(0);
+        let plan = h3lab_site::plan(h3lab_site::Shape::Small, suite.seed);
+        let assets: Vec<&str> = plan.assets().map(|file| file.path.as_str()).collect();
+        let mut report =
+            PageReport::new("https://a.test/", Proto::H3, Loader::Builtin, Visit::Cold);
+        let check = |report: &PageReport| check_whole_site(&suite, &spec, report, "a.test:443");
+        let whole: Vec<&str> = std::iter::once("/").chain(assets.iter().copied()).collect();
+        report.loads = vec![site_load(&whole)];
+        check(&report).unwrap();
+        // One asset failed with a reset stream: named, with why.
+        let mut partial = site_load(&whole[..whole.len() - 1]);
+        partial.failed.push(h3lab_results::page::FailedResource {
+            method: "GET".into(),
+            url: format!("https://a.test{}", assets[assets.len() - 1]),
+            why: "the stream was reset".into(),
+        });
+        report.loads = vec![partial];
+        let err = check(&report).unwrap_err().to_string();
+        let expected = format!(
+            "went on without 1 of its {} assets: {}: the stream was reset",
+            assets.len(),
+            assets[assets.len() - 1]
+        );
+        assert!(err.contains(&expected), "{err}");
+        assert!(!err.contains("host name"), "{err}");
+        // The page alone: the server answered another site.
+        report.loads = vec![site_load(&["/"])];
+        let err = check(&report).unwrap_err().to_string();
+        assert!(err.contains("must answer for that host name"), "{err}");
+    }
 }
