@@ -123,11 +123,12 @@ impl CongestionFamily {
     /// halving or a cut to 0.7), and between 0.9 and 1.1 (no cut, but no
     /// growth either: a BBR that held its window through recovery, or a
     /// window held by something else: nginx-h3 reads 1.02, 67 KB before
-    /// and after, as its 64 KB stream buffer would hold it). The bounds lie between what was read on
-    /// `broadband` and over 40 ms (2026-12-03, medians of five tries, three
-    /// runs each): `h3lab serve --quic-cc` newreno 0.49 to 0.56, cubic 0.71
-    /// to 0.83, bbr 1.91 to 2.12; quic-go, ngtcp2 and quiche (CUBIC) 0.70 to 0.72;
-    /// picoquic 0.56; tquic (BBR) 1.15 and 1.16.
+    /// and after, as its 64 KB stream buffer would hold it). The bounds
+    /// lie between what was read on `broadband` and over 40 ms
+    /// (2026-12-03, medians of five tries, three runs each): `h3lab serve
+    /// --quic-cc` newreno 0.49 to 0.56, cubic 0.71 to 0.83, bbr 1.91 to
+    /// 2.12; quic-go, ngtcp2 and quiche (CUBIC) 0.70 to 0.72; picoquic
+    /// 0.56; tquic (BBR) 1.15 and 1.16.
     pub fn of_ratio(ratio: f64) -> Option<CongestionFamily> {
         match ratio {
             ratio if ratio.is_nan() || ratio < 0.0 => None,
@@ -400,8 +401,8 @@ mod tests {
             ],
             ..H3Features::default()
         };
-        // Alone, the first try reads BBR-like (0.88) and the second
-        // Reno-like (0.56); the medians, 62,276 over 88,808, CUBIC's 0.7.
+        // Alone, the first try reads 0.88, near CUBIC's top, and the
+        // second 0.56, Reno-like; the medians, 62,276 over 88,808, 0.70.
         assert_eq!(features.congestion_family(), Some(CongestionFamily::Cubic));
         assert_eq!(features.loss_response(), "CUBIC-like (x0.70)");
         features.loss_windows.truncate(1);
