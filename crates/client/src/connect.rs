@@ -18,7 +18,7 @@ use tokio::time::timeout;
 use tokio_rustls::TlsConnector;
 
 use crate::error::{error_chain, quic_connect_error, tls_failure, ClientError};
-use crate::marks::{Marks, Mute};
+use crate::marks::Marks;
 use crate::mute::MutedSocket;
 use crate::request::RequestTemplate;
 use crate::response::Response;
@@ -95,18 +95,6 @@ impl Connector {
         connect_timeout: Duration,
     ) -> anyhow::Result<Connector> {
         Connector::build(target, addr, proto, tls, connect_timeout, None)
-    }
-
-    /// An h3 connector whose UDP sends the returned [`Mute`] switches off,
-    /// for every connection it opens.
-    pub(crate) fn new_muteable(
-        target: Arc<Target>,
-        addr: SocketAddr,
-        tls: Arc<rustls::ClientConfig>,
-        connect_timeout: Duration,
-    ) -> anyhow::Result<(Connector, Mute)> {
-        let (connector, marks) = Connector::new_marking(target, addr, tls, connect_timeout)?;
-        Ok((connector, marks.mute().clone()))
     }
 
     /// An h3 connector whose socket the returned [`Marks`] record, mute,

@@ -136,11 +136,26 @@ async fn first_round_trip(
     get: &RequestTemplate,
     wait: Duration,
 ) -> Result<u64, String> {
-    let (connector, mute) = Connector::new_muteable(target.clone(), addr, tls.clone(), wait)
+    let count = async |connector: &Connector, marks: &Marks| {
+        first_flight(connector, marks.mute(), get, wait).await
+    };
+    on_a_marked_connector(target, addr, tls, wait, count).await
+}
+
+/// What `count` counts on a connector of its own, whose socket its
+/// [`Marks`] record and mute; then the socket sends again, so the server
+/// hears the close and frees the connection at once.
+async fn on_a_marked_connector(
+    target: &Arc<Target>,
+    addr: SocketAddr,
+    tls: &Arc<rustls::ClientConfig>,
+    wait: Duration,
+    count: impl AsyncFnOnce(&Connector, &Marks) -> Result<u64, String>,
+) -> Result<u64, String> {
+    let (connector, marks) = Connector::new_marking(target.clone(), addr, tls.clone(), wait)
         .map_err(|err| format!("no client: {err:#}"))?;
-    let counted = first_flight(&connector, &mute, get, wait).await;
-    // Heard again, so the server frees the connection at once.
-    mute.set(false);
+    let counted = count(&connector, &marks).await;
+    marks.mute().set(false);
     connector.close().await;
     counted
 }
@@ -243,12 +258,10 @@ async fn window_at_mark(
     wait: Duration,
     lose_one: bool,
 ) -> Result<u64, String> {
-    let (connector, marks) = Connector::new_marking(target.clone(), addr, tls.clone(), wait)
-        .map_err(|err| format!("no client: {err:#}"))?;
-    let counted = count_window_at_mark(&connector, &marks, get, wait, lose_one).await;
-    marks.mute().set(false);
-    connector.close().await;
-    counted
+    let count = async |connector: &Connector, marks: &Marks| {
+        count_window_at_mark(connector, marks, get, wait, lose_one).await
+    };
+    on_a_marked_connector(target, addr, tls, wait, count).await
 }
 
 async fn count_window_at_mark(
