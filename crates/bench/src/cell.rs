@@ -556,9 +556,10 @@ fn check_whole_site(
         return Ok(());
     };
     let plan = h3lab_site::plan(*shape, suite.seed);
+    let path_of = |url: &str| url::Url::parse(url).ok().map(|url| url.path().to_string());
     for (index, load) in report.loads.iter().enumerate() {
         let fetched: Vec<String> = (load.resources.iter())
-            .filter_map(|resource| Some(url::Url::parse(&resource.url).ok()?.path().to_string()))
+            .filter_map(|resource| path_of(&resource.url))
             .collect();
         let missing: Vec<&str> = (plan.assets())
             .map(|file| file.path.as_str())
@@ -570,7 +571,6 @@ fn check_whole_site(
         let (number, assets) = (index + 1, plan.assets().count());
         if fetched.len() > 1 {
             // It served the site, but not all of it this time.
-            let path_of = |url: &str| url::Url::parse(url).ok().map(|url| url.path().to_string());
             let why = (load.failed.iter())
                 .find(|failed| path_of(&failed.url).as_deref() == Some(*first))
                 .map_or("never asked for", |failed| failed.why.as_str());
