@@ -16,7 +16,8 @@
 #   peregrine  h1, h2 and h3: Peregrine (its own QUIC, in Swift)
 #   picoquic   h3 only: picoquic's h3zero, through aiopquic; binds every
 #              address on PORT (aiopquic takes no address)
-#   kwik       h3 only: kwik and flupke (Java), scripts/peers/KwikServer.java
+#   kwik       h3 only: kwik and flupke (Java), scripts/peers/KwikServer.java,
+#              with scripts/peers/kwik-send-request-race.patch's one fix
 #   tquic      h3 only: tquic_server (Tencent's tquic)
 #   xnet       h1, h2 and h3: scripts/peers/xnet-h3-server, net/http for
 #              h1 and h2, x/net's internal HTTP/3 on Go's own QUIC
@@ -180,7 +181,11 @@ NGINX
   kwik)
     # No hsperfdata directory in /tmp: the JVM's performance counters are
     # for jstat, and a directory left there fails CI's clean-up check.
-    exec java -XX:-UsePerfData -cp "$peers/kwik/lib/*:$peers/kwik/classes" KwikServer "$ip" "$port" "$root" "$cert" "$key"
+    # kwik's fixed class (scripts/peers/kwik-send-request-race.patch) goes
+    # ahead of its jar; H3LAB_KWIK_AS_RELEASED=1 runs the jar as released.
+    fixed="$peers/kwik/patched:"
+    [[ ${H3LAB_KWIK_AS_RELEASED:-0} == 1 ]] && fixed=
+    exec java -XX:-UsePerfData -cp "$fixed$peers/kwik/lib/*:$peers/kwik/classes" KwikServer "$ip" "$port" "$root" "$cert" "$key"
     ;;
   tquic)
     # tquic_server logs every connection at its default level (INFO).

@@ -9,7 +9,9 @@
 #   picoquic   aiopquic 0.6.1 (PyPI, Python 3.12): picoquic 1.1.53 and its
 #              h3zero; h3 only
 #   kwik       kwik 0.10.8 + flupke 0.9.4 (Maven Central), with
-#              scripts/peers/KwikServer.java: pure-Java QUIC; h3 only
+#              scripts/peers/KwikServer.java: pure-Java QUIC; h3 only.
+#              One fix, scripts/peers/kwik-send-request-race.patch, goes
+#              into kwik's sources jar (docs/servers.md says why)
 #   tquic      tquic_tools 1.6.0 (crates.io): Tencent's QUIC; h3 only.
 #              Builds BoringSSL with cmake: about 5 minutes on 2 cores.
 #   xnet       golang.org/x/net v0.59.0 (Go proxy): Go's own QUIC
@@ -62,6 +64,7 @@ hypercorn_pins=(aioquic==1.7.2 hypercorn==0.18.0 starlette==1.10.0)
 peregrine_pins=(peregrine-server==1.2.0)
 picoquic_pins=(aiopquic==0.6.1)
 kwik_flupke_version=0.9.4
+kwik_version=0.10.8
 tquic_version=1.6.0
 xnet_version=v0.59.0
 
@@ -73,7 +76,7 @@ wanted() {
     hypercorn) echo "${hypercorn_pins[*]}" ;;
     peregrine) echo "${peregrine_pins[*]}" ;;
     picoquic) echo "${picoquic_pins[*]}" ;;
-    kwik) echo "flupke $kwik_flupke_version $(sha256sum < "$here/peers/KwikServer.java" | cut -c1-16)" ;;
+    kwik) echo "flupke $kwik_flupke_version kwik $kwik_version $(cat "$here"/peers/{KwikServer.java,kwik-send-request-race.patch} | sha256sum | cut -c1-16)" ;;
     tquic) echo "$tquic_version" ;;
     xnet) echo "golang.org/x/net $xnet_version $(cat "$here"/peers/xnet-h3-server/{main.go,export.go.txt} | sha256sum | cut -c1-16)" ;;
     quiche) cat "$here"/quiche-server/{Cargo.lock,src/main.rs} | sha256sum | cut -c1-16 ;;
@@ -90,7 +93,10 @@ print("hypercorn %s, aioquic %s, starlette %s" % (v("hypercorn"), v("aioquic"), 
 print("peregrine-server %s" % v("peregrine-server"))' ;;
     picoquic) "$dir/picoquic/bin/python" -c 'import aiopquic; from aiopquic import _build_info as b
 print(f"aiopquic {aiopquic.__version__}, picoquic {b.PICOQUIC_VERSION} ({b.PICOQUIC_SHA[:12]})")' ;;
-    kwik) (cd "$dir/kwik/lib" && ls kwik-*.jar flupke-*.jar agent15-*.jar qpack-*.jar) | sed 's/\.jar$//' | paste -sd' ' ;;
+    kwik)
+      [[ -f $dir/kwik/patched/tech/kwik/core/stream/StreamOutputStreamImpl.class ]] || return 1
+      echo "$( (cd "$dir/kwik/lib" && ls kwik-*.jar flupke-*.jar agent15-*.jar qpack-*.jar) | sed 's/\.jar$//' | paste -sd' ') + kwik-send-request-race.patch"
+      ;;
     tquic) echo "tquic_$("$dir/tquic/bin/tquic_server" --version)" ;;
     xnet) "$dir/xnet/xnet-h3-server" -version ;;
     quiche)
@@ -136,6 +142,7 @@ install() {
     kwik)
       command -v mvn >/dev/null || die "kwik needs Maven: apt-get install maven"
       command -v javac >/dev/null || die "kwik needs a JDK: apt-get install default-jdk-headless"
+      command -v patch >/dev/null || die "kwik's fix goes in with patch(1): apt-get install patch"
       rm -rf "$dir/kwik" && mkdir -p "$dir/kwik"
       cat > "$dir/kwik/pom.xml" <<POM
 <project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -153,7 +160,14 @@ install() {
 </project>
 POM
       (cd "$dir/kwik" && mvn -q -B -Dstyle.color=never -Dmaven.repo.local="$dir/kwik/m2" dependency:copy-dependencies -DoutputDirectory=lib)
+      [[ -f $dir/kwik/lib/kwik-$kwik_version.jar ]] || die "flupke $kwik_flupke_version brought $(cd "$dir/kwik/lib" && ls kwik-*.jar), not kwik $kwik_version, which the patch is for"
+      # The one class scripts/peers/kwik-send-request-race.patch fixes, from
+      # kwik's own sources, compiled ahead of its jar (peer-server.sh).
+      (cd "$dir/kwik" && mvn -q -B -Dstyle.color=never -Dmaven.repo.local="$dir/kwik/m2" dependency:copy -Dartifact="tech.kwik:kwik:$kwik_version:jar:sources" -DoutputDirectory=src)
       rm -rf "$dir/kwik/m2"
+      (cd "$dir/kwik/src" && jar xf "kwik-$kwik_version-sources.jar" tech/kwik/core/stream/StreamOutputStreamImpl.java &&
+        patch -s -p1 < "$here/peers/kwik-send-request-race.patch")
+      javac -nowarn -d "$dir/kwik/patched" -cp "$dir/kwik/lib/*" "$dir/kwik/src/tech/kwik/core/stream/StreamOutputStreamImpl.java"
       javac -d "$dir/kwik/classes" -cp "$dir/kwik/lib/*" "$here/peers/KwikServer.java"
       ;;
     tquic)
