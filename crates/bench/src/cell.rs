@@ -4,35 +4,27 @@
 //! never a missing or made-up figure.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context};
 use h3lab_client::ModeNotOffered;
-use h3lab_dns::{Host, Publish, ZoneConfig};
-use h3lab_harness::{End, PathDns, SITE_HOST};
-use h3lab_results::bench::{
-    CellRecord, CpuUse, EdgeRecord, HeaderBlocks, InitialWindows, LinkRecord, Metric, Outcome,
-    WireCost,
-};
+use h3lab_results::bench::{CellRecord, CpuUse, LinkRecord, Metric, Outcome};
 use h3lab_results::load::LoadReport;
 use h3lab_results::page::PageReport;
-use h3lab_site::replay::Replay;
 use linkem::model::LinkStats;
 use linkem::run::Placement;
 use linkem::{EmulatedPath, LinkSettings};
 
 use crate::client::{self, Aim, ClientRun};
-use crate::edge::EdgeStart;
 use crate::field::FieldTarget;
-use crate::server;
 use crate::spec::CellSpec;
-use crate::suite::{dns_setting, DownloadMetric, Edge, Load, RpsMetric, Site, Suite};
-use crate::sweep::Setting;
+use crate::suite::{DownloadMetric, Load, RpsMetric, Site, Suite};
 use crate::usage;
+
+mod lab;
 
 /// What a run needs besides the suite.
 pub struct RunContext {
@@ -61,7 +53,7 @@ pub(crate) fn run(
     let mut record = empty_record(spec);
     let measured = match &ctx.field {
         Some(field) => measure_field(suite, spec, ctx, field, &mut record),
-        None => measure(suite, spec, ctx, &mut record, server_tuning),
+        None => lab::measure(suite, spec, ctx, &mut record, server_tuning),
     };
     // Ctrl-C cuts the client short, so what it measured is not the cell's
     // figure, and whatever error that caused is not the cell's either.
@@ -89,289 +81,6 @@ pub(crate) fn refused(spec: &CellSpec, why: String) -> CellRecord {
     let mut record = empty_record(spec);
     record.outcome = Outcome::Failed { error: why };
     record
-}
-
-fn measure(
-    suite: &Suite,
-    spec: &CellSpec,
-    ctx: &RunContext,
-    record: &mut CellRecord,
-    server_tuning: &mut Option<BTreeMap<String, String>>,
-) -> anyhow::Result<()> {
-    // The same seed for every protocol of a repetition: same loss pattern.
-    let seed = suite.seed.wrapping_add(u64::from(spec.repetition));
-    let settings = crate::profile::settings(suite, &spec.profile, seed)?;
-    record.path_rtt_ms = settings.as_ref().map_or(0.0, |s| s.rtt as f64 / 1e6);
-    let site = site_dir(suite, spec, &ctx.scratch)?;
-    let replay = match &site {
-        Some(dir) if Replay::is_replay_site(dir) => Some(Replay::read(dir)?),
-        _ => None,
-    };
-    let mut path = settings
-        .as_ref()
-        .map(|s| EmulatedPath::start(s.build()))
-        .transpose()?;
-    let origin_ips = match (&replay, &mut path) {
-        (None, _) => None,
-        (Some(replay), Some(path)) => {
-            let ips = path.add_server_addresses(replay.origins.len())?;
-            let ips: Vec<IpAddr> = ips.into_iter().map(IpAddr::V4).collect();
-            Some(replay.origin_addresses(Some(&ips))?)
-        }
-        (Some(replay), None) => Some(replay.origin_addresses(None)?),
-    };
-    let edge = spec
-        .setting
-        .as_ref()
-        .and_then(Setting::edge)
-        .and_then(|name| Some((name, suite.target.edges.get(name)?)));
-    let origin_link = match (edge, &mut path) {
-        (None, _) => None,
-        (Some((_, edge)), Some(path)) => {
-            let settings = crate::profile::origin_settings(suite, edge, seed)?;
-            path.add_origin_leg(settings.build())?;
-            Some(settings)
-        }
-        (Some(_), None) => bail!("an edge needs an emulated path (the suite's check names it)"),
-    };
-    let tcp_window = tcp_initial_window(suite, spec, path.as_ref())?;
-    let publish = suite.published_dns(&spec.profile)?;
-    record.dns = publish.as_ref().map(dns_setting);
-    if let (Some(_), Some(path)) = (&publish, &mut path) {
-        path.set_client_resolver(path.server_ip())?;
-    }
-    let placement = match &path {
-        Some(path) => Placement::Emulated(path),
-        None => Placement::Loopback,
-    };
-    let scratch = cell_dir(&ctx.scratch, spec)?;
-    let server_start = server::Start {
-        placement: &placement,
-        exe: &ctx.exe,
-        scratch: &scratch,
-        run_scratch: &ctx.scratch,
-        site: site.as_deref(),
-        body_size: body_size(spec),
-        protocol: spec.protocol,
-        setting: spec.setting.as_ref(),
-        every_address: replay.is_some(),
-        end: End::Server,
-    };
-    let (mut server, mut origin) = match edge {
-        None => (server::start(suite, &server_start)?, None),
-        Some((name, edge)) => {
-            let (front, target, record) = start_edge(suite, spec, &server_start, name, edge)?;
-            (front, Some((target, record)))
-        }
-    };
-    if let (Some(replay), Some(ips), Some(dir)) = (&replay, &origin_ips, &site) {
-        let port = server.addr.port();
-        let by_dns = publish.is_some();
-        server.replay = Some(server::ReplayTarget::new(replay, ips, dir, port, by_dns)?);
-    }
-    let dns = match (&publish, &path) {
-        (Some(publish), Some(path)) => {
-            let named = (replay.as_ref()).zip(origin_ips.as_deref());
-            let zone = zone(path, &mut server, named, publish)?;
-            Some(PathDns::start(path, zone)?)
-        }
-        _ => None,
-    };
-    if server_tuning.is_none() {
-        // The target's: behind an edge, the origin.
-        let target = origin.as_ref().map_or(&server, |(target, _)| target);
-        server_tuning.clone_from(&target.tuning);
-    }
-    record.initial_windows = Some(InitialWindows {
-        tcp_segments: path
-            .as_ref()
-            .map(|_| tcp_window.unwrap_or(LINUX_TCP_INITIAL_WINDOW)),
-        tcp_set: tcp_window.is_some(),
-        quic_bytes: server.tuning.as_ref().and_then(quic_initial_window),
-    });
-    if probes_features(suite, spec) {
-        let aim = Aim::Lab(&server);
-        record.h3_features = client::h3_features(&placement, &ctx.exe, &aim, &scratch, &ctx.stop);
-    }
-    let before = usage::Reading::now(Some(&server.process), path.as_ref());
-    let outcome = client::run(
-        spec,
-        &placement,
-        &ctx.exe,
-        &Aim::Lab(&server),
-        &scratch,
-        suite.warmup.0,
-        &ctx.stop,
-    );
-    let after = usage::Reading::now(Some(&server.process), path.as_ref());
-    usage::record_interval(&before, &after, &mut record.cpu);
-    let ended = Ended::check(&mut server, origin.as_mut().map(|(target, _)| target));
-    let metrics = match &ended {
-        Some(_) => Ok(None),
-        None => server
-            .metrics
-            .map(|addr| h3lab_harness::scrape(&placement, addr))
-            .transpose(),
-    };
-    let origin_metrics = origin.as_ref().and_then(|(target, _)| {
-        let addr = target.metrics.filter(|_| ended.is_none())?;
-        Some(h3lab_harness::scrape_at(&placement, End::Origin, addr))
-    });
-    let server_exit = server.process.stop(Duration::from_secs(5));
-    record.cpu.server_s = server_exit.cpu_s;
-    if let Some((target, edge)) = &mut origin {
-        let origin_exit = target.process.stop(Duration::from_secs(5));
-        record.cpu.server_s += origin_exit.cpu_s;
-        edge.origin_metrics = origin_metrics.transpose()?;
-    }
-    // Once both are stopped, nothing holds their stderr open.
-    let ended = ended.map(|ended| ended.explain(&mut server, origin.as_mut().map(|(t, _)| t)));
-    drop(dns);
-    if let (Some(path), Some(settings)) = (path, &settings) {
-        let legs = path.shutdown_legs()?;
-        record.link = Some(link_record(legs.client_leg, settings)?);
-        if let (Some((_, edge)), Some(stats), Some(link)) =
-            (&mut origin, legs.origin_leg, &origin_link)
-        {
-            edge.origin_link = Some(link_record(stats, link)?);
-        }
-    }
-    record.edge = origin.map(|(_, edge)| edge);
-    if let (Err(err), Some(why)) = (&outcome, &ended) {
-        bail!("{why}; the client: {err:#}");
-    }
-    let run = outcome?;
-    if let ClientRun::Page { report, .. } = &run {
-        check_whole_site(suite, spec, report, &server.authority())?;
-    }
-    record.server_metrics = metrics?;
-    record.wire = WireCost::from_counts(record.link.as_ref(), record.server_metrics.as_ref());
-    record.header_blocks = HeaderBlocks::from_metrics(record.server_metrics.as_ref());
-    record.cpu.client_s = run.cpu_s();
-    let filled = fill_from_client(spec, run, record);
-    match ended {
-        Some(why) => bail!(why),
-        None => filled,
-    }
-}
-
-/// Whether the cell asks its server what its h3 does: once per row of a
-/// `server` sweep and profile, before its first workload's first h3
-/// repetition.
-fn probes_features(suite: &Suite, spec: &CellSpec) -> bool {
-    let server_row = spec.setting.as_ref().and_then(Setting::server).is_some();
-    let first_workload = suite.workloads.first().map(|w| w.name()) == Some(spec.workload.name());
-    server_row
-        && first_workload
-        && spec.protocol == h3lab_results::Proto::H3
-        && spec.repetition == 0
-}
-
-/// The server, or behind an edge the origin, exited while the client
-/// ran: the cell's figure cannot stand, and what was measured is kept.
-struct Ended {
-    in_origin: bool,
-    code: i32,
-}
-
-impl Ended {
-    fn check(
-        server: &mut server::ServerProcess,
-        origin: Option<&mut server::ServerProcess>,
-    ) -> Option<Ended> {
-        if let Some(exit) = origin.and_then(|origin| origin.process.poll()) {
-            return Some(Ended {
-                in_origin: true,
-                code: exit.code,
-            });
-        }
-        let exit = server.process.poll()?;
-        Some(Ended {
-            in_origin: false,
-            code: exit.code,
-        })
-    }
-
-    /// The error, with the process's last words; call it once the
-    /// processes are stopped.
-    fn explain(
-        self,
-        server: &mut server::ServerProcess,
-        origin: Option<&mut server::ServerProcess>,
-    ) -> String {
-        let (what, process) = match (self.in_origin, origin) {
-            (true, Some(origin)) => ("the origin behind the edge", origin),
-            (_, Some(_)) => ("the edge", server),
-            (_, None) => ("the server", server),
-        };
-        format!(
-            "{what} exited (code {}) while the client ran{}; what the client measured until \
-             then is kept in the record",
-            self.code,
-            process.process.last_stderr_line()
-        )
-    }
-}
-
-/// The target started as the origin behind the edge `name`, then the edge
-/// in front of it: (the edge, the origin, the edge's record so far).
-fn start_edge(
-    suite: &Suite,
-    spec: &CellSpec,
-    at: &server::Start<'_>,
-    name: &str,
-    edge: &Edge,
-) -> anyhow::Result<(server::ServerProcess, server::ServerProcess, EdgeRecord)> {
-    let origin_scratch = at.scratch.join("origin");
-    std::fs::create_dir_all(&origin_scratch)?;
-    let target = server::Start {
-        scratch: &origin_scratch,
-        end: End::Origin,
-        protocol: edge.origin_protocol.proto(),
-        ..*at
-    };
-    let target = server::start(suite, &target)?;
-    let forward = edge.forwarding(matches!(spec.workload.load, Load::Page { .. }));
-    let front = crate::edge::start(&EdgeStart {
-        name,
-        edge,
-        at,
-        origin: &target,
-        forward,
-        port: target.addr.port(),
-    })?;
-    let record = crate::edge::record(name, edge, forward, &front, at.run_scratch);
-    Ok((front, target, record))
-}
-
-/// What the path's DNS server publishes, on the server's port: a replay's
-/// origins, each on its own address, or else the site's name, which the
-/// server's clients then reach it by.
-fn zone(
-    path: &EmulatedPath,
-    server: &mut server::ServerProcess,
-    replay: Option<(&Replay, &[IpAddr])>,
-    publish: &Publish,
-) -> anyhow::Result<ZoneConfig> {
-    let host = |name: &str, address| Host {
-        name: name.to_string(),
-        address,
-        publish: publish.clone(),
-    };
-    let hosts = match replay {
-        Some((replay, ips)) => (replay.origins.iter().zip(ips))
-            .map(|(origin, ip)| match ip {
-                IpAddr::V4(ip) => Ok(host(&origin.host, *ip)),
-                IpAddr::V6(ip) => bail!("a path's DNS server publishes IPv4 addresses, not {ip}"),
-            })
-            .collect::<anyhow::Result<_>>()?,
-        None => {
-            server.name = Some(SITE_HOST);
-            vec![host(SITE_HOST, path.server_ip())]
-        }
-    };
-    let origin_port = server.addr.port();
-    Ok(ZoneConfig { hosts, origin_port })
 }
 
 /// A field cell: no server; the client in a namespace whose traffic
@@ -427,45 +136,6 @@ fn measure_field(
     let run = outcome?;
     record.cpu.client_s = run.cpu_s();
     fill_from_client(spec, run, record)
-}
-
-/// Linux's `TCP_INIT_CWND`, in segments, since 2.6.39.
-const LINUX_TCP_INITIAL_WINDOW: u32 = 10;
-
-/// Sets the TCP initial window the suite asks for (its sweep's value, or
-/// `[target] initial_window`) on the cell's path, and returns it.
-fn tcp_initial_window(
-    suite: &Suite,
-    spec: &CellSpec,
-    path: Option<&EmulatedPath>,
-) -> anyhow::Result<Option<u32>> {
-    let asked = spec
-        .setting
-        .as_ref()
-        .and_then(|setting| setting.tcp_initial_window())
-        .or(suite.target.initial_window.map(|packets| packets.0));
-    match (asked, path) {
-        (None, _) => Ok(None),
-        (Some(segments), Some(path)) => {
-            path.set_tcp_initial_window(segments)?;
-            Ok(Some(segments))
-        }
-        (Some(segments), None) => bail!(
-            "an initial window of {segments} packets is set on an emulated path's routes; on \
-             loopback it would change this machine's own, so run it on another profile"
-        ),
-    }
-}
-
-/// The built-in server's QUIC initial window in bytes, from its
-/// `quic_initial_window = 14720 B (...)` line.
-fn quic_initial_window(tuning: &BTreeMap<String, String>) -> Option<u64> {
-    tuning
-        .get("quic_initial_window")?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
 }
 
 /// `cells[].link`: the link's statistics, and under `settings` what the

@@ -3,6 +3,7 @@
 //! read back here. Each command line is built from the command's typed
 //! flags (`LoadArgs`, `TtfbArgs`, `PageArgs`), never from flag names.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::AtomicBool;
@@ -194,69 +195,9 @@ pub(crate) fn run(
     stop: &AtomicBool,
 ) -> anyhow::Result<ClientRun> {
     let json = scratch.join("client.json");
+    let (args, budget) = client_args(spec, aim, &json, warmup)?;
     let mut command = process::command(placement, Side::Client, exe);
-    // A field cell is one load or sample of the repetition.
-    let units = |asked: u32| match spec.unit {
-        Some(_) => 1,
-        None => asked,
-    };
-    let budget = match &spec.workload.load {
-        Load::Rps { .. } | Load::Download { .. } => {
-            let (load, budget) = load_args(spec, aim, &json, warmup)?;
-            command.args(load.command_args());
-            budget
-        }
-        Load::Ttfb { samples, .. } => {
-            let mut ttfb = TtfbArgs::new(&aim.body_url(Some(ByteSize(TTFB_BODY_SIZE)))?);
-            ttfb.mode = spec.mode.context("a ttfb cell needs a mode")?;
-            ttfb.samples = units(samples.0);
-            ttfb.proto = spec.protocol;
-            ttfb.json = Some(json.clone());
-            ttfb.quiet = true;
-            aim.trust(&mut ttfb.insecure, &mut ttfb.ca, &mut ttfb.resolve)?;
-            command.args(ttfb.command_args());
-            Duration::from_secs(30) * (ttfb.samples + 1) * 2
-        }
-        Load::Page {
-            loader,
-            visit,
-            loads,
-            headers,
-            ..
-        } => {
-            let mut page = match aim {
-                Aim::Lab(ServerProcess {
-                    replay: Some(replay),
-                    ..
-                }) => {
-                    let mut page = PageArgs::new(&replay.page);
-                    page.replay = Some(replay.dir.clone());
-                    match &replay.names {
-                        OriginNames::Rules(rules) => page.resolve = parse_rules(rules)?,
-                        OriginNames::Dns => page.dns_origins = true,
-                    }
-                    page
-                }
-                Aim::Lab(server) => PageArgs::new(&format!(
-                    "https://{}{}",
-                    server.authority(),
-                    server.document
-                )),
-                Aim::Field { url, .. } => PageArgs::new(url.0.as_str()),
-            };
-            page.browser = *loader;
-            page.visit = *visit;
-            page.browser_headers = *headers == HeaderSet::Browser;
-            page.loads = units(loads.0);
-            page.timeout = PAGE_LOAD_TIMEOUT;
-            page.proto = spec.protocol;
-            page.json = Some(json.clone());
-            page.quiet = true;
-            aim.trust(&mut page.insecure, &mut page.ca, &mut page.resolve)?;
-            command.args(page.command_args());
-            PAGE_LOAD_TIMEOUT * page.loads + Duration::from_secs(60)
-        }
-    };
+    command.args(args);
     command.stdout(Stdio::null()).stderr(Stdio::piped());
     let mut process = process::spawn(command, "client")?;
     // On Ctrl-C the client gets SIGINT and writes what it gathered; it is
@@ -275,37 +216,124 @@ pub(crate) fn run(
             exit.code
         )
     })?;
+    read_report(spec, &text, exit.code, exit.cpu_s, &stderr)
+}
+
+/// The cell's client command (`h3lab load`, `probe ttfb` or `page`, with
+/// its report going to `json`), and how long it may take.
+fn client_args(
+    spec: &CellSpec,
+    aim: &Aim<'_>,
+    json: &Path,
+    warmup: Duration,
+) -> anyhow::Result<(Vec<OsString>, Duration)> {
+    // A field cell is one load or sample of the repetition.
+    let units = |asked: u32| match spec.unit {
+        Some(_) => 1,
+        None => asked,
+    };
+    match &spec.workload.load {
+        Load::Rps { .. } | Load::Download { .. } => {
+            let (load, budget) = load_args(spec, aim, json, warmup)?;
+            Ok((load.command_args(), budget))
+        }
+        Load::Ttfb { samples, .. } => {
+            let mut ttfb = TtfbArgs::new(&aim.body_url(Some(ByteSize(TTFB_BODY_SIZE)))?);
+            ttfb.mode = spec.mode.context("a ttfb cell needs a mode")?;
+            ttfb.samples = units(samples.0);
+            ttfb.proto = spec.protocol;
+            ttfb.json = Some(json.to_path_buf());
+            ttfb.quiet = true;
+            aim.trust(&mut ttfb.insecure, &mut ttfb.ca, &mut ttfb.resolve)?;
+            let budget = Duration::from_secs(30) * (ttfb.samples + 1) * 2;
+            Ok((ttfb.command_args(), budget))
+        }
+        Load::Page {
+            loader,
+            visit,
+            loads,
+            headers,
+            ..
+        } => {
+            let mut page = page_target(aim)?;
+            page.browser = *loader;
+            page.visit = *visit;
+            page.browser_headers = *headers == HeaderSet::Browser;
+            page.loads = units(loads.0);
+            page.timeout = PAGE_LOAD_TIMEOUT;
+            page.proto = spec.protocol;
+            page.json = Some(json.to_path_buf());
+            page.quiet = true;
+            aim.trust(&mut page.insecure, &mut page.ca, &mut page.resolve)?;
+            let budget = PAGE_LOAD_TIMEOUT * page.loads + Duration::from_secs(60);
+            Ok((page.command_args(), budget))
+        }
+    }
+}
+
+/// `h3lab page`'s arguments for the page `aim` names: a replayed page
+/// with its origins, the lab server's document, or a field URL.
+fn page_target(aim: &Aim<'_>) -> anyhow::Result<PageArgs> {
+    Ok(match aim {
+        Aim::Lab(ServerProcess {
+            replay: Some(replay),
+            ..
+        }) => {
+            let mut page = PageArgs::new(&replay.page);
+            page.replay = Some(replay.dir.clone());
+            match &replay.names {
+                OriginNames::Rules(rules) => page.resolve = parse_rules(rules)?,
+                OriginNames::Dns => page.dns_origins = true,
+            }
+            page
+        }
+        Aim::Lab(server) => PageArgs::new(&format!(
+            "https://{}{}",
+            server.authority(),
+            server.document
+        )),
+        Aim::Field { url, .. } => PageArgs::new(url.0.as_str()),
+    })
+}
+
+/// The client's report, read as the cell's kind of run; a failed exit
+/// fails the cell (with the client's last words, `stderr`) unless the
+/// report says why the mode is not offered.
+fn read_report(
+    spec: &CellSpec,
+    text: &str,
+    code: i32,
+    cpu_s: f64,
+    stderr: &str,
+) -> anyhow::Result<ClientRun> {
     match spec.workload.load {
         Load::Page { .. } => {
-            if exit.code != 0 {
-                bail!("the page loads failed (exit code {}){stderr}", exit.code);
+            if code != 0 {
+                bail!("the page loads failed (exit code {code}){stderr}");
             }
             let report: PageReport =
-                serde_json::from_str(&text).context("reading the page report")?;
+                serde_json::from_str(text).context("reading the page report")?;
             Ok(ClientRun::Page {
                 report: Box::new(report),
-                cpu_s: exit.cpu_s,
+                cpu_s,
             })
         }
         Load::Ttfb { .. } => {
             let probe: TtfbReport =
-                serde_json::from_str(&text).context("reading the ttfb probe report")?;
+                serde_json::from_str(text).context("reading the ttfb probe report")?;
             if let Some(reason) = probe.not_offered {
                 return Err(ModeNotOffered(reason).into());
             }
-            if exit.code != 0 {
-                bail!("the ttfb probe failed (exit code {}){stderr}", exit.code);
+            if code != 0 {
+                bail!("the ttfb probe failed (exit code {code}){stderr}");
             }
-            Ok(ClientRun::Ttfb {
-                probe,
-                cpu_s: exit.cpu_s,
-            })
+            Ok(ClientRun::Ttfb { probe, cpu_s })
         }
         _ => {
-            let report = serde_json::from_str(&text).context("reading the load report")?;
+            let report = serde_json::from_str(text).context("reading the load report")?;
             Ok(ClientRun::Load {
                 report: Box::new(report),
-                cpu_s: exit.cpu_s,
+                cpu_s,
             })
         }
     }

@@ -553,6 +553,15 @@ impl fmt::Display for LoadReport {
         )?;
         writeln!(f, "  latency:   {} ({from})", percentiles(&self.latency_us))?;
         writeln!(f, "  ttfb:      {}", percentiles(&self.ttfb_us))?;
+        self.fmt_connections(f)?;
+        self.fmt_outcomes(f)?;
+        self.fmt_sending(f)
+    }
+}
+
+impl LoadReport {
+    /// The edge's origin leg, connection set-up and what connections did.
+    fn fmt_connections(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(leg) = &self.origin_leg {
             writeln!(
                 f,
@@ -594,6 +603,11 @@ impl fmt::Display for LoadReport {
                 first.protocol
             )?;
         }
+        Ok(())
+    }
+
+    /// The responses' statuses and the errors, with the first of each kind.
+    fn fmt_outcomes(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let statuses: Vec<String> = self
             .status_counts
             .iter()
@@ -611,6 +625,12 @@ impl fmt::Display for LoadReport {
         for (kind, message) in &self.first_errors {
             writeln!(f, "    first {kind}: {message}")?;
         }
+        Ok(())
+    }
+
+    /// The open model's pacing, the client's CPU, the rate over time, the
+    /// workers and the warm-up left out.
+    fn fmt_sending(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(open) = &self.open_model {
             writeln!(
                 f,

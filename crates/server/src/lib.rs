@@ -128,25 +128,21 @@ struct Trust {
     cert_pem: String,
 }
 
+impl From<tls::TlsMaterial> for Trust {
+    fn from(tls: tls::TlsMaterial) -> Trust {
+        Trust {
+            spki_sha256_base64: tls.spki_sha256_base64,
+            cert_pem: tls.cert_pem,
+        }
+    }
+}
+
 /// Binds, then serves in the background on the current tokio runtime.
 pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     config.limits.validate()?;
     config.tcp_tuning.validate()?;
     config.quic_tuning.validate()?;
-    let root = config
-        .root
-        .as_deref()
-        .map(|dir| canonical_dir(dir, "static root", "--root"));
-    let root = root.transpose()?;
-    let site = config
-        .site
-        .as_deref()
-        .map(|dir| canonical_dir(dir, "site directory", "--site"));
-    let site = site.transpose()?;
-    let replay = match &site {
-        Some(dir) if Replay::is_replay_site(dir) => Some(Arc::new(ReplaySite::load(dir)?)),
-        _ => None,
-    };
+    let Content { root, site, replay } = Content::load(&config)?;
     let mut sans = config.extra_sans.clone();
     sans.extend(replay.iter().flat_map(|r| r.hosts().iter().cloned()));
     let tls = match config.cleartext {
@@ -161,13 +157,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     let sockets = bind::bind(config.listen, tls.is_some(), &buffers)?;
     let granted_buffers = sockets.granted_buffers(&buffers)?;
     let local_addr = sockets.tcp.local_addr()?;
-    let alt_svc = match tls {
-        Some(_) => Some(HeaderValue::try_from(format!(
-            "h3=\":{}\"; ma=86400",
-            local_addr.port()
-        ))?),
-        None => None,
-    };
+    // Over TLS, h3 is on the same port (cleartext has no h3).
+    let alt_svc = (tls.as_ref())
+        .map(|_| HeaderValue::try_from(format!("h3=\":{}\"; ma=86400", local_addr.port())))
+        .transpose()?;
     let hooks = edge_hooks(&config)?;
     let lifecycle = Lifecycle::default();
     let admission = Admission::new(&config.limits);
@@ -186,43 +179,25 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     });
 
     let tcp_tls = tls.as_ref().map(|t| t.tcp_config()).transpose()?;
-    let tcp = Arc::new(TcpShell::new(
+    let tcp = TcpShell::new(
         handler.clone(),
         tcp_tls,
         admission.clone(),
         lifecycle.clone(),
         config.tcp_tuning,
-    ));
+    );
     let listener = tokio::net::TcpListener::from_std(sockets.tcp)?;
-
     let serves_h3 = sockets.udp.is_some() && tls.is_some();
-    let quic_thread = match serves_h3 && config.quic_tuning.own_thread {
-        true => Some(QuicThread::start()?),
-        false => None,
-    };
+    let quic_thread = (serves_h3 && config.quic_tuning.own_thread)
+        .then(QuicThread::start)
+        .transpose()?;
     let quic_runtime = match &quic_thread {
         Some(thread) => thread.handle().clone(),
         None => tokio::runtime::Handle::current(),
     };
     let (endpoint, qlog) = match (sockets.udp, &tls) {
         (Some(udp), Some(tls)) => {
-            let crypto = Arc::new(metrics.meter_quic_tls(tls.quic_config()?));
-            let (limits, congestion) = (config.limits.clone(), config.quic_congestion);
-            let quic_tuning = config.quic_tuning;
-            let transport = quic::transport(&limits, congestion, &quic_tuning)?;
-            let server = quic::server_config(crypto, transport);
-            let qlog = config
-                .qlog
-                .clone()
-                .map(|dir| {
-                    let transport = move || quic::transport(&limits, congestion, &quic_tuning);
-                    qlog::QlogDir::new(dir, server.clone(), transport)
-                })
-                .transpose()?;
-            let endpoint = {
-                let _on_quic_runtime = quic_runtime.enter();
-                quic::endpoint(udp, server)?
-            };
+            let (endpoint, qlog) = quic_endpoint(&config, udp, tls, &metrics, &quic_runtime)?;
             (Some(endpoint), qlog)
         }
         _ => (None, None),
@@ -232,33 +207,27 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         None => None,
     };
     if config.serve_tcp || tls.is_none() {
-        lifecycle.tasks.spawn(tcp.accept_loop(listener));
+        lifecycle.tasks.spawn(Arc::new(tcp).accept_loop(listener));
     }
     if let Some(endpoint) = &endpoint {
-        let quic = Arc::new(QuicShell {
+        let quic = QuicShell {
             handler,
             admission: admission.clone(),
             lifecycle: lifecycle.clone(),
             qlog,
             stream_order: config.quic_tuning.stream_order,
-        });
-        let accept_loop = lifecycle
-            .tasks
-            .track_future(quic.accept_loop(endpoint.clone()));
-        quic_runtime.spawn(accept_loop);
+        };
+        let accept_loop = Arc::new(quic).accept_loop(endpoint.clone());
+        quic_runtime.spawn(lifecycle.tasks.track_future(accept_loop));
     }
-    let metrics_addr = match metrics_listener {
-        Some(listener) => Some(serve_metrics(listener, &metrics, &lifecycle)?),
-        None => None,
-    };
+    let metrics_addr = (metrics_listener)
+        .map(|listener| serve_metrics(listener, &metrics, &lifecycle))
+        .transpose()?;
     Ok(RunningServer {
         local_addr,
         site,
         replay_banner,
-        trust: tls.map(|t| Trust {
-            spki_sha256_base64: t.spki_sha256_base64,
-            cert_pem: t.cert_pem,
-        }),
+        trust: tls.map(Trust::from),
         endpoint,
         quic_thread,
         lifecycle,
@@ -270,6 +239,54 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         tuning: tuning_settings(&config, serves_h3, granted_buffers),
         quic_congestion: config.quic_congestion,
     })
+}
+
+/// What the server serves: files under a static root, a site (with `/`
+/// its index), or a replay of a captured page's origins.
+struct Content {
+    root: Option<PathBuf>,
+    site: Option<PathBuf>,
+    replay: Option<Arc<ReplaySite>>,
+}
+
+impl Content {
+    fn load(config: &ServerConfig) -> Result<Content> {
+        let root = (config.root.as_deref())
+            .map(|dir| canonical_dir(dir, "static root", "--root"))
+            .transpose()?;
+        let site = (config.site.as_deref())
+            .map(|dir| canonical_dir(dir, "site directory", "--site"))
+            .transpose()?;
+        let replay = match &site {
+            Some(dir) if Replay::is_replay_site(dir) => Some(Arc::new(ReplaySite::load(dir)?)),
+            _ => None,
+        };
+        Ok(Content { root, site, replay })
+    }
+}
+
+/// The QUIC endpoint on `udp`, made on `runtime` (where its I/O then
+/// runs), and the qlog directory its connections write to, if asked.
+fn quic_endpoint(
+    config: &ServerConfig,
+    udp: std::net::UdpSocket,
+    tls: &tls::TlsMaterial,
+    metrics: &Arc<Metrics>,
+    runtime: &tokio::runtime::Handle,
+) -> Result<(quinn::Endpoint, Option<qlog::QlogDir>)> {
+    let crypto = Arc::new(metrics.meter_quic_tls(tls.quic_config()?));
+    let (limits, congestion) = (config.limits.clone(), config.quic_congestion);
+    let quic_tuning = config.quic_tuning;
+    let transport = quic::transport(&limits, congestion, &quic_tuning)?;
+    let server = quic::server_config(crypto, transport);
+    let qlog = (config.qlog.clone())
+        .map(|dir| {
+            let transport = move || quic::transport(&limits, congestion, &quic_tuning);
+            qlog::QlogDir::new(dir, server.clone(), transport)
+        })
+        .transpose()?;
+    let _on_quic_runtime = runtime.enter();
+    Ok((quic::endpoint(udp, server)?, qlog))
 }
 
 /// Loads `source` as the server would at start, so that a bad certificate

@@ -1,0 +1,453 @@
+//! A lab cell: its emulated path, its servers (an edge in front of the
+//! target, the path's DNS server) and its client, started and stopped in
+//! that order, with what each measured written into the cell's record.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::bail;
+use h3lab_dns::{Host, Publish, ZoneConfig};
+use h3lab_harness::{End, PathDns, SITE_HOST};
+use h3lab_results::bench::{CellRecord, EdgeRecord, HeaderBlocks, InitialWindows, WireCost};
+use h3lab_site::replay::Replay;
+use linkem::run::Placement;
+use linkem::{EmulatedPath, LinkSettings};
+
+use super::{
+    body_size, cell_dir, check_whole_site, fill_from_client, link_record, site_dir, RunContext,
+};
+use crate::client::{self, Aim, ClientRun};
+use crate::edge::EdgeStart;
+use crate::server;
+use crate::spec::CellSpec;
+use crate::suite::{dns_setting, Edge, Load, Suite};
+use crate::sweep::Setting;
+use crate::usage;
+
+/// A lab cell's path before any server starts: the emulated link (none on
+/// loopback), the site and replay it serves, an edge's origin leg, and
+/// the DNS the profile publishes.
+struct LabPath<'a> {
+    settings: Option<LinkSettings>,
+    path: Option<EmulatedPath>,
+    site: Option<PathBuf>,
+    replay: Option<Replay>,
+    /// A replay's origins, each on an address of its own.
+    origin_ips: Option<Vec<IpAddr>>,
+    /// The swept edge's name and table.
+    edge: Option<(&'a str, &'a Edge)>,
+    /// The link between the edge and its origin.
+    origin_link: Option<LinkSettings>,
+    tcp_window: Option<u32>,
+    publish: Option<Publish>,
+}
+
+impl<'a> LabPath<'a> {
+    fn start(suite: &'a Suite, spec: &'a CellSpec, scratch: &Path) -> anyhow::Result<Self> {
+        // The same seed for every protocol of a repetition: same loss pattern.
+        let seed = suite.seed.wrapping_add(u64::from(spec.repetition));
+        let settings = crate::profile::settings(suite, &spec.profile, seed)?;
+        let site = site_dir(suite, spec, scratch)?;
+        let replay = match &site {
+            Some(dir) if Replay::is_replay_site(dir) => Some(Replay::read(dir)?),
+            _ => None,
+        };
+        let mut path = (settings.as_ref())
+            .map(|s| EmulatedPath::start(s.build()))
+            .transpose()?;
+        let origin_ips = match (&replay, &mut path) {
+            (None, _) => None,
+            (Some(replay), Some(path)) => {
+                let ips = path.add_server_addresses(replay.origins.len())?;
+                let ips: Vec<IpAddr> = ips.into_iter().map(IpAddr::V4).collect();
+                Some(replay.origin_addresses(Some(&ips))?)
+            }
+            (Some(replay), None) => Some(replay.origin_addresses(None)?),
+        };
+        let edge = (spec.setting.as_ref())
+            .and_then(Setting::edge)
+            .and_then(|name| Some((name, suite.target.edges.get(name)?)));
+        let origin_link = match (edge, &mut path) {
+            (None, _) => None,
+            (Some((_, edge)), Some(path)) => {
+                let settings = crate::profile::origin_settings(suite, edge, seed)?;
+                path.add_origin_leg(settings.build())?;
+                Some(settings)
+            }
+            (Some(_), None) => bail!("an edge needs an emulated path (the suite's check names it)"),
+        };
+        let tcp_window = tcp_initial_window(suite, spec, path.as_ref())?;
+        let publish = suite.published_dns(&spec.profile)?;
+        if let (Some(_), Some(path)) = (&publish, &mut path) {
+            path.set_client_resolver(path.server_ip())?;
+        }
+        Ok(LabPath {
+            settings,
+            path,
+            site,
+            replay,
+            origin_ips,
+            edge,
+            origin_link,
+            tcp_window,
+            publish,
+        })
+    }
+
+    fn placement(&self) -> Placement<'_> {
+        match &self.path {
+            Some(path) => Placement::Emulated(path),
+            None => Placement::Loopback,
+        }
+    }
+
+    /// Stops the path and records each leg's link statistics: the
+    /// client's in `record`, the origin leg's in the edge's record.
+    fn shutdown(
+        self,
+        record: &mut CellRecord,
+        edge: Option<&mut EdgeRecord>,
+    ) -> anyhow::Result<()> {
+        let (Some(path), Some(settings)) = (self.path, &self.settings) else {
+            return Ok(());
+        };
+        let legs = path.shutdown_legs()?;
+        record.link = Some(link_record(legs.client_leg, settings)?);
+        if let (Some(edge), Some(stats), Some(link)) = (edge, legs.origin_leg, &self.origin_link) {
+            edge.origin_link = Some(link_record(stats, link)?);
+        }
+        Ok(())
+    }
+}
+
+/// The cell's servers on the path: the target (or an edge in front of
+/// it, with the target as its origin and the edge's record), and the
+/// path's DNS server when the profile publishes one.
+struct Servers {
+    server: server::ServerProcess,
+    origin: Option<(server::ServerProcess, EdgeRecord)>,
+    dns: Option<PathDns>,
+}
+
+impl Servers {
+    fn start(
+        suite: &Suite,
+        spec: &CellSpec,
+        lab: &LabPath<'_>,
+        at: &server::Start<'_>,
+    ) -> anyhow::Result<Servers> {
+        let (mut server, origin) = match lab.edge {
+            None => (server::start(suite, at)?, None),
+            Some((name, edge)) => {
+                let (front, target, record) = start_edge(suite, spec, at, name, edge)?;
+                (front, Some((target, record)))
+            }
+        };
+        if let (Some(replay), Some(ips), Some(dir)) = (&lab.replay, &lab.origin_ips, &lab.site) {
+            let port = server.addr.port();
+            let by_dns = lab.publish.is_some();
+            server.replay = Some(server::ReplayTarget::new(replay, ips, dir, port, by_dns)?);
+        }
+        let dns = match (&lab.publish, &lab.path) {
+            (Some(publish), Some(path)) => {
+                let named = (lab.replay.as_ref()).zip(lab.origin_ips.as_deref());
+                let zone = zone(path, &mut server, named, publish)?;
+                Some(PathDns::start(path, zone)?)
+            }
+            _ => None,
+        };
+        Ok(Servers {
+            server,
+            origin,
+            dns,
+        })
+    }
+
+    /// The server the suite targets: behind an edge, the origin.
+    fn target(&self) -> &server::ServerProcess {
+        (self.origin.as_ref()).map_or(&self.server, |(target, _)| target)
+    }
+
+    /// Stops the servers and the DNS server after the client ran: their
+    /// metrics (unless one exited), their CPU time, and why the cell
+    /// cannot stand if one exited while the client ran.
+    fn stop(
+        mut self,
+        placement: &Placement<'_>,
+        record: &mut CellRecord,
+    ) -> anyhow::Result<Stopped> {
+        let ended = Ended::check(&mut self.server, self.origin.as_mut().map(|(t, _)| t));
+        let metrics = match &ended {
+            Some(_) => Ok(None),
+            None => (self.server.metrics)
+                .map(|addr| h3lab_harness::scrape(placement, addr))
+                .transpose(),
+        };
+        let origin_metrics = self.origin.as_ref().and_then(|(target, _)| {
+            let addr = target.metrics.filter(|_| ended.is_none())?;
+            Some(h3lab_harness::scrape_at(placement, End::Origin, addr))
+        });
+        record.cpu.server_s = self.server.process.stop(Duration::from_secs(5)).cpu_s;
+        if let Some((target, edge)) = &mut self.origin {
+            record.cpu.server_s += target.process.stop(Duration::from_secs(5)).cpu_s;
+            edge.origin_metrics = origin_metrics.transpose()?;
+        }
+        // Once both are stopped, nothing holds their stderr open.
+        let origin = self.origin.as_mut().map(|(target, _)| target);
+        let ended = ended.map(|ended| ended.explain(&mut self.server, origin));
+        drop(self.dns);
+        Ok(Stopped {
+            edge: self.origin.map(|(_, edge)| edge),
+            ended,
+            metrics,
+        })
+    }
+}
+
+/// What the servers left when they stopped.
+struct Stopped {
+    /// The edge's record, with its origin's metrics.
+    edge: Option<EdgeRecord>,
+    /// Why the cell cannot stand: a server exited while the client ran.
+    ended: Option<String>,
+    /// The target's metrics (`None` when one exited, or it serves none).
+    metrics: anyhow::Result<Option<BTreeMap<String, f64>>>,
+}
+
+pub(super) fn measure(
+    suite: &Suite,
+    spec: &CellSpec,
+    ctx: &RunContext,
+    record: &mut CellRecord,
+    server_tuning: &mut Option<BTreeMap<String, String>>,
+) -> anyhow::Result<()> {
+    let lab = LabPath::start(suite, spec, &ctx.scratch)?;
+    record.path_rtt_ms = lab.settings.as_ref().map_or(0.0, |s| s.rtt as f64 / 1e6);
+    record.dns = lab.publish.as_ref().map(dns_setting);
+    let placement = lab.placement();
+    let scratch = cell_dir(&ctx.scratch, spec)?;
+    let at = server::Start {
+        placement: &placement,
+        exe: &ctx.exe,
+        scratch: &scratch,
+        run_scratch: &ctx.scratch,
+        site: lab.site.as_deref(),
+        body_size: body_size(spec),
+        protocol: spec.protocol,
+        setting: spec.setting.as_ref(),
+        every_address: lab.replay.is_some(),
+        end: End::Server,
+    };
+    let servers = Servers::start(suite, spec, &lab, &at)?;
+    let server = &servers.server;
+    if server_tuning.is_none() {
+        server_tuning.clone_from(&servers.target().tuning);
+    }
+    record.initial_windows = Some(InitialWindows {
+        tcp_segments: (lab.path.as_ref())
+            .map(|_| lab.tcp_window.unwrap_or(LINUX_TCP_INITIAL_WINDOW)),
+        tcp_set: lab.tcp_window.is_some(),
+        quic_bytes: server.tuning.as_ref().and_then(quic_initial_window),
+    });
+    if probes_features(suite, spec) {
+        let aim = Aim::Lab(server);
+        record.h3_features = client::h3_features(&placement, &ctx.exe, &aim, &scratch, &ctx.stop);
+    }
+    let before = usage::Reading::now(Some(&server.process), lab.path.as_ref());
+    let aim = Aim::Lab(server);
+    let outcome = client::run(
+        spec,
+        &placement,
+        &ctx.exe,
+        &aim,
+        &scratch,
+        suite.warmup.0,
+        &ctx.stop,
+    );
+    let after = usage::Reading::now(Some(&server.process), lab.path.as_ref());
+    usage::record_interval(&before, &after, &mut record.cpu);
+    let authority = server.authority();
+    let Stopped {
+        mut edge,
+        ended,
+        metrics,
+    } = servers.stop(&placement, record)?;
+    lab.shutdown(record, edge.as_mut())?;
+    record.edge = edge;
+    if let (Err(err), Some(why)) = (&outcome, &ended) {
+        bail!("{why}; the client: {err:#}");
+    }
+    let run = outcome?;
+    if let ClientRun::Page { report, .. } = &run {
+        check_whole_site(suite, spec, report, &authority)?;
+    }
+    record.server_metrics = metrics?;
+    record.wire = WireCost::from_counts(record.link.as_ref(), record.server_metrics.as_ref());
+    record.header_blocks = HeaderBlocks::from_metrics(record.server_metrics.as_ref());
+    record.cpu.client_s = run.cpu_s();
+    let filled = fill_from_client(spec, run, record);
+    match ended {
+        Some(why) => bail!(why),
+        None => filled,
+    }
+}
+
+/// Whether the cell asks its server what its h3 does: once per row of a
+/// `server` sweep and profile, before its first workload's first h3
+/// repetition.
+fn probes_features(suite: &Suite, spec: &CellSpec) -> bool {
+    let server_row = spec.setting.as_ref().and_then(Setting::server).is_some();
+    let first_workload = suite.workloads.first().map(|w| w.name()) == Some(spec.workload.name());
+    server_row
+        && first_workload
+        && spec.protocol == h3lab_results::Proto::H3
+        && spec.repetition == 0
+}
+
+/// The server, or behind an edge the origin, exited while the client
+/// ran: the cell's figure cannot stand, and what was measured is kept.
+struct Ended {
+    in_origin: bool,
+    code: i32,
+}
+
+impl Ended {
+    fn check(
+        server: &mut server::ServerProcess,
+        origin: Option<&mut server::ServerProcess>,
+    ) -> Option<Ended> {
+        if let Some(exit) = origin.and_then(|origin| origin.process.poll()) {
+            return Some(Ended {
+                in_origin: true,
+                code: exit.code,
+            });
+        }
+        let exit = server.process.poll()?;
+        Some(Ended {
+            in_origin: false,
+            code: exit.code,
+        })
+    }
+
+    /// The error, with the process's last words; call it once the
+    /// processes are stopped.
+    fn explain(
+        self,
+        server: &mut server::ServerProcess,
+        origin: Option<&mut server::ServerProcess>,
+    ) -> String {
+        let (what, process) = match (self.in_origin, origin) {
+            (true, Some(origin)) => ("the origin behind the edge", origin),
+            (_, Some(_)) => ("the edge", server),
+            (_, None) => ("the server", server),
+        };
+        format!(
+            "{what} exited (code {}) while the client ran{}; what the client measured until \
+             then is kept in the record",
+            self.code,
+            process.process.last_stderr_line()
+        )
+    }
+}
+
+/// The target started as the origin behind the edge `name`, then the edge
+/// in front of it: (the edge, the origin, the edge's record so far).
+fn start_edge(
+    suite: &Suite,
+    spec: &CellSpec,
+    at: &server::Start<'_>,
+    name: &str,
+    edge: &Edge,
+) -> anyhow::Result<(server::ServerProcess, server::ServerProcess, EdgeRecord)> {
+    let origin_scratch = at.scratch.join("origin");
+    std::fs::create_dir_all(&origin_scratch)?;
+    let target = server::Start {
+        scratch: &origin_scratch,
+        end: End::Origin,
+        protocol: edge.origin_protocol.proto(),
+        ..*at
+    };
+    let target = server::start(suite, &target)?;
+    let forward = edge.forwarding(matches!(spec.workload.load, Load::Page { .. }));
+    let front = crate::edge::start(&EdgeStart {
+        name,
+        edge,
+        at,
+        origin: &target,
+        forward,
+        port: target.addr.port(),
+    })?;
+    let record = crate::edge::record(name, edge, forward, &front, at.run_scratch);
+    Ok((front, target, record))
+}
+
+/// What the path's DNS server publishes, on the server's port: a replay's
+/// origins, each on its own address, or else the site's name, which the
+/// server's clients then reach it by.
+fn zone(
+    path: &EmulatedPath,
+    server: &mut server::ServerProcess,
+    replay: Option<(&Replay, &[IpAddr])>,
+    publish: &Publish,
+) -> anyhow::Result<ZoneConfig> {
+    let host = |name: &str, address| Host {
+        name: name.to_string(),
+        address,
+        publish: publish.clone(),
+    };
+    let hosts = match replay {
+        Some((replay, ips)) => (replay.origins.iter().zip(ips))
+            .map(|(origin, ip)| match ip {
+                IpAddr::V4(ip) => Ok(host(&origin.host, *ip)),
+                IpAddr::V6(ip) => bail!("a path's DNS server publishes IPv4 addresses, not {ip}"),
+            })
+            .collect::<anyhow::Result<_>>()?,
+        None => {
+            server.name = Some(SITE_HOST);
+            vec![host(SITE_HOST, path.server_ip())]
+        }
+    };
+    let origin_port = server.addr.port();
+    Ok(ZoneConfig { hosts, origin_port })
+}
+
+/// Linux's `TCP_INIT_CWND`, in segments, since 2.6.39.
+const LINUX_TCP_INITIAL_WINDOW: u32 = 10;
+
+/// Sets the TCP initial window the suite asks for (its sweep's value, or
+/// `[target] initial_window`) on the cell's path, and returns it.
+fn tcp_initial_window(
+    suite: &Suite,
+    spec: &CellSpec,
+    path: Option<&EmulatedPath>,
+) -> anyhow::Result<Option<u32>> {
+    let asked = spec
+        .setting
+        .as_ref()
+        .and_then(|setting| setting.tcp_initial_window())
+        .or(suite.target.initial_window.map(|packets| packets.0));
+    match (asked, path) {
+        (None, _) => Ok(None),
+        (Some(segments), Some(path)) => {
+            path.set_tcp_initial_window(segments)?;
+            Ok(Some(segments))
+        }
+        (Some(segments), None) => bail!(
+            "an initial window of {segments} packets is set on an emulated path's routes; on \
+             loopback it would change this machine's own, so run it on another profile"
+        ),
+    }
+}
+
+/// The built-in server's QUIC initial window in bytes, from its
+/// `quic_initial_window = 14720 B (...)` line.
+fn quic_initial_window(tuning: &BTreeMap<String, String>) -> Option<u64> {
+    tuning
+        .get("quic_initial_window")?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
