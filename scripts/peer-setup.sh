@@ -129,6 +129,14 @@ python312() {
   die "picoquic needs Python 3.12 (aiopquic 0.6.1 ships cp312 wheels only): install python3.12, or pyenv install 3.12"
 }
 
+# Maven in $dir/kwik with a repository of its own; quiet Maven still
+# prints colour resets, so its output shows only when it fails.
+maven() {
+  local out
+  out=$(cd "$dir/kwik" && mvn -q -B -Dstyle.color=never -Dmaven.repo.local="$dir/kwik/m2" "$@" 2>&1) ||
+    { echo "$out" >&2; die "kwik: mvn $* failed"; }
+}
+
 install() {
   case $1 in
     bun)
@@ -159,11 +167,11 @@ install() {
   </dependencies>
 </project>
 POM
-      (cd "$dir/kwik" && mvn -q -B -Dstyle.color=never -Dmaven.repo.local="$dir/kwik/m2" dependency:copy-dependencies -DoutputDirectory=lib)
+      maven dependency:copy-dependencies -DoutputDirectory=lib
       [[ -f $dir/kwik/lib/kwik-$kwik_version.jar ]] || die "flupke $kwik_flupke_version brought $(cd "$dir/kwik/lib" && ls kwik-*.jar), not kwik $kwik_version, which the patch is for"
       # The one class scripts/peers/kwik-send-request-race.patch fixes, from
       # kwik's own sources, compiled ahead of its jar (peer-server.sh).
-      (cd "$dir/kwik" && mvn -q -B -Dstyle.color=never -Dmaven.repo.local="$dir/kwik/m2" dependency:copy -Dartifact="tech.kwik:kwik:$kwik_version:jar:sources" -DoutputDirectory=src)
+      maven dependency:copy -Dartifact="tech.kwik:kwik:$kwik_version:jar:sources" -DoutputDirectory=src
       rm -rf "$dir/kwik/m2"
       (cd "$dir/kwik/src" && jar xf "kwik-$kwik_version-sources.jar" tech/kwik/core/stream/StreamOutputStreamImpl.java &&
         patch -s -p1 < "$here/peers/kwik-send-request-race.patch")
