@@ -236,10 +236,24 @@ impl<'de> Deserialize<'de> for Workload {
 
 impl WorkloadTable {
     fn into_workload(self) -> Result<Workload, String> {
-        let name = &self.name;
-        let kind = self.kind;
-        let needs = |what: &str| format!("{kind} workload `{name}` needs `{what}`");
-        let given = [
+        self.refuse_keys_its_kind_does_not_take()?;
+        let load = match self.kind {
+            WorkloadKind::Rps => self.rps()?,
+            WorkloadKind::Download => self.download()?,
+            WorkloadKind::Ttfb => self.ttfb()?,
+            WorkloadKind::Page => self.page()?,
+        };
+        Ok(Workload {
+            name: self.name,
+            profiles: self.profiles,
+            load,
+            url: self.url,
+        })
+    }
+
+    /// Each key that only some kinds take, and whether the table gives it.
+    fn given(&self) -> [(&'static str, bool); 17] {
+        [
             ("size", self.size.is_some()),
             ("connections", self.connections.is_some()),
             ("streams", self.streams.is_some()),
@@ -257,112 +271,120 @@ impl WorkloadTable {
             ("loads", self.loads.is_some()),
             ("rate", self.rate.is_some()),
             ("headers", self.headers.is_some()),
-        ];
-        let takes = keys_of(kind);
-        if let Some((key, _)) = given
-            .iter()
-            .find(|(key, present)| *present && !takes.contains(key))
-        {
-            return Err(format!(
-                "`{key}` does not apply to {kind} workload `{name}`"
-            ));
+        ]
+    }
+
+    fn refuse_keys_its_kind_does_not_take(&self) -> Result<(), String> {
+        let takes = keys_of(self.kind);
+        match (self.given().iter()).find(|(key, present)| *present && !takes.contains(key)) {
+            Some((key, _)) => Err(format!(
+                "`{key}` does not apply to {} workload `{}`",
+                self.kind, self.name
+            )),
+            None => Ok(()),
         }
-        let metric = |choices: &[&str]| match &self.metric {
+    }
+
+    /// The `metric` given, which must be one of `choices`, or the first.
+    fn metric(&self, choices: &[&str]) -> Result<String, String> {
+        match &self.metric {
             Some(m) if !choices.contains(&m.as_str()) => Err(format!(
-                "{kind} workload `{name}`: metric `{m}` is not one of {}",
+                "{} workload `{}`: metric `{m}` is not one of {}",
+                self.kind,
+                self.name,
                 choices.join(", ")
             )),
             m => Ok(m.clone().unwrap_or_else(|| choices[0].to_string())),
-        };
-        let load = match self.kind {
-            WorkloadKind::Rps => Load::Rps {
-                size: self.size,
-                connections: self.connections.unwrap_or(Count(10)),
-                streams: self.streams.unwrap_or(Count(1)),
-                duration: self.duration.ok_or_else(|| needs("duration"))?,
-                metric: match metric(&["throughput", "p50", "p99"])?.as_str() {
-                    "p50" => RpsMetric::P50,
-                    "p99" => RpsMetric::P99,
-                    _ => RpsMetric::Throughput,
-                },
-                rate: self.rate,
-                headers: self.headers.unwrap_or_default(),
+        }
+    }
+
+    fn rps(&self) -> Result<Load, String> {
+        let needs = || format!("{} workload `{}` needs `duration`", self.kind, self.name);
+        Ok(Load::Rps {
+            size: self.size,
+            connections: self.connections.unwrap_or(Count(10)),
+            streams: self.streams.unwrap_or(Count(1)),
+            duration: self.duration.ok_or_else(needs)?,
+            metric: match self.metric(&["throughput", "p50", "p99"])?.as_str() {
+                "p50" => RpsMetric::P50,
+                "p99" => RpsMetric::P99,
+                _ => RpsMetric::Throughput,
             },
-            WorkloadKind::Download => Load::Download {
-                size: self.size,
-                streams: self.streams.unwrap_or(Count(1)),
-                connections: self.connections,
-                metric: match metric(&["time", "rps"])?.as_str() {
-                    "rps" => DownloadMetric::RequestsPerSecond,
-                    _ => DownloadMetric::Time,
-                },
+            rate: self.rate,
+            headers: self.headers.unwrap_or_default(),
+        })
+    }
+
+    fn download(&self) -> Result<Load, String> {
+        Ok(Load::Download {
+            size: self.size,
+            streams: self.streams.unwrap_or(Count(1)),
+            connections: self.connections,
+            metric: match self.metric(&["time", "rps"])?.as_str() {
+                "rps" => DownloadMetric::RequestsPerSecond,
+                _ => DownloadMetric::Time,
             },
-            WorkloadKind::Ttfb => {
-                let modes = self
-                    .modes
-                    .clone()
-                    .unwrap_or_else(|| vec![TtfbMode::Cold, TtfbMode::Resumed, TtfbMode::ZeroRtt]);
-                if modes.is_empty() {
-                    return Err(format!(
-                        "ttfb workload `{name}` has no `modes`; use some of cold, resumed, 0rtt"
-                    ));
-                }
-                Load::Ttfb {
-                    modes,
-                    samples: self.samples.unwrap_or(Count(5)),
-                }
-            }
-            WorkloadKind::Page => {
-                let har_only = ["page", "think", "upgrade_cleartext"];
-                if let Some((key, _)) = given
-                    .iter()
-                    .find(|(key, present)| *present && har_only.contains(key))
-                    .filter(|_| self.har.is_none())
-                {
-                    return Err(format!(
-                        "page workload `{name}`: `{key}` applies to a `har`; add one or remove it"
-                    ));
-                }
-                let site = match (self.site.clone(), self.har.clone(), &self.url) {
-                    (Some(site), None, None) => site,
-                    (None, Some(har), None) => Site::Har(Har::check(
-                        super::paths::resolve(&har),
-                        HarImport {
-                            page_id: self.page.clone(),
-                            think: self.think.unwrap_or(Think::Recorded),
-                            upgrade_cleartext: self.upgrade_cleartext.unwrap_or(false),
-                        },
-                    )?),
-                    (None, None, _) => Site::Remote,
-                    _ => {
-                        return Err(format!(
-                            "page workload `{name}` names more than one of `site`, `har` and \
-                             `url`; give one"
-                        ))
-                    }
-                };
-                let loader = self.loader.unwrap_or_default();
-                let headers = self.headers.unwrap_or_default();
-                if loader == Loader::Chromium && headers == HeaderSet::Browser {
-                    return Err(format!(
-                        "page workload `{name}`: `headers = \"browser\"` is for the built-in \
-                         loader; Chromium sends its own headers"
-                    ));
-                }
-                Load::Page {
-                    site,
-                    loader,
-                    visit: self.visit.unwrap_or_default(),
-                    loads: self.loads.unwrap_or(Count(20)),
-                    headers,
-                }
+        })
+    }
+
+    fn ttfb(&self) -> Result<Load, String> {
+        let modes = (self.modes.clone())
+            .unwrap_or_else(|| vec![TtfbMode::Cold, TtfbMode::Resumed, TtfbMode::ZeroRtt]);
+        if modes.is_empty() {
+            return Err(format!(
+                "ttfb workload `{}` has no `modes`; use some of cold, resumed, 0rtt",
+                self.name
+            ));
+        }
+        Ok(Load::Ttfb {
+            modes,
+            samples: self.samples.unwrap_or(Count(5)),
+        })
+    }
+
+    fn page(&self) -> Result<Load, String> {
+        let name = &self.name;
+        let har_only = ["page", "think", "upgrade_cleartext"];
+        if let Some((key, _)) = (self.given().iter())
+            .find(|(key, present)| *present && har_only.contains(key))
+            .filter(|_| self.har.is_none())
+        {
+            return Err(format!(
+                "page workload `{name}`: `{key}` applies to a `har`; add one or remove it"
+            ));
+        }
+        let site = match (self.site.clone(), self.har.clone(), &self.url) {
+            (Some(site), None, None) => site,
+            (None, Some(har), None) => Site::Har(Har::check(
+                super::paths::resolve(&har),
+                HarImport {
+                    page_id: self.page.clone(),
+                    think: self.think.unwrap_or(Think::Recorded),
+                    upgrade_cleartext: self.upgrade_cleartext.unwrap_or(false),
+                },
+            )?),
+            (None, None, _) => Site::Remote,
+            _ => {
+                return Err(format!(
+                    "page workload `{name}` names more than one of `site`, `har` and `url`; \
+                     give one"
+                ))
             }
         };
-        Ok(Workload {
-            name: self.name,
-            profiles: self.profiles,
-            load,
-            url: self.url,
+        let loader = self.loader.unwrap_or_default();
+        let headers = self.headers.unwrap_or_default();
+        if loader == Loader::Chromium && headers == HeaderSet::Browser {
+            return Err(format!(
+                "page workload `{name}`: `headers = \"browser\"` is for the built-in loader; \
+                 Chromium sends its own headers"
+            ));
+        }
+        Ok(Load::Page {
+            site,
+            loader,
+            visit: self.visit.unwrap_or_default(),
+            loads: self.loads.unwrap_or(Count(20)),
+            headers,
         })
     }
 }
