@@ -23,7 +23,7 @@ use crate::replay::{
     Origin, RecordedLoad, RecordedResponse, Replay, Skipped, Think, UpgradedCleartext, BODIES,
     MANIFEST, SCHEMA,
 };
-use classify::{outside_load, resource_kind, unsupported};
+use classify::{connect_ms, outside_load, parts, resource_kind, span, Place};
 use encode::Encoding;
 use format::{known, Entry, HarFile};
 pub use summary::{off_size, ImportSummary};
@@ -268,17 +268,7 @@ impl Builder {
     }
 
     fn add(&mut self, index: usize, entry: &Entry, har_dir: &Path) -> Result<()> {
-        let Some(request) = &entry.request else {
-            bail!("entry {index} has no `request`; remove the entry or export the HAR again");
-        };
-        let Some(url_text) = request.url.as_deref() else {
-            bail!("entry {index} has no `request.url`; remove the entry or export the HAR again");
-        };
-        let Some(response) = &entry.response else {
-            bail!(
-                "entry {index} ({url_text}) has no `response`; export the HAR again after the page has finished loading, or remove the entry"
-            );
-        };
+        let (request, url_text, response) = parts(index, entry)?;
         let Ok(mut url) = Url::parse(url_text) else {
             self.skip(index, url_text, "not a URL");
             return Ok(());
@@ -287,63 +277,34 @@ impl Builder {
         let upgraded = self.upgrade.as_ref().is_some_and(|u| u.url(&mut url));
         let status = known(response.status).unwrap_or(0.0) as u16;
         let outside = outside_load(entry, &url, self.load_end);
-        if let Some(mut reason) = unsupported(entry, &url, status) {
-            if let Some(outside) = outside {
-                reason.push_str(&format!("; {outside}, outside the page load"));
-            }
-            self.skip(index, url_text, reason);
-            return Ok(());
-        }
-        if upgraded && self.redirects_to_itself(response, &url, status) {
-            self.moot_redirects += 1;
-            let reason = "a redirect from http:// to its own https:// URL, moot once upgraded";
-            self.skip(index, url_text, reason);
-            return Ok(());
-        }
-        let Some(host) = url.host_str().map(str::to_ascii_lowercase) else {
-            self.skip(index, url_text, "a URL without a host");
-            return Ok(());
+        let at = Place {
+            entry,
+            response,
+            url: &url,
+            status,
+            upgraded,
+            outside: outside.as_ref(),
         };
-        let port = url.port_or_known_default().unwrap_or(443);
-        if let Some(first) = self.origins.first() {
-            if first.port != port {
-                let reason = format!(
-                    "port {port} differs from the page's port {}; the replay serves one port",
-                    first.port
-                );
+        let (host, port) = match self.served_at(&at) {
+            Ok(place) => place,
+            Err(reason) => {
                 self.skip(index, url_text, reason);
                 return Ok(());
             }
-        }
+        };
         let method = request.method.clone().unwrap_or_else(|| "GET".into());
         let recorded_body_bytes = entry.recorded_body_bytes(self.firefox);
         let (body, synthesized, encoding) =
             self.body(index, entry, recorded_body_bytes, har_dir)?;
         let key = (method.clone(), url.to_string());
-        let earlier = self.by_request.get(&key);
-        let repeat = earlier.map_or(0, Vec::len);
-        if let Some(first) = earlier.map(|earlier| self.pending[earlier[0]].response.entry) {
-            if let Some(cache) = entry.from_cache.as_deref().filter(|c| !c.is_empty()) {
-                let reason = format!(
-                    "a repeat of entry {first} answered by the browser's {cache} cache (no request on the network)"
-                );
+        let repeat = match self.repeat(entry, &key) {
+            Ok(repeat) => repeat,
+            Err(reason) => {
                 self.skip(index, url_text, reason);
                 return Ok(());
             }
-            if self.keep_first_duplicate {
-                let reason = format!("a repeat of entry {first} (--keep-first-duplicate)");
-                self.skip(index, url_text, reason);
-                return Ok(());
-            }
-        }
-        let origin = url.origin().ascii_serialization();
-        if !self.origins.iter().any(|o| o.origin == origin) {
-            self.origins.push(Origin {
-                origin,
-                host: host.clone(),
-                port,
-            });
-        }
+        };
+        self.note_origin(&url, &host, port);
         if let Some(upgrade) = self.upgrade.as_mut().filter(|_| upgraded) {
             upgrade.entries += 1;
         }
@@ -353,14 +314,7 @@ impl Builder {
             None => url.path().to_string(),
         };
         let timings = entry.timings.as_ref();
-        let connect_ms = timings.and_then(|t| {
-            let connect = known(t.connect)?;
-            let ssl = match self.firefox {
-                true => 0.0,
-                false => known(t.ssl).unwrap_or(0.0),
-            };
-            (connect > ssl).then_some(connect - ssl)
-        });
+        let connect_ms = timings.and_then(|t| connect_ms(t, self.firefox));
         self.by_request
             .entry(key)
             .or_default()
@@ -392,16 +346,21 @@ impl Builder {
             protocol: (response.http_version.as_deref()).and_then(format::protocol_name),
             connect_ms,
             wait_ms: timings.and_then(|t| known(t.wait)),
-            span: entry
-                .started
-                .as_deref()
-                .and_then(format::instant)
-                .and_then(|start| {
-                    let took = std::time::Duration::from_secs_f64(known(entry.time)? / 1e3);
-                    Some((start, start + took))
-                }),
+            span: span(entry),
         });
         Ok(())
+    }
+
+    /// Records `url`'s origin, the first time it comes.
+    fn note_origin(&mut self, url: &Url, host: &str, port: u16) {
+        let origin = url.origin().ascii_serialization();
+        if !self.origins.iter().any(|o| o.origin == origin) {
+            self.origins.push(Origin {
+                origin,
+                host: host.to_string(),
+                port,
+            });
+        }
     }
 
     /// The body as it goes on the wire (`recorded` bytes long where the
