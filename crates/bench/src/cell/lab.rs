@@ -45,10 +45,19 @@ struct LabPath<'a> {
 }
 
 impl<'a> LabPath<'a> {
-    fn start(suite: &'a Suite, spec: &'a CellSpec, scratch: &Path) -> anyhow::Result<Self> {
+    /// Starts the path; the round trip and the DNS it publishes go into
+    /// `record` as soon as they are known, so a cell that fails later
+    /// still says what path it was on.
+    fn start(
+        suite: &'a Suite,
+        spec: &'a CellSpec,
+        scratch: &Path,
+        record: &mut CellRecord,
+    ) -> anyhow::Result<Self> {
         // The same seed for every protocol of a repetition: same loss pattern.
         let seed = suite.seed.wrapping_add(u64::from(spec.repetition));
         let settings = crate::profile::settings(suite, &spec.profile, seed)?;
+        record.path_rtt_ms = settings.as_ref().map_or(0.0, |s| s.rtt as f64 / 1e6);
         let site = site_dir(suite, spec, scratch)?;
         let replay = match &site {
             Some(dir) if Replay::is_replay_site(dir) => Some(Replay::read(dir)?),
@@ -80,6 +89,7 @@ impl<'a> LabPath<'a> {
         };
         let tcp_window = tcp_initial_window(suite, spec, path.as_ref())?;
         let publish = suite.published_dns(&spec.profile)?;
+        record.dns = publish.as_ref().map(dns_setting);
         if let (Some(_), Some(path)) = (&publish, &mut path) {
             path.set_client_resolver(path.server_ip())?;
         }
@@ -223,9 +233,7 @@ pub(super) fn measure(
     record: &mut CellRecord,
     server_tuning: &mut Option<BTreeMap<String, String>>,
 ) -> anyhow::Result<()> {
-    let lab = LabPath::start(suite, spec, &ctx.scratch)?;
-    record.path_rtt_ms = lab.settings.as_ref().map_or(0.0, |s| s.rtt as f64 / 1e6);
-    record.dns = lab.publish.as_ref().map(dns_setting);
+    let lab = LabPath::start(suite, spec, &ctx.scratch, record)?;
     let placement = lab.placement();
     let scratch = cell_dir(&ctx.scratch, spec)?;
     let at = server::Start {
