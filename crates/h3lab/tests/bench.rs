@@ -479,6 +479,13 @@ loads = 1
 /// and `h3lab load --proto auto`'s first call; with the address alone in
 /// DNS they stay on h2; and with the record but UDP blocked they complete
 /// over h2 with no failed request.
+///
+/// On a first visit Chromium starts QUIC and TCP together (no TCP delay
+/// until QUIC has worked on the network, docs/discovery.md), so QUIC wins
+/// by the one round trip it saves, and a busy machine can eat that lead:
+/// at 80 ms, CI's run saw Chromium's document over h2, and here 1 of 3
+/// runs did with two busy loops beside it. At 250 ms 4 of 4 passed beside
+/// the same loops.
 #[test]
 fn an_https_record_puts_first_visits_of_both_loaders_on_h3_unless_udp_is_blocked() {
     if !h3lab_testenv::root() {
@@ -499,15 +506,15 @@ repetitions = 1
 seed = 7
 [[profile]]
 name = "far-a"
-rtt = "80ms"
+rtt = "250ms"
 dns = "a"
 [[profile]]
 name = "far-record"
-rtt = "80ms"
+rtt = "250ms"
 dns = "https:h3,h2"
 [[profile]]
 name = "far-record-udp-blocked"
-rtt = "80ms"
+rtt = "250ms"
 dns = "https:h3,h2"
 udp = "blocked"
 [[workload]]
@@ -574,7 +581,9 @@ duration = "500ms"
 /// its own address, with no `--resolve` rule: with an `HTTPS` record for
 /// each, both loaders' first visit goes over h3 from the document on; with
 /// addresses alone, the document goes over h2. Every recorded response
-/// from all three origins arrives either way.
+/// from all three origins arrives either way. The round trip is long
+/// enough that QUIC's lead in Chromium's race survives a busy machine, as
+/// in the test above.
 #[test]
 fn a_replays_origins_are_found_through_the_paths_dns_and_their_https_records_count() {
     if !h3lab_testenv::root() {
@@ -596,11 +605,11 @@ repetitions = 1
 seed = 7
 [[profile]]
 name = "far-a"
-rtt = "80ms"
+rtt = "250ms"
 dns = "a"
 [[profile]]
 name = "far-record"
-rtt = "80ms"
+rtt = "250ms"
 dns = "https:h3,h2"
 [[workload]]
 kind = "page"
