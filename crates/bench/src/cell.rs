@@ -277,6 +277,9 @@ fn fill_from_page(mut report: PageReport, record: &mut CellRecord) -> anyhow::Re
         .median_load()
         .context("the page run reported no load")?;
     record.metric.samples = report.loads.iter().map(|load| load.load_ms).collect();
+    record.connections_per_load = (report.loads.iter())
+        .map(|load| load.connections().map(|count| count as u32))
+        .collect();
     // Resources the loads went on without (a beacon, an image), over
     // every load: a page that lost them is not the page measured.
     record.errors = (report.loads.iter())
@@ -471,6 +474,7 @@ fn empty_record(spec: &CellSpec) -> CellRecord {
         elapsed_s: 0.0,
         initial_windows: None,
         dns: None,
+        connections_per_load: None,
         measured_rtt_ms: None,
         wire: None,
         header_blocks: None,
@@ -604,12 +608,35 @@ mod tests {
         assert_eq!(record.metric.unit, "ms");
         assert!(!record.metric.higher_is_better);
         assert_eq!(record.metric.samples, [300.0, 100.0, 200.0], "load order");
+        assert_eq!(record.connections_per_load, Some(vec![1, 1, 1]));
         // The median load is the 200 ms one: 4 resources, 20 bytes.
         assert_eq!((record.requests, record.errors, record.bytes), (4, 0, 20));
         assert!(record.latency_histogram.is_none() && record.ttfb_histogram.is_none());
         let kept: PageReport = serde_json::from_value(record.client_report.unwrap()).unwrap();
         assert_eq!(kept.loads, [load(200.0, &[5, 5, 5, 5])]);
         assert_eq!(kept.url, "https://a.test/");
+    }
+
+    #[test]
+    fn connections_per_load_are_unknown_when_a_resource_does_not_name_its_own() {
+        let spec = page_spec(2);
+        let mut report =
+            PageReport::new("https://a.test/", Proto::H2, Loader::Chromium, Visit::Cold);
+        let mut unnamed = load(100.0, &[1, 2]);
+        unnamed.resources[1].connection = None;
+        let mut two = load(90.0, &[1, 2]);
+        two.resources[1].connection = Some(2);
+        report.loads = vec![two.clone(), two];
+        let run = |report: PageReport| ClientRun::Page {
+            report: Box::new(report),
+            cpu_s: 0.1,
+        };
+        let mut record = empty_record(&spec);
+        fill_from_client(&spec, run(report.clone()), &mut record).unwrap();
+        assert_eq!(record.connections_per_load, Some(vec![2, 2]));
+        report.loads[1] = unnamed;
+        fill_from_client(&spec, run(report), &mut record).unwrap();
+        assert_eq!(record.connections_per_load, None);
     }
 
     #[test]

@@ -399,15 +399,7 @@ fn suite_info(suite: &Suite, ctx: &RunContext) -> SuiteInfo {
                 .collect(),
             None => suite.profiles.clone(),
         },
-        workloads: suite
-            .workloads
-            .iter()
-            .flat_map(|w| {
-                Sweep::settings_for(suite.sweep.as_ref(), w.name())
-                    .into_iter()
-                    .map(|setting| crate::sweep::workload_label(w.name(), setting.as_ref()))
-            })
-            .collect(),
+        workloads: workload_labels(suite),
         repetitions: suite.repetitions.0,
         seed: suite.seed,
         warmup_s: suite.warmup.0.as_secs_f64(),
@@ -437,7 +429,23 @@ fn suite_info(suite: &Suite, ctx: &RunContext) -> SuiteInfo {
         },
         aa: suite.aa,
         servers: server_rows(suite),
+        population: suite.population.clone(),
     }
+}
+
+/// Each workload's row label (one per swept value), once: a population
+/// runs copies of a page workload under its name, one per group.
+fn workload_labels(suite: &Suite) -> Vec<String> {
+    let mut labels: Vec<String> = Vec::new();
+    for workload in &suite.workloads {
+        for setting in Sweep::settings_for(suite.sweep.as_ref(), workload.name()) {
+            let label = crate::sweep::workload_label(workload.name(), setting.as_ref());
+            if !labels.contains(&label) {
+                labels.push(label);
+            }
+        }
+    }
+    labels
 }
 
 /// The rows of a `server` sweep, with each one's stack and protocols.

@@ -12,6 +12,7 @@ mod custom_profile;
 mod edge;
 mod field;
 mod paths;
+mod population;
 mod published;
 mod target;
 mod values;
@@ -43,8 +44,12 @@ pub struct Suite {
     /// What the suite measures, in words; shown in the report.
     #[serde(default)]
     pub description: String,
+    /// Required, unless a `[population]` says which its groups need.
+    #[serde(default)]
     pub(crate) protocols: Vec<Proto>,
-    /// Built-in profile names or names of `[[profile]]` tables below.
+    /// Built-in profile names or names of `[[profile]]` tables below;
+    /// a `[population]` adds one per group.
+    #[serde(default)]
     pub(crate) profiles: Vec<String>,
     #[serde(default = "default_repetitions")]
     pub(crate) repetitions: Count,
@@ -67,6 +72,13 @@ pub struct Suite {
     pub(crate) published: Vec<PublishedFigure>,
     /// One server tunable swept as a dimension of the matrix.
     pub(crate) sweep: Option<Sweep>,
+    /// The users the suite stands for, as written; read once into the
+    /// profiles and workloads that run it, and into `population`.
+    #[serde(rename = "population")]
+    population_table: Option<population::PopulationTable>,
+    /// The population's groups, as results record them.
+    #[serde(skip)]
+    pub(crate) population: Option<h3lab_results::population::Population>,
     /// The TOML the suite was read from, recorded with a field run's
     /// results so that they say how to run it again.
     #[serde(skip)]
@@ -98,6 +110,7 @@ impl Suite {
         let mut suite: Suite = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
         suite.source = text.to_string();
         suite.fill_field_urls();
+        suite.expand_population()?;
         suite.check_cross_references()?;
         Ok(suite)
     }
@@ -118,6 +131,13 @@ impl Suite {
     /// published figures on a profile left out; a profile neither built in
     /// nor defined by the suite is an error.
     pub fn with_profiles(mut self, profiles: Vec<String>) -> anyhow::Result<Suite> {
+        anyhow::ensure!(
+            self.population.is_none(),
+            "--profiles: suite `{}` stands for a population, whose verdict needs every group; \
+             change the groups in the suite instead (`h3lab bench --show {}` prints it)",
+            self.name,
+            self.name
+        );
         let kept = |profile: &String| profiles.contains(profile);
         self.workloads.retain_mut(|workload| {
             let restricted = !workload.profiles.is_empty();

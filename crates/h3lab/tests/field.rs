@@ -101,6 +101,7 @@ impl RemoteSite {
             namespace,
             device,
             servers: Vec::new(),
+            population: None,
             dir,
             _network: network,
         };

@@ -90,6 +90,7 @@ pub(crate) fn results() -> Results {
             target: "built-in server (h3lab serve)".into(),
             aa: false,
             servers: Vec::new(),
+            population: None,
         },
         environment: Environment {
             h3lab_version: "0.1.0".into(),
@@ -184,6 +185,7 @@ pub(crate) fn rps_record(
         elapsed_s: 10.0,
         initial_windows: None,
         dns: None,
+        connections_per_load: None,
         measured_rtt_ms: None,
         wire: None,
         header_blocks: None,

@@ -142,6 +142,10 @@ pub struct SuiteInfo {
     /// the sweep's order; empty without one, and left out of the file then.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub servers: Vec<ServerRow>,
+    /// The users a `[population]` suite stands for: its groups, each run
+    /// on a profile of its own name; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub population: Option<crate::population::Population>,
 }
 
 /// A row of a `server` sweep: the server, the QUIC stack under it, and the
@@ -317,6 +321,10 @@ pub struct CellRecord {
     /// they were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initial_windows: Option<InitialWindows>,
+    /// Page cells: how many connections each load used, in load order;
+    /// absent when the loader did not say for every resource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections_per_load: Option<Vec<u32>>,
     /// What the path's DNS server published for the site: `a` (its
     /// address alone) or `https:IDS` (an `HTTPS` record with those ALPN
     /// ids too). Absent without a DNS server: clients used the address.

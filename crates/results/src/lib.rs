@@ -26,6 +26,7 @@ pub mod load;
 pub mod offer;
 pub mod page;
 pub mod permutation;
+pub mod population;
 pub mod quantile;
 pub mod range_bootstrap;
 pub mod server_output;

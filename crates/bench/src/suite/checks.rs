@@ -55,10 +55,15 @@ impl Suite {
         for profile in &self.profiles {
             self.published_dns(profile)?;
         }
-        let mut seen = std::collections::BTreeSet::new();
-        for workload in &self.workloads {
+        for (at, workload) in self.workloads.iter().enumerate() {
+            let same_cells = |other: &&super::Workload| {
+                other.name() == workload.name()
+                    && (other.profiles.is_empty()
+                        || workload.profiles.is_empty()
+                        || other.profiles.iter().any(|p| workload.profiles.contains(p)))
+            };
             anyhow::ensure!(
-                seen.insert(workload.name()),
+                !self.workloads[..at].iter().any(|other| same_cells(&other)),
                 "suite `{}`: two workloads are named `{}`; give each a unique name",
                 self.name,
                 workload.name()
