@@ -50,20 +50,54 @@ pub fn distribution_html(title: &str, notes: &[String], charts: &[Chart]) -> Str
 }
 
 fn plot(chart: &Chart) -> Markup {
-    let largest = chart
-        .series
-        .iter()
-        .flat_map(|s| s.values.iter().copied().filter(|v| v.is_finite()))
+    let curves: Vec<Curve> = chart.series.iter().map(Curve::of).collect();
+    html! {
+        h2 { (chart.title) }
+        (cdf_svg(&curves, &chart.x_label, "fraction of streams"))
+    }
+}
+
+/// One line of a CDF plot: its legend and its steps, each value with the
+/// fraction at or below it.
+pub(crate) struct Curve {
+    pub(crate) legend: String,
+    pub(crate) steps: Vec<(f64, f64)>,
+}
+
+impl Curve {
+    /// The empirical CDF of a series, with its sample count in the legend.
+    fn of(series: &Series) -> Curve {
+        let mut sorted: Vec<f64> = series
+            .values
+            .iter()
+            .copied()
+            .filter(|v| v.is_finite())
+            .collect();
+        sorted.sort_by(f64::total_cmp);
+        let count = sorted.len() as f64;
+        Curve {
+            legend: format!("{} (n={})", series.name, sorted.len()),
+            steps: (sorted.iter().enumerate())
+                .map(|(rank, &value)| (value, (rank + 1) as f64 / count))
+                .collect(),
+        }
+    }
+}
+
+/// The curves on one pair of axes, as inline SVG.
+pub(crate) fn cdf_svg(curves: &[Curve], x_label: &str, y_label: &str) -> Markup {
+    let largest = (curves.iter())
+        .flat_map(|curve| curve.steps.iter().map(|(value, _)| *value))
+        .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max);
     let step = x_tick_step(largest);
     // The axis ends on a tick, so every tick is a round number.
     let x_max = (largest / step).ceil().max(1.0) * step;
     html! {
-        h2 { (chart.title) }
         svg.cdf xmlns="http://www.w3.org/2000/svg" width=(WIDTH) height=(HEIGHT) role="img" {
-            (axes(x_max, step, &chart.x_label))
-            @for (index, one) in chart.series.iter().enumerate() {
-                (curve(one, index, chart.series.len(), x_max))
+            (axes(x_max, step, x_label, y_label))
+            @for (index, curve) in curves.iter().enumerate() {
+                (draw(curve, index, curves.len(), x_max))
             }
         }
     }
@@ -91,7 +125,7 @@ fn decimals(step: f64) -> usize {
     (-step.log10().floor()).max(0.0) as usize
 }
 
-fn axes(x_max: f64, step: f64, x_label: &str) -> Markup {
+fn axes(x_max: f64, step: f64, x_label: &str, y_label: &str) -> Markup {
     let (left, bottom) = (MARGIN, HEIGHT - MARGIN);
     let x_ticks = (x_max / step).round() as usize;
     html! {
@@ -110,36 +144,27 @@ fn axes(x_max: f64, step: f64, x_label: &str) -> Markup {
         }
         text x=(WIDTH / 2.0) y=(HEIGHT - 12.0) text-anchor="middle" font-size="12" { (x_label) }
         text x="12" y=(HEIGHT / 2.0) font-size="12" transform=(format!("rotate(-90 12 {})", HEIGHT / 2.0)) {
-            "fraction of streams"
+            (y_label)
         }
     }
 }
 
-/// A step line through the empirical CDF, and its legend entry (lower
+/// A step line through a curve's steps, and its legend entry (lower
 /// right, where CDFs rarely are).
-fn curve(series: &Series, index: usize, count: usize, x_max: f64) -> Markup {
-    let mut sorted: Vec<f64> = series
-        .values
-        .iter()
-        .copied()
-        .filter(|v| v.is_finite())
-        .collect();
-    sorted.sort_by(f64::total_cmp);
+fn draw(curve: &Curve, index: usize, count: usize, x_max: f64) -> Markup {
     let colour = COLOURS[index % COLOURS.len()];
     let mut points = format!("M{:.1},{:.1}", x_at(0.0, x_max), y_at(0.0));
-    for (rank, value) in sorted.iter().enumerate() {
-        let x = x_at(*value, x_max);
-        points += &format!(
-            " L{x:.1},{:.1} L{x:.1},{:.1}",
-            y_at(rank as f64 / sorted.len() as f64),
-            y_at((rank + 1) as f64 / sorted.len() as f64)
-        );
+    let mut below = 0.0;
+    for &(value, fraction) in &curve.steps {
+        let x = x_at(value, x_max);
+        points += &format!(" L{x:.1},{:.1} L{x:.1},{:.1}", y_at(below), y_at(fraction));
+        below = fraction;
     }
     let legend_y = HEIGHT - MARGIN - 12.0 - 16.0 * (count - 1 - index) as f64;
     html! {
         path d=(points) fill="none" stroke=(colour) stroke-width="2" {}
         text x=(WIDTH - MARGIN - 4.0) y=(legend_y) text-anchor="end" font-size="12" fill=(colour) {
-            (format!("{} (n={})", series.name, sorted.len()))
+            (curve.legend)
         }
     }
 }

@@ -63,6 +63,7 @@ pub fn render_html(results: &Results) -> String {
                 (legs_section(&summaries))
                 (servers_section(results))
                 (summary_section(results, &summaries, &colours))
+                (population::population_section(results))
                 (pages::pages_section(&pages, &colours))
                 @if !conditions.is_empty() { (plots_section(&conditions)) }
                 (environment_section(results))
@@ -337,7 +338,7 @@ fn agreement_class(agreement: Agreement) -> &'static str {
 /// clear. (maud writes a second `class` attribute, which browsers ignore,
 /// when one is added to a `td` that has one, so the cell takes all its
 /// classes from here.)
-fn call_class(call: Call) -> &'static str {
+pub(super) fn call_class(call: Call) -> &'static str {
     match call {
         Call::Better => "verdict better",
         Call::Worse => "verdict worse",
@@ -650,6 +651,7 @@ fn loss(percent: Option<f64>) -> String {
 
 mod field;
 mod pages;
+mod population;
 
 #[cfg(test)]
 mod tests;

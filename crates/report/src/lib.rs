@@ -21,6 +21,7 @@ mod html;
 mod legs;
 mod page_data;
 mod page_loads;
+mod population;
 mod settings;
 mod stats;
 mod studies;

@@ -37,6 +37,20 @@ pub fn terminal_table(results: &Results) -> String {
     out.push_str(&claims_block(results, &summaries));
     out.push_str(&captures_block(results, &summaries));
     out.push_str(&legs_block(&summaries));
+    out.push_str(&population_lines(results));
+    out
+}
+
+/// The population verdict of a `[population]` suite.
+fn population_lines(results: &Results) -> String {
+    let verdicts = crate::population::population_verdicts(results);
+    let mut out = String::new();
+    for (indent, line) in crate::population::population_block(&verdicts) {
+        if indent == 0 {
+            out.push('\n');
+        }
+        out.push_str(&wrapped(indent, &line));
+    }
     out
 }
 

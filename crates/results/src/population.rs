@@ -258,18 +258,7 @@ impl Mixture {
     /// that each draw every group's repetitions with replacement, on each
     /// side apart: a group with few repetitions widens the interval.
     pub fn estimate(&self, seed: u64, statistic: impl Fn(&View) -> f64) -> Estimate {
-        let itself = Draw {
-            off: self
-                .groups
-                .iter()
-                .map(|g| (0..g.off.len()).collect())
-                .collect(),
-            on: self
-                .groups
-                .iter()
-                .map(|g| (0..g.on.len()).collect())
-                .collect(),
-        };
+        let itself = self.itself();
         let value = statistic(&View {
             mixture: self,
             draw: &itself,
@@ -292,6 +281,31 @@ impl Mixture {
                 quantile_sorted(&rounds, tail),
                 quantile_sorted(&rounds, 1.0 - tail),
             ),
+        }
+    }
+
+    /// The population's distribution at `on_fraction`, from the
+    /// repetitions as they are, as steps: each value with the fraction at
+    /// or below it (for a CDF plot).
+    pub fn steps(&self, on_fraction: f64) -> Vec<(f64, f64)> {
+        let itself = self.itself();
+        let view = View {
+            mixture: self,
+            draw: &itself,
+        };
+        let mut steps: Vec<(f64, f64)> = (self.candidates.iter())
+            .map(|&x| (x, view.cdf(on_fraction, x)))
+            .collect();
+        steps.dedup_by(|later, earlier| later.1 == earlier.1);
+        steps
+    }
+
+    /// Every repetition once: the data itself.
+    fn itself(&self) -> Draw {
+        let every = |count: usize| (0..count).collect();
+        Draw {
+            off: self.groups.iter().map(|g| every(g.off.len())).collect(),
+            on: self.groups.iter().map(|g| every(g.on.len())).collect(),
         }
     }
 
@@ -332,16 +346,6 @@ impl View<'_> {
             total += group.share;
         }
         below / total
-    }
-
-    /// The population's distribution at `on_fraction` as steps: each value
-    /// with the fraction at or below it (for a CDF plot).
-    pub fn steps(&self, on_fraction: f64) -> Vec<(f64, f64)> {
-        let mut steps: Vec<(f64, f64)> = (self.mixture.candidates.iter())
-            .map(|&x| (x, self.cdf(on_fraction, x)))
-            .collect();
-        steps.dedup_by(|later, earlier| later.1 == earlier.1);
-        steps
     }
 }
 

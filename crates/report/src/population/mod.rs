@@ -1,0 +1,585 @@
+//! The population verdict (docs/population.md): for a suite with a
+//! `[population]`, each page or rps workload's distribution over all the
+//! groups' users with h3 off and with h3 on, who gains and who loses, what
+//! a partial rollout would show, and the costs a rollout changes.
+//!
+//! Samples are page load times, or request latencies from each cell's
+//! histogram. The arithmetic (mixture by share, bootstrap within groups)
+//! is `h3lab_results::population`'s.
+
+use h3lab_results::bench::{CellRecord, Outcome, Results, SERVER_CPU_RESOLVED_S};
+use h3lab_results::difference::{repetitions_needed, seed_for, Call};
+use h3lab_results::population::{
+    Estimate, Group, GroupSamples, Mixture, Population, PopulationMeasure,
+    PublishedPopulationFigure, Repetition,
+};
+use h3lab_results::{Proto, WorkloadKind};
+
+pub(crate) mod text;
+
+pub(crate) use text::population_block;
+
+/// The percentiles reported, with their names.
+pub(crate) const QUANTILES: [(f64, &str); 4] =
+    [(0.50, "p50"), (0.75, "p75"), (0.95, "p95"), (0.99, "p99")];
+
+/// The rollout fractions shown, as study B stepped through them.
+pub(crate) const ROLLOUT: [f64; 7] = [0.01, 0.02, 0.05, 0.10, 0.20, 0.50, 1.0];
+
+/// The verdict on one workload.
+#[derive(Debug, Clone)]
+pub(crate) struct PopulationVerdict {
+    pub(crate) workload: String,
+    /// What the samples are, in words.
+    pub(crate) what: &'static str,
+    /// Each group, in the suite's order.
+    pub(crate) groups: Vec<GroupRow>,
+    /// The population's figures; `Err` names the groups without samples.
+    pub(crate) mixed: Result<Mixed, Vec<String>>,
+    /// Connections per page load, off and on (page workloads).
+    pub(crate) connections: Side<Option<f64>>,
+    /// The server's CPU per request in µs, off and on.
+    pub(crate) server_cpu_us: Side<Option<f64>>,
+    /// Study figures beside ours.
+    pub(crate) published: Vec<PublishedRow>,
+}
+
+/// A figure with h3 off and with h3 on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Side<T> {
+    pub(crate) off: T,
+    pub(crate) on: T,
+}
+
+/// The population's figures.
+#[derive(Debug, Clone)]
+pub(crate) struct Mixed {
+    /// One row per [`QUANTILES`] entry.
+    pub(crate) quantiles: Vec<QuantileRow>,
+    /// One row per [`ROLLOUT`] fraction.
+    pub(crate) rollout: Vec<RolloutRow>,
+    /// The population's distribution as steps, off and on (for the plot).
+    pub(crate) steps: Side<Vec<(f64, f64)>>,
+}
+
+/// A percentile of the population off and on, and its change.
+#[derive(Debug, Clone)]
+pub(crate) struct QuantileRow {
+    pub(crate) name: &'static str,
+    pub(crate) figures: Side<Estimate>,
+    pub(crate) change: Estimate,
+    pub(crate) call: Call,
+}
+
+/// The population with a fraction of its users on h3.
+#[derive(Debug, Clone)]
+pub(crate) struct RolloutRow {
+    pub(crate) fraction: f64,
+    pub(crate) p75: Estimate,
+    pub(crate) p99: Estimate,
+    /// Against no user on h3.
+    pub(crate) p75_change: Estimate,
+    pub(crate) p99_change: Estimate,
+    pub(crate) p75_call: Call,
+    pub(crate) p99_call: Call,
+}
+
+/// One group: its p75 off and on, and the change.
+#[derive(Debug, Clone)]
+pub(crate) struct GroupRow {
+    pub(crate) group: Group,
+    /// `None` when a side has no successful repetition.
+    pub(crate) p75: Option<QuantileRow>,
+    /// Repetitions that failed, off and on.
+    pub(crate) failed: Side<usize>,
+}
+
+/// A study's figure and ours.
+#[derive(Debug, Clone)]
+pub(crate) struct PublishedRow {
+    pub(crate) figure: PublishedPopulationFigure,
+    /// Ours, off and on, in the figure's unit where we know it.
+    pub(crate) ours: Side<Option<f64>>,
+    /// Our unit.
+    pub(crate) unit: &'static str,
+}
+
+/// The verdict on each page or rps workload; empty without a population.
+pub(crate) fn population_verdicts(results: &Results) -> Vec<PopulationVerdict> {
+    let Some(population) = &results.suite.population else {
+        return Vec::new();
+    };
+    let mut verdicts = Vec::new();
+    for workload in &results.suite.workloads {
+        let kind = results
+            .cells
+            .iter()
+            .find(|cell| &cell.workload == workload)
+            .map(|cell| cell.kind);
+        let what = match kind {
+            Some(WorkloadKind::Page) => "page load time",
+            Some(WorkloadKind::Rps) => "request latency",
+            _ => continue,
+        };
+        verdicts.push(verdict_on(results, population, workload, what));
+    }
+    verdicts
+}
+
+fn verdict_on(
+    results: &Results,
+    population: &Population,
+    workload: &str,
+    what: &'static str,
+) -> PopulationVerdict {
+    let seed = seed_for(workload, "population");
+    let cells = |group: &Group, protocol: Proto| -> Vec<&CellRecord> {
+        (results.cells.iter())
+            .filter(|cell| cell.workload == workload && cell.profile == group.name)
+            .filter(|cell| cell.protocol == protocol && cell.replica.is_none())
+            .collect()
+    };
+    let sides: Vec<Side<Vec<&CellRecord>>> = (population.groups.iter())
+        .map(|group| Side {
+            off: cells(group, group.off),
+            on: cells(group, group.on),
+        })
+        .collect();
+    let samples: Vec<GroupSamples> = (population.groups.iter())
+        .zip(&sides)
+        .map(|(group, side)| GroupSamples {
+            share: group.share,
+            off: repetitions(&side.off),
+            on: repetitions(&side.on),
+        })
+        .collect();
+    let groups = (population.groups.iter())
+        .zip(&sides)
+        .zip(&samples)
+        .map(|((group, side), samples)| group_row(group, side, samples, seed))
+        .collect();
+    let mixed = match Mixture::new(samples.clone()) {
+        Some(mixture) => Ok(mixed(&mixture, seed)),
+        None => Err(unknown_groups(&population.groups, &samples)),
+    };
+    let connections = side_mean(population, &sides, connections_per_load);
+    let server_cpu_us = side_mean(population, &sides, server_cpu_per_request_us);
+    let mut verdict = PopulationVerdict {
+        workload: workload.to_string(),
+        what,
+        groups,
+        mixed,
+        connections,
+        server_cpu_us,
+        published: Vec::new(),
+    };
+    verdict.published = (population.published.iter())
+        .map(|figure| published_row(figure, &verdict, &population.groups, &samples, seed))
+        .collect();
+    verdict
+}
+
+/// Each successful repetition's samples: page load times, or the request
+/// latencies its histogram holds, in ms.
+fn repetitions(cells: &[&CellRecord]) -> Vec<Repetition> {
+    (cells.iter())
+        .filter(|cell| cell.outcome == Outcome::Ok)
+        .filter_map(|cell| match cell.kind {
+            WorkloadKind::Rps => latencies(cell),
+            _ => Repetition::of_samples(&cell.metric.samples),
+        })
+        .collect()
+}
+
+fn latencies(cell: &CellRecord) -> Option<Repetition> {
+    let histogram = crate::histogram::decode(cell.latency_histogram.as_deref()?).ok()?;
+    let points = histogram
+        .iter_recorded()
+        .map(|value| {
+            let ms = histogram.highest_equivalent(value.value_iterated_to()) as f64 / 1000.0;
+            (ms, value.count_since_last_iteration())
+        })
+        .collect::<Vec<_>>();
+    Repetition::new(points)
+}
+
+fn unknown_groups(groups: &[Group], samples: &[GroupSamples]) -> Vec<String> {
+    (groups.iter().zip(samples))
+        .filter(|(_, samples)| samples.off.is_empty() || samples.on.is_empty())
+        .map(|(group, _)| group.name.clone())
+        .collect()
+}
+
+fn mixed(mixture: &Mixture, seed: u64) -> Mixed {
+    let callable = mixture.fewest_repetitions() >= repetitions_needed();
+    let quantiles = QUANTILES
+        .iter()
+        .map(|&(q, name)| quantile_row(mixture, q, name, callable, seed))
+        .collect();
+    let rollout = ROLLOUT
+        .iter()
+        .map(|&fraction| rollout_row(mixture, fraction, callable, seed))
+        .collect();
+    let steps = Side {
+        off: mixture.steps(0.0),
+        on: mixture.steps(1.0),
+    };
+    Mixed {
+        quantiles,
+        rollout,
+        steps,
+    }
+}
+
+fn quantile_row(
+    mixture: &Mixture,
+    q: f64,
+    name: &'static str,
+    callable: bool,
+    seed: u64,
+) -> QuantileRow {
+    let figures = Side {
+        off: mixture.estimate(seed, |view| view.quantile(0.0, q)),
+        on: mixture.estimate(seed, |view| view.quantile(1.0, q)),
+    };
+    let change = mixture.estimate(seed, |view| view.quantile(1.0, q) - view.quantile(0.0, q));
+    QuantileRow {
+        name,
+        figures,
+        change,
+        call: call_of(&change, callable),
+    }
+}
+
+fn rollout_row(mixture: &Mixture, fraction: f64, callable: bool, seed: u64) -> RolloutRow {
+    let at = |q: f64| mixture.estimate(seed, |view| view.quantile(fraction, q));
+    let change = |q: f64| {
+        mixture.estimate(seed, |view| {
+            view.quantile(fraction, q) - view.quantile(0.0, q)
+        })
+    };
+    let (p75_change, p99_change) = (change(0.75), change(0.99));
+    RolloutRow {
+        fraction,
+        p75: at(0.75),
+        p99: at(0.99),
+        p75_call: call_of(&p75_change, callable),
+        p99_call: call_of(&p99_change, callable),
+        p75_change,
+        p99_change,
+    }
+}
+
+/// Better (shorter) or worse when the interval leaves out zero; no call
+/// with fewer repetitions than a call anywhere else in h3lab needs.
+fn call_of(change: &Estimate, callable: bool) -> Call {
+    if !callable {
+        return Call::TooFewRepetitions;
+    }
+    match change.interval {
+        (_, high) if high < 0.0 => Call::Better,
+        (low, _) if low > 0.0 => Call::Worse,
+        _ => Call::NoClearDifference,
+    }
+}
+
+fn group_row(
+    group: &Group,
+    side: &Side<Vec<&CellRecord>>,
+    samples: &GroupSamples,
+    seed: u64,
+) -> GroupRow {
+    let alone = GroupSamples {
+        share: 1.0,
+        ..samples.clone()
+    };
+    let p75 = Mixture::new(vec![alone]).map(|mixture| {
+        let callable = mixture.fewest_repetitions() >= repetitions_needed();
+        quantile_row(&mixture, 0.75, "p75", callable, seed)
+    });
+    let failed = |cells: &[&CellRecord]| {
+        (cells.iter())
+            .filter(|cell| matches!(cell.outcome, Outcome::Failed { .. }))
+            .count()
+    };
+    GroupRow {
+        group: group.clone(),
+        p75,
+        failed: Side {
+            off: failed(&side.off),
+            on: failed(&side.on),
+        },
+    }
+}
+
+/// The groups' figures weighed by share, on each side; unknown when any
+/// group's is.
+fn side_mean(
+    population: &Population,
+    sides: &[Side<Vec<&CellRecord>>],
+    figure: fn(&[&CellRecord]) -> Option<f64>,
+) -> Side<Option<f64>> {
+    let mean = |on: bool| {
+        (population.groups.iter().zip(sides))
+            .map(|(group, side)| {
+                let cells = if on { &side.on } else { &side.off };
+                Some(group.share * figure(cells)?)
+            })
+            .sum::<Option<f64>>()
+    };
+    Side {
+        off: mean(false),
+        on: mean(true),
+    }
+}
+
+/// The mean number of connections a page load used, over every load of
+/// the successful repetitions; unknown when any load's count is.
+fn connections_per_load(cells: &[&CellRecord]) -> Option<f64> {
+    let mut counts: Vec<u32> = Vec::new();
+    for cell in cells.iter().filter(|cell| cell.outcome == Outcome::Ok) {
+        counts.extend(cell.connections_per_load.as_ref()?);
+    }
+    (!counts.is_empty())
+        .then(|| counts.iter().map(|&c| f64::from(c)).sum::<f64>() / counts.len() as f64)
+}
+
+/// The server's CPU over the successful repetitions' measured intervals,
+/// per request, in µs; unknown when any interval's CPU is, or when all of
+/// it is too little for /proc's clock ticks to resolve. A page cell's
+/// requests are its median load's times its loads (every load of a site
+/// asks for the same resources).
+fn server_cpu_per_request_us(cells: &[&CellRecord]) -> Option<f64> {
+    let mut cpu_s = 0.0;
+    let mut requests = 0.0;
+    for cell in cells.iter().filter(|cell| cell.outcome == Outcome::Ok) {
+        cpu_s += cell.cpu.server_interval_s?;
+        requests += match cell.kind {
+            WorkloadKind::Page => cell.requests as f64 * cell.metric.samples.len() as f64,
+            _ => cell.requests as f64,
+        };
+    }
+    (cpu_s >= SERVER_CPU_RESOLVED_S && requests > 0.0).then(|| cpu_s * 1e6 / requests)
+}
+
+fn published_row(
+    figure: &PublishedPopulationFigure,
+    verdict: &PopulationVerdict,
+    groups: &[Group],
+    samples: &[GroupSamples],
+    seed: u64,
+) -> PublishedRow {
+    let (ours, unit) = match figure.measure {
+        PopulationMeasure::Connections => (verdict.connections, "connections"),
+        PopulationMeasure::ServerCpu => (verdict.server_cpu_us, "µs"),
+        measure => {
+            let q = measure
+                .quantile()
+                .expect("the other measures are percentiles");
+            (quantile_of(figure, verdict, groups, samples, q, seed), "ms")
+        }
+    };
+    PublishedRow {
+        figure: figure.clone(),
+        ours,
+        unit,
+    }
+}
+
+/// Our `q` quantile off and on, of the figure's group or of everyone.
+fn quantile_of(
+    figure: &PublishedPopulationFigure,
+    verdict: &PopulationVerdict,
+    groups: &[Group],
+    samples: &[GroupSamples],
+    q: f64,
+    seed: u64,
+) -> Side<Option<f64>> {
+    let unknown = Side {
+        off: None,
+        on: None,
+    };
+    let mixture = match &figure.group {
+        None => match &verdict.mixed {
+            Ok(_) => Mixture::new(samples.to_vec()),
+            Err(_) => None,
+        },
+        Some(name) => (groups.iter().zip(samples))
+            .find(|(group, _)| &group.name == name)
+            .and_then(|(_, samples)| {
+                Mixture::new(vec![GroupSamples {
+                    share: 1.0,
+                    ..samples.clone()
+                }])
+            }),
+    };
+    let Some(mixture) = mixture else {
+        return unknown;
+    };
+    Side {
+        off: Some(mixture.estimate(seed, |view| view.quantile(0.0, q)).value),
+        on: Some(mixture.estimate(seed, |view| view.quantile(1.0, q)).value),
+    }
+}
+
+impl PopulationVerdict {
+    /// The groups h3 on makes worse at p75, by how much.
+    pub(crate) fn losers(&self) -> Vec<&GroupRow> {
+        (self.groups.iter())
+            .filter(|row| row.p75.as_ref().is_some_and(|p75| p75.call == Call::Worse))
+            .collect()
+    }
+
+    /// The smallest rollout fraction whose change at p75 (or p99) this
+    /// run tells from noise.
+    pub(crate) fn smallest_visible(&self, p99: bool) -> Option<f64> {
+        let mixed = self.mixed.as_ref().ok()?;
+        (mixed.rollout.iter())
+            .find(|row| match p99 {
+                false => row.p75_call.is_clear(),
+                true => row.p99_call.is_clear(),
+            })
+            .map(|row| row.fraction)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use h3lab_results::bench::Results;
+    use h3lab_results::population::{Group, Population};
+    use h3lab_results::Proto;
+
+    use super::*;
+    use crate::fixture::{page_record, results};
+
+    fn group(name: &str, share: f64, udp: &str) -> Group {
+        Group {
+            name: name.into(),
+            share,
+            network: "broadband".into(),
+            udp: udp.into(),
+            discovery: "alt-svc".into(),
+            off: Proto::H2,
+            on: Proto::Auto,
+            loader: None,
+            visit: None,
+            source: None,
+        }
+    }
+
+    /// 80 % at home, where h3 on takes 100 ms off every load, and 20 %
+    /// behind a UDP throttle, where it adds 50 ms; five repetitions of
+    /// four loads each, a millisecond apart.
+    fn population_run() -> Results {
+        let mut results = results();
+        results.cells.clear();
+        results.suite.workloads = vec!["page-small".into()];
+        results.suite.population = Some(Population {
+            groups: vec![
+                group("home", 0.8, "open"),
+                group("throttled", 0.2, "throttle:1mbit"),
+            ],
+            published: Vec::new(),
+        });
+        for (profile, protocol, base) in [
+            ("home", Proto::H2, 500.0),
+            ("home", Proto::Auto, 400.0),
+            ("throttled", Proto::H2, 600.0),
+            ("throttled", Proto::Auto, 650.0),
+        ] {
+            for repetition in 0..5 {
+                let first = base + 4.0 * f64::from(repetition);
+                let samples = (0..4).map(|load| first + f64::from(load)).collect();
+                let mut record = page_record(profile, "h2", samples, first);
+                record.protocol = protocol;
+                record.repetition = repetition;
+                record.connections_per_load =
+                    Some(vec![if protocol == Proto::H2 { 3 } else { 1 }; 4]);
+                results.cells.push(record);
+            }
+        }
+        results
+    }
+
+    #[test]
+    fn the_population_gains_and_the_throttled_group_is_named_as_losing() {
+        let verdicts = population_verdicts(&population_run());
+        let [verdict] = verdicts.as_slice() else {
+            panic!("{verdicts:?}")
+        };
+        let mixed = verdict.mixed.as_ref().unwrap();
+        let p50 = &mixed.quantiles[0];
+        // Off, the median is the home group's (80 %): its loads run from
+        // 500 to 519 ms, and 0.5 / 0.8 of them reach 512.
+        assert_eq!(p50.figures.off.value, 512.0);
+        assert_eq!(p50.figures.on.value, 412.0);
+        assert_eq!(p50.call, Call::Better);
+        // p99 is the throttled group's, which h3 on slows down.
+        let p99 = &mixed.quantiles[3];
+        assert!(p99.figures.on.value > p99.figures.off.value, "{p99:?}");
+        assert_eq!(p99.call, Call::Worse);
+        let losers: Vec<&str> = verdict
+            .losers()
+            .iter()
+            .map(|row| row.group.name.as_str())
+            .collect();
+        assert_eq!(losers, ["throttled"]);
+        let everyone = &mixed.rollout[ROLLOUT.len() - 1];
+        assert_eq!(everyone.p75_change.value, mixed.quantiles[1].change.value);
+        let connections = verdict.connections;
+        assert!(
+            (connections.off.unwrap() - 3.0).abs() < 1e-9,
+            "{connections:?}"
+        );
+        assert!(
+            (connections.on.unwrap() - 1.0).abs() < 1e-9,
+            "{connections:?}"
+        );
+        assert_eq!(
+            verdict.server_cpu_us,
+            Side {
+                off: None,
+                on: None
+            },
+            "no CPU measured"
+        );
+    }
+
+    #[test]
+    fn a_group_without_samples_makes_the_population_unknown_and_is_named() {
+        let mut run = population_run();
+        for cell in run.cells.iter_mut() {
+            if cell.profile == "throttled" && cell.protocol == Proto::Auto {
+                cell.outcome = Outcome::Failed {
+                    error: "stalled".into(),
+                };
+                cell.metric.samples.clear();
+            }
+        }
+        let verdicts = population_verdicts(&run);
+        assert_eq!(verdicts[0].mixed.as_ref().unwrap_err(), &["throttled"]);
+        assert_eq!(verdicts[0].groups[1].failed, Side { off: 0, on: 5 });
+        let text = crate::table::terminal_table(&run);
+        assert!(text.contains("unknown: group throttled"), "{text}");
+    }
+
+    #[test]
+    fn the_terminal_and_the_page_say_who_loses_and_draw_the_two_cdfs() {
+        let run = population_run();
+        let text = crate::table::terminal_table(&run);
+        assert!(
+            text.contains("! h3 on makes page load time worse for throttled (20 % of users)"),
+            "{text}"
+        );
+        assert!(text.contains("rollout (against no user on h3)"), "{text}");
+        let page = crate::html::render_html(&run);
+        let section = &page[page.find("id=\"population\"").unwrap()..];
+        assert!(section.contains("h3 off") && section.contains("fraction of users"));
+        assert_eq!(
+            section[..section.find("</section>").unwrap()]
+                .matches("<path")
+                .count(),
+            2
+        );
+    }
+}
