@@ -4,6 +4,7 @@
 //! compares Node.js servers (and the h3lab-node package) with h3lab serve;
 //! `servers` compares h3lab serve with Caddy and nginx; `udp-blocked` shows
 //! what turning h3 on costs users whose network blocks or throttles UDP;
+//! `population` gives one verdict for users on several networks at once;
 //! `costs` checks the write-ups' claims about bytes, header compression
 //! and CPU per request; `edge` puts nginx, HAProxy, Caddy and h3lab serve in front
 //! of the origin, which sits behind a link of its own;
@@ -26,6 +27,7 @@ const PRESETS: &[(&str, &str)] = &[
     ("servers", include_str!("../presets/servers.toml")),
     ("edge", include_str!("../presets/edge.toml")),
     ("udp-blocked", include_str!("../presets/udp-blocked.toml")),
+    ("population", include_str!("../presets/population.toml")),
     ("costs", include_str!("../presets/costs.toml")),
     ("field", include_str!("../presets/field.toml")),
 ];

@@ -474,6 +474,83 @@ loads = 1
     assert!(!left_behind, "namespaces left behind");
 }
 
+/// A population: each group runs on a profile of its own name with h3 off
+/// (h2) and on (auto), on its own path (an HTTPS record for both groups,
+/// UDP dropped for one); results record the groups, and the terminal and
+/// the page give the population's verdict, with no call from one
+/// repetition.
+#[test]
+fn a_population_runs_each_group_on_its_own_path_and_reports_one_verdict() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("users");
+    let (output, left_behind) = bench(
+        r#"
+name = "users"
+repetitions = 1
+seed = 3
+[[profile]]
+name = "near"
+rtt = "40ms"
+[[workload]]
+kind = "page"
+name = "page"
+site = "small"
+loads = 2
+[[population.group]]
+name = "open"
+share = 90
+profile = "near"
+discovery = "https-record"
+[[population.group]]
+name = "blocked"
+share = 10
+profile = "near"
+udp = "blocked"
+discovery = "https-record"
+"#,
+        &out,
+    );
+    assert!(output.status.success(), "bench failed: {}", stderr(&output));
+    let results = results(&out);
+    let population = results.suite.population.as_ref().expect("groups recorded");
+    let groups: Vec<(&str, f64)> = (population.groups.iter())
+        .map(|group| (group.name.as_str(), group.share))
+        .collect();
+    assert_eq!(groups, [("open", 0.9), ("blocked", 0.1)]);
+    assert_eq!(results.suite.profiles, ["open", "blocked"]);
+    assert_eq!(results.cells.len(), 2 * 2, "groups × sides");
+    for cell in &results.cells {
+        assert_eq!(cell.outcome, Outcome::Ok, "{cell:?}");
+        assert_eq!(cell.dns.as_deref(), Some("https:h3,h2"), "{cell:?}");
+        assert_eq!(cell.connections_per_load, Some(vec![1, 1]), "{cell:?}");
+        let expected = match (cell.profile.as_str(), cell.protocol) {
+            ("open", Proto::Auto) => ["h3"],
+            (_, Proto::Auto | Proto::H2) => ["h2"],
+            other => panic!("a cell of {other:?}"),
+        };
+        assert_eq!(
+            page_protocols(cell),
+            expected,
+            "{} {}",
+            cell.profile,
+            cell.protocol
+        );
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("population: page (page load time)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("too few repetitions"), "{stdout}");
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(page.contains("id=\"population\"") && page.contains("fraction of users"));
+    assert!(!left_behind, "namespaces left behind");
+}
+
 /// A DNS `HTTPS` record listing h3 moves a first visit to h3 for both
 /// loaders (Chromium meets it through the client namespace's resolver),
 /// and `h3lab load --proto auto`'s first call; with the address alone in

@@ -101,7 +101,6 @@ impl RemoteSite {
             namespace,
             device,
             servers: Vec::new(),
-            population: None,
             dir,
             _network: network,
         };

@@ -37,20 +37,7 @@ pub fn terminal_table(results: &Results) -> String {
     out.push_str(&claims_block(results, &summaries));
     out.push_str(&captures_block(results, &summaries));
     out.push_str(&legs_block(&summaries));
-    out.push_str(&population_lines(results));
-    out
-}
-
-/// The population verdict of a `[population]` suite.
-fn population_lines(results: &Results) -> String {
-    let verdicts = crate::population::population_verdicts(results);
-    let mut out = String::new();
-    for (indent, line) in crate::population::population_block(&verdicts) {
-        if indent == 0 {
-            out.push('\n');
-        }
-        out.push_str(&wrapped(indent, &line));
-    }
+    out.push_str(&crate::population::terminal_lines(results));
     out
 }
 
@@ -651,7 +638,7 @@ fn failure_lines(block: &[&CellSummary]) -> String {
 }
 
 /// `text` word-wrapped to the table width, every line indented.
-fn wrapped(indent: u16, text: &str) -> String {
+pub(crate) fn wrapped(indent: u16, text: &str) -> String {
     let mut table = Table::new();
     table
         .load_preset(presets::NOTHING)

@@ -74,6 +74,9 @@ pub struct PublishedPopulationFigure {
     /// The group it matches; `None` for the whole population.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// The workload it matches; `None` for every one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
     /// Which of our figures it matches.
     pub measure: PopulationMeasure,
     /// The study's value with h3 off, when it gives one.

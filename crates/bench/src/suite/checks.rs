@@ -35,6 +35,26 @@ impl Suite {
         Ok(())
     }
 
+    /// Two workloads may share a name only when no profile runs both (a
+    /// population's per-group copies of a page workload).
+    fn check_workload_names(&self) -> anyhow::Result<()> {
+        for (at, workload) in self.workloads.iter().enumerate() {
+            let same_cells = |other: &&super::Workload| {
+                other.name() == workload.name()
+                    && (other.profiles.is_empty()
+                        || workload.profiles.is_empty()
+                        || other.profiles.iter().any(|p| workload.profiles.contains(p)))
+            };
+            anyhow::ensure!(
+                !self.workloads[..at].iter().any(|other| same_cells(&other)),
+                "suite `{}`: two workloads are named `{}`; give each a unique name",
+                self.name,
+                workload.name()
+            );
+        }
+        Ok(())
+    }
+
     /// Checks that need the whole suite: names that refer to each other.
     pub(super) fn check_cross_references(&self) -> anyhow::Result<()> {
         anyhow::ensure!(
@@ -55,20 +75,7 @@ impl Suite {
         for profile in &self.profiles {
             self.published_dns(profile)?;
         }
-        for (at, workload) in self.workloads.iter().enumerate() {
-            let same_cells = |other: &&super::Workload| {
-                other.name() == workload.name()
-                    && (other.profiles.is_empty()
-                        || workload.profiles.is_empty()
-                        || other.profiles.iter().any(|p| workload.profiles.contains(p)))
-            };
-            anyhow::ensure!(
-                !self.workloads[..at].iter().any(|other| same_cells(&other)),
-                "suite `{}`: two workloads are named `{}`; give each a unique name",
-                self.name,
-                workload.name()
-            );
-        }
+        self.check_workload_names()?;
         for workload in &self.workloads {
             if let Some(stray) = workload
                 .profiles

@@ -135,6 +135,7 @@ struct PublishedTable {
     study: String,
     label: String,
     group: Option<Spanned<String>>,
+    workload: Option<Spanned<String>>,
     measure: PopulationMeasure,
     off: Option<f64>,
     on: Option<f64>,
@@ -162,7 +163,7 @@ impl Suite {
         self.check_groups(table.groups.get_ref(), &line)?;
         let groups = table.groups.into_inner();
         let population = Population {
-            published: published_figures(table.published, &groups, &line)?,
+            published: self.published_figures(table.published, &groups, &line)?,
             groups: groups.iter().map(GroupTable::record).collect(),
         };
         for group in &groups {
@@ -360,35 +361,53 @@ impl GroupTable {
     }
 }
 
-fn published_figures(
-    tables: Vec<PublishedTable>,
-    groups: &[GroupTable],
-    line: &impl Fn(usize) -> usize,
-) -> anyhow::Result<Vec<PublishedPopulationFigure>> {
-    let mut figures = Vec::new();
-    for table in tables {
-        if let Some(group) = &table.group {
-            ensure!(
-                groups.iter().any(|g| g.name.get_ref() == group.get_ref()),
-                "line {}: published figure `{}` names group `{}`, which the population does not \
-                 have; name one of its groups, or leave `group` out for the whole population",
-                line(group.span().start),
-                table.label,
-                group.get_ref()
-            );
+impl Suite {
+    /// The population's published figures, each naming one of its groups
+    /// (or none, for everyone) and one of the suite's workloads (or none).
+    fn published_figures(
+        &self,
+        tables: Vec<PublishedTable>,
+        groups: &[GroupTable],
+        line: &impl Fn(usize) -> usize,
+    ) -> anyhow::Result<Vec<PublishedPopulationFigure>> {
+        let mut figures = Vec::new();
+        for table in tables {
+            if let Some(group) = &table.group {
+                ensure!(
+                    groups.iter().any(|g| g.name.get_ref() == group.get_ref()),
+                    "line {}: published figure `{}` names group `{}`, which the population does \
+                     not have; name one of its groups, or leave `group` out for the whole population",
+                    line(group.span().start),
+                    table.label,
+                    group.get_ref()
+                );
+            }
+            if let Some(workload) = &table.workload {
+                ensure!(
+                    self.workloads
+                        .iter()
+                        .any(|w| w.name() == workload.get_ref()),
+                    "line {}: published figure `{}` names workload `{}`, which the suite does not \
+                     define; name one of its workloads, or leave `workload` out",
+                    line(workload.span().start),
+                    table.label,
+                    workload.get_ref()
+                );
+            }
+            figures.push(PublishedPopulationFigure {
+                study: table.study,
+                label: table.label,
+                group: table.group.map(Spanned::into_inner),
+                workload: table.workload.map(Spanned::into_inner),
+                measure: table.measure,
+                off: table.off,
+                on: table.on,
+                unit: table.unit,
+                note: table.note,
+            });
         }
-        figures.push(PublishedPopulationFigure {
-            study: table.study,
-            label: table.label,
-            group: table.group.map(Spanned::into_inner),
-            measure: table.measure,
-            off: table.off,
-            on: table.on,
-            unit: table.unit,
-            note: table.note,
-        });
+        Ok(figures)
     }
-    Ok(figures)
 }
 
 /// The 1-based line of byte `offset` in `text`.

@@ -17,7 +17,7 @@ use h3lab_results::{Proto, WorkloadKind};
 
 pub(crate) mod text;
 
-pub(crate) use text::population_block;
+pub(crate) use text::terminal_lines;
 
 /// The percentiles reported, with their names.
 pub(crate) const QUANTILES: [(f64, &str); 4] =
@@ -174,6 +174,12 @@ fn verdict_on(
         published: Vec::new(),
     };
     verdict.published = (population.published.iter())
+        .filter(|figure| {
+            figure
+                .workload
+                .as_deref()
+                .is_none_or(|name| name == workload)
+        })
         .map(|figure| published_row(figure, &verdict, &population.groups, &samples, seed))
         .collect();
     verdict

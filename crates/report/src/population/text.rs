@@ -3,8 +3,13 @@
 
 use h3lab_results::population::Estimate;
 
-use super::{GroupRow, PopulationVerdict, PublishedRow, QuantileRow, RolloutRow};
+use h3lab_results::bench::Results;
+
+use super::{
+    population_verdicts, GroupRow, PopulationVerdict, PublishedRow, QuantileRow, RolloutRow,
+};
 use crate::format::number;
+use crate::table::wrapped;
 
 /// `412.3 ms [398.0, 430.1]`.
 pub(crate) fn figure(estimate: &Estimate) -> String {
@@ -232,9 +237,22 @@ impl PopulationVerdict {
     }
 }
 
+/// The population verdict of a `[population]` suite, as the terminal
+/// prints it under the tables; empty without one.
+pub(crate) fn terminal_lines(results: &Results) -> String {
+    let mut out = String::new();
+    for (indent, line) in population_block(&population_verdicts(results)) {
+        if indent == 0 {
+            out.push('\n');
+        }
+        out.push_str(&wrapped(indent, &line));
+    }
+    out
+}
+
 /// The terminal's population block: for each workload, the headline, the
 /// percentiles, each group, the losers, the rollout and the costs.
-pub(crate) fn population_block(verdicts: &[PopulationVerdict]) -> Vec<(u16, String)> {
+fn population_block(verdicts: &[PopulationVerdict]) -> Vec<(u16, String)> {
     let mut lines = Vec::new();
     for verdict in verdicts {
         lines.push((
