@@ -12,6 +12,7 @@
 //! Fan type 1): interpolating between samples of two groups would invent
 //! a load time nobody had.
 
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -186,6 +187,16 @@ pub struct GroupSamples {
     pub on: Vec<Repetition>,
 }
 
+impl GroupSamples {
+    /// Repetition `at` of the off ones followed by the on ones.
+    fn repetition(&self, at: usize) -> &Repetition {
+        match at.checked_sub(self.off.len()) {
+            None => &self.off[at],
+            Some(on) => &self.on[on],
+        }
+    }
+}
+
 /// The groups of a population, ready to be mixed and resampled.
 #[derive(Debug, Clone)]
 pub struct Mixture {
@@ -211,7 +222,9 @@ impl Estimate {
     }
 }
 
-/// Which repetitions of each group a bootstrap round drew, for each side.
+/// Which repetitions of each group each side holds in a bootstrap round
+/// or a permutation: indices into the group's off repetitions followed by
+/// its on ones.
 #[derive(Debug, Clone)]
 struct Draw {
     off: Vec<Vec<usize>>,
@@ -305,20 +318,74 @@ impl Mixture {
 
     /// Every repetition once: the data itself.
     fn itself(&self) -> Draw {
-        let every = |count: usize| (0..count).collect();
         Draw {
-            off: self.groups.iter().map(|g| every(g.off.len())).collect(),
-            on: self.groups.iter().map(|g| every(g.on.len())).collect(),
+            off: self
+                .groups
+                .iter()
+                .map(|g| (0..g.off.len()).collect())
+                .collect(),
+            on: (self.groups.iter())
+                .map(|g| (g.off.len()..g.off.len() + g.on.len()).collect())
+                .collect(),
         }
     }
 
+    /// A bootstrap round: each side of each group redrawn from itself.
     fn draw(&self, rng: &mut ChaCha8Rng) -> Draw {
-        let mut pick = |count: usize| -> Vec<usize> {
-            (0..count).map(|_| rng.random_range(0..count)).collect()
+        let mut pick = |from: usize, count: usize| -> Vec<usize> {
+            (0..count)
+                .map(|_| from + rng.random_range(0..count))
+                .collect()
         };
-        let off = self.groups.iter().map(|g| pick(g.off.len())).collect();
-        let on = self.groups.iter().map(|g| pick(g.on.len())).collect();
+        let off = self.groups.iter().map(|g| pick(0, g.off.len())).collect();
+        let on = (self.groups.iter())
+            .map(|g| pick(g.off.len(), g.on.len()))
+            .collect();
         Draw { off, on }
+    }
+
+    /// A permutation: each group's repetitions dealt anew between its two
+    /// sides, as many to each as before.
+    fn deal(&self, rng: &mut ChaCha8Rng) -> Draw {
+        let mut draw = Draw {
+            off: Vec::new(),
+            on: Vec::new(),
+        };
+        for group in &self.groups {
+            let mut all: Vec<usize> = (0..group.off.len() + group.on.len()).collect();
+            all.shuffle(rng);
+            draw.on.push(all.split_off(group.off.len()));
+            draw.off.push(all);
+        }
+        draw
+    }
+
+    /// The p-value of "h3 on and off are alike" for `statistic` (a change,
+    /// zero when they are): the share of [`RESAMPLES`] deals of each
+    /// group's repetitions between its sides whose statistic is at least
+    /// as far from zero as the data's. When nothing differs every deal is
+    /// as likely as the data's, so a call at p ≤ [`crate::difference::LEVEL`]
+    /// is wrong at most that often, which a bootstrap's interval of few
+    /// repetitions is not (`examples/population_aa.rs`).
+    pub fn p_value(&self, seed: u64, statistic: impl Fn(&View) -> f64) -> f64 {
+        let itself = self.itself();
+        let observed = statistic(&View {
+            mixture: self,
+            draw: &itself,
+        })
+        .abs();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let as_far = (0..RESAMPLES)
+            .filter(|_| {
+                let draw = self.deal(&mut rng);
+                let dealt = statistic(&View {
+                    mixture: self,
+                    draw: &draw,
+                });
+                dealt.abs() >= observed * (1.0 - 1e-12)
+            })
+            .count();
+        (1 + as_far) as f64 / (1 + RESAMPLES) as f64
     }
 }
 
@@ -333,8 +400,8 @@ impl View<'_> {
 
     /// The population's fraction at or below `x`.
     fn cdf(&self, on_fraction: f64, x: f64) -> f64 {
-        let mean = |repetitions: &[Repetition], drawn: &[usize]| {
-            let sum: f64 = drawn.iter().map(|&at| repetitions[at].cdf(x)).sum();
+        let mean = |group: &GroupSamples, drawn: &[usize]| {
+            let sum: f64 = drawn.iter().map(|&at| group.repetition(at).cdf(x)).sum();
             sum / drawn.len() as f64
         };
         let mut below = 0.0;
@@ -343,8 +410,8 @@ impl View<'_> {
             if group.share == 0.0 {
                 continue;
             }
-            let off = mean(&group.off, &self.draw.off[index]);
-            let on = mean(&group.on, &self.draw.on[index]);
+            let off = mean(group, &self.draw.off[index]);
+            let on = mean(group, &self.draw.on[index]);
             below += group.share * ((1.0 - on_fraction) * off + on_fraction * on);
             total += group.share;
         }
@@ -478,6 +545,19 @@ mod tests {
         };
         assert!(Mixture::new(vec![known.clone(), failed]).is_none());
         assert!(Mixture::new(vec![known]).is_some());
+    }
+
+    /// Two repetitions a side, one value each: of the six deals of the
+    /// four between the sides, two put the medians as far apart as the
+    /// data (1 and 2 against 3 and 4, either way round), so p is 1/3.
+    #[test]
+    fn the_p_value_counts_the_deals_as_far_from_zero_as_the_data() {
+        let mixture = Mixture::new(vec![group(1.0, &[&[1.0], &[2.0]], &[&[3.0], &[4.0]])]).unwrap();
+        let median_change = |view: &View| view.quantile(1.0, 0.5) - view.quantile(0.0, 0.5);
+        let p = mixture.p_value(9, median_change);
+        assert!((p - 1.0 / 3.0).abs() < 0.03, "{p}");
+        let alike = Mixture::new(vec![group(1.0, &[&[1.0], &[3.0]], &[&[1.0], &[3.0]])]).unwrap();
+        assert_eq!(alike.p_value(9, median_change), 1.0);
     }
 
     #[test]

@@ -22,7 +22,8 @@ pub(super) fn population_section(results: &Results) -> Markup {
             p.hint { "Each group's samples weighed by its share of the users: the population's "
                 "distribution, not an average of medians. Intervals: 95 % bootstrap that redraws "
                 "each group's repetitions on their own, so a group with few repetitions widens "
-                "them; better or worse only outside them (docs/population.md)." }
+                "them. Better or worse: a permutation test that deals each group's repetitions "
+                "between its sides gives p ≤ 0.05 (docs/population.md)." }
             @for verdict in &verdicts { (card(verdict)) }
         }
     }

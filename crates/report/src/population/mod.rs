@@ -8,10 +8,10 @@
 //! is `h3lab_results::population`'s.
 
 use h3lab_results::bench::{CellRecord, Outcome, Results, SERVER_CPU_RESOLVED_S};
-use h3lab_results::difference::{repetitions_needed, seed_for, Call};
+use h3lab_results::difference::{repetitions_needed, seed_for, Call, LEVEL};
 use h3lab_results::population::{
     Estimate, Group, GroupSamples, Mixture, Population, PopulationMeasure,
-    PublishedPopulationFigure, Repetition,
+    PublishedPopulationFigure, Repetition, View,
 };
 use h3lab_results::{Proto, WorkloadKind};
 
@@ -248,45 +248,56 @@ fn quantile_row(
         off: mixture.estimate(seed, |view| view.quantile(0.0, q)),
         on: mixture.estimate(seed, |view| view.quantile(1.0, q)),
     };
-    let change = mixture.estimate(seed, |view| view.quantile(1.0, q) - view.quantile(0.0, q));
+    let (change, call) = judged(mixture, seed, callable, |view| {
+        view.quantile(1.0, q) - view.quantile(0.0, q)
+    });
     QuantileRow {
         name,
         figures,
         change,
-        call: call_of(&change, callable),
+        call,
     }
 }
 
 fn rollout_row(mixture: &Mixture, fraction: f64, callable: bool, seed: u64) -> RolloutRow {
     let at = |q: f64| mixture.estimate(seed, |view| view.quantile(fraction, q));
     let change = |q: f64| {
-        mixture.estimate(seed, |view| {
+        judged(mixture, seed, callable, |view| {
             view.quantile(fraction, q) - view.quantile(0.0, q)
         })
     };
-    let (p75_change, p99_change) = (change(0.75), change(0.99));
+    let ((p75_change, p75_call), (p99_change, p99_call)) = (change(0.75), change(0.99));
     RolloutRow {
         fraction,
         p75: at(0.75),
         p99: at(0.99),
-        p75_call: call_of(&p75_change, callable),
-        p99_call: call_of(&p99_change, callable),
         p75_change,
         p99_change,
+        p75_call,
+        p99_call,
     }
 }
 
-/// Better (shorter) or worse when the interval leaves out zero; no call
-/// with fewer repetitions than a call anywhere else in h3lab needs.
-fn call_of(change: &Estimate, callable: bool) -> Call {
-    if !callable {
-        return Call::TooFewRepetitions;
-    }
-    match change.interval {
-        (_, high) if high < 0.0 => Call::Better,
-        (low, _) if low > 0.0 => Call::Worse,
-        _ => Call::NoClearDifference,
-    }
+/// A change's figure and bootstrap interval, and its call: better
+/// (shorter) or worse when the permutation test's p-value is at most
+/// [`LEVEL`], which keeps a false call that rare; none with fewer
+/// repetitions than any call in h3lab needs. The bootstrap's interval of
+/// so few repetitions is narrower than 95 %, so at the margin it may leave
+/// zero out with no call (docs/population.md).
+fn judged(
+    mixture: &Mixture,
+    seed: u64,
+    callable: bool,
+    change: impl Fn(&View) -> f64 + Copy,
+) -> (Estimate, Call) {
+    let estimate = mixture.estimate(seed, change);
+    let call = match callable && mixture.p_value(seed, change) <= LEVEL {
+        false if !callable => Call::TooFewRepetitions,
+        false => Call::NoClearDifference,
+        true if estimate.value < 0.0 => Call::Better,
+        true => Call::Worse,
+    };
+    (estimate, call)
 }
 
 fn group_row(
