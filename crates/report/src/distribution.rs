@@ -53,7 +53,7 @@ fn plot(chart: &Chart) -> Markup {
     let curves: Vec<Curve> = chart.series.iter().map(Curve::of).collect();
     html! {
         h2 { (chart.title) }
-        (cdf_svg(&curves, &chart.x_label, "fraction of streams"))
+        (cdf_svg(&curves, &chart.x_label, "fraction of streams", false))
     }
 }
 
@@ -84,27 +84,94 @@ impl Curve {
     }
 }
 
-/// The curves on one pair of axes, as inline SVG.
-pub(crate) fn cdf_svg(curves: &[Curve], x_label: &str, y_label: &str) -> Markup {
-    let largest = (curves.iter())
-        .flat_map(|curve| curve.steps.iter().map(|(value, _)| *value))
-        .filter(|v| v.is_finite())
-        .fold(0.0f64, f64::max);
-    let step = x_tick_step(largest);
-    // The axis ends on a tick, so every tick is a round number.
-    let x_max = (largest / step).ceil().max(1.0) * step;
+/// The curves on one pair of axes, as inline SVG; a logarithmic
+/// horizontal axis when `log` and the values span more than a decade.
+pub(crate) fn cdf_svg(curves: &[Curve], x_label: &str, y_label: &str, log: bool) -> Markup {
+    let values = || {
+        (curves.iter())
+            .flat_map(|curve| curve.steps.iter().map(|(value, _)| *value))
+            .filter(|v| v.is_finite())
+    };
+    let largest = values().fold(0.0f64, f64::max);
+    let smallest = values().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+    let axis = match log && largest > 10.0 * smallest {
+        true => Axis::log(smallest, largest),
+        false => Axis::linear(largest),
+    };
+    let x_label = match axis {
+        Axis::Log { .. } => format!("{x_label}, log scale"),
+        Axis::Linear { .. } => x_label.to_string(),
+    };
     html! {
         svg.cdf xmlns="http://www.w3.org/2000/svg" width=(WIDTH) height=(HEIGHT) role="img" {
-            (axes(x_max, step, x_label, y_label))
+            (axes(&axis, &x_label, y_label))
             @for (index, curve) in curves.iter().enumerate() {
-                (draw(curve, index, curves.len(), x_max))
+                (draw(curve, index, curves.len(), &axis))
             }
         }
     }
 }
 
-fn x_at(value: f64, x_max: f64) -> f64 {
-    MARGIN + value / x_max * (WIDTH - 2.0 * MARGIN)
+/// The horizontal axis: from 0 to a round number past the largest value,
+/// or logarithmic from a power of ten below the smallest to one above the
+/// largest.
+enum Axis {
+    Linear { max: f64, step: f64 },
+    Log { low: f64, high: f64 },
+}
+
+impl Axis {
+    fn linear(largest: f64) -> Axis {
+        let step = x_tick_step(largest);
+        // The axis ends on a tick, so every tick is a round number.
+        let max = (largest / step).ceil().max(1.0) * step;
+        Axis::Linear { max, step }
+    }
+
+    fn log(smallest: f64, largest: f64) -> Axis {
+        Axis::Log {
+            low: 10f64.powf(smallest.log10().floor()),
+            high: 10f64.powf(largest.log10().ceil()),
+        }
+    }
+
+    /// Where `value` is drawn; a log axis draws zero and below at its start.
+    fn at(&self, value: f64) -> f64 {
+        let fraction = match *self {
+            Axis::Linear { max, .. } => value / max,
+            Axis::Log { low, high } => {
+                (value.max(low).log10() - low.log10()) / (high.log10() - low.log10())
+            }
+        };
+        MARGIN + fraction * (WIDTH - 2.0 * MARGIN)
+    }
+
+    /// Each tick's value and label: every step, or 1, 2 and 5 of every
+    /// decade.
+    fn ticks(&self) -> Vec<(f64, String)> {
+        match *self {
+            Axis::Linear { max, step } => (0..=(max / step).round() as usize)
+                .map(|tick| {
+                    let value = step * tick as f64;
+                    (value, format!("{value:.*}", decimals(step)))
+                })
+                .collect(),
+            Axis::Log { low, high } => {
+                let mut ticks = Vec::new();
+                let mut decade = low;
+                while decade <= high * (1.0 + 1e-9) {
+                    for multiple in [1.0, 2.0, 5.0] {
+                        let value = decade * multiple;
+                        if value <= high * (1.0 + 1e-9) {
+                            ticks.push((value, format!("{value:.*}", decimals(value))));
+                        }
+                    }
+                    decade *= 10.0;
+                }
+                ticks
+            }
+        }
+    }
 }
 
 fn y_at(fraction: f64) -> f64 {
@@ -125,16 +192,14 @@ fn decimals(step: f64) -> usize {
     (-step.log10().floor()).max(0.0) as usize
 }
 
-fn axes(x_max: f64, step: f64, x_label: &str, y_label: &str) -> Markup {
+fn axes(axis: &Axis, x_label: &str, y_label: &str) -> Markup {
     let (left, bottom) = (MARGIN, HEIGHT - MARGIN);
-    let x_ticks = (x_max / step).round() as usize;
     html! {
         line x1=(left) y1=(bottom) x2=(WIDTH - MARGIN) y2=(bottom) stroke="black" {}
         line x1=(left) y1=(bottom) x2=(left) y2=(MARGIN) stroke="black" {}
-        @for tick in 0..=x_ticks {
-            @let value = step * tick as f64;
-            text x=(x_at(value, x_max)) y=(bottom + 16.0) text-anchor="middle" font-size="11" {
-                (format!("{value:.*}", decimals(step)))
+        @for (value, label) in axis.ticks() {
+            text x=(axis.at(value)) y=(bottom + 16.0) text-anchor="middle" font-size="11" {
+                (label)
             }
         }
         @for tick in 0..=TICKS {
@@ -151,12 +216,16 @@ fn axes(x_max: f64, step: f64, x_label: &str, y_label: &str) -> Markup {
 
 /// A step line through a curve's steps, and its legend entry (lower
 /// right, where CDFs rarely are).
-fn draw(curve: &Curve, index: usize, count: usize, x_max: f64) -> Markup {
+fn draw(curve: &Curve, index: usize, count: usize, axis: &Axis) -> Markup {
     let colour = COLOURS[index % COLOURS.len()];
-    let mut points = format!("M{:.1},{:.1}", x_at(0.0, x_max), y_at(0.0));
+    let start = curve
+        .steps
+        .first()
+        .map_or(0.0, |&(value, _)| value.min(0.0));
+    let mut points = format!("M{:.1},{:.1}", axis.at(start), y_at(0.0));
     let mut below = 0.0;
     for &(value, fraction) in &curve.steps {
-        let x = x_at(value, x_max);
+        let x = axis.at(value);
         points += &format!(" L{x:.1},{:.1} L{x:.1},{:.1}", y_at(below), y_at(fraction));
         below = fraction;
     }
@@ -217,6 +286,24 @@ mod tests {
             }],
         };
         distribution_html("probe", &[], &[chart])
+    }
+
+    #[test]
+    fn values_over_more_than_a_decade_get_a_log_axis_with_1_2_5_ticks() {
+        let curve = |values: &[f64]| Curve {
+            legend: "h3".into(),
+            steps: values.iter().map(|&v| (v, 1.0)).collect(),
+        };
+        let page = cdf_svg(&[curve(&[230.0, 7700.0])], "ms", "users", true).into_string();
+        assert_eq!(
+            x_ticks(&page),
+            ["100", "200", "500", "1000", "2000", "5000", "10000"]
+        );
+        assert!(page.contains("ms, log scale"));
+        let near = cdf_svg(&[curve(&[230.0, 700.0])], "ms", "users", true).into_string();
+        assert_eq!(x_ticks(&near), ["0", "200", "400", "600", "800"]);
+        let linear = cdf_svg(&[curve(&[230.0, 7700.0])], "ms", "users", false).into_string();
+        assert!(!linear.contains("log scale"));
     }
 
     #[test]

@@ -74,7 +74,7 @@ fn mixed_part(verdict: &PopulationVerdict, mixed: &Mixed) -> Markup {
             }
         }
         figure {
-            (cdf_svg(&curves, &format!("{} (ms)", verdict.what), "fraction of users"))
+            (cdf_svg(&curves, &format!("{} (ms)", verdict.what), "fraction of users", true))
             figcaption { "The population's " (verdict.what) ", h3 off and on. Groups: " (shares.join(", ")) "." }
         }
         h4 { "Rollout" }
