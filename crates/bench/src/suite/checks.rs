@@ -106,41 +106,47 @@ impl Suite {
             }
         }
         for figure in &self.published {
-            anyhow::ensure!(
-                self.profiles.contains(&figure.profile),
-                "suite `{}`: published figure `{}` names profile `{}`, which the suite does not run",
-                self.name,
-                figure.label,
-                figure.profile
-            );
-            anyhow::ensure!(
-                self.workloads.iter().any(|w| w.name() == figure.workload),
-                "suite `{}`: published figure `{}` names workload `{}`, which the suite does not define",
-                self.name,
-                figure.label,
-                figure.workload
-            );
-            if let Some(difference) = &figure.difference {
-                anyhow::ensure!(
-                    difference.subject != difference.other,
-                    "suite `{}`: published figure `{}` has a difference of {} against itself; \
-                     name two protocols, e.g. subject = \"h3\", other = \"h2\"",
-                    self.name,
-                    figure.label,
-                    difference.subject
-                );
-                for proto in [difference.subject, difference.other] {
-                    anyhow::ensure!(
-                        self.protocols.contains(&proto),
-                        "suite `{}`: published figure `{}` compares {proto}, which the suite does not run",
-                        self.name,
-                        figure.label
-                    );
-                }
-            }
-            self.check_published_sweep(figure)?;
+            self.check_published(figure)?;
         }
         Ok(())
+    }
+
+    /// A published figure names a profile, a workload and protocols the
+    /// suite runs.
+    fn check_published(&self, figure: &PublishedFigure) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.profiles.contains(&figure.profile),
+            "suite `{}`: published figure `{}` names profile `{}`, which the suite does not run",
+            self.name,
+            figure.label,
+            figure.profile
+        );
+        anyhow::ensure!(
+            self.workloads.iter().any(|w| w.name() == figure.workload),
+            "suite `{}`: published figure `{}` names workload `{}`, which the suite does not define",
+            self.name,
+            figure.label,
+            figure.workload
+        );
+        if let Some(difference) = &figure.difference {
+            anyhow::ensure!(
+                difference.subject != difference.other,
+                "suite `{}`: published figure `{}` has a difference of {} against itself; \
+                 name two protocols, e.g. subject = \"h3\", other = \"h2\"",
+                self.name,
+                figure.label,
+                difference.subject
+            );
+            for proto in [difference.subject, difference.other] {
+                anyhow::ensure!(
+                    self.protocols.contains(&proto),
+                    "suite `{}`: published figure `{}` compares {proto}, which the suite does not run",
+                    self.name,
+                    figure.label
+                );
+            }
+        }
+        self.check_published_sweep(figure)
     }
 
     /// A figure about the swept tunable names its values and a swept

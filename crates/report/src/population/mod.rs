@@ -19,6 +19,9 @@ pub(crate) mod text;
 
 pub(crate) use text::terminal_lines;
 
+/// What a page workload's samples are.
+const PAGE_LOAD_TIME: &str = "page load time";
+
 /// The percentiles reported, with their names.
 pub(crate) const QUANTILES: [(f64, &str); 4] =
     [(0.50, "p50"), (0.75, "p75"), (0.95, "p95"), (0.99, "p99")];
@@ -36,13 +39,22 @@ pub(crate) struct PopulationVerdict {
     pub(crate) groups: Vec<GroupRow>,
     /// The population's figures; `Err` names the groups without samples.
     pub(crate) mixed: Result<Mixed, Vec<String>>,
-    /// Connections per page load, off and on (page workloads).
-    pub(crate) connections: Side<Option<f64>>,
-    /// The server's CPU per request in µs, off and on.
-    pub(crate) server_cpu_us: Side<Option<f64>>,
+    /// Connections per page load, off and on; page workloads only.
+    pub(crate) connections: Option<Side<Option<f64>>>,
+    /// The server's CPU per request in µs, off and on; rps workloads only,
+    /// whose measured interval is the requests' (a page cell's few loads
+    /// leave its server's CPU to its start-up and clock ticks: the same
+    /// cell read 20 to 410 ms).
+    pub(crate) server_cpu_us: Option<Side<Option<f64>>>,
     /// Study figures beside ours.
     pub(crate) published: Vec<PublishedRow>,
 }
+
+/// Neither side known.
+const UNKNOWN: Side<Option<f64>> = Side {
+    off: None,
+    on: None,
+};
 
 /// A figure with h3 off and with h3 on.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -117,7 +129,7 @@ pub(crate) fn population_verdicts(results: &Results) -> Vec<PopulationVerdict> {
             .find(|cell| &cell.workload == workload)
             .map(|cell| cell.kind);
         let what = match kind {
-            Some(WorkloadKind::Page) => "page load time",
+            Some(WorkloadKind::Page) => PAGE_LOAD_TIME,
             Some(WorkloadKind::Rps) => "request latency",
             _ => continue,
         };
@@ -162,8 +174,9 @@ fn verdict_on(
         Some(mixture) => Ok(mixed(&mixture, seed)),
         None => Err(unknown_groups(&population.groups, &samples)),
     };
-    let connections = side_mean(population, &sides, connections_per_load);
-    let server_cpu_us = side_mean(population, &sides, server_cpu_per_request_us);
+    let pages = what == PAGE_LOAD_TIME;
+    let connections = pages.then(|| side_mean(population, &sides, connections_per_load));
+    let server_cpu_us = (!pages).then(|| side_mean(population, &sides, server_cpu_per_request_us));
     let mut verdict = PopulationVerdict {
         workload: workload.to_string(),
         what,
@@ -363,18 +376,13 @@ fn connections_per_load(cells: &[&CellRecord]) -> Option<f64> {
 
 /// The server's CPU over the successful repetitions' measured intervals,
 /// per request, in µs; unknown when any interval's CPU is, or when all of
-/// it is too little for /proc's clock ticks to resolve. A page cell's
-/// requests are its median load's times its loads (every load of a site
-/// asks for the same resources).
+/// it is too little for /proc's clock ticks to resolve.
 fn server_cpu_per_request_us(cells: &[&CellRecord]) -> Option<f64> {
     let mut cpu_s = 0.0;
     let mut requests = 0.0;
     for cell in cells.iter().filter(|cell| cell.outcome == Outcome::Ok) {
         cpu_s += cell.cpu.server_interval_s?;
-        requests += match cell.kind {
-            WorkloadKind::Page => cell.requests as f64 * cell.metric.samples.len() as f64,
-            _ => cell.requests as f64,
-        };
+        requests += cell.requests as f64;
     }
     (cpu_s >= SERVER_CPU_RESOLVED_S && requests > 0.0).then(|| cpu_s * 1e6 / requests)
 }
@@ -387,8 +395,8 @@ fn published_row(
     seed: u64,
 ) -> PublishedRow {
     let (ours, unit) = match figure.measure {
-        PopulationMeasure::Connections => (verdict.connections, "connections"),
-        PopulationMeasure::ServerCpu => (verdict.server_cpu_us, "µs"),
+        PopulationMeasure::Connections => (verdict.connections.unwrap_or(UNKNOWN), "connections"),
+        PopulationMeasure::ServerCpu => (verdict.server_cpu_us.unwrap_or(UNKNOWN), "µs"),
         measure => {
             let q = measure
                 .quantile()
@@ -412,10 +420,6 @@ fn quantile_of(
     q: f64,
     seed: u64,
 ) -> Side<Option<f64>> {
-    let unknown = Side {
-        off: None,
-        on: None,
-    };
     let mixture = match &figure.group {
         None => match &verdict.mixed {
             Ok(_) => Mixture::new(samples.to_vec()),
@@ -431,7 +435,7 @@ fn quantile_of(
             }),
     };
     let Some(mixture) = mixture else {
-        return unknown;
+        return UNKNOWN;
     };
     Side {
         off: Some(mixture.estimate(seed, |view| view.quantile(0.0, q)).value),
@@ -467,7 +471,7 @@ mod tests {
     use h3lab_results::Proto;
 
     use super::*;
-    use crate::fixture::{page_record, results};
+    use crate::fixture::{page_record, results, rps_record};
 
     fn group(name: &str, share: f64, udp: &str) -> Group {
         Group {
@@ -543,7 +547,7 @@ mod tests {
         assert_eq!(losers, ["throttled"]);
         let everyone = &mixed.rollout[ROLLOUT.len() - 1];
         assert_eq!(everyone.p75_change.value, mixed.quantiles[1].change.value);
-        let connections = verdict.connections;
+        let connections = verdict.connections.unwrap();
         assert!(
             (connections.off.unwrap() - 3.0).abs() < 1e-9,
             "{connections:?}"
@@ -552,14 +556,49 @@ mod tests {
             (connections.on.unwrap() - 1.0).abs() < 1e-9,
             "{connections:?}"
         );
-        assert_eq!(
-            verdict.server_cpu_us,
-            Side {
-                off: None,
-                on: None
-            },
-            "no CPU measured"
-        );
+        assert_eq!(verdict.server_cpu_us, None, "not for page loads");
+    }
+
+    /// Request latencies come from each cell's histogram, and an rps
+    /// workload's cost is the server's CPU per request.
+    #[test]
+    fn an_rps_workload_mixes_the_latency_histograms_and_gives_server_cpu() {
+        let mut run = results();
+        run.cells.clear();
+        run.suite.workloads = vec!["rps-1k".into()];
+        run.suite.population = Some(Population {
+            groups: vec![group("near", 0.5, "open"), group("far", 0.5, "open")],
+            published: Vec::new(),
+        });
+        for (profile, protocol, micros, cpu_s) in [
+            ("near", "h2", 10_000, 0.10),
+            ("near", "auto", 9_000, 0.12),
+            ("far", "h2", 50_000, 0.10),
+            ("far", "auto", 40_000, 0.12),
+        ] {
+            for repetition in 0..4 {
+                let latencies: Vec<u64> = (0..100).map(|at| micros + at).collect();
+                let mut record = rps_record(profile, protocol, repetition, 1.0, Some(&latencies));
+                record.cpu.server_interval_s = Some(cpu_s);
+                run.cells.push(record);
+            }
+        }
+        let verdicts = population_verdicts(&run);
+        let [verdict] = verdicts.as_slice() else {
+            panic!("{verdicts:?}")
+        };
+        assert_eq!(verdict.what, "request latency");
+        let mixed = verdict.mixed.as_ref().unwrap();
+        // Half the requests take 10.0 to 10.1 ms and half 50.0 to 50.1 ms,
+        // to the histogram's precision: p75 is among the far ones.
+        let p75 = &mixed.quantiles[1];
+        assert!((p75.figures.off.value - 50.05).abs() < 0.1, "{p75:?}");
+        assert!((p75.figures.on.value - 40.05).abs() < 0.1, "{p75:?}");
+        assert_eq!(p75.call, Call::Better);
+        let cpu = verdict.server_cpu_us.unwrap();
+        assert!((cpu.off.unwrap() - 100.0).abs() < 1e-6, "{cpu:?}");
+        assert!((cpu.on.unwrap() - 120.0).abs() < 1e-6, "{cpu:?}");
+        assert_eq!(verdict.connections, None);
     }
 
     #[test]

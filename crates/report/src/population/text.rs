@@ -6,7 +6,7 @@ use h3lab_results::population::Estimate;
 use h3lab_results::bench::Results;
 
 use super::{
-    population_verdicts, GroupRow, PopulationVerdict, PublishedRow, QuantileRow, RolloutRow,
+    population_verdicts, GroupRow, PopulationVerdict, PublishedRow, QuantileRow, RolloutRow, Side,
 };
 use crate::format::number;
 use crate::table::wrapped;
@@ -223,17 +223,25 @@ impl PopulationVerdict {
         )
     }
 
-    /// Connections per page load and the server's CPU per request.
+    /// Connections per page load (pages) or the server's CPU per request
+    /// (request rates).
     pub(crate) fn costs_line(&self) -> String {
-        let pair_or_unknown = |off: Option<f64>, on: Option<f64>, unit: &str| match (off, on) {
+        let pair_or_unknown = |side: &Side<Option<f64>>, unit: &str| match (side.off, side.on) {
             (Some(off), Some(on)) => pair(off, on, unit),
             _ => "unknown".to_string(),
         };
-        format!(
-            "h3 off → on: connections per page load {}; the server's CPU per request {}",
-            pair_or_unknown(self.connections.off, self.connections.on, "connections"),
-            pair_or_unknown(self.server_cpu_us.off, self.server_cpu_us.on, "µs")
-        )
+        let mut parts = Vec::new();
+        if let Some(connections) = &self.connections {
+            let figure = pair_or_unknown(connections, "connections");
+            parts.push(format!("connections per page load {figure}"));
+        }
+        if let Some(cpu) = &self.server_cpu_us {
+            parts.push(format!(
+                "the server's CPU per request {}",
+                pair_or_unknown(cpu, "µs")
+            ));
+        }
+        format!("h3 off → on: {}", parts.join("; "))
     }
 }
 
