@@ -168,7 +168,7 @@ fn change_row(change: &CellChange) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::fixture;
-    use crate::table::TABLE_WIDTH;
+    use crate::format::TABLE_WIDTH;
     use h3lab_results::bench::Outcome;
     use h3lab_results::difference::Call;
     use h3lab_results::{Proto, WorkloadKind};

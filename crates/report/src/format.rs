@@ -1,7 +1,31 @@
 //! Text for people (tables and HTML): numbers and lists of repetitions;
 //! the CSV and JSON keep full precision.
 
+use comfy_table::{presets, ContentArrangement, Table, TableComponent};
+
 pub use h3lab_results::difference::number;
+
+/// Width the terminal's text is laid out for.
+pub const TABLE_WIDTH: u16 = 100;
+
+/// `text` word-wrapped to the table width, every line indented.
+pub(crate) fn wrapped(indent: u16, text: &str) -> String {
+    let mut table = Table::new();
+    table
+        .load_preset(presets::NOTHING)
+        .remove_style(TableComponent::LeftBorder)
+        .remove_style(TableComponent::RightBorder)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(TABLE_WIDTH)
+        .add_row(vec![text]);
+    if let Some(column) = table.column_mut(0) {
+        column.set_padding((indent, 0));
+    }
+    table
+        .lines()
+        .map(|line| line.trim_end().to_string() + "\n")
+        .collect()
+}
 
 /// At most three decimals, trailing zeros dropped: `20`, `0.5`, `2.125`.
 pub fn short(value: f64) -> String {

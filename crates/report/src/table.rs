@@ -14,13 +14,11 @@ use h3lab_results::{Proto, WorkloadKind};
 use crate::captures::compare_captures;
 use crate::cell::CellSummary;
 use crate::format::list_repetitions;
+use crate::format::wrapped;
 use crate::format::{fraction_as_percent, maybe};
 use crate::settings;
 use crate::studies::compare_claims;
 use crate::summary::{path_impairments, summarize};
-
-/// Width the table is laid out for.
-pub const TABLE_WIDTH: u16 = 100;
 
 /// Plain-text summary of a run.
 pub fn terminal_table(results: &Results) -> String {
@@ -637,25 +635,6 @@ fn failure_lines(block: &[&CellSummary]) -> String {
     out
 }
 
-/// `text` word-wrapped to the table width, every line indented.
-pub(crate) fn wrapped(indent: u16, text: &str) -> String {
-    let mut table = Table::new();
-    table
-        .load_preset(presets::NOTHING)
-        .remove_style(TableComponent::LeftBorder)
-        .remove_style(TableComponent::RightBorder)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_width(TABLE_WIDTH)
-        .add_row(vec![text]);
-    if let Some(column) = table.column_mut(0) {
-        column.set_padding((indent, 0));
-    }
-    table
-        .lines()
-        .map(|line| line.trim_end().to_string() + "\n")
-        .collect()
-}
-
 /// What a claim with no published figure says in place of a comparison.
 pub(crate) const NOTHING_PUBLISHED: &str =
     "no figure published, so nothing to compare: ours are in the table above";
@@ -696,6 +675,7 @@ fn claims_block(results: &Results, summaries: &[CellSummary]) -> String {
 mod tests {
     use super::*;
     use crate::fixture;
+    use crate::format::TABLE_WIDTH;
     use h3lab_results::bench::{HeaderBlocks, Loss, LossDirection, PathSettings, Rate};
     use h3lab_results::Proto;
 

@@ -9,7 +9,7 @@ use super::{
     population_verdicts, GroupRow, PopulationVerdict, PublishedRow, QuantileRow, RolloutRow, Side,
 };
 use crate::format::number;
-use crate::table::wrapped;
+use crate::format::wrapped;
 
 /// `412.3 ms [398.0, 430.1]`.
 pub(crate) fn figure(estimate: &Estimate) -> String {
