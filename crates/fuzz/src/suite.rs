@@ -188,8 +188,7 @@ pub fn check_suite_text(text: &str) -> Option<Suite> {
     );
     let seed = table.get("seed").map_or(Some(1), toml::Value::as_integer);
     let seed = seed.expect("an accepted seed is an integer") as u64;
-    let profiles = table["profiles"].as_array().expect("profiles is an array");
-    for name in profiles.iter().map(|p| p.as_str().expect("a profile name")) {
+    for name in &profile_names(&table) {
         match suite.link_settings(name) {
             Ok(Some(settings)) => check_sane_settings(&settings, seed),
             Ok(None) => {}
@@ -203,4 +202,22 @@ pub fn check_suite_text(text: &str) -> Option<Suite> {
         }
     }
     Some(suite)
+}
+
+/// The profiles an accepted suite runs: its `profiles`, then a profile of
+/// each `[population]` group's name (either may be absent).
+fn profile_names(table: &toml::Table) -> Vec<&str> {
+    let mut all: Vec<&str> = Vec::new();
+    if let Some(profiles) = table.get("profiles") {
+        let profiles = profiles.as_array().expect("profiles is an array");
+        all.extend(profiles.iter().map(|p| p.as_str().expect("a profile name")));
+    }
+    let groups = table.get("population").and_then(|p| p.get("group"));
+    if let Some(groups) = groups.and_then(toml::Value::as_array) {
+        for group in groups {
+            let name = group.get("name").and_then(toml::Value::as_str);
+            all.push(name.expect("a group name"));
+        }
+    }
+    all
 }

@@ -104,6 +104,9 @@ pub(crate) struct GroupRow {
     pub(crate) p75: Option<QuantileRow>,
     /// Repetitions that failed, off and on.
     pub(crate) failed: Side<usize>,
+    /// The share of page requests that went over h3, off and on: what the
+    /// group's users got (a first visit learns h3 only for later visits).
+    pub(crate) over_h3: Side<Option<f64>>,
 }
 
 /// A study's figure and ours.
@@ -339,7 +342,27 @@ fn group_row(
             off: failed(&side.off),
             on: failed(&side.on),
         },
+        over_h3: Side {
+            off: over_h3(&side.off),
+            on: over_h3(&side.on),
+        },
     }
+}
+
+/// The share of page requests over h3 in the loads the successful
+/// repetitions kept (their median ones); `None` for other workloads, and
+/// when a resource's protocol is unknown.
+fn over_h3(cells: &[&CellRecord]) -> Option<f64> {
+    let mut requests = 0;
+    let mut on_h3 = 0;
+    for cell in cells.iter().filter(|cell| cell.outcome == Outcome::Ok) {
+        let report = crate::cell::page_report(cell).ok()?;
+        for resource in report.loads.iter().flat_map(|load| &load.resources) {
+            requests += 1;
+            on_h3 += usize::from(resource.protocol.as_deref()? == "h3");
+        }
+    }
+    (requests > 0).then(|| on_h3 as f64 / requests as f64)
 }
 
 /// The groups' figures weighed by share, on each side; unknown when any
@@ -511,7 +534,11 @@ mod tests {
             for repetition in 0..5 {
                 let first = base + 4.0 * f64::from(repetition);
                 let samples = (0..4).map(|load| first + f64::from(load)).collect();
-                let mut record = page_record(profile, "h2", samples, first);
+                let served = match (profile, protocol) {
+                    ("home", Proto::Auto) => "h3",
+                    _ => "h2",
+                };
+                let mut record = page_record(profile, served, samples, first);
                 record.protocol = protocol;
                 record.repetition = repetition;
                 record.connections_per_load =
@@ -545,6 +572,22 @@ mod tests {
             .map(|row| row.group.name.as_str())
             .collect();
         assert_eq!(losers, ["throttled"]);
+        let over_h3: Vec<Side<Option<f64>>> =
+            verdict.groups.iter().map(|row| row.over_h3).collect();
+        let (never, always) = (Some(0.0), Some(1.0));
+        assert_eq!(
+            over_h3,
+            [
+                Side {
+                    off: never,
+                    on: always
+                },
+                Side {
+                    off: never,
+                    on: never
+                }
+            ]
+        );
         let everyone = &mixed.rollout[ROLLOUT.len() - 1];
         assert_eq!(everyone.p75_change.value, mixed.quantiles[1].change.value);
         let connections = verdict.connections.unwrap();

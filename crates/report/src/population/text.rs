@@ -100,8 +100,14 @@ impl GroupRow {
             (0, 0) => String::new(),
             (off, on) => format!(" ({off} repetitions failed off, {on} on)"),
         };
+        let served = match (self.over_h3.off, self.over_h3.on) {
+            (Some(off), Some(on)) => {
+                format!("; requests over h3 {} → {}", percent(off), percent(on))
+            }
+            _ => String::new(),
+        };
         match &self.p75 {
-            Some(p75) => format!("{}{failed}", p75.line()),
+            Some(p75) => format!("{}{served}{failed}", p75.line()),
             None => format!("unknown: no successful repetition on a side{failed}"),
         }
     }
