@@ -12,7 +12,7 @@ use hyper::client::conn::http2::{Builder, SendRequest};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
-use tokio::sync::oneshot::Sender;
+use tokio::sync::oneshot::{Receiver, Sender};
 use tokio_rustls::TlsConnector;
 
 use crate::common::{quic_endpoint, tcp_tls, test_config, Proto};
@@ -90,23 +90,35 @@ const HEAD_START: usize = BODY / 2;
 
 /// Asks for a background response (`u=7`) and, once [`HEAD_START`] of it
 /// has arrived, for an urgent one (`u=0`), on one h2 connection; returns
-/// the order in which their bodies ended.
+/// the order in which their bodies ended. The background's reader waits
+/// from its head start until the urgent response has begun, so the server
+/// holds both before it can send the background's end: without the pause,
+/// a busy machine let the reader take the rest of the background before
+/// the urgent request went out (CI, 2026-12-04).
 async fn h2_finish_order(order: StreamOrder) -> Vec<&'static str> {
     let server = start_h2(order).await;
     let sender = h2_connection(&server, H2_DEFAULT_WINDOW).await;
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel();
     let (started_tx, started_rx) = tokio::sync::oneshot::channel();
-    let (mut started, mut under_way) = (Some(started_tx), Some(started_rx));
+    let (go_on_tx, go_on_rx) = tokio::sync::oneshot::channel();
+    let mut pause = Some(Pause {
+        started: started_tx,
+        go_on: go_on_rx,
+    });
+    let (mut under_way, mut go_on) = (Some(started_rx), Some(go_on_tx));
     for (name, priority) in [("background", "u=7"), ("urgent", "u=0")] {
         let response = sender
             .clone()
             .send_request(get(&server, BODY, priority))
             .await
             .unwrap();
+        if name == "urgent" {
+            go_on.take().map(|go_on| go_on.send(()));
+        }
         let done = done_tx.clone();
-        let head_start = started.take();
+        let paused = pause.take();
         tokio::spawn(async move {
-            let received = read_all(response.into_body(), head_start).await;
+            let received = read_all(response.into_body(), paused).await;
             done.send((name, received)).unwrap();
         });
         if let Some(under_way) = under_way.take() {
@@ -211,14 +223,23 @@ fn get(server: &RunningServer, bytes: usize, priority: &str) -> Request<Empty<By
         .unwrap()
 }
 
-/// Reads `body` to its end; says so on `head_start` once [`HEAD_START`]
-/// bytes have arrived.
-async fn read_all(mut body: Incoming, mut head_start: Option<Sender<()>>) -> usize {
+/// Where a reader stops: it says on `started` that [`HEAD_START`] bytes
+/// have arrived, and reads on when `go_on` says so.
+struct Pause {
+    started: Sender<()>,
+    go_on: Receiver<()>,
+}
+
+/// Reads `body` to its end, stopping once at its `pause`.
+async fn read_all(mut body: Incoming, mut pause: Option<Pause>) -> usize {
     let mut received = 0;
     while let Some(frame) = body.frame().await {
         received += frame.unwrap().data_ref().map_or(0, Bytes::len);
         if received >= HEAD_START {
-            head_start.take().map(|started| started.send(()));
+            if let Some(pause) = pause.take() {
+                pause.started.send(()).unwrap();
+                pause.go_on.await.unwrap();
+            }
         }
     }
     received
