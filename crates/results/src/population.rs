@@ -270,15 +270,19 @@ impl Mixture {
             .unwrap_or(0)
     }
 
+    /// `statistic` of the data alone, without an interval.
+    pub fn value(&self, statistic: impl Fn(&View) -> f64) -> f64 {
+        statistic(&View {
+            mixture: self,
+            draw: &self.itself(),
+        })
+    }
+
     /// `statistic` of the data, and its interval from [`RESAMPLES`] rounds
     /// that each draw every group's repetitions with replacement, on each
     /// side apart: a group with few repetitions widens the interval.
     pub fn estimate(&self, seed: u64, statistic: impl Fn(&View) -> f64) -> Estimate {
-        let itself = self.itself();
-        let value = statistic(&View {
-            mixture: self,
-            draw: &itself,
-        });
+        let value = self.value(&statistic);
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut rounds: Vec<f64> = (0..RESAMPLES)
             .map(|_| {
@@ -304,13 +308,8 @@ impl Mixture {
     /// repetitions as they are, as steps: each value with the fraction at
     /// or below it (for a CDF plot).
     pub fn steps(&self, on_fraction: f64) -> Vec<(f64, f64)> {
-        let itself = self.itself();
-        let view = View {
-            mixture: self,
-            draw: &itself,
-        };
         let mut steps: Vec<(f64, f64)> = (self.candidates.iter())
-            .map(|&x| (x, view.cdf(on_fraction, x)))
+            .map(|&x| (x, self.value(|view| view.cdf(on_fraction, x))))
             .collect();
         steps.dedup_by(|later, earlier| later.1 == earlier.1);
         steps
@@ -368,12 +367,7 @@ impl Mixture {
     /// is wrong at most that often, which a bootstrap's interval of few
     /// repetitions is not (`examples/population_aa.rs`).
     pub fn p_value(&self, seed: u64, statistic: impl Fn(&View) -> f64) -> f64 {
-        let itself = self.itself();
-        let observed = statistic(&View {
-            mixture: self,
-            draw: &itself,
-        })
-        .abs();
+        let observed = self.value(&statistic).abs();
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let as_far = (0..RESAMPLES)
             .filter(|_| {

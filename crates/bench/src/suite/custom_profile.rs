@@ -6,7 +6,7 @@ use linkem::config::LossDirection;
 use serde::Deserialize;
 
 /// A path defined in the suite itself, starting from a built-in profile.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CustomProfile {
     pub(crate) name: String,

@@ -228,7 +228,10 @@ impl Suite {
         let network = group.profile.get_ref();
         let mut profile = match self.custom_profile(network) {
             Some(custom) => custom.clone(),
-            None => CustomProfile::based_on(network),
+            None => CustomProfile {
+                base: Some(network.clone()),
+                ..CustomProfile::default()
+            },
         };
         profile.name = group.name.get_ref().clone();
         if let Some(udp) = &group.udp {
@@ -295,28 +298,6 @@ impl Suite {
         }
         self.workloads = workloads;
         Ok(())
-    }
-}
-
-impl CustomProfile {
-    /// A profile that is `base` and nothing else yet.
-    fn based_on(base: &str) -> CustomProfile {
-        CustomProfile {
-            name: base.to_string(),
-            base: Some(base.to_string()),
-            rtt: None,
-            down: None,
-            up: None,
-            loss: None,
-            loss_model: None,
-            loss_direction: None,
-            jitter: None,
-            queue: None,
-            trace_down: None,
-            trace_up: None,
-            udp: None,
-            dns: None,
-        }
     }
 }
 

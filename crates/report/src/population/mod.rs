@@ -196,7 +196,7 @@ fn verdict_on(
                 .as_deref()
                 .is_none_or(|name| name == workload)
         })
-        .map(|figure| published_row(figure, &verdict, &population.groups, &samples, seed))
+        .map(|figure| published_row(figure, &verdict, &population.groups, &samples))
         .collect();
     verdict
 }
@@ -415,7 +415,6 @@ fn published_row(
     verdict: &PopulationVerdict,
     groups: &[Group],
     samples: &[GroupSamples],
-    seed: u64,
 ) -> PublishedRow {
     let (ours, unit) = match figure.measure {
         PopulationMeasure::Connections => (verdict.connections.unwrap_or(UNKNOWN), "connections"),
@@ -424,7 +423,7 @@ fn published_row(
             let q = measure
                 .quantile()
                 .expect("the other measures are percentiles");
-            (quantile_of(figure, verdict, groups, samples, q, seed), "ms")
+            (quantile_of(figure, verdict, groups, samples, q), "ms")
         }
     };
     PublishedRow {
@@ -441,7 +440,6 @@ fn quantile_of(
     groups: &[Group],
     samples: &[GroupSamples],
     q: f64,
-    seed: u64,
 ) -> Side<Option<f64>> {
     let mixture = match &figure.group {
         None => match &verdict.mixed {
@@ -461,8 +459,8 @@ fn quantile_of(
         return UNKNOWN;
     };
     Side {
-        off: Some(mixture.estimate(seed, |view| view.quantile(0.0, q)).value),
-        on: Some(mixture.estimate(seed, |view| view.quantile(1.0, q)).value),
+        off: Some(mixture.value(|view| view.quantile(0.0, q))),
+        on: Some(mixture.value(|view| view.quantile(1.0, q))),
     }
 }
 
