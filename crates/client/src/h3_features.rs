@@ -47,7 +47,11 @@ pub async fn check_h3_features(
     let window_target = Target::parse(window_url)?;
     let window_get =
         RequestTemplate::new(&window_target, Method::GET, HeaderMap::new(), Bytes::new());
-    let counted = first_round_trip(&target, addr, &tls_config, &window_get, wait).await;
+    let path_rtt = long_path_round_trip(&connector, &get, wait).await;
+    let counted = match path_rtt {
+        Ok(rtt) => first_round_trip(&target, addr, &tls_config, &window_get, wait, rtt).await,
+        Err(ref why) => Err(why.clone()),
+    };
     features.first_round_trip_bytes = match counted {
         Ok(bytes) => Some(bytes),
         Err(why) => {
@@ -56,7 +60,11 @@ pub async fn check_h3_features(
         }
     };
     for attempt in 1..=LOSS_TRIES {
-        match loss_windows(&target, addr, &tls_config, &window_get, wait).await {
+        let windows = match path_rtt {
+            Ok(rtt) => loss_windows(&target, addr, &tls_config, &window_get, wait, rtt).await,
+            Err(ref why) => Err(why.clone()),
+        };
+        match windows {
             Ok(windows) => features.loss_windows.push(windows),
             // What failed once (a path too short, a body too small, a
             // server that stalls) would fail again: no more tries.
@@ -110,6 +118,10 @@ const SHORTEST_RTT_FOR_FLIGHTS: Duration = Duration::from_millis(5);
 /// loss to a try, so the family is read from the median windows.
 const LOSS_TRIES: usize = 5;
 
+/// Requests whose round trips sample the path before the flights are
+/// counted.
+const ROUND_TRIP_SAMPLES: usize = 8;
+
 /// The loss probe marks the datagram that arrives once this much of the
 /// response came: well past the first flight of every stack measured (45
 /// KB at 32 packets), so the window is large against the few datagrams by
@@ -135,9 +147,10 @@ async fn first_round_trip(
     tls: &Arc<rustls::ClientConfig>,
     get: &RequestTemplate,
     wait: Duration,
+    rtt: Duration,
 ) -> Result<u64, String> {
     let count = async |connector: &Connector, marks: &Marks| {
-        first_flight(connector, marks.mute(), get, wait).await
+        first_flight(connector, marks.mute(), get, wait, rtt).await
     };
     on_a_marked_connector(target, addr, tls, wait, count).await
 }
@@ -165,8 +178,9 @@ async fn first_flight(
     mute: &Mute,
     get: &RequestTemplate,
     wait: Duration,
+    rtt: Duration,
 ) -> Result<u64, String> {
-    let (mut connection, rtt) = connect_over_a_long_path(connector).await?;
+    let mut connection = fresh_connection(connector).await?;
     let quiet = rtt / 2;
     let silence = async {
         tokio::time::sleep(quiet).await;
@@ -190,14 +204,23 @@ async fn first_flight(
     }
 }
 
-/// A new connection of `connector`'s and its round trip, when that is
-/// long enough to tell one flight from the next.
-async fn connect_over_a_long_path(connector: &Connector) -> Result<(Connection, Duration), String> {
-    let connection = connector
-        .connect()
-        .await
-        .map_err(|err| format!("no connection: {err}"))?;
-    let rtt = (connection.sender.quic_min_rtt()).ok_or("no round-trip estimate")?;
+/// Requests on one connection whose round trips sample the path: its
+/// least round trip is the path's, once a busy machine has let one of
+/// them through without delay (a handshake's alone, on loopback in CI,
+/// read 5 ms). An error when no sample came or the path is too short to
+/// tell one flight from the next.
+async fn long_path_round_trip(
+    connector: &Connector,
+    get: &RequestTemplate,
+    wait: Duration,
+) -> Result<Duration, String> {
+    let mut connection = fresh_connection(connector).await?;
+    for _ in 0..ROUND_TRIP_SAMPLES {
+        if let Ok(response) = successful(timeout(wait, connection.sender.send(get)).await) {
+            let _ = timeout(wait, response.drain()).await;
+        }
+    }
+    let rtt = (connection.sender.close_quic()).ok_or("no round-trip estimate")?;
     if rtt < SHORTEST_RTT_FOR_FLIGHTS {
         return Err(format!(
             "the path's round trip ({:.1} ms) is too short to tell one flight from the next; \
@@ -206,7 +229,11 @@ async fn connect_over_a_long_path(connector: &Connector) -> Result<(Connection, 
             SHORTEST_RTT_FOR_FLIGHTS.as_millis()
         ));
     }
-    Ok((connection, rtt))
+    Ok(rtt)
+}
+
+async fn fresh_connection(connector: &Connector) -> Result<Connection, String> {
+    (connector.connect().await).map_err(|err| format!("no connection: {err}"))
 }
 
 /// The response to a probe's request, when it came in time and succeeded.
@@ -232,8 +259,9 @@ async fn loss_windows(
     tls: &Arc<rustls::ClientConfig>,
     get: &RequestTemplate,
     wait: Duration,
+    rtt: Duration,
 ) -> Result<LossWindows, String> {
-    let window = |lose_one| window_at_mark(target, addr, tls, get, wait, lose_one);
+    let window = |lose_one| window_at_mark(target, addr, tls, get, wait, lose_one, rtt);
     Ok(LossWindows {
         before_bytes: window(false).await?,
         after_bytes: window(true).await?,
@@ -257,9 +285,10 @@ async fn window_at_mark(
     get: &RequestTemplate,
     wait: Duration,
     lose_one: bool,
+    rtt: Duration,
 ) -> Result<u64, String> {
     let count = async |connector: &Connector, marks: &Marks| {
-        count_window_at_mark(connector, marks, get, wait, lose_one).await
+        count_window_at_mark(connector, marks, get, wait, lose_one, rtt).await
     };
     on_a_marked_connector(target, addr, tls, wait, count).await
 }
@@ -270,8 +299,9 @@ async fn count_window_at_mark(
     get: &RequestTemplate,
     wait: Duration,
     lose_one: bool,
+    rtt: Duration,
 ) -> Result<u64, String> {
-    let (mut connection, rtt) = connect_over_a_long_path(connector).await?;
+    let mut connection = fresh_connection(connector).await?;
     let at_mark = match lose_one {
         true => AtMark::DropThenMute(rtt * 5 / 4),
         false => AtMark::Mute,

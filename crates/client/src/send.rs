@@ -93,20 +93,12 @@ impl Sender {
         }
     }
 
-    /// The least round trip QUIC has sampled, before ack delays; `None`
-    /// for TCP. Unlike the smoothed estimate, a handshake the server was
-    /// slow to answer (a busy machine, a slow signature) does not raise it.
-    pub fn quic_min_rtt(&self) -> Option<Duration> {
-        match &self.inner {
-            SenderInner::H3 { conn, .. } => Some(conn.stats().path.min_rtt),
-            _ => None,
-        }
-    }
-
     /// Closes a QUIC connection now, with code 0, rather than when its
     /// handles drop (later, and while whatever comes next runs); `None`
     /// for TCP, whose connections close when their handles drop. Returns
-    /// the least round trip it sampled.
+    /// the least round trip it sampled, before ack delays: unlike the
+    /// smoothed estimate, a handshake the server was slow to answer (a busy
+    /// machine, a slow signature) does not raise it.
     pub fn close_quic(&self) -> Option<Duration> {
         match &self.inner {
             SenderInner::H3 { conn, .. } => {
