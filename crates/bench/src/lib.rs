@@ -12,6 +12,7 @@ mod client;
 mod edge;
 mod environment;
 pub mod field;
+pub mod handoff;
 pub mod presets;
 mod process;
 mod profile;

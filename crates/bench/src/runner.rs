@@ -12,9 +12,11 @@ pub use crate::cell::RunContext;
 use crate::cell;
 use anyhow::Context;
 use h3lab_site::replay::Think;
+use linkem::run::Interrupted;
 use linkem::EmulatedPath;
 
 use crate::environment;
+use crate::handoff::HandoffPlan;
 use crate::profile;
 use crate::spec::{CellSpec, Unit};
 use crate::suite::{Load, PublishedFigure, Site, Suite, Workload};
@@ -23,6 +25,7 @@ use h3lab_results::bench::{
     CapturedPage, CellRecord, ClaimSweep, Replica, Results, ServerRow, StudyClaim, SuiteInfo,
     RESULTS_SCHEMA,
 };
+use h3lab_results::handoff::HandoffRecord;
 use h3lab_results::{Proto, Visit};
 
 /// Every cell of the suite, in run order. In a field run each page load
@@ -294,6 +297,7 @@ pub fn new_results(suite: &Suite, ctx: &RunContext) -> Results {
         studies: study_claims(suite),
         captures: captured_pages(suite),
         field: ctx.field.as_ref().map(|field| field.record.clone()),
+        handoffs: Vec::new(),
     }
 }
 
@@ -326,13 +330,23 @@ fn captured_pages(suite: &Suite) -> Vec<CapturedPage> {
     .collect()
 }
 
-/// Runs every cell, calling `after_cell` with the results so far after each
-/// one (so they can be written to disk at once). Stops early when
+/// What just finished: a cell, or one of a population's handoff runs.
+pub enum Finished<'a> {
+    /// A cell's repetition.
+    Cell(&'a CellRecord),
+    /// A handoff run.
+    Handoff(&'a HandoffRecord),
+}
+
+/// Runs every cell, then the population's `handoffs` (from
+/// [`crate::handoff::plan`]), calling `after_each` with the results so far
+/// after each (so they can be written to disk at once). Stops early when
 /// `ctx.stop` is set; the results then say `interrupted`.
 pub fn run(
     suite: &Suite,
     ctx: &RunContext,
-    mut after_cell: impl FnMut(&Results, &CellRecord),
+    handoffs: &[HandoffPlan],
+    mut after_each: impl FnMut(&Results, Finished),
 ) -> Results {
     let mut results = new_results(suite, ctx);
     for (i, spec) in plan(suite).into_iter().enumerate() {
@@ -355,7 +369,25 @@ pub fn run(
         if ctx.stop.load(Ordering::Relaxed) {
             results.interrupted = true;
         }
-        after_cell(&results, results.cells.last().expect("just pushed"));
+        after_each(
+            &results,
+            Finished::Cell(results.cells.last().expect("just pushed")),
+        );
+    }
+    let interrupted = Interrupted::watching(ctx.stop.clone());
+    for plan in handoffs {
+        if results.interrupted || interrupted.is_set() {
+            results.interrupted = true;
+            break;
+        }
+        results
+            .handoffs
+            .push(crate::handoff::run(plan, &ctx.exe, &interrupted));
+        results.interrupted = interrupted.is_set();
+        after_each(
+            &results,
+            Finished::Handoff(results.handoffs.last().expect("just pushed")),
+        );
     }
     results.finished_at = Some(now_rfc3339());
     results

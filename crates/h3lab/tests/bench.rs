@@ -478,7 +478,8 @@ loads = 1
 /// (h2) and on (auto), on its own path (an HTTPS record for both groups,
 /// UDP dropped for one); results record the groups, and the terminal and
 /// the page give the population's verdict, with no call from one
-/// repetition.
+/// repetition. The open group's users change networks: its handoff over
+/// h2 breaks the connection, over h3 the connection moves.
 #[test]
 fn a_population_runs_each_group_on_its_own_path_and_reports_one_verdict() {
     if !h3lab_testenv::root() {
@@ -505,6 +506,7 @@ name = "open"
 share = 90
 profile = "near"
 discovery = "https-record"
+handoffs = true
 [[population.group]]
 name = "blocked"
 share = 10
@@ -546,8 +548,30 @@ discovery = "https-record"
         "{stdout}"
     );
     assert!(stdout.contains("too few repetitions"), "{stdout}");
+    let handoffs: Vec<(&str, Proto, bool, Option<bool>)> = (results.handoffs.iter())
+        .map(|run| {
+            let reset = run.measured.map(|m| m.ended_in_reset());
+            (run.group.as_str(), run.protocol, run.h3_on, reset)
+        })
+        .collect();
+    assert_eq!(
+        handoffs,
+        [
+            ("open", Proto::H2, false, Some(true)),
+            ("open", Proto::H3, true, Some(false))
+        ],
+        "{:?}",
+        results.handoffs
+    );
+    assert!(
+        stdout.contains("population: handoffs")
+            && stdout.contains("from 100 % to 0 %")
+            && stdout.contains("h3 off (h2): 1 of 1 reset"),
+        "{stdout}"
+    );
     let page = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(page.contains("id=\"population\"") && page.contains("fraction of users"));
+    assert!(page.contains("Handoffs"), "the page shows the handoffs");
     assert!(!left_behind, "namespaces left behind");
 }
 

@@ -21,6 +21,15 @@ use serde_json::Value;
 /// first visits) at 80 ms, plus paths.
 const RUN_LIMIT: Duration = Duration::from_secs(120);
 
+/// Every visit a policy runs.
+const VISITS: [&str; 5] = [
+    "h2-only",
+    "first",
+    "first-with-https-record",
+    "repeat",
+    "repeat-quic-known",
+];
+
 fn visit<'a>(report: &'a Value, udp: &str, visit: &str) -> &'a Value {
     let policy = report["policies"]
         .as_array()
@@ -37,11 +46,16 @@ fn visit<'a>(report: &'a Value, udp: &str, visit: &str) -> &'a Value {
 }
 
 /// The protocols a visit's requests went over, and that none failed.
-fn protocols(report: &Value, udp: &str, name: &str) -> Vec<String> {
+/// The visit's record, checked complete: two loads, none failed.
+fn complete<'a>(report: &'a Value, udp: &str, name: &str) -> &'a Value {
     let entry = visit(report, udp, name);
     assert_eq!(entry["failed"], Value::Array(vec![]), "{entry:#}");
     assert_eq!(entry["load_ms"].as_array().unwrap().len(), 2, "{entry:#}");
-    entry["requests"]
+    entry
+}
+
+fn protocols(report: &Value, udp: &str, name: &str) -> Vec<String> {
+    complete(report, udp, name)["requests"]
         .as_object()
         .unwrap()
         .keys()
@@ -98,14 +112,7 @@ fn auto_ends_on_h3_with_udp_open_and_on_h2_with_no_failure_when_udp_is_blocked()
     );
     assert_eq!(protocols(&report, "open", "repeat"), ["h3"]);
     assert_eq!(protocols(&report, "open", "repeat-quic-known"), ["h3"]);
-    let visits = [
-        "h2-only",
-        "first",
-        "first-with-https-record",
-        "repeat",
-        "repeat-quic-known",
-    ];
-    for name in visits {
+    for name in VISITS {
         assert_eq!(protocols(&report, "blocked", name), ["h2"], "{name}");
     }
     // With the record and UDP blocked, the first visit's delay against
@@ -182,10 +189,11 @@ fn ctrl_c_keeps_the_policies_done_and_leaves_no_path_resolver_or_dns_server() {
     std::thread::spawn(move || lines.for_each(drop));
     interrupt(&mut process, RUN_LIMIT);
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(
-        protocols(&report, "open", "first-with-https-record"),
-        ["h3"]
-    );
+    // Which protocol wins a first visit's race is the other test's: here
+    // a busy machine may hand it to TCP (CI's run once saw h2 beside h3).
+    for name in VISITS {
+        complete(&report, "open", name);
+    }
     assert!(!namespaces_left(pid), "the probe left namespaces");
     assert_eq!(resolver_files_left(pid), Vec::<String>::new());
 }

@@ -36,6 +36,12 @@ impl Interrupted {
         Ok(Interrupted(flag))
     }
 
+    /// Watches `flag`, which a handler installed elsewhere sets (a bench
+    /// run's Ctrl-C).
+    pub fn watching(flag: Arc<AtomicBool>) -> Interrupted {
+        Interrupted(flag)
+    }
+
     /// True once a signal arrived.
     pub fn is_set(&self) -> bool {
         self.0.load(std::sync::atomic::Ordering::Relaxed)

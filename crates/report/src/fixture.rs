@@ -143,6 +143,7 @@ pub(crate) fn results() -> Results {
         ],
         captures: Vec::new(),
         field: None,
+        handoffs: Vec::new(),
     }
 }
 

@@ -568,6 +568,7 @@ fn synthetic_results() -> Results {
         ],
         captures: Vec::new(),
         field: None,
+        handoffs: Vec::new(),
     }
 }
 

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::handoff::HandoffRecord;
+pub use crate::outcome::Outcome;
 use crate::{Proto, TtfbMode, WorkloadKind};
 
 mod link;
@@ -45,6 +47,10 @@ pub struct Results {
     /// path. Absent for lab runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub field: Option<FieldRun>,
+    /// The network handoffs of a population's mobile groups, run after
+    /// the cells.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub handoffs: Vec<HandoffRecord>,
 }
 
 /// `field`: what a field run measured against, and from where; with the
@@ -406,28 +412,6 @@ impl InitialWindows {
     /// full-sized one on a 1,500-byte MTU path (1,500 − 20 IP − 8 UDP), as
     /// RFC 9002's 10 datagrams of 1,472 B give its 14,720 B.
     pub const QUIC_PACKET_BYTES: u64 = 1472;
-}
-
-/// How a repetition ended, tagged by `status` in JSON.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub enum Outcome {
-    /// The repetition completed.
-    Ok,
-    /// The repetition failed; it carries no samples.
-    Failed {
-        /// What went wrong.
-        error: String,
-    },
-    /// Ctrl-C stopped the run during the repetition; it carries no samples.
-    Interrupted,
-    /// The server does not offer what the cell measures (a resumed or
-    /// 0-RTT handshake from a server that issues no session tickets): no
-    /// samples, and not a failure.
-    NotOffered {
-        /// What the server lacks, as the client saw it.
-        reason: String,
-    },
 }
 
 /// A named figure with its samples, unit and which direction is better.

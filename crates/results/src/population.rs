@@ -62,6 +62,14 @@ pub struct Group {
     /// Where the share comes from, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// These users change networks mid-session: their handoffs ran with
+    /// h3 off and on (`results.handoffs`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub handoffs: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !value
 }
 
 /// A study's figure about a population, shown beside the same figure of
@@ -86,6 +94,10 @@ pub struct PublishedPopulationFigure {
     /// The study's value with h3 on, when it gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on: Option<f64>,
+    /// The study's change from off to on in percent, when it gives only
+    /// that.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_percent: Option<f64>,
     /// The unit of `off` and `on`.
     pub unit: String,
     /// What the study said where it gave no figure, or why ours may differ.
@@ -109,6 +121,8 @@ pub enum PopulationMeasure {
     Connections,
     /// The server's CPU per request.
     ServerCpu,
+    /// The share of network handoffs that end in a connection reset.
+    HandoffResets,
 }
 
 impl PopulationMeasure {
@@ -119,7 +133,9 @@ impl PopulationMeasure {
             PopulationMeasure::P75 => Some(0.75),
             PopulationMeasure::P95 => Some(0.95),
             PopulationMeasure::P99 => Some(0.99),
-            PopulationMeasure::Connections | PopulationMeasure::ServerCpu => None,
+            PopulationMeasure::Connections
+            | PopulationMeasure::ServerCpu
+            | PopulationMeasure::HandoffResets => None,
         }
     }
 }
@@ -390,6 +406,13 @@ impl View<'_> {
         let candidates = &self.mixture.candidates;
         let first_reaching = candidates.partition_point(|&x| self.cdf(on_fraction, x) < q - 1e-12);
         candidates[first_reaching.min(candidates.len() - 1)]
+    }
+
+    /// The population's fraction above `x` when a fraction `on_fraction`
+    /// of every group has h3 on (the share of handoffs that reset, when
+    /// each repetition is 1 for a reset and 0 for none).
+    pub fn fraction_above(&self, on_fraction: f64, x: f64) -> f64 {
+        1.0 - self.cdf(on_fraction, x)
     }
 
     /// The population's fraction at or below `x`.

@@ -48,6 +48,8 @@ struct GroupTable {
     loader: Option<Loader>,
     visit: Option<GroupVisit>,
     source: Option<String>,
+    /// These users change networks mid-session: their handoffs run too.
+    handoffs: Option<Spanned<bool>>,
 }
 
 /// A UDP policy, checked where it is written.
@@ -139,6 +141,7 @@ struct PublishedTable {
     measure: PopulationMeasure,
     off: Option<f64>,
     on: Option<f64>,
+    change_percent: Option<f64>,
     unit: String,
     #[serde(default)]
     note: String,
@@ -202,6 +205,17 @@ impl Suite {
                  the users above 0 and at most 100",
                 line(group.share.span().start)
             );
+            if let Some(handoffs) = group.handoffs.as_ref().filter(|h| *h.get_ref()) {
+                let udp = group.udp.as_ref().map_or("open", |udp| &udp.0);
+                ensure!(
+                    udp == "open",
+                    "line {}: group `{name}` has handoffs on a network whose UDP is `{udp}`; a \
+                     handoff follows one protocol's connection, and which one `auto` ends on \
+                     where UDP is not open is not modelled: give the mobile users a group of \
+                     their own with UDP open",
+                    line(handoffs.span().start)
+                );
+            }
             let profile = group.profile.get_ref();
             if self.custom_profile(profile).is_none() {
                 linkem::profile(profile).map_err(|e| {
@@ -314,7 +328,12 @@ impl GroupTable {
             loader: self.loader,
             visit: self.visit.map(Visit::from),
             source: self.source.clone(),
+            handoffs: self.has_handoffs(),
         }
+    }
+
+    fn has_handoffs(&self) -> bool {
+        self.handoffs.as_ref().is_some_and(|h| *h.get_ref())
     }
 
     /// Page workload `workload` as this group's users load it.
@@ -363,6 +382,9 @@ impl Suite {
                     group.get_ref()
                 );
             }
+            if table.measure == PopulationMeasure::HandoffResets {
+                check_handoff_figure(&table, groups, line)?;
+            }
             if let Some(workload) = &table.workload {
                 ensure!(
                     self.workloads
@@ -383,12 +405,45 @@ impl Suite {
                 measure: table.measure,
                 off: table.off,
                 on: table.on,
+                change_percent: table.change_percent,
                 unit: table.unit,
                 note: table.note,
             });
         }
         Ok(figures)
     }
+}
+
+/// A figure on handoffs matches the handoff runs, which no workload has,
+/// of a group that has them (or of all such groups).
+fn check_handoff_figure(
+    table: &PublishedTable,
+    groups: &[GroupTable],
+    line: &impl Fn(usize) -> usize,
+) -> anyhow::Result<()> {
+    if let Some(workload) = &table.workload {
+        bail!(
+            "line {}: published figure `{}` on handoff resets names workload `{}`; handoffs \
+             run apart from the workloads, so leave `workload` out",
+            line(workload.span().start),
+            table.label,
+            workload.get_ref()
+        );
+    }
+    let named = |group: &GroupTable| match &table.group {
+        Some(name) => group.name.get_ref() == name.get_ref(),
+        None => true,
+    };
+    ensure!(
+        groups
+            .iter()
+            .filter(|g| named(g))
+            .any(GroupTable::has_handoffs),
+        "published figure `{}` on handoff resets matches no group with `handoffs = true`; \
+         give the mobile users' group `handoffs = true`",
+        table.label
+    );
+    Ok(())
 }
 
 /// The 1-based line of byte `offset` in `text`.
@@ -513,6 +568,37 @@ h3_off = "h1"
              group = \"mobile\"\nmeasure = \"p99\"\nunit = \"ms\"\n"
         ));
         assert!(err.contains("line 30") && err.contains("`mobile`"), "{err}");
+    }
+
+    #[test]
+    fn handoffs_need_open_udp_and_their_figures_a_group_with_them() {
+        let phones_move = POPULATION.replace("visit = \"repeat\"", "handoffs = true");
+        let moving = suite(&phones_move);
+        let handoffs: Vec<bool> = (moving.population.as_ref().unwrap().groups.iter())
+            .map(|group| group.handoffs)
+            .collect();
+        assert_eq!(handoffs, [false, true, false]);
+        let err =
+            error_of(&POPULATION.replace("h3_off = \"h1\"", "h3_off = \"h1\"\nhandoffs = true"));
+        assert!(
+            err.contains("line 26") && err.contains("`blocked`") && err.contains("UDP open"),
+            "{err}"
+        );
+        let figure = "\n[[population.published]]\nstudy = \"B\"\nlabel = \"resets\"\n\
+                      measure = \"handoff_resets\"\nchange_percent = -40\nunit = \"%\"\n";
+        let err = error_of(&format!("{POPULATION}{figure}"));
+        assert!(
+            err.contains("`resets`") && err.contains("handoffs = true"),
+            "{err}"
+        );
+        let with_figure = suite(&format!("{phones_move}{figure}"));
+        let published = &with_figure.population.as_ref().unwrap().published[0];
+        assert_eq!(published.change_percent, Some(-40.0));
+        let err = error_of(&format!("{phones_move}{figure}workload = \"page\"\n"));
+        assert!(
+            err.contains("line 33") && err.contains("leave `workload` out"),
+            "{err}"
+        );
     }
 
     #[test]

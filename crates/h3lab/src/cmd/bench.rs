@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use h3lab_bench::field::FieldTarget;
-use h3lab_bench::runner::{self, RunContext};
+use h3lab_bench::handoff::{self, HandoffPlan};
+use h3lab_bench::runner::{self, Finished, RunContext};
 use h3lab_bench::suite::Suite;
 use h3lab_bench::{presets, CellSpec};
 use h3lab_results::bench::{Outcome, Results};
@@ -189,37 +190,38 @@ fn run_suite(
     // Write an empty but valid result set first: even a run killed in its
     // first cell leaves files that say so.
     h3lab_report::write_all(&runner::new_results(suite, &ctx), out)?;
+    let handoffs = handoff::plan(suite)?;
     // Estimated once: a profile's settings may come from trace files.
     let seconds: Vec<f64> = (cells.iter())
         .map(|cell| runner::estimated_seconds(suite, cell))
+        .chain(handoffs.iter().map(HandoffPlan::estimated_seconds))
         .collect();
     let estimates: Vec<u64> = seconds.iter().map(|s| s.round() as u64).collect();
+    let labels: Vec<String> = (cells.iter().map(CellSpec::label))
+        .chain(handoffs.iter().map(HandoffPlan::label))
+        .collect();
     eprintln!(
-        "h3lab bench: suite `{}`, {} cells, about {} min, writing to {}",
+        "h3lab bench: suite `{}`, {} cells{}, about {} min, writing to {}",
         suite.name,
         cells.len(),
+        match handoffs.len() {
+            0 => String::new(),
+            runs => format!(" and {runs} handoff runs"),
+        },
         runner::whole_minutes(&seconds),
         out.display()
     );
-    let progress = progress_bar(&estimates, cells);
+    let progress = progress_bar(&estimates, &labels);
     let mut write_error = None;
     let mut index = 0;
-    let results = runner::run(suite, &ctx, |results, record| {
+    let results = runner::run(suite, &ctx, &handoffs, |results, finished| {
         progress.inc(estimates[index]);
         index += 1;
-        match &record.outcome {
-            Outcome::Failed { error } => progress.println(format!(
-                "cell failed: {} {} {}: {error}",
-                record.profile, record.workload, record.protocol
-            )),
-            Outcome::NotOffered { reason } => progress.println(format!(
-                "not offered: {} {} {}: {reason}",
-                record.profile, record.workload, record.protocol
-            )),
-            Outcome::Ok | Outcome::Interrupted => {}
+        if let Some(line) = outcome_line(&finished) {
+            progress.println(line);
         }
-        if let Some(next) = cells.get(index) {
-            progress.set_message(next.label());
+        if let Some(next) = labels.get(index) {
+            progress.set_message(next.clone());
         }
         if let Err(err) = h3lab_report::write_all(results, out) {
             write_error.get_or_insert(err);
@@ -241,12 +243,35 @@ fn run_suite(
     Ok(exit_code(&results, &stop))
 }
 
+/// A line for a cell or handoff run that failed or measured nothing.
+fn outcome_line(finished: &Finished) -> Option<String> {
+    let (run, what, outcome) = match finished {
+        Finished::Cell(record) => (
+            "cell",
+            format!("{} {} {}", record.profile, record.workload, record.protocol),
+            &record.outcome,
+        ),
+        Finished::Handoff(record) => (
+            "handoff",
+            format!("{} {}", record.group, record.protocol),
+            &record.outcome,
+        ),
+    };
+    match outcome {
+        Outcome::Failed { error } => Some(format!("{run} failed: {what}: {error}")),
+        Outcome::NotOffered { reason } => Some(format!("not offered: {what}: {reason}")),
+        Outcome::Ok | Outcome::Interrupted => None,
+    }
+}
+
 fn exit_code(results: &Results, stop: &AtomicBool) -> ExitCode {
-    let failed = results
-        .cells
-        .iter()
-        .filter(|c| matches!(c.outcome, Outcome::Failed { .. }))
-        .count();
+    let failed = |outcomes: &mut dyn Iterator<Item = &Outcome>| {
+        outcomes
+            .filter(|outcome| matches!(outcome, Outcome::Failed { .. }))
+            .count()
+    };
+    let failed_cells = failed(&mut results.cells.iter().map(|cell| &cell.outcome));
+    let failed_handoffs = failed(&mut results.handoffs.iter().map(|run| &run.outcome));
     if stop.load(Ordering::Relaxed) {
         eprintln!(
             "interrupted: {} cells finished; the files above hold them",
@@ -254,19 +279,28 @@ fn exit_code(results: &Results, stop: &AtomicBool) -> ExitCode {
         );
         return ExitCode::from(130);
     }
-    if failed > 0 {
+    if failed_cells > 0 {
         eprintln!(
-            "error: {failed} of {} cells failed; their errors are in the report",
+            "error: {failed_cells} of {} cells failed; their errors are in the report",
             results.cells.len()
         );
+    }
+    if failed_handoffs > 0 {
+        eprintln!(
+            "error: {failed_handoffs} of {} handoff runs failed; their errors are in the report",
+            results.handoffs.len()
+        );
+    }
+    if failed_cells + failed_handoffs > 0 {
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
 }
 
-/// A progress bar whose units are the cells' estimated seconds, so the ETA
-/// accounts for cells of very different lengths.
-fn progress_bar(estimates: &[u64], cells: &[CellSpec]) -> ProgressBar {
+/// A progress bar whose units are the cells' (and handoff runs')
+/// estimated seconds, so the ETA accounts for runs of very different
+/// lengths.
+fn progress_bar(estimates: &[u64], labels: &[String]) -> ProgressBar {
     let bar = ProgressBar::new(estimates.iter().sum());
     bar.set_style(
         ProgressStyle::with_template(
@@ -275,8 +309,8 @@ fn progress_bar(estimates: &[u64], cells: &[CellSpec]) -> ProgressBar {
         .expect("valid progress template"),
     );
     bar.enable_steady_tick(Duration::from_millis(200));
-    if let Some(first) = cells.first() {
-        bar.set_message(first.label());
+    if let Some(first) = labels.first() {
+        bar.set_message(first.clone());
     }
     bar
 }

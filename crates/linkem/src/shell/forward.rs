@@ -165,15 +165,7 @@ impl Forwarder {
         let mut priority = Priority::new();
         let mut free: Vec<Packet> = Vec::new();
         let mut lateness = INITIAL_LATENESS;
-        let mut arrived = false;
         while !self.stop.load(Ordering::Relaxed) {
-            // An arrival after idle is read at real-time priority too: read
-            // at normal priority, it waited behind the peers' own work (a
-            // first request's answer came 5 to 75 ms late in 7 of 46 runs
-            // beside two busy loops; 1 of 24 once read at real time).
-            if arrived {
-                priority.follow(true);
-            }
             for lane in &mut self.lanes {
                 lane.read_arrivals(&mut free, self.clock);
             }
@@ -184,7 +176,7 @@ impl Forwarder {
                 self.snapshots.store(&self.lanes);
             }
             priority.follow(self.in_flight() > 0);
-            arrived = self.wait(&mut lateness);
+            self.wait(&mut lateness);
         }
         self.snapshots.store(&self.lanes);
     }
@@ -203,25 +195,25 @@ impl Forwarder {
     /// then reads and writes everything in one batch, like a NIC
     /// coalescing interrupts. A farther deadline is slept for while
     /// watching for arrivals, with the alarm set early by the learned
-    /// lateness and the rest spun, so sparse packets leave on time. True
-    /// when an arrival ended an idle sleep or a nap.
-    fn wait(&self, lateness: &mut Nanos) -> bool {
+    /// lateness and the rest spun, so sparse packets leave on time.
+    fn wait(&self, lateness: &mut Nanos) {
         let Some(due) = self.next_due() else {
-            return self.poll(MAX_SLEEP);
+            self.poll(MAX_SLEEP);
+            return;
         };
         let now = self.clock.now();
         let remaining = due.saturating_sub(now);
         if remaining <= COALESCE && self.in_flight() >= BUSY_IN_FLIGHT {
             sleep(COALESCE);
-            return false;
+            return;
         }
         if remaining <= *lateness + SPIN_LIMIT {
             self.spin_until(due);
-            return false;
+            return;
         }
         let nap = (remaining - *lateness).min(MAX_SLEEP);
         if self.poll(nap) {
-            return true; // a packet arrived: read it first
+            return; // a packet arrived: read it first
         }
         let woke = self.clock.now();
         let observed = woke.saturating_sub(now + nap).min(MAX_LATENESS);
@@ -229,7 +221,6 @@ impl Forwarder {
         if due.saturating_sub(woke) <= *lateness + SPIN_LIMIT {
             self.spin_until(due);
         }
-        false
     }
 
     fn in_flight(&self) -> usize {

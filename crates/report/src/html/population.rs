@@ -6,6 +6,7 @@ use maud::{html, Markup};
 
 use super::call_class;
 use crate::distribution::{cdf_svg, Curve};
+use crate::population::handoff::{handoff_verdict, HandoffVerdict};
 use crate::population::text::{change, figure, percent};
 use crate::population::{population_verdicts, Mixed, PopulationVerdict};
 use h3lab_results::bench::Results;
@@ -13,7 +14,8 @@ use h3lab_results::bench::Results;
 /// The whole section; nothing without a population.
 pub(super) fn population_section(results: &Results) -> Markup {
     let verdicts = population_verdicts(results);
-    if verdicts.is_empty() {
+    let handoffs = handoff_verdict(results);
+    if verdicts.is_empty() && handoffs.is_none() {
         return html! {};
     }
     html! {
@@ -25,6 +27,31 @@ pub(super) fn population_section(results: &Results) -> Markup {
                 "them. Better or worse: a permutation test that deals each group's repetitions "
                 "between its sides gives p ≤ 0.05 (docs/population.md)." }
             @for verdict in &verdicts { (card(verdict)) }
+            @if let Some(handoffs) = &handoffs { (handoff_card(handoffs)) }
+        }
+    }
+}
+
+fn handoff_card(verdict: &HandoffVerdict) -> Markup {
+    let call = verdict
+        .resets
+        .as_ref()
+        .map_or("verdict muted", |r| call_class(r.call));
+    html! {
+        div.card.population {
+            h3 { "Handoffs" }
+            p.hint { (verdict.title()) }
+            p class=(call) { (verdict.headline()) }
+            @for line in verdict.loser_lines() { p.warning { (line) } }
+            table {
+                thead { tr { th { "group" } th { "h3 off → on" } } }
+                tbody {
+                    @for row in &verdict.groups {
+                        tr { td { (row.title()) } td { (row.outcome()) } }
+                    }
+                }
+            }
+            @for row in &verdict.published { p.study { (row.line()) } }
         }
     }
 }

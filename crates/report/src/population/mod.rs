@@ -15,6 +15,7 @@ use h3lab_results::population::{
 };
 use h3lab_results::{Proto, WorkloadKind};
 
+pub(crate) mod handoff;
 pub(crate) mod text;
 
 pub(crate) use text::terminal_lines;
@@ -196,7 +197,7 @@ fn verdict_on(
                 .as_deref()
                 .is_none_or(|name| name == workload)
         })
-        .map(|figure| published_row(figure, &verdict, &population.groups, &samples))
+        .filter_map(|figure| published_row(figure, &verdict, &population.groups, &samples))
         .collect();
     verdict
 }
@@ -300,7 +301,7 @@ fn rollout_row(mixture: &Mixture, fraction: f64, callable: bool, seed: u64) -> R
 /// repetitions than any call in h3lab needs. The bootstrap's interval of
 /// so few repetitions is narrower than 95 %, so at the margin it may leave
 /// zero out with no call (docs/population.md).
-fn judged(
+pub(crate) fn judged(
     mixture: &Mixture,
     seed: u64,
     callable: bool,
@@ -410,15 +411,18 @@ fn server_cpu_per_request_us(cells: &[&CellRecord]) -> Option<f64> {
     (cpu_s >= SERVER_CPU_RESOLVED_S && requests > 0.0).then(|| cpu_s * 1e6 / requests)
 }
 
+/// A study's figure beside ours; `None` for a figure on handoffs, which
+/// the handoffs' verdict shows.
 fn published_row(
     figure: &PublishedPopulationFigure,
     verdict: &PopulationVerdict,
     groups: &[Group],
     samples: &[GroupSamples],
-) -> PublishedRow {
+) -> Option<PublishedRow> {
     let (ours, unit) = match figure.measure {
         PopulationMeasure::Connections => (verdict.connections.unwrap_or(UNKNOWN), "connections"),
         PopulationMeasure::ServerCpu => (verdict.server_cpu_us.unwrap_or(UNKNOWN), "µs"),
+        PopulationMeasure::HandoffResets => return None,
         measure => {
             let q = measure
                 .quantile()
@@ -426,11 +430,11 @@ fn published_row(
             (quantile_of(figure, verdict, groups, samples, q), "ms")
         }
     };
-    PublishedRow {
+    Some(PublishedRow {
         figure: figure.clone(),
         ours,
         unit,
-    }
+    })
 }
 
 /// Our `q` quantile off and on, of the figure's group or of everyone.
@@ -486,7 +490,7 @@ impl PopulationVerdict {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use h3lab_results::bench::Results;
     use h3lab_results::population::{Group, Population};
     use h3lab_results::Proto;
@@ -494,7 +498,7 @@ mod tests {
     use super::*;
     use crate::fixture::{page_record, results, rps_record};
 
-    fn group(name: &str, share: f64, udp: &str) -> Group {
+    pub(crate) fn group(name: &str, share: f64, udp: &str) -> Group {
         Group {
             name: name.into(),
             share,
@@ -506,13 +510,14 @@ mod tests {
             loader: None,
             visit: None,
             source: None,
+            handoffs: false,
         }
     }
 
     /// 80 % at home, where h3 on takes 100 ms off every load, and 20 %
     /// behind a UDP throttle, where it adds 50 ms; five repetitions of
     /// four loads each, a millisecond apart.
-    fn population_run() -> Results {
+    pub(crate) fn population_run() -> Results {
         let mut results = results();
         results.cells.clear();
         results.suite.workloads = vec!["page-small".into()];

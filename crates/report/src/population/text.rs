@@ -5,6 +5,7 @@ use h3lab_results::population::Estimate;
 
 use h3lab_results::bench::Results;
 
+use super::handoff::{handoff_verdict, HandoffGroup, HandoffSide, HandoffVerdict};
 use super::{
     population_verdicts, GroupRow, PopulationVerdict, PublishedRow, QuantileRow, RolloutRow, Side,
 };
@@ -134,8 +135,9 @@ impl PublishedRow {
     /// 900 → 800 ms (−11.1 %)`.
     pub(crate) fn line(&self) -> String {
         let figure = &self.figure;
-        let theirs = match (figure.off, figure.on) {
-            (Some(off), Some(on)) => pair(off, on, &figure.unit),
+        let theirs = match (figure.off, figure.on, figure.change_percent) {
+            (Some(off), Some(on), _) => pair(off, on, &figure.unit),
+            (_, _, Some(change)) => format!("{}{change:.1} %", sign(change)),
             _ => "no figure".to_string(),
         };
         let whose = figure.group.as_deref().unwrap_or("everyone");
@@ -251,11 +253,119 @@ impl PopulationVerdict {
     }
 }
 
+impl HandoffVerdict {
+    /// `population: handoffs (...)`: what ran.
+    pub(crate) fn title(&self) -> String {
+        let scenario = &self.scenario;
+        format!(
+            "population: handoffs (the client's address changes {:.1} s into {:.1} s of {} \
+             requests/s of {} bytes, as when a phone moves between networks; each group's h3-off \
+             protocol, then h3)",
+            scenario.switch_at_s, scenario.duration_s, scenario.rate_per_s, scenario.body_bytes
+        )
+    }
+
+    /// The share of handoffs that reset over the moving groups' users.
+    pub(crate) fn headline(&self) -> String {
+        match &self.resets {
+            Ok(resets) => format!(
+                "turning h3 on changes the share of handoffs that end in a connection reset \
+                 from {} to {} over the moving groups' users: {} points [{}, {}]: {}",
+                percent(resets.off),
+                percent(resets.on),
+                signed(resets.change.value * 100.0),
+                signed(resets.change.interval.0 * 100.0),
+                signed(resets.change.interval.1 * 100.0),
+                resets.call.word()
+            ),
+            Err(groups) => format!(
+                "the share of handoffs that reset is unknown: {} had no completed handoff run \
+                 on a side",
+                groups.join(", ")
+            ),
+        }
+    }
+
+    /// A line for each group whose handoffs reset more often with h3 on.
+    pub(crate) fn loser_lines(&self) -> Vec<String> {
+        (self.groups.iter())
+            .filter(
+                |row| match (row.sides.off.reset_share(), row.sides.on.reset_share()) {
+                    (Some(off), Some(on)) => on > off,
+                    _ => false,
+                },
+            )
+            .map(|row| {
+                format!(
+                    "! h3 on resets more of {}'s handoffs ({} of users): {}",
+                    row.group.name,
+                    percent(row.group.share),
+                    row.outcome()
+                )
+            })
+            .collect()
+    }
+}
+
+impl HandoffGroup {
+    /// `phone (30 %; lte)`.
+    pub(crate) fn title(&self) -> String {
+        format!(
+            "{} ({}; {})",
+            self.group.name,
+            percent(self.group.share),
+            self.group.network
+        )
+    }
+
+    /// `h3 off (h2): 5 of 5 reset, longest stall 1030 ms (median); h3 on (h3): 0 of 5, 72 ms`.
+    pub(crate) fn outcome(&self) -> String {
+        let side = |name: &str, side: &HandoffSide| {
+            let stall = side.median_stall_ms.map_or(String::new(), |ms| {
+                format!(", longest stall {} ms (median)", number(ms))
+            });
+            let failed = match side.failed {
+                0 => String::new(),
+                failed => format!(" ({failed} runs failed)"),
+            };
+            format!(
+                "{name} ({}): {} of {} reset{stall}{failed}",
+                side.protocol, side.resets, side.completed
+            )
+        };
+        format!(
+            "{}; {}",
+            side("h3 off", &self.sides.off),
+            side("h3 on", &self.sides.on)
+        )
+    }
+}
+
+/// `+1.5` or `−20`.
+fn signed(value: f64) -> String {
+    format!("{}{}", sign(value), number(value))
+}
+
+/// The handoffs' block: the headline, each group, the losers and the
+/// studies' figures.
+fn handoff_block(verdict: &HandoffVerdict) -> Vec<(u16, String)> {
+    let mut lines = vec![(0, verdict.title()), (2, verdict.headline())];
+    for row in &verdict.groups {
+        lines.push((4, row.title()));
+        lines.push((6, row.outcome()));
+    }
+    lines.extend(verdict.loser_lines().into_iter().map(|line| (2, line)));
+    lines.extend(verdict.published.iter().map(|row| (2, row.line())));
+    lines
+}
+
 /// The population verdict of a `[population]` suite, as the terminal
 /// prints it under the tables; empty without one.
 pub(crate) fn terminal_lines(results: &Results) -> String {
     let mut out = String::new();
-    for (indent, line) in population_block(&population_verdicts(results)) {
+    let mut block = population_block(&population_verdicts(results));
+    block.extend(handoff_verdict(results).iter().flat_map(handoff_block));
+    for (indent, line) in block {
         if indent == 0 {
             out.push('\n');
         }
