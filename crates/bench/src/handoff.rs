@@ -39,8 +39,6 @@ pub struct HandoffPlan {
     pub group: String,
     /// The protocol the client follows: the group's h3-off one, or h3.
     pub protocol: Proto,
-    /// True for the h3-on side.
-    pub h3_on: bool,
     /// From 0.
     pub repetition: u32,
     /// The group's path, seeded as the repetition's cells are.
@@ -79,11 +77,10 @@ pub fn plan(suite: &Suite) -> anyhow::Result<Vec<HandoffPlan>> {
         for group in population.groups.iter().filter(|group| group.handoffs) {
             let settings = crate::profile::settings(suite, &group.name, seed)?
                 .ok_or_else(|| anyhow::anyhow!("group `{}` is not an emulated path", group.name))?;
-            for (protocol, h3_on) in [(group.off, false), (Proto::H3, true)] {
+            for protocol in [group.off, Proto::H3] {
                 plans.push(HandoffPlan {
                     group: group.name.clone(),
                     protocol,
-                    h3_on,
                     repetition,
                     scenario: scenario(protocol, &settings),
                     settings: settings.clone(),
@@ -131,7 +128,6 @@ pub fn run(plan: &HandoffPlan, exe: &Path, interrupted: &Interrupted) -> Handoff
     HandoffRecord {
         group: plan.group.clone(),
         protocol: plan.protocol,
-        h3_on: plan.h3_on,
         repetition: plan.repetition,
         seed: plan.settings.seed,
         scenario: scenario_record(&plan.scenario),
@@ -196,24 +192,16 @@ handoffs = true
     fn each_repetition_runs_a_mobile_group_off_then_on_on_its_seeded_path() {
         let suite = Suite::from_toml(SUITE).unwrap();
         let plans = plan(&suite).unwrap();
-        let runs: Vec<(&str, Proto, bool, u32, u64)> = (plans.iter())
-            .map(|p| {
-                (
-                    &*p.group,
-                    p.protocol,
-                    p.h3_on,
-                    p.repetition,
-                    p.settings.seed,
-                )
-            })
+        let runs: Vec<(&str, Proto, u32, u64)> = (plans.iter())
+            .map(|p| (&*p.group, p.protocol, p.repetition, p.settings.seed))
             .collect();
         assert_eq!(
             runs,
             [
-                ("phone", Proto::H1, false, 0, 7),
-                ("phone", Proto::H3, true, 0, 7),
-                ("phone", Proto::H1, false, 1, 8),
-                ("phone", Proto::H3, true, 1, 8),
+                ("phone", Proto::H1, 0, 7),
+                ("phone", Proto::H3, 0, 7),
+                ("phone", Proto::H1, 1, 8),
+                ("phone", Proto::H3, 1, 8),
             ]
         );
         // mobile-lossy's 200 ms round trip: eight of them before a request

@@ -551,7 +551,7 @@ discovery = "https-record"
     let handoffs: Vec<(&str, Proto, bool, Option<bool>)> = (results.handoffs.iter())
         .map(|run| {
             let reset = run.measured.map(|m| m.ended_in_reset());
-            (run.group.as_str(), run.protocol, run.h3_on, reset)
+            (run.group.as_str(), run.protocol, run.h3_on(), reset)
         })
         .collect();
     assert_eq!(

@@ -17,8 +17,6 @@ pub struct HandoffRecord {
     pub group: String,
     /// The protocol the client followed: the group's h3-off one, or h3.
     pub protocol: Proto,
-    /// True for the h3-on side.
-    pub h3_on: bool,
     /// From 0; the path's seed is the suite's plus this, as a cell's.
     pub repetition: u32,
     /// The path's seed.
@@ -30,6 +28,13 @@ pub struct HandoffRecord {
     /// What the run measured; `None` unless it completed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<HandoffMeasured>,
+}
+
+impl HandoffRecord {
+    /// True for the h3-on side: a group's h3-off protocol is h1 or h2.
+    pub fn h3_on(&self) -> bool {
+        self.protocol == Proto::H3
+    }
 }
 
 /// The request stream and the change.

@@ -73,7 +73,7 @@ pub(crate) fn handoff_verdict(results: &Results) -> Option<HandoffVerdict> {
     let scenario = results.handoffs.first()?.scenario.clone();
     let runs = |group: &Group, h3_on: bool| -> Vec<&HandoffRecord> {
         (results.handoffs.iter())
-            .filter(|run| run.group == group.name && run.h3_on == h3_on)
+            .filter(|run| run.group == group.name && run.h3_on() == h3_on)
             .collect()
     };
     let moving: Vec<&Group> = population.groups.iter().filter(|g| g.handoffs).collect();
@@ -196,7 +196,6 @@ mod tests {
         HandoffRecord {
             group: group.into(),
             protocol,
-            h3_on: protocol == Proto::H3,
             repetition,
             seed: 1 + u64::from(repetition),
             scenario: HandoffScenario {
@@ -279,7 +278,7 @@ mod tests {
         assert_eq!(resets.call, Call::NoClearDifference);
         results
             .handoffs
-            .retain(|run| run.group != "trains" || !run.h3_on);
+            .retain(|run| run.group != "trains" || !run.h3_on());
         let verdict = handoff_verdict(&results).unwrap();
         assert_eq!(verdict.resets.unwrap_err(), ["trains"]);
         assert_eq!(verdict.groups[1].sides.on.reset_share(), None);
