@@ -297,7 +297,9 @@ fn rollout_row(mixture: &Mixture, fraction: f64, callable: bool, seed: u64) -> R
 
 /// A change's figure and bootstrap interval, and its call: better
 /// (shorter) or worse when the permutation test's p-value is at most
-/// [`LEVEL`], which keeps a false call that rare; none with fewer
+/// [`LEVEL`], which keeps a false call that rare, and the interval leaves
+/// zero out, so no figure is called whose interval holds zero (a change of
+/// one histogram step can pass the test alone); none with fewer
 /// repetitions than any call in h3lab needs. The bootstrap's interval of
 /// so few repetitions is narrower than 95 %, so at the margin it may leave
 /// zero out with no call (docs/population.md).
@@ -308,7 +310,8 @@ pub(crate) fn judged(
     change: impl Fn(&View) -> f64 + Copy,
 ) -> (Estimate, Call) {
     let estimate = mixture.estimate(seed, change);
-    let call = match callable && mixture.p_value(seed, change) <= LEVEL {
+    let clear = estimate.excludes_zero() && mixture.p_value(seed, change) <= LEVEL;
+    let call = match callable && clear {
         false if !callable => Call::TooFewRepetitions,
         false => Call::NoClearDifference,
         true if estimate.value < 0.0 => Call::Better,
@@ -476,17 +479,29 @@ impl PopulationVerdict {
             .collect()
     }
 
-    /// The smallest rollout fraction whose change at p75 (or p99) this
-    /// run tells from noise.
+    /// The smallest rollout fraction from which on this run tells the
+    /// change at p75 (or p99) from noise: it and every larger fraction
+    /// get the same clear call, so a lone call below a fraction without
+    /// one is not read as the threshold.
     pub(crate) fn smallest_visible(&self, p99: bool) -> Option<f64> {
         let mixed = self.mixed.as_ref().ok()?;
-        (mixed.rollout.iter())
-            .find(|row| match p99 {
-                false => row.p75_call.is_clear(),
-                true => row.p99_call.is_clear(),
-            })
-            .map(|row| row.fraction)
+        let calls = (mixed.rollout.iter()).map(|row| match p99 {
+            false => (row.fraction, row.p75_call),
+            true => (row.fraction, row.p99_call),
+        });
+        start_of_clear_tail(&calls.collect::<Vec<_>>())
     }
+}
+
+/// The first fraction of the longest run of one clear call that reaches
+/// the last; none when the last has no clear call.
+fn start_of_clear_tail(calls: &[(f64, Call)]) -> Option<f64> {
+    let &(_, last) = calls.last()?;
+    if !last.is_clear() {
+        return None;
+    }
+    let tail = (calls.iter().rev()).take_while(|(_, call)| *call == last);
+    tail.last().map(|(fraction, _)| *fraction)
 }
 
 #[cfg(test)]
@@ -645,6 +660,22 @@ pub(crate) mod tests {
         assert!((cpu.off.unwrap() - 100.0).abs() < 1e-6, "{cpu:?}");
         assert!((cpu.on.unwrap() - 120.0).abs() < 1e-6, "{cpu:?}");
         assert_eq!(verdict.connections, None);
+    }
+
+    #[test]
+    fn a_rollout_is_told_from_noise_from_the_fraction_where_calls_stop_breaking() {
+        use Call::{Better, NoClearDifference as Unclear, Worse};
+        let calls = |list: &[Call]| -> Vec<(f64, Call)> {
+            ROLLOUT.iter().copied().zip(list.iter().copied()).collect()
+        };
+        let lone_call_below = calls(&[Better, Unclear, Unclear, Better, Unclear, Better, Better]);
+        assert_eq!(start_of_clear_tail(&lone_call_below), Some(0.5));
+        let none_at_everyone =
+            calls(&[Better, Unclear, Unclear, Better, Unclear, Unclear, Unclear]);
+        assert_eq!(start_of_clear_tail(&none_at_everyone), None);
+        let turns = calls(&[Worse, Worse, Worse, Worse, Worse, Better, Better]);
+        assert_eq!(start_of_clear_tail(&turns), Some(0.5));
+        assert_eq!(start_of_clear_tail(&calls(&[Worse; 7])), Some(0.01));
     }
 
     #[test]
