@@ -1128,6 +1128,70 @@ loads = 1
     assert!(!left_behind, "namespaces left behind");
 }
 
+/// Firefox, a second browser engine, loads the small site and replays the
+/// captured three-origin page over h1, h2 and h3 on an emulated path:
+/// every resource of every load over the cell's protocol.
+#[test]
+fn firefox_loads_a_site_and_a_replayed_page_over_each_protocol_on_an_emulated_path() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    if h3lab_testenv::firefox().is_none() {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let har = chrome_har();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("firefox");
+    let suite = format!(
+        r#"
+name = "firefox"
+protocols = ["h1", "h2", "h3"]
+profiles = ["near"]
+repetitions = 1
+seed = 7
+[[profile]]
+name = "near"
+rtt = "20ms"
+[[workload]]
+kind = "page"
+name = "site-firefox"
+site = "small"
+loader = "firefox"
+loads = 1
+[[workload]]
+kind = "page"
+name = "captured-firefox"
+har = "{har}"
+loader = "firefox"
+loads = 1
+"#,
+        har = har.display()
+    );
+    let (output, left_behind) = bench(&suite, &out);
+    assert!(output.status.success(), "bench failed: {}", stderr(&output));
+    let results = results(&out);
+    assert_eq!(results.cells.len(), 3 * 2, "protocols × workloads");
+    for cell in &results.cells {
+        assert_eq!(cell.outcome, Outcome::Ok, "{cell:?}");
+        let report: PageReport =
+            serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
+        assert_eq!(report.loader, h3lab_results::Loader::Firefox);
+        let load = &report.loads[0];
+        if cell.workload == "captured-firefox" {
+            assert_eq!(load.resources.len(), 5, "{}", cell.protocol);
+            assert_eq!(hosts_of(load).len(), 3, "{:?}", hosts_of(load));
+        }
+        // The replay's recorded 404, which Firefox aborts unseen, has none.
+        let answered = load.resources.iter().filter(|r| r.status == 200);
+        let protocols: std::collections::BTreeSet<Option<&str>> =
+            answered.map(|r| r.protocol.as_deref()).collect();
+        let expected = std::collections::BTreeSet::from([Some(cell.protocol.alpn_name())]);
+        assert_eq!(protocols, expected, "{} {}", cell.workload, cell.protocol);
+    }
+    assert!(!left_behind, "namespaces left behind");
+}
+
 /// `--aa`: every cell twice, as replicas A and B of one protocol, and the
 /// report's verdicts compare them; `report --calibrate` counts them.
 #[test]

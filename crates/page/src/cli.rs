@@ -15,6 +15,7 @@ use h3lab_results::{Loader, Proto, Visit};
 use h3lab_site::replay::Replay;
 
 use crate::chromium::{ChromiumOptions, Trust};
+use crate::firefox::FirefoxOptions;
 use crate::loader::{LoaderOptions, RecordedPage};
 
 /// The flags of `h3lab page URL`.
@@ -27,7 +28,8 @@ pub struct PageArgs {
     #[arg(long, value_enum, default_value = "h3")]
     pub proto: Proto,
     /// builtin: h3lab's browser-like loader (no browser needed); chromium:
-    /// real headless Chromium over the DevTools protocol.
+    /// real headless Chromium over the DevTools protocol; firefox: real
+    /// headless Firefox over WebDriver BiDi.
     #[arg(long, value_enum, default_value = "builtin")]
     pub browser: Loader,
     /// cold: new connections (a new browser and profile) for every load;
@@ -60,6 +62,10 @@ pub struct PageArgs {
     /// Chromium only: the browser binary (default: chromium on PATH).
     #[arg(long, value_name = "PATH")]
     pub chromium: Option<PathBuf>,
+    /// Firefox only: the browser binary (default: firefox or firefox-esr
+    /// on PATH).
+    #[arg(long, value_name = "PATH")]
+    pub firefox: Option<PathBuf>,
     /// Connect to ADDR for HOST on PORT, with TLS and the requests still
     /// naming HOST (curl's convention; repeatable), e.g. for a replay
     /// site's origins: www.example.com:443:127.0.0.10.
@@ -109,6 +115,7 @@ impl CommandFlags for PageArgs {
         args.path_opt("--ca", self.ca.as_deref());
         args.value_opt("--spki", self.spki.as_ref());
         args.path_opt("--chromium", self.chromium.as_deref());
+        args.path_opt("--firefox", self.firefox.as_deref());
         args.each("--resolve", &self.resolve);
         args.path_opt("--replay", self.replay.as_deref());
         args.switch("--dns-origins", self.dns_origins);
@@ -138,9 +145,12 @@ impl PageArgs {
                 anyhow::bail!("{flag} applies to --browser chromium only");
             }
         }
-        if self.browser_headers && self.browser == Loader::Chromium {
+        if self.firefox.is_some() && self.browser != Loader::Firefox {
+            anyhow::bail!("--firefox applies to --browser firefox only");
+        }
+        if self.browser_headers && self.browser != Loader::Builtin {
             anyhow::bail!(
-                "--browser-headers applies to --browser builtin: Chromium sends its own headers"
+                "--browser-headers applies to --browser builtin: a browser sends its own headers"
             );
         }
         if self.insecure && (self.ca.is_some() || self.spki.is_some()) {
@@ -216,7 +226,23 @@ impl PageArgs {
         }
     }
 
-    /// How Chromium trusts the server: the narrowest trust given wins.
+    /// What the flags ask of Firefox, for the page or its replay.
+    pub fn firefox_options(&self, replay: Option<&Replay>) -> FirefoxOptions {
+        let chromium = self.chromium_options(replay);
+        FirefoxOptions {
+            binary: self.firefox.clone(),
+            proto: chromium.proto,
+            trust: chromium.trust,
+            visit: chromium.visit,
+            loads: chromium.loads,
+            navigation_timeout: chromium.navigation_timeout,
+            resolve: chromium.resolve,
+            dns_origins: chromium.dns_origins,
+            recorded_errors: chromium.recorded_errors,
+        }
+    }
+
+    /// How a browser trusts the server: the narrowest trust given wins.
     fn trust(&self) -> Trust {
         match (&self.spki, &self.ca, self.insecure) {
             (Some(spki), _, _) => Trust::SpkiSha256Base64(spki.clone()),
@@ -334,6 +360,7 @@ mod tests {
             ca: Some(PathBuf::from("/tmp/ca.pem")),
             spki: Some("AAAA+/=".to_string()),
             chromium: Some(PathBuf::from("/usr/bin/chromium")),
+            firefox: Some(PathBuf::from("/usr/bin/firefox-esr")),
             resolve: vec!["www.example.test:443:127.0.0.10".parse().unwrap()],
             replay: Some(PathBuf::from("replay dir")),
             dns_origins: true,
@@ -357,5 +384,17 @@ mod tests {
             err.contains("--spki applies to --browser chromium only"),
             "{err}"
         );
+        let mut args = PageArgs::new("https://a/");
+        args.firefox = Some(PathBuf::from("/usr/bin/firefox"));
+        let err = args.check().unwrap_err().to_string();
+        assert!(
+            err.contains("--firefox applies to --browser firefox"),
+            "{err}"
+        );
+        args.browser = Loader::Firefox;
+        args.check().unwrap();
+        args.browser_headers = true;
+        let err = args.check().unwrap_err().to_string();
+        assert!(err.contains("a browser sends its own headers"), "{err}");
     }
 }

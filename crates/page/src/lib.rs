@@ -1,9 +1,9 @@
 //! Page loads: a browser-like loader that discovers a page's resources
 //! from its HTML, CSS and module imports and fetches them the way a
-//! browser's network stack does, a headless Chromium driver, and HAR
-//! export of their waterfalls. With the `clap` feature, `h3lab page`'s
-//! flags (`cli`) and the loaders' options they ask for, a replay site's
-//! included.
+//! browser's network stack does, headless Chromium (DevTools) and Firefox
+//! (WebDriver BiDi) drivers, and HAR export of their waterfalls. With the
+//! `clap` feature, `h3lab page`'s flags (`cli`) and the loaders' options
+//! they ask for, a replay site's included.
 //!
 //! Not for: generating sites (`h3lab-site`), serving them (`h3lab-server`,
 //! with `--site`), emulating the network (`linkem`) or statistics over many
@@ -16,10 +16,14 @@ pub mod chromium;
 pub mod cli;
 mod decode;
 pub mod discover;
+pub mod firefox;
 pub mod har;
+mod json_socket;
 pub mod loader;
+mod rules;
 mod schedule;
 pub mod style;
+mod visits;
 
 use anyhow::bail;
 use h3lab_results::{Proto, Visit};

@@ -134,13 +134,16 @@ pub enum Loader {
     Builtin,
     /// Headless Chromium driven over the DevTools protocol.
     Chromium,
+    /// Headless Firefox driven over WebDriver BiDi.
+    Firefox,
 }
 
 words!(
     Loader,
     "page loader",
     Builtin = "builtin",
-    Chromium = "chromium"
+    Chromium = "chromium",
+    Firefox = "firefox"
 );
 
 /// Which request headers a load sends beside those its protocol needs.

@@ -86,6 +86,17 @@ pub fn chromium() -> Option<PathBuf> {
     ))
 }
 
+/// Firefox's path (Debian's `firefox-esr`).
+pub fn firefox() -> Option<PathBuf> {
+    runs(find(
+        "H3LAB_FIREFOX",
+        &["firefox", "firefox-esr"],
+        &[],
+        "Firefox is not installed: `apt-get install firefox-esr` (.ci/run does), or set \
+         H3LAB_FIREFOX",
+    ))
+}
+
 /// NSS's `certutil`, which adds a private certificate authority to the
 /// database Chromium trusts on Linux (`$HOME/.pki/nssdb`).
 pub fn certutil() -> Option<PathBuf> {

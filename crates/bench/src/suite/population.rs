@@ -350,11 +350,12 @@ impl GroupTable {
             *loader = self.loader.unwrap_or(*loader);
             *visit = self.visit.map_or(*visit, Visit::from);
             ensure!(
-                !(*loader == Loader::Chromium && *headers == HeaderSet::Browser),
-                "population group `{}` loads page workload `{}` in Chromium, which sends its \
+                !(*loader != Loader::Builtin && *headers == HeaderSet::Browser),
+                "population group `{}` loads page workload `{}` in {}, which sends its \
                  own headers; drop `headers = \"browser\"` from the workload",
                 self.name.get_ref(),
-                workload.name
+                workload.name,
+                loader
             );
         }
         Ok(copy)

@@ -373,10 +373,10 @@ impl WorkloadTable {
         };
         let loader = self.loader.unwrap_or_default();
         let headers = self.headers.unwrap_or_default();
-        if loader == Loader::Chromium && headers == HeaderSet::Browser {
+        if loader != Loader::Builtin && headers == HeaderSet::Browser {
             return Err(format!(
                 "page workload `{name}`: `headers = \"browser\"` is for the built-in loader; \
-                 Chromium sends its own headers"
+                 {loader} sends its own headers"
             ));
         }
         Ok(Load::Page {
@@ -507,8 +507,13 @@ mod tests {
                 ..
             }
         ));
-        let err = error_of(&format!("{page}loader = \"chromium\"\n"));
-        assert!(err.contains("Chromium sends its own headers"), "{err}");
+        for loader in ["chromium", "firefox"] {
+            let err = error_of(&format!("{page}loader = \"{loader}\"\n"));
+            assert!(
+                err.contains(&format!("{loader} sends its own headers")),
+                "{err}"
+            );
+        }
         let download = "[[workload]]\nkind = \"download\"\nname = \"d\"\nsize = \"1KB\"\n";
         let err = error_of(&format!("{MINIMAL}{download}headers = \"browser\"\n"));
         assert!(err.contains("`headers` does not apply"), "{err}");
@@ -704,8 +709,8 @@ mod tests {
         let err = error_of(&PAGE.replace("site = \"small\"", "site = \"small\"\nloads = 0"));
         assert!(err.contains("line 10") && err.contains("positive"), "{err}");
         let err =
-            error_of(&PAGE.replace("site = \"small\"", "site = \"small\"\nloader = \"firefox\""));
-        assert!(err.contains("line 10") && err.contains("firefox"), "{err}");
+            error_of(&PAGE.replace("site = \"small\"", "site = \"small\"\nloader = \"webkit\""));
+        assert!(err.contains("line 10") && err.contains("webkit"), "{err}");
         let err = error_of(&PAGE.replace("site = \"small\"", "site = \"small\"\nvisit = \"hot\""));
         assert!(err.contains("line 10") && err.contains("hot"), "{err}");
         let err = error_of(&PAGE.replace("site = \"small\"", "site = \"small\"\npages = 3"));

@@ -1,5 +1,5 @@
 //! `h3lab page URL`: loads a whole page (its HTML and every asset) and
-//! times it, with the built-in loader or real Chromium; prints each load,
+//! times it, with the built-in loader or real Chromium or Firefox; prints each load,
 //! a summary and the median load's waterfall, and writes JSON and HAR.
 
 use std::io::IsTerminal;
@@ -47,6 +47,10 @@ pub fn run(args: PageArgs) -> anyhow::Result<ExitCode> {
         Loader::Chromium => {
             let options = args.chromium_options(replay.as_ref());
             h3lab_page::chromium::load_page(&args.url, &options, &mut on_load)
+        }
+        Loader::Firefox => {
+            let options = args.firefox_options(replay.as_ref());
+            h3lab_page::firefox::load_page(&args.url, &options, &mut on_load)
         }
     };
     bar.finish_and_clear();

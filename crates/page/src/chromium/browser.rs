@@ -48,29 +48,8 @@ const BASE_FLAGS: &[&str] = &[
 
 /// The Chromium binary: `given`, else the first of [`NAMES`] on PATH.
 pub fn find_binary(given: Option<&Path>) -> Result<PathBuf> {
-    if let Some(path) = given {
-        if path.is_file() {
-            return Ok(path.to_path_buf());
-        }
-        bail!(
-            "Chromium binary {} does not exist; pass the path of chromium with --chromium PATH",
-            path.display()
-        );
-    }
-    let dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|path| std::env::split_paths(&path).collect())
-        .unwrap_or_default();
-    NAMES
-        .iter()
-        .flat_map(|name| dirs.iter().map(move |dir| dir.join(name)))
-        .find(|candidate| candidate.is_file())
-        .ok_or_else(|| {
-            anyhow!(
-                "no Chromium found on PATH (tried {}); install it: apt-get install chromium \
-                 (Debian), apt-get install chromium-browser (Ubuntu), or pass --chromium PATH",
-                NAMES.join(", ")
-            )
-        })
+    let install = "apt-get install chromium (Debian), apt-get install chromium-browser (Ubuntu)";
+    crate::visits::find_binary(given, "Chromium", NAMES, "--chromium", install)
 }
 
 /// The flags that choose the protocol, for the page's origin and any

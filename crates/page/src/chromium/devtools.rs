@@ -4,20 +4,16 @@
 //! kept, in order, for the next [`DevTools::next_event`].
 
 use std::collections::VecDeque;
-use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Result};
 use serde_json::{json, Value};
-use tungstenite::stream::MaybeTlsStream;
-use tungstenite::{Message, WebSocket};
 
-/// How long a blocked read waits before it checks its deadline again.
-const READ_SLICE: Duration = Duration::from_millis(100);
+use crate::json_socket::JsonSocket;
 
 /// A connection to one browser's DevTools endpoint.
 pub struct DevTools {
-    socket: WebSocket<MaybeTlsStream<TcpStream>>,
+    socket: JsonSocket,
     next_id: u64,
     backlog: VecDeque<Value>,
 }
@@ -25,15 +21,8 @@ pub struct DevTools {
 impl DevTools {
     /// Connects to `ws_url` (`ws://127.0.0.1:PORT/devtools/browser/...`).
     pub fn connect(ws_url: &str) -> Result<DevTools> {
-        let (socket, _) = tungstenite::connect(ws_url)
-            .with_context(|| format!("cannot connect to Chromium's DevTools at {ws_url}"))?;
-        if let MaybeTlsStream::Plain(tcp) = socket.get_ref() {
-            // Reads wake up to check their deadline instead of blocking forever.
-            tcp.set_read_timeout(Some(READ_SLICE))
-                .context("cannot set a read timeout on the DevTools socket")?;
-        }
         Ok(DevTools {
-            socket,
+            socket: JsonSocket::connect(ws_url, "Chromium's DevTools")?,
             next_id: 0,
             backlog: VecDeque::new(),
         })
@@ -47,9 +36,7 @@ impl DevTools {
         if let Some(session) = session {
             message["sessionId"] = json!(session);
         }
-        self.socket
-            .send(Message::text(message.to_string()))
-            .with_context(|| format!("cannot send {method} to Chromium's DevTools"))?;
+        self.socket.send(&message, method)?;
         Ok(self.next_id)
     }
 
@@ -93,25 +80,6 @@ impl DevTools {
     }
 
     fn read_before(&mut self, deadline: Instant) -> Result<Option<Value>> {
-        while Instant::now() < deadline {
-            match self.socket.read() {
-                Ok(Message::Text(text)) => {
-                    return serde_json::from_str(&text)
-                        .map(Some)
-                        .map_err(|err| anyhow!("DevTools sent a message that is not JSON: {err}"));
-                }
-                Ok(Message::Close(_)) => bail!("Chromium closed its DevTools connection"),
-                Ok(_) => {}
-                Err(tungstenite::Error::Io(err))
-                    if matches!(
-                        err.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) => {}
-                Err(err) => {
-                    return Err(err).context("reading from Chromium's DevTools failed");
-                }
-            }
-        }
-        Ok(None)
+        self.socket.read_before(deadline)
     }
 }

@@ -14,12 +14,15 @@
 
 use std::collections::HashMap;
 
-use h3lab_results::page::{
-    blocks_the_page, BrowserTimings, FailedResource, PageLoad, ResourceTiming,
-};
+use h3lab_results::page::{BrowserTimings, FailedResource, PageLoad, ResourceTiming};
 use h3lab_results::{Proto, ResourceKind};
 use serde::Deserialize;
 use serde_json::Value;
+
+pub use crate::rules::PageRules;
+use crate::rules::{
+    allowed_protocols, host_of, response_problems, sort_problems, unfinished, Problem, Reason,
+};
 
 /// What the page reported about itself after its load event (see
 /// [`super::PERFORMANCE_SCRIPT`]), all in milliseconds since its
@@ -43,31 +46,6 @@ impl PagePerformance {
             response_start: number("responseStart").filter(|v| *v > 0.0),
             largest_contentful_paint: number("lcp").filter(|v| *v > 0.0),
         }
-    }
-}
-
-/// What a load may reach and what it may find missing, beyond the page's
-/// own host.
-#[derive(Debug, Default)]
-pub struct PageRules {
-    /// Hosts besides the page's that requests may go to: a replay's
-    /// origins, mapped to their addresses or left to DNS.
-    pub reachable_hosts: Vec<String>,
-    /// URLs the captured page recorded with an error status.
-    pub recorded_errors: Vec<String>,
-}
-
-impl PageRules {
-    fn reaches(&self, host: Option<String>) -> bool {
-        host.is_some_and(|host| {
-            self.reachable_hosts
-                .iter()
-                .any(|m| m.eq_ignore_ascii_case(&host))
-        })
-    }
-
-    fn recorded_error(&self, url: &str) -> bool {
-        self.recorded_errors.iter().any(|recorded| recorded == url)
     }
 }
 
@@ -237,44 +215,6 @@ impl RequestWillBeSent {
     }
 }
 
-/// A reason the load fails, about one resource.
-#[derive(Debug, Clone, PartialEq)]
-struct Problem {
-    url: String,
-    reason: Reason,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-enum Reason {
-    /// Came over `protocol`, not one of those asked for.
-    Protocol { protocol: String, expected: String },
-    /// Answered with an error status.
-    Status(u64),
-    /// `Network.loadingFailed`, with why.
-    Failed(String),
-    /// Neither finished nor failed before the events ended.
-    NeverFinished,
-}
-
-impl std::fmt::Display for Problem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}", self.url, self.reason)
-    }
-}
-
-impl std::fmt::Display for Reason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Reason::Protocol { protocol, expected } => {
-                write!(f, "came over {protocol}, not {expected}")
-            }
-            Reason::Status(status) => write!(f, "answered status {status}"),
-            Reason::Failed(why) => write!(f, "failed to load: {why}"),
-            Reason::NeverFinished => write!(f, "never finished loading"),
-        }
-    }
-}
-
 /// One resource while its events arrive.
 #[derive(Debug)]
 struct Row {
@@ -361,13 +301,8 @@ struct Waterfall<'a> {
 
 impl<'a> Waterfall<'a> {
     fn new(requested: Proto, rules: &'a PageRules) -> Waterfall<'a> {
-        // `auto` lets discovery choose, between h2 and h3.
-        let allowed = match requested {
-            Proto::Auto => vec!["h2", "h3"],
-            fixed => vec![fixed.alpn_name()],
-        };
         Waterfall {
-            allowed,
+            allowed: allowed_protocols(requested),
             rules,
             rows: Vec::new(),
             by_id: HashMap::new(),
@@ -449,26 +384,8 @@ impl<'a> Waterfall<'a> {
 
     /// What is wrong with a response for `url`: its protocol, its status.
     fn response_problems(&self, url: &str, response: &Response) -> Vec<Problem> {
-        let mut problems = Vec::new();
-        let protocol = response.protocol.as_deref().unwrap_or("unknown");
-        if !self.allowed.contains(&protocol) {
-            let reason = Reason::Protocol {
-                protocol: protocol.to_string(),
-                expected: self.allowed.join(" or "),
-            };
-            problems.push(Problem {
-                url: url.to_string(),
-                reason,
-            });
-        }
-        let status = response.status.unwrap_or(0);
-        if status >= 400 && !self.rules.recorded_error(url) {
-            problems.push(Problem {
-                url: url.to_string(),
-                reason: Reason::Status(status),
-            });
-        }
-        problems
+        let protocol = response.protocol.as_deref();
+        response_problems(&self.allowed, self.rules, url, protocol, response.status)
     }
 
     fn on_failed(&mut self, failed: LoadingFailed) {
@@ -546,37 +463,18 @@ impl<'a> Waterfall<'a> {
     /// another protocol, a failed document or render-blocking resource),
     /// and the resources it went on without, as a browser does.
     fn sort_problems(&mut self) -> (Vec<String>, Vec<FailedResource>) {
-        let mut fatal = Vec::new();
-        let mut failed = Vec::new();
-        for problem in std::mem::take(&mut self.problems) {
-            let row = self.rows.iter().find(|row| row.url == problem.url);
-            let without = row.filter(|row| {
-                !blocks_the_page(row.kind, row.render_blocking)
-                    && !matches!(problem.reason, Reason::Protocol { .. })
-            });
-            match without {
-                Some(row) => failed.push(FailedResource {
-                    method: row.method.clone(),
-                    url: problem.url.clone(),
-                    why: problem.reason.to_string(),
-                }),
-                None => fatal.push(problem.to_string()),
-            }
-        }
-        (fatal, failed)
+        let problems = std::mem::take(&mut self.problems);
+        sort_problems(problems, |url| {
+            let row = self.rows.iter().find(|row| row.url == url)?;
+            Some((row.method.clone(), row.kind, row.render_blocking))
+        })
     }
 
     /// A problem for each request that neither finished nor had one.
     fn note_unfinished(&mut self) {
-        for row in &self.rows {
-            let has_problem = self.problems.iter().any(|p| p.url == row.url);
-            if row.end.is_none() && !has_problem {
-                self.problems.push(Problem {
-                    url: row.url.clone(),
-                    reason: Reason::NeverFinished,
-                });
-            }
-        }
+        let requests = (self.rows.iter()).map(|row| (row.url.as_str(), row.end.is_some()));
+        let unfinished = unfinished(requests, &self.problems);
+        self.problems.extend(unfinished);
     }
 
     /// Each resource's timing, in milliseconds after `zero_ms`, with
@@ -634,11 +532,6 @@ fn started_at(document: &Row) -> Result<String, String> {
         .to_string()),
         _ => Err("Chromium gave no wall-clock time for the document's request".to_string()),
     }
-}
-
-/// The host of `url`, which decides whether the page's host serves it.
-fn host_of(url: &str) -> Option<String> {
-    url::Url::parse(url).ok()?.host_str().map(str::to_string)
 }
 
 /// The DevTools `Network.ResourceType` as a [`ResourceKind`].

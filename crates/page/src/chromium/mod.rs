@@ -96,8 +96,8 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
-use base64::Engine;
+use anyhow::{anyhow, Context, Result};
+use base64::Engine as _;
 use h3lab_client::ResolveRule;
 use h3lab_results::page::{PageLoad, PageReport};
 use h3lab_results::{Loader, Proto, Visit};
@@ -107,6 +107,8 @@ use sha2::{Digest, Sha256};
 pub use events::{page_load_from_events, PagePerformance};
 
 use browser::Browser;
+
+use crate::visits::{self, Engine, Visits};
 
 /// How Chromium loads the page.
 #[derive(Debug, Clone)]
@@ -201,7 +203,7 @@ pub fn spki_sha256_base64(pem: &[u8]) -> Result<String> {
 /// CSS background images, has been requested too). A buffered observer gets the candidates so far in its
 /// first callback (Chromium does not hand them to `takeRecords`); a page
 /// that painted none gets no callback, hence the 500 ms fallback to null.
-const PERFORMANCE_SCRIPT: &str = r#"(async () => {
+pub(crate) const PERFORMANCE_SCRIPT: &str = r#"(async () => {
   const frame = () => new Promise(resolve => {
     const hidden = setTimeout(resolve, 200);
     requestAnimationFrame(() => { clearTimeout(hidden); resolve(); });
@@ -239,21 +241,8 @@ pub fn load_page(
     options: &ChromiumOptions,
     on_load: &mut dyn FnMut(&PageLoad) -> ControlFlow<()>,
 ) -> Result<PageReport> {
-    let parsed = url::Url::parse(url)
-        .with_context(|| format!("{url} is not a URL; pass an absolute https:// URL"))?;
-    let host = parsed
-        .host_str()
-        .ok_or_else(|| anyhow!("{url} has no host; pass an absolute https:// URL"))?;
-    crate::check_visit(options.proto, options.visit)?;
-    match (parsed.scheme(), options.proto) {
-        ("https", _) | ("http", Proto::H1) => {}
-        (scheme, proto) => {
-            bail!("{url}: {proto} needs an https:// URL, not {scheme}://; pass an https:// URL")
-        }
-    }
-    let port = parsed
-        .port_or_known_default()
-        .ok_or_else(|| anyhow!("{url} has no port"))?;
+    let (host, port) = visits::page_origin(url, options.proto, options.visit)?;
+    let host = host.as_str();
     let binary = browser::find_binary(options.binary.as_deref())?;
     let mut quic_origins = vec![format!("{host}:{port}")];
     quic_origins.extend(
@@ -335,70 +324,52 @@ fn run(
     flags: &[String],
     on_load: &mut dyn FnMut(&PageLoad) -> ControlFlow<()>,
 ) -> Result<PageReport> {
-    let mut report = PageReport::new(url, options.proto, Loader::Chromium, options.visit);
-    let total = options.loads;
-    let what = |n: u32| {
-        format!(
-            "Chromium load {n} of {total} of {url} over {}",
-            options.proto
-        )
+    let engine = Chromium {
+        url,
+        options,
+        binary,
+        flags,
     };
-    match options.visit {
-        Visit::Repeat => {
-            // One profile for the run: an unmeasured first visit, then each
-            // load a new launch that finds the origin's Alt-Svc remembered.
-            let profile = tempfile::Builder::new()
-                .prefix("h3lab-chromium-")
-                .tempdir()
-                .context("cannot create a Chromium profile")?;
-            let first = |n: u32| format!("Chromium's first visit to {url} before load {n}");
-            let mut browser =
-                Browser::launch_in(binary, flags, profile.path()).with_context(|| first(1))?;
-            measure(&mut browser, url, options).with_context(|| first(1))?;
-            browser.close().with_context(|| first(1))?;
-            for n in 1..=total {
-                let mut browser =
-                    Browser::launch_in(binary, flags, profile.path()).with_context(|| what(n))?;
-                let load = measure(&mut browser, url, options).with_context(|| what(n))?;
-                browser.close().with_context(|| what(n))?;
-                let flow = on_load(&load);
-                report.loads.push(load);
-                if flow.is_break() {
-                    break;
-                }
-            }
-        }
-        Visit::Cold => {
-            for n in 1..=total {
-                let mut browser = Browser::launch(binary, flags).with_context(|| what(n))?;
-                let load = measure(&mut browser, url, options).with_context(|| what(n))?;
-                drop(browser);
-                let flow = on_load(&load);
-                report.loads.push(load);
-                if flow.is_break() {
-                    break;
-                }
-            }
-        }
-        Visit::Warm => {
-            let mut browser = Browser::launch(binary, flags)?;
-            measure(&mut browser, url, options).with_context(|| {
-                format!("Chromium's priming load of {url} over {}", options.proto)
-            })?;
-            for n in 1..=total {
-                browser
-                    .navigate("about:blank", None, options.navigation_timeout)
-                    .with_context(|| what(n))?;
-                let load = measure(&mut browser, url, options).with_context(|| what(n))?;
-                let flow = on_load(&load);
-                report.loads.push(load);
-                if flow.is_break() {
-                    break;
-                }
-            }
+    let visits = Visits {
+        url,
+        proto: options.proto,
+        loader: Loader::Chromium,
+        visit: options.visit,
+        loads: options.loads,
+    };
+    visits::run(&engine, &visits, on_load)
+}
+
+/// Chromium as the visits launch it: one binary, one set of flags.
+struct Chromium<'a> {
+    url: &'a str,
+    options: &'a ChromiumOptions,
+    binary: &'a Path,
+    flags: &'a [String],
+}
+
+impl Engine for Chromium<'_> {
+    type Browser = Browser;
+
+    fn launch(&self, profile: Option<&Path>) -> Result<Browser> {
+        match profile {
+            Some(dir) => Browser::launch_in(self.binary, self.flags, dir),
+            None => Browser::launch(self.binary, self.flags),
         }
     }
-    Ok(report)
+
+    fn measure(&self, browser: &mut Browser) -> Result<PageLoad> {
+        measure(browser, self.url, self.options)
+    }
+
+    fn blank(&self, browser: &mut Browser) -> Result<()> {
+        let timeout = self.options.navigation_timeout;
+        browser.navigate("about:blank", None, timeout).map(drop)
+    }
+
+    fn close(&self, browser: Browser) -> Result<()> {
+        browser.close()
+    }
 }
 
 /// One navigation to `url`, as a [`PageLoad`].
