@@ -370,6 +370,9 @@ fn summary_section(
                 @for line in settings::turning_verdicts(&block, &results.suite.baseline) {
                     p.hint.bad { "⚠ " (line) }
                 }
+                @for line in settings::loader_verdicts(&block, results, &results.suite.baseline) {
+                    p.hint.bad { "⚠ " (line) }
+                }
                 h4 { "Request latency and CPU" }
                 (latency_cpu_table(&block, colours))
                 (costs_table(&block, colours))

@@ -1,10 +1,13 @@
 //! The settings a verdict rests on: the initial windows a cell's
 //! connections started with, and verdicts that change with a swept
-//! setting, which the report must not print as settled.
+//! setting or with the page loader (the browser engine), which the report
+//! must not print as settled.
 
-use h3lab_results::bench::InitialWindows;
+use h3lab_results::bench::{InitialWindows, Results};
+use h3lab_results::{Loader, Visit};
+use serde::Deserialize;
 
-use crate::cell::CellSummary;
+use crate::cell::{CellKey, CellSummary};
 use h3lab_results::difference::{seed_for, Call, Difference};
 use h3lab_results::quantile::median;
 
@@ -63,6 +66,7 @@ pub fn turning_verdicts(cells: &[&CellSummary], baseline: &str) -> Vec<String> {
             workload: cell.key.workload_label().replace(&suffix, ""),
             protocol: cell.key.protocol.clone(),
             tunable: sweep.tunable.clone(),
+            preposition: "at",
             values: Vec::new(),
         };
         let value = SweptValue {
@@ -81,6 +85,80 @@ pub fn turning_verdicts(cells: &[&CellSummary], baseline: &str) -> Vec<String> {
     rows.iter()
         .filter_map(|row| row.turning_line(baseline))
         .collect()
+}
+
+/// One line per protocol and page whose difference from the baseline
+/// changes with the loader by more than the noise, e.g. `h3 vs h2 on
+/// captured, captured-firefox turns on the loader: better with builtin, no
+/// clear difference with firefox (...)`: page workloads of one profile
+/// that load the same page in the same visit with different loaders are
+/// compared as a swept setting's values are (see [`turning_verdicts`]).
+pub fn loader_verdicts(cells: &[&CellSummary], results: &Results, baseline: &str) -> Vec<String> {
+    let mut rows: Vec<(PageIdentity, Vec<String>, SweptRow)> = Vec::new();
+    for cell in cells {
+        let (Some(difference), Some(page)) = (&cell.vs_baseline, page_of(results, cell)) else {
+            continue;
+        };
+        let Some(reference) = reference_of(cells, cell, baseline) else {
+            continue;
+        };
+        let value = SweptValue {
+            value: page.loader.to_string(),
+            call: difference.call(),
+            effects: paired_effects(cell, reference),
+        };
+        let same = |(identity, _, row): &&mut (PageIdentity, Vec<String>, SweptRow)| {
+            identity.same_page(&page) && row.protocol == cell.key.protocol
+        };
+        match rows.iter_mut().find(same) {
+            Some((_, workloads, row)) => {
+                workloads.push(cell.key.workload_label());
+                row.values.push(value);
+            }
+            None => rows.push((
+                page,
+                vec![cell.key.workload_label()],
+                SweptRow {
+                    workload: String::new(),
+                    protocol: cell.key.protocol.clone(),
+                    tunable: "the loader".to_string(),
+                    preposition: "with",
+                    values: vec![value],
+                },
+            )),
+        }
+    }
+    (rows.into_iter())
+        .filter(|(_, _, row)| row.values.len() > 1)
+        .filter_map(|(_, workloads, row)| {
+            let row = SweptRow {
+                workload: workloads.join(", "),
+                ..row
+            };
+            row.turning_line(baseline)
+        })
+        .collect()
+}
+
+/// Which page a page cell loaded, how and with what, from its first
+/// client report.
+#[derive(Debug, Deserialize)]
+struct PageIdentity {
+    url: String,
+    visit: Visit,
+    loader: Loader,
+}
+
+impl PageIdentity {
+    fn same_page(&self, other: &PageIdentity) -> bool {
+        (&self.url, self.visit) == (&other.url, other.visit)
+    }
+}
+
+fn page_of(results: &Results, cell: &CellSummary) -> Option<PageIdentity> {
+    let record = (results.cells.iter())
+        .find(|record| CellKey::of(record) == cell.key && record.client_report.is_some())?;
+    PageIdentity::deserialize(record.client_report.as_ref()?).ok()
 }
 
 /// The baseline's cell of the same condition and swept value as `cell`.
@@ -115,11 +193,13 @@ fn paired_effects(subject: &CellSummary, reference: &CellSummary) -> Vec<Vec<f64
 }
 
 /// One protocol's differences in one workload across a swept tunable's
-/// values.
+/// values (or one page's across its loaders).
 struct SweptRow {
     workload: String,
     protocol: String,
     tunable: String,
+    /// Before each value: `worse at 10`, `better with firefox`.
+    preposition: &'static str,
     values: Vec<SweptValue>,
 }
 
@@ -165,7 +245,7 @@ impl SweptRow {
         let each: Vec<String> = self
             .values
             .iter()
-            .map(|v| format!("{} at {}", v.call.word(), v.value))
+            .map(|v| format!("{} {} {}", v.call.word(), self.preposition, v.value))
             .collect();
         Some(format!(
             "{} vs {baseline} on {} turns on {}: {} ({}); not settled",
@@ -270,5 +350,49 @@ mod tests {
         let (calls, lines) = turning(&[("10", steady), ("32", spread)]);
         assert_eq!(calls, [Call::Worse, Call::NoClearDifference]);
         assert!(lines.is_empty(), "{lines:?}");
+    }
+
+    /// One page loaded by two loaders: h2 at 200 + r ms in repetition r,
+    /// h3 at the loader's five values.
+    fn two_loader_results(loaders: &[(Loader, [f64; 5])]) -> Results {
+        let mut results = fixture::with_pages();
+        results.cells.clear();
+        for (loader, h3) in loaders {
+            for repetition in 0..5u32 {
+                let h2 = 200.0 + f64::from(repetition);
+                for (protocol, ms) in [("h2", h2), ("h3", h3[repetition as usize])] {
+                    let mut record = fixture::page_record("broadband", protocol, vec![ms], ms);
+                    record.repetition = repetition;
+                    record.workload = format!("page-{loader}");
+                    let report = record.client_report.as_mut().unwrap();
+                    report["loader"] = serde_json::json!(loader.to_string());
+                    results.cells.push(record);
+                }
+            }
+        }
+        results
+    }
+
+    fn loader_lines(loaders: &[(Loader, [f64; 5])]) -> Vec<String> {
+        let results = two_loader_results(loaders);
+        let summaries = crate::summary::summarize(&results);
+        let cells: Vec<&CellSummary> = summaries.iter().collect();
+        loader_verdicts(&cells, &results, "h2")
+    }
+
+    #[test]
+    fn a_verdict_that_turns_on_the_loader_is_named_and_one_that_does_not_is_not() {
+        let slower = [220.0, 221.0, 222.0, 223.0, 224.0];
+        let faster = [180.0, 181.0, 182.0, 183.0, 184.0];
+        let lines = loader_lines(&[(Loader::Builtin, faster), (Loader::Firefox, slower)]);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        let start = "h3 vs h2 on page-builtin, page-firefox turns on the loader: better with \
+                     builtin, worse with firefox (the difference moves by +19.80 points [";
+        assert!(lines[0].starts_with(start), "{}", lines[0]);
+        let a_bit_faster = faster.map(|ms| ms - 10.0);
+        let agree = loader_lines(&[(Loader::Builtin, faster), (Loader::Firefox, a_bit_faster)]);
+        assert!(agree.is_empty(), "{agree:?}");
+        // One loader alone has nothing to disagree with.
+        assert!(loader_lines(&[(Loader::Firefox, slower)]).is_empty());
     }
 }

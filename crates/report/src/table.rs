@@ -184,7 +184,11 @@ fn profile_block(
     if block.iter().any(|cell| cell.header_blocks.is_some()) {
         out.push_str(&wrapped(0, HEADER_COMPRESSION));
     }
-    for line in settings::turning_verdicts(block, baseline) {
+    let loaders = settings::loader_verdicts(block, results, baseline);
+    for line in settings::turning_verdicts(block, baseline)
+        .iter()
+        .chain(&loaders)
+    {
         out.push_str(&wrapped(0, &format!("! {line}")));
     }
     out.push_str(&failure_lines(block));
