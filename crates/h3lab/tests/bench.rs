@@ -694,6 +694,34 @@ fn a_replays_origins_are_found_through_the_paths_dns_and_their_https_records_cou
         return;
     }
     let _serial = one_at_a_time();
+    let workloads =
+        "[[workload]]\nkind = \"page\"\nname = \"captured\"\nhar = \"{har}\"\nloads = 1\n\
+        [[workload]]\nkind = \"page\"\nname = \"captured-chromium\"\nhar = \"{har}\"\n\
+        loader = \"chromium\"\nloads = 1\n";
+    replay_over_dns(workloads, 2);
+}
+
+/// Firefox finds a replay's origins through the path's DNS server too,
+/// and takes h3 from their HTTPS records on a first visit, natively.
+#[test]
+fn firefox_finds_a_replays_origins_through_dns_and_takes_h3_from_their_https_records() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    if h3lab_testenv::firefox().is_none() {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let workloads = "[[workload]]\nkind = \"page\"\nname = \"captured-firefox\"\n\
+        har = \"{har}\"\nloader = \"firefox\"\nloads = 1\n";
+    replay_over_dns(workloads, 1);
+}
+
+/// `workloads` (with `{har}` for the captured page) under auto on a far
+/// path whose DNS server publishes only addresses, and on one that
+/// publishes HTTPS records: every origin is found, the first starts on h2
+/// without a record and every request is h3 with one.
+fn replay_over_dns(workloads: &str, count: usize) {
     let har = chrome_har();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("replay-dns");
@@ -712,24 +740,13 @@ dns = "a"
 name = "far-record"
 rtt = "250ms"
 dns = "https:h3,h2"
-[[workload]]
-kind = "page"
-name = "captured"
-har = "{har}"
-loads = 1
-[[workload]]
-kind = "page"
-name = "captured-chromium"
-har = "{har}"
-loader = "chromium"
-loads = 1
-"#,
-        har = har.display()
+{}"#,
+        workloads.replace("{har}", &har.display().to_string())
     );
     let (output, left_behind) = bench(&suite, &out);
     assert!(output.status.success(), "bench failed: {}", stderr(&output));
     let results = results(&out);
-    assert_eq!(results.cells.len(), 2 * 2, "profiles × workloads");
+    assert_eq!(results.cells.len(), 2 * count, "profiles × workloads");
     for cell in &results.cells {
         assert_eq!(cell.outcome, Outcome::Ok, "{cell:?}");
         let report: PageReport =
