@@ -4,6 +4,7 @@
 //! the protocols of one condition run back to back and slow drifts of the
 //! machine hit them alike.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
@@ -462,7 +463,18 @@ fn suite_info(suite: &Suite, ctx: &RunContext) -> SuiteInfo {
         aa: suite.aa,
         servers: server_rows(suite),
         population: suite.population.clone(),
+        pages: page_sites(suite),
     }
+}
+
+/// What each page workload loads, by workload name.
+fn page_sites(suite: &Suite) -> BTreeMap<String, String> {
+    (suite.workloads.iter())
+        .filter_map(|workload| match &workload.load {
+            Load::Page { site, .. } => Some((workload.name().to_string(), site.describe())),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Each workload's row label (one per swept value), once: a population

@@ -39,5 +39,5 @@ pub use request::{RequestNumbers, RequestTemplate};
 pub use response::Response;
 pub use send::{PathFrames, Sender};
 pub use target::{ResolveRule, Scheme, Target};
-pub use tls::{client_tls_config, TlsOptions};
+pub use tls::{client_tls_config, system_roots, TlsOptions};
 pub use ttfb::{measure_ttfb, ModeNotOffered};

@@ -212,7 +212,7 @@ fn load_roots(options: &TlsOptions) -> anyhow::Result<RootCertStore> {
 /// `SSL_CERT_FILE` or `SSL_CERT_DIR` when set (as OpenSSL reads them), else
 /// the platform's store (`/etc/ssl/certs` on Debian). A store that cannot
 /// be read counts as empty: the handshake then fails naming the fixes.
-fn system_roots() -> &'static [CertificateDer<'static>] {
+pub fn system_roots() -> &'static [CertificateDer<'static>] {
     static ROOTS: OnceLock<Vec<CertificateDer<'static>>> = OnceLock::new();
     ROOTS.get_or_init(|| rustls_native_certs::load_native_certs().certs)
 }

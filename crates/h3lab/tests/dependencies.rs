@@ -206,6 +206,33 @@ fn a_chromium_that_never_answers_ends_the_page_load() {
 }
 
 #[test]
+fn without_firefox_the_page_command_says_how_to_install_it() {
+    let fake = FakePath::new(&["firefox", "firefox-esr"], &[]);
+    let args = ["page", "https://127.0.0.1:9/", "--browser", "firefox"];
+    let failed = fails_promptly(h3lab(&fake, &args), "page --browser firefox");
+    assert!(
+        failed.error.contains("no Firefox found")
+            && failed.error.contains("apt-get install firefox-esr")
+            && failed.error.contains("--firefox PATH"),
+        "{}",
+        failed.error
+    );
+}
+
+/// A Firefox that says its version and never opens WebDriver BiDi ends
+/// the load at the start-up bound, and is killed with everything it
+/// started.
+#[test]
+fn a_firefox_that_never_answers_ends_the_page_load() {
+    let stub = "case \"$1\" in --version) echo 'Mozilla Firefox 153.0esr' ;; *) sleep 600 ;; esac";
+    let fake = FakePath::new(&["firefox-esr"], &[("firefox", stub)]);
+    let args = ["page", "https://127.0.0.1:9/", "--browser", "firefox"];
+    let failed = fails_promptly(h3lab(&fake, &args), "page --browser firefox");
+    assert!(failed.error.contains("WebDriver BiDi"), "{}", failed.error);
+    assert_no_stub_runs(&fake);
+}
+
+#[test]
 fn a_taken_port_is_named_by_serve() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let listen = taken.local_addr().unwrap().to_string();

@@ -546,17 +546,37 @@ fn chromium_loads_the_remote_site_trusting_the_system_store_on_both_paths() {
         return;
     };
     let home = site.chromium_home(&certutil);
+    browser_loads_the_remote_site(&site, "chromium", Some(&home));
+}
+
+/// Firefox does not read the system's store on Linux: h3lab adds the
+/// store its own clients read (`SSL_CERT_FILE` here) to each profile.
+#[test]
+fn firefox_loads_the_remote_site_trusting_the_system_store_on_both_paths() {
+    let Some(site) = remote_site() else { return };
+    if h3lab_testenv::firefox().is_none() {
+        return;
+    }
+    browser_loads_the_remote_site(&site, "firefox", None);
+}
+
+/// A field suite of one page load by `loader` over h2, h3 and auto, on
+/// the real path and an emulated one, with `home` as `HOME`: every cell
+/// ok over its protocol, nothing left behind.
+fn browser_loads_the_remote_site(site: &RemoteSite, loader: &str, home: Option<&Path>) {
     let out = site.dir.path().join("run");
     let suite = field_suite(
         &format!("https://{SITE}/"),
         &site.pins(),
         "\"h2\", \"h3\", \"auto\"",
-        "[[workload]]\nkind = \"page\"\nname = \"page\"\nloader = \"chromium\"\nloads = 1\n",
+        &format!(
+            "[[workload]]\nkind = \"page\"\nname = \"page\"\nloader = \"{loader}\"\nloads = 1\n"
+        ),
     );
-    let (output, left_behind) = site.bench_with_home(&suite, &out, Some(&home));
+    let (output, left_behind) = site.bench_with_home(&suite, &out, home);
     assert!(
         output.status.success(),
-        "bench failed: {}",
+        "{loader}: bench failed: {}",
         failed_cells(&out)
     );
     assert!(!left_behind, "namespaces or NAT rules left behind");

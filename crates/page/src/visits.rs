@@ -6,10 +6,13 @@
 
 use std::ops::ControlFlow;
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use h3lab_results::page::{PageLoad, PageReport};
 use h3lab_results::{Loader, Proto, Visit};
+use h3lab_supervise::Supervised;
 
 /// One browser engine as the visits use it.
 pub(crate) trait Engine {
@@ -169,4 +172,64 @@ pub(crate) fn find_binary(
                 names.join(", ")
             )
         })
+}
+
+/// `err` with what became of `browser`'s process: a lost connection is
+/// most often a browser that exited, so it is given a moment to be
+/// reaped (its socket closes before it is), and its last words say why.
+pub(crate) fn with_browser_state(
+    browser: &str,
+    process: &mut Supervised,
+    err: anyhow::Error,
+) -> anyhow::Error {
+    let reaped = Instant::now() + Duration::from_secs(2);
+    let exit = process.wait_until(Some(reaped), &AtomicBool::new(false), Duration::ZERO);
+    let last = process.last_stderr_line();
+    err.context(match exit {
+        Some(exit) => format!("{}{last}", ended(browser, exit.code)),
+        None => format!("{browser} is still running{last}"),
+    })
+}
+
+/// How a browser's process ended, from its exit code (128 + the signal
+/// when a signal ended it).
+pub(crate) fn ended(browser: &str, code: i32) -> String {
+    let crash = match code - 128 {
+        4 => Some("SIGILL"),
+        5 => Some("SIGTRAP"),
+        6 => Some("SIGABRT"),
+        7 => Some("SIGBUS"),
+        8 => Some("SIGFPE"),
+        11 => Some("SIGSEGV"),
+        _ => None,
+    };
+    match (crash, code - 128) {
+        (Some(name), signal) => format!("{browser} crashed (signal {signal}, {name})"),
+        (None, 9) => format!("{browser} was killed (signal 9, SIGKILL: out of memory?)"),
+        (None, signal) if signal > 0 && signal < 32 => {
+            format!("{browser} was ended by signal {signal}")
+        }
+        _ => format!("{browser} exited with code {code}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_crash_a_kill_and_an_exit_are_told_apart() {
+        assert_eq!(
+            ended("Firefox", 128 + 11),
+            "Firefox crashed (signal 11, SIGSEGV)"
+        );
+        assert_eq!(
+            ended("Chromium", 134),
+            "Chromium crashed (signal 6, SIGABRT)"
+        );
+        assert!(ended("Firefox", 137).starts_with("Firefox was killed (signal 9"));
+        assert_eq!(ended("Firefox", 143), "Firefox was ended by signal 15");
+        assert_eq!(ended("Firefox", 1), "Firefox exited with code 1");
+        assert_eq!(ended("Firefox", 0), "Firefox exited with code 0");
+    }
 }

@@ -2,7 +2,8 @@
 //! image) from in-process `h3lab-server`s over h3, h2 and h1, and the
 //! waterfall it reports is checked against the files served: every
 //! resource over the protocol asked for, with the file's bytes. Trust is
-//! a pin of the server's certificate, which a different certificate fails.
+//! a pin of the server's certificate, which a different certificate fails,
+//! or a test authority that signed it.
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -34,8 +35,14 @@ struct Fixture {
 
 impl Fixture {
     fn start(firefox: PathBuf) -> Fixture {
+        Fixture::start_with(firefox, common::server_config)
+    }
+
+    /// With `config` making the servers' configuration and the
+    /// certificate `--ca` passes.
+    fn start_with(firefox: PathBuf, config: fn(&Path) -> (ServerConfig, PathBuf)) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
-        let (config, cert) = common::server_config(dir.path());
+        let (config, cert) = config(dir.path());
         let site = dir.path().join("site");
         std::fs::create_dir(&site).unwrap();
         std::fs::write(site.join("style.css"), STYLE).unwrap();
@@ -229,6 +236,21 @@ fn two_origins_mapped_by_name_both_come_over_h3() {
 }
 
 #[test]
+fn a_private_authority_passed_with_ca_is_trusted_over_tcp_and_quic() {
+    let Some(firefox) = h3lab_testenv::firefox() else {
+        return;
+    };
+    let fixture = Fixture::start_with(firefox, common::server_config_under_authority);
+    let url = fixture.url("index.html");
+    for (proto, alpn) in [(Proto::H3, "h3"), (Proto::H2, "h2")] {
+        fixture.check(
+            &fixture.load(&url, &fixture.options(proto, Visit::Cold, 1)),
+            alpn,
+        );
+    }
+}
+
+#[test]
 fn another_certificate_than_the_pinned_one_fails_and_insecure_accepts_any() {
     let Some(fixture) = fixture() else { return };
     let url = fixture.url("index.html");
@@ -238,8 +260,93 @@ fn another_certificate_than_the_pinned_one_fails_and_insecure_accepts_any() {
     options.trust = Trust::CaFile(other_cert);
     let err = load_page(&url, &options, &mut |_| ControlFlow::Continue(())).unwrap_err();
     let err = format!("{err:#}");
-    assert!(err.contains("MOZILLA_PKIX_ERROR"), "{err}");
-    assert!(err.contains("--ca"), "{err}");
+    // NSS's own code (MOZILLA_PKIX_ERROR_..., or SEC_ERROR_CA_CERT_INVALID
+    // when the pinned certificate, also trusted as an authority, shares
+    // the server's issuer name) with the fix.
+    assert!(
+        err.contains("does not trust the server's certificate"),
+        "{err}"
+    );
+    assert!(err.contains("_ERROR_") && err.contains("--ca"), "{err}");
     options.trust = Trust::Insecure;
     fixture.check(&fixture.load(&url, &options), "h3");
+}
+
+/// Firefox's main process dies (SIGSEGV) while an image it asked for is
+/// still on its way (from a listener that never answers): the load fails
+/// naming the crash, and neither a process nor the profile is left.
+#[test]
+fn a_crash_mid_load_is_named_and_leaves_no_process_or_profile() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(fixture) = fixture() else { return };
+    let stalled = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let image = format!(
+        "https://127.0.0.1:{}/never.svg",
+        stalled.local_addr().unwrap().port()
+    );
+    let site = fixture.dir.path().join("site");
+    std::fs::write(site.join("stalls.html"), page(&image)).unwrap();
+    // A wrapper that says Firefox's process id; `exec` keeps it.
+    let pid_file = fixture.dir.path().join("firefox.pid");
+    let wrapper = fixture.dir.path().join("firefox-wrapper");
+    let script = format!(
+        "#!/bin/sh\necho $$ > '{}'\nexec '{}' \"$@\"\n",
+        pid_file.display(),
+        fixture.firefox.display()
+    );
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut options = fixture.options(Proto::H2, Visit::Cold, 1);
+    options.binary = Some(wrapper);
+    let url = fixture.url("stalls.html");
+    let load = std::thread::spawn(move || {
+        load_page(&url, &options, &mut |_| ControlFlow::Continue(())).map(|_| ())
+    });
+    let _image_connection = accept_within(stalled, Duration::from_secs(60));
+    let pid: i32 = (std::fs::read_to_string(&pid_file).unwrap().trim())
+        .parse()
+        .unwrap();
+    let profile = profile_of(pid);
+    // SAFETY: kill(2) with a live child's id.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSEGV) }, 0);
+    let err = format!("{:#}", load.join().unwrap().unwrap_err());
+    assert!(
+        err.contains("Firefox crashed (signal 11, SIGSEGV)"),
+        "{err}"
+    );
+    assert!(!profile.exists(), "{} left behind", profile.display());
+    assert_eq!(processes_in_group(pid), Vec::<String>::new());
+}
+
+/// The first connection to `listener`; the test fails after `limit`.
+fn accept_within(listener: std::net::TcpListener, limit: Duration) -> std::net::TcpStream {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || sender.send(listener.accept().map(|(stream, _)| stream)));
+    match receiver.recv_timeout(limit) {
+        Ok(stream) => stream.unwrap(),
+        Err(_) => panic!("Firefox did not ask for the image within {limit:?}"),
+    }
+}
+
+/// The `--profile` directory of process `pid`.
+fn profile_of(pid: i32) -> PathBuf {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let args: Vec<&[u8]> = cmdline.split(|&byte| byte == 0).collect();
+    let at = args.iter().position(|arg| *arg == b"--profile").unwrap();
+    PathBuf::from(String::from_utf8(args[at + 1].to_vec()).unwrap())
+}
+
+/// Live processes in process group `group` (Firefox leads its own); a
+/// zombie is dead, waiting for whoever adopted it to reap it.
+fn processes_in_group(group: i32) -> Vec<String> {
+    let group = group.to_string();
+    (std::fs::read_dir("/proc").unwrap().flatten())
+        .filter_map(|entry| std::fs::read_to_string(entry.path().join("stat")).ok())
+        .filter(|stat| {
+            // pid (comm) state ppid pgrp ...; comm may hold spaces.
+            let after_comm = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+            let fields: Vec<&str> = after_comm.split_whitespace().collect();
+            fields.len() > 2 && fields[0] != "Z" && fields[2] == group
+        })
+        .collect()
 }

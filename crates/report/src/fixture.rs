@@ -91,6 +91,7 @@ pub(crate) fn results() -> Results {
             aa: false,
             servers: Vec::new(),
             population: None,
+            pages: BTreeMap::new(),
         },
         environment: Environment {
             h3lab_version: "0.1.0".into(),

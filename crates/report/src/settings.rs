@@ -107,8 +107,12 @@ pub fn loader_verdicts(cells: &[&CellSummary], results: &Results, baseline: &str
             call: difference.call(),
             effects: paired_effects(cell, reference),
         };
+        // A second workload of the same page and loader differs in
+        // something else (its headers): it is no loader's comparison.
         let same = |(identity, _, row): &&mut (PageIdentity, Vec<String>, SweptRow)| {
-            identity.same_page(&page) && row.protocol == cell.key.protocol
+            identity.same_page(&page)
+                && row.protocol == cell.key.protocol
+                && !row.values.iter().any(|other| other.value == value.value)
         };
         match rows.iter_mut().find(same) {
             Some((_, workloads, row)) => {
@@ -140,25 +144,30 @@ pub fn loader_verdicts(cells: &[&CellSummary], results: &Results, baseline: &str
         .collect()
 }
 
-/// Which page a page cell loaded, how and with what, from its first
-/// client report.
+/// Which page a page cell loaded, how and with what: its URL, visit and
+/// loader from its first client report, and its site from the suite (two
+/// sites served in turn at one address share a URL).
 #[derive(Debug, Deserialize)]
 struct PageIdentity {
     url: String,
     visit: Visit,
     loader: Loader,
+    #[serde(skip)]
+    site: Option<String>,
 }
 
 impl PageIdentity {
     fn same_page(&self, other: &PageIdentity) -> bool {
-        (&self.url, self.visit) == (&other.url, other.visit)
+        (&self.url, self.visit, &self.site) == (&other.url, other.visit, &other.site)
     }
 }
 
 fn page_of(results: &Results, cell: &CellSummary) -> Option<PageIdentity> {
     let record = (results.cells.iter())
         .find(|record| CellKey::of(record) == cell.key && record.client_report.is_some())?;
-    PageIdentity::deserialize(record.client_report.as_ref()?).ok()
+    let mut identity = PageIdentity::deserialize(record.client_report.as_ref()?).ok()?;
+    identity.site = results.suite.pages.get(&record.workload).cloned();
+    Some(identity)
 }
 
 /// The baseline's cell of the same condition and swept value as `cell`.
@@ -355,15 +364,26 @@ mod tests {
     /// One page loaded by two loaders: h2 at 200 + r ms in repetition r,
     /// h3 at the loader's five values.
     fn two_loader_results(loaders: &[(Loader, [f64; 5])]) -> Results {
+        let pages: Vec<(&str, Loader, [f64; 5])> = (loaders.iter())
+            .map(|&(loader, h3)| ("page", loader, h3))
+            .collect();
+        loader_results(&pages)
+    }
+
+    /// Each (site, loader) pair's page workload `SITE-LOADER` at one URL:
+    /// h2 at 200 + r ms in repetition r, h3 at the pair's five values.
+    fn loader_results(pages: &[(&str, Loader, [f64; 5])]) -> Results {
         let mut results = fixture::with_pages();
         results.cells.clear();
-        for (loader, h3) in loaders {
+        for (site, loader, h3) in pages {
+            let workload = format!("{site}-{loader}");
+            (results.suite.pages).insert(workload.clone(), format!("site {site}"));
             for repetition in 0..5u32 {
                 let h2 = 200.0 + f64::from(repetition);
                 for (protocol, ms) in [("h2", h2), ("h3", h3[repetition as usize])] {
                     let mut record = fixture::page_record("broadband", protocol, vec![ms], ms);
                     record.repetition = repetition;
-                    record.workload = format!("page-{loader}");
+                    record.workload = workload.clone();
                     let report = record.client_report.as_mut().unwrap();
                     report["loader"] = serde_json::json!(loader.to_string());
                     results.cells.push(record);
@@ -374,10 +394,13 @@ mod tests {
     }
 
     fn loader_lines(loaders: &[(Loader, [f64; 5])]) -> Vec<String> {
-        let results = two_loader_results(loaders);
-        let summaries = crate::summary::summarize(&results);
+        lines_of(&two_loader_results(loaders))
+    }
+
+    fn lines_of(results: &Results) -> Vec<String> {
+        let summaries = crate::summary::summarize(results);
         let cells: Vec<&CellSummary> = summaries.iter().collect();
-        loader_verdicts(&cells, &results, "h2")
+        loader_verdicts(&cells, results, "h2")
     }
 
     #[test]
@@ -394,5 +417,33 @@ mod tests {
         assert!(agree.is_empty(), "{agree:?}");
         // One loader alone has nothing to disagree with.
         assert!(loader_lines(&[(Loader::Firefox, slower)]).is_empty());
+    }
+
+    #[test]
+    fn two_sites_at_one_url_are_two_pages_whose_loaders_are_compared_apart() {
+        // Both loaders find h3 faster on the small site and slower on the
+        // content site: they agree on each page, so no line, though the
+        // builtin loader's two calls differ.
+        let slower = [220.0, 221.0, 222.0, 223.0, 224.0];
+        let faster = [180.0, 181.0, 182.0, 183.0, 184.0];
+        let results = loader_results(&[
+            ("small", Loader::Builtin, faster),
+            ("small", Loader::Firefox, faster),
+            ("content", Loader::Builtin, slower),
+            ("content", Loader::Firefox, slower),
+        ]);
+        assert!(lines_of(&results).is_empty(), "{:?}", lines_of(&results));
+        let results = loader_results(&[
+            ("small", Loader::Builtin, faster),
+            ("content", Loader::Builtin, slower),
+            ("content", Loader::Firefox, faster),
+        ]);
+        let lines = lines_of(&results);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with("h3 vs h2 on content-builtin, content-firefox turns"),
+            "{}",
+            lines[0]
+        );
     }
 }

@@ -520,6 +520,7 @@ fn synthetic_results() -> Results {
             aa: false,
             servers: Vec::new(),
             population: None,
+            pages: BTreeMap::new(),
         },
         environment: Environment {
             h3lab_version: "0.1.0".into(),

@@ -152,6 +152,12 @@ pub struct SuiteInfo {
     /// on a profile of its own name; absent without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub population: Option<crate::population::Population>,
+    /// What each page workload loads, by workload name (`site small`,
+    /// `site DIR`, `har FILE`, `deployed`): page workloads of one site with
+    /// different loaders are the same page, whatever their URL. Empty in
+    /// files from before it, and without page workloads.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub pages: std::collections::BTreeMap<String, String>,
 }
 
 /// A row of a `server` sweep: the server, the QUIC stack under it, and the

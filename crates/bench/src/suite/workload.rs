@@ -163,6 +163,20 @@ pub(crate) fn import_har(
 }
 
 impl Site {
+    /// The page in words, for the results: two page workloads that load
+    /// the same site (with different loaders) say the same.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Site::Shape(shape) => format!("site {}", shape.name()),
+            Site::Dir(dir) => format!("site {}", dir.display()),
+            Site::Har(har) => match &har.import.page_id {
+                Some(id) => format!("har {} page {id}", har.path.display()),
+                None => format!("har {}", har.path.display()),
+            },
+            Site::Remote => "deployed".to_string(),
+        }
+    }
+
     /// `small` etc. for a shape, or a directory holding a site; anything
     /// else is an error that says how to get one.
     fn parse(text: &str) -> Result<Site, String> {

@@ -229,11 +229,7 @@ impl Browser {
     /// `err` with what became of Chromium: a lost DevTools connection is
     /// most often a browser that exited, and its last words say why.
     fn with_state(&mut self, err: anyhow::Error) -> anyhow::Error {
-        let last = self.process.last_stderr_line();
-        match self.process.poll() {
-            Some(exit) => err.context(format!("Chromium exited with code {}{last}", exit.code)),
-            None => err.context(format!("Chromium is still running{last}")),
-        }
+        crate::visits::with_browser_state("Chromium", &mut self.process, err)
     }
 
     /// Calls `method` in the page's session.
@@ -359,8 +355,8 @@ fn devtools_url(process: &mut Supervised, profile: &Path) -> Result<String> {
     while Instant::now() < deadline {
         if let Some(exit) = process.poll() {
             bail!(
-                "Chromium exited with code {} before it listened for DevTools{}",
-                exit.code,
+                "{} before it listened for DevTools{}",
+                crate::visits::ended("Chromium", exit.code),
                 process.last_stderr_line()
             );
         }

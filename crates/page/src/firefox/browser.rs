@@ -10,6 +10,7 @@ use std::collections::{HashSet, VecDeque};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -39,10 +40,59 @@ const EVENTS: &[&str] = &[
     "browsingContext.load",
 ];
 
-/// The Firefox binary: `given`, else the first of [`NAMES`] on PATH.
+/// The oldest Firefox with all the driver uses: the parent process's
+/// scope behind `--remote-allow-system-access` came in 138, and 140 is
+/// the ESR after it (checked with 153 ESR).
+const OLDEST: u32 = 140;
+
+/// How to install a Firefox.
+const INSTALL: &str = "apt-get install firefox-esr (Debian)";
+
+/// The Firefox binary: `given`, else the first of [`NAMES`] on PATH; one
+/// that says it is older than [`OLDEST`] is refused.
 pub fn find_binary(given: Option<&Path>) -> Result<PathBuf> {
-    let install = "apt-get install firefox-esr (Debian)";
-    crate::visits::find_binary(given, "Firefox", NAMES, "--firefox", install)
+    let binary = crate::visits::find_binary(given, "Firefox", NAMES, "--firefox", INSTALL)?;
+    if let Some(major) = major_version(&binary)? {
+        anyhow::ensure!(
+            major >= OLDEST,
+            "{} is Firefox {major}, too old for WebDriver BiDi as h3lab drives it \
+             (needs {OLDEST} or newer); install a newer one: {INSTALL}, or pass --firefox PATH",
+            binary.display()
+        );
+    }
+    Ok(binary)
+}
+
+/// The major version `binary --version` prints ("Mozilla Firefox
+/// 153.0esr"); `None` when it prints none (the launch then tells).
+fn major_version(binary: &Path) -> Result<Option<u32>> {
+    let mut command = Command::new(binary);
+    command
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut process = Supervised::spawn(command, Group::Own, "Firefox")
+        .with_context(|| format!("running {} --version", binary.display()))?;
+    let deadline = Instant::now() + STARTUP;
+    let exit = process.wait_until(Some(deadline), &AtomicBool::new(false), Duration::ZERO);
+    anyhow::ensure!(
+        exit.is_some(),
+        "{} --version did not finish within {STARTUP:?}",
+        binary.display()
+    );
+    let mut text = String::new();
+    if let Some(mut stdout) = process.take_stdout() {
+        std::io::Read::read_to_string(&mut stdout, &mut text)
+            .with_context(|| format!("reading {} --version", binary.display()))?;
+    }
+    Ok(parse_major_version(&text))
+}
+
+fn parse_major_version(text: &str) -> Option<u32> {
+    let version = text.split("Firefox ").nth(1)?;
+    let major: String = version.chars().take_while(char::is_ascii_digit).collect();
+    major.parse().ok()
 }
 
 /// What a launch writes into the profile and runs before the first load.
@@ -52,10 +102,24 @@ pub struct Setup {
     pub user_js: String,
     /// `cert_override.txt`, when a certificate is pinned.
     pub cert_overrides: Option<String>,
-    /// Run in the parent process (host name overrides).
-    pub parent_script: Option<String>,
+    /// Authorities trusted in the profile's certificate database.
+    pub authorities: Option<Authorities>,
+    /// Run in the parent process: host name overrides.
+    pub host_names: Option<String>,
     /// Accept any certificate (WebDriver's `acceptInsecureCerts`).
     pub insecure: bool,
+}
+
+/// Certificate authorities a launch adds to its profile, and where they
+/// came from.
+#[derive(Debug, Clone)]
+pub struct Authorities {
+    /// [`super::profile::authorities_script`]'s script.
+    pub script: String,
+    /// `--ca`'s file: a certificate Firefox refuses fails the launch. The
+    /// system's store (`None`) is Firefox's own roots plus any a user
+    /// added; one it refuses it would not have trusted anyway.
+    pub ca_file: Option<PathBuf>,
 }
 
 /// A WebDriver BiDi connection: commands with ids, events kept in order
@@ -175,8 +239,12 @@ impl Browser {
             json!({"capabilities": capabilities}),
             deadline,
         )?;
-        if let Some(script) = &setup.parent_script {
-            run_in_parent(&mut bidi, script, deadline)?;
+        if let Some(authorities) = &setup.authorities {
+            trust(&mut bidi, authorities, deadline)?;
+        }
+        if let Some(script) = &setup.host_names {
+            run_in_parent(&mut bidi, script, deadline)
+                .context("Firefox could not map the host names")?;
         }
         let tree = bidi.call("browsingContext.getTree", json!({"maxDepth": 0}), deadline)?;
         let context = tree["contexts"][0]["context"]
@@ -203,11 +271,9 @@ impl Browser {
         let deadline = Instant::now() + COMMAND;
         // Firefox may close the socket before it answers.
         let _ = self.bidi.call("browser.close", json!({}), deadline);
-        let exit = self.process.wait_until(
-            Some(deadline),
-            &std::sync::atomic::AtomicBool::new(false),
-            COMMAND,
-        );
+        let exit = self
+            .process
+            .wait_until(Some(deadline), &AtomicBool::new(false), COMMAND);
         anyhow::ensure!(
             exit.is_some(),
             "Firefox did not exit within {COMMAND:?} of browser.close"
@@ -216,11 +282,7 @@ impl Browser {
     }
 
     fn with_state(&mut self, err: anyhow::Error) -> anyhow::Error {
-        let last = self.process.last_stderr_line();
-        match self.process.poll() {
-            Some(exit) => err.context(format!("Firefox exited with code {}{last}", exit.code)),
-            None => err.context(format!("Firefox is still running{last}")),
-        }
+        crate::visits::with_browser_state("Firefox", &mut self.process, err)
     }
 
     /// Navigates to `url` and returns the tab's events from then until the
@@ -357,8 +419,8 @@ fn untrusted_hint(err: anyhow::Error, url: &str) -> anyhow::Error {
     let text = format!("{err:#}");
     match text.contains("MOZILLA_PKIX_ERROR") || text.contains("SEC_ERROR") {
         true => err.context(
-            "Firefox does not trust the server's certificate; pass it with --ca FILE \
-             (pinned on the page's origins), or --insecure",
+            "Firefox does not trust the server's certificate; pass it or its authority \
+             with --ca FILE, or --insecure",
         ),
         false => err,
     }
@@ -383,9 +445,35 @@ fn write_profile(dir: &Path, setup: &Setup) -> Result<()> {
     }
 }
 
-/// Runs `script` in Firefox's parent process, where its network services
-/// live (`--remote-allow-system-access`).
-fn run_in_parent(bidi: &mut Bidi, script: &str, deadline: Instant) -> Result<()> {
+/// Adds `authorities` to the profile's certificate database.
+fn trust(bidi: &mut Bidi, authorities: &Authorities, deadline: Instant) -> Result<()> {
+    let context = || match &authorities.ca_file {
+        Some(path) => format!(
+            "Firefox could not trust the certificates of {}",
+            path.display()
+        ),
+        None => "Firefox could not trust the system's certificate authorities".to_string(),
+    };
+    let refused = run_in_parent(bidi, &authorities.script, deadline).with_context(context)?;
+    let refused = from_remote_value(&refused);
+    let refused: Vec<&str> = (refused.as_array().into_iter().flatten())
+        .filter_map(Value::as_str)
+        .collect();
+    match &authorities.ca_file {
+        Some(path) if !refused.is_empty() => bail!(
+            "Firefox refused certificate {} of --ca {}; pass PEM certificates of the server \
+             or its authority",
+            refused.join(", certificate "),
+            path.display()
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Runs `script` in Firefox's parent process, where its network and
+/// security services live (`--remote-allow-system-access`), and returns
+/// its value as BiDi gives it.
+fn run_in_parent(bidi: &mut Bidi, script: &str, deadline: Instant) -> Result<Value> {
     let tree = bidi.call(
         "browsingContext.getTree",
         json!({"maxDepth": 0, "moz:scope": "chrome"}),
@@ -398,12 +486,9 @@ fn run_in_parent(bidi: &mut Bidi, script: &str, deadline: Instant) -> Result<()>
         deadline,
     )?;
     if result["type"] == "exception" {
-        bail!(
-            "Firefox could not map the host names: {}",
-            result["exceptionDetails"]
-        );
+        bail!("the script threw {}", result["exceptionDetails"]);
     }
-    Ok(())
+    Ok(result["result"].clone())
 }
 
 /// A BiDi remote value (`{"type": "object", "value": [[key, value], …]}`)
@@ -434,8 +519,8 @@ fn bidi_url(process: &mut Supervised, profile: &Path) -> Result<String> {
     while Instant::now() < deadline {
         if let Some(exit) = process.poll() {
             bail!(
-                "Firefox exited with code {} before it listened for WebDriver BiDi{}",
-                exit.code,
+                "{} before it listened for WebDriver BiDi{}",
+                crate::visits::ended("Firefox", exit.code),
                 process.last_stderr_line()
             );
         }
@@ -455,6 +540,29 @@ fn bidi_url(process: &mut Supervised, profile: &Path) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_major_version_is_read_from_what_firefox_prints() {
+        assert_eq!(
+            parse_major_version("Mozilla Firefox 153.0.1esr\n"),
+            Some(153)
+        );
+        assert_eq!(parse_major_version("Mozilla Firefox 115.9.0esr"), Some(115));
+        assert_eq!(parse_major_version("Mozilla Firefox nightly"), None);
+        assert_eq!(parse_major_version(""), None);
+    }
+
+    #[test]
+    fn a_firefox_too_old_for_bidi_is_refused_naming_the_package() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("firefox");
+        std::fs::write(&fake, "#!/bin/sh\necho 'Mozilla Firefox 115.9.0esr'\n").unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let err = find_binary(Some(&fake)).unwrap_err().to_string();
+        assert!(err.contains("is Firefox 115, too old"), "{err}");
+        assert!(err.contains("apt-get install firefox-esr"), "{err}");
+    }
 
     #[test]
     fn a_remote_object_becomes_plain_json() {

@@ -105,6 +105,10 @@ struct Response {
     protocol: Option<String>,
     /// The body's bytes as they crossed the network.
     body_size: Option<u64>,
+    /// Served from a cache of Firefox's own without crossing the network
+    /// (the image cache, which bypassing the HTTP cache leaves on).
+    #[serde(default)]
+    from_cache: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -130,6 +134,8 @@ struct Row {
     end: Option<f64>,
     bytes: u64,
     request_start: Option<f64>,
+    /// Answered from Firefox's own cache: left out of the load.
+    from_cache: bool,
 }
 
 impl Row {
@@ -215,6 +221,7 @@ impl<'a> Waterfall<'a> {
             end: None,
             bytes: 0,
             request_start: None,
+            from_cache: false,
         });
         self.by_id.insert(request.request, self.rows.len() - 1);
     }
@@ -227,7 +234,15 @@ impl<'a> Waterfall<'a> {
             status: None,
             protocol: None,
             body_size: None,
+            from_cache: false,
         });
+        if response.from_cache {
+            // A second request for an image the page fetched already
+            // (seen: 0 bytes, protocol "http/1.1" on an h3 load): no
+            // fetch of the page's, so no row of its waterfall.
+            self.rows[index].from_cache = true;
+            return;
+        }
         let url = self.rows[index].url.clone();
         let protocol = response.protocol.as_deref();
         let problems =
@@ -269,6 +284,7 @@ impl<'a> Waterfall<'a> {
         let Some(document) = self.document else {
             return Err("Firefox reported no request for the page's document".to_string());
         };
+        let document = self.drop_cached(document);
         self.note_unfinished();
         let rows = &self.rows;
         let (mut problems, failed) = sort_problems(std::mem::take(&mut self.problems), |url| {
@@ -308,6 +324,20 @@ impl<'a> Waterfall<'a> {
             skipped: self.skipped,
             failed,
         })
+    }
+
+    /// Leaves out the rows answered from Firefox's own cache, but the
+    /// document's; returns the document's new index.
+    fn drop_cached(&mut self, document: usize) -> usize {
+        let cached_before = (self.rows[..document].iter())
+            .filter(|row| row.from_cache)
+            .count();
+        let mut index = 0;
+        self.rows.retain(|row| {
+            index += 1;
+            index - 1 == document || !row.from_cache
+        });
+        document - cached_before
     }
 
     fn note_unfinished(&mut self) {
@@ -457,6 +487,25 @@ mod tests {
         let err = loaded(&page(["h3", "h3", "http/1.1"]), Proto::H3).unwrap_err();
         assert_eq!(err, "https://a.test/hero.svg came over http/1.1, not h3");
         assert!(loaded(&page(["h2", "h3", "h3"]), Proto::Auto).is_ok());
+    }
+
+    #[test]
+    fn a_second_request_answered_from_firefoxs_image_cache_is_no_fetch() {
+        let mut events = page(["h3"; 3]);
+        events.insert(6, sent("4", "https://a.test/hero.svg", "image", 13.0));
+        let mut cached = completed(
+            "4",
+            "https://a.test/hero.svg",
+            "image",
+            13.0,
+            "http/1.1",
+            200,
+        );
+        cached["params"]["response"]["fromCache"] = json!(true);
+        cached["params"]["response"]["bodySize"] = json!(0);
+        events.insert(7, cached);
+        let load = loaded(&events, Proto::H3).unwrap();
+        assert_eq!(load, loaded(&page(["h3"; 3]), Proto::H3).unwrap());
     }
 
     #[test]

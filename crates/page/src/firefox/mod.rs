@@ -21,11 +21,16 @@
 //!
 //! # Trust
 //!
-//! [`Trust::CaFile`]: the file's first certificate is pinned on every
-//! origin of the page in the profile's `cert_override.txt` (by its SHA-256,
-//! as Firefox's own "accept the risk" does), honoured over TCP and QUIC.
-//! [`Trust::Insecure`]: WebDriver's `acceptInsecureCerts`, over both too.
-//! [`Trust::System`]: the profile's NSS roots. An SPKI pin is Chromium's
+//! [`Trust::CaFile`]: every certificate in the file is trusted as an
+//! authority in the profile's certificate database (a private CA's chain
+//! verifies), and the first is also pinned on every origin of the page in
+//! `cert_override.txt` (by its SHA-256, as Firefox's own "accept the risk"
+//! does: a self-signed server certificate); both are honoured over TCP and
+//! QUIC. [`Trust::Insecure`]: WebDriver's `acceptInsecureCerts`, over both
+//! too. [`Trust::System`]: Firefox's own roots, and the system's store as
+//! h3lab's clients read it (`SSL_CERT_FILE`, `SSL_CERT_DIR`, else
+//! `/etc/ssl/certs`), which Firefox on Linux does not read: a field run
+//! trusts the same authorities in every loader. An SPKI pin is Chromium's
 //! and is refused.
 //!
 //! # Names
@@ -67,7 +72,7 @@ pub use events::page_load_from_bidi_events;
 use crate::chromium::{PagePerformance, Trust, PERFORMANCE_SCRIPT};
 use crate::rules::PageRules;
 use crate::visits::{self, Engine, Visits};
-use browser::{Browser, Setup};
+use browser::{Authorities, Browser, Setup};
 
 /// How Firefox loads the page.
 #[derive(Debug, Clone)]
@@ -132,40 +137,62 @@ fn setup(host: &str, port: u16, options: &FirefoxOptions) -> Result<Setup> {
             origins.push(origin);
         }
     }
-    let cert_overrides = match &options.trust {
-        Trust::CaFile(path) => Some(profile::cert_overrides(&first_certificate(path)?, &origins)),
+    let (cert_overrides, authorities) = match &options.trust {
+        Trust::CaFile(path) => {
+            let certificates = certificates(path)?;
+            let authorities = Authorities {
+                script: profile::authorities_script(certificates.iter().map(Vec::as_slice)),
+                ca_file: Some(path.clone()),
+            };
+            let pin = profile::cert_overrides(&certificates[0], &origins);
+            (Some(pin), Some(authorities))
+        }
         Trust::SpkiSha256Base64(_) => bail!(
             "Firefox cannot pin a key's SPKI hash (--spki is Chromium's); pass the server's \
              certificate with --ca FILE"
         ),
-        Trust::Insecure | Trust::System => None,
+        Trust::System => (None, system_authorities()),
+        Trust::Insecure => (None, None),
     };
     Ok(Setup {
         user_js: profile::user_js(&profile::prefs(options.proto, &origins)),
         cert_overrides,
-        parent_script: profile::dns_override_script(&options.resolve)?,
+        authorities,
+        host_names: profile::dns_override_script(&options.resolve)?,
         insecure: options.trust == Trust::Insecure,
     })
 }
 
 /// The DER of the first certificate in the PEM file `path`.
-fn first_certificate(path: &Path) -> Result<Vec<u8>> {
+fn certificates(path: &Path) -> Result<Vec<Vec<u8>>> {
     let pem = std::fs::read(path).with_context(|| {
         format!(
             "cannot read the certificate {}; pass the server's PEM certificate",
             path.display()
         )
     })?;
-    let cert = rustls_pemfile::certs(&mut std::io::BufReader::new(&pem[..]))
-        .next()
-        .ok_or_else(|| {
-            anyhow!(
-                "{} holds no `BEGIN CERTIFICATE` block; pass a PEM certificate",
-                path.display()
-            )
-        })?
+    let certificates = rustls_pemfile::certs(&mut std::io::BufReader::new(&pem[..]))
+        .map(|cert| cert.map(|cert| cert.to_vec()))
+        .collect::<Result<Vec<_>, _>>()
         .with_context(|| format!("the PEM certificate {} is malformed", path.display()))?;
-    Ok(cert.to_vec())
+    if certificates.is_empty() {
+        bail!(
+            "{} holds no `BEGIN CERTIFICATE` block; pass a PEM certificate",
+            path.display()
+        );
+    }
+    Ok(certificates)
+}
+
+/// The system's store as h3lab's own clients read it (`SSL_CERT_FILE`,
+/// `SSL_CERT_DIR`, else `/etc/ssl/certs`), which Firefox on Linux does not
+/// read itself; `None` when it is empty.
+fn system_authorities() -> Option<Authorities> {
+    let roots = h3lab_client::system_roots();
+    (!roots.is_empty()).then(|| Authorities {
+        script: profile::authorities_script(roots.iter().map(|der| der.as_ref())),
+        ca_file: None,
+    })
 }
 
 /// Firefox as the visits launch it.

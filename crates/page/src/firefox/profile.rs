@@ -1,8 +1,9 @@
 //! What a Firefox profile holds before a launch, written as text: the
 //! preferences (`user.js`) that choose the protocol and keep the browser
 //! quiet, the certificate overrides (`cert_override.txt`) that trust the
-//! server's certificate, and the script that maps host names to
-//! addresses. Pure: the tests read the text.
+//! server's certificate, and the scripts that trust certificate
+//! authorities and map host names to addresses. Pure: the tests read the
+//! text.
 
 use h3lab_client::ResolveRule;
 use h3lab_results::Proto;
@@ -49,8 +50,7 @@ const BASE: &[(&str, bool)] = &[
 ///   (`alt-svc-mapping-for-testing`): QUIC from the first request, with
 ///   no TCP connection beside it: none raced against a slow handshake
 ///   (`backup_timer_delay`, 100 ms by default) and none opened ahead
-///   (`speculative-parallel-limit`); on a busy machine an image came over
-///   http/1.1 on such a connection;
+///   (`speculative-parallel-limit`): a forced h3 load is QUIC's alone;
 /// - auto: HTTP/3 on, no mapping: h3 only where `Alt-Svc` leads;
 /// - h2: HTTP/3 off; h1: HTTP/3 and HTTP/2 off.
 pub(crate) fn prefs(proto: Proto, origins: &[(String, u16)]) -> Vec<(&'static str, Pref)> {
@@ -111,6 +111,29 @@ pub(crate) fn cert_overrides(der: &[u8], origins: &[(String, u16)]) -> String {
         ));
     }
     text
+}
+
+/// A script for Firefox's parent process that trusts each certificate
+/// (DER) as an authority for servers in the profile's certificate
+/// database (`nsIX509CertDB`, as `certutil -A -t C,,` does), and whose
+/// value is the list of those Firefox refused: `"N: why"`, N from 1.
+pub(crate) fn authorities_script<'a>(certificates: impl Iterator<Item = &'a [u8]>) -> String {
+    use base64::Engine;
+    let encoded: Vec<serde_json::Value> = certificates
+        .map(|der| base64::engine::general_purpose::STANDARD.encode(der).into())
+        .collect();
+    format!(
+        "(() => {{\n\
+         const db = Cc[\"@mozilla.org/security/x509certdb;1\"].getService(Ci.nsIX509CertDB);\n\
+         const refused = [];\n\
+         {}.forEach((der, i) => {{\n\
+           try {{ db.addCertFromBase64(der, \"C,,\"); }}\n\
+           catch (e) {{ refused.push(`${{i + 1}}: ${{e.message}}`); }}\n\
+         }});\n\
+         return refused;\n\
+         }})()",
+        serde_json::Value::Array(encoded)
+    )
 }
 
 /// A script for Firefox's parent process that resolves each rule's host
@@ -223,6 +246,20 @@ mod tests {
                 &*format!("www.example.test:443:\tOID.2.16.840.1.101.3.4.2.1\t{abc}\t"),
                 &*format!("img.example.test:8443:\tOID.2.16.840.1.101.3.4.2.1\t{abc}\t"),
             ]
+        );
+    }
+
+    #[test]
+    fn every_authority_is_trusted_for_servers_and_refusals_are_returned() {
+        let script = authorities_script([&b"abc"[..], &b"de"[..]].into_iter());
+        assert!(script.contains(r#"["YWJj","ZGU="].forEach"#), "{script}");
+        assert!(
+            script.contains(r#"addCertFromBase64(der, "C,,")"#),
+            "{script}"
+        );
+        assert!(
+            script.trim_end().ends_with("return refused;\n})()"),
+            "{script}"
         );
     }
 

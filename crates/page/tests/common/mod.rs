@@ -32,6 +32,37 @@ pub fn server_config(dir: &Path) -> (ServerConfig, PathBuf) {
     (config, cert)
 }
 
+/// As [`server_config`], with a certificate signed by a test certificate
+/// authority, and the authority's certificate's path instead.
+#[allow(dead_code)]
+pub fn server_config_under_authority(dir: &Path) -> (ServerConfig, PathBuf) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    (ca_params.distinguished_name).push(DnType::CommonName, "h3lab page test CA");
+    let ca_key = KeyPair::generate().unwrap();
+    let authority = dir.join("authority.pem");
+    std::fs::write(&authority, ca_params.self_signed(&ca_key).unwrap().pem()).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let names = vec!["127.0.0.1".into(), "localhost".into(), SITE_HOST.into()];
+    let key = KeyPair::generate().unwrap();
+    let leaf = (CertificateParams::new(names).unwrap())
+        .signed_by(&key, &issuer)
+        .unwrap();
+    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_path, leaf.pem()).unwrap();
+    std::fs::write(&key_path, key.serialize_pem()).unwrap();
+    let config = ServerConfig {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        tls: TlsSource::PemFiles {
+            cert: cert_path,
+            key: key_path,
+        },
+        ..ServerConfig::default()
+    };
+    (config, authority)
+}
+
 /// The runtime servers run on; a test keeps it until its servers drop.
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
