@@ -14,7 +14,7 @@ use h3lab_results::page::{PageLoad, PageReport};
 use h3lab_results::{Proto, TtfbMode, WorkloadKind};
 use serde_json::Value;
 
-use common::{bench, bench_with, namespaces_left, results, EXE};
+use common::{bench, bench_with, failed_cells, namespaces_left, results, EXE};
 
 /// Every test of this file one at a time: on 2 cores, a parallel one would
 /// disturb the timing the physics test checks and the CPU share the
@@ -862,6 +862,38 @@ loads = 1
     assert!(!left_behind, "namespaces left behind");
 }
 
+/// A cell whose client fails (a page whose stylesheet is missing) keeps
+/// what the built-in server counted of it.
+#[test]
+fn a_failed_cell_keeps_the_servers_metrics() {
+    if !h3lab_testenv::root() {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("site");
+    std::fs::create_dir(&site).unwrap();
+    std::fs::write(
+        site.join("index.html"),
+        "<html><head><link rel=stylesheet href=/missing.css></head><body>x</body></html>",
+    )
+    .unwrap();
+    let out = dir.path().join("missing");
+    let suite = format!(
+        "name = \"missing\"\nprotocols = [\"h2\"]\nprofiles = [\"broadband\"]\nrepetitions = 1\n\
+         [[workload]]\nkind = \"page\"\nname = \"page\"\nsite = \"{}\"\nloads = 1\n",
+        site.display()
+    );
+    let (output, left_behind) = bench(&suite, &out);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let cell = &results(&out).cells[0];
+    assert!(matches!(cell.outcome, Outcome::Failed { .. }), "{cell:?}");
+    let metrics = cell.server_metrics.as_ref().expect("the server's metrics");
+    let connections = metrics.get("h3lab_connections_total{protocol=\"h2\"}");
+    assert!(connections.is_some_and(|n| *n >= 1.0), "{metrics:?}");
+    assert!(!left_behind, "namespaces left behind");
+}
+
 #[test]
 fn a_failing_cell_is_recorded_with_its_error_and_the_rest_still_runs() {
     if !h3lab_testenv::root() {
@@ -1186,7 +1218,11 @@ loads = 1
         har = har.display()
     );
     let (output, left_behind) = bench(&suite, &out);
-    assert!(output.status.success(), "bench failed: {}", stderr(&output));
+    assert!(
+        output.status.success(),
+        "bench failed: {}",
+        failed_cells(&out)
+    );
     let results = results(&out);
     assert_eq!(results.cells.len(), 3 * 2, "protocols × workloads");
     for cell in &results.cells {

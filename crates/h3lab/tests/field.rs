@@ -14,7 +14,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{fails_promptly, namespaces_left, results, FakePath, EXE};
+use common::{failed_cells, fails_promptly, namespaces_left, results, FakePath, EXE};
 use h3lab_results::bench::{Outcome, Results};
 use h3lab_results::Proto;
 use h3lab_supervise::{Group, Supervised};
@@ -351,26 +351,6 @@ fn remote_site() -> Option<RemoteSite> {
         return None;
     };
     Some(RemoteSite::start(&caddy, &nginx))
-}
-
-/// The errors of a run's failed cells, for a failure message.
-fn failed_cells(out: &Path) -> String {
-    let Ok(text) = std::fs::read_to_string(out.join("results.json")) else {
-        return "no results.json".to_string();
-    };
-    let results: Results = serde_json::from_str(&text).unwrap();
-    let failed: Vec<String> = results
-        .cells
-        .iter()
-        .filter_map(|c| match &c.outcome {
-            Outcome::Failed { error } => Some(format!(
-                "{} {} {}: {error}",
-                c.profile, c.workload, c.protocol
-            )),
-            _ => None,
-        })
-        .collect();
-    failed.join("\n")
 }
 
 fn text(output: &Output) -> String {

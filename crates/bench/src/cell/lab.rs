@@ -284,6 +284,11 @@ pub(super) fn measure(
     } = servers.stop(&placement, record)?;
     lab.shutdown(record, edge.as_mut())?;
     record.edge = edge;
+    // A failed cell keeps what the server counted of the failure.
+    record.server_metrics = match (&outcome, metrics) {
+        (Err(_), metrics) => metrics.ok().flatten(),
+        (Ok(_), metrics) => metrics?,
+    };
     if let (Err(err), Some(why)) = (&outcome, &ended) {
         bail!("{why}; the client: {err:#}");
     }
@@ -291,7 +296,6 @@ pub(super) fn measure(
     if let ClientRun::Page { report, .. } = &run {
         check_whole_site(suite, spec, report, &authority)?;
     }
-    record.server_metrics = metrics?;
     record.wire = WireCost::from_counts(record.link.as_ref(), record.server_metrics.as_ref());
     record.header_blocks = HeaderBlocks::from_metrics(record.server_metrics.as_ref());
     record.cpu.client_s = run.cpu_s();

@@ -13,7 +13,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use h3lab_results::bench::Results;
+use h3lab_results::bench::{Outcome, Results};
 use h3lab_supervise::{Group, Supervised};
 
 pub const EXE: &str = env!("CARGO_BIN_EXE_h3lab");
@@ -101,6 +101,28 @@ pub fn bench_with(suite: &str, out: &Path, flags: &[&str]) -> (Output, bool) {
 pub fn results(out: &Path) -> Results {
     let text = std::fs::read_to_string(out.join("results.json")).expect("results.json written");
     serde_json::from_str(&text).expect("results.json is h3lab.results/1")
+}
+
+/// The failed cells of the run in `out`, a line each, for an assertion's
+/// message.
+#[allow(dead_code)]
+pub fn failed_cells(out: &Path) -> String {
+    let Ok(text) = std::fs::read_to_string(out.join("results.json")) else {
+        return "no results.json".to_string();
+    };
+    let results: Results = serde_json::from_str(&text).unwrap();
+    let failed: Vec<String> = results
+        .cells
+        .iter()
+        .filter_map(|c| match &c.outcome {
+            Outcome::Failed { error } => Some(format!(
+                "{} {} {}: {error}",
+                c.profile, c.workload, c.protocol
+            )),
+            _ => None,
+        })
+        .collect();
+    failed.join("\n")
 }
 
 /// Whether the (finished) h3lab process `pid` left namespaces behind;
