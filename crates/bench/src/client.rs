@@ -235,7 +235,7 @@ fn client_args(
     match &spec.workload.load {
         Load::Rps { .. } | Load::Download { .. } => {
             let (load, budget) = load_args(spec, aim, json, warmup)?;
-            Ok((load.command_args(), budget))
+            Ok((load.command_args()?, budget))
         }
         Load::Ttfb { samples, .. } => {
             let mut ttfb = TtfbArgs::new(&aim.body_url(Some(ByteSize(TTFB_BODY_SIZE)))?);
@@ -246,7 +246,7 @@ fn client_args(
             ttfb.quiet = true;
             aim.trust(&mut ttfb.insecure, &mut ttfb.ca, &mut ttfb.resolve)?;
             let budget = Duration::from_secs(30) * (ttfb.samples + 1) * 2;
-            Ok((ttfb.command_args(), budget))
+            Ok((ttfb.command_args()?, budget))
         }
         Load::Page {
             loader,
@@ -266,7 +266,7 @@ fn client_args(
             page.quiet = true;
             aim.trust(&mut page.insecure, &mut page.ca, &mut page.resolve)?;
             let budget = PAGE_LOAD_TIMEOUT * page.loads + Duration::from_secs(60);
-            Ok((page.command_args(), budget))
+            Ok((page.command_args()?, budget))
         }
     }
 }
@@ -366,7 +366,7 @@ pub(crate) fn h3_features(
     aim.trust(&mut offer.insecure, &mut offer.ca, &mut offer.resolve)
         .ok()?;
     let mut command = process::command(placement, Side::Client, exe);
-    command.args(offer.command_args());
+    command.args(offer.command_args().ok()?);
     command.stdout(Stdio::null()).stderr(Stdio::null());
     let mut process = process::spawn(command, "probe offer").ok()?;
     let budget = Duration::from_secs(60);

@@ -224,7 +224,7 @@ fn check_offers(
         window_url: None,
         json: Some(json.clone()),
     };
-    command.args(offer.command_args());
+    command.args(offer.command_args()?);
     command.stdout(Stdio::null()).stderr(Stdio::piped());
     let mut check = process::spawn(command, "the offer check (h3lab probe offer)")?;
     let budget = OFFER_TIMEOUT * 4 * (urls.len() as u32 + 1);

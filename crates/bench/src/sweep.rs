@@ -515,7 +515,7 @@ mod tests {
     fn server_args(setting: &Setting) -> Vec<String> {
         let mut serve = ServeArgs::new();
         setting.apply(&mut serve);
-        let args = serve.to_args();
+        let args = serve.to_args().unwrap();
         let flags = &args[..args.len() - 1];
         flags
             .iter()

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::bail;
-use h3lab_load::cli::{worker_flags, WORKER_FLAGS};
+use h3lab_load::cli::{worker_flag_names, worker_flags};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Affinity, Container, EnvVar, EnvVarSource, ObjectFieldSelector, PodAffinityTerm,
@@ -76,11 +76,11 @@ impl JobPlan {
         if self.load_args.first().map(String::as_str) != Some("load") {
             bail!("after `--` give the load to split, e.g. -- load https://server/ -c 64 --rate 50000 -z 60s");
         }
-        for flag in WORKER_FLAGS {
+        for flag in worker_flag_names() {
             if self
                 .load_args
                 .iter()
-                .any(|arg| arg == flag || arg.starts_with(&format!("{flag}=")))
+                .any(|arg| *arg == flag || arg.starts_with(&format!("{flag}=")))
             {
                 bail!("leave {flag} out of the load's flags: h3lab dist sets it for each pod");
             }

@@ -80,7 +80,7 @@ pub fn start_builtin_at(
     serve.metrics = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
     let mut command = end.command(placement, exe)?;
     command
-        .args(serve.command_args())
+        .args(serve.command_args()?)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -5,40 +5,43 @@
 //! build or the round-trip test, not a benchmark run. Also the flags a
 //! distributed worker adds ([`worker_flags`]) and `h3lab load merge`'s.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use h3lab_client::{ResolveRule, Target, TlsOptions};
-use h3lab_results::flags::{CommandFlags, Flags};
+use h3lab_results::flags::{self, CommandFlags};
 use h3lab_results::load::{LoadReport, Shard};
 use h3lab_results::Proto;
+use serde::Serialize;
 
 use crate::{parse_body, parse_duration, parse_header, parse_shard, parse_start_at};
 use crate::{LoadConfig, StartAt};
 
 /// The flags [`worker_flags`] sets, which the whole test's flags must
 /// leave out.
-pub const WORKER_FLAGS: [&str; 3] = ["--shard", "--start-at", "--json"];
+pub fn worker_flag_names() -> [String; 3] {
+    ["shard", "start_at", "json"].map(flags::flag::<LoadArgs>)
+}
 
 /// What one worker of a split test adds to the whole test's flags: its
 /// shard `index` of `count`, the common start, its report as one JSON
 /// line on standard output and no progress bar. `index` is text: in a
 /// Kubernetes manifest it is the kubelet's `$(VAR)`, expanded in the pod.
 pub fn worker_flags(index: &str, count: u32, start_at: &str) -> Vec<String> {
+    let [shard, start, json] = worker_flag_names();
     // One word per flag: a bare time would be a timestamp, not a string,
     // to YAML 1.1 readers.
     vec![
-        format!("--shard={index}/{count}"),
-        format!("--start-at={start_at}"),
-        "--json=-".to_string(),
-        "--quiet".to_string(),
+        format!("{shard}={index}/{count}"),
+        format!("{start}={start_at}"),
+        format!("{json}=-"),
+        flags::flag::<LoadArgs>("quiet"),
     ]
 }
 
 /// The flags of `h3lab load URL`.
-#[derive(Debug, Clone, PartialEq, clap::Args)]
+#[derive(Debug, Clone, PartialEq, clap::Args, Serialize)]
 pub struct LoadArgs {
     /// URL to load, e.g. https://127.0.0.1:4433/bytes/1000 (http:// only with h1).
     #[arg(required = true)]
@@ -60,6 +63,7 @@ pub struct LoadArgs {
     pub requests: Option<u64>,
     /// Run for this long after warm-up, e.g. 10s, 500ms, 1m.
     #[arg(short = 'z', long, value_parser = parse_duration)]
+    #[serde(serialize_with = "flags::duration_opt")]
     pub duration: Option<Duration>,
     /// Open model: send this many requests per second, latency measured from
     /// each request's intended send time (coordinated-omission corrected).
@@ -96,12 +100,15 @@ pub struct LoadArgs {
     pub threads: Option<usize>,
     /// Per-request timeout.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    #[serde(serialize_with = "flags::duration")]
     pub timeout: Duration,
     /// Connection set-up timeout (TCP+TLS, or QUIC).
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    #[serde(serialize_with = "flags::duration")]
     pub connect_timeout: Duration,
     /// Load this long before measuring; reported separately.
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    #[serde(serialize_with = "flags::duration")]
     pub warmup: Duration,
     /// No progress bar.
     #[arg(short = 'q', long)]
@@ -110,6 +117,7 @@ pub struct LoadArgs {
     /// naming HOST (curl's convention; repeatable), e.g. for a replay
     /// site's origins: www.example.com:443:127.0.0.10.
     #[arg(long, value_name = "HOST:PORT:ADDR")]
+    #[serde(serialize_with = "flags::display_each")]
     pub resolve: Vec<ResolveRule>,
     /// h3: write one qlog file per connection into DIR (created if
     /// missing; JSON-SEQ `.sqlog`, which qvis loads).
@@ -119,10 +127,12 @@ pub struct LoadArgs {
     /// of -c, and of -n and --rate in proportion. The flags above stay the
     /// whole test's, the same for every worker (docs/distributed.md).
     #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    #[serde(serialize_with = "flags::display_opt")]
     pub shard: Option<Shard>,
     /// Begin at this wall-clock time (RFC 3339, e.g. 2026-11-26T12:00:00Z),
     /// as every worker of a split test does; -z then runs from there.
     #[arg(long, value_name = "TIME", value_parser = parse_start_at)]
+    #[serde(serialize_with = "flags::display_opt")]
     pub start_at: Option<StartAt>,
     /// Lift the caps on a load against a server outside this machine (at
     /// most 10 connections; closed model: 1,000 requests or 10 s; open
@@ -170,35 +180,6 @@ impl MergeArgs {
 
 impl CommandFlags for LoadArgs {
     const COMMAND: &'static str = "h3lab load";
-
-    fn to_args(&self) -> Vec<OsString> {
-        let mut args = Flags::default();
-        args.value_opt("--proto", self.proto.map(Proto::name));
-        args.value("--connections", self.connections);
-        args.value("--max-concurrent-streams", self.streams);
-        args.value_opt("--requests", self.requests);
-        args.duration_opt("--duration", self.duration);
-        args.value_opt("--rate", self.rate);
-        args.value("--method", &self.method);
-        args.each("--header", &self.headers);
-        args.switch("--browser-headers", self.browser_headers);
-        args.value_opt("--body", self.body.as_ref());
-        args.switch("--insecure", self.insecure);
-        args.path_opt("--ca", self.ca.as_deref());
-        args.path_opt("--json", self.json.as_deref());
-        args.value_opt("--threads", self.threads);
-        args.duration("--timeout", self.timeout);
-        args.duration("--connect-timeout", self.connect_timeout);
-        args.duration("--warmup", self.warmup);
-        args.switch("--quiet", self.quiet);
-        args.each("--resolve", &self.resolve);
-        args.path_opt("--qlog", self.qlog.as_deref());
-        let shard = self.shard.map(|s| format!("{}/{}", s.index, s.count));
-        args.value_opt("--shard", shard);
-        args.value_opt("--start-at", self.start_at.as_ref().map(|s| &s.text));
-        args.switch("--allow-heavy", self.allow_heavy);
-        args.finish(self.url.iter())
-    }
 }
 
 impl LoadArgs {
@@ -309,7 +290,8 @@ mod tests {
         assert!(args.quiet);
         let with_values = flags.iter().filter_map(|flag| flag.split_once('='));
         let set: Vec<&str> = with_values.map(|(name, _)| name).collect();
-        assert_eq!(set, WORKER_FLAGS);
+        assert_eq!(set, worker_flag_names());
+        assert_eq!(set, ["--shard", "--start-at", "--json"]);
     }
 
     #[test]

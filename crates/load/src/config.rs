@@ -77,6 +77,13 @@ pub struct StartAt {
     pub text: String,
 }
 
+/// The RFC 3339 text, as `--start-at` reads it.
+impl std::fmt::Display for StartAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
 /// This process's part of the test.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Part {

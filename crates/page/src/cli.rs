@@ -3,23 +3,23 @@
 //! a bench cell starts the page loader from a typed value. Also what the
 //! flags ask of each loader, a replay site's included.
 
-use std::ffi::OsString;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
 use h3lab_client::{NameServer, ResolveRule, TlsOptions};
-use h3lab_results::flags::{CommandFlags, Flags};
+use h3lab_results::flags::{self, CommandFlags};
 use h3lab_results::{Loader, Proto, Visit};
 use h3lab_site::replay::Replay;
+use serde::Serialize;
 
 use crate::chromium::{ChromiumOptions, Trust};
 use crate::firefox::FirefoxOptions;
 use crate::loader::{LoaderOptions, RecordedPage};
 
 /// The flags of `h3lab page URL`.
-#[derive(Debug, Clone, PartialEq, clap::Args)]
+#[derive(Debug, Clone, PartialEq, clap::Args, Serialize)]
 pub struct PageArgs {
     /// The page, e.g. https://127.0.0.1:8443/ (from `h3lab serve --site DIR`).
     pub url: String,
@@ -70,6 +70,7 @@ pub struct PageArgs {
     /// naming HOST (curl's convention; repeatable), e.g. for a replay
     /// site's origins: www.example.com:443:127.0.0.10.
     #[arg(long, value_name = "HOST:PORT:ADDR")]
+    #[serde(serialize_with = "flags::display_each")]
     pub resolve: Vec<ResolveRule>,
     /// The replay site (`h3lab site from-har`) the page comes from. Each
     /// origin without a --resolve rule goes to its own address: in order,
@@ -86,9 +87,11 @@ pub struct PageArgs {
     pub dns_origins: bool,
     /// Connection set-up timeout (built-in loader).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "flags::duration")]
     pub connect_timeout: Duration,
     /// One page load may take this long before the run fails.
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "flags::duration")]
     pub timeout: Duration,
     /// Write every load as JSON (schema h3lab.page/1, docs/results-schema.md).
     #[arg(long, value_name = "FILE")]
@@ -103,29 +106,6 @@ pub struct PageArgs {
 
 impl CommandFlags for PageArgs {
     const COMMAND: &'static str = "h3lab page";
-
-    fn to_args(&self) -> Vec<OsString> {
-        let mut args = Flags::default();
-        args.value("--proto", self.proto);
-        args.value("--browser", self.browser);
-        args.value("--visit", self.visit);
-        args.switch("--browser-headers", self.browser_headers);
-        args.value("--loads", self.loads);
-        args.switch("--insecure", self.insecure);
-        args.path_opt("--ca", self.ca.as_deref());
-        args.value_opt("--spki", self.spki.as_ref());
-        args.path_opt("--chromium", self.chromium.as_deref());
-        args.path_opt("--firefox", self.firefox.as_deref());
-        args.each("--resolve", &self.resolve);
-        args.path_opt("--replay", self.replay.as_deref());
-        args.switch("--dns-origins", self.dns_origins);
-        args.duration("--connect-timeout", self.connect_timeout);
-        args.duration("--timeout", self.timeout);
-        args.path_opt("--json", self.json.as_deref());
-        args.path_opt("--har", self.har.as_deref());
-        args.switch("--quiet", self.quiet);
-        args.finish([&self.url])
-    }
 }
 
 impl PageArgs {

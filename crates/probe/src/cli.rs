@@ -3,16 +3,16 @@
 //! ([`CommandFlags::to_args`]): the flags that parse to the same value (a
 //! bench cell starts `probe ttfb` from one).
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use h3lab_client::{ResolveRule, TlsOptions};
-use h3lab_results::flags::{CommandFlags, Flags};
+use h3lab_results::flags::{self, CommandFlags};
 use h3lab_results::{Proto, TtfbMode};
 use h3lab_site::Shape;
 use linkem::config::Overrides;
 use linkem::model::UdpPolicy;
+use serde::Serialize;
 
 use crate::connections::ConnectionsOptions;
 use crate::fallback::FallbackOptions;
@@ -24,7 +24,7 @@ use crate::migrate::MigrateOptions;
 use crate::ttfb::TtfbOptions;
 
 /// The flags of `h3lab probe ttfb URL`.
-#[derive(Debug, Clone, PartialEq, clap::Args)]
+#[derive(Debug, Clone, PartialEq, clap::Args, Serialize)]
 pub struct TtfbArgs {
     /// URL to request, e.g. https://127.0.0.1:8443/bytes/1.
     pub url: String,
@@ -47,10 +47,12 @@ pub struct TtfbArgs {
     pub ca: Option<PathBuf>,
     /// Connection set-up timeout.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "flags::duration")]
     pub connect_timeout: Duration,
     /// Connect to ADDR for HOST:PORT instead of resolving HOST (curl's
     /// --resolve HOST:PORT:ADDR); repeatable.
     #[arg(long, value_name = "HOST:PORT:ADDR")]
+    #[serde(serialize_with = "flags::display_each")]
     pub resolve: Vec<ResolveRule>,
     /// Also write the samples as JSON (schema h3lab.ttfb/2, docs/results-schema.md) to FILE.
     #[arg(long, value_name = "FILE")]
@@ -62,20 +64,6 @@ pub struct TtfbArgs {
 
 impl CommandFlags for TtfbArgs {
     const COMMAND: &'static str = "h3lab probe ttfb";
-
-    fn to_args(&self) -> Vec<OsString> {
-        let mut args = Flags::default();
-        args.value("--proto", self.proto);
-        args.value("--mode", self.mode);
-        args.value("--samples", self.samples);
-        args.switch("--insecure", self.insecure);
-        args.path_opt("--ca", self.ca.as_deref());
-        args.duration("--connect-timeout", self.connect_timeout);
-        args.each("--resolve", &self.resolve);
-        args.path_opt("--json", self.json.as_deref());
-        args.switch("--quiet", self.quiet);
-        args.finish([&self.url])
-    }
 }
 
 impl TtfbArgs {
@@ -102,7 +90,7 @@ impl TtfbArgs {
 }
 
 /// The flags of `h3lab probe connections`.
-#[derive(Debug, Clone, PartialEq, clap::Args)]
+#[derive(Debug, Clone, PartialEq, clap::Args, Serialize)]
 pub struct ConnectionsArgs {
     /// Protocols, each against a fresh server on a fresh path.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "h1,h2,h3")]
@@ -115,6 +103,7 @@ pub struct ConnectionsArgs {
     pub concurrency: u32,
     /// How long each step waits before reading memory.
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "flags::duration")]
     pub settle: Duration,
     /// Measure a server this command starts instead of h3lab serve, e.g.
     /// "scripts/peer-server.sh caddy {ip} {port} {site} {cert} {key}"
@@ -130,17 +119,6 @@ pub struct ConnectionsArgs {
 
 impl CommandFlags for ConnectionsArgs {
     const COMMAND: &'static str = "h3lab probe connections";
-
-    fn to_args(&self) -> Vec<OsString> {
-        let mut args = Flags::default();
-        args.value("--protocols", comma_list(&self.protocols));
-        args.value("--counts", comma_list(&self.counts));
-        args.value("--concurrency", self.concurrency);
-        args.duration("--settle", self.settle);
-        args.value_opt("--server-cmd", self.server_cmd.as_ref());
-        args.path_opt("--json", self.json.as_deref());
-        args.finish(None::<OsString>)
-    }
 }
 
 impl ConnectionsArgs {
@@ -160,7 +138,7 @@ impl ConnectionsArgs {
 }
 
 /// The flags of `h3lab probe offer URL...`.
-#[derive(Debug, Clone, PartialEq, clap::Args)]
+#[derive(Debug, Clone, PartialEq, clap::Args, Serialize)]
 pub struct OfferArgs {
     /// URLs whose origins to check, e.g. https://www.example.com/.
     #[arg(required = true)]
@@ -168,6 +146,7 @@ pub struct OfferArgs {
     /// Connect to ADDR for HOST:PORT instead of resolving HOST (curl's
     /// --resolve HOST:PORT:ADDR); repeatable.
     #[arg(long, value_name = "HOST:PORT:ADDR")]
+    #[serde(serialize_with = "flags::display_each")]
     pub resolve: Vec<ResolveRule>,
     /// Accept any server certificate.
     #[arg(long)]
@@ -179,6 +158,7 @@ pub struct OfferArgs {
     /// How long each connection may take; a QUIC handshake with no answer
     /// within it means no h3.
     #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "flags::duration")]
     pub timeout: Duration,
     /// A URL on one of the origins whose response is larger than its h3
     /// server's initial window (a large image or download; 1 MB or more),
@@ -194,17 +174,6 @@ pub struct OfferArgs {
 
 impl CommandFlags for OfferArgs {
     const COMMAND: &'static str = "h3lab probe offer";
-
-    fn to_args(&self) -> Vec<OsString> {
-        let mut args = Flags::default();
-        args.each("--resolve", &self.resolve);
-        args.switch("--insecure", self.insecure);
-        args.path_opt("--ca", self.ca.as_deref());
-        args.duration("--timeout", self.timeout);
-        args.value_opt("--window-url", self.window_url.as_deref());
-        args.path_opt("--json", self.json.as_deref());
-        args.finish(&self.urls)
-    }
 }
 
 impl OfferArgs {
@@ -218,11 +187,12 @@ impl OfferArgs {
 }
 
 /// The flags of `h3lab probe migrate`.
-#[derive(Debug, Clone, PartialEq, clap::Args)]
+#[derive(Debug, Clone, PartialEq, clap::Args, Serialize)]
 pub struct MigrateArgs {
     /// What changes at the switch: `port` (NAT rebinding) or `address` (a
     /// network handoff to a second client address).
     #[arg(long, default_value = "port")]
+    #[serde(serialize_with = "flags::display")]
     pub change: Change,
     /// Protocols to run, each on a fresh path, e.g. h2,h3.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "h1,h2,h3")]
@@ -232,15 +202,18 @@ pub struct MigrateArgs {
     pub profile: String,
     /// Changes to the profile: the link flags of `h3lab net run`.
     #[command(flatten)]
+    #[serde(flatten)]
     pub path: Overrides,
     /// Requests started per second.
     #[arg(long, default_value_t = 50)]
     pub rate: u32,
     /// How long requests are started.
     #[arg(long, default_value = "4s", value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "flags::duration")]
     pub duration: Duration,
     /// When the change happens, from the first request; default: half-way.
     #[arg(long, value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "flags::duration_opt")]
     pub switch_at: Option<Duration>,
     /// Response body size of each request (`/bytes/N`).
     #[arg(long, default_value_t = 1000)]
@@ -248,10 +221,12 @@ pub struct MigrateArgs {
     /// A request without a complete response this long after its
     /// scheduled start fails; default: 8 RTT, at least 1 s.
     #[arg(long, value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "flags::duration_opt")]
     pub request_timeout: Option<Duration>,
     /// A successful request slower than this counts as delayed; default:
     /// 2 RTT, at least 10 ms.
     #[arg(long, value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "flags::duration_opt")]
     pub delay_threshold: Option<Duration>,
     /// Also write the report as JSON (schema h3lab.migrate/1,
     /// docs/results-schema.md) to FILE.
@@ -261,22 +236,6 @@ pub struct MigrateArgs {
 
 impl CommandFlags for MigrateArgs {
     const COMMAND: &'static str = "h3lab probe migrate";
-
-    fn to_args(&self) -> Vec<OsString> {
-        let mut args = Flags::default();
-        args.value("--change", self.change);
-        args.value("--proto", comma_list(&self.proto));
-        args.value("--profile", &self.profile);
-        args.extend(self.path.to_args());
-        args.value("--rate", self.rate);
-        args.duration("--duration", self.duration);
-        args.duration_opt("--switch-at", self.switch_at);
-        args.value("--bytes", self.bytes);
-        args.duration_opt("--request-timeout", self.request_timeout);
-        args.duration_opt("--delay-threshold", self.delay_threshold);
-        args.path_opt("--json", self.json.as_deref());
-        args.finish(None::<OsString>)
-    }
 }
 
 impl MigrateArgs {
@@ -311,7 +270,7 @@ impl MigrateArgs {
 }
 
 /// The flags of `h3lab probe hol`.
-#[derive(Debug, Clone, PartialEq, clap::Args)]
+#[derive(Debug, Clone, PartialEq, clap::Args, Serialize)]
 pub struct HolArgs {
     /// Parallel GETs on the one connection.
     #[arg(long, default_value_t = 8)]
@@ -328,6 +287,7 @@ pub struct HolArgs {
     pub profile: String,
     /// Changes to the profile: the link flags of `h3lab net run`.
     #[command(flatten)]
+    #[serde(flatten)]
     pub path: Overrides,
     /// Repetitions; repetition r runs every protocol with seed + r.
     #[arg(long, default_value_t = 1)]
@@ -343,19 +303,6 @@ pub struct HolArgs {
 
 impl CommandFlags for HolArgs {
     const COMMAND: &'static str = "h3lab probe hol";
-
-    fn to_args(&self) -> Vec<OsString> {
-        let mut args = Flags::default();
-        args.value("--streams", self.streams);
-        args.value("--size", self.size);
-        args.value("--protos", comma_list(&self.protos));
-        args.value("--profile", &self.profile);
-        args.extend(self.path.to_args());
-        args.value("--repetitions", self.repetitions);
-        args.path_opt("--json", self.json.as_deref());
-        args.path_opt("--html", self.html.as_deref());
-        args.finish(None::<OsString>)
-    }
 }
 
 impl HolArgs {
@@ -377,7 +324,7 @@ impl HolArgs {
 }
 
 /// The flags of `h3lab probe fallback`.
-#[derive(Debug, Clone, PartialEq, clap::Args)]
+#[derive(Debug, Clone, PartialEq, clap::Args, Serialize)]
 pub struct FallbackArgs {
     /// The UDP policies, each on a fresh path: open, blocked,
     /// blocked-after:N or throttle:RATE.
@@ -389,9 +336,11 @@ pub struct FallbackArgs {
     pub profile: String,
     /// Changes to the profile: the link flags of `h3lab net run`.
     #[command(flatten)]
+    #[serde(flatten)]
     pub path: Overrides,
     /// The generated site loaded (see `h3lab site generate`).
     #[arg(long, default_value = "small")]
+    #[serde(serialize_with = "flags::display")]
     pub site: Shape,
     /// The site's seed (`--seed` is the path's).
     #[arg(long, default_value_t = 1)]
@@ -407,18 +356,6 @@ pub struct FallbackArgs {
 
 impl CommandFlags for FallbackArgs {
     const COMMAND: &'static str = "h3lab probe fallback";
-
-    fn to_args(&self) -> Vec<OsString> {
-        let mut args = Flags::default();
-        args.value("--policies", comma_list(&self.policies));
-        args.value("--profile", &self.profile);
-        args.extend(self.path.to_args());
-        args.value("--site", self.site);
-        args.value("--site-seed", self.site_seed);
-        args.value("--repetitions", self.repetitions);
-        args.path_opt("--json", self.json.as_deref());
-        args.finish(None::<OsString>)
-    }
 }
 
 impl FallbackArgs {
@@ -441,15 +378,6 @@ impl FallbackArgs {
         options.validate()?;
         Ok(options)
     }
-}
-
-/// `a,b,c`, as a `value_delimiter = ','` flag reads it.
-fn comma_list(values: &[impl ToString]) -> String {
-    values
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 #[cfg(test)]
@@ -538,6 +466,38 @@ mod tests {
             ],
         )
         .unwrap()
+    }
+
+    /// Link values whose text must keep every digit: a fractional
+    /// millisecond, a rate in bits, a loss below 0.01 %, a byte queue.
+    #[test]
+    fn link_values_pass_on_exactly() {
+        use linkem::model::{QueueLimit, ReorderSpec};
+        let exact = Overrides {
+            rtt: Some(37_500_000),
+            down: Some(2_500_000),
+            up: Some(123),
+            loss: Some(0.0007),
+            loss_model: Some("gilbert:1%,30%,0%,100%".to_string()),
+            loss_direction: Some(linkem::config::LossDirection::Both),
+            jitter: every_path_flag().jitter,
+            queue: Some(QueueLimit::Bytes(65_537)),
+            reorder: Some(ReorderSpec {
+                probability: 0.00007,
+                extra_delay: 10_000_000,
+            }),
+            duplicate: Some(0.001),
+            udp: Some(UdpPolicy::Throttle {
+                bits_per_sec: 1_500_000,
+            }),
+            trace_down: Some("traces/-down.trace".into()),
+            trace_up: Some("up.trace".into()),
+            seed: Some(u64::MAX),
+        };
+        assert_round_trip(HolArgs {
+            path: exact,
+            ..defaults::<HolArgs>(&[])
+        });
     }
 
     #[test]

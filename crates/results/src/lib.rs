@@ -20,6 +20,7 @@
 pub mod bench;
 pub mod difference;
 pub mod env;
+#[cfg(feature = "clap")]
 pub mod flags;
 pub mod handoff;
 mod histogram;

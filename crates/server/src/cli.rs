@@ -9,8 +9,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use h3lab_results::flags::{value_word, CommandFlags, Flags};
+use h3lab_results::flags::{self, CommandFlags};
 use h3lab_results::{QuicCongestion, TcpCongestion};
+use serde::Serialize;
 
 use crate::{
     Forward, Limits, QuicTuning, ServerConfig, TcpTuning, TlsRecords, TlsSource, Upstream,
@@ -18,7 +19,7 @@ use crate::{
 };
 
 /// The flags of `h3lab serve`.
-#[derive(Debug, Clone, PartialEq, clap::Args)]
+#[derive(Debug, Clone, PartialEq, clap::Args, Serialize)]
 pub struct ServeArgs {
     /// Address and port for TCP (h1, h2) and UDP (h3); port 0 picks a free one.
     #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8443")]
@@ -97,16 +98,19 @@ pub struct ServeArgs {
     /// Longest time a new connection may take to be ready for requests (TLS
     /// handshake on TCP; QUIC handshake and HTTP/3 set-up on UDP), e.g. 10s.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "flags::duration")]
     pub handshake_timeout: Duration,
     /// Longest time a connection with no request in flight may take to send
     /// a complete request's headers, from being ready or from its last
     /// response; past it the connection is closed (h2/h3: GOAWAY), e.g. 10s.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "flags::duration")]
     pub header_timeout: Duration,
     /// TLS record sizes on TCP: dynamic (small records first so a large
     /// response's headers arrive in the first round trip, then 16 KB) or max
     /// (16 KB from the start, as rustls and nginx do by default).
     #[arg(long, value_enum, default_value = "dynamic")]
+    #[serde(serialize_with = "flags::word")]
     pub tls_records: RecordSizing,
     /// TCP_NOTSENT_LOWAT in bytes: how much unsent data a TCP socket holds
     /// before the server stops writing to it (default: the kernel's, no limit).
@@ -130,6 +134,7 @@ pub struct ServeArgs {
     /// priority (no header: in turn); fair, in turn, a DATA frame each
     /// (hyper's own); in-order, each response whole in the order requested.
     #[arg(long, value_enum, default_value = "priority")]
+    #[serde(serialize_with = "flags::word")]
     pub h2_stream_order: StreamOrder,
     /// SO_SNDBUF for every TCP connection, in bytes (default: the kernel's
     /// autotuning, which a fixed size turns off).
@@ -146,6 +151,7 @@ pub struct ServeArgs {
     /// UDP generic segmentation offload for HTTP/3: many datagrams per
     /// system call, where the kernel supports it.
     #[arg(long, value_enum, default_value = "on")]
+    #[serde(serialize_with = "flags::word")]
     pub gso: Switch,
     /// SO_SNDBUF and SO_RCVBUF asked for the UDP socket, in bytes (the
     /// kernel caps them at net.core.wmem_max and rmem_max).
@@ -156,6 +162,7 @@ pub struct ServeArgs {
     /// runtime h1 and h2 use (--threads), for more than one core's worth
     /// of h3.
     #[arg(long, value_enum, default_value = "own")]
+    #[serde(serialize_with = "flags::word")]
     pub quic_thread: QuicThreadChoice,
     /// Ask clients that support the ACK frequency extension to acknowledge
     /// every N ack-eliciting packets (10: Chromium's decimation; 2: RFC
@@ -166,12 +173,14 @@ pub struct ServeArgs {
     /// The longest ACK delay asked of such clients (default: the client's
     /// own max_ack_delay, which quinn caps at one RTT).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "flags::duration_opt")]
     pub quic_max_ack_delay: Option<std::time::Duration>,
     /// How one connection's responses share its packets: priority, by the
     /// request's RFC 9218 priority header (as quic-go does; no header: in
     /// turn); fair, in turn, a packet each; in-order, each response whole
     /// in the order written.
     #[arg(long, value_enum, default_value = "priority")]
+    #[serde(serialize_with = "flags::word")]
     pub quic_stream_order: StreamOrder,
     /// Serve Prometheus metrics at http://ADDR:PORT/metrics (plain HTTP, a
     /// listener of its own; port 0 picks a free one). See docs/metrics.md.
@@ -185,10 +194,12 @@ pub struct ServeArgs {
     /// or http://ADDR:PORT for cleartext) on a pooled upstream, as a CDN or
     /// nginx in front of an application does. See docs/edge.md.
     #[arg(long, value_name = "URL")]
+    #[serde(serialize_with = "flags::display_opt")]
     pub upstream: Option<http::Uri>,
     /// The protocol to the origin: h2, one multiplexed connection; h1, a
     /// pool of keep-alive connections, one per concurrent request.
     #[arg(long, value_enum, default_value = "h2", requires = "upstream")]
+    #[serde(serialize_with = "flags::word")]
     pub upstream_protocol: UpstreamChoice,
     /// The origin's certificate (or its CA) as PEM; the edge verifies an
     /// https origin against it.
@@ -198,10 +209,12 @@ pub struct ServeArgs {
     /// (`/`, paths ending in / or .html), the edge serving the rest of
     /// --site itself, as a CDN with the site cached does.
     #[arg(long, value_enum, default_value = "all", requires = "upstream")]
+    #[serde(serialize_with = "flags::word")]
     pub forward: ForwardChoice,
     /// The longest wait for the origin's response head (then 504), e.g. 60s
     /// (nginx's proxy_read_timeout).
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "flags::duration")]
     pub upstream_timeout: Duration,
 }
 
@@ -272,125 +285,8 @@ impl Default for ServeArgs {
     }
 }
 
-/// A duration as humantime reads it back exactly.
-fn duration(value: Duration) -> String {
-    humantime::format_duration(value).to_string()
-}
-
 impl CommandFlags for ServeArgs {
     const COMMAND: &'static str = "h3lab serve";
-
-    /// Only the flags that differ from the defaults, so that a command
-    /// line shows what a run changed.
-    fn to_args(&self) -> Vec<OsString> {
-        let default = ServeArgs::new();
-        let mut args = Flags::default();
-        let changed = |pick: fn(&ServeArgs) -> String| {
-            let value = pick(self);
-            (value != pick(&default)).then_some(value)
-        };
-        args.value_opt("--listen", changed(|a| a.listen.to_string()));
-        args.path_opt("--cert", self.cert.as_deref());
-        args.path_opt("--key", self.key.as_deref());
-        args.each("--san", &self.sans);
-        args.path_opt("--write-cert", self.write_cert.as_deref());
-        args.value_opt("--upstream", self.upstream.as_ref());
-        args.value_opt(
-            "--upstream-protocol",
-            changed(|a| value_word(a.upstream_protocol)),
-        );
-        args.path_opt("--upstream-ca", self.upstream_ca.as_deref());
-        args.value_opt("--forward", changed(|a| value_word(a.forward)));
-        args.value_opt(
-            "--upstream-timeout",
-            changed(|a| duration(a.upstream_timeout)),
-        );
-        args.value_opt("--quic-cc", changed(|a| a.quic_cc.to_string()));
-        args.switch("--cleartext", self.cleartext);
-        args.path_opt("--root", self.root.as_deref());
-        args.path_opt("--site", self.site.as_deref());
-        args.value_opt(
-            "--max-header-bytes",
-            changed(|a| a.max_header_bytes.to_string()),
-        );
-        args.value_opt(
-            "--max-body-bytes",
-            changed(|a| a.max_body_bytes.to_string()),
-        );
-        args.value_opt(
-            "--max-response-bytes",
-            changed(|a| a.max_response_bytes.to_string()),
-        );
-        args.value_opt("--threads", self.threads);
-        args.value_opt("--max-streams", changed(|a| a.max_streams.to_string()));
-        args.value_opt(
-            "--max-tcp-connections",
-            changed(|a| a.max_tcp_connections.to_string()),
-        );
-        args.value_opt(
-            "--max-tcp-connections-per-peer",
-            changed(|a| a.max_tcp_connections_per_peer.to_string()),
-        );
-        args.value_opt(
-            "--max-quic-connections",
-            changed(|a| a.max_quic_connections.to_string()),
-        );
-        args.value_opt(
-            "--max-quic-connections-per-peer",
-            changed(|a| a.max_quic_connections_per_peer.to_string()),
-        );
-        args.value_opt(
-            "--quic-retry-threshold",
-            changed(|a| a.quic_retry_threshold.to_string()),
-        );
-        args.value_opt("--max-delay-ms", changed(|a| a.max_delay_ms.to_string()));
-        args.value_opt(
-            "--shutdown-grace-ms",
-            changed(|a| a.shutdown_grace_ms.to_string()),
-        );
-        args.value_opt(
-            "--handshake-timeout",
-            changed(|a| duration(a.handshake_timeout)),
-        );
-        args.value_opt("--header-timeout", changed(|a| duration(a.header_timeout)));
-        args.value_opt("--tls-records", changed(|a| value_word(a.tls_records)));
-        args.value_opt("--tcp-notsent-lowat", self.tcp_notsent_lowat);
-        args.value_opt("--tcp-cc", self.tcp_cc);
-        args.value_opt(
-            "--h2-stream-window",
-            changed(|a| a.h2_stream_window.to_string()),
-        );
-        args.value_opt(
-            "--h2-connection-window",
-            changed(|a| a.h2_connection_window.to_string()),
-        );
-        args.value_opt(
-            "--h2-send-buffer",
-            changed(|a| a.h2_send_buffer.to_string()),
-        );
-        args.value_opt(
-            "--h2-stream-order",
-            changed(|a| value_word(a.h2_stream_order)),
-        );
-        args.value_opt("--tcp-send-buffer", self.tcp_send_buffer);
-        args.value_opt("--tcp-recv-buffer", self.tcp_recv_buffer);
-        args.value_opt("--quic-initial-window", self.quic_initial_window);
-        args.value_opt("--gso", changed(|a| value_word(a.gso)));
-        args.value_opt("--udp-buffer", changed(|a| a.udp_buffer.to_string()));
-        args.value_opt("--quic-thread", changed(|a| value_word(a.quic_thread)));
-        args.value_opt(
-            "--quic-ack-every",
-            changed(|a| a.quic_ack_every.to_string()),
-        );
-        args.duration_opt("--quic-max-ack-delay", self.quic_max_ack_delay);
-        args.value_opt(
-            "--quic-stream-order",
-            changed(|a| value_word(a.quic_stream_order)),
-        );
-        args.value_opt("--metrics", self.metrics);
-        args.path_opt("--qlog", self.qlog.as_deref());
-        args.finish(None::<OsString>)
-    }
 }
 
 impl ServeArgs {
@@ -508,7 +404,7 @@ mod tests {
     #[test]
     fn defaults_and_every_flag_parse_back_to_themselves() {
         let defaults = ServeArgs::new();
-        assert!(defaults.to_args() == ["--"], "{:?}", defaults.to_args());
+        assert_eq!(defaults.to_args().unwrap(), ["--"]);
         let every = ServeArgs::parse_flags([
             "--listen=10.0.0.1:443",
             "--san=www.site.test",

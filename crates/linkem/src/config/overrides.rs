@@ -4,7 +4,6 @@ use super::direction::LossDirection;
 use super::parse::parse_loss_model;
 #[cfg(feature = "clap")]
 use super::parse::{
-    format_jitter, format_percent, format_queue, format_rate, format_reorder, format_time,
     parse_jitter, parse_percent, parse_queue, parse_rate, parse_reorder, parse_time,
 };
 use super::settings::LinkSettings;
@@ -15,19 +14,23 @@ use crate::model::{Jitter, LossModel, Nanos, QueueLimit, RateSpec, ReorderSpec, 
 /// the flags) or in a suite file's `[[profile]]` table. Each `Some` field
 /// replaces the profile's value.
 #[derive(Debug, Clone, Default, PartialEq)]
-#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[cfg_attr(feature = "clap", derive(clap::Args, serde::Serialize))]
 pub struct Overrides {
     /// Round-trip time added by the path, split half per direction (e.g. 40ms).
     #[cfg_attr(feature = "clap", arg(long, value_parser = parse_time))]
+    #[cfg_attr(feature = "clap", serde(serialize_with = "text::time"))]
     pub rtt: Option<Nanos>,
     /// Downstream (server to client) rate, e.g. 50mbit.
     #[cfg_attr(feature = "clap", arg(long, value_parser = parse_rate))]
+    #[cfg_attr(feature = "clap", serde(serialize_with = "text::rate"))]
     pub down: Option<u64>,
     /// Upstream (client to server) rate, e.g. 10mbit.
     #[cfg_attr(feature = "clap", arg(long, value_parser = parse_rate))]
+    #[cfg_attr(feature = "clap", serde(serialize_with = "text::rate"))]
     pub up: Option<u64>,
     /// Random loss, e.g. 1%, in the direction of --loss-direction.
     #[cfg_attr(feature = "clap", arg(long, value_parser = parse_percent))]
+    #[cfg_attr(feature = "clap", serde(serialize_with = "text::percent"))]
     pub loss: Option<f64>,
     /// `bernoulli` (probability from --loss, else the profile's mean loss)
     /// or `gilbert:P,R,LOSS_GOOD,LOSS_BAD` (four percentages, as netem's
@@ -41,16 +44,20 @@ pub struct Overrides {
     pub loss_direction: Option<LossDirection>,
     /// Jitter per direction: 5ms, 5ms:uniform or 5ms:normal. Never reorders.
     #[cfg_attr(feature = "clap", arg(long, value_parser = parse_jitter))]
+    #[cfg_attr(feature = "clap", serde(serialize_with = "text::jitter"))]
     pub jitter: Option<Jitter>,
     /// Drop-tail queue per direction: packets (100p) or bytes (64kb is
     /// 64,000 bytes, 64kib 65,536).
     #[cfg_attr(feature = "clap", arg(long, value_parser = parse_queue))]
+    #[cfg_attr(feature = "clap", serde(serialize_with = "text::queue"))]
     pub queue: Option<QueueLimit>,
     /// Reordering: PERCENT:EXTRA_DELAY, e.g. 1%:10ms.
     #[cfg_attr(feature = "clap", arg(long, value_parser = parse_reorder))]
+    #[cfg_attr(feature = "clap", serde(serialize_with = "text::reorder"))]
     pub reorder: Option<ReorderSpec>,
     /// Duplication per direction, e.g. 0.1%.
     #[cfg_attr(feature = "clap", arg(long, value_parser = parse_percent))]
+    #[cfg_attr(feature = "clap", serde(serialize_with = "text::percent"))]
     pub duplicate: Option<f64>,
     /// What the path does to UDP in each direction while TCP passes: open,
     /// blocked, blocked-after:N (the first N packets each way pass) or
@@ -131,42 +138,6 @@ impl Overrides {
             .expect("a profile with settings stays emulated"))
     }
 
-    /// The flags that parse back to these changes, each `--flag=value`,
-    /// for a command that takes them (`h3lab probe migrate`, ...).
-    #[cfg(feature = "clap")]
-    pub fn to_args(&self) -> Vec<std::ffi::OsString> {
-        let text = [
-            ("--rtt", self.rtt.map(format_time)),
-            ("--down", self.down.map(format_rate)),
-            ("--up", self.up.map(format_rate)),
-            ("--loss", self.loss.map(format_percent)),
-            ("--loss-model", self.loss_model.clone()),
-            (
-                "--loss-direction",
-                self.loss_direction.map(|d| d.to_string()),
-            ),
-            ("--jitter", self.jitter.map(format_jitter)),
-            ("--queue", self.queue.map(format_queue)),
-            ("--reorder", self.reorder.map(format_reorder)),
-            ("--duplicate", self.duplicate.map(format_percent)),
-            ("--udp", self.udp.map(|udp| udp.to_string())),
-            ("--seed", self.seed.map(|seed| seed.to_string())),
-        ];
-        let paths = [
-            ("--trace-down", &self.trace_down),
-            ("--trace-up", &self.trace_up),
-        ];
-        let text = text
-            .into_iter()
-            .filter_map(|(flag, value)| Some(format!("{flag}={}", value?).into()));
-        let paths = paths.into_iter().filter_map(|(flag, path)| {
-            let mut arg = std::ffi::OsString::from(format!("{flag}="));
-            arg.push(path.as_ref()?);
-            Some(arg)
-        });
-        text.chain(paths).collect()
-    }
-
     fn loss_model(&self, profile_loss: LossModel) -> anyhow::Result<LossModel> {
         match (&self.loss_model, self.loss) {
             (None, None) => Ok(profile_loss),
@@ -182,6 +153,59 @@ impl Overrides {
                 Ok(model)
             }
         }
+    }
+}
+
+/// The overrides' values as their flags' parsers read them back, for
+/// the command lines h3lab_results' `CommandFlags` derives.
+#[cfg(feature = "clap")]
+mod text {
+    use serde::Serializer;
+
+    use super::super::parse::{
+        format_jitter, format_percent, format_queue, format_rate, format_reorder, format_time,
+    };
+    use crate::model::{Jitter, Nanos, QueueLimit, ReorderSpec};
+
+    fn written<S: Serializer, T: Copy>(
+        value: &Option<T>,
+        serializer: S,
+        format: fn(T) -> String,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(value) => serializer.serialize_str(&format(*value)),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub fn time<S: Serializer>(value: &Option<Nanos>, serializer: S) -> Result<S::Ok, S::Error> {
+        written(value, serializer, format_time)
+    }
+
+    pub fn rate<S: Serializer>(value: &Option<u64>, serializer: S) -> Result<S::Ok, S::Error> {
+        written(value, serializer, format_rate)
+    }
+
+    pub fn percent<S: Serializer>(value: &Option<f64>, serializer: S) -> Result<S::Ok, S::Error> {
+        written(value, serializer, format_percent)
+    }
+
+    pub fn jitter<S: Serializer>(value: &Option<Jitter>, serializer: S) -> Result<S::Ok, S::Error> {
+        written(value, serializer, format_jitter)
+    }
+
+    pub fn queue<S: Serializer>(
+        value: &Option<QueueLimit>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        written(value, serializer, format_queue)
+    }
+
+    pub fn reorder<S: Serializer>(
+        value: &Option<ReorderSpec>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        written(value, serializer, format_reorder)
     }
 }
 
@@ -258,41 +282,6 @@ mod tests {
         assert!(matches!(changed.loss, LossModel::Gilbert(_)));
         assert_eq!(changed.rtt, 60_000_000);
         assert!(changed.reorder.is_some());
-    }
-
-    #[cfg(feature = "clap")]
-    #[test]
-    fn every_flag_parses_back_to_itself() {
-        let every = Overrides {
-            rtt: Some(37_500_000),
-            down: Some(2_500_000),
-            up: Some(123),
-            loss: Some(0.0007),
-            loss_model: Some("gilbert:1%,30%,0%,100%".to_string()),
-            loss_direction: Some(LossDirection::Both),
-            jitter: Some(Jitter {
-                amount: 1_500,
-                shape: crate::model::JitterShape::Normal,
-            }),
-            queue: Some(QueueLimit::Bytes(65_537)),
-            reorder: Some(ReorderSpec {
-                probability: 0.00007,
-                extra_delay: 10_000_000,
-            }),
-            duplicate: Some(0.001),
-            udp: Some(UdpPolicy::Throttle {
-                bits_per_sec: 1_500_000,
-            }),
-            trace_down: Some("traces/-down.trace".into()),
-            trace_up: Some("up.trace".into()),
-            seed: Some(u64::MAX),
-        };
-        for overrides in [Overrides::default(), every] {
-            let args = overrides.to_args();
-            let parsed = Cli::try_parse_from(std::iter::once("probe".into()).chain(args.clone()));
-            use clap::Parser;
-            assert_eq!(parsed.unwrap().link, overrides, "{args:?}");
-        }
     }
 
     #[cfg(feature = "clap")]

@@ -34,6 +34,13 @@ pub struct Shard {
     pub count: u32,
 }
 
+/// `I/N`, as `--shard` reads it.
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
 /// What the kernel knows of its clock (`adjtimex`). The offset from true
 /// time itself is unknown to h3lab, which asks no time server; the
 /// kernel's bound on it is what two workers' start times can differ by.
