@@ -220,7 +220,7 @@ fn start_builtin(start: &Start<'_>, target: &Target) -> anyhow::Result<ServerPro
         ..ServeArgs::new()
     };
     if let Some(setting) = setting {
-        setting.apply(&mut serve);
+        setting.apply(&mut serve)?;
     }
     // The suite checks that no sweep sets the window too.
     if let Some(packets) = target.initial_window {

@@ -4,47 +4,64 @@
 //! change for each protocol?" within one run. Documented in
 //! `docs/suite.md`.
 
+use std::ffi::OsString;
 use std::time::Duration;
 
+use anyhow::Context;
+use clap::Args;
 use h3lab_results::bench::{InitialWindows, SweptSetting};
-use h3lab_results::flags::value_word;
-use h3lab_results::{QuicCongestion, TcpCongestion};
-use h3lab_server::cli::{RecordSizing, ServeArgs, StreamOrder, Switch};
+use h3lab_results::flags;
+use h3lab_server::cli::ServeArgs;
 use serde::{Deserialize, Deserializer};
 
-/// A tunable of the built-in server.
+/// A tunable of the built-in server: its name in `[sweep]`, how its
+/// values are written, and what they set. Adding one is an entry in
+/// [`TUNABLES`] (and the server's flag).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Tunable {
+    name: &'static str,
+    kind: Kind,
+    sets: Sets,
+}
+
+/// How a `[sweep]` value is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Tunable {
-    /// The congestion controller of both transports: `--quic-cc` and `--tcp-cc`.
-    Cc,
-    QuicCc,
-    TcpCc,
-    QuicInitialWindow,
-    /// Both transports' initial congestion window, in packets: TCP's
-    /// through the routes of the path (`initcwnd`, `initrwnd`), QUIC's
-    /// through `--quic-initial-window` ([`quic_initial_window`]).
-    InitialWindow,
-    QuicAckEvery,
-    QuicMaxAckDelay,
-    QuicStreamOrder,
-    Gso,
-    UdpBuffer,
-    TcpSendBuffer,
-    TcpRecvBuffer,
-    TcpNotsentLowat,
-    MaxStreams,
-    /// The server runtime's worker threads: `--threads`.
-    Threads,
-    TlsRecords,
-    H2StreamWindow,
-    H2ConnectionWindow,
-    H2SendBuffer,
-    H2StreamOrder,
+enum Kind {
+    /// A size: `14480`, `64KB`, `8MiB`; passed on in bytes.
+    Bytes,
+    /// A positive whole number.
+    Count,
+    /// A duration above zero: `5ms`.
+    Duration,
+    /// One of the words of the (first) server flag it sets: `in-order`.
+    Word,
+    /// A number of packets: `32` or `32 packets`, 1 to 1024.
+    Packets,
+    /// A name the suite checks against one of its tables, or `none`.
+    Name {
+        what: &'static str,
+        none: &'static str,
+        table: &'static str,
+    },
+}
+
+/// What a value sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sets {
+    /// The `h3lab serve` flag of this `ServeArgs` field, to the value.
+    Flag(&'static str),
+    /// Both transports' controllers: `--tcp-cc`, and `--quic-cc`, where
+    /// reno is named newreno.
+    Controllers,
+    /// Both transports' initial windows, in packets: TCP's through the
+    /// routes of the path (`initcwnd`, `initrwnd`), QUIC's through
+    /// `--quic-initial-window` ([`quic_initial_window`]).
+    InitialWindows,
     /// Which server answers: `builtin` (h3lab serve) or a name from
-    /// `[target.servers]`; checked against the suite.
+    /// `[target.servers]`.
     Server,
-    /// Which edge stands in front of the target: `direct` (none) or a
-    /// name from `[target.edges]`; checked against the suite.
+    /// Which edge stands in front of the target: `direct` (none) or a name
+    /// from `[target.edges]`.
     Edge,
 }
 
@@ -54,148 +71,179 @@ pub(crate) const BUILTIN_SERVER: &str = "builtin";
 /// The `edge` sweep's value for no edge: the client reaches the target.
 pub(crate) const DIRECT: &str = "direct";
 
-const TUNABLES: [(Tunable, &str); 22] = [
-    (Tunable::Cc, "cc"),
-    (Tunable::QuicCc, "quic_cc"),
-    (Tunable::TcpCc, "tcp_cc"),
-    (Tunable::QuicInitialWindow, "quic_initial_window"),
-    (Tunable::InitialWindow, "initial_window"),
-    (Tunable::QuicAckEvery, "quic_ack_every"),
-    (Tunable::QuicMaxAckDelay, "quic_max_ack_delay"),
-    (Tunable::QuicStreamOrder, "quic_stream_order"),
-    (Tunable::Gso, "gso"),
-    (Tunable::UdpBuffer, "udp_buffer"),
-    (Tunable::TcpSendBuffer, "tcp_send_buffer"),
-    (Tunable::TcpRecvBuffer, "tcp_recv_buffer"),
-    (Tunable::TcpNotsentLowat, "tcp_notsent_lowat"),
-    (Tunable::MaxStreams, "max_streams"),
-    (Tunable::Threads, "threads"),
-    (Tunable::TlsRecords, "tls_records"),
-    (Tunable::H2StreamWindow, "h2_stream_window"),
-    (Tunable::H2ConnectionWindow, "h2_connection_window"),
-    (Tunable::H2SendBuffer, "h2_send_buffer"),
-    (Tunable::H2StreamOrder, "h2_stream_order"),
-    (Tunable::Server, "server"),
-    (Tunable::Edge, "edge"),
+/// A tunable that is one flag of `h3lab serve`, named as its field.
+const fn flag(name: &'static str, kind: Kind) -> Tunable {
+    Tunable {
+        name,
+        kind,
+        sets: Sets::Flag(name),
+    }
+}
+
+/// Every tunable.
+const TUNABLES: &[Tunable] = &[
+    Tunable {
+        name: "cc",
+        kind: Kind::Word,
+        sets: Sets::Controllers,
+    },
+    flag("quic_cc", Kind::Word),
+    flag("tcp_cc", Kind::Word),
+    flag("quic_initial_window", Kind::Bytes),
+    Tunable {
+        name: "initial_window",
+        kind: Kind::Packets,
+        sets: Sets::InitialWindows,
+    },
+    flag("quic_ack_every", Kind::Count),
+    flag("quic_max_ack_delay", Kind::Duration),
+    flag("quic_stream_order", Kind::Word),
+    flag("gso", Kind::Word),
+    flag("udp_buffer", Kind::Bytes),
+    flag("tcp_send_buffer", Kind::Bytes),
+    flag("tcp_recv_buffer", Kind::Bytes),
+    flag("tcp_notsent_lowat", Kind::Bytes),
+    flag("max_streams", Kind::Count),
+    flag("threads", Kind::Count),
+    flag("tls_records", Kind::Word),
+    flag("h2_stream_window", Kind::Bytes),
+    flag("h2_connection_window", Kind::Bytes),
+    flag("h2_send_buffer", Kind::Bytes),
+    flag("h2_stream_order", Kind::Word),
+    Tunable {
+        name: "server",
+        kind: Kind::Name {
+            what: "a server",
+            none: BUILTIN_SERVER,
+            table: "target.servers",
+        },
+        sets: Sets::Server,
+    },
+    Tunable {
+        name: "edge",
+        kind: Kind::Name {
+            what: "an edge",
+            none: DIRECT,
+            table: "target.edges",
+        },
+        sets: Sets::Edge,
+    },
 ];
 
 impl Tunable {
-    pub(crate) fn name(self) -> &'static str {
-        TUNABLES
-            .iter()
-            .find(|(tunable, _)| *tunable == self)
-            .expect("every tunable is in the table")
-            .1
+    pub(crate) fn name(&self) -> &'static str {
+        self.name
     }
 
-    fn parse(name: &str) -> Result<Tunable, String> {
-        TUNABLES
-            .iter()
-            .find(|(_, known)| *known == name)
-            .map(|(tunable, _)| *tunable)
-            .ok_or_else(|| {
-                let names: Vec<&str> = TUNABLES.iter().map(|(_, name)| *name).collect();
-                format!(
-                    "[sweep] tunable `{name}` is not one of {}",
-                    names.join(", ")
-                )
-            })
+    /// What its values set.
+    pub(crate) fn sets(&self) -> Sets {
+        self.sets
     }
 
-    /// The setting `value` stands for, or why it cannot be one.
-    fn setting(self, value: &str) -> Result<Setting, String> {
+    fn parse(name: &str) -> Result<&'static Tunable, String> {
+        TUNABLES.iter().find(|t| t.name == name).ok_or_else(|| {
+            let names: Vec<&str> = TUNABLES.iter().map(|t| t.name).collect();
+            format!(
+                "[sweep] tunable `{name}` is not one of {}",
+                names.join(", ")
+            )
+        })
+    }
+
+    /// The `ServeArgs` fields its values set.
+    fn server_fields(&'static self) -> &'static [&'static str] {
+        match &self.sets {
+            Sets::Flag(field) => std::slice::from_ref(field),
+            Sets::Controllers => &["tcp_cc", "quic_cc"],
+            Sets::InitialWindows => &["quic_initial_window"],
+            Sets::Server | Sets::Edge => &[],
+        }
+    }
+
+    /// Whether it sets QUIC's initial window.
+    pub(crate) fn sets_initial_window(&'static self) -> bool {
+        self.server_fields().contains(&"quic_initial_window")
+    }
+
+    /// The setting `value` stands for, checked as the server checks its
+    /// flags, or why it cannot be one.
+    fn setting(&'static self, value: &str) -> Result<Setting, String> {
         let value = Value {
             tunable: self,
             text: value,
         };
-        Ok(match self {
-            Tunable::Cc => Setting::Cc(value.word(TcpCongestion::ALL)?),
-            Tunable::QuicCc => Setting::QuicCc(value.word(QuicCongestion::ALL)?),
-            Tunable::TcpCc => Setting::TcpCc(value.word(TcpCongestion::ALL)?),
-            Tunable::QuicInitialWindow => Setting::QuicInitialWindow(value.bytes()?),
-            Tunable::InitialWindow => Setting::InitialWindow(value.packets()?),
-            Tunable::QuicAckEvery => Setting::QuicAckEvery(value.count()?),
-            Tunable::QuicMaxAckDelay => Setting::QuicMaxAckDelay(value.duration()?),
-            Tunable::QuicStreamOrder => Setting::QuicStreamOrder(value.flag_word()?),
-            Tunable::Gso => Setting::Gso(value.flag_word()?),
-            Tunable::UdpBuffer => Setting::UdpBuffer(value.bytes()?),
-            Tunable::TcpSendBuffer => Setting::TcpSendBuffer(value.bytes()?),
-            Tunable::TcpRecvBuffer => Setting::TcpRecvBuffer(value.bytes()?),
-            Tunable::TcpNotsentLowat => Setting::TcpNotsentLowat(value.bytes()?),
-            Tunable::MaxStreams => Setting::MaxStreams(value.count()?),
-            Tunable::Threads => Setting::Threads(value.count()?),
-            Tunable::TlsRecords => Setting::TlsRecords(value.flag_word()?),
-            Tunable::H2StreamWindow => Setting::H2StreamWindow(value.bytes()?),
-            Tunable::H2ConnectionWindow => Setting::H2ConnectionWindow(value.bytes()?),
-            Tunable::H2SendBuffer => Setting::H2SendBuffer(value.bytes()?),
-            Tunable::H2StreamOrder => Setting::H2StreamOrder(value.flag_word()?),
-            Tunable::Server => {
-                Setting::Server(value.table_key("a server", BUILTIN_SERVER, "target.servers")?)
-            }
-            Tunable::Edge => Setting::Edge(value.table_key("an edge", DIRECT, "target.edges")?),
-        })
+        let setting = Setting {
+            tunable: self,
+            value: match self.kind {
+                Kind::Bytes => value.bytes()?.to_string(),
+                Kind::Count => value.count()?.to_string(),
+                Kind::Duration => humantime::format_duration(value.duration()?).to_string(),
+                Kind::Word => value.word(&self.words())?,
+                Kind::Packets => value.packets()?.to_string(),
+                Kind::Name { what, none, table } => value.table_key(what, none, table)?,
+            },
+        };
+        setting.apply(&mut ServeArgs::new()).map_err(|err| {
+            format!(
+                "[sweep] `{}` is not a value of `{}`: {err:#}",
+                value.text, self.name
+            )
+        })?;
+        Ok(setting)
+    }
+
+    /// The words of the first server flag it sets.
+    fn words(&'static self) -> Vec<String> {
+        let command = ServeArgs::augment_args(clap::Command::new("serve"));
+        let first = self.server_fields().first();
+        let arg = (command.get_arguments()).find(|arg| Some(&arg.get_id().as_str()) == first);
+        (arg.into_iter())
+            .flat_map(|arg| arg.get_possible_values())
+            .map(|value| value.get_name().to_string())
+            .collect()
     }
 }
 
-/// A `[sweep]` value as written, read as the type its tunable takes; each
+/// A `[sweep]` value as written, read as its tunable's kind; each
 /// reader's error names the value, the tunable and the accepted form.
 struct Value<'a> {
-    tunable: Tunable,
+    tunable: &'a Tunable,
     text: &'a str,
 }
 
 impl Value<'_> {
-    /// One of h3lab's words (`bbr`).
-    fn word<T: Copy + std::fmt::Display>(&self, words: &[T]) -> Result<T, String> {
-        let names: Vec<String> = words.iter().map(ToString::to_string).collect();
-        let found = names.iter().position(|name| name == self.text);
-        found
-            .map(|at| words[at])
-            .ok_or_else(|| self.not_one_of(&names))
+    /// One of `words` (`bbr`, `in-order`).
+    fn word(&self, words: &[String]) -> Result<String, String> {
+        match words.iter().any(|word| word == self.text) {
+            true => Ok(self.text.to_string()),
+            false => Err(format!(
+                "[sweep] `{}` is not a value of `{}`; use one of {}",
+                self.text,
+                self.tunable.name,
+                words.join(", ")
+            )),
+        }
     }
 
-    /// One of the server's own words for a flag (`in-order`).
-    fn flag_word<T: clap::ValueEnum>(&self) -> Result<T, String> {
-        let names: Vec<String> = T::value_variants()
-            .iter()
-            .filter_map(|word| Some(word.to_possible_value()?.get_name().to_string()))
-            .collect();
-        T::from_str(self.text, false).map_err(|_| self.not_one_of(&names))
-    }
-
-    fn not_one_of(&self, names: &[String]) -> String {
-        format!(
-            "[sweep] `{}` is not a value of `{}`; use one of {}",
-            self.text,
-            self.tunable.name(),
-            names.join(", ")
-        )
-    }
-
-    /// A size: `14480`, `64KB`, `8MiB`, in bytes, as large as the
-    /// server's field holds.
-    fn bytes<T: TryFrom<u64>>(&self) -> Result<T, String> {
+    /// A size above zero: `14480`, `64KB`, `8MiB`, in bytes.
+    fn bytes(&self) -> Result<u64, String> {
         let size = self.text.parse::<bytesize::ByteSize>().ok();
         let bytes = size.map(|size| size.as_u64()).filter(|bytes| *bytes > 0);
-        bytes
-            .and_then(|bytes| T::try_from(bytes).ok())
-            .ok_or_else(|| {
-                format!(
-                    "[sweep] `{}` is not a size that `{}` holds; write e.g. `14480`, `64KB` or `8MiB`",
-                    self.text,
-                    self.tunable.name()
-                )
-            })
+        bytes.ok_or_else(|| {
+            format!(
+                "[sweep] `{}` is not a size for `{}`; write e.g. `14480`, `64KB` or `8MiB`",
+                self.text, self.tunable.name
+            )
+        })
     }
 
-    /// A positive whole number, as large as the server's field holds.
-    fn count<T: std::str::FromStr + Default + PartialOrd>(&self) -> Result<T, String> {
-        let count = self.text.parse().ok();
-        count.filter(|count| *count > T::default()).ok_or_else(|| {
+    /// A positive whole number.
+    fn count(&self) -> Result<u64, String> {
+        let count = self.text.parse().ok().filter(|count| *count > 0);
+        count.ok_or_else(|| {
             format!(
-                "[sweep] `{}` is not a positive whole number that `{}` holds",
-                self.text,
-                self.tunable.name()
+                "[sweep] `{}` is not a positive whole number for `{}`",
+                self.text, self.tunable.name
             )
         })
     }
@@ -206,8 +254,7 @@ impl Value<'_> {
             format!(
                 "[sweep] `{}` is not a number of packets for `{}`; write e.g. `10` or \
                  `\"32 packets\"` (1 to 1024)",
-                self.text,
-                self.tunable.name()
+                self.text, self.tunable.name
             )
         })
     }
@@ -218,8 +265,7 @@ impl Value<'_> {
         duration.filter(|d| !d.is_zero()).ok_or_else(|| {
             format!(
                 "[sweep] `{}` is not a duration for `{}`; write e.g. `5ms`",
-                self.text,
-                self.tunable.name()
+                self.text, self.tunable.name
             )
         })
     }
@@ -250,162 +296,72 @@ pub(crate) fn parse_packets(text: &str) -> Option<u32> {
     number.parse().ok().filter(|n| (1..=1024).contains(n))
 }
 
-/// One value of the swept tunable, in the type of the server's field it
-/// sets: what a cell's server runs with.
+/// One value of the swept tunable: what a cell's server runs with.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Setting {
-    /// Both transports' controllers; QUIC names `reno` `newreno`.
-    Cc(TcpCongestion),
-    QuicCc(QuicCongestion),
-    TcpCc(TcpCongestion),
-    QuicInitialWindow(u64),
-    /// Packets.
-    InitialWindow(u32),
-    QuicAckEvery(u32),
-    QuicMaxAckDelay(Duration),
-    QuicStreamOrder(StreamOrder),
-    Gso(Switch),
-    UdpBuffer(usize),
-    TcpSendBuffer(usize),
-    TcpRecvBuffer(usize),
-    TcpNotsentLowat(u32),
-    MaxStreams(u32),
-    Threads(u16),
-    TlsRecords(RecordSizing),
-    H2StreamWindow(u32),
-    H2ConnectionWindow(u32),
-    H2SendBuffer(usize),
-    H2StreamOrder(StreamOrder),
-    /// A name from `[target.servers]`, or `builtin`.
-    Server(String),
-    /// A name from `[target.edges]`, or `direct`.
-    Edge(String),
+pub(crate) struct Setting {
+    tunable: &'static Tunable,
+    /// As results record it and suites name rows: sizes in bytes, words
+    /// as written, durations as humantime writes them.
+    value: String,
 }
 
 impl Setting {
-    /// The tunable it sets.
-    pub(crate) fn tunable(&self) -> Tunable {
-        match self {
-            Setting::Cc(_) => Tunable::Cc,
-            Setting::QuicCc(_) => Tunable::QuicCc,
-            Setting::TcpCc(_) => Tunable::TcpCc,
-            Setting::QuicInitialWindow(_) => Tunable::QuicInitialWindow,
-            Setting::InitialWindow(_) => Tunable::InitialWindow,
-            Setting::QuicAckEvery(_) => Tunable::QuicAckEvery,
-            Setting::QuicMaxAckDelay(_) => Tunable::QuicMaxAckDelay,
-            Setting::QuicStreamOrder(_) => Tunable::QuicStreamOrder,
-            Setting::Gso(_) => Tunable::Gso,
-            Setting::UdpBuffer(_) => Tunable::UdpBuffer,
-            Setting::TcpSendBuffer(_) => Tunable::TcpSendBuffer,
-            Setting::TcpRecvBuffer(_) => Tunable::TcpRecvBuffer,
-            Setting::TcpNotsentLowat(_) => Tunable::TcpNotsentLowat,
-            Setting::MaxStreams(_) => Tunable::MaxStreams,
-            Setting::Threads(_) => Tunable::Threads,
-            Setting::TlsRecords(_) => Tunable::TlsRecords,
-            Setting::H2StreamWindow(_) => Tunable::H2StreamWindow,
-            Setting::H2ConnectionWindow(_) => Tunable::H2ConnectionWindow,
-            Setting::H2SendBuffer(_) => Tunable::H2SendBuffer,
-            Setting::H2StreamOrder(_) => Tunable::H2StreamOrder,
-            Setting::Server(_) => Tunable::Server,
-            Setting::Edge(_) => Tunable::Edge,
-        }
-    }
-
-    /// The value as results record it and suites name rows: sizes in
-    /// bytes, words as written, durations as humantime writes them.
+    /// The value as results record it and suites name rows.
     pub(crate) fn value_text(&self) -> String {
-        match self {
-            Setting::Cc(cc) | Setting::TcpCc(cc) => cc.to_string(),
-            Setting::QuicCc(cc) => cc.to_string(),
-            Setting::QuicInitialWindow(bytes) => bytes.to_string(),
-            Setting::UdpBuffer(bytes)
-            | Setting::TcpSendBuffer(bytes)
-            | Setting::TcpRecvBuffer(bytes)
-            | Setting::H2SendBuffer(bytes) => bytes.to_string(),
-            Setting::TcpNotsentLowat(number)
-            | Setting::H2StreamWindow(number)
-            | Setting::H2ConnectionWindow(number)
-            | Setting::InitialWindow(number)
-            | Setting::QuicAckEvery(number)
-            | Setting::MaxStreams(number) => number.to_string(),
-            Setting::Threads(count) => count.to_string(),
-            Setting::QuicMaxAckDelay(delay) => humantime::format_duration(*delay).to_string(),
-            Setting::QuicStreamOrder(order) | Setting::H2StreamOrder(order) => value_word(*order),
-            Setting::Gso(gso) => value_word(*gso),
-            Setting::TlsRecords(records) => value_word(*records),
-            Setting::Server(name) | Setting::Edge(name) => name.clone(),
-        }
+        self.value.clone()
     }
 
     /// The setting as results record it.
     pub(crate) fn recorded(&self) -> SweptSetting {
         SweptSetting {
-            tunable: self.tunable().name().to_string(),
+            tunable: self.tunable.name.to_string(),
             value: self.value_text(),
         }
     }
 
     /// The TCP initial window it asks the path for, in segments.
     pub(crate) fn tcp_initial_window(&self) -> Option<u32> {
-        match self {
-            Setting::InitialWindow(packets) => Some(*packets),
+        match self.tunable.sets {
+            Sets::InitialWindows => self.value.parse().ok(),
             _ => None,
         }
     }
 
     /// The server's name, for a `server` sweep's value.
     pub(crate) fn server(&self) -> Option<&str> {
-        match self {
-            Setting::Server(name) => Some(name),
-            _ => None,
-        }
+        (self.tunable.sets == Sets::Server).then_some(self.value.as_str())
     }
 
     /// The edge's name, for an `edge` sweep's value other than `direct`.
     pub(crate) fn edge(&self) -> Option<&str> {
-        match self {
-            Setting::Edge(name) if name != DIRECT => Some(name),
-            _ => None,
-        }
+        (self.tunable.sets == Sets::Edge && self.value != DIRECT).then_some(self.value.as_str())
     }
 
-    /// Sets it on the built-in server's flags (nothing for `server`,
-    /// which picks the server instead, nor for `edge`, which puts one in
-    /// front of it). A field's own check (such as
-    /// `--threads`' range) is the server's, when it starts.
-    pub(crate) fn apply(&self, serve: &mut ServeArgs) {
-        match self {
-            Setting::Cc(cc) => {
-                serve.tcp_cc = Some(*cc);
-                serve.quic_cc = match cc {
-                    TcpCongestion::Cubic => QuicCongestion::Cubic,
-                    TcpCongestion::Bbr => QuicCongestion::Bbr,
-                    TcpCongestion::Reno => QuicCongestion::NewReno,
-                };
-            }
-            Setting::QuicCc(cc) => serve.quic_cc = *cc,
-            Setting::TcpCc(cc) => serve.tcp_cc = Some(*cc),
-            Setting::QuicInitialWindow(bytes) => serve.quic_initial_window = Some(*bytes),
-            Setting::InitialWindow(packets) => {
-                serve.quic_initial_window = Some(quic_initial_window(*packets));
-            }
-            Setting::QuicAckEvery(count) => serve.quic_ack_every = *count,
-            Setting::QuicMaxAckDelay(delay) => serve.quic_max_ack_delay = Some(*delay),
-            Setting::QuicStreamOrder(order) => serve.quic_stream_order = *order,
-            Setting::Gso(gso) => serve.gso = *gso,
-            Setting::UdpBuffer(bytes) => serve.udp_buffer = *bytes,
-            Setting::TcpSendBuffer(bytes) => serve.tcp_send_buffer = Some(*bytes),
-            Setting::TcpRecvBuffer(bytes) => serve.tcp_recv_buffer = Some(*bytes),
-            Setting::TcpNotsentLowat(bytes) => serve.tcp_notsent_lowat = Some(*bytes),
-            Setting::MaxStreams(count) => serve.max_streams = *count,
-            Setting::Threads(count) => serve.threads = Some(*count),
-            Setting::TlsRecords(records) => serve.tls_records = *records,
-            Setting::H2StreamWindow(bytes) => serve.h2_stream_window = *bytes,
-            Setting::H2ConnectionWindow(bytes) => serve.h2_connection_window = *bytes,
-            Setting::H2SendBuffer(bytes) => serve.h2_send_buffer = *bytes,
-            Setting::H2StreamOrder(order) => serve.h2_stream_order = *order,
-            Setting::Server(_) | Setting::Edge(_) => {}
+    /// The `h3lab serve` flags it sets, each `--flag=value` in clap's
+    /// spelling.
+    fn server_flags(&self) -> Vec<OsString> {
+        let value = match self.tunable.sets {
+            Sets::InitialWindows => self.value.parse().map(quic_initial_window).ok(),
+            _ => None,
+        };
+        let text = |field: &str| match (field, self.value.as_str()) {
+            ("quic_cc", "reno") => "newreno".to_string(),
+            _ => value.map_or_else(|| self.value.clone(), |bytes| bytes.to_string()),
+        };
+        (self.tunable.server_fields().iter())
+            .map(|field| format!("{}={}", flags::flag::<ServeArgs>(field), text(field)).into())
+            .collect()
+    }
+
+    /// Sets it on the built-in server's flags, through the server's own
+    /// parser (nothing for `server`, which picks the server instead, nor
+    /// for `edge`, which puts one in front of it).
+    pub(crate) fn apply(&self, serve: &mut ServeArgs) -> anyhow::Result<()> {
+        let flags = self.server_flags();
+        if !flags.is_empty() {
+            *serve = flags::overridden(serve, flags).context("h3lab serve refuses it")?;
         }
+        Ok(())
     }
 }
 
@@ -422,7 +378,7 @@ pub(crate) fn workload_label(workload: &str, setting: Option<&Setting>) -> Strin
 /// A parsed `[sweep]` table.
 #[derive(Debug, Clone)]
 pub(crate) struct Sweep {
-    pub(crate) tunable: Tunable,
+    pub(crate) tunable: &'static Tunable,
     pub(crate) values: Vec<Setting>,
     /// Workloads swept; empty means all of them.
     pub(crate) workloads: Vec<String>,
@@ -511,10 +467,14 @@ mod tests {
         toml::from_str::<Sweep>(text).map_err(|err| err.to_string())
     }
 
+    fn tunable(name: &str) -> &'static Tunable {
+        Tunable::parse(name).unwrap()
+    }
+
     /// The server flags a setting changes from the defaults.
     fn server_args(setting: &Setting) -> Vec<String> {
         let mut serve = ServeArgs::new();
-        setting.apply(&mut serve);
+        setting.apply(&mut serve).unwrap();
         let args = serve.to_args().unwrap();
         let flags = &args[..args.len() - 1];
         flags
@@ -537,8 +497,25 @@ mod tests {
     }
 
     #[test]
+    fn a_setting_changes_its_flags_and_keeps_the_others() {
+        let mut serve = ServeArgs {
+            sans: vec!["a.test".into(), "b.test".into()],
+            site: Some("/srv/site".into()),
+            quic_cc: h3lab_results::QuicCongestion::Bbr,
+            udp_buffer: 1,
+            ..ServeArgs::new()
+        };
+        let before = serve.clone();
+        let setting = tunable("udp_buffer").setting("2MB").unwrap();
+        setting.apply(&mut serve).unwrap();
+        assert_eq!(serve.udp_buffer, 2_000_000);
+        serve.udp_buffer = 1;
+        assert_eq!(serve, before);
+    }
+
+    #[test]
     fn cc_sets_both_transports_with_quic_naming_reno_newreno() {
-        let reno = Tunable::Cc.setting("reno").unwrap();
+        let reno = tunable("cc").setting("reno").unwrap();
         assert_eq!(server_args(&reno), ["--quic-cc=newreno", "--tcp-cc=reno"]);
     }
 
@@ -550,7 +527,7 @@ mod tests {
         assert_eq!(server_args(wide), ["--quic-initial-window=47104"]);
         assert_eq!(wide.tcp_initial_window(), Some(32));
         assert_eq!(workload_label("w", Some(wide)), "w [initial_window=32]");
-        let gso = Setting::Gso(Switch::On);
+        let gso = tunable("gso").setting("on").unwrap();
         assert_eq!(gso.tcp_initial_window(), None);
         for bad in ["0", "\"many packets\"", "2000"] {
             let err = parse(&format!(
@@ -573,6 +550,12 @@ mod tests {
         );
         let every = parse("tunable = \"quic_ack_every\"\nvalues = [2, 10]").unwrap();
         assert_eq!(server_args(&every.values[0]), ["--quic-ack-every=2"]);
+        let err = parse("tunable = \"quic_ack_every\"\nvalues = [2, 300]").unwrap_err();
+        assert!(
+            err.contains("`300` is not a value of `quic_ack_every`"),
+            "{err}"
+        );
+        assert!(err.contains("300 is not in 1..=256"), "{err}");
     }
 
     #[test]
@@ -586,58 +569,58 @@ mod tests {
             workload_label("w", Some(&sweep.values[1])),
             "w [h2_stream_order=fair]"
         );
-        let quic = Tunable::QuicStreamOrder.setting("in-order").unwrap();
+        let quic = tunable("quic_stream_order").setting("in-order").unwrap();
         assert_eq!(server_args(&quic), ["--quic-stream-order=in-order"]);
     }
 
     #[test]
-    fn threads_sets_the_servers_worker_count() {
+    fn values_the_server_does_not_take_are_refused_with_its_reason() {
         let sweep = parse("tunable = \"threads\"\nvalues = [1, 2]").unwrap();
         assert_eq!(server_args(&sweep.values[0]), ["--threads=1"]);
-        for bad in ["0", "70000"] {
-            let err = parse(&format!("tunable = \"threads\"\nvalues = [{bad}, 2]")).unwrap_err();
-            assert!(
-                err.contains("positive whole number that `threads` holds"),
-                "{err}"
-            );
-        }
+        let err = parse("tunable = \"threads\"\nvalues = [0, 2]").unwrap_err();
+        assert!(err.contains("positive whole number for `threads`"), "{err}");
+        let err = parse("tunable = \"threads\"\nvalues = [70000, 2]").unwrap_err();
+        assert!(err.contains("`70000` is not a value of `threads`"), "{err}");
+        assert!(err.contains("--threads"), "{err}");
         let err = parse("tunable = \"h2_stream_window\"\nvalues = [\"8GiB\", 2]").unwrap_err();
-        assert!(err.contains("size that `h2_stream_window` holds"), "{err}");
+        assert!(
+            err.contains("`8GiB` is not a value of `h2_stream_window`"),
+            "{err}"
+        );
     }
 
+    /// Every tunable but `server` and `edge` sets a flag of the server,
+    /// and a word at the server's default leaves it as it was.
     #[test]
     fn every_tunable_sets_a_flag_of_the_server() {
-        let words = |tunable: Tunable| -> Vec<String> {
-            let err = tunable.setting("?").err().unwrap_or_default();
-            let list = err.split_once("use one of ").map_or("", |(_, list)| list);
-            list.split(", ").map(str::to_string).collect()
-        };
-        for (tunable, name) in TUNABLES {
-            let samples = match words(tunable) {
-                words if words.len() > 1 => words,
-                _ if tunable == Tunable::QuicMaxAckDelay => vec!["5ms".to_string()],
-                // These pick the server, or put one in front of it.
-                _ if matches!(tunable, Tunable::Server | Tunable::Edge) => vec![],
-                _ => vec!["3".to_string()],
+        for tunable in TUNABLES {
+            let samples = match tunable.kind {
+                Kind::Word => tunable.words(),
+                Kind::Duration => vec!["5ms".to_string()],
+                Kind::Name { .. } => vec![],
+                Kind::Bytes | Kind::Count | Kind::Packets => vec!["3".to_string()],
             };
+            assert_eq!(samples.is_empty(), tunable.server_fields().is_empty());
             for value in samples {
                 let setting = tunable.setting(&value).unwrap();
-                assert_eq!(
-                    (setting.tunable(), setting.value_text()),
-                    (tunable, value.clone())
-                );
+                assert_eq!(setting.recorded().tunable, tunable.name);
+                assert_eq!(setting.value_text(), value);
                 let mut serve = ServeArgs::new();
-                setting.apply(&mut serve);
+                setting.apply(&mut serve).unwrap();
                 let changed = serve != ServeArgs::new();
                 let is_default = matches!(
-                    (name, value.as_str()),
+                    (tunable.name, value.as_str()),
                     ("quic_cc", "auto")
                         | ("gso", "on")
                         | ("quic_stream_order", "priority")
                         | ("h2_stream_order", "priority")
                         | ("tls_records", "dynamic")
                 );
-                assert!(changed != is_default, "{name} = {value}: changed {changed}");
+                assert!(
+                    changed != is_default,
+                    "{} = {value}: changed {changed}",
+                    tunable.name
+                );
             }
         }
     }
@@ -666,6 +649,10 @@ mod tests {
             (
                 "tunable = \"gso\"\nvalues = [\"on\", \"off\"]\ncolour = 1",
                 "unknown field",
+            ),
+            (
+                "tunable = \"server\"\nvalues = [\"builtin\", \"my caddy\"]",
+                "is not a server name",
             ),
         ];
         for (text, wanted) in cases {

@@ -55,6 +55,23 @@ pub trait CommandFlags: clap::Args + clap::FromArgMatches + Serialize + Sized {
     }
 }
 
+/// `flags` with `more` flags given after its own (`--flag=value`), each
+/// overriding what `flags` had, as the command's own parser reads them.
+pub fn overridden<A: CommandFlags>(
+    flags: &A,
+    more: impl IntoIterator<Item = OsString>,
+) -> anyhow::Result<A> {
+    let mut args = flags.to_args()?;
+    let end = (args.iter().position(|arg| arg == "--")).unwrap_or(args.len());
+    args.splice(end..end, more);
+    let line = clap::Command::new(A::COMMAND)
+        .no_binary_name(true)
+        .args_override_self(true);
+    let parsed = (A::augment_args(line).try_get_matches_from(args))
+        .and_then(|matches| A::from_arg_matches(&matches));
+    parsed.map_err(clap_error)
+}
+
 /// `flags`' arguments, walking `A`'s clap arguments in their order.
 fn derive_args<A: clap::Args + clap::FromArgMatches + Serialize>(
     flags: &A,
@@ -213,10 +230,13 @@ pub fn parse<A: clap::Args + clap::FromArgMatches>(
     let parsed = line
         .try_get_matches_from(flags)
         .and_then(|matches| A::from_arg_matches(&matches));
-    parsed.map_err(|err| {
-        let text = err.render().to_string();
-        anyhow::anyhow!("{}", text.trim_start_matches("error: ").trim_end())
-    })
+    parsed.map_err(clap_error)
+}
+
+/// Clap's error, without its `error:` prefix.
+fn clap_error(err: clap::Error) -> anyhow::Error {
+    let text = err.render().to_string();
+    anyhow::anyhow!("{}", text.trim_start_matches("error: ").trim_end())
 }
 
 #[cfg(test)]

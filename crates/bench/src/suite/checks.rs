@@ -7,7 +7,7 @@ use h3lab_results::{Proto, Visit};
 use super::published::PublishedFigure;
 use super::workload::{Load, Site};
 use super::Suite;
-use crate::sweep::{Setting, Sweep, Tunable, BUILTIN_SERVER, DIRECT};
+use crate::sweep::{Sets, Setting, Sweep, BUILTIN_SERVER, DIRECT};
 
 impl Suite {
     /// `auto` runs cold (first) and repeat page visits, not warm ones.
@@ -216,7 +216,7 @@ impl Suite {
 
     /// A sweep sets the built-in server's flags, and names real workloads.
     fn check_sweep(&self) -> anyhow::Result<()> {
-        let sweeps_server = self.sweep.as_ref().map(|s| s.tunable) == Some(Tunable::Server);
+        let sweeps_server = self.sweep.as_ref().map(|s| s.tunable.sets()) == Some(Sets::Server);
         if !self.target.servers.is_empty() && !sweeps_server {
             anyhow::bail!(
                 "suite `{}`: [target.servers] names servers for a `server` sweep; add \
@@ -224,7 +224,7 @@ impl Suite {
                 self.name
             );
         }
-        let sweeps_edge = self.sweep.as_ref().map(|s| s.tunable) == Some(Tunable::Edge);
+        let sweeps_edge = self.sweep.as_ref().map(|s| s.tunable.sets()) == Some(Sets::Edge);
         if !self.target.edges.is_empty() && !sweeps_edge {
             anyhow::bail!(
                 "suite `{}`: [target.edges] names edges for an `edge` sweep; add \
@@ -237,10 +237,7 @@ impl Suite {
         };
         if let Some(window) = self.target.initial_window {
             anyhow::ensure!(
-                !matches!(
-                    sweep.tunable,
-                    Tunable::InitialWindow | Tunable::QuicInitialWindow
-                ),
+                !sweep.tunable.sets_initial_window(),
                 "suite `{}`: [target] initial_window = {} and [sweep] `{}` both set the initial \
                  window; keep one",
                 self.name,
@@ -248,9 +245,9 @@ impl Suite {
                 sweep.tunable.name()
             );
         }
-        if sweep.tunable == Tunable::Server {
+        if sweep.tunable.sets() == Sets::Server {
             self.check_server_sweep(sweep)?;
-        } else if sweep.tunable == Tunable::Edge {
+        } else if sweep.tunable.sets() == Sets::Edge {
             self.check_edge_sweep(sweep)?;
         } else if let Some(command) = &self.target.server_cmd {
             anyhow::bail!(
