@@ -38,24 +38,8 @@ pub(crate) fn build(
 ) -> LoadReport {
     let errors = tally.error_counts();
     let status_counts = tally.status_counts();
-    let open_model = shape.target_rate.map(|target_rate| OpenModel {
-        target_rate,
-        sent: tally.sent,
-        achieved_rate: 0.0,
-        late: tally.late,
-        lag_us: tally.lag,
-        unsent: tally.unsent,
-    });
-    let warmup = if totals.warmup_s > 0.0 {
-        Some(Warmup {
-            duration_s: totals.warmup_s,
-            completed: tally.warmup_completed,
-            failed: tally.warmup_failed,
-            latency_us: tally.warmup_latency,
-        })
-    } else {
-        None
-    };
+    let open_model = open_model(&shape, &tally);
+    let warmup = warmup(&totals, &tally);
     let mut report = LoadReport {
         schema: LOAD_SCHEMA.to_string(),
         url: shape.url,
@@ -111,6 +95,29 @@ pub(crate) fn build(
     };
     report.derive_rates();
     report
+}
+
+/// The open model's sends, when the run had a target rate; its achieved
+/// rate is derived with the others.
+fn open_model(shape: &RunShape, tally: &Tally) -> Option<OpenModel> {
+    shape.target_rate.map(|target_rate| OpenModel {
+        target_rate,
+        sent: tally.sent,
+        achieved_rate: 0.0,
+        late: tally.late,
+        lag_us: tally.lag.clone(),
+        unsent: tally.unsent,
+    })
+}
+
+/// What the warm-up did, when there was one.
+fn warmup(totals: &RunTotals, tally: &Tally) -> Option<Warmup> {
+    (totals.warmup_s > 0.0).then(|| Warmup {
+        duration_s: totals.warmup_s,
+        completed: tally.warmup_completed,
+        failed: tally.warmup_failed,
+        latency_us: tally.warmup_latency.clone(),
+    })
 }
 
 #[cfg(test)]

@@ -397,6 +397,27 @@ impl QuicShell {
         }
     }
 
+    /// Whether the responses handed to quinn are delivered, or the peer
+    /// stopped acknowledging them: either way the wait for acks is over.
+    fn wait_is_over(
+        &self,
+        connection: &Connection,
+        own_streams: usize,
+        awaiting_acks: &mut Option<AckWait>,
+    ) -> bool {
+        let delivered = connection.send_streams() <= own_streams;
+        // A peer that stops acknowledging is given up on after a few round
+        // trips: time for lost probes to be sent again (8 RTT, at least 1 s,
+        // at most the header timeout).
+        let patience = (connection.rtt() * ACK_PATIENCE_RTTS)
+            .max(MIN_ACK_PATIENCE)
+            .min(self.handler.limits.header_timeout);
+        let acks = connection.stats().frame_rx.acks;
+        awaiting_acks
+            .as_mut()
+            .is_some_and(|wait| wait.over(Instant::now(), acks, delivered, patience))
+    }
+
     async fn serve_requests(
         &self,
         h3: &mut H3Connection,
@@ -450,18 +471,7 @@ impl QuicShell {
                     awaiting_acks = Some(AckWait::new(Instant::now(), connection.stats().frame_rx.acks));
                 }
                 _ = tokio::time::sleep(ACK_CHECK), if awaiting_acks.is_some() => {
-                    let delivered = connection.send_streams() <= own_streams;
-                    // A peer that stops acknowledging is given up on after a
-                    // few round trips: time for lost probes to be sent again
-                    // (8 RTT, at least 1 s, at most the header timeout).
-                    let patience = (connection.rtt() * ACK_PATIENCE_RTTS)
-                        .max(MIN_ACK_PATIENCE)
-                        .min(self.handler.limits.header_timeout);
-                    let acks = connection.stats().frame_rx.acks;
-                    let over = awaiting_acks
-                        .as_mut()
-                        .is_some_and(|wait| wait.over(Instant::now(), acks, delivered, patience));
-                    if over {
+                    if self.wait_is_over(connection, own_streams, &mut awaiting_acks) {
                         if !client_done {
                             Counters::count(&self.admission.counters.header_timeouts);
                         }

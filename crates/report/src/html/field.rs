@@ -8,7 +8,9 @@ use h3lab_results::bench::{FieldRun, Results};
 use maud::{html, Markup};
 
 use super::protocol_badge;
-use crate::field::{drift_rows, origin_of, place_of, used_rows, used_text, DriftPlot};
+use crate::field::{
+    drift_rows, origin_of, place_of, used_rows, used_text, DriftPlot, DriftRow, UsedRow,
+};
 use crate::format::short;
 use h3lab_results::offer::answer;
 
@@ -39,57 +41,75 @@ pub(super) fn field_section(
             }
             (origins_table(field))
             p.hint { "Every cell went to the same address per host: " (field.pinned.join(", ")) "." }
-            @if !used.is_empty() {
-                h3 { "What each load used" }
-                table.summary.field-used {
-                    thead { tr {
-                        th { "page" } th { "profile" } th { "protocol" } th { "origin" }
-                        th { "offered" } th { "responses over" }
-                    } }
-                    tbody {
-                        @for row in &used {
-                            tr {
-                                td { (row.workload) } td { (row.profile) }
-                                td.nowrap { (protocol_badge(colours, &row.protocol)) }
-                                td { code { (row.origin) } }
-                                td { (offered(field, &row.origin)) }
-                                td { (used_text(&row.used)) }
-                            }
+            (used_table(field, &used, colours))
+            (drift_table(&drift, plots, colours))
+        }
+    }
+}
+
+/// Which protocol each load's responses came over, per origin.
+fn used_table(field: &FieldRun, used: &[UsedRow], colours: &BTreeMap<String, String>) -> Markup {
+    html! {
+        @if !used.is_empty() {
+            h3 { "What each load used" }
+            table.summary.field-used {
+                thead { tr {
+                    th { "page" } th { "profile" } th { "protocol" } th { "origin" }
+                    th { "offered" } th { "responses over" }
+                } }
+                tbody {
+                    @for row in used {
+                        tr {
+                            td { (row.workload) } td { (row.profile) }
+                            td.nowrap { (protocol_badge(colours, &row.protocol)) }
+                            td { code { (row.origin) } }
+                            td { (offered(field, &row.origin)) }
+                            td { (used_text(&row.used)) }
                         }
                     }
                 }
             }
-            @if !drift.is_empty() {
-                h3 { "The real path's drift" }
-                p.hint {
-                    "The round trip each cell's connections measured just after their handshakes "
-                    "(the kernel's smoothed RTT for TCP, QUIC's estimate), beside the round trip "
-                    "the profile adds. A difference between protocols is still called only outside "
-                    "its interval; a drift that moves one protocol's loads more than another's "
-                    "shows here first."
-                }
-                table.summary.field-drift {
-                    thead { tr {
-                        th { "profile" } th { "protocol" } th.num { "added by the profile, ms" }
-                        th.num { "cells" } th.num { "median ms" } th.num { "min ms" } th.num { "max ms" }
-                    } }
-                    tbody {
-                        @for row in &drift {
-                            tr {
-                                td { (row.profile) }
-                                td.nowrap { (protocol_badge(colours, &row.protocol)) }
-                                td.num { (short(row.added_ms)) }
-                                td.num { (row.n) }
-                                td.num.strong { (short(row.median_ms)) }
-                                td.num { (short(row.min_ms)) }
-                                td.num { (short(row.max_ms)) }
-                            }
+        }
+    }
+}
+
+/// The round trip the cells measured on the real path, per protocol.
+fn drift_table(
+    drift: &[DriftRow],
+    plots: &[DriftPlot],
+    colours: &BTreeMap<String, String>,
+) -> Markup {
+    html! {
+        @if !drift.is_empty() {
+            h3 { "The real path's drift" }
+            p.hint {
+                "The round trip each cell's connections measured just after their handshakes "
+                "(the kernel's smoothed RTT for TCP, QUIC's estimate), beside the round trip "
+                "the profile adds. A difference between protocols is still called only outside "
+                "its interval; a drift that moves one protocol's loads more than another's "
+                "shows here first."
+            }
+            table.summary.field-drift {
+                thead { tr {
+                    th { "profile" } th { "protocol" } th.num { "added by the profile, ms" }
+                    th.num { "cells" } th.num { "median ms" } th.num { "min ms" } th.num { "max ms" }
+                } }
+                tbody {
+                    @for row in drift {
+                        tr {
+                            td { (row.profile) }
+                            td.nowrap { (protocol_badge(colours, &row.protocol)) }
+                            td.num { (short(row.added_ms)) }
+                            td.num { (row.n) }
+                            td.num.strong { (short(row.median_ms)) }
+                            td.num { (short(row.min_ms)) }
+                            td.num { (short(row.max_ms)) }
                         }
                     }
                 }
-                div.plots {
-                    @for plot in plots { div.plot id=(plot.id) {} }
-                }
+            }
+            div.plots {
+                @for plot in plots { div.plot id=(plot.id) {} }
             }
         }
     }

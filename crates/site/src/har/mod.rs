@@ -22,7 +22,7 @@ use crate::replay::{
     MANIFEST, SCHEMA,
 };
 use classify::{connect_ms, outside_load, parts, resource_kind, span, Place};
-use format::{known, Entry, HarFile};
+use format::{known, Entry, HarFile, Log};
 pub use summary::{off_size, ImportSummary};
 use upgrade::Upgrade;
 
@@ -56,31 +56,7 @@ pub struct ImportOptions {
 
 /// Reads the HAR at `har`, writes the replay site to `out`.
 pub fn import(har: &Path, out: &Path, options: &ImportOptions) -> Result<ImportSummary> {
-    let text =
-        std::fs::read_to_string(har).with_context(|| format!("cannot read {}", har.display()))?;
-    let file: HarFile = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{} is not JSON a HAR reader understands; export the page again as HAR",
-            har.display()
-        )
-    })?;
-    let Some(log) = file.log else {
-        bail!(
-            "{} has no `log` object, so it is not a HAR file; export one from the browser's DevTools (Network → Save all as HAR)",
-            har.display()
-        );
-    };
-    match log.version.as_deref() {
-        Some("1.2") | Some("1.1") => {}
-        Some(other) => bail!(
-            "{} is HAR version {other}; h3lab reads HAR 1.2 (and 1.1, which it extends); export the page again from a current browser or tool",
-            har.display()
-        ),
-        None => bail!(
-            "{} has no `log.version`; a HAR 1.2 file says \"version\": \"1.2\"",
-            har.display()
-        ),
-    }
+    let log = read_log(har)?;
     let creator = log
         .creator
         .as_ref()
@@ -140,6 +116,44 @@ pub fn import(har: &Path, out: &Path, options: &ImportOptions) -> Result<ImportS
         creator.trim()
     );
     builder.finish(source, options.think, recorded, page_note, page_url, out)
+}
+
+/// The `log` of the HAR at `har`, of a version h3lab reads.
+fn read_log(har: &Path) -> Result<Log> {
+    let text =
+        std::fs::read_to_string(har).with_context(|| format!("cannot read {}", har.display()))?;
+    let file: HarFile = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not JSON a HAR reader understands; export the page again as HAR",
+            har.display()
+        )
+    })?;
+    let Some(log) = file.log else {
+        bail!(
+            "{} has no `log` object, so it is not a HAR file; export one from the browser's DevTools (Network → Save all as HAR)",
+            har.display()
+        );
+    };
+    match log.version.as_deref() {
+        Some("1.2") | Some("1.1") => {}
+        Some(other) => bail!(
+            "{} is HAR version {other}; h3lab reads HAR 1.2 (and 1.1, which it extends); export the page again from a current browser or tool",
+            har.display()
+        ),
+        None => bail!(
+            "{} has no `log.version`; a HAR 1.2 file says \"version\": \"1.2\"",
+            har.display()
+        ),
+    }
+    Ok(log)
+}
+
+/// A URL's path with its query: what a request asks for.
+fn path_and_query(url: &Url) -> String {
+    match url.query() {
+        Some(query) => format!("{}?{query}", url.path()),
+        None => url.path().to_string(),
+    }
 }
 
 /// The hosts of the entries captured over `http://`, lower case.
@@ -306,10 +320,7 @@ impl Builder {
             upgrade.entries += 1;
         }
         let headers = self.headers(index, response, encoding);
-        let path = match url.query() {
-            Some(query) => format!("{}?{query}", url.path()),
-            None => url.path().to_string(),
-        };
+        let path = path_and_query(&url);
         let timings = entry.timings.as_ref();
         let connect_ms = timings.and_then(|t| connect_ms(t, self.firefox));
         self.by_request
