@@ -31,6 +31,9 @@ pub(crate) struct ServerProcess {
     /// Where the built-in server serves `/metrics`, on the server side's own
     /// loopback so that scraping sends nothing over the emulated link.
     pub(crate) metrics: Option<SocketAddr>,
+    /// The built-in server's QUIC initial window in bytes, as its start
+    /// report gives it; `None` for a custom server or without h3.
+    pub(crate) quic_initial_window: Option<u64>,
     /// A replayed page's origins, each on an address of its own.
     pub(crate) replay: Option<ReplayTarget>,
     /// The name clients reach it by, which the path's DNS server gives it;
@@ -47,8 +50,9 @@ impl ServerProcess {
             process: server.process,
             addr: server.addr,
             cert: Some(cert),
-            tuning: Some(server.tuning),
-            metrics: server.metrics,
+            tuning: Some(server.start.tuning),
+            metrics: server.start.metrics,
+            quic_initial_window: server.start.quic_initial_window,
             replay: None,
             name: None,
             document: "/".to_string(),
@@ -63,6 +67,7 @@ impl ServerProcess {
             cert: started.cert,
             tuning: None,
             metrics: None,
+            quic_initial_window: None,
             replay: None,
             name: None,
             document: "/".to_string(),

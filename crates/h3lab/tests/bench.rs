@@ -174,6 +174,14 @@ size = "300KB"
         "the server's tuning is recorded: {tuning:?}"
     );
     assert!(tuning.contains_key("h2_stream_window"), "{tuning:?}");
+    // QUIC's initial window comes from the server's start report, typed.
+    for cell in &results.cells {
+        let windows = cell.initial_windows.as_ref().expect("recorded");
+        assert!(
+            windows.quic_bytes.is_some_and(|bytes| bytes >= 12_000),
+            "{windows:?}"
+        );
+    }
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
     assert_eq!(
         csv.lines().count(),

@@ -1,6 +1,5 @@
 //! Starting `h3lab serve` at a placement and reading its banner.
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
@@ -10,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use h3lab_results::flags::CommandFlags;
-use h3lab_results::server_output::BannerLine;
+use h3lab_results::server_output::{is_listening_line, ServeStart};
 use h3lab_server::cli::ServeArgs;
 
 use crate::End;
@@ -28,11 +27,11 @@ pub struct BuiltinServer {
     pub process: Supervised,
     /// The address clients use (from its `listening:` line).
     pub addr: SocketAddr,
-    /// Its `tuning:` lines as name → value.
-    pub tuning: BTreeMap<String, String>,
-    /// Where it serves `/metrics`, on the server side's own loopback so
-    /// that scraping sends nothing over the emulated link.
-    pub metrics: Option<SocketAddr>,
+    /// What it started with (its start report): the settings that decide
+    /// results, QUIC's initial window, and where it serves `/metrics`, on
+    /// the server side's own loopback so that scraping sends nothing over
+    /// the emulated link.
+    pub start: ServeStart,
 }
 
 /// Starts `exe serve` with `serve`'s flags where `placement` puts
@@ -78,6 +77,8 @@ pub fn start_builtin_at(
     serve.sans.push(crate::SITE_HOST.to_string());
     serve.write_cert = Some(cert.to_path_buf());
     serve.metrics = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
+    let report = cert.with_extension("start.json");
+    serve.start_report = Some(report.clone());
     let mut command = end.command(placement, exe)?;
     command
         .args(serve.command_args()?)
@@ -88,15 +89,15 @@ pub fn start_builtin_at(
     // which then stops its children in order.
     let mut process = Supervised::spawn(command, Group::Own, "built-in server (h3lab serve)")?;
     let stdout = process.take_stdout().context("the server's stdout")?;
-    match wait_for_banner(stdout) {
-        Ok((addr, banner)) => Ok(BuiltinServer {
+    let started = wait_for_listening(stdout).and_then(|()| read_start(&report));
+    match started {
+        Ok(start) => Ok(BuiltinServer {
             process,
-            addr: match addr.ip().is_unspecified() {
-                true => SocketAddr::new(ip, addr.port()),
-                false => addr,
+            addr: match start.listening.ip().is_unspecified() {
+                true => SocketAddr::new(ip, start.listening.port()),
+                false => start.listening,
             },
-            tuning: banner.tuning,
-            metrics: banner.metrics,
+            start,
         }),
         Err(err) => {
             process.stop(FAILED_START_GRACE);
@@ -108,33 +109,23 @@ pub fn start_builtin_at(
     }
 }
 
-/// What the server prints before its `listening:` line.
-#[derive(Default)]
-struct Banner {
-    tuning: BTreeMap<String, String>,
-    metrics: Option<SocketAddr>,
+/// The start report the server wrote before it said it listens.
+fn read_start(path: &Path) -> anyhow::Result<ServeStart> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("it wrote no start report at {}", path.display()))?;
+    ServeStart::from_json(&text).with_context(|| format!("reading {}", path.display()))
 }
 
 /// Reads the server's stdout on a thread until its `listening:` line, so a
-/// silent server cannot block us past the timeout, and returns the address
-/// with the `tuning:` and `metrics:` lines printed before it. The thread
-/// drains the pipe to the end: a closed pipe would make the server's next
-/// line fail.
-fn wait_for_banner(stdout: impl Read + Send + 'static) -> anyhow::Result<(SocketAddr, Banner)> {
+/// silent server cannot block us past the timeout. The thread drains the
+/// pipe to the end: a closed pipe would make the server's next line fail.
+fn wait_for_listening(stdout: impl Read + Send + 'static) -> anyhow::Result<()> {
     let (sender, receiver) = mpsc::channel();
     std::thread::spawn(move || {
-        let mut banner = Banner::default();
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
-            match BannerLine::parse(&line) {
-                BannerLine::Tuning(name, value) => {
-                    banner.tuning.insert(name, value);
-                }
-                BannerLine::Metrics(addr) => banner.metrics = Some(addr),
-                BannerLine::Listening(addr) => {
-                    let _ = sender.send((addr, std::mem::take(&mut banner)));
-                }
-                BannerLine::Other => {}
+            if is_listening_line(&line) {
+                let _ = sender.send(());
             }
         }
     });

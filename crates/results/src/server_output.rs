@@ -4,43 +4,45 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-/// One line of the start-up banner `h3lab serve` prints. `tuning:` and
-/// `metrics:` lines come before the `listening:` line, so a reader can stop
-/// at that one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BannerLine {
-    /// `listening: tcp+udp 198.18.0.2:443 (...)`: the address clients use.
-    Listening(SocketAddr),
-    /// `tuning: NAME = VALUE`: a setting that decides results (docs/tuning.md).
-    Tuning(String, String),
-    /// `metrics: http://ADDR/metrics`: where the Prometheus metrics are.
-    Metrics(SocketAddr),
-    /// Any other line.
-    Other,
+/// The `h3lab serve` line that says it is ready: `listening: tcp+udp
+/// 198.18.0.2:443 (...)`. What it started with is in its start report
+/// ([`ServeStart`]), written before this line.
+pub fn is_listening_line(line: &str) -> bool {
+    line.starts_with("listening:")
 }
 
-impl BannerLine {
-    /// Reads one line of the banner.
-    pub fn parse(line: &str) -> Self {
-        if let Some(rest) = line.strip_prefix("listening:") {
-            if let Some(addr) = rest.split_whitespace().nth(1).and_then(|a| a.parse().ok()) {
-                return BannerLine::Listening(addr);
-            }
-        }
-        if let Some((name, value)) = line
-            .strip_prefix("tuning:")
-            .and_then(|rest| rest.split_once(" = "))
-        {
-            return BannerLine::Tuning(name.trim().to_string(), value.trim().to_string());
-        }
-        let metrics = line
-            .strip_prefix("metrics: http://")
-            .and_then(|rest| rest.strip_suffix("/metrics"))
-            .and_then(|addr| addr.parse().ok());
-        match metrics {
-            Some(addr) => BannerLine::Metrics(addr),
-            None => BannerLine::Other,
-        }
+/// The version of [`ServeStart`]'s JSON.
+pub const SERVE_START_SCHEMA: &str = "h3lab.serve-start/1";
+
+/// What `h3lab serve --start-report FILE` writes before it says it
+/// listens: where it is and what it runs with, typed, for the programs
+/// that start it (the bench, the probes), which read no banner text.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServeStart {
+    /// [`SERVE_START_SCHEMA`].
+    pub schema: String,
+    /// The address it listens on, TCP and UDP.
+    pub listening: SocketAddr,
+    /// Where it serves `/metrics`; `None` when it does not.
+    pub metrics: Option<SocketAddr>,
+    /// The settings that decide results, as the banner's `tuning:` lines
+    /// word them (docs/tuning.md): what `results.json` keeps.
+    pub tuning: BTreeMap<String, String>,
+    /// QUIC's initial congestion window in bytes, read from the
+    /// controller quinn builds; `None` without h3.
+    pub quic_initial_window: Option<u64>,
+}
+
+impl ServeStart {
+    /// Reads a start report, refusing another schema.
+    pub fn from_json(text: &str) -> anyhow::Result<ServeStart> {
+        let start: ServeStart = serde_json::from_str(text)?;
+        anyhow::ensure!(
+            start.schema == SERVE_START_SCHEMA,
+            "a start report of schema {}, not {SERVE_START_SCHEMA}: h3lab serve is another version",
+            start.schema
+        );
+        Ok(start)
     }
 }
 
@@ -103,27 +105,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn banner_lines_give_address_tuning_and_metrics() {
-        let line = "listening: tcp+udp 198.18.0.2:443 (h1,h2 over TLS 1.3; h3 over QUIC)";
-        assert_eq!(
-            BannerLine::parse(line),
-            BannerLine::Listening("198.18.0.2:443".parse().unwrap())
-        );
-        assert_eq!(
-            BannerLine::parse("tuning: h2_stream_window = 16777216 B"),
-            BannerLine::Tuning("h2_stream_window".into(), "16777216 B".into())
-        );
-        assert_eq!(
-            BannerLine::parse("metrics: http://127.0.0.1:41234/metrics"),
-            BannerLine::Metrics("127.0.0.1:41234".parse().unwrap())
-        );
-        for other in [
-            "spki-sha256: abc",
-            "metrics: 127.0.0.1:41234",
-            "listening: soon",
-        ] {
-            assert_eq!(BannerLine::parse(other), BannerLine::Other, "{other}");
-        }
+    fn a_start_report_reads_back_and_another_schema_is_refused() {
+        let start = ServeStart {
+            schema: SERVE_START_SCHEMA.to_string(),
+            listening: "198.18.0.2:443".parse().unwrap(),
+            metrics: Some("127.0.0.1:41234".parse().unwrap()),
+            tuning: [("h2_stream_window".into(), "16777216 B".into())].into(),
+            quic_initial_window: Some(14_720),
+        };
+        let text = serde_json::to_string(&start).unwrap();
+        assert_eq!(ServeStart::from_json(&text).unwrap(), start);
+        let other = text.replace(SERVE_START_SCHEMA, "h3lab.serve-start/9");
+        let err = ServeStart::from_json(&other).unwrap_err().to_string();
+        assert!(err.contains("h3lab.serve-start/9"), "{err}");
+        assert!(is_listening_line("listening: tcp+udp 198.18.0.2:443 (h3)"));
+        assert!(!is_listening_line("tuning: listening = no"));
     }
 
     #[test]

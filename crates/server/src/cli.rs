@@ -36,6 +36,12 @@ pub struct ServeArgs {
     /// Write the certificate as PEM here, for clients' --ca.
     #[arg(long, value_name = "PATH")]
     pub write_cert: Option<PathBuf>,
+    /// Write what the server started with (its address, metrics
+    /// address, the settings that decide results and QUIC's initial
+    /// window, schema h3lab.serve-start/1) as JSON to FILE before it says
+    /// it listens, for a program that starts it.
+    #[arg(long, value_name = "FILE")]
+    pub start_report: Option<PathBuf>,
     /// QUIC congestion controller for HTTP/3 (TCP uses the kernel's); auto
     /// picks the family of the kernel's TCP controller (bbr, reno, else cubic).
     #[arg(long, value_enum, default_value = "auto")]

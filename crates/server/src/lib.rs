@@ -45,6 +45,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use h3lab_results::server_output::{ServeStart, SERVE_START_SCHEMA};
 use h3lab_results::QuicCongestion;
 use h3lab_site::replay::Replay;
 use http::HeaderValue;
@@ -120,6 +121,8 @@ pub struct RunningServer {
     grace: Duration,
     tuning: Vec<(&'static str, String)>,
     quic_congestion: QuicCongestion,
+    /// QUIC's initial window in bytes; `None` without h3.
+    quic_initial_window: Option<u64>,
 }
 
 /// What a client needs to trust the server's certificate.
@@ -238,6 +241,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         grace: config.limits.shutdown_grace,
         tuning: tuning_settings(&config, serves_h3, granted_buffers),
         quic_congestion: config.quic_congestion,
+        quic_initial_window: serves_h3
+            .then(|| quic::initial_window(config.quic_congestion, &config.quic_tuning)),
     })
 }
 
@@ -412,6 +417,19 @@ impl RunningServer {
     /// Open TCP and QUIC connections holding a slot (503 ones not included).
     pub fn open_connections(&self) -> (usize, usize) {
         self.admission.open()
+    }
+
+    /// What it started with, for `h3lab serve --start-report`.
+    pub fn start_report(&self) -> ServeStart {
+        ServeStart {
+            schema: SERVE_START_SCHEMA.to_string(),
+            listening: self.local_addr,
+            metrics: self.metrics_addr,
+            tuning: (self.tuning.iter())
+                .map(|(name, value)| (name.to_string(), value.clone()))
+                .collect(),
+            quic_initial_window: self.quic_initial_window,
+        }
     }
 
     /// The start-up lines `h3lab serve` prints, one item per line.

@@ -54,10 +54,7 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 /// QUIC's settings that decide results, as `(name, value)`, beside
 /// [`crate::TcpTuning::settings`].
 pub fn settings(congestion: QuicCongestion, tuning: &QuicTuning) -> Vec<(&'static str, String)> {
-    // Read from the controller quinn builds, so the line cannot drift from it.
-    let window = congestion_factory(congestion, tuning.initial_window)
-        .build(std::time::Instant::now(), INITIAL_MTU)
-        .initial_window();
+    let window = initial_window(congestion, tuning);
     let initial_window = match (
         tuning.initial_window,
         congestion.resolved(&kernel_tcp_congestion()),
@@ -96,6 +93,14 @@ pub fn settings(congestion: QuicCongestion, tuning: &QuicTuning) -> Vec<(&'stati
         ("udp_buffer", format!("{} B asked", tuning.udp_buffer)),
         ("quic_thread", quic_thread.to_string()),
     ]
+}
+
+/// The initial congestion window in bytes, read from the controller
+/// quinn builds, so that what the server reports cannot drift from it.
+pub fn initial_window(congestion: QuicCongestion, tuning: &QuicTuning) -> u64 {
+    congestion_factory(congestion, tuning.initial_window)
+        .build(std::time::Instant::now(), INITIAL_MTU)
+        .initial_window()
 }
 
 /// quinn's initial datagram size, at which controllers are built.

@@ -257,7 +257,7 @@ pub(super) fn measure(
         tcp_segments: (lab.path.as_ref())
             .map(|_| lab.tcp_window.unwrap_or(LINUX_TCP_INITIAL_WINDOW)),
         tcp_set: lab.tcp_window.is_some(),
-        quic_bytes: server.tuning.as_ref().and_then(quic_initial_window),
+        quic_bytes: server.quic_initial_window,
     });
     if probes_features(suite, spec) {
         let aim = Aim::Lab(server);
@@ -451,15 +451,4 @@ fn tcp_initial_window(
              loopback it would change this machine's own, so run it on another profile"
         ),
     }
-}
-
-/// The built-in server's QUIC initial window in bytes, from its
-/// `quic_initial_window = 14720 B (...)` line.
-fn quic_initial_window(tuning: &BTreeMap<String, String>) -> Option<u64> {
-    tuning
-        .get("quic_initial_window")?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
 }

@@ -22,6 +22,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
 
 async fn serve(args: ServeArgs) -> Result<ExitCode> {
     let write_cert = args.write_cert.clone();
+    let start_report = args.start_report.clone();
     let config = args.server_config();
     let server = h3lab_server::start(config).await?;
     if let (Some(path), Some(pem)) = (&write_cert, server.cert_pem()) {
@@ -32,12 +33,25 @@ async fn serve(args: ServeArgs) -> Result<ExitCode> {
             )
         })?;
     }
+    if let Some(path) = &start_report {
+        write_start_report(&server, path)?;
+    }
     print_banner(&server)?;
     wait_for_stop_signal().await?;
     eprintln!("shutting down: finishing in-flight requests");
     let summary = server.shutdown().await;
     outln!("{summary}");
     Ok(ExitCode::SUCCESS)
+}
+
+fn write_start_report(server: &RunningServer, path: &std::path::Path) -> Result<()> {
+    let text = serde_json::to_string(&server.start_report())?;
+    std::fs::write(path, text).with_context(|| {
+        format!(
+            "cannot write the start report to {}; pass a writable --start-report path",
+            path.display()
+        )
+    })
 }
 
 fn print_banner(server: &RunningServer) -> Result<()> {

@@ -149,7 +149,7 @@ impl ProbedServer {
             process: server.process,
             addr: server.addr,
             cert,
-            metrics: server.metrics,
+            metrics: server.start.metrics,
         })
     }
 

@@ -134,7 +134,7 @@ fn run_protocol(
         .spawn_in_client(move || job.run())?
         .join()
         .map_err(|_| anyhow!("the client thread panicked"))?;
-    let migrations = server_migrations(&path, server.metrics);
+    let migrations = server_migrations(&path, server.start.metrics);
     server.process.stop(SERVER_GRACE);
     let gathered = gathered?;
     Ok(result(

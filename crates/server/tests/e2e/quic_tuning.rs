@@ -25,11 +25,13 @@ async fn start_with(
 }
 
 /// The congestion window of the first `recovery:metrics_updated` event of
-/// the server's only qlog file, after one h3 request.
+/// the server's only qlog file, after one h3 request; the banner; and the
+/// window its start report (`--start-report`) says, which must be it.
 async fn first_logged_window(congestion: QuicCongestion, tuning: QuicTuning) -> (u64, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let server = start_with(congestion, tuning, Some(dir.path().to_path_buf())).await;
     let banner = server.banner();
+    let reported = server.start_report().quic_initial_window;
     let mut client = connect(&server, Proto::H3).await;
     assert_eq!(client.get("/bytes/100000").await.status, StatusCode::OK);
     client.close();
@@ -46,6 +48,7 @@ async fn first_logged_window(congestion: QuicCongestion, tuning: QuicTuning) -> 
         })
         .find_map(|event| event["data"]["congestion_window"].as_u64())
         .expect("the qlog shows a congestion window");
+    assert_eq!(reported, Some(window), "the start report's window");
     (window, banner)
 }
 
