@@ -158,11 +158,9 @@ fn fill_from_client(
             record.requests = report.completed;
             record.errors = report.failed + report.errors.bad_status;
             record.bytes = report.body_bytes;
-            let value = serde_json::to_value(&report)?;
-            let histogram = |field: &str| value[field]["histogram"].as_str().map(str::to_string);
-            record.latency_histogram = histogram("latency_us");
-            record.ttfb_histogram = histogram("ttfb_us");
-            record.client_report = Some(value);
+            record.latency_histogram = Some(report.latency_us.encode());
+            record.ttfb_histogram = Some(report.ttfb_us.encode());
+            record.client_report = Some(serde_json::to_value(&report)?);
             // No response within the run is an honest 0 req/s when nothing
             // failed (large bodies on a slow path); with failures it is an error.
             if report.completed == 0 && (report.failed > 0 || !is_throughput(spec)) {

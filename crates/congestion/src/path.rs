@@ -96,124 +96,187 @@ impl Pacer {
 }
 
 /// Sends `bytes` through `path`, driving `bbr` the way quinn does.
-pub fn transfer(mut bbr: Bbr, path: &PathSpec, bytes: u64, seed: u64) -> Outcome {
-    let start = Instant::now();
-    let one_way = path.rtt / 2;
-    let byte_time = 8.0 / path.bits_per_sec as f64;
-    let mut random = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
-    let mut events = BinaryHeap::new();
-    let mut outcome = Outcome::default();
-    let mut in_flight: BTreeMap<u64, Instant> = BTreeMap::new();
-    let mut unsent = bytes;
-    let mut next_pn = 0;
-    let mut link_free = start;
-    let mut queued: BTreeMap<Instant, u64> = BTreeMap::new();
-    let mut pacer = Pacer {
-        tokens: 10 * DATAGRAM,
-        last: start,
-    };
-    let (mut srtt, mut min_rtt) = (None::<Duration>, Duration::MAX);
-    let mut retransmit = 0u64;
-    let mut now = start;
-    let mut wake_pending = false;
+pub fn transfer(bbr: Bbr, path: &PathSpec, bytes: u64, seed: u64) -> Outcome {
+    let mut transfer = Transfer::new(bbr, path, bytes, seed);
     loop {
-        // Send what the window and the pacer allow, in batches.
+        transfer.send_what_is_allowed();
+        if transfer.unsent == 0 && transfer.retransmit == 0 && transfer.in_flight.is_empty() {
+            transfer.outcome.elapsed = transfer.now - transfer.start;
+            return transfer.outcome;
+        }
+        let Some(Reverse((at, event))) = transfer.events.pop() else {
+            panic!(
+                "the transfer stalled with {} packets in flight",
+                transfer.in_flight.len()
+            );
+        };
+        transfer.now = at;
+        match event {
+            Event::Wake => transfer.wake_pending = false,
+            Event::Arrive(pn) => {
+                (transfer.events).push(Reverse((at + transfer.one_way, Event::Ack(pn))))
+            }
+            Event::Ack(pn) => transfer.on_ack(pn),
+        }
+    }
+}
+
+/// A transfer in progress: the sender, the bottleneck and the events
+/// between them.
+struct Transfer<'a> {
+    bbr: Bbr,
+    path: &'a PathSpec,
+    start: Instant,
+    now: Instant,
+    one_way: Duration,
+    /// Seconds a byte takes at the bottleneck.
+    byte_time: f64,
+    random: u64,
+    events: BinaryHeap<Reverse<(Instant, Event)>>,
+    outcome: Outcome,
+    /// Sent and not yet acknowledged, by packet number: when each was sent.
+    in_flight: BTreeMap<u64, Instant>,
+    unsent: u64,
+    /// Lost packets still to send again.
+    retransmit: u64,
+    next_pn: u64,
+    /// When the bottleneck is next free.
+    link_free: Instant,
+    /// Bytes in the bottleneck's queue, by when they leave it.
+    queued: BTreeMap<Instant, u64>,
+    pacer: Pacer,
+    srtt: Option<Duration>,
+    min_rtt: Duration,
+    wake_pending: bool,
+}
+
+impl<'a> Transfer<'a> {
+    fn new(bbr: Bbr, path: &'a PathSpec, bytes: u64, seed: u64) -> Self {
+        let start = Instant::now();
+        Transfer {
+            bbr,
+            path,
+            start,
+            now: start,
+            one_way: path.rtt / 2,
+            byte_time: 8.0 / path.bits_per_sec as f64,
+            random: seed.wrapping_mul(6364136223846793005).wrapping_add(1),
+            events: BinaryHeap::new(),
+            outcome: Outcome::default(),
+            in_flight: BTreeMap::new(),
+            unsent: bytes,
+            retransmit: 0,
+            next_pn: 0,
+            link_free: start,
+            queued: BTreeMap::new(),
+            pacer: Pacer {
+                tokens: 10 * DATAGRAM,
+                last: start,
+            },
+            srtt: None,
+            min_rtt: Duration::MAX,
+            wake_pending: false,
+        }
+    }
+
+    fn has_data(&self) -> bool {
+        self.unsent > 0 || self.retransmit > 0
+    }
+
+    fn window_allows_one_more(&self, window: u64) -> bool {
+        (self.in_flight.len() as u64 + 1) * DATAGRAM <= window
+    }
+
+    /// Sends what the window and the pacer allow, in batches.
+    fn send_what_is_allowed(&mut self) {
         loop {
-            let window = bbr.window();
-            let has_data = unsent > 0 || retransmit > 0;
-            if !has_data || (in_flight.len() as u64 + 1) * DATAGRAM > window {
+            let window = self.bbr.window();
+            if !self.has_data() || !self.window_allows_one_more(window) {
                 break;
             }
-            let rtt_for_pacing = srtt.unwrap_or(Duration::from_millis(333));
-            if let Some(at) = pacer.delay(now, window, rtt_for_pacing) {
-                if !wake_pending {
-                    events.push(Reverse((at, Event::Wake)));
-                    wake_pending = true;
+            let rtt_for_pacing = self.srtt.unwrap_or(Duration::from_millis(333));
+            if let Some(at) = self.pacer.delay(self.now, window, rtt_for_pacing) {
+                if !self.wake_pending {
+                    self.events.push(Reverse((at, Event::Wake)));
+                    self.wake_pending = true;
                 }
                 break;
             }
             let mut batch = 0;
             while batch < BATCH
-                && (unsent > 0 || retransmit > 0)
-                && (in_flight.len() as u64 + 1) * DATAGRAM <= window
-                && pacer.tokens >= DATAGRAM
+                && self.has_data()
+                && self.window_allows_one_more(window)
+                && self.pacer.tokens >= DATAGRAM
             {
-                if retransmit > 0 {
-                    retransmit -= 1;
-                } else {
-                    unsent = unsent.saturating_sub(DATAGRAM);
-                }
-                pacer.tokens -= DATAGRAM;
-                let pn = next_pn;
-                next_pn += 1;
-                in_flight.insert(pn, now);
-                outcome.sent += 1;
-                if srtt.is_none() {
-                    outcome.first_flight += DATAGRAM;
-                }
+                self.send_one();
                 batch += 1;
-                // The bottleneck: random loss, then the drop-tail queue.
-                random ^= random << 13;
-                random ^= random >> 7;
-                random ^= random << 17;
-                if (random % 1_000_000) as f64 / 1e6 < path.random_loss {
-                    outcome.random_drops += 1;
-                    continue;
-                }
-                queued = queued.split_off(&now);
-                let backlog: u64 = queued.values().sum();
-                outcome.max_queue = outcome.max_queue.max(backlog);
-                if backlog + DATAGRAM > path.bdp().max(64 * 1024) {
-                    outcome.queue_drops += 1;
-                    outcome.queue_drop_times.push(now - start);
-                    continue;
-                }
-                let departs =
-                    link_free.max(now) + Duration::from_secs_f64(DATAGRAM as f64 * byte_time);
-                link_free = departs;
-                *queued.entry(departs).or_default() += DATAGRAM;
-                events.push(Reverse((departs + one_way, Event::Arrive(pn))));
             }
-            bbr.on_sent(now);
+            self.bbr.on_sent(self.now);
         }
-        if unsent == 0 && retransmit == 0 && in_flight.is_empty() {
-            outcome.elapsed = now - start;
-            return outcome;
+    }
+
+    /// One datagram, new data or a retransmission, into the bottleneck:
+    /// random loss, then the drop-tail queue.
+    fn send_one(&mut self) {
+        if self.retransmit > 0 {
+            self.retransmit -= 1;
+        } else {
+            self.unsent = self.unsent.saturating_sub(DATAGRAM);
         }
-        let Some(Reverse((at, event))) = events.pop() else {
-            panic!(
-                "the transfer stalled with {} packets in flight",
-                in_flight.len()
-            );
+        self.pacer.tokens -= DATAGRAM;
+        let pn = self.next_pn;
+        self.next_pn += 1;
+        self.in_flight.insert(pn, self.now);
+        self.outcome.sent += 1;
+        if self.srtt.is_none() {
+            self.outcome.first_flight += DATAGRAM;
+        }
+        self.random ^= self.random << 13;
+        self.random ^= self.random >> 7;
+        self.random ^= self.random << 17;
+        if (self.random % 1_000_000) as f64 / 1e6 < self.path.random_loss {
+            self.outcome.random_drops += 1;
+            return;
+        }
+        self.queued = self.queued.split_off(&self.now);
+        let backlog: u64 = self.queued.values().sum();
+        self.outcome.max_queue = self.outcome.max_queue.max(backlog);
+        if backlog + DATAGRAM > self.path.bdp().max(64 * 1024) {
+            self.outcome.queue_drops += 1;
+            self.outcome.queue_drop_times.push(self.now - self.start);
+            return;
+        }
+        let departs = self.link_free.max(self.now)
+            + Duration::from_secs_f64(DATAGRAM as f64 * self.byte_time);
+        self.link_free = departs;
+        *self.queued.entry(departs).or_default() += DATAGRAM;
+        (self.events).push(Reverse((departs + self.one_way, Event::Arrive(pn))));
+    }
+
+    /// Packet `pn`'s ACK: a round-trip sample for the controller, and the
+    /// packets three older declared lost (RFC 9002's packet threshold).
+    fn on_ack(&mut self, pn: u64) {
+        let Some(sent) = self.in_flight.remove(&pn) else {
+            return;
         };
-        now = at;
-        match event {
-            Event::Wake => wake_pending = false,
-            Event::Arrive(pn) => events.push(Reverse((now + one_way, Event::Ack(pn)))),
-            Event::Ack(pn) => {
-                let Some(sent) = in_flight.remove(&pn) else {
-                    continue;
-                };
-                let sample = now - sent;
-                min_rtt = min_rtt.min(sample);
-                srtt = Some(srtt.map_or(sample, |s| (s * 7 + sample) / 8));
-                let seen = min_rtt.mul_f64(path.min_rtt_seen);
-                bbr.on_ack(now, sent, DATAGRAM, false, seen, srtt.unwrap_or(sample));
-                // Packet threshold 3 (RFC 9002): older unacked packets are lost.
-                let lost: Vec<u64> = in_flight
-                    .range(..pn.saturating_sub(2))
-                    .map(|(&pn, _)| pn)
-                    .collect();
-                for pn in &lost {
-                    in_flight.remove(pn);
-                }
-                let in_flight_bytes = in_flight.len() as u64 * DATAGRAM;
-                bbr.on_end_acks(now, in_flight_bytes, false);
-                if !lost.is_empty() {
-                    retransmit += lost.len() as u64;
-                    bbr.on_congestion_event(false);
-                }
-            }
+        let now = self.now;
+        let sample = now - sent;
+        self.min_rtt = self.min_rtt.min(sample);
+        let srtt = self.srtt.map_or(sample, |s| (s * 7 + sample) / 8);
+        self.srtt = Some(srtt);
+        let seen = self.min_rtt.mul_f64(self.path.min_rtt_seen);
+        self.bbr.on_ack(now, sent, DATAGRAM, false, seen, srtt);
+        let lost: Vec<u64> = (self.in_flight.range(..pn.saturating_sub(2)))
+            .map(|(&pn, _)| pn)
+            .collect();
+        for pn in &lost {
+            self.in_flight.remove(pn);
+        }
+        let in_flight_bytes = self.in_flight.len() as u64 * DATAGRAM;
+        self.bbr.on_end_acks(now, in_flight_bytes, false);
+        if !lost.is_empty() {
+            self.retransmit += lost.len() as u64;
+            self.bbr.on_congestion_event(false);
         }
     }
 }

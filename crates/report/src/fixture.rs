@@ -32,6 +32,87 @@ use crate::histogram::tests::encoded;
 pub(crate) const REPETITIONS: u32 = 5;
 
 pub(crate) fn results() -> Results {
+    Results {
+        schema: RESULTS_SCHEMA.into(),
+        suite: SuiteInfo {
+            name: "fixture".into(),
+            preset: Some("fixture-preset".into()),
+            description: "Synthetic run for tests <b>not markup</b>".into(),
+            protocols: vec!["h1".into(), "h2".into(), "h3".into()],
+            profiles: vec!["broadband".into(), "cellular".into()],
+            workloads: vec!["rps-1k".into(), "ttfb".into()],
+            repetitions: REPETITIONS,
+            seed: 7,
+            warmup_s: 1.0,
+            baseline: "h2".into(),
+            target: "built-in server (h3lab serve)".into(),
+            aa: false,
+            servers: Vec::new(),
+            population: None,
+            pages: BTreeMap::new(),
+        },
+        environment: Environment {
+            h3lab_version: "0.1.0".into(),
+            kernel: "6.1.0-test".into(),
+            cpu_model: "Test CPU".into(),
+            cpu_count: 2,
+            sysctls: BTreeMap::from([("net.core.rmem_max".into(), "212992".into())]),
+            tcp_congestion_control: "cubic".into(),
+            quic_congestion_control: "cubic".into(),
+            udp_gso: "on".into(),
+            library_versions: BTreeMap::from([("quinn".into(), "0.11".into())]),
+            server_tuning: None,
+            loopback_cpus: None,
+        },
+        started_at: "2026-01-01T00:00:00Z".into(),
+        finished_at: Some("2026-01-01T00:10:00Z".into()),
+        interrupted: false,
+        cells: cells(),
+        studies: claims(),
+        captures: Vec::new(),
+        field: None,
+        handoffs: Vec::new(),
+    }
+}
+
+/// The claims: rps-1k (h3 > h2 > h1 published) and ttfb cold (h3 better).
+fn claims() -> Vec<StudyClaim> {
+    vec![
+        StudyClaim {
+            sweep: None,
+            study: "A. Protocol matrix".into(),
+            label: "RPS, 1 KB".into(),
+            profile: "broadband".into(),
+            workload: "rps-1k".into(),
+            mode: None,
+            unit: "req/s".into(),
+            higher_is_better: true,
+            published: BTreeMap::from([
+                ("h1".into(), 12400.0),
+                ("h2".into(), 38200.0),
+                ("h3".into(), 42100.0),
+            ]),
+            measure: None,
+            caveat: "rps caveat".into(),
+        },
+        StudyClaim {
+            sweep: None,
+            study: "D. Handshakes".into(),
+            label: "cold time to first byte".into(),
+            profile: "broadband".into(),
+            workload: "ttfb".into(),
+            mode: Some("cold".into()),
+            unit: "RTT".into(),
+            higher_is_better: false,
+            published: BTreeMap::from([("h2".into(), 3.0), ("h3".into(), 2.0)]),
+            measure: None,
+            caveat: "ttfb caveat </script><script>alert(1)</script>".into(),
+        },
+    ]
+}
+
+/// Every cell, as the module's comment lists them.
+fn cells() -> Vec<CellRecord> {
     let mut cells = Vec::new();
     let rps = [
         ("h1", [100.0, 110.0, 120.0, 105.0, 115.0], 30),
@@ -74,78 +155,7 @@ pub(crate) fn results() -> Results {
             }
         }
     }
-    Results {
-        schema: RESULTS_SCHEMA.into(),
-        suite: SuiteInfo {
-            name: "fixture".into(),
-            preset: Some("fixture-preset".into()),
-            description: "Synthetic run for tests <b>not markup</b>".into(),
-            protocols: vec!["h1".into(), "h2".into(), "h3".into()],
-            profiles: vec!["broadband".into(), "cellular".into()],
-            workloads: vec!["rps-1k".into(), "ttfb".into()],
-            repetitions: REPETITIONS,
-            seed: 7,
-            warmup_s: 1.0,
-            baseline: "h2".into(),
-            target: "built-in server (h3lab serve)".into(),
-            aa: false,
-            servers: Vec::new(),
-            population: None,
-            pages: BTreeMap::new(),
-        },
-        environment: Environment {
-            h3lab_version: "0.1.0".into(),
-            kernel: "6.1.0-test".into(),
-            cpu_model: "Test CPU".into(),
-            cpu_count: 2,
-            sysctls: BTreeMap::from([("net.core.rmem_max".into(), "212992".into())]),
-            tcp_congestion_control: "cubic".into(),
-            quic_congestion_control: "cubic".into(),
-            udp_gso: "on".into(),
-            library_versions: BTreeMap::from([("quinn".into(), "0.11".into())]),
-            server_tuning: None,
-            loopback_cpus: None,
-        },
-        started_at: "2026-01-01T00:00:00Z".into(),
-        finished_at: Some("2026-01-01T00:10:00Z".into()),
-        interrupted: false,
-        cells,
-        studies: vec![
-            StudyClaim {
-                sweep: None,
-                study: "A. Protocol matrix".into(),
-                label: "RPS, 1 KB".into(),
-                profile: "broadband".into(),
-                workload: "rps-1k".into(),
-                mode: None,
-                unit: "req/s".into(),
-                higher_is_better: true,
-                published: BTreeMap::from([
-                    ("h1".into(), 12400.0),
-                    ("h2".into(), 38200.0),
-                    ("h3".into(), 42100.0),
-                ]),
-                measure: None,
-                caveat: "rps caveat".into(),
-            },
-            StudyClaim {
-                sweep: None,
-                study: "D. Handshakes".into(),
-                label: "cold time to first byte".into(),
-                profile: "broadband".into(),
-                workload: "ttfb".into(),
-                mode: Some("cold".into()),
-                unit: "RTT".into(),
-                higher_is_better: false,
-                published: BTreeMap::from([("h2".into(), 3.0), ("h3".into(), 2.0)]),
-                measure: None,
-                caveat: "ttfb caveat </script><script>alert(1)</script>".into(),
-            },
-        ],
-        captures: Vec::new(),
-        field: None,
-        handoffs: Vec::new(),
-    }
+    cells
 }
 
 pub(crate) fn rps_record(

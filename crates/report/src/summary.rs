@@ -146,34 +146,10 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
     let ok = ok_records(records);
     let described_by = ok.first().or(records.first()).copied();
     let metric = described_by.map(|r| &r.metric);
-    let mut problems = Vec::new();
-
-    let mixed: Vec<&str> = ok
-        .iter()
-        .map(|r| r.metric.name.as_str())
-        .filter(|name| Some(*name) != metric.map(|m| m.name.as_str()))
-        .collect();
-    if !mixed.is_empty() {
-        problems.push(format!(
-            "repetitions record different metrics ({}); only {} is summarised",
-            mixed.join(", "),
-            metric.map_or("", |m| m.name.as_str())
-        ));
-    }
-    let measured: Vec<&&CellRecord> = ok
-        .iter()
-        .filter(|r| Some(r.metric.name.as_str()) == metric.map(|m| m.name.as_str()))
-        .collect();
-    let repetition_numbers = measured.iter().map(|r| r.repetition).collect();
-    let (samples_by_repetition, dropped): (Vec<Vec<f64>>, Vec<usize>) = measured
-        .iter()
-        .map(|r| split_finite(&r.metric.samples))
-        .unzip();
+    let metric_name = metric.map_or("", |m| m.name.as_str());
+    let (samples_by_repetition, repetition_numbers, mut problems) =
+        measured_samples(&ok, metric_name);
     let samples = samples_by_repetition.concat();
-    let dropped: usize = dropped.iter().sum();
-    if dropped > 0 {
-        problems.push(format!("{dropped} non-finite sample(s) left out"));
-    }
     let (merged, histogram_problems) = merge_latency(&ok);
     problems.extend(histogram_problems);
 
@@ -219,22 +195,53 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
         client_cpu_per_gb_s: client_cpu_per(&ok, |r| r.bytes as f64 / 1e9),
         wire: added_up(&ok, |record| record.wire),
         header_blocks: added_up(&ok, |record| record.header_blocks),
-        costs_by_repetition: CostMeasure::ALL
-            .iter()
-            .map(|&cost| {
-                (
-                    cost,
-                    ok.iter().filter_map(|r| cost.of(r)).collect::<Vec<_>>(),
-                )
-            })
-            .filter(|(_, values)| !values.is_empty())
-            .collect(),
+        costs_by_repetition: costs_by_repetition(&ok),
         page_connections: page_connections(&ok),
         page_requests: page_requests(&ok),
         bottlenecks: bottlenecks(&ok),
         problems,
         key,
     }
+}
+
+/// The finite samples of the repetitions that recorded `metric`, by
+/// repetition; those repetitions' numbers; and what was left out (another
+/// metric, non-finite samples), said as problems.
+fn measured_samples(ok: &[&CellRecord], metric: &str) -> (Vec<Vec<f64>>, Vec<u32>, Vec<String>) {
+    let mut problems = Vec::new();
+    let mixed: Vec<&str> = (ok.iter())
+        .map(|r| r.metric.name.as_str())
+        .filter(|name| *name != metric)
+        .collect();
+    if !mixed.is_empty() {
+        problems.push(format!(
+            "repetitions record different metrics ({}); only {metric} is summarised",
+            mixed.join(", "),
+        ));
+    }
+    let measured: Vec<&&CellRecord> = ok.iter().filter(|r| r.metric.name == metric).collect();
+    let repetition_numbers = measured.iter().map(|r| r.repetition).collect();
+    let (samples_by_repetition, dropped): (Vec<Vec<f64>>, Vec<usize>) = (measured.iter())
+        .map(|r| split_finite(&r.metric.samples))
+        .unzip();
+    let dropped: usize = dropped.iter().sum();
+    if dropped > 0 {
+        problems.push(format!("{dropped} non-finite sample(s) left out"));
+    }
+    (samples_by_repetition, repetition_numbers, problems)
+}
+
+/// Each cost the repetitions measured, by repetition.
+fn costs_by_repetition(ok: &[&CellRecord]) -> std::collections::BTreeMap<CostMeasure, Vec<f64>> {
+    (CostMeasure::ALL.iter())
+        .map(|&cost| {
+            (
+                cost,
+                ok.iter().filter_map(|r| cost.of(r)).collect::<Vec<_>>(),
+            )
+        })
+        .filter(|(_, values)| !values.is_empty())
+        .collect()
 }
 
 /// The connections of every load of the successful repetitions of a page

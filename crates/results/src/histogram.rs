@@ -73,7 +73,9 @@ impl Micros {
         }
     }
 
-    fn encode(&self) -> String {
+    /// The histogram as the JSON carries it: HdrHistogram V2 with deflate,
+    /// in base64.
+    pub fn encode(&self) -> String {
         let mut bytes = Vec::new();
         V2DeflateSerializer::new()
             .serialize(&self.0, &mut bytes)

@@ -146,23 +146,12 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     config.tcp_tuning.validate()?;
     config.quic_tuning.validate()?;
     let Content { root, site, replay } = Content::load(&config)?;
-    let mut sans = config.extra_sans.clone();
-    sans.extend(replay.iter().flat_map(|r| r.hosts().iter().cloned()));
-    let tls = match config.cleartext {
-        true => None,
-        false => Some(tls::TlsMaterial::load(&config.tls, config.listen, &sans)?),
-    };
-    let buffers = bind::Buffers {
-        tcp_send: config.tcp_tuning.send_buffer,
-        tcp_recv: config.tcp_tuning.recv_buffer,
-        udp: config.quic_tuning.udp_buffer,
-    };
-    let sockets = bind::bind(config.listen, tls.is_some(), &buffers)?;
-    let granted_buffers = sockets.granted_buffers(&buffers)?;
+    let tls = load_tls(&config, replay.as_deref())?;
+    let (sockets, granted_buffers) = bind_sockets(&config, tls.is_some())?;
     let local_addr = sockets.tcp.local_addr()?;
-    // Over TLS, h3 is on the same port (cleartext has no h3).
-    let alt_svc = (tls.as_ref())
-        .map(|_| HeaderValue::try_from(format!("h3=\":{}\"; ma=86400", local_addr.port())))
+    let alt_svc = tls
+        .as_ref()
+        .map(|_| alt_svc(local_addr.port()))
         .transpose()?;
     let hooks = edge_hooks(&config)?;
     let lifecycle = Lifecycle::default();
@@ -191,20 +180,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     );
     let listener = tokio::net::TcpListener::from_std(sockets.tcp)?;
     let serves_h3 = sockets.udp.is_some() && tls.is_some();
-    let quic_thread = (serves_h3 && config.quic_tuning.own_thread)
-        .then(QuicThread::start)
-        .transpose()?;
-    let quic_runtime = match &quic_thread {
-        Some(thread) => thread.handle().clone(),
-        None => tokio::runtime::Handle::current(),
-    };
-    let (endpoint, qlog) = match (sockets.udp, &tls) {
-        (Some(udp), Some(tls)) => {
-            let (endpoint, qlog) = quic_endpoint(&config, udp, tls, &metrics, &quic_runtime)?;
-            (Some(endpoint), qlog)
-        }
-        _ => (None, None),
-    };
+    let quic = QuicPart::start(&config, sockets.udp, tls.as_ref(), &metrics)?;
     let metrics_listener = match config.metrics {
         Some(addr) => Some(bind_metrics(addr).await?),
         None => None,
@@ -212,16 +188,16 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
     if config.serve_tcp || tls.is_none() {
         lifecycle.tasks.spawn(Arc::new(tcp).accept_loop(listener));
     }
-    if let Some(endpoint) = &endpoint {
-        let quic = QuicShell {
+    if let Some(endpoint) = &quic.endpoint {
+        let shell = QuicShell {
             handler,
             admission: admission.clone(),
             lifecycle: lifecycle.clone(),
-            qlog,
+            qlog: quic.qlog,
             stream_order: config.quic_tuning.stream_order,
         };
-        let accept_loop = Arc::new(quic).accept_loop(endpoint.clone());
-        quic_runtime.spawn(lifecycle.tasks.track_future(accept_loop));
+        let accept_loop = Arc::new(shell).accept_loop(endpoint.clone());
+        (quic.runtime).spawn(lifecycle.tasks.track_future(accept_loop));
     }
     let metrics_addr = (metrics_listener)
         .map(|listener| serve_metrics(listener, &metrics, &lifecycle))
@@ -231,8 +207,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         site,
         replay_banner,
         trust: tls.map(Trust::from),
-        endpoint,
-        quic_thread,
+        endpoint: quic.endpoint,
+        quic_thread: quic.thread,
         lifecycle,
         stats,
         metrics,
@@ -244,6 +220,85 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer> {
         quic_initial_window: serves_h3
             .then(|| quic::initial_window(config.quic_congestion, &config.quic_tuning)),
     })
+}
+
+/// The certificate and key (none for cleartext), for the configured
+/// names and a replay's hosts.
+fn load_tls(
+    config: &ServerConfig,
+    replay: Option<&ReplaySite>,
+) -> Result<Option<tls::TlsMaterial>> {
+    if config.cleartext {
+        return Ok(None);
+    }
+    let mut sans = config.extra_sans.clone();
+    sans.extend(replay.iter().flat_map(|r| r.hosts().iter().cloned()));
+    Ok(Some(tls::TlsMaterial::load(
+        &config.tls,
+        config.listen,
+        &sans,
+    )?))
+}
+
+/// The `Alt-Svc` every TLS response carries: h3 on the same port.
+fn alt_svc(port: u16) -> Result<HeaderValue> {
+    Ok(HeaderValue::try_from(format!("h3=\":{port}\"; ma=86400"))?)
+}
+
+/// The TCP listener and UDP socket on `config.listen` (UDP only with
+/// TLS), with the buffers asked for, and what the kernel granted.
+fn bind_sockets(
+    config: &ServerConfig,
+    with_udp: bool,
+) -> Result<(bind::Sockets, Vec<(&'static str, String)>)> {
+    let buffers = bind::Buffers {
+        tcp_send: config.tcp_tuning.send_buffer,
+        tcp_recv: config.tcp_tuning.recv_buffer,
+        udp: config.quic_tuning.udp_buffer,
+    };
+    let sockets = bind::bind(config.listen, with_udp, &buffers)?;
+    let granted = sockets.granted_buffers(&buffers)?;
+    Ok((sockets, granted))
+}
+
+/// Where h3 runs: its endpoint and qlog (none without a UDP socket and
+/// TLS), and the runtime of its tasks, on a thread of its own or shared.
+struct QuicPart {
+    thread: Option<QuicThread>,
+    runtime: tokio::runtime::Handle,
+    endpoint: Option<quinn::Endpoint>,
+    qlog: Option<qlog::QlogDir>,
+}
+
+impl QuicPart {
+    fn start(
+        config: &ServerConfig,
+        udp: Option<std::net::UdpSocket>,
+        tls: Option<&tls::TlsMaterial>,
+        metrics: &Arc<Metrics>,
+    ) -> Result<QuicPart> {
+        let serves_h3 = udp.is_some() && tls.is_some();
+        let thread = (serves_h3 && config.quic_tuning.own_thread)
+            .then(QuicThread::start)
+            .transpose()?;
+        let runtime = match &thread {
+            Some(thread) => thread.handle().clone(),
+            None => tokio::runtime::Handle::current(),
+        };
+        let (endpoint, qlog) = match (udp, tls) {
+            (Some(udp), Some(tls)) => {
+                let (endpoint, qlog) = quic_endpoint(config, udp, tls, metrics, &runtime)?;
+                (Some(endpoint), qlog)
+            }
+            _ => (None, None),
+        };
+        Ok(QuicPart {
+            thread,
+            runtime,
+            endpoint,
+            qlog,
+        })
+    }
 }
 
 /// What the server serves: files under a static root, a site (with `/`

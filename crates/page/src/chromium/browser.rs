@@ -289,20 +289,11 @@ impl Browser {
             }
             let next = self.devtools.next_message(deadline);
             let Some(message) = next.map_err(|err| self.with_state(err))? else {
-                let open: Vec<&str> = open
-                    .iter()
+                let open: Vec<&str> = (open.iter())
                     .filter(|(id, _)| !done.contains(id))
                     .map(|(_, url)| url.as_str())
                     .collect();
-                bail!(
-                    "the load of {url} stalled: {} within {timeout:?}; requests still open: [{}]",
-                    match (loaded, script) {
-                        (false, _) => "no load event",
-                        (true, Some(_)) if open.is_empty() => "the page's timings did not come",
-                        (true, _) => "not every request finished",
-                    },
-                    open.join(", ")
-                );
+                return Err(stalled(url, timeout, loaded, script.is_some(), &open));
             };
             let id = message["id"].as_u64();
             if id.is_some() && id == Some(navigate) {
@@ -315,13 +306,7 @@ impl Browser {
                 continue;
             }
             if id.is_some() && id == script {
-                if let Some(error) = message.get("error") {
-                    bail!("Chromium could not run the timing script in {url}: {error}");
-                }
-                if let Some(exception) = message["result"].get("exceptionDetails") {
-                    bail!("the timing script failed in {url}: {exception}");
-                }
-                value = Some(message["result"]["result"]["value"].clone());
+                value = Some(script_value(&message, url)?);
                 continue;
             }
             if message["sessionId"].as_str() != Some(session.as_str()) {
@@ -345,6 +330,38 @@ impl Browser {
             }
         }
     }
+}
+
+/// Why a load that did not settle within `timeout` stalled, with the
+/// requests still `open`.
+fn stalled(
+    url: &str,
+    timeout: Duration,
+    loaded: bool,
+    script_sent: bool,
+    open: &[&str],
+) -> anyhow::Error {
+    let why = match (loaded, script_sent) {
+        (false, _) => "no load event",
+        (true, true) if open.is_empty() => "the page's timings did not come",
+        (true, _) => "not every request finished",
+    };
+    anyhow::anyhow!(
+        "the load of {url} stalled: {why} within {timeout:?}; requests still open: [{}]",
+        open.join(", ")
+    )
+}
+
+/// The value the timing script's `Runtime.evaluate` answer carries, or
+/// why it has none.
+fn script_value(message: &Value, url: &str) -> Result<Value> {
+    if let Some(error) = message.get("error") {
+        bail!("Chromium could not run the timing script in {url}: {error}");
+    }
+    if let Some(exception) = message["result"].get("exceptionDetails") {
+        bail!("the timing script failed in {url}: {exception}");
+    }
+    Ok(message["result"]["result"]["value"].clone())
 }
 
 /// Chromium writes its DevTools port and path to `DevToolsActivePort` in
