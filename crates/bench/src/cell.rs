@@ -20,8 +20,9 @@ use linkem::{EmulatedPath, LinkSettings};
 
 use crate::client::{self, Aim, ClientRun};
 use crate::field::FieldTarget;
+use crate::plan::CellPlan;
 use crate::spec::CellSpec;
-use crate::suite::{DownloadMetric, Load, RpsMetric, Site, Suite};
+use crate::suite::{DownloadMetric, Load, RpsMetric, Site};
 use crate::usage;
 
 mod lab;
@@ -44,16 +45,16 @@ pub struct RunContext {
 /// Runs the cell; failures are recorded, not returned. Fills
 /// `server_tuning` from the built-in server's banner if it is still empty.
 pub(crate) fn run(
-    suite: &Suite,
-    spec: &CellSpec,
+    plan: &CellPlan,
     ctx: &RunContext,
     server_tuning: &mut Option<BTreeMap<String, String>>,
 ) -> CellRecord {
     let started = Instant::now();
-    let mut record = empty_record(spec);
+    let mut record = empty_record(&plan.spec);
+    record.path_rtt_ms = plan.path_rtt_ms();
     let measured = match &ctx.field {
-        Some(field) => measure_field(suite, spec, ctx, field, &mut record),
-        None => lab::measure(suite, spec, ctx, &mut record, server_tuning),
+        Some(field) => measure_field(plan, ctx, field, &mut record),
+        None => lab::measure(plan, ctx, &mut record, server_tuning),
     };
     // Ctrl-C cuts the client short, so what it measured is not the cell's
     // figure, and whatever error that caused is not the cell's either.
@@ -88,19 +89,13 @@ pub(crate) fn refused(spec: &CellSpec, why: String) -> CellRecord {
 /// machine's network (or, on `real`, in this namespace), to the
 /// workload's URL at its pinned address.
 fn measure_field(
-    suite: &Suite,
-    spec: &CellSpec,
+    plan: &CellPlan,
     ctx: &RunContext,
     field: &FieldTarget,
     record: &mut CellRecord,
 ) -> anyhow::Result<()> {
-    // Each load its own seed (its own loss pattern), the same for every
-    // protocol of that load.
-    let seed = suite.seed.wrapping_add(u64::from(spec.record_repetition()));
-    let settings = crate::profile::settings(suite, &spec.profile, seed)?;
-    record.path_rtt_ms = settings.as_ref().map_or(0.0, |s| s.rtt as f64 / 1e6);
-    let mut path = settings
-        .as_ref()
+    let spec = &plan.spec;
+    let mut path = (plan.link.as_ref())
         .map(|s| EmulatedPath::start(s.build()))
         .transpose()?;
     if let Some(path) = &mut path {
@@ -115,8 +110,8 @@ fn measure_field(
     let aim = Aim::Field {
         url,
         pins: field.pins(),
-        insecure: suite.target.insecure,
-        allow_heavy: suite.target.allow_heavy,
+        insecure: plan.target.insecure,
+        allow_heavy: plan.target.allow_heavy,
     };
     let before = usage::Reading::now(None, path.as_ref());
     let outcome = client::run(
@@ -125,12 +120,12 @@ fn measure_field(
         &ctx.exe,
         &aim,
         &scratch,
-        suite.warmup.0,
+        plan.warmup,
         &ctx.stop,
     );
     let after = usage::Reading::now(None, path.as_ref());
     usage::record_interval(&before, &after, &mut record.cpu);
-    if let (Some(path), Some(settings)) = (path, &settings) {
+    if let (Some(path), Some(settings)) = (path, &plan.link) {
         record.link = Some(link_record(path.shutdown()?, settings)?);
     }
     let run = outcome?;
@@ -210,20 +205,15 @@ fn fill_from_client(
 /// asked by (a server command whose site address is its IP alone) may
 /// answer the page with an empty `200`, which would load fast and
 /// complete, and give a wrong figure.
-fn check_whole_site(
-    suite: &Suite,
-    spec: &CellSpec,
-    report: &PageReport,
-    authority: &str,
-) -> anyhow::Result<()> {
+fn check_whole_site(plan: &CellPlan, report: &PageReport, authority: &str) -> anyhow::Result<()> {
     let Load::Page {
         site: Site::Shape(shape),
         ..
-    } = &spec.workload.load
+    } = &plan.spec.workload.load
     else {
         return Ok(());
     };
-    let plan = h3lab_site::plan(*shape, suite.seed);
+    let plan = h3lab_site::plan(*shape, plan.site_seed);
     let path_of = |url: &str| url::Url::parse(url).ok().map(|url| url.path().to_string());
     for (index, load) in report.loads.iter().enumerate() {
         let fetched: Vec<String> = (load.resources.iter())
@@ -307,7 +297,8 @@ fn body_size(spec: &CellSpec) -> Option<u64> {
 /// synthetic site of its shape, generated from the suite's seed into the
 /// run's scratch space by the first cell that needs it. `None` for other
 /// workloads.
-fn site_dir(suite: &Suite, spec: &CellSpec, scratch: &Path) -> anyhow::Result<Option<PathBuf>> {
+fn site_dir(plan: &CellPlan, scratch: &Path) -> anyhow::Result<Option<PathBuf>> {
+    let (spec, seed) = (&plan.spec, plan.site_seed);
     let Load::Page { site, .. } = &spec.workload.load else {
         return Ok(None);
     };
@@ -319,7 +310,7 @@ fn site_dir(suite: &Suite, spec: &CellSpec, scratch: &Path) -> anyhow::Result<Op
                 .with_context(|| format!("the site directory {} is gone", dir.display()))?;
             return Ok(Some(dir));
         }
-        Site::Shape(shape) => format!("site-{shape}-{}", suite.seed),
+        Site::Shape(shape) => format!("site-{shape}-{seed}"),
         Site::Har(_) => format!("replay-{}", spec.workload.name()),
     };
     let dir = scratch.join(&name);
@@ -331,7 +322,7 @@ fn site_dir(suite: &Suite, spec: &CellSpec, scratch: &Path) -> anyhow::Result<Op
             std::fs::remove_dir_all(&partial)
                 .with_context(|| format!("cannot remove {}", partial.display()))?;
         }
-        write_site(site, suite.seed, &partial)?;
+        write_site(site, seed, &partial)?;
         std::fs::rename(&partial, &dir)
             .with_context(|| format!("cannot move the site to {}", dir.display()))?;
     }
@@ -496,6 +487,7 @@ fn cell_dir(scratch: &Path, spec: &CellSpec) -> anyhow::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::suite::Suite;
     use h3lab_results::bench::{Loss, LossDirection, Rate};
     use h3lab_results::page::{PageLoad, ResourceTiming};
     use h3lab_results::{Loader, Proto, ResourceKind, Visit, WorkloadKind};
@@ -673,7 +665,8 @@ mod tests {
         let assets: Vec<&str> = plan.assets().map(|file| file.path.as_str()).collect();
         let mut report =
             PageReport::new("https://a.test/", Proto::H3, Loader::Builtin, Visit::Cold);
-        let check = |report: &PageReport| check_whole_site(&suite, &spec, report, "a.test:443");
+        let cell = CellPlan::new(&suite, &spec).unwrap();
+        let check = |report: &PageReport| check_whole_site(&cell, report, "a.test:443");
         let whole: Vec<&str> = std::iter::once("/").chain(assets.iter().copied()).collect();
         report.loads = vec![site_load(&whole)];
         check(&report).unwrap();

@@ -13,6 +13,7 @@ mod edge;
 mod environment;
 pub mod field;
 pub mod handoff;
+mod plan;
 pub mod presets;
 mod process;
 mod profile;

@@ -18,6 +18,7 @@ use linkem::EmulatedPath;
 
 use crate::environment;
 use crate::handoff::HandoffPlan;
+use crate::plan::CellPlan;
 use crate::profile;
 use crate::spec::{CellSpec, Unit};
 use crate::suite::{Load, PublishedFigure, Site, Suite, Workload};
@@ -359,9 +360,11 @@ pub fn run(
             pause(crate::field::pause(suite), &ctx.stop);
         }
         let refusal = (ctx.field.as_ref()).and_then(|field| field.refusal(suite, &spec));
-        let mut record = match refusal {
-            Some(refusal) => cell::refused(&spec, refusal),
-            None => cell::run(suite, &spec, ctx, &mut results.environment.server_tuning),
+        let planned = CellPlan::new(suite, &spec);
+        let mut record = match (refusal, planned) {
+            (Some(refusal), _) => cell::refused(&spec, refusal),
+            (None, Err(err)) => cell::refused(&spec, format!("{err:#}")),
+            (None, Ok(plan)) => cell::run(&plan, ctx, &mut results.environment.server_tuning),
         };
         if ctx.field.is_some() {
             record.profile = crate::field::profile_label(&spec.profile);

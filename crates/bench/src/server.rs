@@ -11,7 +11,7 @@ use linkem::run::Placement;
 
 use h3lab_site::replay::Replay;
 
-use crate::suite::{Suite, Target};
+use crate::suite::Target;
 use crate::sweep::{quic_initial_window, Setting};
 use h3lab_harness::custom::{self, Custom};
 use h3lab_harness::{BuiltinServer, End};
@@ -169,24 +169,24 @@ pub(crate) struct Start<'a> {
 
 /// Starts the suite's target where `start.placement` puts servers and waits
 /// until it listens.
-pub(crate) fn start(suite: &Suite, start: &Start<'_>) -> anyhow::Result<ServerProcess> {
+pub(crate) fn start(target: &Target, start: &Start<'_>) -> anyhow::Result<ServerProcess> {
     let swept_server = start.setting.and_then(Setting::server);
-    let row = swept_server.and_then(|name| suite.target.servers.get(name));
+    let row = swept_server.and_then(|name| target.servers.get(name));
     let shell = match swept_server {
         Some(_) => row.map(|server| server.command()),
-        None => suite.target.server_cmd.as_deref(),
+        None => target.server_cmd.as_deref(),
     };
     let builtin = Start {
         setting: start.setting.filter(|s| s.server().is_none()),
         ..*start
     };
     let Some(shell) = shell else {
-        return start_builtin(&builtin, &suite.target);
+        return start_builtin(&builtin, target);
     };
     let ip = IpAddr::V4(start.end.ip(start.placement)?);
     let custom = Custom {
         shell,
-        addr: SocketAddr::new(ip, suite.target.port.unwrap_or(DEFAULT_PORT)),
+        addr: SocketAddr::new(ip, target.port.unwrap_or(DEFAULT_PORT)),
         site: start.site,
         body_size: start.body_size,
         run_scratch: start.run_scratch,

@@ -13,57 +13,42 @@ use h3lab_harness::{End, PathDns, SITE_HOST};
 use h3lab_results::bench::{CellRecord, EdgeRecord, HeaderBlocks, InitialWindows, WireCost};
 use h3lab_site::replay::Replay;
 use linkem::run::Placement;
-use linkem::{EmulatedPath, LinkSettings};
+use linkem::EmulatedPath;
 
 use super::{
     body_size, cell_dir, check_whole_site, fill_from_client, link_record, site_dir, RunContext,
 };
 use crate::client::{self, Aim, ClientRun};
 use crate::edge::EdgeStart;
+use crate::plan::{CellPlan, EdgePlan};
 use crate::server;
-use crate::spec::CellSpec;
-use crate::suite::{dns_setting, Edge, Load, Suite};
-use crate::sweep::Setting;
+use crate::suite::{dns_setting, Load};
 use crate::usage;
 
 /// A lab cell's path before any server starts: the emulated link (none on
 /// loopback), the site and replay it serves, an edge's origin leg, and
 /// the DNS the profile publishes.
 struct LabPath<'a> {
-    settings: Option<LinkSettings>,
+    plan: &'a CellPlan,
     path: Option<EmulatedPath>,
     site: Option<PathBuf>,
     replay: Option<Replay>,
     /// A replay's origins, each on an address of its own.
     origin_ips: Option<Vec<IpAddr>>,
-    /// The swept edge's name and table.
-    edge: Option<(&'a str, &'a Edge)>,
-    /// The link between the edge and its origin.
-    origin_link: Option<LinkSettings>,
     tcp_window: Option<u32>,
-    publish: Option<Publish>,
 }
 
 impl<'a> LabPath<'a> {
-    /// Starts the path; the round trip and the DNS it publishes go into
-    /// `record` as soon as they are known, so a cell that fails later
-    /// still says what path it was on.
-    fn start(
-        suite: &'a Suite,
-        spec: &'a CellSpec,
-        scratch: &Path,
-        record: &mut CellRecord,
-    ) -> anyhow::Result<Self> {
-        // The same seed for every protocol of a repetition: same loss pattern.
-        let seed = suite.seed.wrapping_add(u64::from(spec.repetition));
-        let settings = crate::profile::settings(suite, &spec.profile, seed)?;
-        record.path_rtt_ms = settings.as_ref().map_or(0.0, |s| s.rtt as f64 / 1e6);
-        let site = site_dir(suite, spec, scratch)?;
+    /// Starts the path; the DNS it publishes goes into `record` as soon as
+    /// it is known, so a cell that fails later still says what path it was
+    /// on.
+    fn start(plan: &'a CellPlan, scratch: &Path, record: &mut CellRecord) -> anyhow::Result<Self> {
+        let site = site_dir(plan, scratch)?;
         let replay = match &site {
             Some(dir) if Replay::is_replay_site(dir) => Some(Replay::read(dir)?),
             _ => None,
         };
-        let mut path = (settings.as_ref())
+        let mut path = (plan.link.as_ref())
             .map(|s| EmulatedPath::start(s.build()))
             .transpose()?;
         let origin_ips = match (&replay, &mut path) {
@@ -75,34 +60,21 @@ impl<'a> LabPath<'a> {
             }
             (Some(replay), None) => Some(replay.origin_addresses(None)?),
         };
-        let edge = (spec.setting.as_ref())
-            .and_then(Setting::edge)
-            .and_then(|name| Some((name, suite.target.edges.get(name)?)));
-        let origin_link = match (edge, &mut path) {
-            (None, _) => None,
-            (Some((_, edge)), Some(path)) => {
-                let settings = crate::profile::origin_settings(suite, edge, seed)?;
-                path.add_origin_leg(settings.build())?;
-                Some(settings)
-            }
-            (Some(_), None) => bail!("an edge needs an emulated path (the suite's check names it)"),
-        };
-        let tcp_window = tcp_initial_window(suite, spec, path.as_ref())?;
-        let publish = suite.published_dns(&spec.profile)?;
-        record.dns = publish.as_ref().map(dns_setting);
-        if let (Some(_), Some(path)) = (&publish, &mut path) {
+        if let (Some(edge), Some(path)) = (&plan.edge, &mut path) {
+            path.add_origin_leg(edge.origin_link.build())?;
+        }
+        let tcp_window = tcp_initial_window(plan.tcp_window, path.as_ref())?;
+        record.dns = plan.publish.as_ref().map(dns_setting);
+        if let (Some(_), Some(path)) = (&plan.publish, &mut path) {
             path.set_client_resolver(path.server_ip())?;
         }
         Ok(LabPath {
-            settings,
+            plan,
             path,
             site,
             replay,
             origin_ips,
-            edge,
-            origin_link,
             tcp_window,
-            publish,
         })
     }
 
@@ -120,12 +92,13 @@ impl<'a> LabPath<'a> {
         record: &mut CellRecord,
         edge: Option<&mut EdgeRecord>,
     ) -> anyhow::Result<()> {
-        let (Some(path), Some(settings)) = (self.path, &self.settings) else {
+        let (Some(path), Some(settings)) = (self.path, &self.plan.link) else {
             return Ok(());
         };
         let legs = path.shutdown_legs()?;
         record.link = Some(link_record(legs.client_leg, settings)?);
-        if let (Some(edge), Some(stats), Some(link)) = (edge, legs.origin_leg, &self.origin_link) {
+        let origin_link = self.plan.edge.as_ref().map(|edge| &edge.origin_link);
+        if let (Some(edge), Some(stats), Some(link)) = (edge, legs.origin_leg, origin_link) {
             edge.origin_link = Some(link_record(stats, link)?);
         }
         Ok(())
@@ -142,25 +115,21 @@ struct Servers {
 }
 
 impl Servers {
-    fn start(
-        suite: &Suite,
-        spec: &CellSpec,
-        lab: &LabPath<'_>,
-        at: &server::Start<'_>,
-    ) -> anyhow::Result<Servers> {
-        let (mut server, origin) = match lab.edge {
-            None => (server::start(suite, at)?, None),
-            Some((name, edge)) => {
-                let (front, target, record) = start_edge(suite, spec, at, name, edge)?;
+    fn start(lab: &LabPath<'_>, at: &server::Start<'_>) -> anyhow::Result<Servers> {
+        let plan = lab.plan;
+        let (mut server, origin) = match &plan.edge {
+            None => (server::start(&plan.target, at)?, None),
+            Some(edge) => {
+                let (front, target, record) = start_edge(plan, at, edge)?;
                 (front, Some((target, record)))
             }
         };
         if let (Some(replay), Some(ips), Some(dir)) = (&lab.replay, &lab.origin_ips, &lab.site) {
             let port = server.addr.port();
-            let by_dns = lab.publish.is_some();
+            let by_dns = plan.publish.is_some();
             server.replay = Some(server::ReplayTarget::new(replay, ips, dir, port, by_dns)?);
         }
-        let dns = match (&lab.publish, &lab.path) {
+        let dns = match (&plan.publish, &lab.path) {
             (Some(publish), Some(path)) => {
                 let named = (lab.replay.as_ref()).zip(lab.origin_ips.as_deref());
                 let zone = zone(path, &mut server, named, publish)?;
@@ -227,13 +196,13 @@ struct Stopped {
 }
 
 pub(super) fn measure(
-    suite: &Suite,
-    spec: &CellSpec,
+    plan: &CellPlan,
     ctx: &RunContext,
     record: &mut CellRecord,
     server_tuning: &mut Option<BTreeMap<String, String>>,
 ) -> anyhow::Result<()> {
-    let lab = LabPath::start(suite, spec, &ctx.scratch, record)?;
+    let spec = &plan.spec;
+    let lab = LabPath::start(plan, &ctx.scratch, record)?;
     let placement = lab.placement();
     let scratch = cell_dir(&ctx.scratch, spec)?;
     let at = server::Start {
@@ -248,7 +217,7 @@ pub(super) fn measure(
         every_address: lab.replay.is_some(),
         end: End::Server,
     };
-    let servers = Servers::start(suite, spec, &lab, &at)?;
+    let servers = Servers::start(&lab, &at)?;
     let server = &servers.server;
     if server_tuning.is_none() {
         server_tuning.clone_from(&servers.target().tuning);
@@ -259,7 +228,7 @@ pub(super) fn measure(
         tcp_set: lab.tcp_window.is_some(),
         quic_bytes: server.quic_initial_window,
     });
-    if probes_features(suite, spec) {
+    if plan.probes_features {
         let aim = Aim::Lab(server);
         record.h3_features = client::h3_features(&placement, &ctx.exe, &aim, &scratch, &ctx.stop);
     }
@@ -271,7 +240,7 @@ pub(super) fn measure(
         &ctx.exe,
         &aim,
         &scratch,
-        suite.warmup.0,
+        plan.warmup,
         &ctx.stop,
     );
     let after = usage::Reading::now(Some(&server.process), lab.path.as_ref());
@@ -294,7 +263,7 @@ pub(super) fn measure(
     }
     let run = outcome?;
     if let ClientRun::Page { report, .. } = &run {
-        check_whole_site(suite, spec, report, &authority)?;
+        check_whole_site(plan, report, &authority)?;
     }
     record.wire = WireCost::from_counts(record.link.as_ref(), record.server_metrics.as_ref());
     record.header_blocks = HeaderBlocks::from_metrics(record.server_metrics.as_ref());
@@ -304,18 +273,6 @@ pub(super) fn measure(
         Some(why) => bail!(why),
         None => filled,
     }
-}
-
-/// Whether the cell asks its server what its h3 does: once per row of a
-/// `server` sweep and profile, before its first workload's first h3
-/// repetition.
-fn probes_features(suite: &Suite, spec: &CellSpec) -> bool {
-    let server_row = spec.setting.as_ref().and_then(Setting::server).is_some();
-    let first_workload = suite.workloads.first().map(|w| w.name()) == Some(spec.workload.name());
-    server_row
-        && first_workload
-        && spec.protocol == h3lab_results::Proto::H3
-        && spec.repetition == 0
 }
 
 /// The server, or behind an edge the origin, exited while the client
@@ -364,34 +321,33 @@ impl Ended {
     }
 }
 
-/// The target started as the origin behind the edge `name`, then the edge
-/// in front of it: (the edge, the origin, the edge's record so far).
+/// The target started as the origin behind the edge, then the edge in
+/// front of it: (the edge, the origin, the edge's record so far).
 fn start_edge(
-    suite: &Suite,
-    spec: &CellSpec,
+    plan: &CellPlan,
     at: &server::Start<'_>,
-    name: &str,
-    edge: &Edge,
+    edge: &EdgePlan,
 ) -> anyhow::Result<(server::ServerProcess, server::ServerProcess, EdgeRecord)> {
     let origin_scratch = at.scratch.join("origin");
     std::fs::create_dir_all(&origin_scratch)?;
     let target = server::Start {
         scratch: &origin_scratch,
         end: End::Origin,
-        protocol: edge.origin_protocol.proto(),
+        protocol: edge.edge.origin_protocol.proto(),
         ..*at
     };
-    let target = server::start(suite, &target)?;
-    let forward = edge.forwarding(matches!(spec.workload.load, Load::Page { .. }));
+    let target = server::start(&plan.target, &target)?;
+    let is_page = matches!(plan.spec.workload.load, Load::Page { .. });
+    let forward = edge.edge.forwarding(is_page);
     let front = crate::edge::start(&EdgeStart {
-        name,
-        edge,
+        name: &edge.name,
+        edge: &edge.edge,
         at,
         origin: &target,
         forward,
         port: target.addr.port(),
     })?;
-    let record = crate::edge::record(name, edge, forward, &front, at.run_scratch);
+    let record = crate::edge::record(&edge.name, &edge.edge, forward, &front, at.run_scratch);
     Ok((front, target, record))
 }
 
@@ -428,18 +384,12 @@ fn zone(
 /// Linux's `TCP_INIT_CWND`, in segments, since 2.6.39.
 const LINUX_TCP_INITIAL_WINDOW: u32 = 10;
 
-/// Sets the TCP initial window the suite asks for (its sweep's value, or
+/// Sets the TCP initial window the plan asks for (its sweep's value, or
 /// `[target] initial_window`) on the cell's path, and returns it.
 fn tcp_initial_window(
-    suite: &Suite,
-    spec: &CellSpec,
+    asked: Option<u32>,
     path: Option<&EmulatedPath>,
 ) -> anyhow::Result<Option<u32>> {
-    let asked = spec
-        .setting
-        .as_ref()
-        .and_then(|setting| setting.tcp_initial_window())
-        .or(suite.target.initial_window.map(|packets| packets.0));
     match (asked, path) {
         (None, _) => Ok(None),
         (Some(segments), Some(path)) => {
