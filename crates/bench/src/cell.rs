@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use h3lab_client::ModeNotOffered;
 use h3lab_results::bench::{CellRecord, CpuUse, LinkRecord, Metric, Outcome};
 use h3lab_results::load::LoadReport;
 use h3lab_results::page::PageReport;
@@ -26,6 +25,9 @@ use crate::suite::{DownloadMetric, Load, RpsMetric, Site};
 use crate::usage;
 
 mod lab;
+mod record;
+
+use record::CellOutcome;
 
 /// What a run needs besides the suite.
 pub struct RunContext {
@@ -42,38 +44,25 @@ pub struct RunContext {
     pub field: Option<FieldTarget>,
 }
 
-/// Runs the cell; failures are recorded, not returned. Fills
-/// `server_tuning` from the built-in server's banner if it is still empty.
+/// Runs the cell and makes its record; failures are recorded, not
+/// returned. Fills `server_tuning` from the built-in server's start
+/// report if it is still empty.
 pub(crate) fn run(
     plan: &CellPlan,
     ctx: &RunContext,
     server_tuning: &mut Option<BTreeMap<String, String>>,
 ) -> CellRecord {
     let started = Instant::now();
-    let mut record = empty_record(&plan.spec);
-    record.path_rtt_ms = plan.path_rtt_ms();
-    let measured = match &ctx.field {
-        Some(field) => measure_field(plan, ctx, field, &mut record),
-        None => lab::measure(plan, ctx, &mut record, server_tuning),
+    let mut outcome = match &ctx.field {
+        Some(field) => run_field(plan, ctx, field),
+        None => lab::run(plan, ctx),
     };
-    // Ctrl-C cuts the client short, so what it measured is not the cell's
-    // figure, and whatever error that caused is not the cell's either.
-    if ctx.stop.load(Ordering::Relaxed) {
-        record.outcome = Outcome::Interrupted;
-        record.metric.samples.clear();
-    } else if let Err(err) = measured {
-        record.outcome = match err.downcast_ref::<ModeNotOffered>() {
-            Some(lacking) => Outcome::NotOffered {
-                reason: lacking.0.clone(),
-            },
-            None => Outcome::Failed {
-                error: format!("{err:#}"),
-            },
-        };
-        record.metric.samples.clear();
+    outcome.interrupted = ctx.stop.load(Ordering::Relaxed);
+    outcome.elapsed_s = started.elapsed().as_secs_f64();
+    if server_tuning.is_none() {
+        *server_tuning = outcome.server.as_ref().and_then(|s| s.tuning.clone());
     }
-    record.elapsed_s = started.elapsed().as_secs_f64();
-    record
+    record::record(plan, outcome)
 }
 
 /// The record of a cell that does not run, and why (a field origin
@@ -88,11 +77,17 @@ pub(crate) fn refused(spec: &CellSpec, why: String) -> CellRecord {
 /// crosses the profile's emulated link and leaves through NAT to this
 /// machine's network (or, on `real`, in this namespace), to the
 /// workload's URL at its pinned address.
-fn measure_field(
+fn run_field(plan: &CellPlan, ctx: &RunContext, field: &FieldTarget) -> CellOutcome {
+    let mut outcome = CellOutcome::default();
+    outcome.failure = run_field_into(plan, ctx, field, &mut outcome).err();
+    outcome
+}
+
+fn run_field_into(
     plan: &CellPlan,
     ctx: &RunContext,
     field: &FieldTarget,
-    record: &mut CellRecord,
+    out: &mut CellOutcome,
 ) -> anyhow::Result<()> {
     let spec = &plan.spec;
     let mut path = (plan.link.as_ref())
@@ -114,7 +109,7 @@ fn measure_field(
         allow_heavy: plan.target.allow_heavy,
     };
     let before = usage::Reading::now(None, path.as_ref());
-    let outcome = client::run(
+    let client = client::run(
         spec,
         &placement,
         &ctx.exe,
@@ -124,13 +119,12 @@ fn measure_field(
         &ctx.stop,
     );
     let after = usage::Reading::now(None, path.as_ref());
-    usage::record_interval(&before, &after, &mut record.cpu);
-    if let (Some(path), Some(settings)) = (path, &plan.link) {
-        record.link = Some(link_record(path.shutdown()?, settings)?);
+    usage::record_interval(&before, &after, &mut out.cpu);
+    out.client = Some(client);
+    if let Some(path) = path {
+        out.link = Some(path.shutdown()?);
     }
-    let run = outcome?;
-    record.cpu.client_s = run.cpu_s();
-    fill_from_client(spec, run, record)
+    Ok(())
 }
 
 /// `cells[].link`: the link's statistics, and under `settings` what the

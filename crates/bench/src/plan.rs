@@ -16,6 +16,8 @@ use crate::sweep::Setting;
 /// One cell, ready to run.
 pub(crate) struct CellPlan {
     pub(crate) spec: CellSpec,
+    /// A field run's cell: no server of h3lab's, a deployed one's URL.
+    pub(crate) field: bool,
     /// The suite's seed, which the generated site is built from.
     pub(crate) site_seed: u64,
     /// The client's path at the cell's seed (the same for every protocol
@@ -78,6 +80,7 @@ impl CellPlan {
             .or(suite.target.initial_window.map(|packets| packets.0));
         Ok(CellPlan {
             spec: spec.clone(),
+            field: suite.is_field(),
             site_seed: suite.seed,
             link,
             edge,

@@ -10,19 +10,19 @@ use std::time::Duration;
 use anyhow::bail;
 use h3lab_dns::{Host, Publish, ZoneConfig};
 use h3lab_harness::{End, PathDns, SITE_HOST};
-use h3lab_results::bench::{CellRecord, EdgeRecord, HeaderBlocks, InitialWindows, WireCost};
+use h3lab_results::bench::{CpuUse, EdgeRecord};
 use h3lab_site::replay::Replay;
+use linkem::model::LinkStats;
 use linkem::run::Placement;
 use linkem::EmulatedPath;
 
-use super::{
-    body_size, cell_dir, check_whole_site, fill_from_client, link_record, site_dir, RunContext,
-};
-use crate::client::{self, Aim, ClientRun};
+use super::record::{CellOutcome, ServerSide};
+use super::{body_size, cell_dir, site_dir, RunContext};
+use crate::client::{self, Aim};
 use crate::edge::EdgeStart;
 use crate::plan::{CellPlan, EdgePlan};
 use crate::server;
-use crate::suite::{dns_setting, Load};
+use crate::suite::Load;
 use crate::usage;
 
 /// A lab cell's path before any server starts: the emulated link (none on
@@ -35,14 +35,12 @@ struct LabPath<'a> {
     replay: Option<Replay>,
     /// A replay's origins, each on an address of its own.
     origin_ips: Option<Vec<IpAddr>>,
-    tcp_window: Option<u32>,
 }
 
 impl<'a> LabPath<'a> {
-    /// Starts the path; the DNS it publishes goes into `record` as soon as
-    /// it is known, so a cell that fails later still says what path it was
-    /// on.
-    fn start(plan: &'a CellPlan, scratch: &Path, record: &mut CellRecord) -> anyhow::Result<Self> {
+    /// Starts the path, with an edge's origin leg, the TCP initial window
+    /// the plan asks for and the resolver the published DNS needs.
+    fn start(plan: &'a CellPlan, scratch: &Path) -> anyhow::Result<Self> {
         let site = site_dir(plan, scratch)?;
         let replay = match &site {
             Some(dir) if Replay::is_replay_site(dir) => Some(Replay::read(dir)?),
@@ -63,8 +61,7 @@ impl<'a> LabPath<'a> {
         if let (Some(edge), Some(path)) = (&plan.edge, &mut path) {
             path.add_origin_leg(edge.origin_link.build())?;
         }
-        let tcp_window = tcp_initial_window(plan.tcp_window, path.as_ref())?;
-        record.dns = plan.publish.as_ref().map(dns_setting);
+        set_tcp_initial_window(plan.tcp_window, path.as_ref())?;
         if let (Some(_), Some(path)) = (&plan.publish, &mut path) {
             path.set_client_resolver(path.server_ip())?;
         }
@@ -74,7 +71,6 @@ impl<'a> LabPath<'a> {
             site,
             replay,
             origin_ips,
-            tcp_window,
         })
     }
 
@@ -85,23 +81,14 @@ impl<'a> LabPath<'a> {
         }
     }
 
-    /// Stops the path and records each leg's link statistics: the
-    /// client's in `record`, the origin leg's in the edge's record.
-    fn shutdown(
-        self,
-        record: &mut CellRecord,
-        edge: Option<&mut EdgeRecord>,
-    ) -> anyhow::Result<()> {
-        let (Some(path), Some(settings)) = (self.path, &self.plan.link) else {
-            return Ok(());
+    /// Stops the path: each leg's link statistics (the client's, and
+    /// behind an edge the origin's), none on loopback.
+    fn shutdown(self) -> anyhow::Result<(Option<LinkStats>, Option<LinkStats>)> {
+        let Some(path) = self.path else {
+            return Ok((None, None));
         };
         let legs = path.shutdown_legs()?;
-        record.link = Some(link_record(legs.client_leg, settings)?);
-        let origin_link = self.plan.edge.as_ref().map(|edge| &edge.origin_link);
-        if let (Some(edge), Some(stats), Some(link)) = (edge, legs.origin_leg, origin_link) {
-            edge.origin_link = Some(link_record(stats, link)?);
-        }
-        Ok(())
+        Ok((Some(legs.client_leg), legs.origin_leg))
     }
 }
 
@@ -152,11 +139,7 @@ impl Servers {
     /// Stops the servers and the DNS server after the client ran: their
     /// metrics (unless one exited), their CPU time, and why the cell
     /// cannot stand if one exited while the client ran.
-    fn stop(
-        mut self,
-        placement: &Placement<'_>,
-        record: &mut CellRecord,
-    ) -> anyhow::Result<Stopped> {
+    fn stop(mut self, placement: &Placement<'_>, cpu: &mut CpuUse) -> anyhow::Result<Stopped> {
         let ended = Ended::check(&mut self.server, self.origin.as_mut().map(|(t, _)| t));
         let metrics = match &ended {
             Some(_) => Ok(None),
@@ -168,9 +151,9 @@ impl Servers {
             let addr = target.metrics.filter(|_| ended.is_none())?;
             Some(h3lab_harness::scrape_at(placement, End::Origin, addr))
         });
-        record.cpu.server_s = self.server.process.stop(Duration::from_secs(5)).cpu_s;
+        cpu.server_s = self.server.process.stop(Duration::from_secs(5)).cpu_s;
         if let Some((target, edge)) = &mut self.origin {
-            record.cpu.server_s += target.process.stop(Duration::from_secs(5)).cpu_s;
+            cpu.server_s += target.process.stop(Duration::from_secs(5)).cpu_s;
             edge.origin_metrics = origin_metrics.transpose()?;
         }
         // Once both are stopped, nothing holds their stderr open.
@@ -195,14 +178,17 @@ struct Stopped {
     metrics: anyhow::Result<Option<BTreeMap<String, f64>>>,
 }
 
-pub(super) fn measure(
-    plan: &CellPlan,
-    ctx: &RunContext,
-    record: &mut CellRecord,
-    server_tuning: &mut Option<BTreeMap<String, String>>,
-) -> anyhow::Result<()> {
+/// Runs a lab cell: its path, its servers, its client, stopped in turn;
+/// what each gave back, typed, and where it stopped short if it did.
+pub(super) fn run(plan: &CellPlan, ctx: &RunContext) -> CellOutcome {
+    let mut outcome = CellOutcome::default();
+    outcome.failure = run_into(plan, ctx, &mut outcome).err();
+    outcome
+}
+
+fn run_into(plan: &CellPlan, ctx: &RunContext, out: &mut CellOutcome) -> anyhow::Result<()> {
     let spec = &plan.spec;
-    let lab = LabPath::start(plan, &ctx.scratch, record)?;
+    let lab = LabPath::start(plan, &ctx.scratch)?;
     let placement = lab.placement();
     let scratch = cell_dir(&ctx.scratch, spec)?;
     let at = server::Start {
@@ -219,22 +205,20 @@ pub(super) fn measure(
     };
     let servers = Servers::start(&lab, &at)?;
     let server = &servers.server;
-    if server_tuning.is_none() {
-        server_tuning.clone_from(&servers.target().tuning);
-    }
-    record.initial_windows = Some(InitialWindows {
-        tcp_segments: (lab.path.as_ref())
-            .map(|_| lab.tcp_window.unwrap_or(LINUX_TCP_INITIAL_WINDOW)),
-        tcp_set: lab.tcp_window.is_some(),
-        quic_bytes: server.quic_initial_window,
+    out.server = Some(ServerSide {
+        tuning: servers.target().tuning.clone(),
+        quic_initial_window: server.quic_initial_window,
+        authority: server.authority(),
+        metrics: Ok(None),
+        ended: None,
     });
     if plan.probes_features {
         let aim = Aim::Lab(server);
-        record.h3_features = client::h3_features(&placement, &ctx.exe, &aim, &scratch, &ctx.stop);
+        out.h3_features = client::h3_features(&placement, &ctx.exe, &aim, &scratch, &ctx.stop);
     }
     let before = usage::Reading::now(Some(&server.process), lab.path.as_ref());
     let aim = Aim::Lab(server);
-    let outcome = client::run(
+    let client = client::run(
         spec,
         &placement,
         &ctx.exe,
@@ -244,35 +228,15 @@ pub(super) fn measure(
         &ctx.stop,
     );
     let after = usage::Reading::now(Some(&server.process), lab.path.as_ref());
-    usage::record_interval(&before, &after, &mut record.cpu);
-    let authority = server.authority();
-    let Stopped {
-        mut edge,
-        ended,
-        metrics,
-    } = servers.stop(&placement, record)?;
-    lab.shutdown(record, edge.as_mut())?;
-    record.edge = edge;
-    // A failed cell keeps what the server counted of the failure.
-    record.server_metrics = match (&outcome, metrics) {
-        (Err(_), metrics) => metrics.ok().flatten(),
-        (Ok(_), metrics) => metrics?,
-    };
-    if let (Err(err), Some(why)) = (&outcome, &ended) {
-        bail!("{why}; the client: {err:#}");
+    usage::record_interval(&before, &after, &mut out.cpu);
+    out.client = Some(client);
+    let stopped = servers.stop(&placement, &mut out.cpu)?;
+    if let Some(side) = &mut out.server {
+        (side.metrics, side.ended) = (stopped.metrics, stopped.ended);
     }
-    let run = outcome?;
-    if let ClientRun::Page { report, .. } = &run {
-        check_whole_site(plan, report, &authority)?;
-    }
-    record.wire = WireCost::from_counts(record.link.as_ref(), record.server_metrics.as_ref());
-    record.header_blocks = HeaderBlocks::from_metrics(record.server_metrics.as_ref());
-    record.cpu.client_s = run.cpu_s();
-    let filled = fill_from_client(spec, run, record);
-    match ended {
-        Some(why) => bail!(why),
-        None => filled,
-    }
+    out.edge = stopped.edge;
+    (out.link, out.origin_link) = lab.shutdown()?;
+    Ok(())
 }
 
 /// The server, or behind an edge the origin, exited while the client
@@ -381,21 +345,12 @@ fn zone(
     Ok(ZoneConfig { hosts, origin_port })
 }
 
-/// Linux's `TCP_INIT_CWND`, in segments, since 2.6.39.
-const LINUX_TCP_INITIAL_WINDOW: u32 = 10;
-
 /// Sets the TCP initial window the plan asks for (its sweep's value, or
-/// `[target] initial_window`) on the cell's path, and returns it.
-fn tcp_initial_window(
-    asked: Option<u32>,
-    path: Option<&EmulatedPath>,
-) -> anyhow::Result<Option<u32>> {
+/// `[target] initial_window`) on the cell's path.
+fn set_tcp_initial_window(asked: Option<u32>, path: Option<&EmulatedPath>) -> anyhow::Result<()> {
     match (asked, path) {
-        (None, _) => Ok(None),
-        (Some(segments), Some(path)) => {
-            path.set_tcp_initial_window(segments)?;
-            Ok(Some(segments))
-        }
+        (None, _) => Ok(()),
+        (Some(segments), Some(path)) => path.set_tcp_initial_window(segments),
         (Some(segments), None) => bail!(
             "an initial window of {segments} packets is set on an emulated path's routes; on \
              loopback it would change this machine's own, so run it on another profile"
