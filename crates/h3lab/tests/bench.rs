@@ -1074,6 +1074,9 @@ fn unknown_preset_lists_the_real_ones() {
 /// the cells.
 #[test]
 fn a_har_suite_run_from_another_directory_finds_its_har_and_shows_the_import() {
+    // A dry run, but its import takes the CPU for a while: beside another
+    // test's first cell it slowed that cell (see the edge test).
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(chrome_har(), dir.path().join("page.har")).unwrap();
     let suite = dir.path().join("mine.toml");
@@ -1463,13 +1466,24 @@ loads = 2
                 }
             }
             assert_origin_wait_is_the_round_trip(cell("api", edge, protocol), edge, protocol);
+            // One origin round trip (40 ms) more than direct: not none (the
+            // edge answered itself), not two (a connection per request).
+            // The two figures come from two cells, and a cell whose link
+            // emulator falls behind on the shared cores runs slower on
+            // every sample: CI saw the run's first cell, direct, 10 ms slow
+            // on all five (20 packets released late, the machine 30 % busy,
+            // beside the one test of this file that did not wait its turn)
+            // and 29.2 ms between the two; a quiet machine gives 41 ms.
+            // Hence half a round trip of margin either way, which still
+            // tells one leg from none or two.
             let direct = least_ttfb_of(cell("first-byte", "direct", protocol));
             let through = least_ttfb_of(ttfb);
             let grown = through - direct;
+            eprintln!("{protocol} through {edge}: least first byte {grown:+.1} ms over direct");
             assert!(
-                (grown - 40.0).abs() <= 10.0,
+                (grown - 40.0).abs() <= 20.0,
                 "{protocol} through {edge}: least first byte {through:.1} ms against {direct:.1} ms \
-                 direct, {grown:.1} ms more, expected the origin leg's 40 ms ± 25 %\n  \
+                 direct, {grown:.1} ms more, expected the origin leg's 40 ms ± 20 ms\n  \
                  direct: {}\n  through: {}",
                 ttfb_detail(cell("first-byte", "direct", protocol)),
                 ttfb_detail(ttfb)
