@@ -53,10 +53,12 @@ pub(crate) fn run(
     server_tuning: &mut Option<BTreeMap<String, String>>,
 ) -> CellRecord {
     let started = Instant::now();
-    let mut outcome = match &ctx.field {
-        Some(field) => run_field(plan, ctx, field),
-        None => lab::run(plan, ctx),
-    };
+    let mut outcome = CellOutcome::default();
+    outcome.failure = match &ctx.field {
+        Some(field) => run_field(plan, ctx, field, &mut outcome),
+        None => lab::run(plan, ctx, &mut outcome),
+    }
+    .err();
     outcome.interrupted = ctx.stop.load(Ordering::Relaxed);
     outcome.elapsed_s = started.elapsed().as_secs_f64();
     if server_tuning.is_none() {
@@ -77,13 +79,7 @@ pub(crate) fn refused(spec: &CellSpec, why: String) -> CellRecord {
 /// crosses the profile's emulated link and leaves through NAT to this
 /// machine's network (or, on `real`, in this namespace), to the
 /// workload's URL at its pinned address.
-fn run_field(plan: &CellPlan, ctx: &RunContext, field: &FieldTarget) -> CellOutcome {
-    let mut outcome = CellOutcome::default();
-    outcome.failure = run_field_into(plan, ctx, field, &mut outcome).err();
-    outcome
-}
-
-fn run_field_into(
+fn run_field(
     plan: &CellPlan,
     ctx: &RunContext,
     field: &FieldTarget,

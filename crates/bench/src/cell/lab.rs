@@ -178,15 +178,10 @@ struct Stopped {
     metrics: anyhow::Result<Option<BTreeMap<String, f64>>>,
 }
 
-/// Runs a lab cell: its path, its servers, its client, stopped in turn;
-/// what each gave back, typed, and where it stopped short if it did.
-pub(super) fn run(plan: &CellPlan, ctx: &RunContext) -> CellOutcome {
-    let mut outcome = CellOutcome::default();
-    outcome.failure = run_into(plan, ctx, &mut outcome).err();
-    outcome
-}
-
-fn run_into(plan: &CellPlan, ctx: &RunContext, out: &mut CellOutcome) -> anyhow::Result<()> {
+/// Runs a lab cell: its path, its servers, its client, stopped in turn,
+/// each giving back into `out` what it measured; an error where it
+/// stopped short.
+pub(super) fn run(plan: &CellPlan, ctx: &RunContext, out: &mut CellOutcome) -> anyhow::Result<()> {
     let spec = &plan.spec;
     let lab = LabPath::start(plan, &ctx.scratch)?;
     let placement = lab.placement();
