@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use h3lab_results::bench::{CellRecord, CpuUse, LinkRecord, Metric, Outcome};
+use h3lab_results::bench::{CellRecord, ClientReport, CpuUse, LinkRecord, Metric, Outcome};
 use h3lab_results::load::LoadReport;
 use h3lab_results::page::PageReport;
 use linkem::model::LinkStats;
@@ -133,6 +133,27 @@ fn link_record(stats: LinkStats, settings: &LinkSettings) -> anyhow::Result<Link
     Ok(serde_json::from_value(link)?)
 }
 
+/// The load run's figure, unless the run cannot stand for one.
+fn load_figure_of_a_sound_run(spec: &CellSpec, report: &LoadReport) -> anyhow::Result<f64> {
+    // No response within the run is an honest 0 req/s when nothing
+    // failed (large bodies on a slow path); with failures it is an error.
+    if report.completed == 0 && (report.failed > 0 || !is_throughput(spec)) {
+        bail!("no request completed: {}", first_error(report));
+    }
+    // An error page is a response, but not the one measured: an
+    // edge's fast 502 would count as throughput.
+    if report.errors.bad_status > 0 {
+        bail!(
+            "{} of {} responses had an error status ({}); the figure would count \
+             error pages",
+            report.errors.bad_status,
+            report.completed,
+            error_statuses(report)
+        );
+    }
+    load_figure(spec, report)
+}
+
 fn fill_from_client(
     spec: &CellSpec,
     run: ClientRun,
@@ -145,30 +166,16 @@ fn fill_from_client(
             record.bytes = report.body_bytes;
             record.latency_histogram = Some(report.latency_us.encode());
             record.ttfb_histogram = Some(report.ttfb_us.encode());
-            record.client_report = Some(serde_json::to_value(&report)?);
-            // No response within the run is an honest 0 req/s when nothing
-            // failed (large bodies on a slow path); with failures it is an error.
-            if report.completed == 0 && (report.failed > 0 || !is_throughput(spec)) {
-                bail!("no request completed: {}", first_error(&report));
-            }
-            // An error page is a response, but not the one measured: an
-            // edge's fast 502 would count as throughput.
-            if report.errors.bad_status > 0 {
-                bail!(
-                    "{} of {} responses had an error status ({}); the figure would count \
-                     error pages",
-                    report.errors.bad_status,
-                    report.completed,
-                    error_statuses(&report)
-                );
-            }
-            record.metric.samples = vec![load_figure(spec, &report)?];
+            let figure = load_figure_of_a_sound_run(spec, &report);
+            // Kept on failure too: the report says what went wrong.
+            record.client_report = Some(ClientReport::Load(report));
+            record.metric.samples = vec![figure?];
         }
         ClientRun::Ttfb { probe, .. } => {
             record.measured_rtt_ms = median_of(probe.samples.iter().map(|s| s.path_rtt_ms));
             record.requests = probe.samples.len() as u64;
             record.metric.samples = probe.samples.iter().map(|s| s.ttfb_ms).collect();
-            record.client_report = Some(serde_json::to_value(&probe)?);
+            record.client_report = Some(probe.into());
         }
         ClientRun::Page { report, .. } => {
             let Load::Page { loads, .. } = &spec.workload.load else {
@@ -269,7 +276,7 @@ fn fill_from_page(mut report: PageReport, record: &mut CellRecord) -> anyhow::Re
     record.latency_histogram = None;
     record.ttfb_histogram = None;
     report.loads = vec![load];
-    record.client_report = Some(serde_json::to_value(&report)?);
+    record.client_report = Some(report.into());
     Ok(())
 }
 
@@ -592,7 +599,8 @@ mod tests {
         // The median load is the 200 ms one: 4 resources, 20 bytes.
         assert_eq!((record.requests, record.errors, record.bytes), (4, 0, 20));
         assert!(record.latency_histogram.is_none() && record.ttfb_histogram.is_none());
-        let kept: PageReport = serde_json::from_value(record.client_report.unwrap()).unwrap();
+        let client_report = record.client_report.unwrap();
+        let kept = client_report.page().unwrap();
         assert_eq!(kept.loads, [load(200.0, &[5, 5, 5, 5])]);
         assert_eq!(kept.url, "https://a.test/");
     }

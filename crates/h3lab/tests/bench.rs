@@ -8,13 +8,14 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use h3lab_results::bench::{Outcome, Results, RESULTS_SCHEMA};
-use h3lab_results::load::LoadReport;
-use h3lab_results::page::{PageLoad, PageReport};
+use h3lab_results::bench::{ClientReport, Outcome, Results, RESULTS_SCHEMA};
+use h3lab_results::page::PageLoad;
 use h3lab_results::{Proto, TtfbMode, WorkloadKind};
 use serde_json::Value;
 
-use common::{bench, bench_with, failed_cells, namespaces_left, results, EXE};
+use common::{
+    bench, bench_with, failed_cells, load_report, namespaces_left, page_report, results, EXE,
+};
 
 /// Every test of this file one at a time: on 2 cores, a parallel one would
 /// disturb the timing the physics test checks and the CPU share the
@@ -245,8 +246,7 @@ loads = 2
             "every byte of the site: {cell:?}"
         );
         assert!(cell.latency_histogram.is_none() && cell.ttfb_histogram.is_none());
-        let report: PageReport =
-            serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
+        let report = page_report(cell);
         assert_eq!(report.proto, cell.protocol);
         assert_eq!(report.loads.len(), 1, "only the median load is kept");
         let connections = report.loads[0].connections().unwrap();
@@ -399,7 +399,7 @@ fn known_protocols(cell: &h3lab_results::bench::CellRecord) -> Vec<String> {
 
 /// The protocols a page cell's kept load went over, each once, in order.
 fn page_protocols(cell: &h3lab_results::bench::CellRecord) -> Vec<String> {
-    let report: PageReport = serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
+    let report = page_report(cell);
     let mut protocols: Vec<String> = report.loads[0]
         .resources
         .iter()
@@ -660,9 +660,8 @@ duration = "500ms"
         assert_eq!(cell.dns.as_deref(), Some(dns));
         if cell.workload == "api" {
             // `h3lab load`'s first call, before the measured run.
-            let report: LoadReport =
-                serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
-            let first = report.first_call.expect("auto's first call is reported");
+            let report = load_report(cell);
+            let first = (report.first_call.as_ref()).expect("auto's first call is reported");
             assert_eq!(
                 first.protocol.to_string(),
                 expected[0],
@@ -757,8 +756,7 @@ dns = "https:h3,h2"
     assert_eq!(results.cells.len(), 2 * count, "profiles × workloads");
     for cell in &results.cells {
         assert_eq!(cell.outcome, Outcome::Ok, "{cell:?}");
-        let report: PageReport =
-            serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
+        let report = page_report(cell);
         let known = known_protocols(cell);
         let what = format!("{} on {}: {known:?}", cell.workload, cell.profile);
         let hosts = hosts_of(&report.loads[0]);
@@ -1169,8 +1167,7 @@ loads = 1
     assert_eq!(results.captures[0].origins, 3);
     for cell in &results.cells {
         assert_eq!(cell.outcome, Outcome::Ok, "{cell:?}");
-        let report: PageReport =
-            serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
+        let report = page_report(cell);
         for load in &report.loads {
             assert_eq!(
                 load.resources.len(),
@@ -1238,8 +1235,7 @@ loads = 1
     assert_eq!(results.cells.len(), 3 * 2, "protocols × workloads");
     for cell in &results.cells {
         assert_eq!(cell.outcome, Outcome::Ok, "{cell:?}");
-        let report: PageReport =
-            serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
+        let report = page_report(cell);
         assert_eq!(report.loader, h3lab_results::Loader::Firefox);
         let load = &report.loads[0];
         if cell.workload == "captured-firefox" {
@@ -1624,12 +1620,7 @@ duration = "8s"
         api.metric.samples.is_empty(),
         "no figure from a broken cell"
     );
-    let report: LoadReport = serde_json::from_value(
-        api.client_report
-            .clone()
-            .expect("the measured part is kept"),
-    )
-    .unwrap();
+    let report = load_report(api);
     assert!(report.status_counts.get(&200) > Some(&0), "{report}");
     assert!(
         report.status_counts.get(&502) > Some(&0),
@@ -1645,10 +1636,8 @@ fn assert_origin_wait_is_the_round_trip(
     edge: &str,
     protocol: Proto,
 ) {
-    let report: LoadReport =
-        serde_json::from_value(cell.client_report.clone().expect("a load report")).unwrap();
-    let leg = report
-        .origin_leg
+    let report = load_report(cell);
+    let leg = (report.origin_leg.as_ref())
         .unwrap_or_else(|| panic!("{edge}: no response said its origin time"));
     assert_eq!(leg.responses, report.completed, "{edge}");
     // The first request opens the origin connection (three round trips);
@@ -1682,17 +1671,17 @@ fn assert_origin_wait_is_the_round_trip(
 /// a stall cost it.
 fn ttfb_detail(cell: &h3lab_results::bench::CellRecord) -> String {
     let samples = (cell.client_report.as_ref())
-        .and_then(|report| report["samples"].as_array().cloned())
-        .unwrap_or_default();
-    let ms = |v: &serde_json::Value| v.as_f64().map_or("-".to_string(), |v| format!("{v:.1}"));
+        .and_then(ClientReport::ttfb)
+        .map_or(&[][..], |report| &report.samples);
+    let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
     let described: Vec<String> = samples
         .iter()
         .map(|s| {
             format!(
                 "{}/{}/{}",
-                ms(&s["ttfb_ms"]),
-                ms(&s["handshake_ms"]),
-                ms(&s["path_rtt_ms"])
+                ms(Some(s.ttfb_ms)),
+                ms(s.handshake_ms),
+                ms(s.path_rtt_ms)
             )
         })
         .collect();

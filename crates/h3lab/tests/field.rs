@@ -570,8 +570,7 @@ fn browser_loads_the_remote_site(site: &RemoteSite, loader: &str, home: Option<&
 /// A page cell's responses all came over its forced protocol (as the
 /// clients name it: `http/1.1` for h1); auto's first visit starts on h2.
 fn assert_used_its_protocol(cell: &h3lab_results::bench::CellRecord) {
-    let report: h3lab_results::page::PageReport =
-        serde_json::from_value(cell.client_report.clone().unwrap()).unwrap();
+    let report = common::page_report(cell);
     let used: Vec<&str> = report.loads[0]
         .resources
         .iter()

@@ -139,8 +139,7 @@ fn download_s(cell: &CellRecord) -> f64 {
 
 /// From the request's send to the response's first byte, after the handshake.
 fn first_byte_ms(cell: &CellRecord) -> f64 {
-    let report = cell.client_report.as_ref().expect("a load report");
-    report["ttfb_us"]["p50"].as_f64().unwrap() / 1000.0
+    common::load_report(cell).ttfb_us.quantile(0.5) as f64 / 1000.0
 }
 
 /// An nginx configuration serving `/bytes/{n}` for both sizes over TLS 1.3

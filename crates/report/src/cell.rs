@@ -3,7 +3,7 @@
 //! (`summary`, `page_loads`, `page_data`, `table`, `html`), so none of
 //! them needs another for the types alone.
 
-use h3lab_results::bench::{CellRecord, InitialWindows, Replica, SweptSetting};
+use h3lab_results::bench::{CellRecord, ClientReport, InitialWindows, Replica, SweptSetting};
 use h3lab_results::page::{PageReport, PAGE_SCHEMA};
 use h3lab_results::WorkloadKind;
 use serde::Serialize;
@@ -283,22 +283,14 @@ pub struct PageConnections {
 }
 
 /// The page report a page cell's record kept, or why it cannot be read.
-pub(crate) fn page_report(record: &CellRecord) -> Result<PageReport, String> {
+pub(crate) fn page_report(record: &CellRecord) -> Result<&PageReport, String> {
     let repetition = record.repetition;
-    let value = record
-        .client_report
-        .as_ref()
-        .ok_or_else(|| format!("repetition {repetition} kept no page report"))?;
-    let report: PageReport = serde_json::from_value(value.clone()).map_err(|err| {
-        format!(
-            "repetition {repetition}: its client report is not a readable {PAGE_SCHEMA} ({err})"
-        )
-    })?;
-    if report.schema != PAGE_SCHEMA {
-        return Err(format!(
-            "repetition {repetition}: client report has schema {:?}, not {PAGE_SCHEMA}",
-            report.schema
-        ));
+    match &record.client_report {
+        None => Err(format!("repetition {repetition} kept no page report")),
+        Some(ClientReport::Page(report)) => Ok(report),
+        Some(ClientReport::Unreadable(why)) => Err(format!("repetition {repetition}: {why}")),
+        Some(_) => Err(format!(
+            "repetition {repetition}: its client report is not a {PAGE_SCHEMA} report"
+        )),
     }
-    Ok(report)
 }

@@ -4,9 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use h3lab_results::bench::{FieldRun, Outcome, Results};
+use h3lab_results::bench::{ClientReport, FieldRun, Outcome, Results};
 use h3lab_results::offer::answer;
-use h3lab_results::page::PageReport;
 use h3lab_results::quantile::quantile_sorted;
 use h3lab_results::WorkloadKind;
 use serde::Serialize;
@@ -162,11 +161,7 @@ pub(crate) fn used_rows(results: &Results) -> Vec<UsedRow> {
         .iter()
         .filter(|c| c.kind == WorkloadKind::Page && c.outcome == Outcome::Ok);
     for cell in pages {
-        let Some(report) = cell
-            .client_report
-            .as_ref()
-            .and_then(|value| serde_json::from_value::<PageReport>(value.clone()).ok())
-        else {
+        let Some(report) = cell.client_report.as_ref().and_then(ClientReport::page) else {
             continue;
         };
         for resource in report.loads.iter().flat_map(|load| &load.resources) {
@@ -277,7 +272,7 @@ pub fn field_drift_text(results: &Results) -> String {
 mod tests {
     use super::*;
     use crate::fixture;
-    use h3lab_results::page::{PageLoad, ResourceTiming};
+    use h3lab_results::page::{PageLoad, PageReport, ResourceTiming};
     use h3lab_results::{Loader, Proto, ResourceKind, Visit};
 
     fn page_cell(
@@ -320,7 +315,7 @@ mod tests {
             skipped: Vec::new(),
             path_rtt_ms: Some(rtt),
         });
-        cell.client_report = Some(serde_json::to_value(&report).unwrap());
+        cell.client_report = Some(report.into());
         cell
     }
 

@@ -19,9 +19,10 @@
 use std::collections::BTreeMap;
 
 use h3lab_results::bench::{
-    CellRecord, CpuUse, Environment, LinkRecord, Metric, Outcome, Results, StudyClaim, SuiteInfo,
-    RESULTS_SCHEMA,
+    CellRecord, ClientReport, CpuUse, Environment, LinkRecord, Metric, Outcome, Results,
+    StudyClaim, SuiteInfo, RESULTS_SCHEMA,
 };
+use h3lab_results::load::OriginLeg;
 
 use h3lab_results::page::{PageLoad, PageReport, ResourceTiming};
 use h3lab_results::{Loader, Proto, ResourceKind, Visit, WorkloadKind};
@@ -353,7 +354,7 @@ pub(crate) fn page_record(
         requests: load.resources.len() as u64,
         errors: 0,
         bytes: load.bytes(),
-        client_report: Some(serde_json::to_value(&report).unwrap()),
+        client_report: Some(report.into()),
         server_metrics: None,
         ..rps_record(profile, protocol, 0, 0.0, None)
     }
@@ -421,4 +422,27 @@ fn waterfall(protocol: &str, load_ms: f64) -> Vec<ResourceTiming> {
             },
         )
         .collect()
+}
+
+/// The page report a page record keeps, to change in a test.
+pub(crate) fn page_mut(record: &mut CellRecord) -> &mut PageReport {
+    match record.client_report.as_mut() {
+        Some(ClientReport::Page(report)) => report,
+        other => panic!("not a page report: {other:?}"),
+    }
+}
+
+/// A real load report (from the results crate's test data), with the
+/// edge's split when it said.
+pub(crate) fn load_report(origin_leg: Option<OriginLeg>) -> ClientReport {
+    const WRITTEN: &str = include_str!("../../results/tests/data/results-written.json");
+    let results: Results = serde_json::from_str(WRITTEN).unwrap();
+    let mut report = (results.cells.into_iter())
+        .find_map(|cell| match cell.client_report? {
+            ClientReport::Load(report) => Some(report),
+            _ => None,
+        })
+        .expect("the test data has a load report");
+    report.origin_leg = origin_leg;
+    ClientReport::Load(report)
 }

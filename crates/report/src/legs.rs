@@ -2,7 +2,7 @@
 //! as the edge said in `Server-Timing`, and the rest (the client leg and
 //! the edge's own work), merged over a cell's successful repetitions.
 
-use h3lab_results::bench::CellRecord;
+use h3lab_results::bench::{CellRecord, ClientReport};
 use h3lab_results::load::OriginLeg;
 use serde::Serialize;
 
@@ -26,15 +26,13 @@ pub struct LegsSummary {
 pub(crate) fn legs(ok: &[&CellRecord]) -> Option<LegsSummary> {
     let mut merged: Option<OriginLeg> = None;
     for record in ok {
-        let Some(leg) = record
-            .client_report
-            .as_ref()
-            .and_then(|report| report.get("origin_leg"))
-            .and_then(|leg| serde_json::from_value::<OriginLeg>(leg.clone()).ok())
+        let Some(leg) = (record.client_report.as_ref())
+            .and_then(ClientReport::load)
+            .and_then(|report| report.origin_leg.as_ref())
         else {
             continue;
         };
-        merged.get_or_insert_default().add(&leg);
+        merged.get_or_insert_default().add(leg);
     }
     let merged = merged?;
     Some(LegsSummary {
@@ -98,7 +96,7 @@ mod tests {
             leg.client_leg_us.record(Duration::from_millis(rest));
         }
         CellRecord {
-            client_report: Some(serde_json::json!({ "origin_leg": leg })),
+            client_report: Some(crate::fixture::load_report(Some(leg))),
             ..rps_record("broadband", "h3", rep, 1.0, Some(&[1000]))
         }
     }
@@ -119,8 +117,13 @@ mod tests {
     fn a_cell_without_an_edge_that_says_has_no_split() {
         let plain = rps_record("broadband", "h3", 0, 1.0, None);
         assert_eq!(legs(&[&plain]), None);
+        let silent = CellRecord {
+            client_report: Some(crate::fixture::load_report(None)),
+            ..plain.clone()
+        };
+        assert_eq!(legs(&[&silent]), None);
         let unreadable = CellRecord {
-            client_report: Some(serde_json::json!({ "origin_leg": "garbled" })),
+            client_report: Some(ClientReport::Unreadable("h3lab.load/9".into())),
             ..plain.clone()
         };
         assert_eq!(legs(&[&unreadable]), None);

@@ -195,6 +195,11 @@ mod tests {
         assert!(results.cells.iter().all(|c| c.sweep.is_none()));
         let summaries = summarize(&results);
         assert_eq!(summaries.len(), results.cells.len());
+        let problems: Vec<&String> = summaries.iter().flat_map(|s| &s.problems).collect();
+        assert!(
+            (problems.iter()).any(|problem| problem.contains("client report left out")),
+            "its load report, in a shape this version does not read, is named: {problems:?}"
+        );
         let page = render_html(&results);
         assert!(
             page.contains("Emulated link"),

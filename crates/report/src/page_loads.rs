@@ -252,8 +252,7 @@ mod tests {
             let mut record = template.clone();
             record.repetition = repetition;
             record.metric.samples = vec![median - 1.0, median, median + 1.0];
-            let report = record.client_report.as_mut().unwrap();
-            report["loads"][0]["load_ms"] = serde_json::json!(median);
+            fixture::page_mut(&mut record).loads[0].load_ms = median;
             results.cells.push(record);
         }
         let key = CellKey {
@@ -284,8 +283,14 @@ mod tests {
         assert!(err.contains("kept no page report"), "{err}");
 
         let record = results.cells.iter_mut().find(|r| is_cell(r, &key)).unwrap();
-        record.client_report = Some(serde_json::json!({"schema": "h3lab.load/1"}));
+        record.client_report = Some(fixture::load_report(None));
         let err = median_load(&results, &key).err().unwrap();
         assert!(err.contains(h3lab_results::page::PAGE_SCHEMA), "{err}");
+
+        let record = results.cells.iter_mut().find(|r| is_cell(r, &key)).unwrap();
+        let why = "a h3lab.page/7 client report, which this h3lab does not read";
+        record.client_report = Some(h3lab_results::bench::ClientReport::Unreadable(why.into()));
+        let err = median_load(&results, &key).err().unwrap();
+        assert!(err.contains(why), "{err}");
     }
 }

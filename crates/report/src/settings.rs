@@ -5,7 +5,6 @@
 
 use h3lab_results::bench::{InitialWindows, Results};
 use h3lab_results::{Loader, Visit};
-use serde::Deserialize;
 
 use crate::cell::{CellKey, CellSummary};
 use h3lab_results::difference::{seed_for, Call, Difference};
@@ -147,12 +146,11 @@ pub fn loader_verdicts(cells: &[&CellSummary], results: &Results, baseline: &str
 /// Which page a page cell loaded, how and with what: its URL, visit and
 /// loader from its first client report, and its site from the suite (two
 /// sites served in turn at one address share a URL).
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 struct PageIdentity {
     url: String,
     visit: Visit,
     loader: Loader,
-    #[serde(skip)]
     site: Option<String>,
 }
 
@@ -163,11 +161,15 @@ impl PageIdentity {
 }
 
 fn page_of(results: &Results, cell: &CellSummary) -> Option<PageIdentity> {
-    let record = (results.cells.iter())
-        .find(|record| CellKey::of(record) == cell.key && record.client_report.is_some())?;
-    let mut identity = PageIdentity::deserialize(record.client_report.as_ref()?).ok()?;
-    identity.site = results.suite.pages.get(&record.workload).cloned();
-    Some(identity)
+    let (record, report) = (results.cells.iter())
+        .filter(|record| CellKey::of(record) == cell.key)
+        .find_map(|record| Some((record, record.client_report.as_ref()?.page()?)))?;
+    Some(PageIdentity {
+        url: report.url.clone(),
+        visit: report.visit,
+        loader: report.loader,
+        site: results.suite.pages.get(&record.workload).cloned(),
+    })
 }
 
 /// The baseline's cell of the same condition and swept value as `cell`.
@@ -384,8 +386,7 @@ mod tests {
                     let mut record = fixture::page_record("broadband", protocol, vec![ms], ms);
                     record.repetition = repetition;
                     record.workload = workload.clone();
-                    let report = record.client_report.as_mut().unwrap();
-                    report["loader"] = serde_json::json!(loader.to_string());
+                    fixture::page_mut(&mut record).loader = *loader;
                     results.cells.push(record);
                 }
             }

@@ -38,11 +38,7 @@ pub fn path_impairments(results: &Results, profile: &str) -> Option<String> {
         Loss::Gilbert { .. } => Some("(gilbert)".to_string()),
     }
     .map(|amount| format!("loss {amount} {direction}"));
-    let udp = settings
-        .rest
-        .get("udp")
-        .and_then(|policy| policy.as_str())
-        .map(|policy| format!("UDP {policy}"));
+    let udp = (settings.udp.as_ref()).map(|policy| format!("UDP {policy}"));
     let parts: Vec<String> = loss.into_iter().chain(udp).collect();
     (!parts.is_empty()).then(|| parts.join(", "))
 }
@@ -152,6 +148,7 @@ fn summarize_cell(key: CellKey, records: &[&CellRecord], baseline: &str) -> Cell
     let samples = samples_by_repetition.concat();
     let (merged, histogram_problems) = merge_latency(&ok);
     problems.extend(histogram_problems);
+    problems.extend(unreadable_client_reports(records));
 
     CellSummary {
         is_baseline: match key.replica {
@@ -231,6 +228,20 @@ fn measured_samples(ok: &[&CellRecord], metric: &str) -> (Vec<Vec<f64>>, Vec<u32
     (samples_by_repetition, repetition_numbers, problems)
 }
 
+/// The client reports this version could not read (written by another
+/// version), by repetition: what they held is missing from the details.
+fn unreadable_client_reports(records: &[&CellRecord]) -> Vec<String> {
+    (records.iter())
+        .filter_map(|record| {
+            let why = record.client_report.as_ref()?.unreadable()?;
+            Some(format!(
+                "repetition {}: client report left out: {why}",
+                record.repetition
+            ))
+        })
+        .collect()
+}
+
 /// Each cost the repetitions measured, by repetition.
 fn costs_by_repetition(ok: &[&CellRecord]) -> std::collections::BTreeMap<CostMeasure, Vec<f64>> {
     (CostMeasure::ALL.iter())
@@ -253,7 +264,7 @@ fn page_requests(ok: &[&CellRecord]) -> Option<f64> {
         if record.kind != WorkloadKind::Page {
             return None;
         }
-        for load in crate::cell::page_report(record).ok()?.loads {
+        for load in &crate::cell::page_report(record).ok()?.loads {
             requests.push(load.resources.len() as f64);
         }
     }
@@ -267,7 +278,7 @@ fn page_connections(ok: &[&CellRecord]) -> Option<PageConnections> {
         if record.kind != WorkloadKind::Page {
             return None;
         }
-        for load in crate::cell::page_report(record).ok()?.loads {
+        for load in &crate::cell::page_report(record).ok()?.loads {
             all.push(load.connections()? as f64);
             for (host, count) in load.connections_by_host()? {
                 by_host.entry(host).or_default().push(count as f64);

@@ -750,7 +750,7 @@ mod tests {
                 && cell.protocol == Proto::H3
                 && cell.latency_histogram.is_some()
         }) {
-            cell.client_report = Some(serde_json::json!({ "origin_leg": leg }));
+            cell.client_report = Some(crate::fixture::load_report(Some(leg.clone())));
         }
         let text = terminal_table(&results);
         let block = text.split("where the time went").nth(1).expect(&text);
@@ -852,10 +852,9 @@ mod tests {
             if cell.protocol != h3lab_results::Proto::H2 {
                 continue;
             }
-            let report = cell.client_report.as_mut().unwrap();
-            let image = &mut report["loads"][0]["resources"][4];
-            image["url"] = "https://cdn.site.test/img/hero.jpg".into();
-            image["connection"] = 2.into();
+            let image = &mut fixture::page_mut(cell).loads[0].resources[4];
+            image.url = "https://cdn.site.test/img/hero.jpg".into();
+            image.connection = Some(2);
         }
         let text = terminal_table(&results);
         let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -872,8 +871,7 @@ mod tests {
         let mut results = fixture::with_pages();
         let mut resources = 0;
         for cell in (results.cells.iter_mut()).filter(|c| c.kind == WorkloadKind::Page) {
-            let report = cell.client_report.as_ref().unwrap();
-            resources = report["loads"][0]["resources"].as_array().unwrap().len();
+            resources = fixture::page_mut(cell).loads[0].resources.len();
             cell.wire = Some(h3lab_results::bench::WireCost {
                 up_bytes: 20_000,
                 down_bytes: 80_000,
@@ -969,7 +967,12 @@ mod tests {
                 up: Rate::Unlimited,
                 loss: Loss::Bernoulli { p: 0.01 },
                 loss_direction: LossDirection::Down,
-                rest: serde_json::Map::new(),
+                jitter: None,
+                queue: None,
+                reorder: None,
+                duplicate: 0.0,
+                udp: None,
+                seed: 1,
             });
             cell.link = Some(link);
         }

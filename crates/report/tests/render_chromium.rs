@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use h3lab_report::{distribution_html, Chart, Series};
 use h3lab_results::bench::{
-    CellRecord, CpuUse, Environment, Metric, Outcome, Results, StudyClaim, SuiteInfo,
+    CellRecord, ClientReport, CpuUse, Environment, Metric, Outcome, Results, StudyClaim, SuiteInfo,
     RESULTS_SCHEMA,
 };
 use h3lab_results::Proto;
@@ -610,7 +610,7 @@ fn page_cells(rng: &mut StdRng) -> Vec<CellRecord> {
 }
 
 /// An `h3lab.page/1` report with one load of six resources.
-fn page_report(protocol: &str, load_ms: f64) -> serde_json::Value {
+fn page_report(protocol: &str, load_ms: f64) -> ClientReport {
     let rows = [
         ("/", "document", false, 0.0, 0.2, 0.3),
         ("/css/site.css", "stylesheet", true, 0.3, 0.45, 0.5),
@@ -631,12 +631,15 @@ fn page_report(protocol: &str, load_ms: f64) -> serde_json::Value {
             })
         })
         .collect();
-    serde_json::json!({
+    let written = serde_json::json!({
         "schema": "h3lab.page/1", "url": "https://site.test/", "proto": protocol,
         "loader": "builtin", "visit": "cold",
         "loads": [{"started_at": "2026-01-01T10:00:00Z", "load_ms": load_ms,
                    "resources": resources, "browser": null}],
-    })
+    });
+    let report: ClientReport = serde_json::from_value(written).unwrap();
+    assert!(report.page().is_some(), "{report:?}");
+    report
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -13,7 +13,9 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use h3lab_results::bench::{Outcome, Results};
+use h3lab_results::bench::{CellRecord, ClientReport, Outcome, Results};
+use h3lab_results::load::LoadReport;
+use h3lab_results::page::PageReport;
 use h3lab_supervise::{Group, Supervised};
 
 pub const EXE: &str = env!("CARGO_BIN_EXE_h3lab");
@@ -101,6 +103,24 @@ pub fn bench_with(suite: &str, out: &Path, flags: &[&str]) -> (Output, bool) {
 pub fn results(out: &Path) -> Results {
     let text = std::fs::read_to_string(out.join("results.json")).expect("results.json written");
     serde_json::from_str(&text).expect("results.json is h3lab.results/1")
+}
+
+/// A load cell's client report.
+#[allow(dead_code)]
+pub fn load_report(cell: &CellRecord) -> &LoadReport {
+    let report = cell.client_report.as_ref();
+    report
+        .and_then(ClientReport::load)
+        .unwrap_or_else(|| panic!("no load report: {cell:?}"))
+}
+
+/// A page cell's client report.
+#[allow(dead_code)]
+pub fn page_report(cell: &CellRecord) -> &PageReport {
+    let report = cell.client_report.as_ref();
+    report
+        .and_then(ClientReport::page)
+        .unwrap_or_else(|| panic!("no page report: {cell:?}"))
 }
 
 /// The failed cells of the run in `out`, a line each, for an assertion's

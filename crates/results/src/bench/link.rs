@@ -9,6 +9,8 @@ use super::is_zero;
 /// linkem writes it (`LinkStats` and `LinkSettings`); this crate sits below
 /// linkem, so it reads the same JSON with types of its own. Fields are in
 /// linkem's order, so a record read and written again keeps its bytes.
+/// Fields a newer linkem adds are not known here: they are read past, and
+/// not written back.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LinkRecord {
     /// Client to server.
@@ -26,10 +28,6 @@ pub struct LinkRecord {
     /// added.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings: Option<PathSettings>,
-    /// Fields a newer linkem writes that this version does not know, kept
-    /// so that reading and writing a record loses nothing.
-    #[serde(flatten)]
-    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 /// What one direction of the path did with its packets.
@@ -81,7 +79,7 @@ pub struct QueueDelay {
 }
 
 /// `link.settings`: the path's settings, the profile after the suite's
-/// changes. What the report reads is typed; the rest is kept as written.
+/// changes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PathSettings {
     /// Round trip the path adds, in ns (half each way).
@@ -94,10 +92,62 @@ pub struct PathSettings {
     pub loss: Loss,
     /// Which way `loss` drops packets.
     pub loss_direction: LossDirection,
-    /// `jitter`, `queue`, `reorder`, `duplicate`, `seed`, as linkem wrote
-    /// them (docs/results-schema.md).
-    #[serde(flatten)]
-    pub rest: serde_json::Map<String, serde_json::Value>,
+    /// Random variation of each direction's one-way delay.
+    pub jitter: Option<Jitter>,
+    /// Each direction's drop-tail queue limit; `null`: one bandwidth-delay
+    /// product (docs/results-schema.md).
+    pub queue: Option<QueueLimit>,
+    /// Reordering in each direction.
+    pub reorder: Option<Reorder>,
+    /// Probability that a packet is sent twice, per direction.
+    #[serde(default)]
+    pub duplicate: f64,
+    /// What the path does to UDP, as `--udp` spells it (`blocked`,
+    /// `blocked-after:20`, `throttle:2mbit`); absent when UDP passes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<String>,
+    /// Seed of every random choice on the path.
+    pub seed: u64,
+}
+
+/// Random variation of the one-way delay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Jitter {
+    /// Half-width (uniform) or standard deviation (normal), in ns.
+    pub amount_ns: u64,
+    /// The distribution it is drawn from.
+    pub shape: JitterShape,
+}
+
+/// The distribution jitter is drawn from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JitterShape {
+    /// Uniform in `[-amount, +amount]`.
+    Uniform,
+    /// Normal with standard deviation `amount`.
+    Normal,
+}
+
+/// How much a direction's bottleneck queue may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueLimit {
+    /// At most this many packets.
+    Packets(u64),
+    /// At most this many bytes.
+    Bytes(u64),
+    /// No limit.
+    Unlimited,
+}
+
+/// A share of packets held back so that later ones overtake them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Reorder {
+    /// Share of packets held back (0 to 1).
+    pub probability: f64,
+    /// How much longer a held-back packet takes, in ns.
+    pub extra_delay_ns: u64,
 }
 
 /// The bottleneck of one direction.
