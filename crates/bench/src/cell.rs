@@ -125,12 +125,17 @@ fn run_field(
 
 /// `cells[].link`: the link's statistics, and under `settings` what the
 /// path was set to (loss direction included), so a record says on its own
-/// which way its loss applied. Read back through h3lab-results' types,
-/// which mirror linkem's JSON field for field.
+/// which way its loss applied. linkem's types and h3lab-results' mirror
+/// each other's JSON field for field (tested below), so the record is
+/// linkem's JSON read back.
 fn link_record(stats: LinkStats, settings: &LinkSettings) -> anyhow::Result<LinkRecord> {
-    let mut link = serde_json::to_value(stats)?;
-    link["settings"] = serde_json::to_value(settings)?;
-    Ok(serde_json::from_value(link)?)
+    let mut link: LinkRecord = mirrored(&stats)?;
+    link.settings = Some(mirrored(settings)?);
+    Ok(link)
+}
+
+fn mirrored<T: serde::de::DeserializeOwned>(value: &impl serde::Serialize) -> anyhow::Result<T> {
+    Ok(serde_json::from_slice(&serde_json::to_vec(value)?)?)
 }
 
 /// The load run's figure, unless the run cannot stand for one.
@@ -508,7 +513,8 @@ mod tests {
 
     /// The typed record writes the bytes linkem's own JSON has, for every
     /// built-in profile and for a suite's profile with what those leave at
-    /// their defaults (Gilbert loss both ways, normal jitter, a queue limit).
+    /// their defaults (Gilbert loss both ways, normal jitter, a queue limit,
+    /// a UDP policy, reordering and duplication).
     #[test]
     fn the_link_record_writes_what_linkem_writes() {
         let mut all: Vec<LinkSettings> = linkem::profiles()
@@ -519,11 +525,20 @@ mod tests {
             "name = \"t\"\nprotocols = [\"h3\"]\nprofiles = [\"odd\"]\n\
              [[profile]]\nname = \"odd\"\nbase = \"cellular\"\n\
              loss_model = \"gilbert:1%,30%,0%,50%\"\nloss_direction = \"both\"\n\
-             jitter = \"3ms:normal\"\nqueue = \"64kb\"\n\
+             jitter = \"3ms:normal\"\nqueue = \"64kb\"\nudp = \"blocked-after:20\"\n\
              [[workload]]\nkind = \"ttfb\"\nname = \"hs\"\n",
         )
         .unwrap();
-        all.extend(crate::profile::settings(&suite, "odd", 3).unwrap());
+        let odd = crate::profile::settings(&suite, "odd", 3).unwrap().unwrap();
+        all.push(LinkSettings {
+            reorder: Some(linkem::model::ReorderSpec {
+                probability: 0.01,
+                extra_delay: 5_000_000,
+            }),
+            duplicate: 0.001,
+            ..odd.clone()
+        });
+        all.push(odd);
         for settings in all {
             let mut linkem = serde_json::to_value(LinkStats::default()).unwrap();
             linkem["settings"] = serde_json::to_value(&settings).unwrap();
