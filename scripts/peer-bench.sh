@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Compares `h3lab load` with oha and h2load against one `h3lab serve`:
-# requests/s and requests per client CPU-second, for h1, h2 and h3, each
-# case run REPS times interleaved, medians reported. See docs/peer-bench.md.
+# Compares `h3lab load` with shb, oha and h2load against one `h3lab serve`:
+# requests/s, requests per client CPU-second and, for a /bytes/N path of
+# 1 MB or more, client CPU-seconds per GB, for h1, h2 and h3, each case run REPS times
+# interleaved, medians reported. See docs/peer-bench.md.
 #
 # Settings (environment): REQUESTS=100000 (large enough that start-up CPU,
 # ~60 ms for oha, hardly counts) CONNS=10 STREAMS=10 THREADS=2 REPS=3
 # URL_PATH=/bytes/1000 RUN_TIMEOUT=90 (seconds per run) OUT=DIR (keep raw output)
+# PROTOCOLS="h1 h2 h3" SERVER_THREADS= (the server's --threads; its default if empty)
 # NO_BUILD=1 (measure target/release/h3lab as it is), BASELINE=PATH (also
 # measure another h3lab binary, e.g. an older build, as the tool "base").
 set -euo pipefail
@@ -17,6 +19,7 @@ THREADS=${THREADS:-2}
 REPS=${REPS:-3}
 URL_PATH=${URL_PATH:-/bytes/1000}
 RUN_TIMEOUT=${RUN_TIMEOUT:-90}
+PROTOCOLS=${PROTOCOLS:-h1 h2 h3}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$(mktemp -d -t h3lab-peer-bench.XXXXXX)}
@@ -37,6 +40,8 @@ if [[ ${NO_BUILD:-0} != 1 ]]; then
 fi
 [[ -x $h3lab ]] || die "$h3lab is missing: run cargo build --release -p h3lab"
 
+shb=$(command -v shb || true)
+[[ -z $shb && -x $HOME/.cargo/bin/shb ]] && shb=$HOME/.cargo/bin/shb
 oha=$(command -v oha || true)
 [[ -z $oha && -x $HOME/.cargo/bin/oha ]] && oha=$HOME/.cargo/bin/oha
 h2load=$(command -v h2load || true)
@@ -44,6 +49,9 @@ tools=(h3lab)
 if [[ -n ${BASELINE:-} ]]; then
     [[ -x $BASELINE ]] || die "BASELINE=$BASELINE is not an executable h3lab binary"
     tools+=(base)
+fi
+if [[ -n $shb ]]; then tools+=(shb); else
+    echo "shb not found: skipping it; install with: cargo install shb" >&2
 fi
 if [[ -n $oha ]]; then tools+=(oha); else
     echo "oha not found: skipping it; install with: cargo install oha --features http3" >&2
@@ -63,7 +71,9 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # A free port chosen by the server itself, read from its first line.
-"$h3lab" serve --listen 127.0.0.1:0 >"$out/serve.log" 2>&1 &
+server_flags=()
+[[ -n ${SERVER_THREADS:-} ]] && server_flags+=(--threads "$SERVER_THREADS")
+"$h3lab" serve --listen 127.0.0.1:0 "${server_flags[@]}" >"$out/serve.log" 2>&1 &
 server_pid=$!
 port=
 for _ in $(seq 100); do
@@ -86,6 +96,10 @@ run_case() {
         [[ $tool == base ]] && binary=$BASELINE
         cmd=("$binary" load "$url" --insecure -q --proto "$proto" -n "$REQUESTS" -c "$CONNS"
         -m "$streams" --threads "$THREADS" --json "$base.json") ;;
+    shb)
+        cmd=("$shb" "$url" -j -n "$REQUESTS" -c "$CONNS" -t "$THREADS")
+        [[ $proto == h2 ]] && cmd+=(--http2 -p "$streams")
+        [[ $proto == h3 ]] && cmd+=(--http3 -p "$streams") ;;
     oha)
         local version=${proto#h}
         [[ $version == 1 ]] && version=1.1
@@ -101,7 +115,8 @@ run_case() {
 }
 
 cases=()
-for proto in h1 h2 h3; do
+for proto in $PROTOCOLS; do
+    [[ $proto =~ ^h[123]$ ]] || die "PROTOCOLS=$PROTOCOLS: each must be h1, h2 or h3"
     for tool in "${tools[@]}"; do
         [[ $tool == h2load && $proto == h3 ]] && continue
         cases+=("$tool:$proto")
@@ -116,10 +131,14 @@ for rep in $(seq "$REPS"); do
     done
 done
 
-python3 - "$out" "$REPS" "$REQUESTS" "${cases[@]}" <<'EOF'
+python3 - "$out" "$REPS" "$REQUESTS" "$URL_PATH" "${cases[@]}" <<'EOF'
 import json, re, statistics, sys
 
-out, reps, requested, cases = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+out, reps, requested, path, cases = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5:]
+# CPU per GB is the figure for downloads (a body of 1 MB or more); for
+# small bodies it only restates requests per CPU-second.
+sized = re.fullmatch(r"/bytes/(\d+)", path)
+body = int(sized.group(1)) if sized and int(sized.group(1)) >= 1_000_000 else None
 
 def parse(tool, base):
     """(responses with status < 400, duration in s as the tool measured it)"""
@@ -128,6 +147,10 @@ def parse(tool, base):
         good = sum(n for code, n in report["status_counts"].items() if int(code) < 400)
         return good, report["duration_s"]
     text = open(base + ".out").read()
+    if tool == "shb":
+        report = json.loads(text)
+        good = sum(n for code, n in report["statusCodes"].items() if int(code) < 400)
+        return good, report["durationSeconds"]
     if tool == "oha":
         report = json.loads(text)
         good = sum(n for code, n in report["statusCodeDistribution"].items() if int(code) < 400)
@@ -140,7 +163,7 @@ def parse(tool, base):
 rows = {}
 for case in cases:
     tool, proto = case.split(":")
-    rates, per_cpu, notes = [], [], []
+    rates, per_cpu, per_gb, notes = [], [], [], []
     for rep in range(1, reps + 1):
         base = f"{out}/{tool}-{proto}-{rep}"
         try:
@@ -154,25 +177,39 @@ for case in cases:
             continue
         rates.append(good / seconds)
         per_cpu.append(good / (user + sys_))
-    rows[(tool, proto)] = (rates, per_cpu, notes)
+        if body:
+            per_gb.append((user + sys_) / (good * body / 1e9))
+    rows[(tool, proto)] = (rates, per_cpu, per_gb, notes)
 
 def fmt(values):
     if not values:
         return "-"
+    if statistics.median(values) < 1000:  # downloads: a few requests a second
+        spread = f" ({min(values):.2f}-{max(values):.2f})" if len(values) > 1 else ""
+        return f"{statistics.median(values):.2f}{spread}"
     spread = f" ({min(values)/1000:.0f}-{max(values)/1000:.0f}k)" if len(values) > 1 else ""
     return f"{statistics.median(values)/1000:.1f}k{spread}"
 
-print(f"{'proto':<6}{'tool':<8}{'req/s median (range)':>24}{'req/CPU-s median (range)':>28}")
-for (tool, proto), (rates, per_cpu, notes) in rows.items():
-    print(f"{proto:<6}{tool:<8}{fmt(rates):>24}{fmt(per_cpu):>28}  {'; '.join(notes)}")
+def fmt_gb(values):
+    if not values:
+        return "-"
+    spread = f" ({min(values):.2f}-{max(values):.2f})" if len(values) > 1 else ""
+    return f"{statistics.median(values):.2f}{spread}"
 
-print("\nratios of medians (h3lab / peer): req/s, req/CPU-s")
+gb_header = f"{'CPU-s/GB median (range)':>26}" if body else ""
+print(f"{'proto':<6}{'tool':<8}{'req/s median (range)':>24}{'req/CPU-s median (range)':>28}{gb_header}")
+for (tool, proto), (rates, per_cpu, per_gb, notes) in rows.items():
+    gb = f"{fmt_gb(per_gb):>26}" if body else ""
+    print(f"{proto:<6}{tool:<8}{fmt(rates):>24}{fmt(per_cpu):>28}{gb}  {'; '.join(notes)}")
+
+print("\nratios of medians (h3lab / peer): req/s, req/CPU-s" + (", CPU-s/GB" if body else ""))
 for proto in ("h1", "h2", "h3"):
     ours = rows.get(("h3lab", proto))
-    for peer in ("base", "oha", "h2load"):
+    for peer in ("base", "shb", "oha", "h2load"):
         theirs = rows.get((peer, proto))
         if not ours or not theirs or not all((ours[0], ours[1], theirs[0], theirs[1])):
             continue
         ratio = lambda i: statistics.median(ours[i]) / statistics.median(theirs[i])
-        print(f"  {proto} h3lab/{peer}: {ratio(0):.2f}x req/s, {ratio(1):.2f}x req/CPU-s")
+        gb = f", {ratio(2):.2f}x CPU-s/GB" if body and ours[2] and theirs[2] else ""
+        print(f"  {proto} h3lab/{peer}: {ratio(0):.2f}x req/s, {ratio(1):.2f}x req/CPU-s{gb}")
 EOF
