@@ -620,7 +620,7 @@ mod tests {
                 kind => kind,
             };
             assert_eq!(kind, expected, "{:?} {:?}", cell.kind, cell.protocol);
-            kinds.insert(format!("{kind:?}"));
+            kinds.insert(kind);
         }
         assert_eq!(kinds.len(), 3, "{kinds:?}");
     }
