@@ -102,7 +102,7 @@ impl Target {
     }
 
     /// Host name or IP address (no brackets), used for DNS and TLS SNI.
-    pub(crate) fn host(&self) -> &str {
+    pub fn host(&self) -> &str {
         &self.host
     }
 
@@ -121,11 +121,12 @@ impl Target {
     }
 
     /// `host[:port]` as written in the URL: the Host / :authority value.
-    pub(crate) fn authority(&self) -> &Authority {
+    pub fn authority(&self) -> &Authority {
         &self.authority
     }
 
-    pub(crate) fn path_and_query(&self) -> &PathAndQuery {
+    /// The path and query, as the request carries them.
+    pub fn path_and_query(&self) -> &PathAndQuery {
         &self.path_and_query
     }
 

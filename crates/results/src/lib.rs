@@ -1,6 +1,6 @@
 //! What h3lab measures, as data: the versioned JSON schemas every command
 //! writes and reads (`h3lab.results/1`, `h3lab.load/1`, `h3lab.ttfb/2`,
-//! `h3lab.page/1`), the mergeable latency histogram they carry, the
+//! `h3lab.page/1`, `h3lab.conformance/1`), the mergeable latency histogram they carry, the
 //! shared vocabulary (protocol, QUIC congestion controller, handshake mode,
 //! workload kind, error kind, page loader, visit, resource kind), the text
 //! the built-in server prints and serves (its banner, its metrics'
@@ -18,6 +18,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod conformance;
 pub mod difference;
 pub mod env;
 #[cfg(feature = "clap")]

@@ -1,12 +1,16 @@
 //! `h3lab probe`: single-property measurements. `probe ttfb` times the
 //! first response byte on new connections: cold, resumed, or 0-RTT (h3);
 //! `probe migrate` moves the client to a new port or address mid-stream;
-//! `probe hol` measures head-of-line stalls of parallel streams under loss.
+//! `probe hol` measures head-of-line stalls of parallel streams under loss;
+//! `probe conformance` checks a server's HTTP/3 and QPACK error handling.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use h3lab_client::TlsOptions;
+use h3lab_conformance::cli::ConformanceArgs;
+use h3lab_conformance::{cases, run_suite};
 use h3lab_probe::cli::{ConnectionsArgs, FallbackArgs, HolArgs, MigrateArgs, OfferArgs, TtfbArgs};
 use h3lab_probe::connections::run_connections;
 use h3lab_probe::fallback::run_fallback;
@@ -46,6 +50,10 @@ enum Probe {
     /// protocol: N connections held idle, then with a request open each
     /// (needs root).
     Connections(ConnectionsArgs),
+    /// HTTP/3 and QPACK error handling, case by case against the RFCs'
+    /// MUSTs: what the server does with frames on the wrong stream,
+    /// malformed requests and QPACK references to nothing.
+    Conformance(ConformanceArgs),
 }
 
 fn connections(args: ConnectionsArgs) -> anyhow::Result<ExitCode> {
@@ -63,6 +71,54 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Probe::Fallback(args) => fallback(*args),
         Probe::Offer(args) => offer(args),
         Probe::Connections(args) => connections(args),
+        Probe::Conformance(args) => conformance(args),
+    }
+}
+
+fn conformance(args: ConformanceArgs) -> anyhow::Result<ExitCode> {
+    if args.list {
+        for case in cases() {
+            outln!("{:<42} {:<18} {}", case.id, case.rfc, case.title);
+            outln!("{:<42} expected: {}", "", case.expected());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let options = args.options()?;
+    outln!(
+        "h3lab probe conformance: {} ({}), each case on a new connection",
+        options.target,
+        options.address
+    );
+    let report = match run_suite(&options, |case| outln!("{case}")) {
+        Ok(report) => report,
+        Err(err) => return Err(err.context(what_it_offers(&args))),
+    };
+    let json = (args.json.as_deref(), || {
+        serde_json::to_string_pretty(&report)
+    });
+    let failed = report.failures().count();
+    let failure = (failed > 0).then(|| {
+        anyhow::anyhow!(
+            "{failed} of {} cases failed; each FAIL line says what the RFC requires",
+            report.cases.len()
+        )
+    });
+    finish(json, None, &report, failure)
+}
+
+/// What a URL that did not answer over HTTP/3 offers instead, in a line.
+fn what_it_offers(args: &ConformanceArgs) -> String {
+    let url = args.url.clone().unwrap_or_default();
+    let tls = TlsOptions {
+        insecure: true,
+        ca_file: None,
+    };
+    match check_offers(&[url], None, &args.resolve, &tls, args.timeout) {
+        Ok(report) => format!(
+            "what it offers: {report}; probe conformance needs h3 (a QUIC listener on the URL's \
+             UDP port)"
+        ),
+        Err(err) => format!("and asking what it offers failed too: {err:#}"),
     }
 }
 

@@ -1,0 +1,27 @@
+//! `h3lab probe conformance`: HTTP/3 and QPACK error handling, case by
+//! case. Each case sends what a conforming client never would (a frame on
+//! the wrong stream, a second control stream, a malformed request, a
+//! QPACK reference to nothing) on a connection of its own, cites the RFC
+//! text it checks, and reports what the server did: closed with the right
+//! code or another, reset the stream, carried on, stopped answering.
+//!
+//! The cases are data (`suite`), the verdict is pure (`judge`), and the
+//! I/O is h3i's blocking client (`run`). h3i drives quiche, so the cases
+//! can bend HTTP/3 and QPACK but not QUIC: the report lists what the
+//! suite does not cover.
+//!
+//! Not for: interoperability or speed (`h3lab bench`'s `servers` preset),
+//! or HTTP/2 (h2spec does that).
+
+#![warn(missing_docs)]
+
+#[cfg(feature = "clap")]
+pub mod cli;
+mod codes;
+mod judge;
+mod run;
+mod suite;
+mod wire;
+
+pub use run::{run_suite, Options};
+pub use suite::{cases, Case, Origin};

@@ -1,0 +1,220 @@
+//! The I/O around the cases: each one on a fresh h3i connection, what came
+//! back read into a `Transcript`, and a check after a silent case that the
+//! server still answers at all.
+
+use std::net::SocketAddr;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use h3i::actions::h3::{Action, StreamEvent, StreamEventType, WaitType};
+use h3i::client::connection_summary::ConnectionSummary;
+use h3i::client::sync_client;
+use h3i::frame::H3iFrame;
+use h3i::quiche::ConnectionError;
+use h3lab_results::conformance::{CaseResult, ConformanceReport, Observed, CONFORMANCE_SCHEMA};
+
+use crate::codes::H3_NO_ERROR;
+use crate::judge::{judge, observe, StreamAnswer, Transcript};
+use crate::suite::{cases, Case, Origin, CASE_STREAM, FOLLOW_UP_STREAM};
+
+/// The client, as the report names it.
+const CLIENT: &str = "h3i 0.7.0 (quiche 0.30.0)";
+
+/// What the suite does not check yet, as the report says it.
+const NOT_COVERED: &[&str] = &[
+    "QUIC transport cases (RFC 9000: frames in the wrong packet type, stream limits and flow \
+     control exceeded, invalid transport parameters): quiche, which h3i drives, will not break \
+     those rules",
+    "a QPACK blocked-streams overflow (RFC 9204 §2.1.2): it needs the server's \
+     SETTINGS_QPACK_BLOCKED_STREAMS, which h3i does not read",
+    "answers that come later than the settle time after the follow-up request's",
+];
+
+/// Where and how to run the suite.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The URL probed, as given.
+    pub target: String,
+    /// Its origin and path, for valid requests.
+    pub origin: Origin,
+    /// The TLS server name (SNI).
+    pub server_name: String,
+    /// Where the packets go.
+    pub address: SocketAddr,
+    /// How long a case waits for any answer: the QUIC idle timeout.
+    pub case_timeout: Duration,
+    /// How long after the follow-up request's answer the client still
+    /// listens for a late reset or close.
+    pub settle: Duration,
+    /// Run only the cases whose id starts with one of these (all if empty).
+    pub only: Vec<String>,
+}
+
+impl Options {
+    fn h3i_config(&self) -> anyhow::Result<h3i::config::Config> {
+        h3i::config::Config::new()
+            .with_host_port(format!("{}:{}", self.server_name, self.address.port()))
+            .with_connect_to(self.address.to_string())
+            .verify_peer(false)
+            .with_idle_timeout(self.case_timeout.as_millis() as u64)
+            .build()
+            .context("configuring the h3i client")
+    }
+
+    fn selected(&self) -> Vec<Case> {
+        cases()
+            .into_iter()
+            .filter(|case| {
+                self.only.is_empty() || self.only.iter().any(|p| case.id.starts_with(p.as_str()))
+            })
+            .collect()
+    }
+}
+
+/// Runs every selected case against the server, reporting each as it
+/// ends; fails at once if the server does not answer a plain request over
+/// HTTP/3.
+pub fn run_suite(
+    options: &Options,
+    mut on_case: impl FnMut(&CaseResult),
+) -> anyhow::Result<ConformanceReport> {
+    let selected = options.selected();
+    if selected.is_empty() {
+        bail!(
+            "no case's id starts with {}; `h3lab probe conformance --list` lists them",
+            options.only.join(" or ")
+        );
+    }
+    let plain_status = answers_plain_request(options)
+        .with_context(|| format!("{} does not answer a plain GET over HTTP/3", options.target))?;
+    let mut results = Vec::new();
+    for case in &selected {
+        let result = run_case(options, case, plain_status);
+        on_case(&result);
+        results.push(result);
+    }
+    Ok(ConformanceReport {
+        schema: CONFORMANCE_SCHEMA.to_string(),
+        target: options.target.clone(),
+        address: options.address.to_string(),
+        client: CLIENT.to_string(),
+        case_timeout_ms: options.case_timeout.as_millis() as u64,
+        plain_status,
+        cases: results,
+        not_covered: NOT_COVERED.iter().map(|line| line.to_string()).collect(),
+    })
+}
+
+fn run_case(options: &Options, case: &Case, plain_status: u16) -> CaseResult {
+    let started = Instant::now();
+    let mut observed = match exchange(options, case.actions(&options.origin)) {
+        Ok(summary) => observe(&Transcript {
+            plain_status: Some(plain_status),
+            ..transcript(&summary)
+        }),
+        Err(detail) => Observed::NotRun { detail },
+    };
+    if observed == Observed::TimedOut && answers_plain_request(options).is_err() {
+        observed = Observed::Crashed;
+    }
+    let expected = case.expected();
+    let verdict = judge(&expected, &observed);
+    CaseResult {
+        id: case.id.to_string(),
+        title: case.title.to_string(),
+        rfc: case.rfc.to_string(),
+        must: case.must.to_string(),
+        expected,
+        observed,
+        verdict,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+    }
+}
+
+/// The status of a plain GET on a fresh connection.
+fn answers_plain_request(options: &Options) -> anyhow::Result<u16> {
+    let summary =
+        exchange(options, Case::plain_request(&options.origin)).map_err(anyhow::Error::msg)?;
+    let transcript = transcript(&summary);
+    match (transcript.follow_up, transcript.closed_by_server) {
+        (Some(StreamAnswer::Status(status)), _) => Ok(status),
+        (_, Some((_, code, reason))) => bail!(
+            "it closed the connection with code {code:#x} ({})",
+            String::from_utf8_lossy(&reason)
+        ),
+        _ => bail!("no response within {:?}", options.case_timeout),
+    }
+}
+
+/// Sends `actions` on a new connection, waits for the follow-up request's
+/// answer (or a close, or the idle timeout), listens for the settle time,
+/// and closes. h3i's client blocks and panics when a send it was told to
+/// make fails, so it runs on a thread of its own, which is left behind if
+/// it outlives twice the idle timeout.
+fn exchange(options: &Options, mut actions: Vec<Action>) -> Result<ConnectionSummary, String> {
+    let config = options.h3i_config().map_err(|err| format!("{err:#}"))?;
+    actions.extend([
+        Action::Wait {
+            wait_type: WaitType::StreamEvent(StreamEvent {
+                stream_id: FOLLOW_UP_STREAM,
+                event_type: StreamEventType::Headers,
+            }),
+        },
+        Action::Wait {
+            wait_type: WaitType::WaitDuration(options.settle),
+        },
+        Action::ConnectionClose {
+            error: ConnectionError {
+                is_app: true,
+                error_code: H3_NO_ERROR,
+                reason: b"case over".to_vec(),
+            },
+        },
+    ]);
+    let (sender, receiver) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("h3lab-conformance-case".into())
+        .spawn(move || {
+            let _ = sender.send(sync_client::connect(config, actions, None));
+        })
+        .map_err(|err| format!("starting the client thread: {err}"))?;
+    match receiver.recv_timeout(options.case_timeout * 2 + options.settle) {
+        Ok(Ok(summary)) => Ok(summary),
+        Ok(Err(err)) => Err(format!("the QUIC connection failed: {err:?}")),
+        Err(mpsc::RecvTimeoutError::Timeout) => Ok(ConnectionSummary::default()),
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            Err("the client could not send the case (h3i stopped; its message is above)".into())
+        }
+    }
+}
+
+fn transcript(summary: &ConnectionSummary) -> Transcript {
+    let closed_by_server = summary
+        .conn_close_details
+        .peer_error()
+        .map(|error| (error.is_app, error.error_code, error.reason.clone()));
+    Transcript {
+        closed_by_server,
+        case_stream: stream_answer(summary, CASE_STREAM),
+        follow_up: stream_answer(summary, FOLLOW_UP_STREAM),
+        plain_status: None,
+    }
+}
+
+/// The first response HEADERS or reset the stream got.
+fn stream_answer(summary: &ConnectionSummary, stream_id: u64) -> Option<StreamAnswer> {
+    summary
+        .stream_map
+        .stream(stream_id)
+        .iter()
+        .find_map(|frame| match frame {
+            H3iFrame::ResetStream(reset) => Some(StreamAnswer::Reset(reset.error_code)),
+            H3iFrame::Headers(headers) => {
+                let status = headers.status_code()?;
+                let status = std::str::from_utf8(status).ok()?.parse().ok()?;
+                Some(StreamAnswer::Status(status))
+            }
+            H3iFrame::QuicheH3(_) => None,
+        })
+}
