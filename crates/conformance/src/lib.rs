@@ -10,18 +10,22 @@
 //! can bend HTTP/3 and QPACK but not QUIC: the report lists what the
 //! suite does not cover.
 //!
+//! It is a project of its own, not a member of h3lab's workspace: h3i's
+//! quiche builds BoringSSL, which h3lab's build and tests should not need.
+//! `h3lab probe conformance` resolves the URL, runs this crate's binary
+//! (`h3lab-conformance run`, src/main.rs) with what it found, and names what
+//! a URL offers when it does not answer over HTTP/3.
+//!
 //! Not for: interoperability or speed (`h3lab bench`'s `servers` preset),
 //! or HTTP/2 (h2spec does that).
 
 #![warn(missing_docs)]
 
-#[cfg(feature = "clap")]
-pub mod cli;
 mod codes;
 mod judge;
 mod run;
 mod suite;
 mod wire;
 
-pub use run::{run_suite, Options};
+pub use run::{run_suite, NoHttp3, Options};
 pub use suite::{cases, Case, Origin};

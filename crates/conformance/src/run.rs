@@ -31,6 +31,27 @@ const NOT_COVERED: &[&str] = &[
     "answers that come later than the settle time after the follow-up request's",
 ];
 
+/// The server did not answer a plain GET over HTTP/3, so no case can run.
+#[derive(Debug)]
+pub struct NoHttp3 {
+    /// The URL probed.
+    pub target: String,
+    /// What happened instead.
+    pub why: String,
+}
+
+impl std::fmt::Display for NoHttp3 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} does not answer a plain GET over HTTP/3: {}",
+            self.target, self.why
+        )
+    }
+}
+
+impl std::error::Error for NoHttp3 {}
+
 /// Where and how to run the suite.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -53,18 +74,21 @@ pub struct Options {
 
 impl Options {
     fn h3i_config(&self) -> anyhow::Result<h3i::config::Config> {
-        h3i::config::Config::new()
+        let config = h3i::config::Config::new()
             .with_host_port(format!("{}:{}", self.server_name, self.address.port()))
             .with_connect_to(self.address.to_string())
             .verify_peer(false)
-            .with_idle_timeout(self.case_timeout.as_millis() as u64)
-            .build()
-            .context("configuring the h3i client")
+            .with_idle_timeout(self.case_timeout.as_millis() as u64);
+        // An IP address is no server name (RFC 6066 §3): send none.
+        let config = match self.server_name.parse::<std::net::IpAddr>() {
+            Ok(_) => config.omit_sni(),
+            Err(_) => config,
+        };
+        config.build().context("configuring the h3i client")
     }
 
-    fn selected(&self) -> Vec<Case> {
+    fn selected(&self) -> Vec<&'static Case> {
         cases()
-            .into_iter()
             .filter(|case| {
                 self.only.is_empty() || self.only.iter().any(|p| case.id.starts_with(p.as_str()))
             })
@@ -86,10 +110,12 @@ pub fn run_suite(
             options.only.join(" or ")
         );
     }
-    let plain_status = answers_plain_request(options)
-        .with_context(|| format!("{} does not answer a plain GET over HTTP/3", options.target))?;
+    let plain_status = answers_plain_request(options).map_err(|err| NoHttp3 {
+        target: options.target.clone(),
+        why: format!("{err:#}"),
+    })?;
     let mut results = Vec::new();
-    for case in &selected {
+    for &case in &selected {
         let result = run_case(options, case, plain_status);
         on_case(&result);
         results.push(result);

@@ -142,6 +142,20 @@ pub fn nginx() -> Option<PathBuf> {
     ))
 }
 
+/// `probe conformance`'s helper, `h3lab-conformance` (crates/conformance,
+/// which builds BoringSSL): `H3LAB_CONFORMANCE`, or built into the
+/// workspace's target directory beside `h3lab`.
+pub fn conformance_helper(h3lab: &std::path::Path) -> Option<PathBuf> {
+    runs(find(
+        "H3LAB_CONFORMANCE",
+        &[],
+        &[h3lab.with_file_name("h3lab-conformance")],
+        "h3lab-conformance is not built: `cargo build --manifest-path \
+         crates/conformance/Cargo.toml --target-dir target` (.ci/run does), or set \
+         H3LAB_CONFORMANCE",
+    ))
+}
+
 /// nginx 1.26 with its own HTTP/3: Debian 13's build, under its own
 /// loader (`scripts/trixie-servers.sh`).
 pub fn nginx_h3() -> Option<PathBuf> {

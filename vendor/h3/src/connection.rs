@@ -26,7 +26,7 @@ use crate::{
     proto::{
         frame::{self, Frame, PayloadLen},
         headers::Header,
-        stream::StreamType,
+        stream::{Side, StreamType},
         varint::VarInt,
     },
     qpack,
@@ -433,8 +433,20 @@ where
                 Poll::Ready(Ok(())) => stream.take().expect("this cannot be None"),
                 Poll::Pending => continue,
             };
+            let initiator = resolved.initiator();
 
             match resolved.into_stream() {
+                //= https://www.rfc-editor.org/rfc/rfc9114#section-6.2.2
+                //# Only servers can push; if a server receives a client-initiated push
+                //# stream, this MUST be treated as a connection error of type
+                //# H3_STREAM_CREATION_ERROR.
+                // h3lab: h3 dropped such a stream silently.
+                AcceptedRecvStream::Push(_) if initiator == Side::Client => {
+                    return Err(self.handle_connection_error(InternalConnectionError::new(
+                        Code::H3_STREAM_CREATION_ERROR,
+                        "the client opened a push stream".to_string(),
+                    )));
+                }
                 //= https://www.rfc-editor.org/rfc/rfc9114#section-6.2.1
                 //# Only one control stream per peer is permitted;
                 //# receipt of a second stream claiming to be a control stream MUST be
@@ -501,7 +513,38 @@ where
         // Remove all None values
         self.pending_recv_streams.retain(|s| s.is_some());
 
-        Ok(())
+        self.poll_qpack_streams(cx)
+    }
+
+    /// h3lab: reads the peer's QPACK encoder and decoder streams, which h3
+    /// accepted and never read. This h3 has no dynamic table (its
+    /// SETTINGS_QPACK_MAX_TABLE_CAPACITY is 0) and never refers to the
+    /// peer's, so the only instructions a peer may send are a Set Dynamic
+    /// Table Capacity of 0 on its encoder stream and Stream Cancellations on
+    /// its decoder stream; anything else is an error (RFC 9204 §4.3, §4.4),
+    /// and either stream ending is H3_CLOSED_CRITICAL_STREAM (§4.2).
+    fn poll_qpack_streams(&mut self, cx: &mut Context<'_>) -> Result<(), ConnectionError> {
+        let streams = [
+            self.qpack_streams.encoder_recv.as_mut(),
+            self.qpack_streams.decoder_recv.as_mut(),
+        ];
+        let mut failure = None;
+        for stream in streams.into_iter().flatten() {
+            let (stream, check): (_, fn(&[u8]) -> Result<usize, InternalConnectionError>) =
+                match stream {
+                    AcceptedRecvStream::Encoder(stream) => (stream, check_encoder_instructions),
+                    AcceptedRecvStream::Decoder(stream) => (stream, check_decoder_instructions),
+                    _ => continue,
+                };
+            if let Err(error) = read_qpack_stream(stream, cx, check) {
+                failure = Some(error);
+                break;
+            }
+        }
+        match failure {
+            Some(error) => Err(self.handle_connection_error(error)),
+            None => Ok(()),
+        }
     }
 
     /// Waits for the control stream to be received and reads subsequent frames.
@@ -1149,5 +1192,105 @@ where
                 send_grease_frame: self.send_grease_frame,
             },
         )
+    }
+}
+
+/// h3lab: checks each complete instruction that has arrived on a peer's
+/// QPACK stream (the first may have come with the stream's type), then reads
+/// on; an instruction cut at the end of what arrived waits in the buffer for
+/// the rest.
+fn read_qpack_stream<S: RecvStream, B>(
+    stream: &mut BufRecvStream<S, B>,
+    cx: &mut Context<'_>,
+    check: fn(&[u8]) -> Result<usize, InternalConnectionError>,
+) -> Result<(), InternalConnectionError> {
+    loop {
+        let arrived = stream.buf().remaining();
+        let bytes = stream.buf_mut().copy_to_bytes(arrived);
+        let used = check(&bytes)?;
+        if used < bytes.len() {
+            stream.buf_mut().push_bytes(&mut bytes.slice(used..));
+        }
+        match stream.poll_read(cx) {
+            Poll::Pending => return Ok(()),
+            Poll::Ready(Ok(false)) => continue,
+            //= https://www.rfc-editor.org/rfc/rfc9204#section-4.2
+            //# Closure of either unidirectional stream type MUST be treated as a
+            //# connection error of type H3_CLOSED_CRITICAL_STREAM.
+            Poll::Ready(Ok(true) | Err(_)) => {
+                return Err(InternalConnectionError::new(
+                    Code::H3_CLOSED_CRITICAL_STREAM,
+                    "a QPACK stream was closed".to_string(),
+                ))
+            }
+        }
+    }
+}
+
+/// h3lab: how many bytes of `bytes` are whole, valid encoder instructions
+/// for a table of capacity 0: only Set Dynamic Table Capacity 0 (0x20).
+fn check_encoder_instructions(bytes: &[u8]) -> Result<usize, InternalConnectionError> {
+    match bytes.iter().position(|&byte| byte != 0x20) {
+        None => Ok(bytes.len()),
+        //= https://www.rfc-editor.org/rfc/rfc9204#section-4.3.1
+        //# The decoder MUST treat a new dynamic table capacity
+        //# value that exceeds this limit as a connection error of type
+        //# QPACK_ENCODER_STREAM_ERROR.
+        Some(_) => Err(InternalConnectionError::new(
+            Code::QPACK_ENCODER_STREAM_ERROR,
+            "an encoder instruction for a dynamic table of capacity 0".to_string(),
+        )),
+    }
+}
+
+/// h3lab: how many bytes of `bytes` are whole, valid decoder instructions
+/// for an encoder that never used the dynamic table: only Stream
+/// Cancellations (01xxxxxx); a Section Acknowledgment or an Insert Count
+/// Increment acknowledges what was never sent.
+fn check_decoder_instructions(bytes: &[u8]) -> Result<usize, InternalConnectionError> {
+    let mut rest = bytes;
+    while let Some(&first) = rest.first() {
+        if first & 0b1100_0000 != 0b0100_0000 {
+            //= https://www.rfc-editor.org/rfc/rfc9204#section-4.4.1
+            //# If an encoder receives a Section Acknowledgment instruction referring
+            //# to a stream on which every encoded field section with a non-zero
+            //# Required Insert Count has already been acknowledged, this MUST be
+            //# treated as a connection error of type QPACK_DECODER_STREAM_ERROR.
+            return Err(InternalConnectionError::new(
+                Code::QPACK_DECODER_STREAM_ERROR,
+                "a decoder instruction acknowledging what was never sent".to_string(),
+            ));
+        }
+        let mut cursor = rest;
+        match qpack::prefix_int_decode(6, &mut cursor) {
+            Ok(_) => rest = cursor,
+            Err(_) => break,
+        }
+    }
+    Ok(bytes.len() - rest.len())
+}
+
+#[cfg(test)]
+mod h3lab_tests {
+    use super::*;
+
+    #[test]
+    fn only_a_capacity_of_0_may_come_on_the_peers_encoder_stream() {
+        assert_eq!(check_encoder_instructions(&[0x20, 0x20]).unwrap(), 2);
+        for instruction in [&[0x3f, 0xe1, 0x1f][..], &[0xc0 | 17, 0x01, b'x'], &[0x00]] {
+            let error = check_encoder_instructions(instruction).unwrap_err();
+            assert_eq!(error.code, Code::QPACK_ENCODER_STREAM_ERROR);
+        }
+    }
+
+    #[test]
+    fn only_stream_cancellations_may_come_on_the_peers_decoder_stream() {
+        // Two cancellations, the second's stream ID cut after its first byte.
+        assert_eq!(check_decoder_instructions(&[0x44, 0x7f]).unwrap(), 1);
+        assert_eq!(check_decoder_instructions(&[0x44, 0x7f, 0x01]).unwrap(), 3);
+        for instruction in [0x80, 0x00, 0x01] {
+            let error = check_decoder_instructions(&[instruction]).unwrap_err();
+            assert_eq!(error.code, Code::QPACK_DECODER_STREAM_ERROR);
+        }
     }
 }

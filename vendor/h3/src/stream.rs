@@ -283,7 +283,6 @@ pub(super) struct AcceptRecvStream<S, B> {
     ty: Option<StreamType>,
     /// push_id or session_id
     id: Option<VarInt>,
-    expected: Option<usize>,
 }
 
 impl<S, B> AcceptRecvStream<S, B>
@@ -296,8 +295,12 @@ where
             stream: BufRecvStream::new(stream),
             ty: None,
             id: None,
-            expected: None,
         }
+    }
+
+    /// h3lab: who opened the stream; a push stream only a server may.
+    pub(crate) fn initiator(&self) -> crate::proto::stream::Side {
+        self.stream.recv_id().initiator()
     }
 
     pub fn into_stream(self) -> AcceptedRecvStream<S, B> {
@@ -315,6 +318,11 @@ where
     }
 
     // helper function to poll the next VarInt from self.stream
+    //
+    // h3lab: a varint already buffered is decoded before the stream is read
+    // again (h3 read first, so a push stream whose type and push ID came in
+    // one read waited for more data that never came), and each varint's
+    // length is taken from its own first byte (h3 kept the first one's).
     fn poll_next_varint(
         &mut self,
         cx: &mut Context<'_>,
@@ -323,6 +331,16 @@ where
         let mut stream_stopped = None;
 
         loop {
+            let mut buf = self.stream.buf_mut();
+            if buf.remaining() >= 1 && buf.remaining() >= VarInt::encoded_size(buf.chunk()[0]) {
+                let varint = VarInt::decode(&mut buf).map_err(|_| {
+                    PollTypeError::InternalError(InternalConnectionError::new(
+                        Code::H3_INTERNAL_ERROR,
+                        "Unexpected end parsing varint".to_string(),
+                    ))
+                })?;
+                return Poll::Ready(Ok((varint, stream_stopped)));
+            }
             if stream_stopped.is_some() {
                 return Poll::Ready(Err(PollTypeError::EndOfStream));
             }
@@ -346,28 +364,6 @@ where
                     Some(StreamEnd::Other)
                 }
             };
-
-            let mut buf = self.stream.buf_mut();
-            if self.expected.is_none() && buf.remaining() >= 1 {
-                self.expected = Some(VarInt::encoded_size(buf.chunk()[0]));
-            }
-
-            if let Some(expected) = self.expected {
-                if buf.remaining() < expected {
-                    continue;
-                }
-            } else {
-                continue;
-            }
-
-            let reult = VarInt::decode(&mut buf).map_err(|_| {
-                PollTypeError::InternalError(InternalConnectionError::new(
-                    Code::H3_INTERNAL_ERROR,
-                    "Unexpected end parsing varint".to_string(),
-                ))
-            })?;
-
-            return Poll::Ready(Ok((reult, stream_stopped)));
         }
     }
 

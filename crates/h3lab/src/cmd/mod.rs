@@ -2,6 +2,7 @@
 //! library crates together.
 
 pub mod bench;
+mod conformance;
 pub mod dist;
 pub mod load;
 pub mod net;

@@ -8,9 +8,6 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use h3lab_client::TlsOptions;
-use h3lab_conformance::cli::ConformanceArgs;
-use h3lab_conformance::{cases, run_suite};
 use h3lab_probe::cli::{ConnectionsArgs, FallbackArgs, HolArgs, MigrateArgs, OfferArgs, TtfbArgs};
 use h3lab_probe::connections::run_connections;
 use h3lab_probe::fallback::run_fallback;
@@ -21,6 +18,8 @@ use h3lab_probe::ttfb::sample_ttfb;
 use h3lab_probe::{ensure_root, run_migrate};
 use h3lab_report::{distribution_html, Chart, Series};
 use linkem::run::Interrupted;
+
+use super::conformance::{self, ConformanceArgs};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -71,54 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Probe::Fallback(args) => fallback(*args),
         Probe::Offer(args) => offer(args),
         Probe::Connections(args) => connections(args),
-        Probe::Conformance(args) => conformance(args),
-    }
-}
-
-fn conformance(args: ConformanceArgs) -> anyhow::Result<ExitCode> {
-    if args.list {
-        for case in cases() {
-            outln!("{:<42} {:<18} {}", case.id, case.rfc, case.title);
-            outln!("{:<42} expected: {}", "", case.expected());
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    let options = args.options()?;
-    outln!(
-        "h3lab probe conformance: {} ({}), each case on a new connection",
-        options.target,
-        options.address
-    );
-    let report = match run_suite(&options, |case| outln!("{case}")) {
-        Ok(report) => report,
-        Err(err) => return Err(err.context(what_it_offers(&args))),
-    };
-    let json = (args.json.as_deref(), || {
-        serde_json::to_string_pretty(&report)
-    });
-    let failed = report.failures().count();
-    let failure = (failed > 0).then(|| {
-        anyhow::anyhow!(
-            "{failed} of {} cases failed; each FAIL line says what the RFC requires",
-            report.cases.len()
-        )
-    });
-    finish(json, None, &report, failure)
-}
-
-/// What a URL that did not answer over HTTP/3 offers instead, in a line.
-fn what_it_offers(args: &ConformanceArgs) -> String {
-    let url = args.url.clone().unwrap_or_default();
-    let tls = TlsOptions {
-        insecure: true,
-        ca_file: None,
-    };
-    match check_offers(&[url], None, &args.resolve, &tls, args.timeout) {
-        Ok(report) => format!(
-            "what it offers: {report}; probe conformance needs h3 (a QUIC listener on the URL's \
-             UDP port)"
-        ),
-        Err(err) => format!("and asking what it offers failed too: {err:#}"),
+        Probe::Conformance(args) => conformance::run(args),
     }
 }
 

@@ -127,13 +127,24 @@ impl Frame<PayloadLen> {
             | FrameType::H2_CONTINUATION => Err(FrameError::UnsupportedFrame(ty.0)),
             FrameType::WEBTRANSPORT_BI_STREAM | FrameType::DATA => unreachable!(),
             _ => {
-                buf.advance(len as usize);
+                payload.advance(len as usize);
                 //= https://www.rfc-editor.org/rfc/rfc9114#section-7.2.8
                 //# Endpoints MUST
                 //# NOT consider these frames to have any meaning upon receipt.
                 Err(FrameError::UnknownFrame(ty.0))
             }
         };
+
+        //= https://www.rfc-editor.org/rfc/rfc9114#section-7.1
+        //# A frame payload that contains additional bytes
+        //# after the identified fields or a frame payload that terminates before
+        //# the end of the identified fields MUST be treated as a connection
+        //# error of type H3_FRAME_ERROR.
+        // h3lab: CANCEL_PUSH, GOAWAY and MAX_PUSH_ID hold one integer; bytes
+        // after it were left in `buf` and read as the next frame.
+        if frame.is_ok() && payload.has_remaining() {
+            return Err(FrameError::Malformed);
+        }
 
         if let Ok(_frame) = &frame {
             #[cfg(feature = "tracing")]
@@ -728,6 +739,17 @@ mod tests {
             &[13, 1, 2],
             Frame::MaxPushId(PushId(2)),
         );
+    }
+
+    // h3lab: a frame with bytes after its fields is malformed (RFC 9114 §7.1),
+    // and the next frame still starts where the length says.
+    #[test]
+    fn bytes_after_a_frames_fields_are_malformed() {
+        let mut buf = Cursor::new(&[13u8, 2, 4, 0][..]);
+        assert_matches!(Frame::decode(&mut buf), Err(FrameError::Malformed));
+        let mut buf = Cursor::new(&[0x21u8, 2, 9, 9, 13, 1, 4][..]);
+        assert_matches!(Frame::decode(&mut buf), Err(FrameError::UnknownFrame(0x21)));
+        assert_matches!(Frame::decode(&mut buf), Ok(Frame::MaxPushId(PushId(4))));
     }
 
     #[test]

@@ -59,6 +59,14 @@ impl Header {
     pub fn into_request_parts(
         self,
     ) -> Result<(Method, Uri, Option<Protocol>, HeaderMap), HeaderError> {
+        //= https://www.rfc-editor.org/rfc/rfc9114#section-4.3
+        //# Pseudo-header fields defined for requests MUST NOT appear
+        //# in responses; pseudo-header fields defined for responses MUST NOT
+        //# appear in requests.
+        // h3lab: h3 ignored a request's :status.
+        if self.pseudo.status.is_some() {
+            return Err(HeaderError::Malformed("a request with :status"));
+        }
         let mut uri = Uri::builder();
 
         if let Some(path) = self.pseudo.path {
@@ -209,7 +217,16 @@ impl TryFrom<Vec<HeaderField>> for Header {
 
         for field in headers.into_iter() {
             let (name, value) = field.into_inner();
-            match Field::parse(name, value)? {
+            let field = Field::parse(name, value)?;
+            //= https://www.rfc-editor.org/rfc/rfc9114#section-4.3
+            //# Any request or response that contains a pseudo-header field
+            //# that appears in a header section after a regular header field
+            //# MUST be treated as malformed.
+            // h3lab: h3 accepted pseudo-header fields in any order.
+            if !matches!(field, Field::Header(_)) && !fields.is_empty() {
+                return Err(HeaderError::Malformed("a pseudo-header field after a regular one"));
+            }
+            match field {
                 Field::Method(m) => {
                     pseudo.method = Some(m);
                     pseudo.len += 1;
@@ -231,6 +248,7 @@ impl TryFrom<Vec<HeaderField>> for Header {
                     pseudo.len += 1;
                 }
                 Field::Header((n, v)) => {
+                    check_connection_specific(&n, &v)?;
                     fields.append(n, v);
                 }
                 Field::Protocol(p) => {
@@ -242,6 +260,32 @@ impl TryFrom<Vec<HeaderField>> for Header {
 
         Ok(Header { pseudo, fields })
     }
+}
+
+/// h3lab: RFC 9114 §4.2's connection-specific fields, which h3 let through.
+fn check_connection_specific(name: &HeaderName, value: &HeaderValue) -> Result<(), HeaderError> {
+    //= https://www.rfc-editor.org/rfc/rfc9114#section-4.2
+    //# An endpoint MUST NOT generate an HTTP/3 field section containing
+    //# connection-specific fields; any message containing connection-specific
+    //# fields MUST be treated as malformed.
+    const CONNECTION_SPECIFIC: [&str; 5] = [
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "transfer-encoding",
+        "upgrade",
+    ];
+    if CONNECTION_SPECIFIC.contains(&name.as_str()) {
+        return Err(HeaderError::Malformed("a connection-specific field"));
+    }
+    //= https://www.rfc-editor.org/rfc/rfc9114#section-4.2
+    //# The only exception to this is the TE header field, which MAY be
+    //# present in an HTTP/3 request header; when it is, it MUST NOT contain
+    //# any value other than "trailers".
+    if name == http::header::TE && value != "trailers" {
+        return Err(HeaderError::Malformed("a TE field other than \"trailers\""));
+    }
+    Ok(())
 }
 
 enum Field {
@@ -438,6 +482,8 @@ pub enum HeaderError {
     MissingStatus,
     MissingAuthority,
     ContradictedAuthority,
+    /// h3lab: a field section RFC 9114 calls malformed, and why.
+    Malformed(&'static str),
 }
 
 impl HeaderError {
@@ -475,6 +521,7 @@ impl fmt::Display for HeaderError {
             HeaderError::ContradictedAuthority => {
                 write!(f, "uri and authority field are in contradiction")
             }
+            HeaderError::Malformed(why) => write!(f, "malformed: {}", why),
         }
     }
 }
@@ -482,6 +529,39 @@ impl fmt::Display for HeaderError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // h3lab: the fields RFC 9114 §4.2 and §4.3 call malformed.
+    fn field_section(fields: &[(&str, &str)]) -> Vec<HeaderField> {
+        fields
+            .iter()
+            .map(|(name, value)| HeaderField::new(name.as_bytes(), value.as_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn malformed_field_sections_are_refused() {
+        let request = [
+            (":method", "GET"),
+            (":scheme", "https"),
+            (":authority", "example.test"),
+            (":path", "/"),
+        ];
+        let parse = |extra: &[(&str, &str)]| {
+            let fields = field_section(&[&request[..], extra].concat());
+            Header::try_from(fields).and_then(Header::into_request_parts)
+        };
+        assert!(parse(&[("accept", "*/*"), ("te", "trailers")]).is_ok());
+        for extra in [
+            ("connection", "keep-alive"),
+            ("transfer-encoding", "chunked"),
+            ("te", "gzip"),
+            (":status", "200"),
+        ] {
+            assert_matches!(parse(&[extra]), Err(HeaderError::Malformed(_)), "{:?}", extra);
+        }
+        let late_path = field_section(&[(":method", "GET"), ("accept", "*/*"), (":path", "/")]);
+        assert_matches!(Header::try_from(late_path), Err(HeaderError::Malformed(_)));
+    }
     use assert_matches::assert_matches;
 
     #[test]

@@ -128,6 +128,14 @@ impl HeaderPrefix {
         total_inserted: usize,
         max_table_size: usize,
     ) -> Result<(usize, usize), ParseError> {
+        //= https://www.rfc-editor.org/rfc/rfc9204#section-4.5.1.1
+        //# If the decoder encounters a value of Encoded Required Insert Count that
+        //# could not have been produced by a conforming encoder, it MUST treat
+        //# this as a connection error of type QPACK_DECOMPRESSION_FAILED.
+        // h3lab: with no table (FullRange 0), any count but 0 is one.
+        if self.encoded_insert_count > 2 * (max_table_size / 32) {
+            return Err(ParseError::ImpossibleInsertCount(self.encoded_insert_count));
+        }
         if max_table_size == 0 {
             return Ok((0, 0));
         }

@@ -330,6 +330,7 @@ impl From<ParseError> for DecoderError {
             ParseError::String(x) => DecoderError::InvalidString(x),
             ParseError::InvalidPrefix(p) => DecoderError::UnknownPrefix(p),
             ParseError::InvalidBase(b) => DecoderError::BadBaseIndex(b),
+            ParseError::ImpossibleInsertCount(n) => DecoderError::MissingRefs(n),
         }
     }
 }
@@ -344,6 +345,19 @@ impl From<TryFromIntError> for DecoderError {
 mod tests {
     use super::*;
     use crate::qpack::tests::helpers::{build_table_with_size, TABLE_SIZE};
+
+    // h3lab: with no dynamic table, a field section needing inserts is an
+    // error (RFC 9204 §4.5.1.1), not a section that needs none.
+    #[test]
+    fn an_impossible_required_insert_count_fails_stateless_decoding() {
+        let mut section = Cursor::new(vec![0x01, 0x00, 0xd1]);
+        assert!(matches!(
+            decode_stateless(&mut section, 1_000),
+            Err(DecoderError::MissingRefs(1))
+        ));
+        let mut section = Cursor::new(vec![0x00, 0x00, 0xd1]);
+        assert!(decode_stateless(&mut section, 1_000).is_ok());
+    }
 
     #[test]
     fn test_header_too_long() {

@@ -3,6 +3,9 @@ pub use self::{
     encoder::{encode_stateless, EncoderError},
     field::HeaderField,
 };
+/// h3lab: the prefixed integers of the peer's QPACK instructions, which
+/// `connection` checks.
+pub(crate) use self::prefix_int::decode as prefix_int_decode;
 
 mod block;
 mod dynamic;

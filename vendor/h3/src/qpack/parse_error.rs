@@ -6,6 +6,9 @@ pub enum ParseError {
     String(prefix_string::Error),
     InvalidPrefix(u8),
     InvalidBase(isize),
+    /// h3lab: an Encoded Required Insert Count larger than the table allows
+    /// (RFC 9204 §4.5.1.1).
+    ImpossibleInsertCount(usize),
 }
 
 impl From<prefix_int::Error> for ParseError {

@@ -59,6 +59,8 @@ where
     pub(super) recv_closing: Option<PushId>,
     // The id of the last stream received by this connection.
     pub(super) last_accepted_stream: Option<StreamId>,
+    // h3lab: the largest MAX_PUSH_ID received, which a later one may not reduce.
+    pub(super) max_push_id: Option<PushId>,
 }
 
 impl<C, B> ConnectionState for Connection<C, B>
@@ -240,7 +242,26 @@ where
                 ()
             }
             &Frame::Goaway(id) => self.inner.process_goaway(&mut self.recv_closing, id)?,
-            _frame @ Frame::MaxPushId(_) | _frame @ Frame::CancelPush(_) => {
+            //= https://www.rfc-editor.org/rfc/rfc9114#section-7.2.7
+            //# A MAX_PUSH_ID frame cannot reduce the maximum push
+            //# ID; receipt of a MAX_PUSH_ID frame that contains a smaller value than
+            //# previously received MUST be treated as a connection error of type
+            //# H3_ID_ERROR.
+            // h3lab: checked; h3 left it a TODO.
+            &Frame::MaxPushId(id) if self.max_push_id.is_some_and(|max| id < max) => {
+                return Poll::Ready(Err(self.inner.handle_connection_error(
+                    InternalConnectionError::new(
+                        Code::H3_ID_ERROR,
+                        format!(
+                            "MAX_PUSH_ID {} is smaller than the one before, {}",
+                            id,
+                            self.max_push_id.expect("checked above")
+                        ),
+                    ),
+                )));
+            }
+            &Frame::MaxPushId(id) => self.max_push_id = Some(id),
+            _frame @ Frame::CancelPush(_) => {
                 #[cfg(feature = "tracing")]
                 warn!("Control frame ignored {:?}", _frame);
 
@@ -250,12 +271,6 @@ where
                 //# ID that has not yet been mentioned by a PUSH_PROMISE frame, this MUST
                 //# be treated as a connection error of type H3_ID_ERROR.
 
-                //= https://www.rfc-editor.org/rfc/rfc9114#section-7.2.7
-                //= type=TODO
-                //# A MAX_PUSH_ID frame cannot reduce the maximum push
-                //# ID; receipt of a MAX_PUSH_ID frame that contains a smaller value than
-                //# previously received MUST be treated as a connection error of type
-                //# H3_ID_ERROR.
             }
 
             //= https://www.rfc-editor.org/rfc/rfc9114#section-7.2.5
