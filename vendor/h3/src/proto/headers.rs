@@ -18,6 +18,11 @@ use crate::{ext::Protocol, qpack::HeaderField};
 pub struct Header {
     pseudo: Pseudo,
     fields: HeaderMap,
+    /// h3lab: why a received field section is malformed (RFC 9114 §4.2,
+    /// §4.3), if it is. Only a request is refused for it
+    /// (`into_request_parts`): a client still reads a response that breaks
+    /// these rules, as h3 always did.
+    malformed: Option<&'static str>,
 }
 
 #[allow(clippy::len_without_is_empty)]
@@ -35,6 +40,7 @@ impl Header {
             _ => Ok(Self {
                 pseudo: Pseudo::request(method, uri, ext),
                 fields,
+                malformed: None,
             }),
         }
     }
@@ -43,6 +49,7 @@ impl Header {
         Self {
             pseudo: Pseudo::response(status),
             fields,
+            malformed: None,
         }
     }
 
@@ -53,6 +60,7 @@ impl Header {
             //# sections.
             pseudo: Pseudo::default(),
             fields,
+            malformed: None,
         }
     }
 
@@ -66,6 +74,9 @@ impl Header {
         // h3lab: h3 ignored a request's :status.
         if self.pseudo.status.is_some() {
             return Err(HeaderError::Malformed("a request with :status"));
+        }
+        if let Some(why) = self.malformed {
+            return Err(HeaderError::Malformed(why));
         }
         let mut uri = Uri::builder();
 
@@ -214,6 +225,7 @@ impl TryFrom<Vec<HeaderField>> for Header {
     fn try_from(headers: Vec<HeaderField>) -> Result<Self, Self::Error> {
         let mut fields = HeaderMap::with_capacity(headers.len());
         let mut pseudo = Pseudo::default();
+        let mut malformed = None;
 
         for field in headers.into_iter() {
             let (name, value) = field.into_inner();
@@ -224,7 +236,7 @@ impl TryFrom<Vec<HeaderField>> for Header {
             //# MUST be treated as malformed.
             // h3lab: h3 accepted pseudo-header fields in any order.
             if !matches!(field, Field::Header(_)) && !fields.is_empty() {
-                return Err(HeaderError::Malformed("a pseudo-header field after a regular one"));
+                malformed = malformed.or(Some("a pseudo-header field after a regular one"));
             }
             match field {
                 Field::Method(m) => {
@@ -248,7 +260,7 @@ impl TryFrom<Vec<HeaderField>> for Header {
                     pseudo.len += 1;
                 }
                 Field::Header((n, v)) => {
-                    check_connection_specific(&n, &v)?;
+                    malformed = malformed.or(connection_specific(&n, &v));
                     fields.append(n, v);
                 }
                 Field::Protocol(p) => {
@@ -258,12 +270,17 @@ impl TryFrom<Vec<HeaderField>> for Header {
             }
         }
 
-        Ok(Header { pseudo, fields })
+        Ok(Header {
+            pseudo,
+            fields,
+            malformed,
+        })
     }
 }
 
-/// h3lab: RFC 9114 §4.2's connection-specific fields, which h3 let through.
-fn check_connection_specific(name: &HeaderName, value: &HeaderValue) -> Result<(), HeaderError> {
+/// h3lab: why a field is one of RFC 9114 §4.2's connection-specific
+/// fields, which h3 let through.
+fn connection_specific(name: &HeaderName, value: &HeaderValue) -> Option<&'static str> {
     //= https://www.rfc-editor.org/rfc/rfc9114#section-4.2
     //# An endpoint MUST NOT generate an HTTP/3 field section containing
     //# connection-specific fields; any message containing connection-specific
@@ -276,16 +293,16 @@ fn check_connection_specific(name: &HeaderName, value: &HeaderValue) -> Result<(
         "upgrade",
     ];
     if CONNECTION_SPECIFIC.contains(&name.as_str()) {
-        return Err(HeaderError::Malformed("a connection-specific field"));
+        return Some("a connection-specific field");
     }
     //= https://www.rfc-editor.org/rfc/rfc9114#section-4.2
     //# The only exception to this is the TE header field, which MAY be
     //# present in an HTTP/3 request header; when it is, it MUST NOT contain
     //# any value other than "trailers".
     if name == http::header::TE && value != "trailers" {
-        return Err(HeaderError::Malformed("a TE field other than \"trailers\""));
+        return Some("a TE field other than \"trailers\"");
     }
-    Ok(())
+    None
 }
 
 enum Field {
@@ -559,8 +576,17 @@ mod tests {
         ] {
             assert_matches!(parse(&[extra]), Err(HeaderError::Malformed(_)), "{:?}", extra);
         }
-        let late_path = field_section(&[(":method", "GET"), ("accept", "*/*"), (":path", "/")]);
-        assert_matches!(Header::try_from(late_path), Err(HeaderError::Malformed(_)));
+        let late_path = field_section(&[&request[..3], &[("accept", "*/*"), (":path", "/")]].concat());
+        assert_matches!(
+            Header::try_from(late_path).and_then(Header::into_request_parts),
+            Err(HeaderError::Malformed(_))
+        );
+        // A client still reads such a response (hypercorn's error responses
+        // over h3 carry `connection: close`).
+        let response = field_section(&[(":status", "500"), ("connection", "close")]);
+        assert!(Header::try_from(response)
+            .and_then(Header::into_response_parts)
+            .is_ok());
     }
     use assert_matches::assert_matches;
 
