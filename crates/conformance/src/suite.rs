@@ -95,9 +95,15 @@ impl Case {
 }
 
 fn open_control_stream() -> Vec<Action> {
+    control_stream_carrying(settings(&[]), false)
+}
+
+/// The client's control stream with `first` as its first bytes, for the
+/// cases about that stream.
+fn control_stream_carrying(first: Vec<u8>, fin_stream: bool) -> Vec<Action> {
     vec![
         open_uni(CONTROL, CONTROL_STREAM),
-        bytes(CONTROL, settings(&[]), false),
+        bytes(CONTROL, first, fin_stream),
     ]
 }
 

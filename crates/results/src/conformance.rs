@@ -122,7 +122,9 @@ pub enum Observed {
     CarriedOn,
     /// No close and no answer within the case's timeout.
     TimedOut,
-    /// After the case, a new connection got no answer: the server stopped.
+    /// After a case that timed out, a new connection got no answer within
+    /// the timeout either: the server crashed, or was stuck at least that
+    /// long (a later case may find it answering again).
     Crashed,
     /// The case could not be run (the handshake failed, or the client
     /// could not send what the case needs); the detail says why.
@@ -190,7 +192,9 @@ impl std::fmt::Display for Observed {
             Observed::Answered { status } => write!(f, "answered the request with {status}"),
             Observed::CarriedOn => write!(f, "carried on: the next request answered"),
             Observed::TimedOut => write!(f, "no answer and no close: timed out"),
-            Observed::Crashed => write!(f, "stopped answering new connections: crashed"),
+            Observed::Crashed => {
+                write!(f, "crashed or stuck: a new connection got no answer either")
+            }
             Observed::NotRun { detail } => write!(f, "not run: {detail}"),
         }
     }

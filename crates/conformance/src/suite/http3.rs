@@ -54,12 +54,7 @@ pub(super) const CONTROL_AND_SETTINGS: &[Case] = &[
             be treated as a connection error of type H3_MISSING_SETTINGS.",
         expect: Expect::Connection(&[H3_MISSING_SETTINGS]),
         control_stream: false,
-        send: |_| {
-            vec![
-                open_uni(CONTROL, CONTROL_STREAM),
-                bytes(CONTROL, frame(MAX_PUSH_ID, &varint(0)), false),
-            ]
-        },
+        send: |_| control_stream_carrying(frame(MAX_PUSH_ID, &varint(0)), false),
     },
     Case {
         id: "control.closed",
@@ -68,12 +63,7 @@ pub(super) const CONTROL_AND_SETTINGS: &[Case] = &[
         must: CLOSED,
         expect: Expect::Connection(&[H3_CLOSED_CRITICAL_STREAM]),
         control_stream: false,
-        send: |_| {
-            vec![
-                open_uni(CONTROL, CONTROL_STREAM),
-                bytes(CONTROL, settings(&[]), true),
-            ]
-        },
+        send: |_| control_stream_carrying(settings(&[]), true),
     },
     Case {
         id: "control.reset",
@@ -121,12 +111,7 @@ pub(super) const CONTROL_AND_SETTINGS: &[Case] = &[
         must: HTTP2_SETTING,
         expect: Expect::Connection(&[H3_SETTINGS_ERROR]),
         control_stream: false,
-        send: |_| {
-            vec![
-                open_uni(CONTROL, CONTROL_STREAM),
-                bytes(CONTROL, settings(&[(0x02, 0)]), false),
-            ]
-        },
+        send: |_| control_stream_carrying(settings(&[(0x02, 0)]), false),
     },
     Case {
         id: "settings.http2-max-concurrent-streams",
@@ -135,12 +120,7 @@ pub(super) const CONTROL_AND_SETTINGS: &[Case] = &[
         must: HTTP2_SETTING,
         expect: Expect::Connection(&[H3_SETTINGS_ERROR]),
         control_stream: false,
-        send: |_| {
-            vec![
-                open_uni(CONTROL, CONTROL_STREAM),
-                bytes(CONTROL, settings(&[(0x03, 100)]), false),
-            ]
-        },
+        send: |_| control_stream_carrying(settings(&[(0x03, 100)]), false),
     },
     Case {
         id: "settings.reserved-identifier",
@@ -152,12 +132,7 @@ pub(super) const CONTROL_AND_SETTINGS: &[Case] = &[
             receipt.",
         expect: Expect::Ignore,
         control_stream: false,
-        send: |_| {
-            vec![
-                open_uni(CONTROL, CONTROL_STREAM),
-                bytes(CONTROL, settings(&[(RESERVED, 7)]), false),
-            ]
-        },
+        send: |_| control_stream_carrying(settings(&[(RESERVED, 7)]), false),
     },
 ];
 
