@@ -5,14 +5,14 @@
 //! over HTTP/3 (h3lab then says what the URL offers).
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
 use h3lab_conformance::{cases, run_suite, NoHttp3, Options, Origin};
-use h3lab_results::conformance::Verdict;
+use h3lab_results::conformance::{ConformanceReport, Verdict};
 
 #[derive(Parser)]
 #[command(about = "The HTTP/3 and QPACK conformance suite that `h3lab probe conformance` runs")]
@@ -92,16 +92,34 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         "h3lab probe conformance: {} ({}), each case on a new connection",
         options.target, options.address
     );
-    let report = run_suite(&options, |case| println!("{case}"))?;
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report)?;
-        std::fs::write(path, text).with_context(|| {
-            format!(
-                "cannot write {}; pass a writable --json path",
-                path.display()
-            )
-        })?;
+        // A path that cannot be written fails now, not after the cases.
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| {
+                format!(
+                    "cannot write {}; pass a writable --json path",
+                    path.display()
+                )
+            })?;
     }
+    let mut written = Ok(());
+    let report = run_suite(&options, |so_far| {
+        if let Some(case) = so_far.cases.last() {
+            println!("{case}");
+        }
+        if let (Some(path), Ok(())) = (&args.json, &written) {
+            written = write_report(path, so_far);
+        }
+    });
+    if let (Err(_), Some(path)) = (&report, &args.json) {
+        // Nothing ran: no report, not an empty file.
+        let _ = std::fs::remove_file(path);
+    }
+    let report = report?;
+    written?;
     println!("{report}");
     let all_passed = report
         .cases
@@ -111,5 +129,16 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    })
+}
+
+/// The report so far, written after every case: Ctrl-C keeps what ran.
+fn write_report(path: &Path, report: &ConformanceReport) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(report)?;
+    std::fs::write(path, text).with_context(|| {
+        format!(
+            "cannot write {}; pass a writable --json path",
+            path.display()
+        )
     })
 }

@@ -96,12 +96,13 @@ impl Options {
     }
 }
 
-/// Runs every selected case against the server, reporting each as it
-/// ends; fails at once if the server does not answer a plain request over
-/// HTTP/3.
+/// Runs every selected case against the server, handing the report so far
+/// to `on_case` as each case ends (so a caller can print it and keep it on
+/// disk: an interrupted run loses only the case under way); fails at once
+/// if the server does not answer a plain request over HTTP/3.
 pub fn run_suite(
     options: &Options,
-    mut on_case: impl FnMut(&CaseResult),
+    mut on_case: impl FnMut(&ConformanceReport),
 ) -> anyhow::Result<ConformanceReport> {
     let selected = options.selected();
     if selected.is_empty() {
@@ -114,22 +115,21 @@ pub fn run_suite(
         target: options.target.clone(),
         why: format!("{err:#}"),
     })?;
-    let mut results = Vec::new();
-    for &case in &selected {
-        let result = run_case(options, case, plain_status);
-        on_case(&result);
-        results.push(result);
-    }
-    Ok(ConformanceReport {
+    let mut report = ConformanceReport {
         schema: CONFORMANCE_SCHEMA.to_string(),
         target: options.target.clone(),
         address: options.address.to_string(),
         client: CLIENT.to_string(),
         case_timeout_ms: options.case_timeout.as_millis() as u64,
         plain_status,
-        cases: results,
+        cases: Vec::new(),
         not_covered: NOT_COVERED.iter().map(|line| line.to_string()).collect(),
-    })
+    };
+    for &case in &selected {
+        report.cases.push(run_case(options, case, plain_status));
+        on_case(&report);
+    }
+    Ok(report)
 }
 
 fn run_case(options: &Options, case: &Case, plain_status: u16) -> CaseResult {

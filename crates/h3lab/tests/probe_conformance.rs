@@ -77,7 +77,14 @@ fn a_url_without_http3_ends_with_what_it_offers() {
         "https://127.0.0.1:{}/",
         listener.local_addr().unwrap().port()
     );
-    let output = probe(&helper, &[&url, "--timeout", "300ms", "--settle", "100ms"]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("conformance.json");
+    let json_text = json.to_str().unwrap();
+    let quick = ["--timeout", "300ms", "--settle", "100ms"];
+    let output = probe(
+        &helper,
+        &[&[url.as_str(), "--json", json_text][..], &quick].concat(),
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
     assert!(
@@ -85,6 +92,15 @@ fn a_url_without_http3_ends_with_what_it_offers() {
         "{stderr}"
     );
     assert!(stderr.contains("what it offers"), "{stderr}");
+    assert!(!json.exists(), "no case ran, so no report");
+    // A --json path that cannot be written fails before any case.
+    let bad = [url.as_str(), "--json", "/nonexistent/dir/c.json"];
+    let output = probe(&helper, &[&bad[..], &quick].concat());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cannot write /nonexistent/dir/c.json"),
+        "{stderr}"
+    );
 }
 
 #[test]
