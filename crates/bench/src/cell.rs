@@ -182,6 +182,13 @@ fn fill_from_client(
             record.metric.samples = probe.samples.iter().map(|s| s.ttfb_ms).collect();
             record.client_report = Some(probe.into());
         }
+        ClientRun::Conformance { report, .. } => {
+            let failed = report.failures().count();
+            record.requests = report.cases.len() as u64;
+            record.errors = failed as u64;
+            record.metric.samples = vec![failed as f64];
+            record.client_report = Some((*report).into());
+        }
         ClientRun::Page { report, .. } => {
             let Load::Page { loads, .. } = &spec.workload.load else {
                 bail!("a {} cell got a page report", spec.workload.kind());
@@ -290,7 +297,7 @@ fn fill_from_page(mut report: PageReport, record: &mut CellRecord) -> anyhow::Re
 fn body_size(spec: &CellSpec) -> Option<u64> {
     match &spec.workload.load {
         Load::Rps { size, .. } | Load::Download { size, .. } => size.map(|size| size.0),
-        Load::Ttfb { .. } => Some(client::TTFB_BODY_SIZE),
+        Load::Ttfb { .. } | Load::Conformance { .. } => Some(client::TTFB_BODY_SIZE),
         Load::Page { .. } => None,
     }
 }
@@ -387,7 +394,7 @@ fn load_figure(spec: &CellSpec, report: &LoadReport) -> anyhow::Result<f64> {
                 DownloadMetric::RequestsPerSecond => f64::from(streams.0) / report.duration_s,
             })
         }
-        Load::Ttfb { .. } | Load::Page { .. } => {
+        Load::Ttfb { .. } | Load::Page { .. } | Load::Conformance { .. } => {
             bail!("a {} cell got a load report", spec.workload.kind())
         }
     }
@@ -436,6 +443,7 @@ fn empty_record(spec: &CellSpec) -> CellRecord {
         } => ("requests_per_s", "req/s", true),
         Load::Ttfb { .. } => ("ttfb_ms", "ms", false),
         Load::Page { .. } => ("page_load_ms", "ms", false),
+        Load::Conformance { .. } => ("failed_cases", "cases", false),
     };
     CellRecord {
         profile: spec.profile.clone(),

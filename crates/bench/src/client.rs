@@ -1,7 +1,8 @@
 //! The client side of a cell: `h3lab load` (rps, download), `h3lab probe
-//! ttfb` or `h3lab page` run in the client namespace, writing JSON that is
-//! read back here. Each command line is built from the command's typed
-//! flags (`LoadArgs`, `TtfbArgs`, `PageArgs`), never from flag names.
+//! ttfb`, `h3lab page` or `h3lab probe conformance` run in the client
+//! namespace, writing JSON that is read back here. Each command line is
+//! built from the command's typed flags (`LoadArgs`, `TtfbArgs`,
+//! `PageArgs`, `ConformanceArgs`), never from flag names.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -14,12 +15,13 @@ use h3lab_client::{ModeNotOffered, ResolveRule};
 use h3lab_harness::custom::FIRST_FLIGHT_BODY_SIZE;
 use h3lab_load::cli::LoadArgs;
 use h3lab_page::cli::PageArgs;
-use h3lab_probe::cli::{OfferArgs, TtfbArgs};
+use h3lab_probe::cli::{ConformanceArgs, OfferArgs, TtfbArgs};
 use linkem::run::{Placement, Side};
 
 use crate::process;
 use crate::server::{OriginNames, ServerProcess};
 use crate::spec::CellSpec;
+use h3lab_results::conformance::ConformanceReport;
 use h3lab_results::flags::CommandFlags;
 use h3lab_results::load::LoadReport;
 use h3lab_results::offer::{H3Features, OfferReport};
@@ -31,9 +33,22 @@ use crate::suite::{caps, ByteSize, FieldUrl, Load};
 
 /// A finished client run.
 pub(crate) enum ClientRun {
-    Load { report: Box<LoadReport>, cpu_s: f64 },
-    Ttfb { probe: TtfbReport, cpu_s: f64 },
-    Page { report: Box<PageReport>, cpu_s: f64 },
+    Load {
+        report: Box<LoadReport>,
+        cpu_s: f64,
+    },
+    Ttfb {
+        probe: TtfbReport,
+        cpu_s: f64,
+    },
+    Page {
+        report: Box<PageReport>,
+        cpu_s: f64,
+    },
+    Conformance {
+        report: Box<ConformanceReport>,
+        cpu_s: f64,
+    },
 }
 
 impl ClientRun {
@@ -41,7 +56,8 @@ impl ClientRun {
         match self {
             ClientRun::Load { cpu_s, .. }
             | ClientRun::Ttfb { cpu_s, .. }
-            | ClientRun::Page { cpu_s, .. } => *cpu_s,
+            | ClientRun::Page { cpu_s, .. }
+            | ClientRun::Conformance { cpu_s, .. } => *cpu_s,
         }
     }
 }
@@ -49,6 +65,11 @@ impl ClientRun {
 /// The body a ttfb cell asks for: one byte, so the first byte is the
 /// whole response.
 pub(crate) const TTFB_BODY_SIZE: u64 = 1;
+
+/// How long a run of the conformance suite may take: 53 cases at up to
+/// twice their 2 s timeout each, and the checks after a case that timed
+/// out (a server that stalls on every case takes about this long).
+const CONFORMANCE_BUDGET: Duration = Duration::from_secs(600);
 
 /// How long one page load may take before the page run fails.
 const PAGE_LOAD_TIMEOUT: Duration = Duration::from_secs(120);
@@ -166,7 +187,7 @@ fn load_args(
             load.timeout = Duration::from_secs(900);
             (load, Duration::from_secs(960))
         }
-        Load::Ttfb { .. } | Load::Page { .. } => {
+        Load::Ttfb { .. } | Load::Page { .. } | Load::Conformance { .. } => {
             bail!("only rps and download cells run `h3lab load`")
         }
     };
@@ -268,6 +289,15 @@ fn client_args(
             let budget = PAGE_LOAD_TIMEOUT * page.loads + Duration::from_secs(60);
             Ok((page.command_args()?, budget))
         }
+        Load::Conformance { only } => {
+            let mut conformance =
+                ConformanceArgs::new(&aim.body_url(Some(ByteSize(TTFB_BODY_SIZE)))?);
+            conformance.only = only.clone();
+            conformance.json = Some(json.to_path_buf());
+            let (mut insecure, mut ca) = (false, None);
+            aim.trust(&mut insecure, &mut ca, &mut conformance.resolve)?;
+            Ok((conformance.command_args()?, CONFORMANCE_BUDGET))
+        }
     }
 }
 
@@ -328,6 +358,23 @@ fn read_report(
                 bail!("the ttfb probe failed (exit code {code}){stderr}");
             }
             Ok(ClientRun::Ttfb { probe, cpu_s })
+        }
+        Load::Conformance { .. } => {
+            let report: ConformanceReport =
+                serde_json::from_str(text).context("reading the conformance report")?;
+            // Failed cases exit non-zero too: they are the measurement.
+            // A run that stopped early is not.
+            if !report.is_complete() {
+                bail!(
+                    "the conformance run stopped after {} of {} cases (exit code {code}){stderr}",
+                    report.cases.len(),
+                    report.planned.map_or("?".to_string(), |n| n.to_string())
+                );
+            }
+            Ok(ClientRun::Conformance {
+                report: Box::new(report),
+                cpu_s,
+            })
         }
         _ => {
             let report = serde_json::from_str(text).context("reading the load report")?;

@@ -2,7 +2,8 @@
 //! `h3lab bench` runs with no arguments; the `study-*` ones reproduce the
 //! published experiments of `studies.md` and carry their figures; `node`
 //! compares Node.js servers (and the h3lab-node package) with h3lab serve;
-//! `servers` compares h3lab serve with Caddy and nginx; `udp-blocked` shows
+//! `servers` compares h3lab serve with Caddy and nginx; `conformance` runs
+//! the HTTP/3 conformance suite against each of those servers; `udp-blocked` shows
 //! what turning h3 on costs users whose network blocks or throttles UDP;
 //! `population` gives one verdict for users on several networks at once;
 //! `costs` checks the write-ups' claims about bytes, header compression
@@ -25,6 +26,7 @@ const PRESETS: &[(&str, &str)] = &[
     ("study-e", include_str!("../presets/study-e.toml")),
     ("node", include_str!("../presets/node.toml")),
     ("servers", include_str!("../presets/servers.toml")),
+    ("conformance", include_str!("../presets/conformance.toml")),
     ("edge", include_str!("../presets/edge.toml")),
     ("udp-blocked", include_str!("../presets/udp-blocked.toml")),
     ("population", include_str!("../presets/population.toml")),
@@ -193,6 +195,35 @@ mod tests {
             "the recorded suite is the one run"
         );
         assert!(field("http://www.site.test/", &[]).is_err());
+    }
+
+    /// The conformance preset runs the `servers` preset's servers, as that
+    /// preset starts them, one h3 cell each per repetition: a server added
+    /// to one is not silently missing from the other.
+    #[test]
+    fn the_conformance_preset_runs_every_server_of_the_servers_preset_over_h3() {
+        let toml_of = |name| -> toml::Table { preset_text(name).unwrap().parse().unwrap() };
+        let (servers, conformance) = (toml_of("servers"), toml_of("conformance"));
+        assert_eq!(
+            conformance["target"]["servers"],
+            servers["target"]["servers"]
+        );
+        assert_eq!(conformance["sweep"], servers["sweep"]);
+        let cells = runner::plan(&preset("conformance").unwrap());
+        let ran: Vec<String> = (cells.iter())
+            .filter(|cell| cell.repetition == 0)
+            .map(|cell| cell.setting.as_ref().unwrap().recorded().value)
+            .collect();
+        let offer_h3 = servers["sweep"]["values"].as_array().unwrap().len() - 1;
+        assert_eq!(
+            ran.len(),
+            offer_h3,
+            "one cell per server but h1/h2-only nginx: {ran:?}"
+        );
+        assert!(!ran.contains(&"nginx".to_string()) && ran.contains(&"nginx-h3".to_string()));
+        assert!(cells
+            .iter()
+            .all(|cell| cell.protocol == h3lab_results::Proto::H3));
     }
 
     #[test]

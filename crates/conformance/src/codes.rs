@@ -4,6 +4,10 @@
 use h3lab_results::conformance::ErrorCode;
 
 pub(crate) const H3_NO_ERROR: u64 = 0x100;
+/// RFC 9114 §8.1: for a violation "that does not match a more specific
+/// error code", or when an endpoint "declines to use the more specific
+/// error code": a conforming answer to any error case.
+pub(crate) const H3_GENERAL_PROTOCOL_ERROR: u64 = 0x101;
 pub(crate) const H3_ID_ERROR: u64 = 0x108;
 pub(crate) const H3_STREAM_CREATION_ERROR: u64 = 0x103;
 pub(crate) const H3_CLOSED_CRITICAL_STREAM: u64 = 0x104;

@@ -2,9 +2,9 @@
 //! whether that is what the RFC requires. Pure: the runner fills a
 //! transcript from h3i's connection summary.
 
-use h3lab_results::conformance::{Expected, Observed, Verdict};
+use h3lab_results::conformance::{ErrorCode, Expected, Observed, Verdict};
 
-use crate::codes::named;
+use crate::codes::{named, H3_GENERAL_PROTOCOL_ERROR};
 
 /// What one stream got from the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,21 +60,36 @@ pub(crate) fn observe(transcript: &Transcript) -> Observed {
     }
 }
 
-/// Whether `observed` is what `expected` asks for.
+/// Whether `observed` is what `expected` asks for. An error case may be
+/// answered with its own code or the generic H3_GENERAL_PROTOCOL_ERROR
+/// (RFC 9114 §8.1). A malformed request answered with 400 was refused; with
+/// another 4xx or 5xx (a 405 for the method, a 404 for the path, a 501) it
+/// may have been refused or simply served, so there is no verdict; nor when
+/// the defect is in a body the server need not read before it answers.
 pub(crate) fn judge(expected: &Expected, observed: &Observed) -> Verdict {
+    let allowed = |codes: &[ErrorCode], error: &ErrorCode| {
+        error.code == H3_GENERAL_PROTOCOL_ERROR || codes.contains(error)
+    };
     let conforms = match (expected, observed) {
         (_, Observed::NotRun { .. }) => return Verdict::Unknown,
         (
-            Expected::ConnectionError { codes } | Expected::StreamError { codes },
+            Expected::ConnectionError { codes } | Expected::StreamError { codes, .. },
             Observed::ConnectionClosed {
                 error,
                 application: true,
                 ..
             },
-        ) => codes.contains(error),
-        (Expected::StreamError { codes }, Observed::StreamReset { error }) => codes.contains(error),
-        (Expected::StreamError { .. }, Observed::Answered { status }) => {
-            (400..500).contains(status)
+        ) => allowed(codes, error),
+        (Expected::StreamError { codes, .. }, Observed::StreamReset { error }) => {
+            allowed(codes, error)
+        }
+        (
+            Expected::StreamError { in_body: true, .. },
+            Observed::Answered { .. } | Observed::CarriedOn,
+        ) => return Verdict::Unknown,
+        (Expected::StreamError { .. }, Observed::Answered { status: 400 }) => true,
+        (Expected::StreamError { .. }, Observed::Answered { status }) if *status > 400 => {
+            return Verdict::Unknown
         }
         (Expected::Ignore, Observed::CarriedOn) => true,
         _ => false,
@@ -91,7 +106,7 @@ mod tests {
     use h3lab_results::conformance::ErrorCode;
 
     use super::*;
-    use crate::codes::{H3_FRAME_UNEXPECTED, H3_MESSAGE_ERROR};
+    use crate::codes::{H3_FRAME_UNEXPECTED, H3_MESSAGE_ERROR, H3_NO_ERROR};
 
     fn codes(codes: &[u64]) -> Vec<ErrorCode> {
         codes.iter().map(|&code| named(code, true)).collect()
@@ -115,6 +130,12 @@ mod tests {
         assert_eq!(verdict(&closed(true, H3_MESSAGE_ERROR)), Verdict::Fail);
         // The same number as a QUIC transport code is a TLS alert.
         assert_eq!(verdict(&closed(false, H3_FRAME_UNEXPECTED)), Verdict::Fail);
+        // RFC 9114 §8.1: an endpoint may decline the more specific code.
+        assert_eq!(
+            verdict(&closed(true, H3_GENERAL_PROTOCOL_ERROR)),
+            Verdict::Pass
+        );
+        assert_eq!(verdict(&closed(true, H3_NO_ERROR)), Verdict::Fail);
         let carried_on = Transcript {
             follow_up: Some(StreamAnswer::Status(200)),
             ..Transcript::default()
@@ -124,22 +145,29 @@ mod tests {
         assert_eq!(verdict(&Transcript::default()), Verdict::Fail);
     }
 
-    #[test]
-    fn a_malformed_request_may_be_reset_closed_or_answered_with_a_4xx() {
+    fn malformed(in_body: bool, case_stream: StreamAnswer) -> Verdict {
         let expected = Expected::StreamError {
             codes: codes(&[H3_MESSAGE_ERROR]),
+            in_body,
         };
-        let verdict = |case_stream| {
-            let transcript = Transcript {
-                case_stream: Some(case_stream),
-                follow_up: Some(StreamAnswer::Status(200)),
-                plain_status: Some(404),
-                ..Transcript::default()
-            };
-            judge(&expected, &observe(&transcript))
+        let transcript = Transcript {
+            case_stream: Some(case_stream),
+            follow_up: Some(StreamAnswer::Status(200)),
+            plain_status: Some(200),
+            ..Transcript::default()
         };
+        judge(&expected, &observe(&transcript))
+    }
+
+    #[test]
+    fn a_malformed_request_may_be_reset_closed_or_answered_with_400() {
+        let verdict = |answer| malformed(false, answer);
         assert_eq!(
             verdict(StreamAnswer::Reset(H3_MESSAGE_ERROR)),
+            Verdict::Pass
+        );
+        assert_eq!(
+            verdict(StreamAnswer::Reset(H3_GENERAL_PROTOCOL_ERROR)),
             Verdict::Pass
         );
         assert_eq!(verdict(StreamAnswer::Status(400)), Verdict::Pass);
@@ -147,14 +175,39 @@ mod tests {
             verdict(StreamAnswer::Reset(H3_FRAME_UNEXPECTED)),
             Verdict::Fail
         );
+        // Served: the URL's own status, or another success.
         assert_eq!(verdict(StreamAnswer::Status(200)), Verdict::Fail);
-        assert_eq!(verdict(StreamAnswer::Status(500)), Verdict::Fail);
-        // The URL's own status: the request was served as if it were valid.
-        assert_eq!(verdict(StreamAnswer::Status(404)), Verdict::Fail);
+        assert_eq!(verdict(StreamAnswer::Status(204)), Verdict::Fail);
+        // What the method or path gets anyway, or a 501, may or may not be
+        // a refusal: no verdict.
+        for status in [404, 405, 500, 501] {
+            assert_eq!(verdict(StreamAnswer::Status(status)), Verdict::Unknown);
+        }
+        let expected = Expected::StreamError {
+            codes: codes(&[H3_MESSAGE_ERROR]),
+            in_body: false,
+        };
         assert_eq!(
             judge(&expected, &observe(&closed(true, H3_MESSAGE_ERROR))),
             Verdict::Pass
         );
+    }
+
+    /// A server may answer before it reads a body (RFC 9114 §4.1), so an
+    /// answer to a request whose defect is in its body says nothing.
+    #[test]
+    fn a_defect_in_the_body_is_judged_by_resets_and_closes_only() {
+        let verdict = |answer| malformed(true, answer);
+        assert_eq!(
+            verdict(StreamAnswer::Reset(H3_MESSAGE_ERROR)),
+            Verdict::Pass
+        );
+        assert_eq!(
+            verdict(StreamAnswer::Reset(H3_FRAME_UNEXPECTED)),
+            Verdict::Fail
+        );
+        assert_eq!(verdict(StreamAnswer::Status(200)), Verdict::Unknown);
+        assert_eq!(verdict(StreamAnswer::Status(405)), Verdict::Unknown);
     }
 
     #[test]

@@ -21,6 +21,10 @@ use crate::suite::{cases, Case, Origin, CASE_STREAM, FOLLOW_UP_STREAM};
 /// The client, as the report names it.
 const CLIENT: &str = "h3i 0.7.0 (quiche 0.30.0)";
 
+/// How long the first plain request, before any case, may wait for its
+/// answer: as long as `probe ttfb` waits for a connection.
+const FIRST_ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// What the suite does not check yet, as the report says it.
 const NOT_COVERED: &[&str] = &[
     "QUIC transport cases (RFC 9000: frames in the wrong packet type, stream limits and flow \
@@ -111,7 +115,13 @@ pub fn run_suite(
             options.only.join(" or ")
         );
     }
-    let plain_status = answers_plain_request(options).map_err(|err| NoHttp3 {
+    // A server may bind its UDP port well before it answers on it (a JVM
+    // starting): the first request waits longer than a case does.
+    let first = Options {
+        case_timeout: options.case_timeout.max(FIRST_ANSWER_TIMEOUT),
+        ..options.clone()
+    };
+    let plain_status = answers_plain_request(&first).map_err(|err| NoHttp3 {
         target: options.target.clone(),
         why: format!("{err:#}"),
     })?;
@@ -122,6 +132,7 @@ pub fn run_suite(
         client: CLIENT.to_string(),
         case_timeout_ms: options.case_timeout.as_millis() as u64,
         plain_status,
+        planned: Some(selected.len()),
         cases: Vec::new(),
         not_covered: NOT_COVERED.iter().map(|line| line.to_string()).collect(),
     };
@@ -243,4 +254,27 @@ fn stream_answer(summary: &ConnectionSummary, stream_id: u64) -> Option<StreamAn
             }
             H3iFrame::QuicheH3(_) => None,
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CLIENT;
+
+    /// The report names the client by the versions Cargo.lock builds, so
+    /// an update of h3i or quiche that forgets the name fails here.
+    #[test]
+    fn the_client_named_is_the_one_locked() {
+        let lock = include_str!("../Cargo.lock");
+        let version_of = |name: &str| {
+            let entry = format!("[[package]]\nname = \"{name}\"\nversion = \"");
+            let start = lock.find(&entry).expect("in Cargo.lock") + entry.len();
+            lock[start..].split('"').next().unwrap().to_string()
+        };
+        let expected = format!(
+            "h3i {} (quiche {})",
+            version_of("h3i"),
+            version_of("quiche")
+        );
+        assert_eq!(CLIENT, expected);
+    }
 }

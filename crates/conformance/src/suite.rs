@@ -35,6 +35,8 @@ pub struct Case {
 enum Expect {
     Connection(&'static [u64]),
     Stream(&'static [u64]),
+    /// A stream error whose defect is in the body or trailers.
+    StreamInBody(&'static [u64]),
     Ignore,
 }
 
@@ -66,6 +68,11 @@ impl Case {
             },
             Expect::Stream(codes) => Expected::StreamError {
                 codes: named_all(codes),
+                in_body: false,
+            },
+            Expect::StreamInBody(codes) => Expected::StreamError {
+                codes: named_all(codes),
+                in_body: true,
             },
             Expect::Ignore => Expected::Ignore,
         }

@@ -14,6 +14,7 @@ use linkem::config::Overrides;
 use linkem::model::UdpPolicy;
 use serde::Serialize;
 
+use crate::conformance::ConformanceOptions;
 use crate::connections::ConnectionsOptions;
 use crate::fallback::FallbackOptions;
 use crate::hol::HolOptions;
@@ -86,6 +87,69 @@ impl TtfbArgs {
             connect_timeout: self.connect_timeout,
             resolve: self.resolve.clone(),
         }
+    }
+}
+
+/// The flags of `h3lab probe conformance URL`.
+#[derive(Debug, Clone, PartialEq, clap::Args, Serialize)]
+pub struct ConformanceArgs {
+    /// An https:// URL on the server; each case's valid requests ask for
+    /// it, so pick one that answers 200. Any certificate is accepted: the
+    /// suite checks the protocol, not the server's identity.
+    #[arg(required_unless_present = "list")]
+    pub url: Option<String>,
+    /// Connect to ADDR for HOST:PORT instead of resolving HOST (curl's
+    /// --resolve HOST:PORT:ADDR); repeatable.
+    #[arg(long, value_name = "HOST:PORT:ADDR")]
+    #[serde(serialize_with = "flags::display_each")]
+    pub resolve: Vec<ResolveRule>,
+    /// How long a case waits for any answer (its connection's idle
+    /// timeout); a server silent for this long "timed out".
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "flags::duration")]
+    pub timeout: Duration,
+    /// How long after the follow-up request's answer a case still listens
+    /// for a late reset or close.
+    #[arg(long, default_value = "200ms", value_parser = humantime::parse_duration)]
+    #[serde(serialize_with = "flags::duration")]
+    pub settle: Duration,
+    /// Run only the cases whose id starts with PREFIX (e.g. `qpack.`);
+    /// repeatable.
+    #[arg(long, value_name = "PREFIX")]
+    pub only: Vec<String>,
+    /// List the cases, their RFC sections and what they expect, and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Also write the results as JSON (schema h3lab.conformance/1,
+    /// docs/results-schema.md) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+impl CommandFlags for ConformanceArgs {
+    const COMMAND: &'static str = "h3lab probe conformance";
+}
+
+impl ConformanceArgs {
+    /// `h3lab probe conformance URL` with every other flag at its default.
+    pub fn new(url: &str) -> ConformanceArgs {
+        ConformanceArgs::parse_flags([url])
+            .expect("a URL alone is a valid `h3lab probe conformance`")
+    }
+
+    /// What the run asks for; `None` for `--list`, which runs nothing.
+    pub fn options(&self) -> Option<ConformanceOptions> {
+        if self.list {
+            return None;
+        }
+        Some(ConformanceOptions {
+            url: self.url.clone().unwrap_or_default(),
+            resolve: self.resolve.clone(),
+            timeout: self.timeout,
+            settle: self.settle,
+            only: self.only.clone(),
+            json: self.json.clone(),
+        })
     }
 }
 
@@ -441,6 +505,32 @@ mod tests {
             window_url: Some("https://a.test/big".to_string()),
             json: Some(PathBuf::from("-")),
         });
+    }
+
+    #[test]
+    fn conformance_flags_parse_back_to_themselves_and_list_runs_nothing() {
+        assert_round_trip(defaults::<ConformanceArgs>(&["https://a.test/"]));
+        let args = ConformanceArgs {
+            url: Some("https://a.test:4433/x?y=1".to_string()),
+            resolve: vec!["a.test:4433:127.0.0.1".parse().unwrap()],
+            timeout: Duration::from_secs(3),
+            settle: Duration::from_millis(150),
+            only: vec!["qpack.".to_string(), "control.".to_string()],
+            list: false,
+            json: Some(PathBuf::from("out.json")),
+        };
+        assert_round_trip(args.clone());
+        let options = args.options().expect("a run");
+        assert_eq!(options.url, "https://a.test:4433/x?y=1");
+        assert_eq!(
+            (options.timeout, options.only.len()),
+            (Duration::from_secs(3), 2)
+        );
+        assert_eq!(defaults::<ConformanceArgs>(&["--list"]).options(), None);
+        assert!(
+            ConformanceArgs::parse_flags(Vec::<&str>::new()).is_err(),
+            "a URL or --list"
+        );
     }
 
     /// A path change for every link flag, so that the probes' round trips

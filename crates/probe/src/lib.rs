@@ -12,9 +12,12 @@
 //! origins what they offer (ALPN, QUIC, `Alt-Svc`), as a field run does
 //! before it measures; and `probe connections`, which holds N idle and then
 //! active connections to the built-in server per protocol and reads what
-//! each costs the server in memory (`connections`).
+//! each costs the server in memory (`connections`); and `probe
+//! conformance`, which runs the HTTP/3 and QPACK error-handling suite of
+//! the `h3lab-conformance` helper against a URL (`conformance`).
 //!
-//! Each probe has one home: `ttfb` and `offer` (a file each), and
+//! Each probe has one home: `ttfb`, `offer` and `conformance` (a file
+//! each), and
 //! `migrate`, `hol`, `fallback` and `connections` (a folder each, with
 //! its pure summaries and report beside the I/O that gathers them). Those
 //! four run on an emulated path and share `shell`: the root check, the
@@ -35,6 +38,7 @@
 mod claim;
 #[cfg(feature = "clap")]
 pub mod cli;
+pub mod conformance;
 pub mod connections;
 pub mod fallback;
 pub mod hol;

@@ -198,6 +198,7 @@ impl CellSummary {
             Some(WorkloadKind::Download) => "download time",
             Some(WorkloadKind::Ttfb) => "time to first byte",
             Some(WorkloadKind::Page) => "page load",
+            Some(WorkloadKind::Conformance) => "HTTP/3 conformance",
             None => &self.metric,
         }
     }

@@ -20,7 +20,10 @@ use std::collections::BTreeMap;
 
 use h3lab_results::bench::{
     CellRecord, ClientReport, CpuUse, Environment, LinkRecord, Metric, Outcome, Results,
-    StudyClaim, SuiteInfo, RESULTS_SCHEMA,
+    StudyClaim, SuiteInfo, SweptSetting, RESULTS_SCHEMA,
+};
+use h3lab_results::conformance::{
+    CaseResult, ConformanceReport, Expected, Observed, Verdict, CONFORMANCE_SCHEMA,
 };
 use h3lab_results::load::OriginLeg;
 
@@ -445,4 +448,66 @@ pub(crate) fn load_report(origin_leg: Option<OriginLeg>) -> ClientReport {
         .expect("the test data has a load report");
     report.origin_leg = origin_leg;
     ClientReport::Load(report)
+}
+
+/// A case `id` of the conformance suite with `verdict`: a failure is a
+/// request answered with 200, an unknown one did not run.
+pub(crate) fn conformance_case(id: &str, verdict: Verdict) -> CaseResult {
+    let observed = match verdict {
+        Verdict::Pass => Observed::CarriedOn,
+        Verdict::Fail => Observed::Answered { status: 200 },
+        Verdict::Unknown => Observed::NotRun {
+            detail: "no handshake".into(),
+        },
+    };
+    CaseResult {
+        id: id.into(),
+        title: format!("{id}'s title"),
+        rfc: "RFC 9114 §7.2.4".into(),
+        must: "MUST be ignored".into(),
+        expected: Expected::Ignore,
+        observed,
+        verdict,
+        elapsed_ms: 3,
+    }
+}
+
+/// A conformance cell against `server` (a `server` sweep's value) on
+/// loopback, whose report holds `cases`.
+pub(crate) fn conformance_record(
+    server: &str,
+    repetition: u32,
+    cases: Vec<CaseResult>,
+) -> CellRecord {
+    let report = ConformanceReport {
+        schema: CONFORMANCE_SCHEMA.into(),
+        target: "https://localhost:8443/bytes/1".into(),
+        address: "127.0.0.1:8443".into(),
+        client: "h3i".into(),
+        case_timeout_ms: 2000,
+        plain_status: 200,
+        planned: Some(cases.len()),
+        cases,
+        not_covered: vec!["QUIC transport cases".into()],
+    };
+    let sweep = SweptSetting {
+        tunable: "server".into(),
+        value: server.into(),
+    };
+    CellRecord {
+        profile: "loopback".into(),
+        workload: sweep.row_label("conformance"),
+        sweep: Some(sweep),
+        kind: WorkloadKind::Conformance,
+        metric: Metric {
+            name: "failed_cases".into(),
+            unit: "cases".into(),
+            higher_is_better: false,
+            samples: vec![report.failures().count() as f64],
+        },
+        client_report: Some(report.into()),
+        latency_histogram: None,
+        ttfb_histogram: None,
+        ..rps_record("loopback", "h3", repetition, 0.0, None)
+    }
 }

@@ -1,7 +1,7 @@
 //! `report.html`: one self-contained file (no network) with the run status,
 //! published-vs-ours tables, summary tables, violin and latency-CDF plots,
-//! page loads (violins, study E's columns, waterfalls; `html::pages`) and
-//! the environment. Plots render client-side with the vendored plotly.js
+//! page loads (violins, study E's columns, waterfalls; `html::pages`), the
+//! HTTP/3 conformance table (`html::conformance`) and the environment. Plots render client-side with the vendored plotly.js
 //! from JSON embedded in the page; waterfalls are inline SVG. This module
 //! writes the markup; the plot series and link statistics come from
 //! `page_data`, the page-load view from `page_loads`.
@@ -64,6 +64,7 @@ pub fn render_html(results: &Results) -> String {
                 (servers_section(results))
                 (summary_section(results, &summaries, &colours))
                 (population::population_section(results))
+                (conformance::conformance_section(results))
                 (pages::pages_section(&pages, &colours))
                 @if !conditions.is_empty() { (plots_section(&conditions)) }
                 (environment_section(results))
@@ -652,6 +653,7 @@ fn loss(percent: Option<f64>) -> String {
     percent.map_or_else(|| "–".to_string(), |p| format!("{p:.2} %"))
 }
 
+mod conformance;
 mod field;
 mod pages;
 mod population;

@@ -12,6 +12,7 @@ mod bottleneck;
 mod captures;
 mod cell;
 mod compare;
+mod conformance;
 mod csv_out;
 mod distribution;
 mod field;

@@ -36,6 +36,7 @@ pub fn terminal_table(results: &Results) -> String {
     out.push_str(&captures_block(results, &summaries));
     out.push_str(&legs_block(&summaries));
     out.push_str(&crate::population::terminal_lines(results));
+    out.push_str(&crate::conformance::terminal_lines(results));
     out
 }
 
@@ -363,7 +364,7 @@ fn cpu_line(
             let figure = match summary.kind? {
                 WorkloadKind::Rps => format!("{:.1} us/request", per_request_us?),
                 WorkloadKind::Download => format!("{:.2} s/GB", per_gb_s?),
-                WorkloadKind::Ttfb | WorkloadKind::Page => return None,
+                WorkloadKind::Ttfb | WorkloadKind::Page | WorkloadKind::Conformance => return None,
             };
             Some(format!("{} {figure}", summary.key.protocol))
         })
@@ -412,7 +413,7 @@ fn wire_line(cells: &[&CellSummary]) -> String {
                     wire.overhead_share()? * 100.0,
                     wire.resent_per_mb()?
                 ),
-                WorkloadKind::Ttfb => return None,
+                WorkloadKind::Ttfb | WorkloadKind::Conformance => return None,
             };
             Some(format!("{} {figure}", summary.key.protocol))
         })

@@ -613,6 +613,10 @@ mod tests {
                     assert_eq!(page.loads.len(), 1, "the median load is kept");
                     WorkloadKind::Page
                 }
+                ClientReport::Conformance(report) => {
+                    assert!(report.is_complete());
+                    WorkloadKind::Conformance
+                }
                 ClientReport::Unreadable(why) => panic!("{why}"),
             };
             let expected = match cell.kind {

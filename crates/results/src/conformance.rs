@@ -24,6 +24,11 @@ pub struct ConformanceReport {
     /// request answered with the same status was served as if it were
     /// valid, not refused.
     pub plain_status: u16,
+    /// How many cases the run set out to run; fewer in `cases` means it
+    /// stopped early (Ctrl-C, or the helper died). `None` in a report
+    /// written before the field existed.
+    #[serde(default)]
+    pub planned: Option<usize>,
     /// One per case, in the suite's order.
     pub cases: Vec<CaseResult>,
     /// What the suite does not check, one line each, so a clean table is
@@ -33,6 +38,12 @@ pub struct ConformanceReport {
 }
 
 impl ConformanceReport {
+    /// Whether every case it set out to run has a result (unknown, so
+    /// `false`, when the report does not say how many it planned).
+    pub fn is_complete(&self) -> bool {
+        self.planned == Some(self.cases.len())
+    }
+
     /// Cases the server failed.
     pub fn failures(&self) -> impl Iterator<Item = &CaseResult> {
         self.cases
@@ -72,12 +83,17 @@ pub enum Expected {
         codes: Vec<ErrorCode>,
     },
     /// Treats the request as malformed: resets its stream or closes the
-    /// connection with one of these codes, or answers it with a 4xx status
-    /// (RFC 9114 §4.1.2 lets a server say why before it closes the
-    /// stream).
+    /// connection with one of these codes, or answers it with 400 (RFC 9114
+    /// §4.1.2 lets a server say why before it closes the stream; another
+    /// 4xx or 5xx does not say the request was seen as malformed, so it
+    /// gives no verdict, and with the defect in the body no answer does).
     StreamError {
         /// The codes the RFC allows.
         codes: Vec<ErrorCode>,
+        /// The defect is in the body or trailers, which a server may answer
+        /// without reading (RFC 9114 §4.1): an answer gives no verdict.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        in_body: bool,
     },
     /// Ignores what it does not know and answers the next request on the
     /// same connection.
@@ -142,7 +158,8 @@ pub enum Verdict {
     Pass,
     /// It did something else.
     Fail,
-    /// Unknown: the case did not run.
+    /// Unknown: the case did not run, or what the server did neither
+    /// refuses nor serves it (a 405 to a malformed request).
     Unknown,
 }
 
@@ -163,11 +180,20 @@ impl std::fmt::Display for Expected {
             Expected::ConnectionError { codes } => {
                 write!(f, "connection closed with {}", one_of(codes))
             }
-            Expected::StreamError { codes } => write!(
-                f,
-                "request stream reset or connection closed with {}, or a 4xx answer",
-                one_of(codes)
-            ),
+            Expected::StreamError { codes, in_body } => {
+                let codes = one_of(codes);
+                match in_body {
+                    false => write!(
+                        f,
+                        "request stream reset or connection closed with {codes}, or a 400 answer"
+                    ),
+                    true => write!(
+                        f,
+                        "request stream reset or connection closed with {codes} (an answer gives \
+                         no verdict: a server need not read a body before it answers)"
+                    ),
+                }
+            }
             Expected::Ignore => write!(f, "ignored: the next request answered"),
         }
     }
@@ -238,7 +264,7 @@ impl std::fmt::Display for ConformanceReport {
         )?;
         let unknown = count(Verdict::Unknown);
         if unknown > 0 {
-            write!(f, ", {unknown} not run")?;
+            write!(f, ", {unknown} without a verdict")?;
         }
         for line in &self.not_covered {
             write!(f, "\n  not covered: {line}")?;

@@ -357,6 +357,8 @@ pub enum WorkloadKind {
     Ttfb,
     /// Page loads of a site.
     Page,
+    /// The HTTP/3 conformance suite (`h3lab probe conformance`).
+    Conformance,
 }
 
 words!(
@@ -366,6 +368,7 @@ words!(
     Download = "download",
     Ttfb = "ttfb",
     Page = "page",
+    Conformance = "conformance",
 );
 
 /// Why a request got no good response.

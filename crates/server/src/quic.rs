@@ -585,7 +585,10 @@ async fn serve_request(
                 )
                 .await;
             if !read {
-                discard(&mut recv_half, header_timeout).await;
+                if let Err(code) = discard(&mut recv_half, header_timeout).await {
+                    // RFC 9114 §4.1.2: a malformed request is a stream error.
+                    return send_half.stop_stream(code);
+                }
             }
             response
         }
@@ -629,11 +632,33 @@ async fn collect(
     }
 }
 
-/// Reads a body no endpoint wants to its end, so that the answer follows a
-/// complete request, as on TCP (see `discard` in tcp.rs). A body that pauses
-/// for `stall` is left unread.
-async fn discard(stream: &mut RequestStream<H3RecvHalf, Bytes>, stall: Duration) {
-    while let Ok(Ok(Some(_))) = timeout(stall, stream.recv_data()).await {}
+/// Reads a body no endpoint wants to its end, and its trailers, so that the
+/// answer follows a complete request, as on TCP (see `discard` in tcp.rs).
+/// A body that pauses for `stall` is left unread. The error code when h3
+/// finds the request malformed there (a content-length its DATA does not
+/// add up to, a pseudo-header in its trailers).
+async fn discard(
+    stream: &mut RequestStream<H3RecvHalf, Bytes>,
+    stall: Duration,
+) -> Result<(), Code> {
+    let malformed = |err: &h3::error::StreamError| match err {
+        h3::error::StreamError::StreamError { code, .. } if *code == Code::H3_MESSAGE_ERROR => {
+            Err(*code)
+        }
+        _ => Ok(()),
+    };
+    loop {
+        match timeout(stall, stream.recv_data()).await {
+            Ok(Ok(Some(_))) => continue,
+            Ok(Ok(None)) => break,
+            Ok(Err(err)) => return malformed(&err),
+            Err(_) => return Ok(()),
+        }
+    }
+    match timeout(stall, stream.recv_trailers()).await {
+        Ok(Err(err)) => malformed(&err),
+        _ => Ok(()),
+    }
 }
 
 /// A request body as the chunks an application reads.

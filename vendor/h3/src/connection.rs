@@ -857,6 +857,10 @@ where
 pub struct RequestStream<S, B> {
     pub(super) stream: FrameStream<S, B>,
     pub(super) trailers: Option<Bytes>,
+    /// h3lab: a request's content-length, which its DATA must add up to.
+    pub(super) content_length: Option<u64>,
+    /// h3lab: the DATA bytes received so far.
+    pub(super) data_received: u64,
     pub(super) conn_state: Arc<SharedState>,
     pub(super) max_field_section_size: u64,
     send_grease_frame: bool,
@@ -875,6 +879,8 @@ impl<S, B> RequestStream<S, B> {
             conn_state,
             max_field_section_size,
             trailers: None,
+            content_length: None,
+            data_received: 0,
             send_grease_frame: grease,
         }
     }
@@ -905,11 +911,11 @@ where
                         self.handle_frame_stream_error_on_request_stream(frame_stream_error)
                     ))
                 }
-                Ok(None) => return Poll::Ready(Ok(None)),
+                Ok(None) => return Poll::Ready(self.body_ended()),
                 Ok(Some(Frame::Headers(encoded))) => {
                     self.trailers = Some(encoded);
                     // Received trailers, no more data expected
-                    return Poll::Ready(Ok(None));
+                    return Poll::Ready(self.body_ended());
                 }
                 Ok(Some(Frame::Data { .. })) => (),
                 Ok(Some(other_frame)) => {
@@ -946,9 +952,43 @@ where
             };
         }
 
-        self.stream
-            .poll_data(cx)
-            .map_err(|error| self.handle_frame_stream_error_on_request_stream(error))
+        let data = ready!(self.stream.poll_data(cx))
+            .map_err(|error| self.handle_frame_stream_error_on_request_stream(error))?;
+        if let Some(chunk) = &data {
+            self.data_received += chunk.remaining() as u64;
+            if self
+                .content_length
+                .is_some_and(|length| self.data_received > length)
+            {
+                return Poll::Ready(Err(self.malformed("more DATA than its content-length")));
+            }
+        }
+        Poll::Ready(Ok(data))
+    }
+
+    //= https://www.rfc-editor.org/rfc/rfc9114#section-4.1.2
+    //# A request or response that is defined as having content when it
+    //# contains a Content-Length header field (Section 8.6 of [HTTP]) is
+    //# malformed if the value of the Content-Length header field does not
+    //# equal the sum of the DATA frame lengths received.
+    // h3lab: h3 did not compare them.
+    fn body_ended<T>(&mut self) -> Result<Option<T>, StreamError> {
+        match self.content_length {
+            Some(length) if length != self.data_received => {
+                Err(self.malformed("less DATA than its content-length"))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// h3lab: the request is malformed (RFC 9114 §4.1.2): a stream error of
+    /// type H3_MESSAGE_ERROR.
+    fn malformed(&mut self, why: &str) -> StreamError {
+        self.stop_sending(Code::H3_MESSAGE_ERROR);
+        StreamError::StreamError {
+            code: Code::H3_MESSAGE_ERROR,
+            reason: format!("malformed request: {why}"),
+        }
     }
 
     /// Poll receive trailers.
@@ -1057,14 +1097,14 @@ where
 
         Poll::Ready(Ok(Some(
             Header::try_from(fields)
+                .and_then(Header::into_trailer_fields)
                 .map_err(|_e| {
                     self.stop_sending(Code::H3_MESSAGE_ERROR);
                     StreamError::StreamError {
                         code: Code::H3_MESSAGE_ERROR,
                         reason: "malformed request".to_string(),
                     }
-                })?
-                .into_fields(),
+                })?,
         )))
     }
 
@@ -1180,6 +1220,8 @@ where
             RequestStream {
                 stream: send,
                 trailers: None,
+                content_length: None,
+                data_received: 0,
                 conn_state: self.conn_state.clone(),
                 max_field_section_size: 0,
                 send_grease_frame: self.send_grease_frame,
@@ -1187,6 +1229,8 @@ where
             RequestStream {
                 stream: recv,
                 trailers: self.trailers,
+                content_length: self.content_length,
+                data_received: self.data_received,
                 conn_state: self.conn_state,
                 max_field_section_size: self.max_field_section_size,
                 send_grease_frame: self.send_grease_frame,

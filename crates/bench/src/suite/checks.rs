@@ -35,6 +35,22 @@ impl Suite {
         Ok(())
     }
 
+    /// The conformance suite is HTTP/3's: a suite with such a workload
+    /// runs h3.
+    fn check_conformance(&self) -> anyhow::Result<()> {
+        let conformance = (self.workloads.iter())
+            .find(|workload| matches!(workload.load, Load::Conformance { .. }));
+        match conformance {
+            Some(workload) if !self.protocols.contains(&Proto::H3) => anyhow::bail!(
+                "suite `{}`: conformance workload `{}` runs over h3 only, and the suite's \
+                 `protocols` has no h3; add \"h3\"",
+                self.name,
+                workload.name()
+            ),
+            _ => Ok(()),
+        }
+    }
+
     /// Two workloads may share a name only when no profile runs both (a
     /// population's per-group copies of a page workload).
     fn check_workload_names(&self) -> anyhow::Result<()> {
@@ -91,6 +107,7 @@ impl Suite {
         }
         self.check_field()?;
         self.check_auto()?;
+        self.check_conformance()?;
         self.check_sweep()?;
         if let Some(command) = &self.target.server_cmd {
             self.check_pages_on(command)?;

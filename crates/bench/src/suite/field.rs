@@ -154,6 +154,12 @@ impl Suite {
                 workload.kind(),
                 workload.name
             );
+            anyhow::ensure!(
+                !matches!(workload.load, Load::Conformance { .. }),
+                "{what}: the conformance suite sends malformed frames and requests on purpose, \
+                 so a suite runs it against lab servers only; for a server of your own, run \
+                 `h3lab probe conformance URL`"
+            );
             if let Load::Page { site, .. } = &workload.load {
                 anyhow::ensure!(
                     *site == Site::Remote,
@@ -285,7 +291,7 @@ fn check_caps(load: &Load) -> Result<(), String> {
                 caps::CONNECTIONS.into(),
             )
         }
-        Load::Ttfb { .. } | Load::Page { .. } => Ok(()),
+        Load::Ttfb { .. } | Load::Page { .. } | Load::Conformance { .. } => Ok(()),
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use h3lab_results::{HeaderSet, Loader, TtfbMode, Visit, WorkloadKind};
+use h3lab_results::{HeaderSet, Loader, Proto, TtfbMode, Visit, WorkloadKind};
 use h3lab_site::replay::Think;
 use h3lab_site::Shape;
 use serde::{Deserialize, Deserializer};
@@ -69,6 +69,12 @@ pub(crate) enum Load {
         /// The request headers the built-in loader sends (`headers =
         /// "browser"`: a browser's full set; Chromium always sends its own).
         headers: HeaderSet,
+    },
+    /// The HTTP/3 conformance suite (`h3lab probe conformance`) against
+    /// the server, over h3 only: its figure is the cases failed.
+    Conformance {
+        /// Case id prefixes to run (`only = ["qpack."]`); all when empty.
+        only: Vec<String>,
     },
 }
 
@@ -238,6 +244,7 @@ struct WorkloadTable {
     url: Option<FieldUrl>,
     rate: Option<Count>,
     headers: Option<HeaderSet>,
+    only: Option<Vec<String>>,
 }
 
 impl<'de> Deserialize<'de> for Workload {
@@ -256,6 +263,9 @@ impl WorkloadTable {
             WorkloadKind::Download => self.download()?,
             WorkloadKind::Ttfb => self.ttfb()?,
             WorkloadKind::Page => self.page()?,
+            WorkloadKind::Conformance => Load::Conformance {
+                only: self.only.clone().unwrap_or_default(),
+            },
         };
         Ok(Workload {
             name: self.name,
@@ -266,7 +276,7 @@ impl WorkloadTable {
     }
 
     /// Each key that only some kinds take, and whether the table gives it.
-    fn given(&self) -> [(&'static str, bool); 17] {
+    fn given(&self) -> [(&'static str, bool); 18] {
         [
             ("size", self.size.is_some()),
             ("connections", self.connections.is_some()),
@@ -285,6 +295,7 @@ impl WorkloadTable {
             ("loads", self.loads.is_some()),
             ("rate", self.rate.is_some()),
             ("headers", self.headers.is_some()),
+            ("only", self.only.is_some()),
         ]
     }
 
@@ -429,6 +440,7 @@ fn keys_of(kind: WorkloadKind) -> &'static [&'static str] {
             "loads",
             "headers",
         ],
+        WorkloadKind::Conformance => &["only"],
     }
 }
 
@@ -443,6 +455,16 @@ impl Workload {
             Load::Download { .. } => WorkloadKind::Download,
             Load::Ttfb { .. } => WorkloadKind::Ttfb,
             Load::Page { .. } => WorkloadKind::Page,
+            Load::Conformance { .. } => WorkloadKind::Conformance,
+        }
+    }
+
+    /// Whether this workload has cells over `protocol`: the conformance
+    /// suite is HTTP/3's alone.
+    pub(crate) fn runs_over(&self, protocol: Proto) -> bool {
+        match self.load {
+            Load::Conformance { .. } => protocol == Proto::H3,
+            _ => true,
         }
     }
 
@@ -483,6 +505,42 @@ mod tests {
         );
         let err = error_of(&MINIMAL.replace("size = \"1KB\"\n", ""));
         assert!(err.contains("needs `size`"), "{err}");
+    }
+
+    #[test]
+    fn a_conformance_workload_runs_over_h3_only_and_against_lab_servers_only() {
+        let conformance =
+            "\n[[workload]]\nkind = \"conformance\"\nname = \"c\"\nonly = [\"qpack.\"]\n";
+        let suite = Suite::from_toml(&format!("{MINIMAL}{conformance}")).unwrap();
+        let Load::Conformance { only } = &suite.workloads[1].load else {
+            panic!("{:?}", suite.workloads[1].load);
+        };
+        assert_eq!(only, &["qpack."]);
+        let cells = crate::runner::plan(&suite);
+        let protocols_of = |name: &str| -> std::collections::BTreeSet<Proto> {
+            (cells.iter())
+                .filter(|cell| cell.workload.name() == name)
+                .map(|cell| cell.protocol)
+                .collect()
+        };
+        assert_eq!(protocols_of("c"), [Proto::H3].into());
+        assert_eq!(protocols_of("api"), [Proto::H2, Proto::H3].into());
+
+        let err = error_of(&format!("{MINIMAL}{conformance}size = \"1KB\"\n"));
+        assert!(
+            err.contains("`size` does not apply to conformance"),
+            "{err}"
+        );
+        let h2_only = MINIMAL.replace("[\"h2\", \"h3\"]", "[\"h2\"]");
+        let err = error_of(&format!("{h2_only}{conformance}"));
+        assert!(
+            err.contains("runs over h3 only") && err.contains("add \"h3\""),
+            "{err}"
+        );
+        let field = "name = \"f\"\nprotocols = [\"h3\"]\nprofiles = [\"real\"]\n\
+                     [target]\nurl = \"https://www.example.com/\"\n";
+        let err = error_of(&format!("{field}{conformance}"));
+        assert!(err.contains("h3lab probe conformance URL"), "{err}");
     }
 
     #[test]

@@ -2,7 +2,6 @@
 //! library crates together.
 
 pub mod bench;
-mod conformance;
 pub mod dist;
 pub mod load;
 pub mod net;

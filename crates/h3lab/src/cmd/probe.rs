@@ -8,7 +8,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use h3lab_probe::cli::{ConnectionsArgs, FallbackArgs, HolArgs, MigrateArgs, OfferArgs, TtfbArgs};
+use h3lab_probe::cli::{
+    ConformanceArgs, ConnectionsArgs, FallbackArgs, HolArgs, MigrateArgs, OfferArgs, TtfbArgs,
+};
 use h3lab_probe::connections::run_connections;
 use h3lab_probe::fallback::run_fallback;
 use h3lab_probe::hol::report::{HolReport, StreamResult};
@@ -18,8 +20,6 @@ use h3lab_probe::ttfb::sample_ttfb;
 use h3lab_probe::{ensure_root, run_migrate};
 use h3lab_report::{distribution_html, Chart, Series};
 use linkem::run::Interrupted;
-
-use super::conformance::{self, ConformanceArgs};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -70,8 +70,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Probe::Fallback(args) => fallback(*args),
         Probe::Offer(args) => offer(args),
         Probe::Connections(args) => connections(args),
-        Probe::Conformance(args) => conformance::run(args),
+        Probe::Conformance(args) => conformance(&args),
     }
+}
+
+fn conformance(args: &ConformanceArgs) -> anyhow::Result<ExitCode> {
+    match args.options() {
+        Some(options) => h3lab_probe::conformance::run(&options)?,
+        None => h3lab_probe::conformance::list()?,
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn offer(args: OfferArgs) -> anyhow::Result<ExitCode> {

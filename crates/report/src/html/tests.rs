@@ -422,3 +422,43 @@ fn the_costs_table_gives_wire_header_and_cpu_figures_only_where_known() {
     // Only broadband's cells have counts: one table.
     assert_eq!(markup.matches("What each protocol costs").count(), 1);
 }
+
+#[test]
+fn conformance_cells_draw_servers_as_columns_and_cases_as_rows() {
+    use h3lab_results::conformance::Verdict::{Fail, Pass};
+    let mut results = fixture::results();
+    assert!(!render_html(&results).contains("HTTP/3 conformance"));
+    results.cells.extend([
+        fixture::conformance_record(
+            "builtin",
+            0,
+            vec![
+                fixture::conformance_case("http3.a", Pass),
+                fixture::conformance_case("qpack.b", Pass),
+            ],
+        ),
+        fixture::conformance_record(
+            "caddy",
+            0,
+            vec![
+                fixture::conformance_case("http3.a", Fail),
+                fixture::conformance_case("qpack.b", Pass),
+            ],
+        ),
+    ]);
+    let page = markup_outside_scripts(&render_html(&results));
+    let section = &page[page.find(r#"<section id="conformance">"#).unwrap()..];
+    let section = &section[..section.find("</section>").unwrap()];
+    assert!(
+        section.contains("<th>builtin</th><th>caddy</th>"),
+        "{section}"
+    );
+    assert!(
+        section.contains(r#"<td class="better">0 of 2</td>"#),
+        "{section}"
+    );
+    assert!(section.contains(">1 of 2</td>"), "{section}");
+    assert!(section.contains(r#"<td class="bad">answered the request with 200</td>"#));
+    assert_eq!(section.matches("<code>http3.a</code>").count(), 1);
+    assert!(section.contains("MUST: MUST be ignored"));
+}

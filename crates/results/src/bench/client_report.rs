@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::conformance::{ConformanceReport, CONFORMANCE_SCHEMA};
 use crate::load::{LoadReport, LOAD_SCHEMA};
 use crate::page::{PageReport, PAGE_SCHEMA};
 use crate::ttfb::{TtfbReport, TTFB_SCHEMA};
@@ -16,6 +17,8 @@ pub enum ClientReport {
     Ttfb(TtfbReport),
     /// `h3lab page` (`h3lab.page/1`), the median load kept.
     Page(PageReport),
+    /// `h3lab probe conformance` (`h3lab.conformance/1`).
+    Conformance(Box<ConformanceReport>),
     /// A report this version cannot read (another schema, or a shape an
     /// older h3lab wrote): why. What it held is unknown here, so it is
     /// written back as `null` rather than guessed at.
@@ -47,6 +50,14 @@ impl ClientReport {
         }
     }
 
+    /// The conformance suite's report, if this is one.
+    pub fn conformance(&self) -> Option<&ConformanceReport> {
+        match self {
+            ClientReport::Conformance(report) => Some(report),
+            _ => None,
+        }
+    }
+
     /// Why the report could not be read, if it could not.
     pub fn unreadable(&self) -> Option<&str> {
         match self {
@@ -74,12 +85,19 @@ impl From<PageReport> for ClientReport {
     }
 }
 
+impl From<ConformanceReport> for ClientReport {
+    fn from(report: ConformanceReport) -> Self {
+        ClientReport::Conformance(Box::new(report))
+    }
+}
+
 impl Serialize for ClientReport {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             ClientReport::Load(report) => report.serialize(serializer),
             ClientReport::Ttfb(report) => report.serialize(serializer),
             ClientReport::Page(report) => report.serialize(serializer),
+            ClientReport::Conformance(report) => report.serialize(serializer),
             ClientReport::Unreadable(_) => serializer.serialize_none(),
         }
     }
@@ -102,10 +120,13 @@ impl<'de> Deserialize<'de> for ClientReport {
             LOAD_SCHEMA => serde_json::from_value::<LoadReport>(value).map(ClientReport::from),
             TTFB_SCHEMA => serde_json::from_value::<TtfbReport>(value).map(ClientReport::from),
             PAGE_SCHEMA => serde_json::from_value::<PageReport>(value).map(ClientReport::from),
+            CONFORMANCE_SCHEMA => {
+                serde_json::from_value::<ConformanceReport>(value).map(ClientReport::from)
+            }
             _ => {
                 return Ok(ClientReport::Unreadable(format!(
-                    "a {schema} client report, which this h3lab does not read \
-                     (it reads {LOAD_SCHEMA}, {TTFB_SCHEMA} and {PAGE_SCHEMA})"
+                    "a {schema} client report, which this h3lab does not read (it reads \
+                     {LOAD_SCHEMA}, {TTFB_SCHEMA}, {PAGE_SCHEMA} and {CONFORMANCE_SCHEMA})"
                 )))
             }
         };

@@ -78,6 +78,16 @@ impl Header {
         if let Some(why) = self.malformed {
             return Err(HeaderError::Malformed(why));
         }
+        //= https://www.rfc-editor.org/rfc/rfc9114#section-4.4
+        //# The :scheme and :path pseudo-header fields are omitted.
+        // h3lab: h3 served a CONNECT with them; an extended CONNECT (RFC
+        // 9220) names a :protocol and carries both.
+        let connect = self.pseudo.method == Some(Method::CONNECT) && self.pseudo.protocol.is_none();
+        if connect && (self.pseudo.scheme.is_some() || self.pseudo.path.is_some()) {
+            return Err(HeaderError::Malformed(
+                "a CONNECT request with :scheme or :path",
+            ));
+        }
         let mut uri = Uri::builder();
 
         if let Some(path) = self.pseudo.path {
@@ -138,6 +148,16 @@ impl Header {
 
     pub fn into_fields(self) -> HeaderMap {
         self.fields
+    }
+
+    //= https://www.rfc-editor.org/rfc/rfc9114#section-4.3
+    //# Pseudo-header fields MUST NOT appear in trailer sections.
+    // h3lab: h3 dropped them silently.
+    pub fn into_trailer_fields(self) -> Result<HeaderMap, HeaderError> {
+        if self.pseudo.len > 0 {
+            return Err(HeaderError::Malformed("a pseudo-header field in trailers"));
+        }
+        Ok(self.fields)
     }
 
     pub fn len(&self) -> usize {
@@ -238,35 +258,26 @@ impl TryFrom<Vec<HeaderField>> for Header {
             if !matches!(field, Field::Header(_)) && !fields.is_empty() {
                 malformed = malformed.or(Some("a pseudo-header field after a regular one"));
             }
-            match field {
-                Field::Method(m) => {
-                    pseudo.method = Some(m);
-                    pseudo.len += 1;
-                }
-                Field::Scheme(s) => {
-                    pseudo.scheme = Some(s);
-                    pseudo.len += 1;
-                }
-                Field::Authority(a) => {
-                    pseudo.authority = Some(a);
-                    pseudo.len += 1;
-                }
-                Field::Path(p) => {
-                    pseudo.path = Some(p);
-                    pseudo.len += 1;
-                }
-                Field::Status(s) => {
-                    pseudo.status = Some(s);
-                    pseudo.len += 1;
-                }
+            //= https://www.rfc-editor.org/rfc/rfc9114#section-4.3.1
+            //# All HTTP/3 requests MUST include exactly one value for the
+            //# :method, :scheme, and :path pseudo-header fields
+            // h3lab: h3 kept the last of repeated pseudo-header fields.
+            let repeated = match field {
+                Field::Method(m) => pseudo.method.replace(m).is_some(),
+                Field::Scheme(s) => pseudo.scheme.replace(s).is_some(),
+                Field::Authority(a) => pseudo.authority.replace(a).is_some(),
+                Field::Path(p) => pseudo.path.replace(p).is_some(),
+                Field::Status(s) => pseudo.status.replace(s).is_some(),
+                Field::Protocol(p) => pseudo.protocol.replace(p).is_some(),
                 Field::Header((n, v)) => {
                     malformed = malformed.or(connection_specific(&n, &v));
                     fields.append(n, v);
+                    continue;
                 }
-                Field::Protocol(p) => {
-                    pseudo.protocol = Some(p);
-                    pseudo.len += 1;
-                }
+            };
+            pseudo.len += 1;
+            if repeated {
+                malformed = malformed.or(Some("a pseudo-header field twice"));
             }
         }
 
@@ -569,18 +580,40 @@ mod tests {
         };
         assert!(parse(&[("accept", "*/*"), ("te", "trailers")]).is_ok());
         for extra in [
+            (":path", "/"),
             ("connection", "keep-alive"),
             ("transfer-encoding", "chunked"),
             ("te", "gzip"),
             (":status", "200"),
         ] {
-            assert_matches!(parse(&[extra]), Err(HeaderError::Malformed(_)), "{:?}", extra);
+            assert_matches!(
+                parse(&[extra]),
+                Err(HeaderError::Malformed(_)),
+                "{:?}",
+                extra
+            );
         }
-        let late_path = field_section(&[&request[..3], &[("accept", "*/*"), (":path", "/")]].concat());
+        let connect = field_section(&[(":method", "CONNECT"), (":authority", "example.test:443")]);
+        assert!(Header::try_from(connect.clone())
+            .and_then(Header::into_request_parts)
+            .is_ok());
+        let connect_with_path = [connect, field_section(&request[1..2])].concat();
+        assert_matches!(
+            Header::try_from(connect_with_path).and_then(Header::into_request_parts),
+            Err(HeaderError::Malformed(_))
+        );
+        let late_path =
+            field_section(&[&request[..3], &[("accept", "*/*"), (":path", "/")]].concat());
         assert_matches!(
             Header::try_from(late_path).and_then(Header::into_request_parts),
             Err(HeaderError::Malformed(_))
         );
+        // h3lab: trailers carry no pseudo-header fields (RFC 9114 §4.3).
+        let trailers = |fields: &[(&str, &str)]| {
+            Header::try_from(field_section(fields)).and_then(Header::into_trailer_fields)
+        };
+        assert!(trailers(&[("x-checksum", "1")]).is_ok());
+        assert_matches!(trailers(&[(":path", "/")]), Err(HeaderError::Malformed(_)));
         // A client still reads such a response (hypercorn's error responses
         // over h3 carry `connection: close`).
         let response = field_section(&[(":status", "500"), ("connection", "close")]);

@@ -253,6 +253,10 @@ where
         *req.version_mut() = http::Version::HTTP_3;
         #[cfg(feature = "tracing")]
         tracing::trace!("replying with: {:?}", req);
+        // h3lab: the length its DATA must add up to (RFC 9114 §4.1.2).
+        self.request_stream.inner.content_length = (req.headers())
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok()?.parse().ok());
 
         Ok((req, self.request_stream))
     }

@@ -1,74 +1,49 @@
-//! `h3lab probe conformance URL`: its flags, the URL resolved, and the run
-//! of the `h3lab-conformance` helper (crates/conformance), which holds the
-//! suite. The helper is a project of its own because it builds BoringSSL;
-//! this side finds it, or says how to build it, and names what a URL offers
-//! when it does not answer over HTTP/3.
+//! `h3lab probe conformance URL`: the URL resolved, and the run of the
+//! `h3lab-conformance` helper (crates/conformance), which holds the suite.
+//! The helper is a project of its own because it builds BoringSSL; this
+//! side finds it, or says how to build it, and names what a URL offers when
+//! it does not answer over HTTP/3. A bench cell of kind `conformance` runs
+//! this command too.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 use h3lab_client::{ResolveRule, Scheme, Target, TlsOptions};
-use h3lab_probe::offer::check_offers;
-use h3lab_results::flags::{self, CommandFlags};
-use serde::Serialize;
+
+use crate::offer::check_offers;
 
 /// The helper's name, beside this binary or on the PATH.
 const HELPER: &str = "h3lab-conformance";
 /// The helper's exit status when the server did not answer over HTTP/3.
 const NO_HTTP3: i32 = 3;
 
-/// The flags of `h3lab probe conformance URL`.
-#[derive(Debug, Clone, PartialEq, clap::Args, Serialize)]
-pub struct ConformanceArgs {
-    /// An https:// URL on the server; each case's valid requests ask for
-    /// it, so pick one that answers 200. Any certificate is accepted: the
-    /// suite checks the protocol, not the server's identity.
-    #[arg(required_unless_present = "list")]
-    pub url: Option<String>,
-    /// Connect to ADDR for HOST:PORT instead of resolving HOST (curl's
-    /// --resolve HOST:PORT:ADDR); repeatable.
-    #[arg(long, value_name = "HOST:PORT:ADDR")]
-    #[serde(serialize_with = "flags::display_each")]
+/// What a run of the suite asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConformanceOptions {
+    /// The https:// URL each case's valid requests ask for.
+    pub url: String,
+    /// `HOST:PORT:ADDR` pins.
     pub resolve: Vec<ResolveRule>,
-    /// How long a case waits for any answer (its connection's idle
-    /// timeout); a server silent for this long "timed out".
-    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
-    #[serde(serialize_with = "flags::duration")]
+    /// How long a case waits for any answer.
     pub timeout: Duration,
-    /// How long after the follow-up request's answer a case still listens
-    /// for a late reset or close.
-    #[arg(long, default_value = "200ms", value_parser = humantime::parse_duration)]
-    #[serde(serialize_with = "flags::duration")]
+    /// How long after the follow-up answer a case still listens.
     pub settle: Duration,
-    /// Run only the cases whose id starts with PREFIX (e.g. `qpack.`);
-    /// repeatable.
-    #[arg(long, value_name = "PREFIX")]
+    /// Case id prefixes to run (all when empty).
     pub only: Vec<String>,
-    /// List the cases, their RFC sections and what they expect, and exit.
-    #[arg(long)]
-    pub list: bool,
-    /// Also write the results as JSON (schema h3lab.conformance/1,
-    /// docs/results-schema.md) to FILE.
-    #[arg(long, value_name = "FILE")]
+    /// Where the JSON report goes.
     pub json: Option<PathBuf>,
 }
 
-impl CommandFlags for ConformanceArgs {
-    const COMMAND: &'static str = "h3lab probe conformance";
-}
-
-impl ConformanceArgs {
-    /// The helper's arguments: `list`, or `run` with the URL resolved.
+impl ConformanceOptions {
+    /// The helper's `run` arguments, with the URL resolved.
     fn helper_args(&self) -> anyhow::Result<Vec<OsString>> {
-        if self.list {
-            return Ok(vec!["list".into()]);
-        }
-        let Some(url) = &self.url else {
+        let url = &self.url;
+        if url.is_empty() {
             bail!("no URL; give the server's https:// URL, e.g. https://127.0.0.1:4433/");
-        };
+        }
         let target = Target::parse(url)?;
         if target.scheme() != Scheme::Https {
             bail!("bad URL `{url}`: HTTP/3 needs an https:// URL");
@@ -106,21 +81,34 @@ impl ConformanceArgs {
     }
 }
 
-pub fn run(args: ConformanceArgs) -> anyhow::Result<ExitCode> {
-    let helper_args = args.helper_args()?;
+/// Runs the suite; an error when a case failed, the server offers no
+/// HTTP/3 (with what it offers), or the helper could not run.
+pub fn run(options: &ConformanceOptions) -> anyhow::Result<()> {
+    let helper_args = options.helper_args()?;
     let helper = find_helper()?;
     let status = Command::new(&helper)
         .args(&helper_args)
         .status()
         .with_context(|| format!("running {}", helper.display()))?;
     match status.code() {
-        Some(0) => Ok(ExitCode::SUCCESS),
+        Some(0) => Ok(()),
         Some(1) => Err(anyhow!(
             "the server failed cases; each FAIL line above says what the RFC requires"
         )),
-        Some(NO_HTTP3) => Err(anyhow!(what_it_offers(&args))),
+        Some(NO_HTTP3) => Err(anyhow!(what_it_offers(options))),
         _ => Err(anyhow!("{} stopped: {status}", helper.display())),
     }
+}
+
+/// Prints the cases, their RFC sections and what each expects.
+pub fn list() -> anyhow::Result<()> {
+    let helper = find_helper()?;
+    let status = Command::new(&helper)
+        .arg("list")
+        .status()
+        .with_context(|| format!("running {}", helper.display()))?;
+    anyhow::ensure!(status.success(), "{} list: {status}", helper.display());
+    Ok(())
 }
 
 /// The helper: `H3LAB_CONFORMANCE`, else beside this binary, else on the
@@ -160,13 +148,13 @@ fn missing_helper(this: &Path) -> String {
 }
 
 /// What a URL that did not answer over HTTP/3 offers instead, in a line.
-fn what_it_offers(args: &ConformanceArgs) -> String {
-    let url = args.url.clone().unwrap_or_default();
+fn what_it_offers(options: &ConformanceOptions) -> String {
     let tls = TlsOptions {
         insecure: true,
         ca_file: None,
     };
-    match check_offers(&[url], None, &args.resolve, &tls, args.timeout) {
+    let urls = [options.url.clone()];
+    match check_offers(&urls, None, &options.resolve, &tls, options.timeout) {
         Ok(report) => format!(
             "what it offers: {report}; probe conformance needs h3 (a QUIC listener on the \
              URL's UDP port)"
@@ -181,32 +169,36 @@ fn what_it_offers(args: &ConformanceArgs) -> String {
 mod tests {
     use super::*;
 
-    fn parse(flags: &[&str]) -> anyhow::Result<ConformanceArgs> {
-        ConformanceArgs::parse_flags(flags.iter().copied())
+    fn options(url: &str) -> ConformanceOptions {
+        ConformanceOptions {
+            url: url.to_string(),
+            resolve: Vec::new(),
+            timeout: Duration::from_secs(2),
+            settle: Duration::from_millis(200),
+            only: Vec::new(),
+            json: None,
+        }
     }
 
-    fn text(args: Vec<OsString>) -> Vec<String> {
-        args.into_iter()
+    fn helper_args(options: &ConformanceOptions) -> anyhow::Result<Vec<String>> {
+        Ok(options
+            .helper_args()?
+            .into_iter()
             .map(|arg| arg.into_string().unwrap())
-            .collect()
+            .collect())
     }
 
     #[test]
     fn the_helper_gets_the_url_resolved() {
-        let args = parse(&[
-            "https://example.test:4433/x?y=1",
-            "--resolve=example.test:4433:127.0.0.1",
-            "--timeout=3s",
-            "--only=qpack.",
-            "--json=out.json",
-        ])
-        .unwrap();
+        let options = ConformanceOptions {
+            resolve: vec!["example.test:4433:127.0.0.1".parse().unwrap()],
+            timeout: Duration::from_secs(3),
+            only: vec!["qpack.".to_string()],
+            json: Some(PathBuf::from("out.json")),
+            ..options("https://example.test:4433/x?y=1")
+        };
         assert_eq!(
-            ConformanceArgs::parse_flags(args.to_args().unwrap()).unwrap(),
-            args
-        );
-        assert_eq!(
-            text(args.helper_args().unwrap()),
+            helper_args(&options).unwrap(),
             [
                 "run",
                 "--target=https://example.test:4433/x?y=1",
@@ -221,20 +213,19 @@ mod tests {
                 "out.json",
             ]
         );
-        assert_eq!(
-            text(parse(&["--list"]).unwrap().helper_args().unwrap()),
-            ["list"]
-        );
     }
 
     #[test]
     fn bad_urls_and_timeouts_are_refused_with_the_fix() {
-        let err =
-            |flags: &[&str]| format!("{:#}", parse(flags).unwrap().helper_args().unwrap_err());
-        assert!(err(&["http://127.0.0.1:80/"]).contains("needs an https:// URL"));
-        assert!(err(&["https://127.0.0.1:4433/", "--timeout=10ms"]).contains("at least 100ms"));
-        assert!(err(&["ftp://x/"]).contains("scheme `ftp` is not supported"));
-        assert!(parse(&[]).is_err());
+        let err = |options: ConformanceOptions| format!("{:#}", helper_args(&options).unwrap_err());
+        assert!(err(options("http://127.0.0.1:80/")).contains("needs an https:// URL"));
+        let hasty = ConformanceOptions {
+            timeout: Duration::from_millis(10),
+            ..options("https://127.0.0.1:4433/")
+        };
+        assert!(err(hasty).contains("at least 100ms"));
+        assert!(err(options("ftp://x/")).contains("scheme `ftp` is not supported"));
+        assert!(err(options("")).contains("no URL"));
     }
 
     #[test]

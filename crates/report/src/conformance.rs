@@ -1,0 +1,348 @@
+//! Conformance cells (`kind = "conformance"`): the report's view of the
+//! HTTP/3 conformance suite across servers. One table per workload and
+//! profile, cases as rows and servers as columns (the sweep's values in
+//! the order they ran), each cell what that server did with that case over
+//! every repetition. Nothing here writes markup.
+
+use h3lab_results::bench::{CellRecord, Outcome, Results};
+use h3lab_results::conformance::{CaseResult, ConformanceReport, Verdict};
+use h3lab_results::WorkloadKind;
+
+use crate::format::wrapped;
+
+/// One conformance workload on one profile.
+pub(crate) struct ConformanceTable {
+    /// The workload's name, without a sweep's setting.
+    pub(crate) workload: String,
+    pub(crate) profile: String,
+    /// One per server, in the order they ran.
+    pub(crate) servers: Vec<ServerColumn>,
+    /// One per case, in the suite's order.
+    pub(crate) cases: Vec<CaseRow>,
+    /// What the suite does not check, from its reports.
+    pub(crate) not_covered: Vec<String>,
+}
+
+/// A server's column.
+pub(crate) struct ServerColumn {
+    /// The sweep's value (`caddy`), or `server` without a sweep.
+    pub(crate) name: String,
+    /// Repetitions that gave a report.
+    pub(crate) reports: usize,
+    /// Cases it failed in at least one report; `None` without a report.
+    pub(crate) failed: Option<usize>,
+    /// Why a repetition gave no report (its first failure), if one did not.
+    pub(crate) error: Option<String>,
+}
+
+/// A case's row.
+pub(crate) struct CaseRow {
+    pub(crate) id: String,
+    pub(crate) title: String,
+    pub(crate) rfc: String,
+    pub(crate) must: String,
+    pub(crate) expected: String,
+    /// One per server, in column order.
+    pub(crate) cells: Vec<CaseCell>,
+}
+
+/// What one server did with one case over its reports.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum CaseCell {
+    /// It passed every time.
+    Pass,
+    /// It failed every time; what it did the first time.
+    Fail { observed: String },
+    /// It passed some runs and failed others.
+    Mixed {
+        passed: usize,
+        runs: usize,
+        observed: String,
+    },
+    /// No verdict: the case did not run (why), or ran only without one.
+    Unknown { why: String },
+    /// The server has no report with this case.
+    Absent,
+}
+
+impl CaseCell {
+    /// Whether the server failed the case at least once.
+    pub(crate) fn failed(&self) -> bool {
+        matches!(self, CaseCell::Fail { .. } | CaseCell::Mixed { .. })
+    }
+}
+
+/// The terminal's conformance block: per table, each server's tally and
+/// the cases it failed, with what it did.
+pub(crate) fn terminal_lines(results: &Results) -> String {
+    let mut out = String::new();
+    for table in conformance_tables(results) {
+        out.push_str(&format!(
+            "\nHTTP/3 conformance: {} on {}, {} cases (docs/conformance.md)\n",
+            table.workload,
+            table.profile,
+            table.cases.len()
+        ));
+        for (column, server) in table.servers.iter().enumerate() {
+            let tally = match (server.failed, &server.error) {
+                (Some(failed), _) => format!("{}: {failed} failed", server.name),
+                (None, Some(error)) => format!("{}: no report: {error}", server.name),
+                (None, None) => format!("{}: no report", server.name),
+            };
+            out.push_str(&wrapped(2, &tally));
+            for row in (table.cases.iter()).filter(|row| row.cells[column].failed()) {
+                let line = format!("{}: {}", row.id, row.cells[column]);
+                out.push_str(&wrapped(4, &line));
+            }
+        }
+    }
+    out
+}
+
+impl std::fmt::Display for CaseCell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CaseCell::Pass => write!(f, "pass"),
+            CaseCell::Fail { observed } => write!(f, "{observed}"),
+            CaseCell::Mixed {
+                passed,
+                runs,
+                observed,
+            } => write!(f, "passed {passed} of {runs}; otherwise {observed}"),
+            CaseCell::Unknown { .. } => write!(f, "?"),
+            CaseCell::Absent => write!(f, "-"),
+        }
+    }
+}
+
+/// Every conformance table of `results`, in the order their cells ran.
+pub(crate) fn conformance_tables(results: &Results) -> Vec<ConformanceTable> {
+    let mut tables: Vec<ConformanceTable> = Vec::new();
+    let mut runs: Vec<Vec<Vec<&CellRecord>>> = Vec::new();
+    for cell in (results.cells.iter()).filter(|cell| cell.kind == WorkloadKind::Conformance) {
+        let workload = unswept_workload(cell);
+        let at = match (tables.iter())
+            .position(|table| table.workload == workload && table.profile == cell.profile)
+        {
+            Some(at) => at,
+            None => {
+                tables.push(ConformanceTable {
+                    workload,
+                    profile: cell.profile.clone(),
+                    servers: Vec::new(),
+                    cases: Vec::new(),
+                    not_covered: Vec::new(),
+                });
+                runs.push(Vec::new());
+                tables.len() - 1
+            }
+        };
+        let server = server_of(cell);
+        let table = &mut tables[at];
+        let column = match table.servers.iter().position(|s| s.name == server) {
+            Some(column) => column,
+            None => {
+                table.servers.push(ServerColumn {
+                    name: server,
+                    reports: 0,
+                    failed: None,
+                    error: None,
+                });
+                runs[at].push(Vec::new());
+                table.servers.len() - 1
+            }
+        };
+        runs[at][column].push(cell);
+    }
+    for (table, columns) in tables.iter_mut().zip(&runs) {
+        fill(table, columns);
+    }
+    tables
+}
+
+/// The rows and each column's tally, from each server's cells.
+fn fill(table: &mut ConformanceTable, columns: &[Vec<&CellRecord>]) {
+    let reports: Vec<Vec<&ConformanceReport>> = (columns.iter())
+        .map(|cells| cells.iter().filter_map(|cell| report_of(cell)).collect())
+        .collect();
+    for report in reports.iter().flatten() {
+        for case in &report.cases {
+            if !table.cases.iter().any(|row| row.id == case.id) {
+                table.cases.push(row_of(case));
+            }
+        }
+        for line in &report.not_covered {
+            if !table.not_covered.contains(line) {
+                table.not_covered.push(line.clone());
+            }
+        }
+    }
+    for row in &mut table.cases {
+        row.cells = (reports.iter())
+            .map(|reports| cell_of(&row.id, reports))
+            .collect();
+    }
+    for (column, (server, cells)) in table.servers.iter_mut().zip(columns).enumerate() {
+        server.reports = reports[column].len();
+        server.failed = (server.reports > 0).then(|| {
+            (table.cases.iter())
+                .filter(|row| row.cells[column].failed())
+                .count()
+        });
+        server.error = cells.iter().find_map(|cell| match &cell.outcome {
+            Outcome::Ok => None,
+            Outcome::Failed { error } => Some(error.clone()),
+            Outcome::Interrupted => Some("interrupted (Ctrl-C)".to_string()),
+            Outcome::NotOffered { reason } => Some(format!("not offered: {reason}")),
+        });
+    }
+}
+
+fn row_of(case: &CaseResult) -> CaseRow {
+    CaseRow {
+        id: case.id.clone(),
+        title: case.title.clone(),
+        rfc: case.rfc.clone(),
+        must: case.must.clone(),
+        expected: case.expected.to_string(),
+        cells: Vec::new(),
+    }
+}
+
+/// What one server did with case `id` over its reports.
+fn cell_of(id: &str, reports: &[&ConformanceReport]) -> CaseCell {
+    let results: Vec<&CaseResult> = (reports.iter())
+        .filter_map(|report| report.cases.iter().find(|case| case.id == id))
+        .collect();
+    let Some(first) = results.first() else {
+        return CaseCell::Absent;
+    };
+    let judged: Vec<&&CaseResult> = (results.iter())
+        .filter(|case| case.verdict != Verdict::Unknown)
+        .collect();
+    let passed = judged.iter().filter(|c| c.verdict == Verdict::Pass).count();
+    let first_failure = judged.iter().find(|c| c.verdict == Verdict::Fail);
+    match first_failure {
+        None if judged.is_empty() => CaseCell::Unknown {
+            why: first.observed.to_string(),
+        },
+        None => CaseCell::Pass,
+        Some(failure) if passed == 0 => CaseCell::Fail {
+            observed: failure.observed.to_string(),
+        },
+        Some(failure) => CaseCell::Mixed {
+            passed,
+            runs: judged.len(),
+            observed: failure.observed.to_string(),
+        },
+    }
+}
+
+fn report_of(cell: &CellRecord) -> Option<&ConformanceReport> {
+    match cell.outcome {
+        Outcome::Ok => cell.client_report.as_ref()?.conformance(),
+        _ => None,
+    }
+}
+
+/// The server a cell ran against: the sweep's value, or the suite's one.
+fn server_of(cell: &CellRecord) -> String {
+    cell.sweep
+        .as_ref()
+        .map_or_else(|| "server".to_string(), |sweep| sweep.value.clone())
+}
+
+/// `conformance` of `conformance [server=caddy]`.
+fn unswept_workload(cell: &CellRecord) -> String {
+    let suffix = cell.sweep.as_ref().map(|sweep| sweep.row_label(""));
+    suffix
+        .and_then(|suffix| cell.workload.strip_suffix(&suffix))
+        .unwrap_or(&cell.workload)
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture::{conformance_case as case, conformance_record as record, results};
+
+    #[test]
+    fn servers_are_columns_and_cases_rows_with_each_servers_runs_merged() {
+        use Verdict::{Fail, Pass, Unknown};
+        let mut results = results();
+        let mut broken = record("broken", 0, vec![]);
+        broken.outcome = Outcome::Failed {
+            error: "the client wrote no report".into(),
+        };
+        broken.client_report = None;
+        results.cells.extend([
+            record("builtin", 0, vec![case("a", Pass), case("b", Pass)]),
+            record("caddy", 0, vec![case("a", Fail), case("b", Pass)]),
+            record("caddy", 1, vec![case("a", Fail), case("b", Fail)]),
+            record("kwik", 0, vec![case("a", Unknown), case("c", Pass)]),
+            broken,
+        ]);
+        let tables = conformance_tables(&results);
+        assert_eq!(tables.len(), 1);
+        let table = &tables[0];
+        assert_eq!(
+            (table.workload.as_str(), table.profile.as_str()),
+            ("conformance", "loopback")
+        );
+        let names: Vec<&str> = table.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["builtin", "caddy", "kwik", "broken"]);
+        let ids: Vec<&str> = table.cases.iter().map(|row| row.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b", "c"]);
+        let failed: Vec<Option<usize>> = table.servers.iter().map(|s| s.failed).collect();
+        assert_eq!(failed, [Some(0), Some(2), Some(0), None]);
+        assert_eq!(table.servers[1].reports, 2);
+        assert_eq!(
+            table.servers[3].error.as_deref(),
+            Some("the client wrote no report")
+        );
+        let fail = CaseCell::Fail {
+            observed: "answered the request with 200".into(),
+        };
+        assert_eq!(table.cases[0].cells[0], CaseCell::Pass);
+        assert_eq!(table.cases[0].cells[1], fail);
+        assert!(matches!(table.cases[0].cells[2], CaseCell::Unknown { .. }));
+        assert_eq!(table.cases[0].cells[3], CaseCell::Absent);
+        assert_eq!(
+            table.cases[1].cells[1],
+            CaseCell::Mixed {
+                passed: 1,
+                runs: 2,
+                observed: "answered the request with 200".into()
+            }
+        );
+        assert_eq!(table.cases[2].cells[0], CaseCell::Absent);
+        assert_eq!(table.not_covered, ["QUIC transport cases"]);
+    }
+
+    #[test]
+    fn results_without_conformance_cells_have_no_table() {
+        assert!(conformance_tables(&results()).is_empty());
+        assert_eq!(terminal_lines(&results()), "");
+    }
+
+    #[test]
+    fn the_terminal_names_each_servers_failures() {
+        use Verdict::{Fail, Pass};
+        let mut results = results();
+        results.cells.extend([
+            record("builtin", 0, vec![case("a", Pass), case("b", Pass)]),
+            record("caddy", 0, vec![case("a", Pass), case("b", Fail)]),
+        ]);
+        let text = terminal_lines(&results);
+        assert!(text.contains("conformance on loopback, 2 cases"), "{text}");
+        assert!(
+            text.contains("  builtin: 0 failed\n  caddy: 1 failed\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("    b: answered the request with 200\n"),
+            "{text}"
+        );
+        assert!(!text.contains("    a:"), "{text}");
+    }
+}
