@@ -5,7 +5,7 @@
 //! every repetition. Nothing here writes markup.
 
 use h3lab_results::bench::{CellRecord, Outcome, Results};
-use h3lab_results::conformance::{CaseResult, ConformanceReport, Verdict};
+use h3lab_results::conformance::{CaseResult, ConformanceReport, Observed, Verdict};
 use h3lab_results::WorkloadKind;
 
 use crate::format::wrapped;
@@ -52,12 +52,12 @@ pub(crate) enum CaseCell {
     /// It passed every time.
     Pass,
     /// It failed every time; what it did the first time.
-    Fail { observed: String },
-    /// It passed some runs and failed others.
+    Fail { observed: Observed },
+    /// It passed some runs and failed others; what it did when it failed.
     Mixed {
         passed: usize,
         runs: usize,
-        observed: String,
+        observed: Observed,
     },
     /// No verdict: the case did not run (why), or ran only without one.
     Unknown { why: String },
@@ -97,6 +97,22 @@ pub(crate) fn terminal_lines(results: &Results) -> String {
         }
     }
     out
+}
+
+impl CaseCell {
+    /// In a few words, for a table cell (`reset H3_FRAME_UNEXPECTED`,
+    /// `failed 1 of 2: timed out`); `Display` says it in full.
+    pub(crate) fn short(&self) -> String {
+        match self {
+            CaseCell::Fail { observed } => observed.short(),
+            CaseCell::Mixed {
+                passed,
+                runs,
+                observed,
+            } => format!("failed {} of {runs}: {}", runs - passed, observed.short()),
+            other => other.to_string(),
+        }
+    }
 }
 
 impl std::fmt::Display for CaseCell {
@@ -228,12 +244,12 @@ fn cell_of(id: &str, reports: &[&ConformanceReport]) -> CaseCell {
         },
         None => CaseCell::Pass,
         Some(failure) if passed == 0 => CaseCell::Fail {
-            observed: failure.observed.to_string(),
+            observed: failure.observed.clone(),
         },
         Some(failure) => CaseCell::Mixed {
             passed,
             runs: judged.len(),
-            observed: failure.observed.to_string(),
+            observed: failure.observed.clone(),
         },
     }
 }
@@ -301,7 +317,7 @@ mod tests {
             Some("the client wrote no report")
         );
         let fail = CaseCell::Fail {
-            observed: "answered the request with 200".into(),
+            observed: Observed::Answered { status: 200 },
         };
         assert_eq!(table.cases[0].cells[0], CaseCell::Pass);
         assert_eq!(table.cases[0].cells[1], fail);
@@ -312,7 +328,7 @@ mod tests {
             CaseCell::Mixed {
                 passed: 1,
                 runs: 2,
-                observed: "answered the request with 200".into()
+                observed: Observed::Answered { status: 200 }
             }
         );
         assert_eq!(table.cases[2].cells[0], CaseCell::Absent);

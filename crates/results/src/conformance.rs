@@ -199,6 +199,27 @@ impl std::fmt::Display for Expected {
     }
 }
 
+impl Observed {
+    /// In a few words, for a table cell: `reset H3_FRAME_UNEXPECTED`,
+    /// `closed QPACK_DECOMPRESSION_FAILED`, `answered 405`, `carried on`.
+    pub fn short(&self) -> String {
+        match self {
+            Observed::ConnectionClosed {
+                error,
+                application: true,
+                ..
+            } => format!("closed {}", error.name),
+            Observed::ConnectionClosed { error, .. } => format!("closed {} (QUIC)", error.name),
+            Observed::StreamReset { error } => format!("reset {}", error.name),
+            Observed::Answered { status } => format!("answered {status}"),
+            Observed::CarriedOn => "carried on".to_string(),
+            Observed::TimedOut => "timed out".to_string(),
+            Observed::Crashed => "crashed".to_string(),
+            Observed::NotRun { .. } => "not run".to_string(),
+        }
+    }
+}
+
 impl std::fmt::Display for Observed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -1,6 +1,7 @@
 //! The "HTTP/3 conformance" section: for each conformance workload and
 //! profile, cases as rows and servers as columns, a failed case showing
-//! what the server did (and, on hover, what the RFC requires).
+//! what the server did (in full, and the RFC's words, on hover). A server
+//! without a report has no column; the table says why under it.
 
 use maud::{html, Markup};
 
@@ -17,16 +18,24 @@ pub(super) fn conformance_section(results: &Results) -> Markup {
         section #conformance {
             h2 { "HTTP/3 conformance" }
             p.hint { "Each case on a new QUIC connection, sent by h3i (Cloudflare's HTTP/3 test client, on quiche): "
-                "what the server must do by the RFC section named, and what it did. \"pass\": it did what the "
-                "RFC requires; a failure names what it did instead; \"?\": the case could not run, which is "
-                "unknown, not a failure. A server that failed some runs of a case and passed others shows both "
-                "counts. Hover a case for the RFC's words (docs/conformance.md)." }
+                "what the server must do by the RFC section named, and what it did. \"pass\": what the RFC "
+                "requires; a failure names what the server did instead (\"carried on\": it served the case, or "
+                "ignored it, and answered the next request); \"?\": no verdict, because the case could not run or "
+                "the answer neither refuses nor serves (a 405 to a malformed request), which is not a failure. "
+                "\"failed 1 of 2\": failed in one run, passed in the other. Hover a case for the RFC's words, a "
+                "cell for what the server did in full (docs/conformance.md)." }
             @for table in &tables { (table_card(table)) }
         }
     }
 }
 
 fn table_card(table: &ConformanceTable) -> Markup {
+    let shown: Vec<usize> = (0..table.servers.len())
+        .filter(|&column| table.servers[column].failed.is_some())
+        .collect();
+    let missing: Vec<&ServerColumn> = (table.servers.iter())
+        .filter(|server| server.failed.is_none())
+        .collect();
     html! {
         div.card.conformance {
             h3 { (table.workload) " on " (table.profile) }
@@ -34,11 +43,11 @@ fn table_card(table: &ConformanceTable) -> Markup {
                 thead {
                     tr {
                         th { "case" } th { "RFC" }
-                        @for server in &table.servers { th { (server.name) } }
+                        @for &column in &shown { th { (table.servers[column].name) } }
                     }
                     tr {
                         th { "failed" } th {}
-                        @for server in &table.servers { (tally(server, table.cases.len())) }
+                        @for &column in &shown { (tally(&table.servers[column], table.cases.len())) }
                     }
                 }
                 tbody {
@@ -48,10 +57,14 @@ fn table_card(table: &ConformanceTable) -> Markup {
                                 code { (row.id) }
                             }
                             td.nowrap { (row.rfc) }
-                            @for cell in &row.cells { (case_cell(cell)) }
+                            @for &column in &shown { (case_cell(&row.cells[column])) }
                         }
                     }
                 }
+            }
+            @if !missing.is_empty() {
+                p.hint { "No report, so no column:" }
+                ul { @for server in &missing { li.hint { (server.name) ": " (server.error.as_deref().unwrap_or("no run")) } } }
             }
             @if !table.not_covered.is_empty() {
                 p.hint { "Not covered by the suite:" }
@@ -61,25 +74,22 @@ fn table_card(table: &ConformanceTable) -> Markup {
     }
 }
 
-/// A column's head: cases failed, or why it has no report.
+/// A column's head: the cases it failed in at least one run.
 fn tally(server: &ServerColumn, cases: usize) -> Markup {
-    match (server.failed, &server.error) {
-        (Some(0), _) => html! { td.better { "0 of " (cases) } },
-        (Some(failed), _) => html! { td.worse title=(runs(server)) { (failed) " of " (cases) } },
-        (None, Some(error)) => html! { td.error { "no report: " (error) } },
-        (None, None) => html! { td.muted { "no report" } },
+    let title = format!("cases failed in at least one of {} run(s)", server.reports);
+    match server.failed {
+        Some(0) => html! { td.better title=(title) { "0 of " (cases) } },
+        failed => html! { td.worse title=(title) { (failed.unwrap_or_default()) " of " (cases) } },
     }
-}
-
-fn runs(server: &ServerColumn) -> String {
-    format!("cases failed in at least one of {} run(s)", server.reports)
 }
 
 fn case_cell(cell: &CaseCell) -> Markup {
     match cell {
-        CaseCell::Pass => html! { td.better { (cell) } },
-        CaseCell::Fail { .. } | CaseCell::Mixed { .. } => html! { td.bad { (cell) } },
-        CaseCell::Unknown { why } => html! { td.muted title=(why) { (cell) } },
-        CaseCell::Absent => html! { td.muted { (cell) } },
+        CaseCell::Pass => html! { td.better { (cell.short()) } },
+        CaseCell::Fail { .. } | CaseCell::Mixed { .. } => {
+            html! { td.bad title=(cell) { (cell.short()) } }
+        }
+        CaseCell::Unknown { why } => html! { td.muted title=(why) { (cell.short()) } },
+        CaseCell::Absent => html! { td.muted { (cell.short()) } },
     }
 }

@@ -428,6 +428,11 @@ fn conformance_cells_draw_servers_as_columns_and_cases_as_rows() {
     use h3lab_results::conformance::Verdict::{Fail, Pass};
     let mut results = fixture::results();
     assert!(!render_html(&results).contains("HTTP/3 conformance"));
+    let mut broken = fixture::conformance_record("kwik", 0, Vec::new());
+    broken.client_report = None;
+    broken.outcome = h3lab_results::bench::Outcome::Failed {
+        error: "it exited with code 127".into(),
+    };
     results.cells.extend([
         fixture::conformance_record(
             "builtin",
@@ -445,6 +450,7 @@ fn conformance_cells_draw_servers_as_columns_and_cases_as_rows() {
                 fixture::conformance_case("qpack.b", Pass),
             ],
         ),
+        broken,
     ]);
     let page = markup_outside_scripts(&render_html(&results));
     let section = &page[page.find(r#"<section id="conformance">"#).unwrap()..];
@@ -453,12 +459,16 @@ fn conformance_cells_draw_servers_as_columns_and_cases_as_rows() {
         section.contains("<th>builtin</th><th>caddy</th>"),
         "{section}"
     );
+    assert!(section.contains(">0 of 2</td>"), "{section}");
+    assert!(section.contains(">1 of 2</td>"), "{section}");
+    // No report, no column: why, under the table.
+    assert!(!section.contains("<th>kwik</th>"), "{section}");
     assert!(
-        section.contains(r#"<td class="better">0 of 2</td>"#),
+        section.contains("kwik: it exited with code 127"),
         "{section}"
     );
-    assert!(section.contains(">1 of 2</td>"), "{section}");
-    assert!(section.contains(r#"<td class="bad">answered the request with 200</td>"#));
+    assert!(section
+        .contains(r#"<td class="bad" title="answered the request with 200">answered 200</td>"#));
     assert_eq!(section.matches("<code>http3.a</code>").count(), 1);
     assert!(section.contains("MUST: MUST be ignored"));
 }
