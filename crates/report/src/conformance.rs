@@ -27,12 +27,16 @@ pub(crate) struct ConformanceTable {
 pub(crate) struct ServerColumn {
     /// The sweep's value (`caddy`), or `server` without a sweep.
     pub(crate) name: String,
-    /// Repetitions that gave a report.
-    pub(crate) reports: usize,
-    /// Cases it failed in at least one report; `None` without a report.
-    pub(crate) failed: Option<usize>,
-    /// Why a repetition gave no report (its first failure), if one did not.
-    pub(crate) error: Option<String>,
+    pub(crate) tally: Tally,
+}
+
+/// How a server's repetitions went.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Tally {
+    /// `failed` cases failed in at least one of `reports` reports.
+    Reported { reports: usize, failed: usize },
+    /// No repetition gave a report: why the first did not.
+    NoReport { why: String },
 }
 
 /// A case's row.
@@ -70,6 +74,20 @@ impl CaseCell {
     pub(crate) fn failed(&self) -> bool {
         matches!(self, CaseCell::Fail { .. } | CaseCell::Mixed { .. })
     }
+
+    /// In a few words, for a table cell (`reset H3_FRAME_UNEXPECTED`,
+    /// `failed 1 of 2: timed out`); `Display` says it in full.
+    pub(crate) fn short(&self) -> String {
+        match self {
+            CaseCell::Fail { observed } => observed.short(),
+            CaseCell::Mixed {
+                passed,
+                runs,
+                observed,
+            } => format!("failed {} of {runs}: {}", runs - passed, observed.short()),
+            other => other.to_string(),
+        }
+    }
 }
 
 /// The terminal's conformance block: per table, each server's tally and
@@ -84,10 +102,9 @@ pub(crate) fn terminal_lines(results: &Results) -> String {
             table.cases.len()
         ));
         for (column, server) in table.servers.iter().enumerate() {
-            let tally = match (server.failed, &server.error) {
-                (Some(failed), _) => format!("{}: {failed} failed", server.name),
-                (None, Some(error)) => format!("{}: no report: {error}", server.name),
-                (None, None) => format!("{}: no report", server.name),
+            let tally = match &server.tally {
+                Tally::Reported { failed, .. } => format!("{}: {failed} failed", server.name),
+                Tally::NoReport { why } => format!("{}: no report: {why}", server.name),
             };
             out.push_str(&wrapped(2, &tally));
             for row in (table.cases.iter()).filter(|row| row.cells[column].failed()) {
@@ -97,22 +114,6 @@ pub(crate) fn terminal_lines(results: &Results) -> String {
         }
     }
     out
-}
-
-impl CaseCell {
-    /// In a few words, for a table cell (`reset H3_FRAME_UNEXPECTED`,
-    /// `failed 1 of 2: timed out`); `Display` says it in full.
-    pub(crate) fn short(&self) -> String {
-        match self {
-            CaseCell::Fail { observed } => observed.short(),
-            CaseCell::Mixed {
-                passed,
-                runs,
-                observed,
-            } => format!("failed {} of {runs}: {}", runs - passed, observed.short()),
-            other => other.to_string(),
-        }
-    }
 }
 
 impl std::fmt::Display for CaseCell {
@@ -133,85 +134,100 @@ impl std::fmt::Display for CaseCell {
 
 /// Every conformance table of `results`, in the order their cells ran.
 pub(crate) fn conformance_tables(results: &Results) -> Vec<ConformanceTable> {
-    let mut tables: Vec<ConformanceTable> = Vec::new();
-    let mut runs: Vec<Vec<Vec<&CellRecord>>> = Vec::new();
+    group_cells(results).into_iter().map(table_of).collect()
+}
+
+/// A table's cells before they are judged: one column of cells per server.
+struct TableCells<'a> {
+    workload: String,
+    profile: String,
+    columns: Vec<(String, Vec<&'a CellRecord>)>,
+}
+
+/// The conformance cells by (workload, profile), then by server.
+fn group_cells(results: &Results) -> Vec<TableCells<'_>> {
+    let mut groups: Vec<TableCells> = Vec::new();
     for cell in (results.cells.iter()).filter(|cell| cell.kind == WorkloadKind::Conformance) {
         let workload = unswept_workload(cell);
-        let at = match (tables.iter())
-            .position(|table| table.workload == workload && table.profile == cell.profile)
-        {
-            Some(at) => at,
-            None => {
-                tables.push(ConformanceTable {
+        let at = (groups.iter())
+            .position(|group| group.workload == workload && group.profile == cell.profile)
+            .unwrap_or_else(|| {
+                groups.push(TableCells {
                     workload,
                     profile: cell.profile.clone(),
-                    servers: Vec::new(),
-                    cases: Vec::new(),
-                    not_covered: Vec::new(),
+                    columns: Vec::new(),
                 });
-                runs.push(Vec::new());
-                tables.len() - 1
-            }
-        };
+                groups.len() - 1
+            });
+        let columns = &mut groups[at].columns;
         let server = server_of(cell);
-        let table = &mut tables[at];
-        let column = match table.servers.iter().position(|s| s.name == server) {
-            Some(column) => column,
-            None => {
-                table.servers.push(ServerColumn {
-                    name: server,
-                    reports: 0,
-                    failed: None,
-                    error: None,
-                });
-                runs[at].push(Vec::new());
-                table.servers.len() - 1
-            }
-        };
-        runs[at][column].push(cell);
+        match columns.iter_mut().find(|(name, _)| *name == server) {
+            Some((_, cells)) => cells.push(cell),
+            None => columns.push((server, vec![cell])),
+        }
     }
-    for (table, columns) in tables.iter_mut().zip(&runs) {
-        fill(table, columns);
-    }
-    tables
+    groups
 }
 
 /// The rows and each column's tally, from each server's cells.
-fn fill(table: &mut ConformanceTable, columns: &[Vec<&CellRecord>]) {
-    let reports: Vec<Vec<&ConformanceReport>> = (columns.iter())
-        .map(|cells| cells.iter().filter_map(|cell| report_of(cell)).collect())
+fn table_of(group: TableCells) -> ConformanceTable {
+    let reports: Vec<Vec<&ConformanceReport>> = (group.columns.iter())
+        .map(|(_, cells)| cells.iter().filter_map(|cell| report_of(cell)).collect())
         .collect();
+    let mut cases: Vec<CaseRow> = Vec::new();
+    let mut not_covered: Vec<String> = Vec::new();
     for report in reports.iter().flatten() {
         for case in &report.cases {
-            if !table.cases.iter().any(|row| row.id == case.id) {
-                table.cases.push(row_of(case));
+            if !cases.iter().any(|row| row.id == case.id) {
+                cases.push(row_of(case));
             }
         }
         for line in &report.not_covered {
-            if !table.not_covered.contains(line) {
-                table.not_covered.push(line.clone());
+            if !not_covered.contains(line) {
+                not_covered.push(line.clone());
             }
         }
     }
-    for row in &mut table.cases {
+    for row in &mut cases {
         row.cells = (reports.iter())
             .map(|reports| cell_of(&row.id, reports))
             .collect();
     }
-    for (column, (server, cells)) in table.servers.iter_mut().zip(columns).enumerate() {
-        server.reports = reports[column].len();
-        server.failed = (server.reports > 0).then(|| {
-            (table.cases.iter())
-                .filter(|row| row.cells[column].failed())
-                .count()
-        });
-        server.error = cells.iter().find_map(|cell| match &cell.outcome {
-            Outcome::Ok => None,
-            Outcome::Failed { error } => Some(error.clone()),
-            Outcome::Interrupted => Some("interrupted (Ctrl-C)".to_string()),
-            Outcome::NotOffered { reason } => Some(format!("not offered: {reason}")),
-        });
+    let servers = (group.columns.into_iter().zip(&reports).enumerate())
+        .map(|(column, ((name, cells), reports))| {
+            let tally = match reports.len() {
+                0 => Tally::NoReport {
+                    why: why_no_report(&cells),
+                },
+                reports => Tally::Reported {
+                    reports,
+                    failed: cases
+                        .iter()
+                        .filter(|row| row.cells[column].failed())
+                        .count(),
+                },
+            };
+            ServerColumn { name, tally }
+        })
+        .collect();
+    ConformanceTable {
+        workload: group.workload,
+        profile: group.profile,
+        servers,
+        cases,
+        not_covered,
     }
+}
+
+/// Why a server's cells gave no report: the first one's failure.
+fn why_no_report(cells: &[&CellRecord]) -> String {
+    let first_failure = cells.iter().find_map(|cell| match &cell.outcome {
+        Outcome::Ok => None,
+        Outcome::Failed { error } => Some(error.clone()),
+        Outcome::Interrupted => Some("interrupted (Ctrl-C)".to_string()),
+        Outcome::NotOffered { reason } => Some(format!("not offered: {reason}")),
+    });
+    first_failure.unwrap_or_else(|| "the client wrote no report".to_string())
 }
 
 fn row_of(case: &CaseResult) -> CaseRow {
@@ -309,12 +325,14 @@ mod tests {
         assert_eq!(names, ["builtin", "caddy", "kwik", "broken"]);
         let ids: Vec<&str> = table.cases.iter().map(|row| row.id.as_str()).collect();
         assert_eq!(ids, ["a", "b", "c"]);
-        let failed: Vec<Option<usize>> = table.servers.iter().map(|s| s.failed).collect();
-        assert_eq!(failed, [Some(0), Some(2), Some(0), None]);
-        assert_eq!(table.servers[1].reports, 2);
+        let tallies: Vec<&Tally> = table.servers.iter().map(|s| &s.tally).collect();
+        let reported = |reports, failed| Tally::Reported { reports, failed };
+        let broken = Tally::NoReport {
+            why: "the client wrote no report".into(),
+        };
         assert_eq!(
-            table.servers[3].error.as_deref(),
-            Some("the client wrote no report")
+            tallies,
+            [&reported(1, 0), &reported(2, 2), &reported(1, 0), &broken]
         );
         let fail = CaseCell::Fail {
             observed: Observed::Answered { status: 200 },

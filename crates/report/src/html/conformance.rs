@@ -5,7 +5,7 @@
 
 use maud::{html, Markup};
 
-use crate::conformance::{conformance_tables, CaseCell, ConformanceTable, ServerColumn};
+use crate::conformance::{conformance_tables, CaseCell, ConformanceTable, Tally};
 use h3lab_results::bench::Results;
 
 /// The whole section; nothing without conformance cells.
@@ -30,11 +30,17 @@ pub(super) fn conformance_section(results: &Results) -> Markup {
 }
 
 fn table_card(table: &ConformanceTable) -> Markup {
-    let shown: Vec<usize> = (0..table.servers.len())
-        .filter(|&column| table.servers[column].failed.is_some())
+    let shown: Vec<(usize, usize, usize)> = (table.servers.iter().enumerate())
+        .filter_map(|(column, server)| match server.tally {
+            Tally::Reported { reports, failed } => Some((column, reports, failed)),
+            Tally::NoReport { .. } => None,
+        })
         .collect();
-    let missing: Vec<&ServerColumn> = (table.servers.iter())
-        .filter(|server| server.failed.is_none())
+    let missing: Vec<(&str, &str)> = (table.servers.iter())
+        .filter_map(|server| match &server.tally {
+            Tally::NoReport { why } => Some((server.name.as_str(), why.as_str())),
+            Tally::Reported { .. } => None,
+        })
         .collect();
     html! {
         div.card.conformance {
@@ -43,11 +49,11 @@ fn table_card(table: &ConformanceTable) -> Markup {
                 thead {
                     tr {
                         th { "case" } th { "RFC" }
-                        @for &column in &shown { th { (table.servers[column].name) } }
+                        @for &(column, ..) in &shown { th { (table.servers[column].name) } }
                     }
                     tr {
                         th { "failed" } th {}
-                        @for &column in &shown { (tally(&table.servers[column], table.cases.len())) }
+                        @for &(_, reports, failed) in &shown { (tally(reports, failed, table.cases.len())) }
                     }
                 }
                 tbody {
@@ -57,14 +63,14 @@ fn table_card(table: &ConformanceTable) -> Markup {
                                 code { (row.id) }
                             }
                             td.nowrap { (row.rfc) }
-                            @for &column in &shown { (case_cell(&row.cells[column])) }
+                            @for &(column, ..) in &shown { (case_cell(&row.cells[column])) }
                         }
                     }
                 }
             }
             @if !missing.is_empty() {
                 p.hint { "No report, so no column:" }
-                ul { @for server in &missing { li.hint { (server.name) ": " (server.error.as_deref().unwrap_or("no run")) } } }
+                ul { @for (name, why) in &missing { li.hint { (name) ": " (why) } } }
             }
             @if !table.not_covered.is_empty() {
                 p.hint { "Not covered by the suite:" }
@@ -75,11 +81,11 @@ fn table_card(table: &ConformanceTable) -> Markup {
 }
 
 /// A column's head: the cases it failed in at least one run.
-fn tally(server: &ServerColumn, cases: usize) -> Markup {
-    let title = format!("cases failed in at least one of {} run(s)", server.reports);
-    match server.failed {
-        Some(0) => html! { td.better title=(title) { "0 of " (cases) } },
-        failed => html! { td.worse title=(title) { (failed.unwrap_or_default()) " of " (cases) } },
+fn tally(reports: usize, failed: usize, cases: usize) -> Markup {
+    let title = format!("cases failed in at least one of {reports} run(s)");
+    match failed {
+        0 => html! { td.better title=(title) { "0 of " (cases) } },
+        failed => html! { td.worse title=(title) { (failed) " of " (cases) } },
     }
 }
 
