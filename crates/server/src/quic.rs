@@ -324,6 +324,7 @@ impl QuicShell {
                 Some(Duration::ZERO),
                 b"the client sent GOAWAY; all answered",
             ),
+            Ended::Drained => (Some(Duration::ZERO), b"server shutting down; all answered"),
             Ended::Otherwise => (None, b""),
         };
         let close_grace = async {
@@ -439,7 +440,9 @@ impl QuicShell {
         // comes any more, and the client waits for the server to close.
         let mut client_done = false;
         loop {
-            let idle_wait = match client_done {
+            // Once either side has sent GOAWAY no request is awaited: the
+            // connection ends when its last response is delivered.
+            let idle_wait = match client_done || draining {
                 true => Duration::ZERO,
                 false => self.handler.limits.header_timeout,
             };
@@ -470,13 +473,16 @@ impl QuicShell {
                         return Ended::Otherwise;
                     }
                 }
-                _ = watch.idle_for(idle_wait), if !draining && awaiting_acks.is_none() => {
+                _ = watch.idle_for(idle_wait), if awaiting_acks.is_none() => {
                     // The last response was handed to quinn, not delivered:
                     // on a slow path it may still be on the wire.
                     awaiting_acks = Some(AckWait::new(Instant::now(), connection.stats().frame_rx.acks));
                 }
                 _ = tokio::time::sleep(ACK_CHECK), if awaiting_acks.is_some() => {
                     if self.wait_is_over(connection, own_streams, &mut awaiting_acks) {
+                        if draining {
+                            return Ended::Drained;
+                        }
                         if !client_done {
                             Counters::count(&self.admission.counters.header_timeouts);
                         }
@@ -534,7 +540,11 @@ enum Ended {
     /// the server's GOAWAY: the server closes, as an h3 client that
     /// shuts down waits for it to (oha, the h3 crate's own client).
     ClientDone,
-    /// The client closed, the connection failed or the server shut down.
+    /// The server is shutting down: its GOAWAY is sent and every
+    /// response delivered, so it closes rather than wait for the client
+    /// (which may be gone) until the grace period ends.
+    Drained,
+    /// The client closed, the connection failed or the grace period ended.
     Otherwise,
 }
 
@@ -626,7 +636,12 @@ async fn collect(
                 }
                 body.put(chunk);
             }
-            Ok(None) => return EchoBody::Complete(body.freeze()),
+            Ok(None) => {
+                return match end_of_body(stream).await {
+                    Ok(()) => EchoBody::Complete(body.freeze()),
+                    Err(err) => EchoBody::Failed(err.to_string()),
+                }
+            }
             Err(err) => return EchoBody::Failed(err.to_string()),
         }
     }
@@ -655,10 +670,19 @@ async fn discard(
             Err(_) => return Ok(()),
         }
     }
-    match timeout(stall, stream.recv_trailers()).await {
+    match timeout(stall, end_of_body(stream)).await {
         Ok(Err(err)) => malformed(&err),
         _ => Ok(()),
     }
+}
+
+/// Reads the trailers, if any, after a body's last DATA: h3 checks them
+/// there (RFC 9114 §4.3: no pseudo-header), so a body read without this
+/// step would pass a malformed request as complete.
+async fn end_of_body(
+    stream: &mut RequestStream<H3RecvHalf, Bytes>,
+) -> Result<(), h3::error::StreamError> {
+    stream.recv_trailers().await.map(drop)
 }
 
 /// A request body as the chunks an application reads.
@@ -669,9 +693,10 @@ fn body_chunks(recv: RequestStream<H3RecvHalf, Bytes>) -> BodyStream {
                 let data = chunk.copy_to_bytes(chunk.remaining());
                 Ok(Some((data, recv)))
             }
-            Ok(None) => Ok(None),
-            Err(err) => Err(err.to_string()),
+            Ok(None) => end_of_body(&mut recv).await.map(|()| None),
+            Err(err) => Err(err),
         }
+        .map_err(|err| err.to_string())
     })
     .boxed()
 }

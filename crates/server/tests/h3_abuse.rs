@@ -98,6 +98,23 @@ fn a_truncated_frame_is_a_frame_error() {
     });
 }
 
+/// RFC 9114 §4.3: a pseudo-header in trailers makes a request malformed.
+/// The echo endpoint reads the trailers before it answers, so it answers
+/// 400 instead of echoing the body; with plain trailers it echoes.
+#[test]
+fn a_pseudo_header_in_trailers_is_refused_where_the_body_is_read() {
+    against_server(async |raw| {
+        let echo_with = async |trailers: &[(&str, &str)]| {
+            let mut request = frame(HEADERS, &post("/echo", &[]));
+            request.extend(frame(DATA, b"body"));
+            request.extend(frame(HEADERS, &literals(trailers)));
+            RawH3::response_status(raw.request(&request).await).await
+        };
+        assert_eq!(echo_with(&[("x-checksum", "1")]).await, 200);
+        assert_eq!(echo_with(&[(":path", "/echo")]).await, 400);
+    });
+}
+
 #[test]
 fn a_second_settings_frame_is_frame_unexpected() {
     closes_with(Code::H3_FRAME_UNEXPECTED, async |raw| {

@@ -309,6 +309,11 @@ impl Client {
         }
     }
 
+    /// Why a QUIC connection closed, if it has.
+    pub fn quic_close_reason(&self) -> Option<quinn::ConnectionError> {
+        self.quic.as_ref()?.1.close_reason()
+    }
+
     /// Closes a QUIC connection cleanly; TCP clients close when dropped.
     pub fn close(&self) {
         if let Some((endpoint, connection)) = &self.quic {

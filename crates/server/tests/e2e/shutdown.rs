@@ -52,24 +52,37 @@ async fn shutdown_completes_the_in_flight_request() {
     }
 }
 
+/// An idle connection is closed at once, on every protocol: over h3 the
+/// server sends GOAWAY and, with every response delivered, closes with
+/// H3_NO_ERROR instead of waiting for the client (which may be gone).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn idle_tcp_connections_do_not_hold_up_shutdown() {
+async fn idle_connections_do_not_hold_up_shutdown() {
     let limits = Limits {
         shutdown_grace: GRACE,
         ..Limits::default()
     };
     let server = start(None, limits).await;
-    let mut h1 = connect(&server, Proto::H1).await;
-    let mut h2 = connect(&server, Proto::H2).await;
-    assert_eq!(h1.get("/health").await.status, StatusCode::OK);
-    assert_eq!(h2.get("/health").await.status, StatusCode::OK);
+    let mut clients = Vec::new();
+    for proto in PROTOCOLS {
+        let mut client = connect(&server, proto).await;
+        assert_eq!(client.get("/health").await.status, StatusCode::OK);
+        clients.push(client);
+    }
     let started = Instant::now();
     let served = server.shutdown().await;
     assert!(
         started.elapsed() < GRACE / 2,
         "shutdown waited for the grace period"
     );
-    assert_eq!((served.h1, served.h2), (1, 1));
+    assert_eq!((served.h1, served.h2, served.h3), (1, 1, 1));
+    let h3 = clients.iter().find(|client| client.proto == Proto::H3);
+    match h3.and_then(|client| client.quic_close_reason()) {
+        Some(quinn::ConnectionError::ApplicationClosed(close)) => assert_eq!(
+            u64::from(close.error_code),
+            h3::error::Code::H3_NO_ERROR.value()
+        ),
+        other => panic!("the h3 connection was not closed by the server: {other:?}"),
+    }
 }
 
 /// An h3 client that shuts down (oha does, after its last request) sends

@@ -95,12 +95,29 @@ fn string(value: &str) -> Vec<u8> {
 /// `:authority` and `:path` as literals with static name references, and
 /// `extra` as literals with literal names.
 pub fn get(path: &str, extra: &[(&str, &str)]) -> Vec<u8> {
-    let mut out = vec![0x00, 0x00, 0xc0 | 17, 0xc0 | 23];
+    request_head(17, path, extra)
+}
+
+/// A POST for `path`, as [`get`] writes a GET.
+pub fn post(path: &str, extra: &[(&str, &str)]) -> Vec<u8> {
+    request_head(20, path, extra)
+}
+
+/// A request head whose `:method` is the static table's entry `method`.
+fn request_head(method: u8, path: &str, extra: &[(&str, &str)]) -> Vec<u8> {
+    let mut out = vec![0x00, 0x00, 0xc0 | method, 0xc0 | 23];
     for (index, value) in [(0, "localhost"), (1, path)] {
         out.extend(prefix_int(0x50, 4, index));
         out.extend(string(value));
     }
-    for (name, value) in extra {
+    out.extend(&literals(extra)[2..]);
+    out
+}
+
+/// A field section of `fields` as literals with literal names (trailers).
+pub fn literals(fields: &[(&str, &str)]) -> Vec<u8> {
+    let mut out = vec![0x00, 0x00];
+    for (name, value) in fields {
         out.extend(prefix_int(0x20, 3, name.len()));
         out.extend_from_slice(name.as_bytes());
         out.extend(string(value));
@@ -122,7 +139,13 @@ pub fn dynamic_reference() -> Vec<u8> {
 pub fn status(field_section: &[u8]) -> u16 {
     let line = &field_section[2..];
     if line[0] & 0xc0 == 0xc0 {
-        return indexed_status(line[0] & 0x3f);
+        // A 6-bit prefix: index 63 and up continue in one more byte (the
+        // static table ends at 98).
+        let index = match line[0] & 0x3f {
+            0x3f => 0x3f + line[1],
+            index => index,
+        };
+        return indexed_status(index);
     }
     assert_eq!(&line[..2], &[0x5f, 24 - 15], "not a :status name reference");
     let (huffman, len) = (line[2] & 0x80 != 0, (line[2] & 0x7f) as usize);
