@@ -14,7 +14,7 @@ use h3lab_results::{Proto, TtfbMode, WorkloadKind};
 use serde_json::Value;
 
 use common::{
-    bench, bench_with, failed_cells, load_report, namespaces_left, page_report, results, EXE,
+    bench, bench_ok, bench_with, load_report, namespaces_left, page_report, results, EXE,
 };
 
 /// Every test of this file one at a time: on 2 cores, a parallel one would
@@ -335,8 +335,7 @@ loads = 2
         nginx_cmd = peer("nginx"),
         ngtcp2_cmd = peer("ngtcp2"),
     );
-    let (output, left_behind) = bench(&suite, &out);
-    assert!(output.status.success(), "bench failed: {}", stderr(&output));
+    bench_ok(&suite, &out);
     let site = h3lab_site::plan(h3lab_site::Shape::Small, 7);
     let results = results(&out);
     let rows: Vec<(String, Proto)> = results
@@ -374,7 +373,6 @@ loads = 2
         assert!(windows.tcp_set);
         assert_eq!(windows.quic_bytes, None, "a peer does not say: {cell:?}");
     }
-    assert!(!left_behind, "namespaces left behind");
 }
 
 /// The Chrome HAR of three origins that suites replay.
@@ -750,8 +748,7 @@ dns = "https:h3,h2"
 {}"#,
         workloads.replace("{har}", &har.display().to_string())
     );
-    let (output, left_behind) = bench(&suite, &out);
-    assert!(output.status.success(), "bench failed: {}", stderr(&output));
+    bench_ok(&suite, &out);
     let results = results(&out);
     assert_eq!(results.cells.len(), 2 * count, "profiles × workloads");
     for cell in &results.cells {
@@ -772,7 +769,6 @@ dns = "https:h3,h2"
             }
         }
     }
-    assert!(!left_behind, "namespaces left behind");
 }
 
 /// A server whose process group keeps one core busy (a shell loop beside
@@ -803,8 +799,7 @@ modes = ["cold"]
 samples = 20
 "#
     );
-    let (output, left_behind) = bench(&suite, &out);
-    assert!(output.status.success(), "bench failed: {}", stderr(&output));
+    let output = bench_ok(&suite, &out);
     let cpu = results(&out).cells[0].cpu;
     let cores = cpu.server_interval_s.unwrap() / cpu.interval_s.unwrap();
     assert!(
@@ -819,7 +814,6 @@ samples = 20
         words.contains("! h2: server at") && words.contains("the figure may be the CPU's"),
         "{table}"
     );
-    assert!(!left_behind, "namespaces left behind");
 }
 
 /// A server that answers the generated site's page without its assets
@@ -1149,8 +1143,7 @@ loads = 1
 "#,
         har = har.display()
     );
-    let (output, left_behind) = bench(&suite, &out);
-    assert!(output.status.success(), "bench failed: {}", stderr(&output));
+    let output = bench_ok(&suite, &out);
     let summary = String::from_utf8_lossy(&output.stdout);
     assert!(summary.contains("h3 vs h2:"), "no verdict: {summary}");
     assert!(
@@ -1182,7 +1175,6 @@ loads = 1
         let known = known_protocols(cell);
         assert_eq!(known, [cell.protocol.alpn_name()], "{}", cell.workload);
     }
-    assert!(!left_behind, "namespaces left behind");
 }
 
 /// Firefox, a second browser engine, loads the small site and replays the
@@ -1225,12 +1217,7 @@ loads = 1
 "#,
         har = har.display()
     );
-    let (output, left_behind) = bench(&suite, &out);
-    assert!(
-        output.status.success(),
-        "bench failed: {}",
-        failed_cells(&out)
-    );
+    bench_ok(&suite, &out);
     let results = results(&out);
     assert_eq!(results.cells.len(), 3 * 2, "protocols × workloads");
     for cell in &results.cells {
@@ -1249,7 +1236,6 @@ loads = 1
         let expected = std::collections::BTreeSet::from([Some(cell.protocol.alpn_name())]);
         assert_eq!(protocols, expected, "{} {}", cell.workload, cell.protocol);
     }
-    assert!(!left_behind, "namespaces left behind");
 }
 
 /// `--aa`: every cell twice, as replicas A and B of one protocol, and the

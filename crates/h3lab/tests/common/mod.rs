@@ -81,6 +81,22 @@ pub fn bench(suite: &str, out: &Path) -> (Output, bool) {
     bench_with(suite, out, &[])
 }
 
+/// Runs `h3lab bench` on `suite` and asserts that it succeeded (naming its
+/// failed cells and its errors if not) and left no namespace behind.
+#[allow(dead_code)]
+pub fn bench_ok(suite: &str, out: &Path) -> Output {
+    let (output, left_behind) = bench(suite, out);
+    assert!(
+        output.status.success(),
+        "bench failed: {}\nfailed cells:\n{}\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        failed_cells(out),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert!(!left_behind, "namespaces left behind");
+    output
+}
+
 /// [`bench`] with more flags of `h3lab bench`, such as `--aa`.
 pub fn bench_with(suite: &str, out: &Path, flags: &[&str]) -> (Output, bool) {
     let file = out.with_extension("toml");
