@@ -160,18 +160,12 @@ pub(crate) fn find_binary(
             path.display()
         );
     }
-    let dirs: Vec<std::path::PathBuf> = std::env::var_os("PATH")
-        .map(|path| std::env::split_paths(&path).collect())
-        .unwrap_or_default();
-    (names.iter())
-        .flat_map(|name| dirs.iter().map(move |dir| dir.join(name)))
-        .find(|candidate| candidate.is_file())
-        .ok_or_else(|| {
-            anyhow!(
-                "no {browser} found on PATH (tried {}); install it: {install}, or pass {flag} PATH",
-                names.join(", ")
-            )
-        })
+    h3lab_supervise::on_path(names).ok_or_else(|| {
+        anyhow!(
+            "no {browser} found on PATH (tried {}); install it: {install}, or pass {flag} PATH",
+            names.join(", ")
+        )
+    })
 }
 
 /// `err` with what became of `browser`'s process: a lost connection is

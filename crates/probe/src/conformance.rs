@@ -121,15 +121,12 @@ fn find_helper() -> anyhow::Result<PathBuf> {
         }
         return Ok(path);
     }
-    let beside = std::env::current_exe()?.with_file_name(HELPER);
-    let on_path = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
-        .map(|dir| dir.join(HELPER));
-    std::iter::once(beside)
-        .chain(on_path)
-        .find(|path| path.is_file())
-        .ok_or_else(|| anyhow!(missing_helper(&std::env::current_exe().unwrap_or_default())))
+    let this = std::env::current_exe()?;
+    let beside = this.with_file_name(HELPER);
+    match h3lab_supervise::is_executable(&beside) {
+        true => Ok(beside),
+        false => h3lab_supervise::on_path(&[HELPER]).ok_or_else(|| anyhow!(missing_helper(&this))),
+    }
 }
 
 fn missing_helper(this: &Path) -> String {

@@ -11,6 +11,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver};
@@ -351,6 +352,25 @@ fn in_group(stat: &str, group: &str) -> bool {
 /// The resident pages of a `/proc/PID/statm` line (its second field).
 fn resident_pages(statm: &str) -> Option<u64> {
     statm.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The first of `names` that is an executable file in a directory of
+/// `PATH` (each name in `PATH`'s order before the next name), as a shell
+/// would run it.
+pub fn on_path(names: &[&str]) -> Option<PathBuf> {
+    let dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|path| std::env::split_paths(&path).collect())
+        .unwrap_or_default();
+    (names.iter())
+        .flat_map(|name| dirs.iter().map(move |dir| dir.join(name)))
+        .find(|candidate| is_executable(candidate))
+}
+
+/// Whether `path` is a file its owner, group or others may run.
+pub fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 /// The bytes of a memory page, the unit of /proc's memory figures

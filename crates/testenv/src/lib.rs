@@ -345,14 +345,8 @@ fn find(
             false => Err(format!("{env_var}={} is not a file", path.display())),
         };
     }
-    let on_path: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|path| std::env::split_paths(&path).collect())
-        .unwrap_or_default();
-    names
-        .iter()
-        .flat_map(|name| on_path.iter().map(move |dir| dir.join(name)))
-        .chain(fallbacks.iter().cloned())
-        .find(|candidate| candidate.is_file())
+    (h3lab_supervise::on_path(names))
+        .or_else(|| fallbacks.iter().find(|path| path.is_file()).cloned())
         .ok_or_else(|| missing.to_string())
 }
 

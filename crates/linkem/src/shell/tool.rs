@@ -6,7 +6,6 @@
 
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -52,15 +51,8 @@ pub(crate) const IPTABLES: Tool = Tool {
 impl Tool {
     /// Whether the program is on `PATH`.
     pub(crate) fn installed(&self) -> bool {
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        std::env::split_paths(&path).any(|dir| is_executable(&dir.join(self.program)))
+        h3lab_supervise::on_path(&[self.program]).is_some()
     }
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path)
-        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 /// Runs `command`, an invocation of `tool` (perhaps through `ip netns
