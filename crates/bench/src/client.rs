@@ -66,7 +66,7 @@ impl ClientRun {
 /// whole response.
 pub(crate) const TTFB_BODY_SIZE: u64 = 1;
 
-/// How long a run of the conformance suite may take: 53 cases at up to
+/// How long a run of the conformance suite may take: 57 cases at up to
 /// twice their 2 s timeout each, and the checks after a case that timed
 /// out (a server that stalls on every case takes about this long).
 const CONFORMANCE_BUDGET: Duration = Duration::from_secs(600);

@@ -3,6 +3,8 @@
 
 use h3lab_results::conformance::ErrorCode;
 
+/// RFC 9000 §20.1: a QUIC transport error code.
+pub(crate) const TRANSPORT_PARAMETER_ERROR: u64 = 0x08;
 pub(crate) const H3_NO_ERROR: u64 = 0x100;
 /// RFC 9114 §8.1: for a violation "that does not match a more specific
 /// error code", or when an endpoint "declines to use the more specific
@@ -111,5 +113,9 @@ mod tests {
         ] {
             assert_eq!(named(code, true).name, name);
         }
+        assert_eq!(
+            named(TRANSPORT_PARAMETER_ERROR, false).name,
+            "TRANSPORT_PARAMETER_ERROR"
+        );
     }
 }

@@ -84,6 +84,14 @@ pub(crate) fn judge(expected: &Expected, observed: &Observed) -> Verdict {
             allowed(codes, error)
         }
         (
+            Expected::TransportError { codes },
+            Observed::ConnectionClosed {
+                error,
+                application: false,
+                ..
+            },
+        ) => codes.contains(error),
+        (
             Expected::StreamError { in_body: true, .. },
             Observed::Answered { .. } | Observed::CarriedOn,
         ) => return Verdict::Unknown,
@@ -106,7 +114,12 @@ mod tests {
     use h3lab_results::conformance::ErrorCode;
 
     use super::*;
-    use crate::codes::{H3_FRAME_UNEXPECTED, H3_MESSAGE_ERROR, H3_NO_ERROR};
+    use crate::codes::{
+        H3_FRAME_UNEXPECTED, H3_MESSAGE_ERROR, H3_NO_ERROR, TRANSPORT_PARAMETER_ERROR,
+    };
+
+    /// RFC 9000 §20.1.
+    const PROTOCOL_VIOLATION: u64 = 0x0a;
 
     fn codes(codes: &[u64]) -> Vec<ErrorCode> {
         codes.iter().map(|&code| named(code, true)).collect()
@@ -229,6 +242,36 @@ mod tests {
         let silent = Transcript::default();
         assert_eq!(observe(&silent), Observed::TimedOut);
         assert_eq!(verdict(&silent), Verdict::Fail);
+    }
+
+    /// A transport parameter case needs a QUIC close with its code: an
+    /// HTTP/3 close with the same number, or a finished handshake, fails.
+    #[test]
+    fn a_transport_error_needs_a_quic_close_with_an_allowed_code() {
+        let expected = Expected::TransportError {
+            codes: vec![named(TRANSPORT_PARAMETER_ERROR, false)],
+        };
+        let verdict = |transcript: &Transcript| judge(&expected, &observe(transcript));
+        assert_eq!(
+            verdict(&closed(false, TRANSPORT_PARAMETER_ERROR)),
+            Verdict::Pass
+        );
+        assert_eq!(verdict(&closed(false, PROTOCOL_VIOLATION)), Verdict::Fail);
+        assert_eq!(
+            verdict(&closed(true, TRANSPORT_PARAMETER_ERROR)),
+            Verdict::Fail
+        );
+        // RFC 9114 §8.1's leave to decline the specific code is HTTP/3's.
+        assert_eq!(
+            verdict(&closed(true, H3_GENERAL_PROTOCOL_ERROR)),
+            Verdict::Fail
+        );
+        let handshake_done = Transcript {
+            follow_up: Some(StreamAnswer::Status(200)),
+            ..Transcript::default()
+        };
+        assert_eq!(verdict(&handshake_done), Verdict::Fail);
+        assert_eq!(verdict(&Transcript::default()), Verdict::Fail);
     }
 
     #[test]

@@ -1,13 +1,16 @@
-//! `h3lab probe conformance`: HTTP/3 and QPACK error handling, case by
-//! case. Each case sends what a conforming client never would (a frame on
-//! the wrong stream, a second control stream, a malformed request, a
-//! QPACK reference to nothing) on a connection of its own, cites the RFC
+//! `h3lab probe conformance`: HTTP/3, QPACK and QUIC transport parameter
+//! error handling, case by case. Each case sends what a conforming client
+//! never would (a frame on the wrong stream, a second control stream, a
+//! malformed request, a QPACK reference to nothing, an invalid transport
+//! parameter) on a connection of its own, cites the RFC
 //! text it checks, and reports what the server did: closed with the right
 //! code or another, reset the stream, carried on, stopped answering.
 //!
 //! The cases are data (`suite`), the verdict is pure (`judge`), and the
-//! I/O is h3i's blocking client (`run`). h3i drives quiche, so the cases
-//! can bend HTTP/3 and QPACK but not QUIC: the report lists what the
+//! I/O is h3i's blocking client (`run`), or quiche itself for the cases
+//! that bend the client's transport parameters (`handshake`). quiche
+//! sends those as set but keeps every other QUIC rule, so the cases bend
+//! HTTP/3, QPACK and transport parameters only: the report lists what the
 //! suite does not cover.
 //!
 //! It is a project of its own, not a member of h3lab's workspace: h3i's
@@ -22,10 +25,13 @@
 #![warn(missing_docs)]
 
 mod codes;
+mod handshake;
 mod judge;
+mod options;
 mod run;
 mod suite;
 mod wire;
 
-pub use run::{run_suite, NoHttp3, Options};
+pub use options::Options;
+pub use run::{run_suite, NoHttp3};
 pub use suite::{cases, Case, Origin};

@@ -15,7 +15,9 @@ use h3lab_conformance::{cases, run_suite, NoHttp3, Options, Origin};
 use h3lab_results::conformance::{ConformanceReport, Verdict};
 
 #[derive(Parser)]
-#[command(about = "The HTTP/3 and QPACK conformance suite that `h3lab probe conformance` runs")]
+#[command(
+    about = "The HTTP/3, QPACK and transport parameter conformance suite that `h3lab probe conformance` runs"
+)]
 enum Command {
     /// Lists the cases: id, RFC section, what the client sends and what a
     /// conforming server does.

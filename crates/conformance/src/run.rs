@@ -2,11 +2,10 @@
 //! back read into a `Transcript`, and a check after a silent case that the
 //! server still answers at all.
 
-use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use h3i::actions::h3::{Action, StreamEvent, StreamEventType, WaitType};
 use h3i::client::connection_summary::ConnectionSummary;
 use h3i::client::sync_client;
@@ -15,8 +14,10 @@ use h3i::quiche::ConnectionError;
 use h3lab_results::conformance::{CaseResult, ConformanceReport, Observed, CONFORMANCE_SCHEMA};
 
 use crate::codes::H3_NO_ERROR;
+use crate::handshake;
 use crate::judge::{judge, observe, StreamAnswer, Transcript};
-use crate::suite::{cases, Case, Origin, CASE_STREAM, FOLLOW_UP_STREAM};
+use crate::options::Options;
+use crate::suite::{Case, How, CASE_STREAM, FOLLOW_UP_STREAM};
 
 /// The client, as the report names it.
 const CLIENT: &str = "h3i 0.7.0 (quiche 0.30.0)";
@@ -27,9 +28,9 @@ const FIRST_ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the suite does not check yet, as the report says it.
 const NOT_COVERED: &[&str] = &[
-    "QUIC transport cases (RFC 9000: frames in the wrong packet type, stream limits and flow \
-     control exceeded, invalid transport parameters): quiche, which h3i drives, will not break \
-     those rules",
+    "QUIC transport cases other than transport parameters (RFC 9000: frames in the wrong \
+     packet type, stream limits and flow control exceeded): quiche, which h3i drives, will not \
+     break those rules",
     "a QPACK blocked-streams overflow (RFC 9204 §2.1.2): it needs the server's \
      SETTINGS_QPACK_BLOCKED_STREAMS, which h3i does not read",
     "answers that come later than the settle time after the follow-up request's",
@@ -55,50 +56,6 @@ impl std::fmt::Display for NoHttp3 {
 }
 
 impl std::error::Error for NoHttp3 {}
-
-/// Where and how to run the suite.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// The URL probed, as given.
-    pub target: String,
-    /// Its origin and path, for valid requests.
-    pub origin: Origin,
-    /// The TLS server name (SNI).
-    pub server_name: String,
-    /// Where the packets go.
-    pub address: SocketAddr,
-    /// How long a case waits for any answer: the QUIC idle timeout.
-    pub case_timeout: Duration,
-    /// How long after the follow-up request's answer the client still
-    /// listens for a late reset or close.
-    pub settle: Duration,
-    /// Run only the cases whose id starts with one of these (all if empty).
-    pub only: Vec<String>,
-}
-
-impl Options {
-    fn h3i_config(&self) -> anyhow::Result<h3i::config::Config> {
-        let config = h3i::config::Config::new()
-            .with_host_port(format!("{}:{}", self.server_name, self.address.port()))
-            .with_connect_to(self.address.to_string())
-            .verify_peer(false)
-            .with_idle_timeout(self.case_timeout.as_millis() as u64);
-        // An IP address is no server name (RFC 6066 §3): send none.
-        let config = match self.server_name.parse::<std::net::IpAddr>() {
-            Ok(_) => config.omit_sni(),
-            Err(_) => config,
-        };
-        config.build().context("configuring the h3i client")
-    }
-
-    fn selected(&self) -> Vec<&'static Case> {
-        cases()
-            .filter(|case| {
-                self.only.is_empty() || self.only.iter().any(|p| case.id.starts_with(p.as_str()))
-            })
-            .collect()
-    }
-}
 
 /// Runs every selected case against the server, handing the report so far
 /// to `on_case` as each case ends (so a caller can print it and keep it on
@@ -145,10 +102,21 @@ pub fn run_suite(
 
 fn run_case(options: &Options, case: &Case, plain_status: u16) -> CaseResult {
     let started = Instant::now();
-    let mut observed = match exchange(options, case.actions(&options.origin)) {
-        Ok(summary) => observe(&Transcript {
+    let seen = match *case.how() {
+        How::Http3 {
+            control_stream,
+            send,
+        } => exchange(
+            options,
+            Case::actions(&options.origin, control_stream, send),
+        )
+        .map(|summary| transcript(&summary)),
+        How::TransportParameters(bend) => handshake::exchange(options, bend),
+    };
+    let mut observed = match seen {
+        Ok(seen) => observe(&Transcript {
             plain_status: Some(plain_status),
-            ..transcript(&summary)
+            ..seen
         }),
         Err(detail) => Observed::NotRun { detail },
     };

@@ -3,6 +3,7 @@
 //! own; its request stream is 0 and the client's control stream 2.
 
 use h3i::actions::h3::{send_headers_frame_literal, Action, ExpectedStreamSendResult};
+use h3i::quiche;
 use h3i::quiche::h3::{Header, NameValue};
 use h3lab_results::conformance::Expected;
 
@@ -12,6 +13,7 @@ use crate::wire::*;
 mod http3;
 mod messages;
 mod qpack;
+mod transport;
 
 /// One case of the suite.
 pub struct Case {
@@ -24,16 +26,30 @@ pub struct Case {
     /// The requirement, from the RFC.
     pub must: &'static str,
     expect: Expect,
-    /// Whether the client opens its control stream with an empty SETTINGS
-    /// before the case: every case but those about that stream.
-    control_stream: bool,
-    send: fn(&Origin) -> Vec<Action>,
+    how: How,
+}
+
+/// How a case reaches the server.
+pub(crate) enum How {
+    /// HTTP/3 streams and frames, sent by h3i on an established connection.
+    Http3 {
+        /// Whether the client opens its control stream with an empty
+        /// SETTINGS before the case: every case but those about that stream.
+        control_stream: bool,
+        send: fn(&Origin) -> Vec<Action>,
+    },
+    /// The client's transport parameters, bent by this before the
+    /// handshake (`transport`).
+    TransportParameters(fn(&mut quiche::Config)),
 }
 
 /// What a conforming server does, with the codes the RFC allows.
 #[derive(Clone, Copy)]
 enum Expect {
+    /// An HTTP/3 (application) connection error.
     Connection(&'static [u64]),
+    /// A QUIC transport connection error.
+    Transport(&'static [u64]),
     Stream(&'static [u64]),
     /// A stream error whose defect is in the body or trailers.
     StreamInBody(&'static [u64]),
@@ -66,6 +82,9 @@ impl Case {
             Expect::Connection(codes) => Expected::ConnectionError {
                 codes: named_all(codes),
             },
+            Expect::Transport(codes) => Expected::TransportError {
+                codes: codes.iter().map(|&code| named(code, false)).collect(),
+            },
             Expect::Stream(codes) => Expected::StreamError {
                 codes: named_all(codes),
                 in_body: false,
@@ -78,16 +97,29 @@ impl Case {
         }
     }
 
-    /// Everything the client sends, in order: its control stream, the
-    /// case, then a plain GET on [`FOLLOW_UP_STREAM`]. All of it goes out
-    /// before the client reads anything, so no send can fail because the
-    /// server already closed.
-    pub(crate) fn actions(&self, origin: &Origin) -> Vec<Action> {
+    /// Whether the case bends QUIC rather than HTTP/3.
+    pub fn is_transport(&self) -> bool {
+        matches!(self.how, How::TransportParameters(_))
+    }
+
+    pub(crate) fn how(&self) -> &How {
+        &self.how
+    }
+
+    /// Everything the client sends for an HTTP/3 case, in order: its
+    /// control stream, the case, then a plain GET on [`FOLLOW_UP_STREAM`].
+    /// All of it goes out before the client reads anything, so no send can
+    /// fail because the server already closed.
+    pub(crate) fn actions(
+        origin: &Origin,
+        control_stream: bool,
+        send: fn(&Origin) -> Vec<Action>,
+    ) -> Vec<Action> {
         let mut actions = Vec::new();
-        if self.control_stream {
+        if control_stream {
             actions.extend(open_control_stream());
         }
-        actions.extend((self.send)(origin));
+        actions.extend(send(origin));
         actions.push(headers(FOLLOW_UP_STREAM, request(origin), true));
         actions
     }
@@ -142,7 +174,7 @@ fn field(name: &str, value: &str) -> Header {
 }
 
 /// A valid GET of the probed URL.
-fn request(origin: &Origin) -> Vec<Header> {
+pub(crate) fn request(origin: &Origin) -> Vec<Header> {
     vec![
         field(":method", "GET"),
         field(":scheme", "https"),
@@ -175,6 +207,7 @@ pub fn cases() -> impl Iterator<Item = &'static Case> {
         http3::STREAMS,
         messages::MESSAGES,
         qpack::QPACK,
+        transport::TRANSPORT_PARAMETERS,
     ]
     .into_iter()
     .flatten()

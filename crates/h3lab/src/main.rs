@@ -67,8 +67,8 @@ enum Command {
     /// Single-property probes: first byte cold, resumed and 0-RTT (ttfb),
     /// connection migration (migrate), head-of-line blocking (hol), UDP
     /// blocked or throttled (fallback), what an origin offers (offer), a
-    /// connection's memory (connections), HTTP/3 and QPACK error handling
-    /// against the RFCs (conformance).
+    /// connection's memory (connections), HTTP/3, QPACK and QUIC transport
+    /// parameter error handling against the RFCs (conformance).
     Probe(cmd::probe::Args),
     /// Compare h1, h2 and h3 across network profiles and workloads (the main
     /// job): a preset, your own suite or HAR, or your deployed site (--url).

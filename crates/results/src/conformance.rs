@@ -77,8 +77,15 @@ pub struct CaseResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Expected {
-    /// Closes the connection with one of these error codes.
+    /// Closes the connection with one of these HTTP/3 or QPACK error codes.
     ConnectionError {
+        /// The codes the RFC allows.
+        codes: Vec<ErrorCode>,
+    },
+    /// Closes the connection with one of these QUIC transport error codes
+    /// (a transport CONNECTION_CLOSE, frame type 0x1c), most often during
+    /// the handshake.
+    TransportError {
         /// The codes the RFC allows.
         codes: Vec<ErrorCode>,
     },
@@ -179,6 +186,9 @@ impl std::fmt::Display for Expected {
         match self {
             Expected::ConnectionError { codes } => {
                 write!(f, "connection closed with {}", one_of(codes))
+            }
+            Expected::TransportError { codes } => {
+                write!(f, "connection closed (QUIC) with {}", one_of(codes))
             }
             Expected::StreamError { codes, in_body } => {
                 let codes = one_of(codes);

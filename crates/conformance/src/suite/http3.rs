@@ -15,8 +15,10 @@ const fn http2_frame(
         rfc: "RFC 9114 §7.2.8",
         must: HTTP2_FRAME,
         expect: Expect::Connection(&[H3_FRAME_UNEXPECTED]),
-        control_stream: true,
-        send,
+        how: How::Http3 {
+            control_stream: true,
+            send,
+        },
     }
 }
 
@@ -38,12 +40,14 @@ pub(super) const CONTROL_AND_SETTINGS: &[Case] = &[
         rfc: "RFC 9114 §6.2.1",
         must: ONE_CONTROL,
         expect: Expect::Connection(&[H3_STREAM_CREATION_ERROR]),
-        control_stream: true,
-        send: |_| {
-            vec![
-                open_uni(UNI_A, CONTROL_STREAM),
-                bytes(UNI_A, settings(&[]), false),
-            ]
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| {
+                vec![
+                    open_uni(UNI_A, CONTROL_STREAM),
+                    bytes(UNI_A, settings(&[]), false),
+                ]
+            },
         },
     },
     Case {
@@ -53,8 +57,10 @@ pub(super) const CONTROL_AND_SETTINGS: &[Case] = &[
         must: "If the first frame of the control stream is any other frame type, this MUST \
             be treated as a connection error of type H3_MISSING_SETTINGS.",
         expect: Expect::Connection(&[H3_MISSING_SETTINGS]),
-        control_stream: false,
-        send: |_| control_stream_carrying(frame(MAX_PUSH_ID, &varint(0)), false),
+        how: How::Http3 {
+            control_stream: false,
+            send: |_| control_stream_carrying(frame(MAX_PUSH_ID, &varint(0)), false),
+        },
     },
     Case {
         id: "control.closed",
@@ -62,8 +68,10 @@ pub(super) const CONTROL_AND_SETTINGS: &[Case] = &[
         rfc: "RFC 9114 §6.2.1",
         must: CLOSED,
         expect: Expect::Connection(&[H3_CLOSED_CRITICAL_STREAM]),
-        control_stream: false,
-        send: |_| control_stream_carrying(settings(&[]), true),
+        how: How::Http3 {
+            control_stream: false,
+            send: |_| control_stream_carrying(settings(&[]), true),
+        },
     },
     Case {
         id: "control.reset",
@@ -71,17 +79,19 @@ pub(super) const CONTROL_AND_SETTINGS: &[Case] = &[
         rfc: "RFC 9114 §6.2.1",
         must: CLOSED,
         expect: Expect::Connection(&[H3_CLOSED_CRITICAL_STREAM]),
-        control_stream: true,
-        // The SETTINGS go out first: a stream reset before its type
-        // arrives is one the server must tolerate (RFC 9114 §6.2).
-        send: |_| {
-            vec![
-                Action::FlushPackets,
-                Action::ResetStream {
-                    stream_id: CONTROL,
-                    error_code: H3_NO_ERROR,
-                },
-            ]
+        how: How::Http3 {
+            control_stream: true,
+            // The SETTINGS go out first: a stream reset before its type
+            // arrives is one the server must tolerate (RFC 9114 §6.2).
+            send: |_| {
+                vec![
+                    Action::FlushPackets,
+                    Action::ResetStream {
+                        stream_id: CONTROL,
+                        error_code: H3_NO_ERROR,
+                    },
+                ]
+            },
         },
     },
     Case {
@@ -91,8 +101,10 @@ pub(super) const CONTROL_AND_SETTINGS: &[Case] = &[
         must: "If an endpoint receives a second SETTINGS frame on the control stream, the \
             endpoint MUST respond with a connection error of type H3_FRAME_UNEXPECTED.",
         expect: Expect::Connection(&[H3_FRAME_UNEXPECTED]),
-        control_stream: true,
-        send: |_| vec![bytes(CONTROL, settings(&[]), false)],
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| vec![bytes(CONTROL, settings(&[]), false)],
+        },
     },
     Case {
         id: "settings.on-request-stream",
@@ -101,8 +113,10 @@ pub(super) const CONTROL_AND_SETTINGS: &[Case] = &[
         must: "If an endpoint receives a SETTINGS frame on a different stream, the endpoint \
             MUST respond with a connection error of type H3_FRAME_UNEXPECTED.",
         expect: Expect::Connection(&[H3_FRAME_UNEXPECTED]),
-        control_stream: true,
-        send: |_| vec![bytes(CASE_STREAM, settings(&[]), true)],
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| vec![bytes(CASE_STREAM, settings(&[]), true)],
+        },
     },
     Case {
         id: "settings.http2-enable-push",
@@ -110,8 +124,10 @@ pub(super) const CONTROL_AND_SETTINGS: &[Case] = &[
         rfc: "RFC 9114 §7.2.4.1",
         must: HTTP2_SETTING,
         expect: Expect::Connection(&[H3_SETTINGS_ERROR]),
-        control_stream: false,
-        send: |_| control_stream_carrying(settings(&[(0x02, 0)]), false),
+        how: How::Http3 {
+            control_stream: false,
+            send: |_| control_stream_carrying(settings(&[(0x02, 0)]), false),
+        },
     },
     Case {
         id: "settings.http2-max-concurrent-streams",
@@ -119,8 +135,10 @@ pub(super) const CONTROL_AND_SETTINGS: &[Case] = &[
         rfc: "RFC 9114 §7.2.4.1",
         must: HTTP2_SETTING,
         expect: Expect::Connection(&[H3_SETTINGS_ERROR]),
-        control_stream: false,
-        send: |_| control_stream_carrying(settings(&[(0x03, 100)]), false),
+        how: How::Http3 {
+            control_stream: false,
+            send: |_| control_stream_carrying(settings(&[(0x03, 100)]), false),
+        },
     },
     Case {
         id: "settings.reserved-identifier",
@@ -131,8 +149,10 @@ pub(super) const CONTROL_AND_SETTINGS: &[Case] = &[
             ignored. ... Endpoints MUST NOT consider such settings to have any meaning upon \
             receipt.",
         expect: Expect::Ignore,
-        control_stream: false,
-        send: |_| control_stream_carrying(settings(&[(RESERVED, 7)]), false),
+        how: How::Http3 {
+            control_stream: false,
+            send: |_| control_stream_carrying(settings(&[(RESERVED, 7)]), false),
+        },
     },
 ];
 
@@ -151,8 +171,10 @@ pub(super) const FRAMES: &[Case] = &[
         must: "If a DATA frame is received on a control stream, the recipient MUST respond \
             with a connection error of type H3_FRAME_UNEXPECTED.",
         expect: Expect::Connection(&[H3_FRAME_UNEXPECTED]),
-        control_stream: true,
-        send: |_| vec![bytes(CONTROL, frame(DATA, b"data"), false)],
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| vec![bytes(CONTROL, frame(DATA, b"data"), false)],
+        },
     },
     Case {
         id: "control.headers-frame",
@@ -161,8 +183,10 @@ pub(super) const FRAMES: &[Case] = &[
         must: "If a HEADERS frame is received on a control stream, the recipient MUST \
             respond with a connection error of type H3_FRAME_UNEXPECTED.",
         expect: Expect::Connection(&[H3_FRAME_UNEXPECTED]),
-        control_stream: true,
-        send: |_| vec![bytes(CONTROL, frame(HEADERS, &[0, 0, 0xd1]), false)],
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| vec![bytes(CONTROL, frame(HEADERS, &[0, 0, 0xd1]), false)],
+        },
     },
     Case {
         id: "request.data-before-headers",
@@ -171,11 +195,13 @@ pub(super) const FRAMES: &[Case] = &[
         must: "Receipt of an invalid sequence of frames MUST be treated as a connection \
             error of type H3_FRAME_UNEXPECTED.",
         expect: Expect::Connection(&[H3_FRAME_UNEXPECTED]),
-        control_stream: true,
-        send: |origin| {
-            let mut actions = vec![bytes(CASE_STREAM, frame(DATA, b"early"), false)];
-            actions.push(headers(CASE_STREAM, request(origin), true));
-            actions
+        how: How::Http3 {
+            control_stream: true,
+            send: |origin| {
+                let mut actions = vec![bytes(CASE_STREAM, frame(DATA, b"early"), false)];
+                actions.push(headers(CASE_STREAM, request(origin), true));
+                actions
+            },
         },
     },
     Case {
@@ -185,13 +211,15 @@ pub(super) const FRAMES: &[Case] = &[
         must: "A client MUST NOT send a PUSH_PROMISE frame. A server MUST treat the receipt \
             of a PUSH_PROMISE frame as a connection error of type H3_FRAME_UNEXPECTED.",
         expect: Expect::Connection(&[H3_FRAME_UNEXPECTED]),
-        control_stream: true,
-        send: |_| {
-            vec![bytes(
-                CASE_STREAM,
-                frame(PUSH_PROMISE, &[0, 0, 0, 0xd1]),
-                true,
-            )]
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| {
+                vec![bytes(
+                    CASE_STREAM,
+                    frame(PUSH_PROMISE, &[0, 0, 0, 0xd1]),
+                    true,
+                )]
+            },
         },
     },
     Case {
@@ -202,8 +230,10 @@ pub(super) const FRAMES: &[Case] = &[
             MAX_PUSH_ID frame on any other stream MUST be treated as a connection error of \
             type H3_FRAME_UNEXPECTED.",
         expect: Expect::Connection(&[H3_FRAME_UNEXPECTED]),
-        control_stream: true,
-        send: |_| vec![bytes(CASE_STREAM, frame(MAX_PUSH_ID, &varint(4)), true)],
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| vec![bytes(CASE_STREAM, frame(MAX_PUSH_ID, &varint(4)), true)],
+        },
     },
     Case {
         id: "request.cancel-push",
@@ -213,8 +243,10 @@ pub(super) const FRAMES: &[Case] = &[
             frame on a stream other than the control stream MUST be treated as a connection \
             error of type H3_FRAME_UNEXPECTED.",
         expect: Expect::Connection(&[H3_FRAME_UNEXPECTED]),
-        control_stream: true,
-        send: |_| vec![bytes(CASE_STREAM, frame(CANCEL_PUSH, &varint(0)), true)],
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| vec![bytes(CASE_STREAM, frame(CANCEL_PUSH, &varint(0)), true)],
+        },
     },
     Case {
         id: "control.max-push-id-reduced",
@@ -224,12 +256,14 @@ pub(super) const FRAMES: &[Case] = &[
             MAX_PUSH_ID frame that contains a smaller value than previously received MUST be \
             treated as a connection error of type H3_ID_ERROR.",
         expect: Expect::Connection(&[H3_ID_ERROR]),
-        control_stream: true,
-        send: |_| {
-            vec![
-                bytes(CONTROL, frame(MAX_PUSH_ID, &varint(8)), false),
-                bytes(CONTROL, frame(MAX_PUSH_ID, &varint(4)), false),
-            ]
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| {
+                vec![
+                    bytes(CONTROL, frame(MAX_PUSH_ID, &varint(8)), false),
+                    bytes(CONTROL, frame(MAX_PUSH_ID, &varint(4)), false),
+                ]
+            },
         },
     },
     Case {
@@ -239,12 +273,14 @@ pub(super) const FRAMES: &[Case] = &[
         must: "Receiving a GOAWAY containing a larger identifier than previously received \
             MUST be treated as a connection error of type H3_ID_ERROR.",
         expect: Expect::Connection(&[H3_ID_ERROR]),
-        control_stream: true,
-        send: |_| {
-            vec![
-                bytes(CONTROL, frame(GOAWAY, &varint(4)), false),
-                bytes(CONTROL, frame(GOAWAY, &varint(8)), false),
-            ]
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| {
+                vec![
+                    bytes(CONTROL, frame(GOAWAY, &varint(4)), false),
+                    bytes(CONTROL, frame(GOAWAY, &varint(8)), false),
+                ]
+            },
         },
     },
     http2_frame(
@@ -273,8 +309,10 @@ pub(super) const FRAMES: &[Case] = &[
         rfc: "RFC 9114 §9",
         must: UNKNOWN,
         expect: Expect::Ignore,
-        control_stream: true,
-        send: |_| vec![bytes(CONTROL, frame(RESERVED, b"grease"), false)],
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| vec![bytes(CONTROL, frame(RESERVED, b"grease"), false)],
+        },
     },
     Case {
         id: "frame.reserved-on-request",
@@ -282,12 +320,14 @@ pub(super) const FRAMES: &[Case] = &[
         rfc: "RFC 9114 §9",
         must: UNKNOWN,
         expect: Expect::Ignore,
-        control_stream: true,
-        send: |origin| {
-            vec![
-                bytes(CASE_STREAM, frame(RESERVED, b"grease"), false),
-                headers(CASE_STREAM, request(origin), true),
-            ]
+        how: How::Http3 {
+            control_stream: true,
+            send: |origin| {
+                vec![
+                    bytes(CASE_STREAM, frame(RESERVED, b"grease"), false),
+                    headers(CASE_STREAM, request(origin), true),
+                ]
+            },
         },
     },
     Case {
@@ -297,13 +337,15 @@ pub(super) const FRAMES: &[Case] = &[
         must: "When a stream terminates cleanly, if the last frame on the stream was \
             truncated, this MUST be treated as a connection error of type H3_FRAME_ERROR.",
         expect: Expect::Connection(&[H3_FRAME_ERROR]),
-        control_stream: true,
-        send: |_| {
-            vec![bytes(
-                CASE_STREAM,
-                frame_claiming(HEADERS, 40, &[0, 0, 0xd1]),
-                true,
-            )]
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| {
+                vec![bytes(
+                    CASE_STREAM,
+                    frame_claiming(HEADERS, 40, &[0, 0, 0xd1]),
+                    true,
+                )]
+            },
         },
     },
     Case {
@@ -314,8 +356,10 @@ pub(super) const FRAMES: &[Case] = &[
             a frame payload that terminates before the end of the identified fields MUST be \
             treated as a connection error of type H3_FRAME_ERROR.",
         expect: Expect::Connection(&[H3_FRAME_ERROR]),
-        control_stream: true,
-        send: |_| vec![bytes(CONTROL, frame(MAX_PUSH_ID, &[0x04, 0x00]), false)],
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| vec![bytes(CONTROL, frame(MAX_PUSH_ID, &[0x04, 0x00]), false)],
+        },
     },
 ];
 
@@ -327,12 +371,14 @@ pub(super) const STREAMS: &[Case] = &[
         must: "Recipients of unknown stream types MUST either abort reading of the stream or \
             discard incoming data without further processing.",
         expect: Expect::Ignore,
-        control_stream: true,
-        send: |_| {
-            vec![
-                open_uni(UNI_A, RESERVED),
-                bytes(UNI_A, b"grease".to_vec(), false),
-            ]
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| {
+                vec![
+                    open_uni(UNI_A, RESERVED),
+                    bytes(UNI_A, b"grease".to_vec(), false),
+                ]
+            },
         },
     },
     Case {
@@ -342,7 +388,9 @@ pub(super) const STREAMS: &[Case] = &[
         must: "Only servers can push; if a server receives a client-initiated push stream, \
             this MUST be treated as a connection error of type H3_STREAM_CREATION_ERROR.",
         expect: Expect::Connection(&[H3_STREAM_CREATION_ERROR]),
-        control_stream: true,
-        send: |_| vec![open_uni(UNI_A, PUSH_STREAM), bytes(UNI_A, varint(0), false)],
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| vec![open_uni(UNI_A, PUSH_STREAM), bytes(UNI_A, varint(0), false)],
+        },
     },
 ];

@@ -17,8 +17,10 @@ const fn malformed(
         rfc,
         must,
         expect: Expect::Stream(&[H3_MESSAGE_ERROR]),
-        control_stream: true,
-        send,
+        how: How::Http3 {
+            control_stream: true,
+            send,
+        },
     }
 }
 

@@ -15,8 +15,12 @@ pub(super) const QPACK: &[Case] = &[
             representation, it MUST treat this as a connection error of type \
             QPACK_DECOMPRESSION_FAILED.",
         expect: Expect::Connection(&[QPACK_DECOMPRESSION_FAILED]),
-        control_stream: true,
-        send: |_| raw_section([section_prefix(0), indexed_static(17), indexed_static(99)].concat()),
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| {
+                raw_section([section_prefix(0), indexed_static(17), indexed_static(99)].concat())
+            },
+        },
     },
     Case {
         id: "qpack.dynamic-reference-without-inserts",
@@ -25,8 +29,12 @@ pub(super) const QPACK: &[Case] = &[
         must: "If it encounters a Required Insert Count smaller than expected, it MUST treat \
             this as a connection error of type QPACK_DECOMPRESSION_FAILED",
         expect: Expect::Connection(&[QPACK_DECOMPRESSION_FAILED]),
-        control_stream: true,
-        send: |_| raw_section([section_prefix(0), indexed_static(17), indexed_dynamic(0)].concat()),
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| {
+                raw_section([section_prefix(0), indexed_static(17), indexed_dynamic(0)].concat())
+            },
+        },
     },
     Case {
         id: "qpack.required-insert-count-impossible",
@@ -36,9 +44,11 @@ pub(super) const QPACK: &[Case] = &[
             been produced by a conformant encoder, it MUST treat this as a connection error \
             of type QPACK_DECOMPRESSION_FAILED.",
         expect: Expect::Connection(&[QPACK_DECOMPRESSION_FAILED]),
-        control_stream: true,
-        // Larger than twice the entries of any table under 32 MiB.
-        send: |_| raw_section([section_prefix(1 << 21), indexed_static(17)].concat()),
+        how: How::Http3 {
+            control_stream: true,
+            // Larger than twice the entries of any table under 32 MiB.
+            send: |_| raw_section([section_prefix(1 << 21), indexed_static(17)].concat()),
+        },
     },
     Case {
         id: "qpack.encoder-capacity-too-large",
@@ -47,12 +57,14 @@ pub(super) const QPACK: &[Case] = &[
         must: "The decoder MUST treat a new dynamic table capacity value that exceeds this \
             limit as a connection error of type QPACK_ENCODER_STREAM_ERROR.",
         expect: Expect::Connection(&[QPACK_ENCODER_STREAM_ERROR]),
-        control_stream: true,
-        send: |_| {
-            vec![
-                open_uni(UNI_A, ENCODER_STREAM),
-                bytes(UNI_A, prefixed_int(0b0010_0000, 5, 1 << 30), false),
-            ]
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| {
+                vec![
+                    open_uni(UNI_A, ENCODER_STREAM),
+                    bytes(UNI_A, prefixed_int(0b0010_0000, 5, 1 << 30), false),
+                ]
+            },
         },
     },
     Case {
@@ -62,10 +74,12 @@ pub(super) const QPACK: &[Case] = &[
         must: "If this index is received on the encoder stream, this MUST be treated as a \
             connection error of type QPACK_ENCODER_STREAM_ERROR.",
         expect: Expect::Connection(&[QPACK_ENCODER_STREAM_ERROR]),
-        control_stream: true,
-        send: |_| {
-            let insert = [prefixed_int(0b1100_0000, 6, 200), vec![0x01, b'x']].concat();
-            vec![open_uni(UNI_A, ENCODER_STREAM), bytes(UNI_A, insert, false)]
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| {
+                let insert = [prefixed_int(0b1100_0000, 6, 200), vec![0x01, b'x']].concat();
+                vec![open_uni(UNI_A, ENCODER_STREAM), bytes(UNI_A, insert, false)]
+            },
         },
     },
     Case {
@@ -77,10 +91,12 @@ pub(super) const QPACK: &[Case] = &[
             Count has already been acknowledged, this MUST be treated as a connection error \
             of type QPACK_DECODER_STREAM_ERROR.",
         expect: Expect::Connection(&[QPACK_DECODER_STREAM_ERROR]),
-        control_stream: true,
-        send: |_| {
-            let ack = prefixed_int(0b1000_0000, 7, CASE_STREAM);
-            vec![open_uni(UNI_A, DECODER_STREAM), bytes(UNI_A, ack, false)]
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| {
+                let ack = prefixed_int(0b1000_0000, 7, CASE_STREAM);
+                vec![open_uni(UNI_A, DECODER_STREAM), bytes(UNI_A, ack, false)]
+            },
         },
     },
     Case {
@@ -91,12 +107,14 @@ pub(super) const QPACK: &[Case] = &[
             increases the Known Received Count beyond what the encoder has sent, MUST treat \
             this as a connection error of type QPACK_DECODER_STREAM_ERROR.",
         expect: Expect::Connection(&[QPACK_DECODER_STREAM_ERROR]),
-        control_stream: true,
-        send: |_| {
-            vec![
-                open_uni(UNI_A, DECODER_STREAM),
-                bytes(UNI_A, vec![0x00], false),
-            ]
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| {
+                vec![
+                    open_uni(UNI_A, DECODER_STREAM),
+                    bytes(UNI_A, vec![0x00], false),
+                ]
+            },
         },
     },
     Case {
@@ -107,12 +125,14 @@ pub(super) const QPACK: &[Case] = &[
             decoder stream. Receipt of a second instance of either stream type MUST be \
             treated as a connection error of type H3_STREAM_CREATION_ERROR.",
         expect: Expect::Connection(&[H3_STREAM_CREATION_ERROR]),
-        control_stream: true,
-        send: |_| {
-            vec![
-                open_uni(UNI_A, ENCODER_STREAM),
-                open_uni(UNI_B, ENCODER_STREAM),
-            ]
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| {
+                vec![
+                    open_uni(UNI_A, ENCODER_STREAM),
+                    open_uni(UNI_B, ENCODER_STREAM),
+                ]
+            },
         },
     },
     Case {
@@ -121,12 +141,14 @@ pub(super) const QPACK: &[Case] = &[
         rfc: "RFC 9204 §4.2",
         must: QPACK_STREAM_CLOSED,
         expect: Expect::Connection(&[H3_CLOSED_CRITICAL_STREAM]),
-        control_stream: true,
-        send: |_| {
-            vec![
-                open_uni(UNI_A, ENCODER_STREAM),
-                bytes(UNI_A, Vec::new(), true),
-            ]
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| {
+                vec![
+                    open_uni(UNI_A, ENCODER_STREAM),
+                    bytes(UNI_A, Vec::new(), true),
+                ]
+            },
         },
     },
     Case {
@@ -135,12 +157,14 @@ pub(super) const QPACK: &[Case] = &[
         rfc: "RFC 9204 §4.2",
         must: QPACK_STREAM_CLOSED,
         expect: Expect::Connection(&[H3_CLOSED_CRITICAL_STREAM]),
-        control_stream: true,
-        send: |_| {
-            vec![
-                open_uni(UNI_A, DECODER_STREAM),
-                bytes(UNI_A, Vec::new(), true),
-            ]
+        how: How::Http3 {
+            control_stream: true,
+            send: |_| {
+                vec![
+                    open_uni(UNI_A, DECODER_STREAM),
+                    bytes(UNI_A, Vec::new(), true),
+                ]
+            },
         },
     },
 ];

@@ -17,7 +17,8 @@ pub(super) fn conformance_section(results: &Results) -> Markup {
     html! {
         section #conformance {
             h2 { "HTTP/3 conformance" }
-            p.hint { "Each case on a new QUIC connection, sent by h3i (Cloudflare's HTTP/3 test client, on quiche): "
+            p.hint { "Each case on a new QUIC connection, sent by h3i (Cloudflare's HTTP/3 test client, on quiche; "
+                "the transport parameter cases by quiche itself): "
                 "what the server must do by the RFC section named, and what it did. \"pass\": what the RFC "
                 "requires; a failure names what the server did instead (\"carried on\": it served the case, or "
                 "ignored it, and answered the next request); \"?\": no verdict, because the case could not run or "

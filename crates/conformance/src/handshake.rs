@@ -1,0 +1,185 @@
+//! The transport cases' I/O: one QUIC connection on quiche itself, with
+//! the client's transport parameters bent by the case, then, if the
+//! server lets the handshake finish, a plain GET over quiche's HTTP/3 to
+//! tell "carried on" from "stuck". h3i cannot run these cases: it builds
+//! its own quiche configuration, and a handshake that fails comes back
+//! from it as an error without the server's close.
+
+use std::io::ErrorKind;
+use std::net::{SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+use h3i::quiche;
+use h3i::quiche::h3::NameValue;
+use ring::rand::{SecureRandom, SystemRandom};
+
+use crate::codes::H3_NO_ERROR;
+use crate::judge::{StreamAnswer, Transcript};
+use crate::options::Options;
+use crate::suite::request;
+
+/// The largest UDP payload the client sends, as h3i's.
+const DATAGRAM: usize = 1350;
+
+/// The client's side of the connection: its own transport parameters as
+/// h3i sets them, then the case's `bend`.
+fn client_config(
+    options: &Options,
+    bend: fn(&mut quiche::Config),
+) -> quiche::Result<quiche::Config> {
+    let mut config = quiche::Config::new(quiche::PROTOCOL_VERSION)?;
+    config.verify_peer(false);
+    config.set_application_protos(quiche::h3::APPLICATION_PROTOCOL)?;
+    config.set_max_idle_timeout(options.case_timeout.as_millis() as u64);
+    config.set_max_recv_udp_payload_size(DATAGRAM);
+    config.set_max_send_udp_payload_size(DATAGRAM);
+    config.set_initial_max_data(10_000_000);
+    config.set_initial_max_stream_data_bidi_local(1_000_000);
+    config.set_initial_max_stream_data_bidi_remote(1_000_000);
+    config.set_initial_max_stream_data_uni(1_000_000);
+    config.set_initial_max_streams_bidi(100);
+    config.set_initial_max_streams_uni(100);
+    config.set_disable_active_migration(true);
+    bend(&mut config);
+    Ok(config)
+}
+
+/// Connects with the case's transport parameters and reads what the
+/// server did: closed (with which code), or finished the handshake and
+/// answered a GET, or neither within the case timeout. An error means the
+/// case could not run.
+pub(crate) fn exchange(
+    options: &Options,
+    bend: fn(&mut quiche::Config),
+) -> Result<Transcript, String> {
+    let mut config = client_config(options, bend).map_err(|err| format!("quiche: {err}"))?;
+    let bind: SocketAddr = match options.address {
+        SocketAddr::V4(_) => ([0, 0, 0, 0], 0).into(),
+        SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
+    };
+    let socket = UdpSocket::bind(bind).map_err(|err| format!("binding {bind}: {err}"))?;
+    let local = socket.local_addr().map_err(|err| err.to_string())?;
+    let mut scid = [0; quiche::MAX_CONN_ID_LEN];
+    SystemRandom::new()
+        .fill(&mut scid)
+        .map_err(|_| "no random bytes for a connection ID".to_string())?;
+    // An IP address is no server name (RFC 6066 §3): send none.
+    let server_name = (options.server_name.parse::<std::net::IpAddr>().is_err())
+        .then_some(options.server_name.as_str());
+    let mut connection = quiche::connect(
+        server_name,
+        &quiche::ConnectionId::from_ref(&scid),
+        local,
+        options.address,
+        &mut config,
+    )
+    .map_err(|err| format!("quiche: {err}"))?;
+    let answer = drive(options, &socket, &mut connection)?;
+    if answer.is_some() {
+        let _ = connection.close(true, H3_NO_ERROR, b"case over");
+        let _ = flush(&socket, &mut connection);
+    }
+    Ok(Transcript {
+        closed_by_server: (connection.peer_error())
+            .map(|error| (error.is_app, error.error_code, error.reason.clone())),
+        case_stream: None,
+        follow_up: answer,
+        plain_status: None,
+    })
+}
+
+/// Sends and receives until the server closes, answers the GET sent once
+/// the handshake is done, or the case timeout passes.
+fn drive(
+    options: &Options,
+    socket: &UdpSocket,
+    connection: &mut quiche::Connection,
+) -> Result<Option<StreamAnswer>, String> {
+    let mut get = None;
+    let deadline = Instant::now() + options.case_timeout;
+    let mut buf = vec![0; 65_535];
+    while !connection.is_closed() {
+        flush(socket, connection)?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(None);
+        }
+        let wait = connection.timeout().unwrap_or(left).min(left);
+        let wait = wait.max(Duration::from_millis(1));
+        socket
+            .set_read_timeout(Some(wait))
+            .map_err(|err| err.to_string())?;
+        match socket.recv_from(&mut buf) {
+            Ok((len, from)) => {
+                let info = quiche::RecvInfo {
+                    from,
+                    to: socket.local_addr().map_err(|err| err.to_string())?,
+                };
+                // A packet quiche cannot use is the server's problem, not
+                // the case's: the close or the timeout will say so.
+                let _ = connection.recv(&mut buf[..len], info);
+            }
+            Err(err) if matches!(err.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                connection.on_timeout();
+            }
+            Err(err) => return Err(format!("receiving: {err}")),
+        }
+        if connection.is_established() {
+            if let Some(answer) = follow_up(options, connection, &mut get)? {
+                return Ok(Some(answer));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Sends the plain GET once, then reads its answer if it has come.
+fn follow_up(
+    options: &Options,
+    connection: &mut quiche::Connection,
+    get: &mut Option<(quiche::h3::Connection, u64)>,
+) -> Result<Option<StreamAnswer>, String> {
+    let failed = |err: quiche::h3::Error| format!("HTTP/3 after the handshake: {err}");
+    if get.is_none() {
+        let config = quiche::h3::Config::new().map_err(failed)?;
+        let mut h3 = quiche::h3::Connection::with_transport(connection, &config).map_err(failed)?;
+        let stream =
+            (h3.send_request(connection, &request(&options.origin), true)).map_err(failed)?;
+        *get = Some((h3, stream));
+    }
+    let Some((h3, stream)) = get.as_mut() else {
+        return Ok(None);
+    };
+    loop {
+        match h3.poll(connection) {
+            Ok((id, quiche::h3::Event::Headers { list, .. })) if id == *stream => {
+                let status = list.iter().find(|field| field.name() == b":status");
+                let status = status.and_then(|field| std::str::from_utf8(field.value()).ok());
+                let status = status.and_then(|status| status.parse().ok()).unwrap_or(0);
+                return Ok(Some(StreamAnswer::Status(status)));
+            }
+            Ok((id, quiche::h3::Event::Reset(code))) if id == *stream => {
+                return Ok(Some(StreamAnswer::Reset(code)));
+            }
+            Ok(_) => continue,
+            Err(quiche::h3::Error::Done) => return Ok(None),
+            Err(err) => return Err(failed(err)),
+        }
+    }
+}
+
+/// Sends every packet quiche has ready.
+fn flush(socket: &UdpSocket, connection: &mut quiche::Connection) -> Result<(), String> {
+    let mut out = [0; DATAGRAM];
+    loop {
+        match connection.send(&mut out) {
+            Ok((len, info)) => {
+                socket
+                    .send_to(&out[..len], info.to)
+                    .map_err(|err| format!("sending to {}: {err}", info.to))?;
+            }
+            Err(quiche::Error::Done) => return Ok(()),
+            Err(err) => return Err(format!("quiche: {err}")),
+        }
+    }
+}
