@@ -108,8 +108,9 @@ impl Case {
 
     /// Everything the client sends for an HTTP/3 case, in order: its
     /// control stream, the case, then a plain GET on [`FOLLOW_UP_STREAM`].
-    /// All of it goes out before the client reads anything, so no send can
-    /// fail because the server already closed.
+    /// All of it goes out before the client reads anything (but for a
+    /// case that waits for an answer first, `control.reset`), so no send
+    /// can fail because the server already closed.
     pub(crate) fn actions(
         origin: &Origin,
         control_stream: bool,
