@@ -63,11 +63,8 @@ pub(crate) fn exchange(
     SystemRandom::new()
         .fill(&mut scid)
         .map_err(|_| "no random bytes for a connection ID".to_string())?;
-    // An IP address is no server name (RFC 6066 §3): send none.
-    let server_name = (options.server_name.parse::<std::net::IpAddr>().is_err())
-        .then_some(options.server_name.as_str());
     let mut connection = quiche::connect(
-        server_name,
+        options.sni(),
         &quiche::ConnectionId::from_ref(&scid),
         local,
         options.address,

@@ -35,12 +35,18 @@ impl Options {
             .with_connect_to(self.address.to_string())
             .verify_peer(false)
             .with_idle_timeout(self.case_timeout.as_millis() as u64);
-        // An IP address is no server name (RFC 6066 §3): send none.
-        let config = match self.server_name.parse::<std::net::IpAddr>() {
-            Ok(_) => config.omit_sni(),
-            Err(_) => config,
+        let config = match self.sni() {
+            Some(_) => config,
+            None => config.omit_sni(),
         };
         config.build().context("configuring the h3i client")
+    }
+
+    /// The name to send in TLS's server_name: none for an IP address,
+    /// which is no server name (RFC 6066 §3).
+    pub(crate) fn sni(&self) -> Option<&str> {
+        let is_address = self.server_name.parse::<std::net::IpAddr>().is_ok();
+        (!is_address).then_some(self.server_name.as_str())
     }
 
     pub(crate) fn selected(&self) -> Vec<&'static Case> {
