@@ -27,6 +27,7 @@ use h3lab_results::bench::{
     CapturedPage, CellRecord, ClaimSweep, Replica, Results, ServerRow, StudyClaim, SuiteInfo,
     RESULTS_SCHEMA,
 };
+use h3lab_results::conformance::CONFORMANCE_CASES;
 use h3lab_results::handoff::HandoffRecord;
 use h3lab_results::{Proto, Visit};
 
@@ -141,10 +142,10 @@ pub fn estimated_seconds(suite: &Suite, cell: &CellSpec) -> f64 {
                 bytes * f64::from(streams.0) * 8.0 / down_bits_per_s + 20.0 * rtt_s
             }
             Load::Ttfb { samples, .. } => (units(samples.0) + 1.0) * 4.0 * rtt_s,
-            // 57 cases of a few round trips and a 200 ms settle each: 5-15 s
-            // a server on loopback, minutes for one that stalls (kwik: 205
-            // s); the `conformance` preset's 13 servers took 5 min 39 s.
-            Load::Conformance { .. } => 57.0 * (0.5 + 4.0 * rtt_s),
+            // Cases of a few round trips and a 200 ms settle each: 5-15 s a
+            // server on loopback, minutes for one that stalls (kwik: 205 s);
+            // the `conformance` preset's 13 servers took 5 min 39 s.
+            Load::Conformance { .. } => CONFORMANCE_CASES as f64 * (0.5 + 4.0 * rtt_s),
             Load::Page {
                 site, visit, loads, ..
             } => {

@@ -3,9 +3,17 @@
 
 use h3lab_results::conformance::ErrorCode;
 
-/// RFC 9000 §20.1: a QUIC transport error code.
+/// RFC 9000 §20.1: QUIC transport error codes.
+pub(crate) const FLOW_CONTROL_ERROR: u64 = 0x03;
+pub(crate) const STREAM_LIMIT_ERROR: u64 = 0x04;
+pub(crate) const STREAM_STATE_ERROR: u64 = 0x05;
+pub(crate) const FRAME_ENCODING_ERROR: u64 = 0x07;
 pub(crate) const TRANSPORT_PARAMETER_ERROR: u64 = 0x08;
+pub(crate) const PROTOCOL_VIOLATION: u64 = 0x0a;
 pub(crate) const H3_NO_ERROR: u64 = 0x100;
+/// The application code of the RESET_STREAM and STOP_SENDING the transport
+/// cases send.
+pub(crate) const H3_REQUEST_CANCELLED: u64 = 0x10c;
 /// RFC 9114 §8.1: for a violation "that does not match a more specific
 /// error code", or when an endpoint "declines to use the more specific
 /// error code": a conforming answer to any error case.

@@ -1,9 +1,11 @@
 //! The transport cases' I/O: one QUIC connection on quiche itself, with
-//! the client's transport parameters bent by the case, then, if the
-//! server lets the handshake finish, a plain GET over quiche's HTTP/3 to
-//! tell "carried on" from "stuck". h3i cannot run these cases: it builds
-//! its own quiche configuration, and a handshake that fails comes back
-//! from it as an error without the server's close.
+//! the client's transport parameters bent by the case, or a raw frame of
+//! the case's sent in a packet of the case's type (both through h3lab's
+//! patch of quiche, vendor/README.md), then, if the server lets the
+//! connection live, a plain GET over quiche's HTTP/3 to tell "carried on"
+//! from "stuck". h3i cannot run these cases: it builds its own quiche
+//! configuration, and a handshake that fails comes back from it as an
+//! error without the server's close.
 
 use std::io::ErrorKind;
 use std::net::{SocketAddr, UdpSocket};
@@ -16,7 +18,7 @@ use ring::rand::{SecureRandom, SystemRandom};
 use crate::codes::H3_NO_ERROR;
 use crate::judge::{StreamAnswer, Transcript};
 use crate::options::Options;
-use crate::suite::request;
+use crate::suite::{request, RawFrame};
 
 /// The largest UDP payload the client sends, as h3i's.
 const DATAGRAM: usize = 1350;
@@ -40,17 +42,22 @@ fn client_config(
     config.set_initial_max_streams_bidi(100);
     config.set_initial_max_streams_uni(100);
     config.set_disable_active_migration(true);
+    // No GREASE transport parameter, frame or stream: the GET after the
+    // case is plain, so a server that stumbles on GREASE is not taken
+    // for one that refused the case.
+    config.grease(false);
     bend(&mut config);
     Ok(config)
 }
 
-/// Connects with the case's transport parameters and reads what the
-/// server did: closed (with which code), or finished the handshake and
-/// answered a GET, or neither within the case timeout. An error means the
-/// case could not run.
+/// Connects with the case's transport parameters, sends its raw frame if
+/// it has one, and reads what the server did: closed (with which code), or
+/// answered a GET sent once the handshake is done, or neither within the
+/// case timeout. An error means the case could not run.
 pub(crate) fn exchange(
     options: &Options,
     bend: fn(&mut quiche::Config),
+    frame: Option<RawFrame>,
 ) -> Result<Transcript, String> {
     let mut config = client_config(options, bend).map_err(|err| format!("quiche: {err}"))?;
     let bind: SocketAddr = match options.address {
@@ -71,7 +78,7 @@ pub(crate) fn exchange(
         &mut config,
     )
     .map_err(|err| format!("quiche: {err}"))?;
-    let answer = drive(options, &socket, &mut connection)?;
+    let answer = drive(options, &socket, &mut connection, frame)?;
     if answer.is_some() {
         let _ = connection.close(true, H3_NO_ERROR, b"case over");
         let _ = flush(&socket, &mut connection);
@@ -86,11 +93,13 @@ pub(crate) fn exchange(
 }
 
 /// Sends and receives until the server closes, answers the GET sent once
-/// the handshake is done, or the case timeout passes.
+/// the handshake is done (and the raw frame is out), or the case timeout
+/// passes.
 fn drive(
     options: &Options,
     socket: &UdpSocket,
     connection: &mut quiche::Connection,
+    mut frame: Option<RawFrame>,
 ) -> Result<Option<StreamAnswer>, String> {
     let mut get = None;
     let deadline = Instant::now() + options.case_timeout;
@@ -121,13 +130,51 @@ fn drive(
             }
             Err(err) => return Err(format!("receiving: {err}")),
         }
-        if connection.is_established() {
+        if let Some(raw) = frame.filter(|raw| is_due(raw, connection)) {
+            send_raw(socket, connection, raw)?;
+            frame = None;
+        }
+        if connection.is_established() && frame.is_none() {
             if let Some(answer) = follow_up(options, connection, &mut get)? {
                 return Ok(Some(answer));
             }
         }
     }
-    Ok(None)
+    match connection.local_error() {
+        // quiche closed it on something the server sent, such as a frame
+        // for the raw frame's stream, which quiche never opened: the server
+        // did not close, but neither did the case get to see it carry on.
+        Some(error) if connection.peer_error().is_none() => Err(format!(
+            "the client closed the connection (QUIC code {:#x}) on a frame from the server \
+             before the server closed it or answered the GET after the case",
+            error.error_code
+        )),
+        _ => Ok(None),
+    }
+}
+
+/// Whether the client can send the raw frame now: it has the server's
+/// transport parameters (so the keys of Handshake packets), and for a
+/// 1-RTT frame, the handshake is done.
+fn is_due(frame: &RawFrame, connection: &quiche::Connection) -> bool {
+    connection.peer_transport_params().is_some()
+        && (frame.packet != quiche::Type::Short || connection.is_established())
+}
+
+/// Queues the raw frame and sends it at once, before any HTTP/3 stream
+/// opens, so the server reads it first.
+fn send_raw(
+    socket: &UdpSocket,
+    connection: &mut quiche::Connection,
+    frame: RawFrame,
+) -> Result<(), String> {
+    let bytes = (frame.build)(connection)?;
+    let quiche_failed = |err: quiche::Error| format!("quiche: {err}");
+    connection
+        .h3lab_send_raw_frame(frame.packet, bytes)
+        .map_err(quiche_failed)?;
+    connection.send_ack_eliciting().map_err(quiche_failed)?;
+    flush(socket, connection)
 }
 
 /// Sends the plain GET once, then reads its answer if it has come.

@@ -16,7 +16,7 @@ use h3lab_results::conformance::{ConformanceReport, Verdict};
 
 #[derive(Parser)]
 #[command(
-    about = "The HTTP/3, QPACK and transport parameter conformance suite that `h3lab probe conformance` runs"
+    about = "The HTTP/3, QPACK and QUIC transport conformance suite that `h3lab probe conformance` runs"
 )]
 enum Command {
     /// Lists the cases: id, RFC section, what the client sends and what a

@@ -41,6 +41,20 @@ pub(crate) enum How {
     /// The client's transport parameters, bent by this before the
     /// handshake (`transport`).
     TransportParameters(fn(&mut quiche::Config)),
+    /// A QUIC frame as raw bytes (`transport`).
+    Frame(RawFrame),
+}
+
+/// A QUIC frame the client sends as given, whatever RFC 9000 says.
+#[derive(Clone, Copy)]
+pub(crate) struct RawFrame {
+    /// The packet it goes in: `Handshake`, as soon as the client has the
+    /// server's transport parameters, or `Short` (1-RTT), once the
+    /// handshake is done.
+    pub packet: quiche::Type,
+    /// Its bytes, from the connection as the client sees it (the server's
+    /// limits), or why the server leaves no way to run the case.
+    pub build: fn(&quiche::Connection) -> Result<Vec<u8>, String>,
 }
 
 /// What a conforming server does, with the codes the RFC allows.
@@ -99,7 +113,7 @@ impl Case {
 
     /// Whether the case bends QUIC rather than HTTP/3.
     pub fn is_transport(&self) -> bool {
-        matches!(self.how, How::TransportParameters(_))
+        matches!(self.how, How::TransportParameters(_) | How::Frame(_))
     }
 
     pub(crate) fn how(&self) -> &How {
@@ -209,7 +223,28 @@ pub fn cases() -> impl Iterator<Item = &'static Case> {
         messages::MESSAGES,
         qpack::QPACK,
         transport::TRANSPORT_PARAMETERS,
+        transport::FRAMES,
     ]
     .into_iter()
     .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use h3lab_results::conformance::CONFORMANCE_CASES;
+
+    use super::cases;
+
+    #[test]
+    fn the_case_count_h3lab_estimates_with_is_the_suites() {
+        assert_eq!(cases().count(), CONFORMANCE_CASES);
+    }
+
+    #[test]
+    fn case_ids_are_unique() {
+        let mut ids: Vec<&str> = cases().map(|case| case.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), cases().count());
+    }
 }

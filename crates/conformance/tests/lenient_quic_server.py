@@ -1,8 +1,11 @@
-"""An HTTP/3 server on aioquic that takes transport parameters RFC 9000
-calls invalid: the server the `transport.` cases are built to fail
-(tests/servers.rs). aioquic refuses them, as it must; this server moves
-each into range before aioquic looks, as a server that never checked
-would, and answers every request with 200.
+"""An HTTP/3 server on aioquic that takes what RFC 9000 tells a server to
+refuse: the server the `transport.` cases are built to fail
+(tests/servers.rs). aioquic refuses all of it, as it must; this server
+moves each invalid transport parameter into range (and drops the
+server-only ones) before aioquic looks, takes every frame in every packet
+type, skips the frames a client must not send and a frame of unknown type,
+lifts its stream and flow-control limits for whatever the client sends,
+as a server that never checked would, and answers every request with 200.
 
 Usage: python3 lenient_quic_server.py CERT.pem KEY.pem
 Prints `listening: udp 127.0.0.1:PORT`, then serves until killed.
@@ -11,6 +14,7 @@ Prints `listening: udp 127.0.0.1:PORT`, then serves until killed.
 import asyncio
 import sys
 
+import aioquic.asyncio.server as quic_server
 import aioquic.quic.connection as quic_connection
 from aioquic.asyncio import QuicConnectionProtocol, serve
 from aioquic.h3.connection import H3_ALPN, H3Connection
@@ -29,10 +33,75 @@ def lenient(buf):
     for name in ("initial_max_streams_bidi", "initial_max_streams_uni"):
         if getattr(params, name) is not None:
             setattr(params, name, min(getattr(params, name), 2**60))
+    params.stateless_reset_token = None
+    params.original_destination_connection_id = None
     return params
 
 
 quic_connection.pull_quic_transport_parameters = lenient
+
+# The frame type of `transport.unknown-frame-type`, skipped as if it had no
+# payload (which it has not).
+UNKNOWN_FRAME_TYPE = 0x2D0D1E77
+
+
+def skip_varints(count):
+    def skip(context, frame_type, buf):
+        for _ in range(count):
+            buf.pull_uint_var()
+
+    return skip
+
+
+def skip_new_token(context, frame_type, buf):
+    buf.pull_bytes(buf.pull_uint_var())
+
+
+def skip_new_connection_id(context, frame_type, buf):
+    buf.pull_uint_var()  # Sequence Number
+    buf.pull_uint_var()  # Retire Prior To
+    buf.pull_bytes(buf.pull_uint8())  # Connection ID
+    buf.pull_bytes(16)  # Stateless Reset Token
+
+
+class LenientConnection(quic_connection.QuicConnection):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        handlers = self._QuicConnection__frame_handlers
+        everywhere = quic_connection.EPOCHS("IH01")
+        for frame_type, (handler, _) in list(handlers.items()):
+            handlers[frame_type] = (handler, everywhere)
+        handlers[0x04] = (skip_varints(3), everywhere)  # RESET_STREAM
+        handlers[0x05] = (skip_varints(2), everywhere)  # STOP_SENDING
+        handlers[0x07] = (skip_new_token, everywhere)
+        handlers[0x18] = (skip_new_connection_id, everywhere)
+        handlers[0x1E] = (skip_varints(0), everywhere)  # HANDSHAKE_DONE
+        handlers[UNKNOWN_FRAME_TYPE] = (skip_varints(0), everywhere)
+
+    def _get_or_create_stream(self, frame_type, stream_id):
+        limit = self._stream_limit(stream_id)
+        advertised = limit.value
+        limit.value = max(advertised, stream_id // 4 + 1)
+        try:
+            stream = super()._get_or_create_stream(frame_type, stream_id)
+        finally:
+            limit.value = advertised
+        # As if that were the limit sent, so that none is sent for a stream
+        # the client never opened.
+        stream.max_stream_data_local = 2**62 - 1
+        stream.max_stream_data_local_sent = stream.max_stream_data_local
+        return stream
+
+    def _handle_stream_frame(self, context, frame_type, buf):
+        advertised = self._local_max_data.value
+        self._local_max_data.value = 2**62 - 1
+        try:
+            super()._handle_stream_frame(context, frame_type, buf)
+        finally:
+            self._local_max_data.value = max(advertised, self._local_max_data.used)
+
+
+quic_server.QuicConnection = LenientConnection
 
 
 class AnswerEverything(QuicConnectionProtocol):

@@ -13,7 +13,7 @@
 //! before it measures; and `probe connections`, which holds N idle and then
 //! active connections to the built-in server per protocol and reads what
 //! each costs the server in memory (`connections`); and `probe
-//! conformance`, which runs the HTTP/3, QPACK and transport parameter
+//! conformance`, which runs the HTTP/3, QPACK and QUIC transport
 //! error-handling suite of the `h3lab-conformance` helper against a URL
 //! (`conformance`).
 //!

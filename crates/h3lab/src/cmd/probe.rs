@@ -49,9 +49,10 @@ enum Probe {
     /// protocol: N connections held idle, then with a request open each
     /// (needs root).
     Connections(ConnectionsArgs),
-    /// HTTP/3 and QPACK error handling, case by case against the RFCs'
-    /// MUSTs: what the server does with frames on the wrong stream,
-    /// malformed requests and QPACK references to nothing.
+    /// HTTP/3, QPACK and QUIC error handling, case by case against the
+    /// RFCs' MUSTs: what the server does with frames on the wrong stream,
+    /// malformed requests, QPACK references to nothing and QUIC frames and
+    /// transport parameters it must refuse.
     Conformance(ConformanceArgs),
 }
 
