@@ -112,7 +112,9 @@ fn a_missing_helper_is_named() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
     assert!(
-        stderr.contains("H3LAB_CONFORMANCE is /nonexistent/h3lab-conformance, which is no file"),
+        stderr.contains(
+            "H3LAB_CONFORMANCE is /nonexistent/h3lab-conformance, which is no executable file"
+        ),
         "{stderr}"
     );
 }

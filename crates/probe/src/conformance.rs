@@ -114,12 +114,8 @@ pub fn list() -> anyhow::Result<()> {
 /// The helper: `H3LAB_CONFORMANCE`, else beside this binary, else on the
 /// PATH; or how to build it.
 fn find_helper() -> anyhow::Result<PathBuf> {
-    if let Some(path) = std::env::var_os("H3LAB_CONFORMANCE") {
-        let path = PathBuf::from(path);
-        if !path.is_file() {
-            bail!("H3LAB_CONFORMANCE is {}, which is no file", path.display());
-        }
-        return Ok(path);
+    if let Some(named) = h3lab_supervise::named_by_env("H3LAB_CONFORMANCE") {
+        return named.map_err(anyhow::Error::msg);
     }
     let this = std::env::current_exe()?;
     let beside = this.with_file_name(HELPER);

@@ -366,6 +366,19 @@ pub fn on_path(names: &[&str]) -> Option<PathBuf> {
         .find(|candidate| is_executable(candidate))
 }
 
+/// The program the environment variable `env_var` names, when it is set:
+/// an executable file, or why it is not one.
+pub fn named_by_env(env_var: &str) -> Option<Result<PathBuf, String>> {
+    let path = PathBuf::from(std::env::var_os(env_var)?);
+    Some(match is_executable(&path) {
+        true => Ok(path),
+        false => Err(format!(
+            "{env_var} is {}, which is no executable file",
+            path.display()
+        )),
+    })
+}
+
 /// Whether `path` is a file its owner, group or others may run.
 pub fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;

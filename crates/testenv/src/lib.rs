@@ -330,23 +330,23 @@ fn runs<T>(precondition: Result<T, String>) -> Option<T> {
     }
 }
 
-/// `$env_var`, else the first of `names` on PATH, else the first existing
-/// `fallbacks`.
+/// The program `$env_var` names, else the first of `names` on PATH, else
+/// the first executable of `fallbacks`.
 fn find(
     env_var: &str,
     names: &[&str],
     fallbacks: &[PathBuf],
     missing: &str,
 ) -> Result<PathBuf, String> {
-    if let Some(path) = std::env::var_os(env_var) {
-        let path = PathBuf::from(path);
-        return match path.is_file() {
-            true => Ok(path),
-            false => Err(format!("{env_var}={} is not a file", path.display())),
-        };
+    if let Some(named) = h3lab_supervise::named_by_env(env_var) {
+        return named;
     }
     (h3lab_supervise::on_path(names))
-        .or_else(|| fallbacks.iter().find(|path| path.is_file()).cloned())
+        .or_else(|| {
+            (fallbacks.iter())
+                .find(|path| h3lab_supervise::is_executable(path))
+                .cloned()
+        })
         .ok_or_else(|| missing.to_string())
 }
 
