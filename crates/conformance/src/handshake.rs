@@ -1,11 +1,12 @@
-//! The transport cases' I/O: one QUIC connection on quiche itself, with
-//! the client's transport parameters bent by the case, or a raw frame of
-//! the case's sent in a packet of the case's type (both through h3lab's
-//! patch of quiche, vendor/README.md), then, if the server lets the
+//! The I/O of the cases h3i cannot send: one QUIC connection on quiche
+//! itself, with the client's transport parameters bent by the case, or a
+//! raw frame of the case's sent in a packet of the case's type (both
+//! through h3lab's patch of quiche, vendor/README.md), or raw requests
+//! built from the server's SETTINGS; then, if the server lets the
 //! connection live, a plain GET over quiche's HTTP/3 to tell "carried on"
-//! from "stuck". h3i cannot run these cases: it builds its own quiche
-//! configuration, and a handshake that fails comes back from it as an
-//! error without the server's close.
+//! from "stuck". h3i builds its own quiche configuration, a handshake that
+//! fails comes back from it as an error without the server's close, and it
+//! does not read the server's control stream.
 
 use std::io::ErrorKind;
 use std::net::{SocketAddr, UdpSocket};
@@ -18,7 +19,7 @@ use ring::rand::{SecureRandom, SystemRandom};
 use crate::codes::H3_NO_ERROR;
 use crate::judge::{StreamAnswer, Transcript};
 use crate::options::Options;
-use crate::suite::{request, RawFrame};
+use crate::suite::{request, How, RawFrame, RawRequests};
 
 /// The largest UDP payload the client sends, as h3i's.
 const DATAGRAM: usize = 1350;
@@ -50,15 +51,29 @@ fn client_config(
     Ok(config)
 }
 
-/// Connects with the case's transport parameters, sends its raw frame if
-/// it has one, and reads what the server did: closed (with which code), or
-/// answered a GET sent once the handshake is done, or neither within the
-/// case timeout. An error means the case could not run.
-pub(crate) fn exchange(
-    options: &Options,
-    bend: fn(&mut quiche::Config),
-    frame: Option<RawFrame>,
-) -> Result<Transcript, String> {
+/// Connects (with the case's transport parameters), sends the case's raw
+/// frame or requests, and reads what the server did: closed (with which
+/// code), or answered a GET sent once the handshake is done, or neither
+/// within the case timeout. An error means the case could not run.
+pub(crate) fn exchange(options: &Options, how: &How) -> Result<Transcript, String> {
+    let (bend, mut plan) = match *how {
+        How::TransportParameters(bend) => (bend, Plan::default()),
+        How::Frame(frame) => (
+            leave_as_is as fn(&mut quiche::Config),
+            Plan {
+                frame: Some(frame),
+                ..Plan::default()
+            },
+        ),
+        How::AfterSettings(requests) => (
+            leave_as_is as fn(&mut quiche::Config),
+            Plan {
+                requests: Some(requests),
+                ..Plan::default()
+            },
+        ),
+        How::Http3 { .. } => return Err("an HTTP/3 case goes through h3i".to_string()),
+    };
     let mut config = client_config(options, bend).map_err(|err| format!("quiche: {err}"))?;
     let bind: SocketAddr = match options.address {
         SocketAddr::V4(_) => ([0, 0, 0, 0], 0).into(),
@@ -78,7 +93,7 @@ pub(crate) fn exchange(
         &mut config,
     )
     .map_err(|err| format!("quiche: {err}"))?;
-    let answer = drive(options, &socket, &mut connection, frame)?;
+    let answer = drive(options, &socket, &mut connection, &mut plan)?;
     if answer.is_some() {
         let _ = connection.close(true, H3_NO_ERROR, b"case over");
         let _ = flush(&socket, &mut connection);
@@ -92,14 +107,24 @@ pub(crate) fn exchange(
     })
 }
 
+fn leave_as_is(_: &mut quiche::Config) {}
+
+/// What the client sends beside its transport parameters, each taken (set
+/// to `None`) once sent.
+#[derive(Default)]
+struct Plan {
+    frame: Option<RawFrame>,
+    requests: Option<RawRequests>,
+}
+
 /// Sends and receives until the server closes, answers the GET sent once
-/// the handshake is done (and the raw frame is out), or the case timeout
+/// the handshake is done (and the case is out), or the case timeout
 /// passes.
 fn drive(
     options: &Options,
     socket: &UdpSocket,
     connection: &mut quiche::Connection,
-    mut frame: Option<RawFrame>,
+    plan: &mut Plan,
 ) -> Result<Option<StreamAnswer>, String> {
     let mut get = None;
     let deadline = Instant::now() + options.case_timeout;
@@ -108,7 +133,7 @@ fn drive(
         flush(socket, connection)?;
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Ok(None);
+            break;
         }
         let wait = connection.timeout().unwrap_or(left).min(left);
         let wait = wait.max(Duration::from_millis(1));
@@ -130,27 +155,36 @@ fn drive(
             }
             Err(err) => return Err(format!("receiving: {err}")),
         }
-        if let Some(raw) = frame.filter(|raw| is_due(raw, connection)) {
+        if let Some(raw) = plan.frame.filter(|raw| is_due(raw, connection)) {
             send_raw(socket, connection, raw)?;
-            frame = None;
+            plan.frame = None;
         }
-        if connection.is_established() && frame.is_none() {
-            if let Some(answer) = follow_up(options, connection, &mut get)? {
+        if connection.is_established() && plan.frame.is_none() {
+            if let Some(answer) = follow_up(options, connection, &mut get, &mut plan.requests)? {
                 return Ok(Some(answer));
             }
         }
     }
-    match connection.local_error() {
+    if connection.peer_error().is_some() {
+        return Ok(None);
+    }
+    if let Some(error) = connection.local_error() {
         // quiche closed it on something the server sent, such as a frame
         // for the raw frame's stream, which quiche never opened: the server
         // did not close, but neither did the case get to see it carry on.
-        Some(error) if connection.peer_error().is_none() => Err(format!(
+        return Err(format!(
             "the client closed the connection (QUIC code {:#x}) on a frame from the server \
              before the server closed it or answered the GET after the case",
             error.error_code
-        )),
-        _ => Ok(None),
+        ));
     }
+    if plan.requests.is_some() && get.is_some() {
+        return Err(format!(
+            "the server sent no SETTINGS within {:?}, and the case is built from them",
+            options.case_timeout
+        ));
+    }
+    Ok(None)
 }
 
 /// Whether the client can send the raw frame now: it has the server's
@@ -177,21 +211,45 @@ fn send_raw(
     flush(socket, connection)
 }
 
-/// Sends the plain GET once, then reads its answer if it has come.
+/// The client's HTTP/3 side, and the plain GET's stream once sent.
+struct FollowUp {
+    h3: quiche::h3::Connection,
+    get: Option<u64>,
+}
+
+/// Opens HTTP/3, sends the case's raw requests once the server's SETTINGS
+/// have come, then the plain GET, and reads its answer if it has come.
 fn follow_up(
     options: &Options,
     connection: &mut quiche::Connection,
-    get: &mut Option<(quiche::h3::Connection, u64)>,
+    state: &mut Option<FollowUp>,
+    requests: &mut Option<RawRequests>,
 ) -> Result<Option<StreamAnswer>, String> {
     let failed = |err: quiche::h3::Error| format!("HTTP/3 after the handshake: {err}");
-    if get.is_none() {
+    if state.is_none() {
         let config = quiche::h3::Config::new().map_err(failed)?;
-        let mut h3 = quiche::h3::Connection::with_transport(connection, &config).map_err(failed)?;
+        let h3 = quiche::h3::Connection::with_transport(connection, &config).map_err(failed)?;
+        *state = Some(FollowUp { h3, get: None });
+    }
+    let Some(FollowUp { h3, get }) = state.as_mut() else {
+        return Ok(None);
+    };
+    if let Some(build) = *requests {
+        let Some(settings) = read_settings(connection, h3)? else {
+            return Ok(None);
+        };
+        for (stream_id, bytes) in build(connection, &settings)? {
+            (connection.stream_send(stream_id, &bytes, true))
+                .map_err(|err| format!("sending on stream {stream_id}: {err}"))?;
+        }
+        *requests = None;
+    }
+    if get.is_none() {
         let stream =
             (h3.send_request(connection, &request(&options.origin), true)).map_err(failed)?;
-        *get = Some((h3, stream));
+        *get = Some(stream);
     }
-    let Some((h3, stream)) = get.as_mut() else {
+    let Some(stream) = get else {
         return Ok(None);
     };
     loop {
@@ -208,6 +266,24 @@ fn follow_up(
             Ok(_) => continue,
             Err(quiche::h3::Error::Done) => return Ok(None),
             Err(err) => return Err(failed(err)),
+        }
+    }
+}
+
+/// The server's SETTINGS (identifier and value, as sent), once they have
+/// come; the events read meanwhile are none of the case's.
+fn read_settings(
+    connection: &mut quiche::Connection,
+    h3: &mut quiche::h3::Connection,
+) -> Result<Option<Vec<(u64, u64)>>, String> {
+    loop {
+        if let Some(settings) = h3.peer_settings_raw() {
+            return Ok(Some(settings.to_vec()));
+        }
+        match h3.poll(connection) {
+            Ok(_) => continue,
+            Err(quiche::h3::Error::Done) => return Ok(None),
+            Err(err) => return Err(format!("HTTP/3 before the server's SETTINGS: {err}")),
         }
     }
 }

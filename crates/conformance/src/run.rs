@@ -17,7 +17,7 @@ use crate::codes::H3_NO_ERROR;
 use crate::handshake;
 use crate::judge::{judge, observe, StreamAnswer, Transcript};
 use crate::options::Options;
-use crate::suite::{Case, How, CASE_STREAM, FOLLOW_UP_STREAM};
+use crate::suite::{http3_actions, plain_request, Case, How, CASE_STREAM, FOLLOW_UP_STREAM};
 
 /// The client, as the report names it.
 const CLIENT: &str = "h3i 0.7.0 (quiche 0.30.0, patched: vendor/patches)";
@@ -30,8 +30,6 @@ const FIRST_ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 const NOT_COVERED: &[&str] = &[
     "a duplicate transport parameter (RFC 9000 §7.4 asks a server to refuse it with \
      SHOULD, not MUST)",
-    "a QPACK blocked-streams overflow (RFC 9204 §2.1.2): it needs the server's \
-     SETTINGS_QPACK_BLOCKED_STREAMS, which h3i does not read",
     "answers that come later than the settle time after the follow-up request's",
 ];
 
@@ -107,11 +105,10 @@ fn run_case(options: &Options, case: &Case, plain_status: u16) -> CaseResult {
             send,
         } => exchange(
             options,
-            Case::actions(&options.origin, control_stream, send),
+            http3_actions(&options.origin, control_stream, send),
         )
         .map(|summary| transcript(&summary)),
-        How::TransportParameters(bend) => handshake::exchange(options, bend, None),
-        How::Frame(frame) => handshake::exchange(options, |_| {}, Some(frame)),
+        ref quiche_direct => handshake::exchange(options, quiche_direct),
     };
     let mut observed = match seen {
         Ok(seen) => observe(&Transcript {
@@ -139,8 +136,7 @@ fn run_case(options: &Options, case: &Case, plain_status: u16) -> CaseResult {
 
 /// The status of a plain GET on a fresh connection.
 fn answers_plain_request(options: &Options) -> anyhow::Result<u16> {
-    let summary =
-        exchange(options, Case::plain_request(&options.origin)).map_err(anyhow::Error::msg)?;
+    let summary = exchange(options, plain_request(&options.origin)).map_err(anyhow::Error::msg)?;
     let transcript = transcript(&summary);
     match (transcript.follow_up, transcript.closed_by_server) {
         (Some(StreamAnswer::Status(status)), _) => Ok(status),

@@ -43,7 +43,17 @@ pub(crate) enum How {
     TransportParameters(fn(&mut quiche::Config)),
     /// A QUIC frame as raw bytes (`transport`).
     Frame(RawFrame),
+    /// Requests as raw bytes, built from the server's SETTINGS (`qpack`).
+    AfterSettings(RawRequests),
 }
+
+/// The requests a case sends once the server's SETTINGS have come: each a
+/// client-initiated bidirectional stream (not 0, where the plain GET
+/// after the case goes) and its bytes, which end it; built from the
+/// connection (the server's limits) and the SETTINGS (identifier and value,
+/// as sent), or why the server leaves no way to run the case.
+pub(crate) type RawRequests =
+    fn(&quiche::Connection, &[(u64, u64)]) -> Result<Vec<(u64, Vec<u8>)>, String>;
 
 /// A QUIC frame the client sends as given, whatever RFC 9000 says.
 #[derive(Clone, Copy)]
@@ -119,33 +129,34 @@ impl Case {
     pub(crate) fn how(&self) -> &How {
         &self.how
     }
+}
 
-    /// Everything the client sends for an HTTP/3 case, in order: its
-    /// control stream, the case, then a plain GET on [`FOLLOW_UP_STREAM`].
-    /// All of it goes out before the client reads anything (but for a
-    /// case that waits for an answer first, `control.reset`), so no send
-    /// can fail because the server already closed.
-    pub(crate) fn actions(
-        origin: &Origin,
-        control_stream: bool,
-        send: fn(&Origin) -> Vec<Action>,
-    ) -> Vec<Action> {
-        let mut actions = Vec::new();
-        if control_stream {
-            actions.extend(open_control_stream());
-        }
-        actions.extend(send(origin));
-        actions.push(headers(FOLLOW_UP_STREAM, request(origin), true));
-        actions
+/// Everything the client sends for an HTTP/3 case, in order: its control
+/// stream (if `control_stream`), the case, then a plain GET on
+/// [`FOLLOW_UP_STREAM`]. All of it goes out before the client reads
+/// anything (but for a case that waits for an answer first,
+/// `control.reset`), so no send can fail because the server already
+/// closed.
+pub(crate) fn http3_actions(
+    origin: &Origin,
+    control_stream: bool,
+    send: fn(&Origin) -> Vec<Action>,
+) -> Vec<Action> {
+    let mut actions = Vec::new();
+    if control_stream {
+        actions.extend(open_control_stream());
     }
+    actions.extend(send(origin));
+    actions.push(headers(FOLLOW_UP_STREAM, request(origin), true));
+    actions
+}
 
-    /// The client's control stream and a plain GET, nothing else: whether
-    /// the server answers at all.
-    pub(crate) fn plain_request(origin: &Origin) -> Vec<Action> {
-        let mut actions = open_control_stream();
-        actions.push(headers(FOLLOW_UP_STREAM, request(origin), true));
-        actions
-    }
+/// The client's control stream and a plain GET, nothing else: whether the
+/// server answers at all.
+pub(crate) fn plain_request(origin: &Origin) -> Vec<Action> {
+    let mut actions = open_control_stream();
+    actions.push(headers(FOLLOW_UP_STREAM, request(origin), true));
+    actions
 }
 
 fn open_control_stream() -> Vec<Action> {

@@ -7,12 +7,19 @@ type, skips the frames a client must not send and a frame of unknown type,
 lifts its stream and flow-control limits for whatever the client sends,
 as a server that never checked would, and answers every request with 200.
 
-Usage: python3 lenient_quic_server.py CERT.pem KEY.pem
+With --blocked-streams-beyond-settings, its QPACK decoder also lets more
+requests block than its SETTINGS_QPACK_BLOCKED_STREAMS says: the server
+`qpack.blocked-streams-overflow` is built to fail. Without it, aioquic's
+QPACK (ls-qpack) refuses them, and the case passes.
+
+Usage: python3 lenient_quic_server.py CERT.pem KEY.pem [--blocked-streams-beyond-settings]
 Prints `listening: udp 127.0.0.1:PORT`, then serves until killed.
 """
 
 import asyncio
 import sys
+
+import pylsqpack
 
 import aioquic.asyncio.server as quic_server
 import aioquic.quic.connection as quic_connection
@@ -104,10 +111,21 @@ class LenientConnection(quic_connection.QuicConnection):
 quic_server.QuicConnection = LenientConnection
 
 
-class AnswerEverything(QuicConnectionProtocol):
+class BlockedStreamsBeyondSettings(H3Connection):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._http = H3Connection(self._quic)
+        # SETTINGS still announce self._blocked_streams.
+        self._decoder = pylsqpack.Decoder(
+            self._max_table_capacity, self._blocked_streams + 100
+        )
+
+
+class AnswerEverything(QuicConnectionProtocol):
+    http_connection = H3Connection
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._http = self.http_connection(self._quic)
 
     def quic_event_received(self, event):
         for http_event in self._http.handle_event(event):
@@ -130,4 +148,8 @@ async def main(cert, key):
 
 
 if __name__ == "__main__":
+    if sys.argv[3:] == ["--blocked-streams-beyond-settings"]:
+        AnswerEverything.http_connection = BlockedStreamsBeyondSettings
+    elif sys.argv[3:]:
+        sys.exit(f"unknown arguments {sys.argv[3:]}: see the usage at the top of this file")
     asyncio.run(main(sys.argv[1], sys.argv[2]))

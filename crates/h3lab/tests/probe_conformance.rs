@@ -56,12 +56,19 @@ fn the_built_in_server_passes_and_the_report_is_written() {
         .cases
         .iter()
         .all(|case| case.id.starts_with("qpack.")));
-    assert!(report
-        .cases
-        .iter()
-        .all(|case| case.verdict == Verdict::Pass));
+    // h3lab serve announces no QPACK dynamic table, so no request can
+    // block on it: that case does not run, has no verdict, and is no
+    // failure (the exit status above).
+    let (passed, not_run): (Vec<_>, Vec<_>) =
+        (report.cases.iter()).partition(|case| case.id != "qpack.blocked-streams-overflow");
+    assert!(passed.iter().all(|case| case.verdict == Verdict::Pass));
     assert!(
-        stdout.contains("pass  qpack.static-index-out-of-range"),
+        matches!(not_run.as_slice(), [case] if case.verdict == Verdict::Unknown),
+        "{not_run:?}"
+    );
+    assert!(
+        stdout.contains("pass  qpack.static-index-out-of-range")
+            && stdout.contains(" 0 failed, 1 without a verdict"),
         "{stdout}"
     );
 }

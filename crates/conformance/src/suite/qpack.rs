@@ -167,4 +167,59 @@ pub(super) const QPACK: &[Case] = &[
             },
         },
     },
+    Case {
+        id: "qpack.blocked-streams-overflow",
+        title: "requests blocked on a table insert never sent, one more than \
+            SETTINGS_QPACK_BLOCKED_STREAMS allows",
+        rfc: "RFC 9204 §2.1.2",
+        must: "If a decoder encounters more blocked streams than it promised to support, it \
+            MUST treat this as a connection error of type QPACK_DECOMPRESSION_FAILED.",
+        expect: Expect::Connection(&[QPACK_DECOMPRESSION_FAILED]),
+        how: How::AfterSettings(blocked_requests),
+    },
 ];
+
+/// RFC 9204 §5: the SETTINGS a QPACK decoder announces.
+const QPACK_MAX_TABLE_CAPACITY: u64 = 0x01;
+const QPACK_BLOCKED_STREAMS: u64 = 0x07;
+
+/// One request more than the server's SETTINGS_QPACK_BLOCKED_STREAMS, each
+/// a field section that refers to the first entry of the dynamic table,
+/// which the client never inserts, so each blocks (RFC 9204 §2.1.2).
+fn blocked_requests(
+    connection: &quiche::Connection,
+    settings: &[(u64, u64)],
+) -> Result<Vec<(u64, Vec<u8>)>, String> {
+    let setting = |id| {
+        let sent = settings.iter().rev().find(|(key, _)| *key == id);
+        sent.map_or(0, |(_, value)| *value)
+    };
+    // RFC 9204 §3.2.2: the table holds at most capacity / 32 entries.
+    let max_entries = setting(QPACK_MAX_TABLE_CAPACITY) / 32;
+    if max_entries == 0 {
+        return Err("the server's QPACK dynamic table holds no entry \
+            (SETTINGS_QPACK_MAX_TABLE_CAPACITY under 32), so no request can block on it; \
+            qpack.required-insert-count-impossible covers references to it"
+            .to_string());
+    }
+    let blocked = setting(QPACK_BLOCKED_STREAMS);
+    let requests = blocked.saturating_add(1);
+    let allowed = connection.peer_streams_left_bidi();
+    if requests.saturating_add(1) > allowed {
+        return Err(format!(
+            "SETTINGS_QPACK_BLOCKED_STREAMS is {blocked}: one more blocked request and the \
+             GET after them take {} bidirectional streams, and the server allows {allowed} \
+             at first (the case does not wait for it to allow more)",
+            requests.saturating_add(1)
+        ));
+    }
+    // Required Insert Count 1, encoded as 1 mod (2 * MaxEntries) + 1
+    // (§4.5.1.1), with a Base of 1, so relative index 0 is entry 0.
+    let section = [
+        section_prefix(1 % (2 * max_entries) + 1),
+        indexed_dynamic(0),
+    ]
+    .concat();
+    let request = frame(HEADERS, &section);
+    Ok((1..=requests).map(|n| (4 * n, request.clone())).collect())
+}
