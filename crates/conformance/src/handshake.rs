@@ -57,22 +57,22 @@ fn client_config(
 /// within the case timeout. An error means the case could not run.
 pub(crate) fn exchange(options: &Options, how: &How) -> Result<Transcript, String> {
     let (bend, mut plan) = match *how {
+        How::Http3 { .. } => return Err("an HTTP/3 case goes through h3i".to_string()),
         How::TransportParameters(bend) => (bend, Plan::default()),
         How::Frame(frame) => (
-            leave_as_is as fn(&mut quiche::Config),
+            leave_as_is as _,
             Plan {
                 frame: Some(frame),
-                ..Plan::default()
+                requests: None,
             },
         ),
         How::AfterSettings(requests) => (
-            leave_as_is as fn(&mut quiche::Config),
+            leave_as_is as _,
             Plan {
+                frame: None,
                 requests: Some(requests),
-                ..Plan::default()
             },
         ),
-        How::Http3 { .. } => return Err("an HTTP/3 case goes through h3i".to_string()),
     };
     let mut config = client_config(options, bend).map_err(|err| format!("quiche: {err}"))?;
     let bind: SocketAddr = match options.address {
