@@ -143,8 +143,9 @@ pub fn estimated_seconds(suite: &Suite, cell: &CellSpec) -> f64 {
             }
             Load::Ttfb { samples, .. } => (units(samples.0) + 1.0) * 4.0 * rtt_s,
             // Cases of a few round trips and a 200 ms settle each: 5-15 s a
-            // server on loopback, minutes for one that stalls (kwik: 205 s);
-            // the `conformance` preset's 13 servers took 5 min 39 s.
+            // server on loopback, minutes for one that stalls (kwik); the
+            // `conformance` preset's 11 servers took 13 min 55 s (71 cases,
+            // twice each, 2026-12-05).
             Load::Conformance { .. } => CONFORMANCE_CASES as f64 * (0.5 + 4.0 * rtt_s),
             Load::Page {
                 site, visit, loads, ..

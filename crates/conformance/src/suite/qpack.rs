@@ -204,13 +204,13 @@ fn blocked_requests(
     }
     let blocked = setting(QPACK_BLOCKED_STREAMS);
     let requests = blocked.saturating_add(1);
+    let with_the_get = requests.saturating_add(1);
     let allowed = connection.peer_streams_left_bidi();
-    if requests.saturating_add(1) > allowed {
+    if with_the_get > allowed {
         return Err(format!(
             "SETTINGS_QPACK_BLOCKED_STREAMS is {blocked}: one more blocked request and the \
-             GET after them take {} bidirectional streams, and the server allows {allowed} \
-             at first (the case does not wait for it to allow more)",
-            requests.saturating_add(1)
+             GET after them take {with_the_get} bidirectional streams, and the server allows \
+             {allowed} at first (the case does not wait for it to allow more)"
         ));
     }
     // Required Insert Count 1, encoded as 1 mod (2 * MaxEntries) + 1

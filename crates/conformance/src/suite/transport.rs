@@ -85,9 +85,10 @@ const SERVER_ONLY_PARAMETER: &str = "A client MUST NOT include any server-only t
     retry_source_connection_id, or stateless_reset_token. A server MUST treat receipt of any of \
     these transport parameters as a connection error of type TRANSPORT_PARAMETER_ERROR.";
 
-/// One encoded transport parameter: id, length, value (RFC 9000 §18).
+/// One encoded transport parameter: id, length, value (RFC 9000 §18), the
+/// layout of an HTTP/3 frame.
 fn parameter(id: u64, value: &[u8]) -> Vec<u8> {
-    [varint(id), varint(value.len() as u64), value.to_vec()].concat()
+    frame(id, value)
 }
 
 pub(super) const FRAMES: &[Case] = &[
@@ -164,11 +165,11 @@ pub(super) const FRAMES: &[Case] = &[
             let limit = (connection.peer_transport_params())
                 .map(|params| params.initial_max_stream_data_bidi_remote)
                 .ok_or("no transport parameters from the server")?;
-            if limit >= MAX_VARINT || connection.peer_streams_left_bidi() < 2 {
+            let streams = connection.peer_streams_left_bidi();
+            if limit >= MAX_VARINT || streams < 2 {
                 return Err(format!(
                     "the server allows {limit} bytes a stream (RFC 9000's most is 2^62 - 1) and \
-                     {} bidirectional streams: none of its limits can be passed on stream 4",
-                    connection.peer_streams_left_bidi()
+                     {streams} bidirectional streams: none of its limits can be passed on stream 4"
                 ));
             }
             Ok(stream_frame(RAW_BIDI_STREAM, limit, b"x"))
