@@ -57,6 +57,18 @@ pub struct ConnectTiming {
     pub path_rtt: Option<Duration>,
 }
 
+impl ConnectTiming {
+    /// A QUIC connection's: its handshake and QUIC's RTT estimate after it.
+    pub fn quic(handshake: Duration, path_rtt: Duration) -> ConnectTiming {
+        ConnectTiming {
+            tcp_connect: None,
+            handshake: Some(handshake),
+            resumed: None,
+            path_rtt: Some(path_rtt),
+        }
+    }
+}
+
 /// A fresh connection: its request handle and set-up timing.
 pub struct Connection {
     /// The handle requests are sent on.
@@ -452,13 +464,20 @@ fn quic_client(
         runtime,
     )
     .map_err(starting)?;
-    let crypto = QuicClientConfig::try_from(tls.clone())
-        .map_err(|err| anyhow::anyhow!("TLS configuration unusable for QUIC: {err}"))?;
     Ok(QuicClient {
         endpoint,
-        config: quinn::ClientConfig::new(Arc::new(crypto)),
+        config: quic_client_config(tls)?,
         qlog: None,
     })
+}
+
+/// The QUIC client configuration every h3lab client uses: `tls` with
+/// quinn's default transport, for quinn and for quinn-proto driven directly
+/// (the load generator's event loop) alike.
+pub fn quic_client_config(tls: &Arc<rustls::ClientConfig>) -> anyhow::Result<quinn::ClientConfig> {
+    let crypto = QuicClientConfig::try_from(tls.clone())
+        .map_err(|err| anyhow::anyhow!("TLS configuration unusable for QUIC: {err}"))?;
+    Ok(quinn::ClientConfig::new(Arc::new(crypto)))
 }
 
 /// The kernel's smoothed RTT of a TCP connection (`tcpi_rtt`, in µs).
@@ -481,7 +500,7 @@ fn tcp_rtt(stream: &TcpStream) -> Option<Duration> {
 }
 
 /// A UDP socket on `local` with [`UDP_BUFFER_BYTES`] buffers asked each way.
-fn udp_socket(local: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
+pub fn udp_socket(local: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
     use socket2::{Domain, Protocol, Socket, Type};
     let socket = Socket::new(Domain::for_address(local), Type::DGRAM, Some(Protocol::UDP))?;
     if local.is_ipv6() {

@@ -113,7 +113,9 @@ fn is_crypto_code(code: quinn::TransportErrorCode) -> bool {
     (0x100..0x200).contains(&u64::from(code))
 }
 
-pub(crate) fn quic_connect_error(err: quinn::ConnectionError, addr: SocketAddr) -> ClientError {
+/// A QUIC handshake's failure, sorted: a TLS alert, a protocol error, or
+/// no connection at all.
+pub fn quic_connect_error(err: quinn::ConnectionError, addr: SocketAddr) -> ClientError {
     use quinn::ConnectionError as E;
     match &err {
         E::TransportError(transport) if is_crypto_code(transport.code) => {

@@ -29,9 +29,9 @@ mod target;
 mod tls;
 mod ttfb;
 
-pub use connect::{ConnectTiming, Connection, Connector};
+pub use connect::{quic_client_config, udp_socket, ConnectTiming, Connection, Connector};
 pub use dns::{https_record_name, DnsResolver, HttpsRecord, NameServer, OriginLookup};
-pub use error::ClientError;
+pub use error::{quic_connect_error, ClientError};
 pub use h3_features::check_h3_features;
 pub use offer::check_offer;
 pub use race::{AutoConnector, OriginConnector, SharedDiscovery};

@@ -83,7 +83,14 @@ impl RequestTemplate {
         headers
     }
 
-    pub(crate) fn body(&self) -> &Bytes {
+    /// Whether each request from this template differs (a browser's
+    /// numbered headers), so that its head cannot be encoded once for all.
+    pub fn varies(&self) -> bool {
+        self.numbers.is_some()
+    }
+
+    /// The request's body, sent after its head.
+    pub fn body(&self) -> &Bytes {
         &self.body
     }
 
@@ -101,7 +108,7 @@ impl RequestTemplate {
 
     /// HTTP/2 and HTTP/3 form: headers only, the absolute URI supplies
     /// :scheme and :authority; the body is sent as DATA afterwards.
-    pub(crate) fn multiplexed(&self) -> Request<()> {
+    pub fn multiplexed(&self) -> Request<()> {
         let mut request = Request::new(());
         *request.method_mut() = self.method.clone();
         *request.uri_mut() = self.absolute_uri.clone();

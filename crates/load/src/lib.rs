@@ -10,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+mod books;
 #[cfg(feature = "clap")]
 pub mod cli;
 mod config;
@@ -20,6 +21,7 @@ mod pacer;
 mod plan;
 mod politeness;
 mod progress;
+mod quic;
 mod report;
 mod schedule;
 mod server_timing;

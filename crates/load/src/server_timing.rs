@@ -4,14 +4,20 @@
 
 use std::time::Duration;
 
-use http::HeaderMap;
+use http::{HeaderMap, HeaderValue};
 
 /// The edge's wait for its origin, if the response says; `None` when no
 /// `Server-Timing` header has an `origin` metric with a readable `dur`.
 pub(crate) fn origin_wait(headers: &HeaderMap) -> Option<Duration> {
-    headers
-        .get_all("server-timing")
-        .iter()
+    origin_wait_in(headers.get_all("server-timing"))
+}
+
+/// The same, from the values of a response's `Server-Timing` fields.
+pub(crate) fn origin_wait_in<'a>(
+    values: impl IntoIterator<Item = &'a HeaderValue>,
+) -> Option<Duration> {
+    values
+        .into_iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(','))
         .find_map(origin_duration)

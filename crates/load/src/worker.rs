@@ -2,37 +2,34 @@
 //! connection slots and request loops, reconnects with backoff, and a
 //! tally of everything it measured.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures::stream::{FuturesUnordered, StreamExt};
 use h3lab_client::{
-    AutoConnector, ClientError, ConnectTiming, Connector, OriginConnector, RequestTemplate, Sender,
+    AutoConnector, ClientError, Connector, OriginConnector, RequestTemplate, Sender,
 };
-use h3lab_results::{ErrorKind, Proto};
-use http::StatusCode;
 use tokio::time::{sleep, sleep_until, Sleep};
 use tokio_util::sync::CancellationToken;
 
+use crate::books::{Books, Exchange};
 use crate::cpu::CpuTime;
 use crate::pacer::Pacer;
 use crate::plan::{Plan, Share};
-use crate::schedule::{Schedule, Ticket};
+use crate::schedule::Ticket;
 use crate::server_timing;
 use crate::tally::Tally;
 
-const BACKOFF_MIN: Duration = Duration::from_millis(50);
-const BACKOFF_MAX: Duration = Duration::from_secs(1);
+pub(crate) const BACKOFF_MIN: Duration = Duration::from_millis(50);
+pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(1);
 /// A connection slot gives up after this many failed connects in a row
 /// (about 1.5 s of backoff), so a dead server ends even a long counted run.
-const CONNECT_ATTEMPTS: u32 = 5;
-/// Sent later than intended by more than this counts as late.
-const LATE: Duration = Duration::from_millis(1);
+pub(crate) const CONNECT_ATTEMPTS: u32 = 5;
 
 /// What one worker measured, for the planner to merge.
 pub(crate) struct WorkerResult {
@@ -60,22 +57,14 @@ pub(crate) fn run_worker(
         Pacer::new(interval).context("creating the send timer (timerfd)")?
     };
     let worker = Rc::new(Worker {
-        plan,
+        books: Books::new(plan, share.schedule, done),
         pacer,
-        schedule: RefCell::new(share.schedule),
-        tally: RefCell::new(Tally::default()),
-        in_flight: Cell::new(0),
-        done,
     });
     let end = runtime.block_on(worker.clone().drive(connections, cancel))?;
     drop(runtime);
     let worker = Rc::into_inner(worker).expect("the runtime that shared the worker is gone");
-    let mut tally = worker.tally.into_inner();
-    let schedule = worker.schedule.borrow();
-    tally.unsent = schedule.unsent(end);
-    tally.not_attempted = schedule.not_attempted();
     Ok(WorkerResult {
-        tally,
+        tally: worker.books.into_tally(end),
         cpu: CpuTime::of_this_thread().since(cpu_before),
         end,
     })
@@ -83,13 +72,8 @@ pub(crate) fn run_worker(
 
 /// State of one worker thread; only its own tasks touch it.
 struct Worker {
-    plan: Arc<Plan>,
+    books: Books,
     pacer: Pacer,
-    schedule: RefCell<Schedule>,
-    tally: RefCell<Tally>,
-    in_flight: Cell<u64>,
-    /// Finished measured attempts, for the progress bar only.
-    done: Arc<AtomicU64>,
 }
 
 /// Why a request loop stopped.
@@ -99,16 +83,6 @@ enum LoopEnd {
     Done,
     /// The connection can carry no more requests; open a new one.
     ConnectionLost,
-}
-
-/// A response received in full.
-struct Exchange {
-    status: StatusCode,
-    head_at: Instant,
-    end_at: Instant,
-    body_bytes: u64,
-    /// What the edge said it waited for its origin (`Server-Timing`).
-    origin_wait: Option<Duration>,
 }
 
 impl Worker {
@@ -127,7 +101,7 @@ impl Worker {
             .collect::<FuturesUnordered<_>>()
             .collect::<Vec<()>>();
         let deadline = async {
-            match self.plan.deadline {
+            match self.books.plan.deadline {
                 Some(deadline) => sleep_until(deadline.into()).await,
                 None => std::future::pending().await,
             }
@@ -137,15 +111,18 @@ impl Worker {
             _ = deadline => {}
             _ = cancel.cancelled() => {}
         }
-        self.tally.borrow_mut().aborted_in_flight = self.in_flight.get();
         let now = Instant::now();
         connector.close().await;
-        Ok(self.plan.deadline.map_or(now, |deadline| deadline.min(now)))
+        Ok(self
+            .books
+            .plan
+            .deadline
+            .map_or(now, |deadline| deadline.min(now)))
     }
 
     /// The connector of this worker's connections.
     fn connector(&self) -> anyhow::Result<OriginConnector> {
-        let plan = &self.plan;
+        let plan = &self.books.plan;
         if let Some((quic_tls, discovery)) = &plan.auto {
             return Ok(OriginConnector::Auto(Box::new(AutoConnector::new(
                 plan.target.clone(),
@@ -176,14 +153,11 @@ impl Worker {
         let mut backoff = BACKOFF_MIN;
         let mut failures = 0;
         let mut opened = 0u64;
-        while !self.schedule.borrow().is_done(Instant::now()) {
-            self.tally
-                .borrow_mut()
-                .first_attempt
-                .get_or_insert_with(Instant::now);
+        while !self.books.is_done(Instant::now()) {
+            self.books.note_first_attempt();
             match connector.connect(false).await {
                 Err(err) => {
-                    let Some(ticket) = self.next_ticket() else {
+                    let Some(ticket) = self.books.next_ticket() else {
                         return;
                     };
                     self.record_error(&ticket, &err);
@@ -198,7 +172,8 @@ impl Worker {
                     backoff = BACKOFF_MIN;
                     failures = 0;
                     let proto = connection.sender.proto();
-                    self.record_connection(&connection.timing, opened > 0, proto);
+                    self.books
+                        .record_connection(&connection.timing, opened > 0, proto);
                     opened += 1;
                     if self.run_streams(connection.sender, &connector).await == LoopEnd::Done {
                         return;
@@ -209,7 +184,7 @@ impl Worker {
     }
 
     async fn run_streams(&self, first: Sender, connector: &OriginConnector) -> LoopEnd {
-        let mut senders: Vec<Sender> = (1..self.plan.streams)
+        let mut senders: Vec<Sender> = (1..self.books.plan.streams)
             .filter_map(|_| first.try_clone())
             .collect();
         senders.push(first);
@@ -236,35 +211,34 @@ impl Worker {
         connector: &OriginConnector,
         answered: &Cell<bool>,
     ) -> LoopEnd {
-        let timeout = self.plan.request_timeout;
+        let timeout = self.books.plan.request_timeout;
         let watchdog = sleep(timeout);
         tokio::pin!(watchdog);
         loop {
             if sender.is_closed() {
                 return LoopEnd::ConnectionLost;
             }
-            let Some(ticket) = self.next_ticket() else {
+            let Some(ticket) = self.books.next_ticket() else {
                 return LoopEnd::Done;
             };
             if let Some(intended) = ticket.intended {
                 self.pacer.sleep_until(intended).await;
             }
             let sent_at = Instant::now();
-            self.note_sent(&ticket, sent_at);
-            self.in_flight.set(self.in_flight.get() + 1);
+            self.books.note_sent(&ticket, sent_at);
             let outcome = tokio::select! {
                 biased;
-                result = exchange(&mut sender, &self.plan.template, connector) => Ok(result),
+                result = exchange(&mut sender, &self.books.plan.template, connector) => Ok(result),
                 () = expire(watchdog.as_mut(), sent_at + timeout) => Err(()),
             };
-            self.in_flight.set(self.in_flight.get() - 1);
+            self.books.note_ended();
             match outcome {
                 Ok(Ok(exchange)) => {
                     answered.set(true);
-                    self.record_response(&ticket, sent_at, &exchange);
+                    self.books.record_response(&ticket, sent_at, &exchange);
                 }
                 Ok(Err(err)) if err.is_unsent() && answered.get() => {
-                    self.schedule.borrow_mut().retry(ticket);
+                    self.books.retry(ticket);
                     return LoopEnd::ConnectionLost;
                 }
                 Ok(Err(err)) => {
@@ -274,7 +248,7 @@ impl Worker {
                     }
                 }
                 Err(_) => {
-                    self.record_timeout(&ticket);
+                    self.books.record_timeout(&ticket);
                     // An h1 connection is stuck mid-response, and a QUIC
                     // connection to a dead peer looks open until its idle
                     // timeout: start afresh rather than wait on it again.
@@ -284,79 +258,9 @@ impl Worker {
         }
     }
 
-    fn next_ticket(&self) -> Option<Ticket> {
-        self.schedule.borrow_mut().next(Instant::now())
-    }
-
-    fn note_sent(&self, ticket: &Ticket, sent_at: Instant) {
-        let (Some(intended), false) = (ticket.intended, ticket.warmup) else {
-            return;
-        };
-        let mut tally = self.tally.borrow_mut();
-        tally.sent += 1;
-        let lag = sent_at.saturating_duration_since(intended);
-        tally.lag.record(lag);
-        if lag > LATE {
-            tally.late += 1;
-        }
-    }
-
-    fn record_response(&self, ticket: &Ticket, sent_at: Instant, exchange: &Exchange) {
-        let origin = ticket.intended.unwrap_or(sent_at);
-        let latency = exchange.end_at.saturating_duration_since(origin);
-        let mut tally = self.tally.borrow_mut();
-        if ticket.warmup {
-            tally.warmup_completed += 1;
-            tally.warmup_latency.record(latency);
-            return;
-        }
-        tally.record_response(
-            self.plan.unix_second(exchange.end_at),
-            exchange.status.as_u16(),
-            exchange.body_bytes,
-            exchange.head_at.saturating_duration_since(origin),
-            latency,
-            exchange.origin_wait,
-        );
-        self.done.fetch_add(1, Ordering::Relaxed);
-    }
-
     fn record_error(&self, ticket: &Ticket, err: &ClientError) {
-        self.record_failure(ticket, err.kind(), || err.to_string());
-    }
-
-    fn record_timeout(&self, ticket: &Ticket) {
-        let limit = self.plan.request_timeout;
-        self.record_failure(ticket, ErrorKind::Timeout, || {
-            format!(
-                "no complete response within {limit:?}; raise --timeout if the server is just slow"
-            )
-        });
-    }
-
-    fn record_failure(&self, ticket: &Ticket, kind: ErrorKind, message: impl FnOnce() -> String) {
-        let mut tally = self.tally.borrow_mut();
-        if ticket.warmup {
-            tally.warmup_failed += 1;
-            return;
-        }
-        tally.record_failure(self.plan.unix_second(Instant::now()), kind, message);
-        self.done.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn record_connection(&self, timing: &ConnectTiming, reconnect: bool, proto: Proto) {
-        let mut tally = self.tally.borrow_mut();
-        tally.connections_opened += 1;
-        if self.plan.auto.is_some() {
-            *tally.connections_by_protocol.entry(proto).or_default() += 1;
-        }
-        tally.reconnects += u64::from(reconnect);
-        if let Some(tcp) = timing.tcp_connect {
-            tally.tcp_connect.record(tcp);
-        }
-        if let Some(handshake) = timing.handshake {
-            tally.handshake.record(handshake);
-        }
+        self.books
+            .record_failure(ticket, err.kind(), || err.to_string());
     }
 }
 

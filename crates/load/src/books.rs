@@ -1,0 +1,160 @@
+//! A worker's bookkeeping, shared by both engines (tokio's and the QUIC
+//! event loop's): which ticket comes next, and what each attempt, response,
+//! failure and connection adds to the tally.
+
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use h3lab_client::ConnectTiming;
+use h3lab_results::{ErrorKind, Proto};
+use http::StatusCode;
+
+use crate::plan::Plan;
+use crate::schedule::{Schedule, Ticket};
+use crate::tally::Tally;
+
+/// Sent later than intended by more than this counts as late.
+const LATE: Duration = Duration::from_millis(1);
+
+/// A response received in full.
+pub(crate) struct Exchange {
+    pub(crate) status: StatusCode,
+    pub(crate) head_at: Instant,
+    pub(crate) end_at: Instant,
+    pub(crate) body_bytes: u64,
+    /// What the edge said it waited for its origin (`Server-Timing`).
+    pub(crate) origin_wait: Option<Duration>,
+}
+
+/// One worker's schedule and tally; only its own thread touches them.
+pub(crate) struct Books {
+    pub(crate) plan: Arc<Plan>,
+    pub(crate) schedule: RefCell<Schedule>,
+    pub(crate) tally: RefCell<Tally>,
+    pub(crate) in_flight: Cell<u64>,
+    /// Finished measured attempts, for the progress bar only.
+    done: Arc<AtomicU64>,
+}
+
+impl Books {
+    pub(crate) fn new(plan: Arc<Plan>, schedule: Schedule, done: Arc<AtomicU64>) -> Books {
+        Books {
+            plan,
+            schedule: RefCell::new(schedule),
+            tally: RefCell::new(Tally::default()),
+            in_flight: Cell::new(0),
+            done,
+        }
+    }
+
+    /// The tally with what the schedule never sent, once the run is over.
+    pub(crate) fn into_tally(self, end: Instant) -> Tally {
+        let mut tally = self.tally.into_inner();
+        let schedule = self.schedule.borrow();
+        tally.aborted_in_flight = self.in_flight.get();
+        tally.unsent = schedule.unsent(end);
+        tally.not_attempted = schedule.not_attempted();
+        tally
+    }
+
+    pub(crate) fn next_ticket(&self) -> Option<Ticket> {
+        self.schedule.borrow_mut().next(Instant::now())
+    }
+
+    pub(crate) fn is_done(&self, now: Instant) -> bool {
+        self.schedule.borrow().is_done(now)
+    }
+
+    /// Hands back a ticket whose request never left: another connection
+    /// sends it, uncounted.
+    pub(crate) fn retry(&self, ticket: Ticket) {
+        self.schedule.borrow_mut().retry(ticket);
+    }
+
+    pub(crate) fn note_first_attempt(&self) {
+        self.tally
+            .borrow_mut()
+            .first_attempt
+            .get_or_insert_with(Instant::now);
+    }
+
+    pub(crate) fn note_sent(&self, ticket: &Ticket, sent_at: Instant) {
+        self.in_flight.set(self.in_flight.get() + 1);
+        let (Some(intended), false) = (ticket.intended, ticket.warmup) else {
+            return;
+        };
+        let mut tally = self.tally.borrow_mut();
+        tally.sent += 1;
+        let lag = sent_at.saturating_duration_since(intended);
+        tally.lag.record(lag);
+        if lag > LATE {
+            tally.late += 1;
+        }
+    }
+
+    /// The attempt sent at `sent_at` ended, whichever way.
+    pub(crate) fn note_ended(&self) {
+        self.in_flight.set(self.in_flight.get() - 1);
+    }
+
+    pub(crate) fn record_response(&self, ticket: &Ticket, sent_at: Instant, exchange: &Exchange) {
+        let origin = ticket.intended.unwrap_or(sent_at);
+        let latency = exchange.end_at.saturating_duration_since(origin);
+        let mut tally = self.tally.borrow_mut();
+        if ticket.warmup {
+            tally.warmup_completed += 1;
+            tally.warmup_latency.record(latency);
+            return;
+        }
+        tally.record_response(
+            self.plan.unix_second(exchange.end_at),
+            exchange.status.as_u16(),
+            exchange.body_bytes,
+            exchange.head_at.saturating_duration_since(origin),
+            latency,
+            exchange.origin_wait,
+        );
+        self.done.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_timeout(&self, ticket: &Ticket) {
+        let limit = self.plan.request_timeout;
+        self.record_failure(ticket, ErrorKind::Timeout, || {
+            format!(
+                "no complete response within {limit:?}; raise --timeout if the server is just slow"
+            )
+        });
+    }
+
+    pub(crate) fn record_failure(
+        &self,
+        ticket: &Ticket,
+        kind: ErrorKind,
+        message: impl FnOnce() -> String,
+    ) {
+        let mut tally = self.tally.borrow_mut();
+        if ticket.warmup {
+            tally.warmup_failed += 1;
+            return;
+        }
+        tally.record_failure(self.plan.unix_second(Instant::now()), kind, message);
+        self.done.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_connection(&self, timing: &ConnectTiming, reconnect: bool, proto: Proto) {
+        let mut tally = self.tally.borrow_mut();
+        tally.connections_opened += 1;
+        if self.plan.auto.is_some() {
+            *tally.connections_by_protocol.entry(proto).or_default() += 1;
+        }
+        tally.reconnects += u64::from(reconnect);
+        if let Some(tcp) = timing.tcp_connect {
+            tally.tcp_connect.record(tcp);
+        }
+        if let Some(handshake) = timing.handshake {
+            tally.handshake.record(handshake);
+        }
+    }
+}

@@ -1,0 +1,629 @@
+//! The HTTP/3 worker: one thread, one UDP socket and one loop that drives
+//! quinn-proto's endpoint and connections directly. No async runtime, no
+//! task or waker per request, no lock per connection: each turn receives a
+//! batch of datagrams, lets every connection read its responses and send
+//! its next requests, transmits what they wrote, and sleeps until the
+//! socket is readable or the next timer (QUIC's, a request's deadline, an
+//! open-model send) is due.
+
+use std::collections::VecDeque;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use bytes::Bytes;
+use h3lab_client::{quic_client_config, quic_connect_error, ConnectTiming};
+use h3lab_results::{ErrorKind, Proto};
+use quinn_proto::{
+    ClientConfig, ConnectionError, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig,
+    VarInt,
+};
+use rustc_hash::FxHashMap;
+use tokio_util::sync::CancellationToken;
+
+use super::codec;
+use super::conn::{Change, H3Conn, Outcome, Pieces};
+use super::socket::{Received, Socket};
+use crate::books::Books;
+use crate::cpu::CpuTime;
+use crate::plan::{Plan, Share};
+use crate::schedule::Ticket;
+use crate::worker::{WorkerResult, BACKOFF_MAX, BACKOFF_MIN, CONNECT_ATTEMPTS};
+
+/// Datagrams one connection sends per turn, as the vendored quinn's
+/// driver does per wake-up, so that one busy connection does not starve
+/// the others' acknowledgements.
+const MAX_TRANSMIT_DATAGRAMS: usize = 80;
+/// Receive batches per turn before the connections run.
+const RECEIVE_BATCHES: usize = 8;
+/// The longest sleep: how soon Ctrl-C is seen.
+const CANCEL_CHECK: Duration = Duration::from_millis(50);
+/// An open-model send wakes the loop this share of the interval early and
+/// it polls until the due time (`pacer.rs` says why), within these bounds.
+const MIN_SPIN: Duration = Duration::from_micros(2);
+const MAX_SPIN: Duration = Duration::from_micros(60);
+
+/// Runs one worker's share of an HTTP/3 load on this thread.
+pub(crate) fn run_worker(
+    plan: Arc<Plan>,
+    share: Share,
+    cancel: CancellationToken,
+    done: Arc<AtomicU64>,
+) -> anyhow::Result<WorkerResult> {
+    let cpu_before = CpuTime::of_this_thread();
+    precise_timers();
+    let mut engine = Engine::new(plan, share, done)?;
+    let end = engine.run(&cancel)?;
+    Ok(WorkerResult {
+        tally: engine.books.into_tally(end),
+        cpu: CpuTime::of_this_thread().since(cpu_before),
+        end,
+    })
+}
+
+/// Timer slack of 1 ns for this thread: the kernel otherwise lets a wait
+/// end up to 50 µs late, which an open-model send would carry as lag.
+fn precise_timers() {
+    // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only
+    // this thread.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+}
+
+/// One connection slot, as `worker.rs` keeps them: connect, carry up to
+/// `streams` requests at once, reconnect with a backoff when it breaks.
+#[derive(Default)]
+struct Slot {
+    conn: Option<ConnectionHandle>,
+    /// When to connect next (`None`: now).
+    retry_at: Option<Instant>,
+    failures: u32,
+    backoff: Duration,
+    opened: u64,
+    /// Whether a connection of this slot ever carried a response: a
+    /// request refused unprocessed is then sent again, uncounted.
+    answered: bool,
+    /// Open model: tickets taken, waiting for their due time.
+    waiting: VecDeque<Ticket>,
+    finished: bool,
+}
+
+struct Engine {
+    books: Books,
+    socket: Socket,
+    endpoint: Endpoint,
+    config: ClientConfig,
+    conns: FxHashMap<ConnectionHandle, H3Conn>,
+    owner: FxHashMap<ConnectionHandle, usize>,
+    /// The live connections' handles, gathered each turn.
+    handles: Vec<ConnectionHandle>,
+    slots: Vec<Slot>,
+    /// The request's HEADERS frame, when every request has the same.
+    head: Option<Bytes>,
+    /// DATA frame header and body, for a request with a body.
+    body: Option<(Bytes, Bytes)>,
+    spin: Duration,
+    /// A send the socket's full buffer refused: sent first next turn.
+    blocked: Option<(quinn_proto::Transmit, Vec<u8>)>,
+    received: Vec<Received>,
+    outcomes: Vec<Outcome>,
+    buffer: Vec<u8>,
+}
+
+impl Engine {
+    fn new(plan: Arc<Plan>, share: Share, done: Arc<AtomicU64>) -> anyhow::Result<Engine> {
+        let socket = Socket::bind(plan.addr)
+            .with_context(|| format!("opening a UDP socket for HTTP/3 to {}", plan.addr))?;
+        let endpoint = Endpoint::new(Arc::new(EndpointConfig::default()), None, true, None);
+        let config = quic_client_config(&plan.tls)?;
+        let template = &plan.template;
+        let head = (!template.varies()).then(|| encode_head(template));
+        let body = (!template.body().is_empty()).then(|| {
+            let mut header = Vec::new();
+            codec::encode_data_header(template.body().len() as u64, &mut header);
+            (Bytes::from(header), template.body().clone())
+        });
+        let spin = share
+            .schedule
+            .interval()
+            .map_or(Duration::ZERO, |interval| {
+                (interval / 16).clamp(MIN_SPIN, MAX_SPIN)
+            });
+        let slots = (0..share.connections)
+            .map(|_| Slot {
+                backoff: BACKOFF_MIN,
+                ..Slot::default()
+            })
+            .collect();
+        Ok(Engine {
+            books: Books::new(plan, share.schedule, done),
+            socket,
+            endpoint,
+            config,
+            conns: FxHashMap::default(),
+            owner: FxHashMap::default(),
+            handles: Vec::new(),
+            slots,
+            head,
+            body,
+            spin,
+            blocked: None,
+            received: Vec::new(),
+            outcomes: Vec::new(),
+            buffer: Vec::new(),
+        })
+    }
+
+    /// Turns until every slot is done, the deadline, or Ctrl-C; returns
+    /// when the measured phase ended for this worker.
+    fn run(&mut self, cancel: &CancellationToken) -> anyhow::Result<Instant> {
+        let deadline = self.books.plan.deadline;
+        let mut readable = true;
+        loop {
+            let now = Instant::now();
+            if cancel.is_cancelled() || deadline.is_some_and(|deadline| now >= deadline) {
+                break;
+            }
+            self.connect_slots(now);
+            if self.slots.iter().all(|slot| slot.finished) {
+                break;
+            }
+            if readable {
+                self.receive().context("receiving UDP datagrams")?;
+            }
+            let now = Instant::now();
+            self.service(now);
+            readable = self.sleep(now).context("waiting on the UDP socket")?;
+        }
+        let now = Instant::now();
+        self.close_all(now);
+        Ok(deadline.map_or(now, |deadline| deadline.min(now)))
+    }
+
+    /// Opens a connection for each slot that has none and is due to.
+    fn connect_slots(&mut self, now: Instant) {
+        for index in 0..self.slots.len() {
+            let slot = &mut self.slots[index];
+            if slot.finished || slot.conn.is_some() || slot.retry_at.is_some_and(|at| now < at) {
+                continue;
+            }
+            if slot.waiting.is_empty() && self.books.is_done(now) {
+                slot.finished = true;
+                continue;
+            }
+            self.books.note_first_attempt();
+            let plan = &self.books.plan;
+            match self
+                .endpoint
+                .connect(now, self.config.clone(), plan.addr, plan.target.host())
+            {
+                Ok((handle, quic)) => {
+                    self.conns.insert(handle, H3Conn::new(quic, now));
+                    self.owner.insert(handle, index);
+                    self.slots[index].conn = Some(handle);
+                }
+                Err(err) => {
+                    let message = format!("QUIC connect to {}: {err}", plan.addr);
+                    self.connect_failed(index, now, ErrorKind::Connect, message);
+                }
+            }
+        }
+    }
+
+    /// A connection of slot `index` never came up: one ticket carries the
+    /// error (so a dead server still ends a counted run), then a backoff.
+    fn connect_failed(&mut self, index: usize, now: Instant, kind: ErrorKind, message: String) {
+        let slot = &mut self.slots[index];
+        let ticket = slot
+            .waiting
+            .pop_front()
+            .or_else(|| self.books.next_ticket());
+        let Some(ticket) = ticket else {
+            slot.finished = true;
+            return;
+        };
+        self.books.record_failure(&ticket, kind, || message);
+        slot.failures += 1;
+        if slot.failures == CONNECT_ATTEMPTS {
+            slot.finished = true;
+            for ticket in slot.waiting.drain(..) {
+                self.books.retry(ticket);
+            }
+            return;
+        }
+        slot.retry_at = Some(now + slot.backoff);
+        slot.backoff = (slot.backoff * 2).min(BACKOFF_MAX);
+    }
+
+    /// Receives what the socket holds (a few batches at most) and hands
+    /// each datagram to its connection.
+    fn receive(&mut self) -> std::io::Result<()> {
+        for _ in 0..RECEIVE_BATCHES {
+            if !self.socket.receive(&mut self.received)? {
+                break;
+            }
+            let now = Instant::now();
+            let mut received = std::mem::take(&mut self.received);
+            for mut message in received.drain(..) {
+                while !message.data.is_empty() {
+                    let datagram = message
+                        .data
+                        .split_to(message.stride.min(message.data.len()));
+                    self.handle_datagram(now, &message, datagram);
+                }
+            }
+            self.received = received;
+        }
+        Ok(())
+    }
+
+    fn handle_datagram(&mut self, now: Instant, message: &Received, datagram: bytes::BytesMut) {
+        self.buffer.clear();
+        let event = self.endpoint.handle(
+            now,
+            message.from,
+            message.local_ip,
+            message.ecn,
+            datagram,
+            &mut self.buffer,
+        );
+        match event {
+            Some(DatagramEvent::ConnectionEvent(handle, event)) => {
+                if let Some(conn) = self.conns.get_mut(&handle) {
+                    conn.quic.handle_event(event);
+                    conn.dirty = true;
+                }
+            }
+            Some(DatagramEvent::Response(transmit)) => {
+                let _ = self.socket.send(&transmit, &self.buffer[..transmit.size]);
+            }
+            Some(DatagramEvent::NewConnection(incoming)) => {
+                self.endpoint.ignore(incoming);
+            }
+            None => {}
+        }
+    }
+
+    /// Runs the connections that have something to do (datagrams came, or
+    /// a timer of theirs is due): their timers, the endpoint's bookkeeping,
+    /// responses read, requests timed out, new requests sent, and what
+    /// they then have to transmit. Idle ones cost a comparison, so a run
+    /// of many connections spends its turns on the busy few.
+    fn service(&mut self, now: Instant) {
+        self.retry_blocked();
+        let mut handles = std::mem::take(&mut self.handles);
+        handles.clear();
+        handles.extend(
+            self.conns
+                .iter()
+                .filter(|(_, conn)| conn.dirty || conn.wake.is_some_and(|at| at <= now))
+                .map(|(handle, _)| *handle),
+        );
+        for &handle in &handles {
+            self.service_one(handle, now);
+            self.transmit(handle, now);
+            self.plan_wake(handle);
+        }
+        self.handles = handles;
+    }
+
+    fn service_one(&mut self, handle: ConnectionHandle, now: Instant) {
+        let conn = self.conns.get_mut(&handle).expect("a live connection");
+        if conn.quic.poll_timeout().is_some_and(|at| at <= now) {
+            conn.quic.handle_timeout(now);
+        }
+        let mut drained = false;
+        while let Some(event) = conn.quic.poll_endpoint_events() {
+            drained |= event.is_drained();
+            if let Some(event) = self.endpoint.handle_event(handle, event) {
+                conn.quic.handle_event(event);
+            }
+        }
+        let change = conn.poll_events(now, &mut self.outcomes);
+        let slot = self.owner.get(&handle).copied();
+        match change {
+            Some(Change::Connected) => self.connected(handle, slot, now),
+            Some(Change::Lost(reason)) => self.lost(handle, slot, &reason, now),
+            None => {}
+        }
+        self.settle_outcomes(slot);
+        if let Some(index) = slot {
+            self.expire(handle, index, now);
+            self.send_requests(handle, index, now);
+        }
+        if drained {
+            self.conns.remove(&handle);
+            self.owner.remove(&handle);
+        }
+    }
+
+    fn connected(&mut self, handle: ConnectionHandle, slot: Option<usize>, now: Instant) {
+        let conn = &self.conns[&handle];
+        let Some(index) = slot else {
+            return;
+        };
+        let timing = ConnectTiming::quic(now - conn.started, conn.quic.rtt());
+        let slot = &mut self.slots[index];
+        self.books
+            .record_connection(&timing, slot.opened > 0, Proto::H3);
+        slot.opened += 1;
+        slot.failures = 0;
+        slot.backoff = BACKOFF_MIN;
+    }
+
+    /// The connection ended: its requests fail (or go back, if refused
+    /// unprocessed), and its slot connects again.
+    fn lost(
+        &mut self,
+        handle: ConnectionHandle,
+        slot: Option<usize>,
+        reason: &ConnectionError,
+        now: Instant,
+    ) {
+        let conn = self.conns.get_mut(&handle).expect("a live connection");
+        conn.fail_all(reason, &mut self.outcomes);
+        let connected = conn.connected;
+        let Some(index) = slot else {
+            return;
+        };
+        self.owner.remove(&handle);
+        self.slots[index].conn = None;
+        if connected {
+            return;
+        }
+        let plan = &self.books.plan;
+        let err = match reason {
+            ConnectionError::TimedOut => no_quic_answer(plan.addr, plan.connect_timeout),
+            other => {
+                let err = quic_connect_error(other.clone(), plan.addr);
+                (err.kind(), err.to_string())
+            }
+        };
+        self.connect_failed(index, now, err.0, err.1);
+    }
+
+    fn settle_outcomes(&mut self, slot: Option<usize>) {
+        for outcome in self.outcomes.drain(..) {
+            self.books.note_ended();
+            match outcome {
+                Outcome::Response {
+                    ticket,
+                    sent_at,
+                    exchange,
+                } => {
+                    if let Some(index) = slot {
+                        self.slots[index].answered = true;
+                    }
+                    self.books.record_response(&ticket, sent_at, &exchange);
+                }
+                Outcome::Failed {
+                    ticket,
+                    unsent: true,
+                    ..
+                } if slot.is_some_and(|index| self.slots[index].answered) => {
+                    self.books.retry(ticket);
+                }
+                Outcome::Failed {
+                    ticket,
+                    kind,
+                    message,
+                    ..
+                } => self.books.record_failure(&ticket, kind, || message),
+            }
+        }
+    }
+
+    /// Requests past the timeout fail; a connection that never finished
+    /// its handshake within the connect timeout is given up.
+    fn expire(&mut self, handle: ConnectionHandle, index: usize, now: Instant) {
+        let plan = &self.books.plan;
+        let conn = self.conns.get_mut(&handle).expect("a live connection");
+        for ticket in conn.expire(now, plan.request_timeout) {
+            self.books.note_ended();
+            self.books.record_timeout(&ticket);
+        }
+        if !conn.connected && now >= conn.started + plan.connect_timeout {
+            conn.quic
+                .close(now, no_error(), Bytes::from_static(b"connect timeout"));
+            self.owner.remove(&handle);
+            self.slots[index].conn = None;
+            let (kind, message) = no_quic_answer(plan.addr, plan.connect_timeout);
+            self.connect_failed(index, now, kind, message);
+        }
+    }
+
+    /// Fills the connection's free streams with tickets and sends those
+    /// that are due; closes it once the slot has nothing left to send or
+    /// it is draining and empty.
+    fn send_requests(&mut self, handle: ConnectionHandle, index: usize, now: Instant) {
+        let Some(conn) = self.conns.get_mut(&handle) else {
+            return;
+        };
+        let slot = &mut self.slots[index];
+        if slot.conn != Some(handle) || !conn.connected {
+            return;
+        }
+        let streams = self.books.plan.streams;
+        let mut exhausted = false;
+        while !conn.draining {
+            while conn.in_flight() + slot.waiting.len() < streams {
+                match self.books.next_ticket() {
+                    Some(ticket) => slot.waiting.push_back(ticket),
+                    None => {
+                        exhausted = true;
+                        break;
+                    }
+                }
+            }
+            let Some(ticket) = slot.waiting.pop_front() else {
+                break;
+            };
+            if ticket.intended.is_some_and(|intended| intended > now) {
+                slot.waiting.push_front(ticket);
+                break;
+            }
+            let sent_at = Instant::now();
+            let pieces = request_pieces(&self.head, &self.body, &self.books.plan.template);
+            match conn.send(ticket, sent_at, pieces) {
+                Ok(()) => self.books.note_sent(&ticket, sent_at),
+                Err(ticket) => {
+                    slot.waiting.push_front(ticket);
+                    break;
+                }
+            }
+        }
+        let idle = conn.in_flight() == 0 && slot.waiting.is_empty();
+        if idle && (exhausted || conn.draining) {
+            conn.quic
+                .close(now, no_error(), Bytes::from_static(b"done"));
+            self.owner.remove(&handle);
+            slot.conn = None;
+            slot.finished = exhausted;
+        }
+    }
+
+    /// Sends what one connection has to send, a bounded share, so that one
+    /// busy connection does not hold up the others' acknowledgements; a
+    /// connection with more left stays dirty for the next turn.
+    fn transmit(&mut self, handle: ConnectionHandle, now: Instant) {
+        let Some(conn) = self.conns.get_mut(&handle) else {
+            return;
+        };
+        conn.dirty = self.blocked.is_some();
+        if conn.dirty {
+            return;
+        }
+        let max_segments = self.socket.max_segments();
+        let mut datagrams = 0;
+        while datagrams < MAX_TRANSMIT_DATAGRAMS {
+            self.buffer.clear();
+            let Some(transmit) = conn.quic.poll_transmit(now, max_segments, &mut self.buffer)
+            else {
+                return;
+            };
+            datagrams += transmit
+                .segment_size
+                .map_or(1, |size| transmit.size.div_ceil(size));
+            let contents = &self.buffer[..transmit.size];
+            match self.socket.send(&transmit, contents) {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.blocked = Some((transmit, contents.to_vec()));
+                    break;
+                }
+                // Like a loss: QUIC sends it again (quinn does the same).
+                Err(_) => {}
+            }
+        }
+        conn.dirty = true;
+    }
+
+    /// Sends the datagram the socket's full buffer refused, if it now can.
+    fn retry_blocked(&mut self) {
+        if let Some((transmit, contents)) = self.blocked.take() {
+            if matches!(self.socket.send(&transmit, &contents), Ok(false)) {
+                self.blocked = Some((transmit, contents));
+            }
+        }
+    }
+
+    /// When connection `handle` must run next if no datagram comes first.
+    fn plan_wake(&mut self, handle: ConnectionHandle) {
+        let plan = &self.books.plan;
+        let Some(conn) = self.conns.get_mut(&handle) else {
+            return;
+        };
+        let waiting = self
+            .owner
+            .get(&handle)
+            .and_then(|&index| self.slots[index].waiting.front())
+            .and_then(|ticket| ticket.intended)
+            .filter(|_| conn.connected && !conn.draining);
+        let handshake = (!conn.connected).then(|| conn.started + plan.connect_timeout);
+        conn.wake = [
+            conn.quic.poll_timeout(),
+            conn.next_expiry(plan.request_timeout),
+            handshake,
+            waiting.map(|due| due - self.spin),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+    }
+
+    /// Sleeps until the socket has datagrams (or room, if a send waits) or
+    /// the next timer is due; returns whether datagrams wait.
+    fn sleep(&mut self, now: Instant) -> std::io::Result<bool> {
+        let wake = self.next_wake(now);
+        let left = wake.saturating_duration_since(Instant::now());
+        self.socket.wait(left, self.blocked.is_some())
+    }
+
+    fn next_wake(&self, now: Instant) -> Instant {
+        let mut wake = now + CANCEL_CHECK;
+        if let Some(deadline) = self.books.plan.deadline {
+            wake = wake.min(deadline);
+        }
+        for conn in self.conns.values() {
+            if conn.dirty {
+                return now;
+            }
+            if let Some(at) = conn.wake {
+                wake = wake.min(at);
+            }
+        }
+        let reconnects = self
+            .slots
+            .iter()
+            .filter(|slot| !slot.finished && slot.conn.is_none());
+        for slot in reconnects {
+            wake = wake.min(slot.retry_at.unwrap_or(now));
+        }
+        wake
+    }
+
+    /// Closes every connection (H3_NO_ERROR) and sends the closes.
+    fn close_all(&mut self, now: Instant) {
+        let handles: Vec<ConnectionHandle> = self.conns.keys().copied().collect();
+        for handle in handles {
+            if let Some(conn) = self.conns.get_mut(&handle) {
+                conn.quic
+                    .close(now, no_error(), Bytes::from_static(b"done"));
+            }
+            self.transmit(handle, now);
+        }
+    }
+}
+
+/// The bytes of one request: its HEADERS frame (encoded once, unless each
+/// request's headers differ), then its body as one DATA frame.
+fn request_pieces(
+    head: &Option<Bytes>,
+    body: &Option<(Bytes, Bytes)>,
+    template: &h3lab_client::RequestTemplate,
+) -> Pieces {
+    let head = head.clone().unwrap_or_else(|| encode_head(template));
+    let (header, body) = body.clone().unwrap_or_default();
+    Pieces([head, header, body])
+}
+
+fn encode_head(template: &h3lab_client::RequestTemplate) -> Bytes {
+    let (parts, ()) = template.multiplexed().into_parts();
+    let mut frame = Vec::new();
+    codec::encode_request(&parts, &mut frame);
+    Bytes::from(frame)
+}
+
+/// HTTP/3's code for a graceful close.
+fn no_error() -> VarInt {
+    VarInt::from_u64(codec::code::H3_NO_ERROR).expect("a small code")
+}
+
+fn no_quic_answer(addr: std::net::SocketAddr, limit: Duration) -> (ErrorKind, String) {
+    (
+        ErrorKind::Connect,
+        format!(
+            "no HTTP/3 (QUIC) answer from {addr} within {limit:?}: is the server listening on UDP?"
+        ),
+    )
+}
