@@ -1,9 +1,12 @@
 //! The h3lab load engine: drives HTTP/1.1, HTTP/2 or HTTP/3 load at a URL
 //! in the closed model (connections x streams) or the open model (fixed
 //! rate, latency corrected for coordinated omission) and returns a
-//! mergeable report with HdrHistogram percentiles (`h3lab.load/1`). With
-//! the `clap` feature, `h3lab load`'s flags (`cli`): a test's, `load
-//! merge`'s, and those a distributed worker adds.
+//! mergeable report with HdrHistogram percentiles (`h3lab.load/1`). h3
+//! runs on an engine of their own (`quic`: quinn-proto driven by one event
+//! loop per worker thread); h1, h2, `auto` and h3 with `--qlog` on
+//! `h3lab-client`'s connections under tokio (`worker`). With the `clap`
+//! feature, `h3lab load`'s flags (`cli`): a test's, `load merge`'s, and
+//! those a distributed worker adds.
 //!
 //! Not for: connection set-up details (`h3lab-client`), network emulation
 //! (`linkem`) or comparing protocols across runs (`h3lab-bench`).

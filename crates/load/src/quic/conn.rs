@@ -180,9 +180,13 @@ impl H3Conn {
         }
     }
 
+    /// Takes the server's new unidirectional streams and reads what came
+    /// with them: quinn-proto signals a stream's first bytes only through
+    /// its opening, not as `Readable`.
     fn accept_uni(&mut self) {
         while let Some(id) = self.quic.streams().accept(Dir::Uni) {
             self.uni.insert(id, UniStreamParser::new());
+            self.read_uni(id);
         }
     }
 
@@ -379,5 +383,336 @@ fn conclude(request: InFlight, end: Result<(), Ending>, now: Instant) -> Outcome
             message: format!("HTTP/3: {} (code {:#x})", err.reason, err.code),
             unsent: false,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! `H3Conn` against a quinn-proto server in memory, in virtual time:
+    //! the test plays the HTTP/3 server with hand-built frames.
+
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+
+    use bytes::BytesMut;
+    use quinn_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
+    use quinn_proto::{
+        ClientConfig, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig, ServerConfig,
+    };
+
+    use super::*;
+
+    const CLIENT: &str = "127.0.0.1:40000";
+    const SERVER: &str = "127.0.0.1:443";
+    /// A field section of one line, `:status 200` (static index 25).
+    const STATUS_200: [u8; 3] = [0x00, 0x00, 0xc0 | 25];
+
+    fn addr(text: &str) -> SocketAddr {
+        text.parse().unwrap()
+    }
+
+    /// A frame of type `ty` (all fit one varint byte here) around `payload`.
+    fn frame(ty: u8, payload: &[u8]) -> Vec<u8> {
+        let mut out = vec![ty];
+        assert!(payload.len() < 64, "one-byte length");
+        out.push(payload.len() as u8);
+        out.extend_from_slice(payload);
+        out
+    }
+
+    /// A client `H3Conn` and the server's end, joined by memory.
+    struct Pair {
+        now: Instant,
+        client: Endpoint,
+        server: Endpoint,
+        h3: H3Conn,
+        client_handle: ConnectionHandle,
+        server_conn: Option<(ConnectionHandle, Connection)>,
+        outcomes: Vec<Outcome>,
+        changes: Vec<Change>,
+    }
+
+    impl Pair {
+        fn connected() -> Pair {
+            let generated = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+            let cert = generated.cert.der().clone();
+            let key = rustls::pki_types::PrivateKeyDer::Pkcs8(
+                generated.signing_key.serialize_der().into(),
+            );
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let mut server_tls = rustls::ServerConfig::builder_with_provider(provider.clone())
+                .with_protocol_versions(&[&rustls::version::TLS13])
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(vec![cert.clone()], key)
+                .unwrap();
+            server_tls.alpn_protocols = vec![b"h3".to_vec()];
+            let mut roots = rustls::RootCertStore::empty();
+            roots.add(cert).unwrap();
+            let mut client_tls = rustls::ClientConfig::builder_with_provider(provider)
+                .with_protocol_versions(&[&rustls::version::TLS13])
+                .unwrap()
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            client_tls.alpn_protocols = vec![b"h3".to_vec()];
+            let server_config = ServerConfig::with_crypto(Arc::new(
+                QuicServerConfig::try_from(server_tls).unwrap(),
+            ));
+            let client_config =
+                ClientConfig::new(Arc::new(QuicClientConfig::try_from(client_tls).unwrap()));
+            let endpoint_config = Arc::new(EndpointConfig::default());
+            let server = Endpoint::new(
+                endpoint_config.clone(),
+                Some(Arc::new(server_config)),
+                true,
+                Some([1; 32]),
+            );
+            let mut client = Endpoint::new(endpoint_config, None, true, Some([2; 32]));
+            let now = Instant::now();
+            let (client_handle, quic) = client
+                .connect(now, client_config, addr(SERVER), "localhost")
+                .unwrap();
+            let mut pair = Pair {
+                now,
+                client,
+                server,
+                h3: H3Conn::new(quic, now),
+                client_handle,
+                server_conn: None,
+                outcomes: Vec::new(),
+                changes: Vec::new(),
+            };
+            pair.run();
+            assert!(pair.h3.connected, "the handshake completes");
+            pair
+        }
+
+        fn server(&mut self) -> &mut Connection {
+            &mut self.server_conn.as_mut().expect("the server accepted").1
+        }
+
+        /// Moves datagrams both ways, a millisecond of virtual time per
+        /// round, until neither side has anything left to send.
+        fn run(&mut self) {
+            for _ in 0..200 {
+                let sent = self.client_turn() | self.server_turn();
+                if !sent {
+                    return;
+                }
+                self.now += Duration::from_millis(1);
+            }
+            panic!("the connection never went quiet");
+        }
+
+        fn client_turn(&mut self) -> bool {
+            let now = self.now;
+            if self.h3.quic.poll_timeout().is_some_and(|at| at <= now) {
+                self.h3.quic.handle_timeout(now);
+            }
+            while let Some(event) = self.h3.quic.poll_endpoint_events() {
+                if let Some(event) = self.client.handle_event(self.client_handle, event) {
+                    self.h3.quic.handle_event(event);
+                }
+            }
+            self.changes
+                .extend(self.h3.poll_events(now, &mut self.outcomes));
+            let mut datagrams = Vec::new();
+            let mut buf = Vec::new();
+            while let Some(transmit) = self.h3.quic.poll_transmit(now, 1, &mut buf) {
+                datagrams.push(buf[..transmit.size].to_vec());
+                buf.clear();
+            }
+            for datagram in &datagrams {
+                self.deliver_to_server(datagram);
+            }
+            !datagrams.is_empty()
+        }
+
+        fn deliver_to_server(&mut self, datagram: &[u8]) {
+            let mut buf = Vec::new();
+            let data = BytesMut::from(datagram);
+            match self
+                .server
+                .handle(self.now, addr(CLIENT), None, None, data, &mut buf)
+            {
+                Some(DatagramEvent::NewConnection(incoming)) => {
+                    let accepted = self.server.accept(incoming, self.now, &mut buf, None);
+                    self.server_conn = Some(accepted.unwrap());
+                }
+                Some(DatagramEvent::ConnectionEvent(_, event)) => self.server().handle_event(event),
+                _ => {}
+            }
+        }
+
+        fn server_turn(&mut self) -> bool {
+            let now = self.now;
+            let Some((handle, conn)) = self.server_conn.as_mut() else {
+                return false;
+            };
+            if conn.poll_timeout().is_some_and(|at| at <= now) {
+                conn.handle_timeout(now);
+            }
+            while let Some(event) = conn.poll_endpoint_events() {
+                if let Some(event) = self.server.handle_event(*handle, event) {
+                    conn.handle_event(event);
+                }
+            }
+            while conn.poll().is_some() {}
+            let mut datagrams = Vec::new();
+            let mut buf = Vec::new();
+            while let Some(transmit) = conn.poll_transmit(now, 1, &mut buf) {
+                datagrams.push(buf[..transmit.size].to_vec());
+                buf.clear();
+            }
+            for datagram in &datagrams {
+                let data = BytesMut::from(&datagram[..]);
+                let mut response = Vec::new();
+                let event = self
+                    .client
+                    .handle(now, addr(SERVER), None, None, data, &mut response);
+                if let Some(DatagramEvent::ConnectionEvent(_, event)) = event {
+                    self.h3.quic.handle_event(event);
+                }
+            }
+            !datagrams.is_empty()
+        }
+
+        /// Sends one GET and lets the server take its stream.
+        fn request(&mut self) -> StreamId {
+            let ticket = Ticket {
+                intended: None,
+                warmup: false,
+            };
+            let head = Bytes::from(frame(0x01, &[0x00, 0x00, 0xd1, 0xd7, 0xc1]));
+            let sent = self
+                .h3
+                .send(ticket, self.now, Pieces([head, Bytes::new(), Bytes::new()]));
+            assert!(sent.is_ok(), "a stream is free");
+            self.run();
+            self.server()
+                .streams()
+                .accept(Dir::Bi)
+                .expect("the request stream")
+        }
+
+        /// The server writes `bytes` on `id`, then its end if `fin`.
+        fn respond(&mut self, id: StreamId, bytes: &[u8], fin: bool) {
+            self.server().send_stream(id).write(bytes).unwrap();
+            if fin {
+                self.server().send_stream(id).finish().unwrap();
+            }
+            self.run();
+        }
+    }
+
+    #[test]
+    fn a_response_arrives_whole_with_its_status_and_body() {
+        let mut pair = Pair::connected();
+        let id = pair.request();
+        let mut response = frame(0x01, &STATUS_200);
+        response.extend(frame(0x00, &[7; 40]));
+        response.extend(frame(0x00, &[7; 2]));
+        pair.respond(id, &response, true);
+        assert_eq!(pair.outcomes.len(), 1);
+        match &pair.outcomes[0] {
+            Outcome::Response { exchange, .. } => {
+                assert_eq!(exchange.status, StatusCode::OK);
+                assert_eq!(exchange.body_bytes, 42);
+                assert!(exchange.head_at <= exchange.end_at);
+            }
+            Outcome::Failed { message, .. } => panic!("failed: {message}"),
+        }
+        assert_eq!(pair.h3.in_flight(), 0);
+    }
+
+    #[test]
+    fn a_response_still_open_is_not_an_outcome() {
+        let mut pair = Pair::connected();
+        let id = pair.request();
+        pair.respond(id, &frame(0x01, &STATUS_200), false);
+        assert!(pair.outcomes.is_empty(), "no FIN yet");
+        assert_eq!(pair.h3.in_flight(), 1);
+    }
+
+    fn failure(pair: &Pair) -> (ErrorKind, bool) {
+        match pair.outcomes.as_slice() {
+            [Outcome::Failed { kind, unsent, .. }] => (*kind, *unsent),
+            _ => panic!("expected one failure"),
+        }
+    }
+
+    #[test]
+    fn a_request_the_server_rejected_may_be_sent_again() {
+        let mut pair = Pair::connected();
+        let id = pair.request();
+        let rejected = VarInt::from_u64(codec::code::H3_REQUEST_REJECTED).unwrap();
+        pair.server().send_stream(id).reset(rejected).unwrap();
+        pair.run();
+        assert_eq!(failure(&pair), (ErrorKind::Reset, true));
+    }
+
+    #[test]
+    fn a_stream_reset_otherwise_is_a_counted_reset() {
+        let mut pair = Pair::connected();
+        let id = pair.request();
+        pair.server()
+            .send_stream(id)
+            .reset(VarInt::from_u32(0x102))
+            .unwrap();
+        pair.run();
+        assert_eq!(failure(&pair), (ErrorKind::Reset, false));
+    }
+
+    #[test]
+    fn data_before_headers_is_a_protocol_error_that_closes_the_connection() {
+        let mut pair = Pair::connected();
+        let id = pair.request();
+        pair.respond(id, &frame(0x00, b"early"), true);
+        assert_eq!(failure(&pair), (ErrorKind::Protocol, false));
+        assert!(
+            pair.h3.quic.is_closed(),
+            "H3_FRAME_UNEXPECTED is a connection error"
+        );
+    }
+
+    #[test]
+    fn goaway_stops_new_requests_and_refused_ones_go_back() {
+        let mut pair = Pair::connected();
+        let id = pair.request();
+        let control = pair.server().streams().open(Dir::Uni).unwrap();
+        let mut bytes = vec![0x00];
+        bytes.extend(frame(0x04, &[]));
+        bytes.extend(frame(0x07, &[0x00]));
+        pair.server().send_stream(control).write(&bytes).unwrap();
+        pair.run();
+        assert!(pair.h3.draining, "GOAWAY(0) takes no more requests");
+        let now = pair.now;
+        pair.server()
+            .close(now, VarInt::from_u32(0x100), Bytes::new());
+        pair.run();
+        let Some(Change::Lost(reason)) = pair.changes.pop() else {
+            panic!("the connection ends: {:?}", pair.changes);
+        };
+        pair.h3.fail_all(&reason, &mut pair.outcomes);
+        assert_eq!(u64::from(VarInt::from(id)), 0);
+        assert_eq!(
+            failure(&pair),
+            (ErrorKind::Reset, true),
+            "stream 0 >= GOAWAY 0"
+        );
+    }
+
+    #[test]
+    fn a_request_past_its_deadline_is_taken_out_and_the_connection_drains() {
+        let mut pair = Pair::connected();
+        let sent_at = pair.now;
+        pair.request();
+        let timeout = Duration::from_secs(1);
+        assert_eq!(pair.h3.next_expiry(timeout), Some(sent_at + timeout));
+        assert!(pair.h3.expire(pair.now, timeout).is_empty());
+        let expired = pair.h3.expire(sent_at + timeout, timeout);
+        assert_eq!(expired.len(), 1);
+        assert_eq!(pair.h3.in_flight(), 0);
+        assert!(pair.h3.draining);
     }
 }
