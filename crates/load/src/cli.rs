@@ -120,7 +120,9 @@ pub struct LoadArgs {
     #[serde(serialize_with = "flags::display_each")]
     pub resolve: Vec<ResolveRule>,
     /// h3: write one qlog file per connection into DIR (created if
-    /// missing; JSON-SEQ `.sqlog`, which qvis loads).
+    /// missing; JSON-SEQ `.sqlog`, which qvis loads). Such a run goes
+    /// through quinn's client, not the load's own QUIC loop, and costs
+    /// about twice the CPU per request.
     #[arg(long, value_name = "DIR")]
     pub qlog: Option<PathBuf>,
     /// Run part I (from 0) of a test split N ways, e.g. 2/8: a 1/N share

@@ -77,6 +77,8 @@ pub(crate) struct H3Conn {
     /// The server's GOAWAY: requests on this stream and later went
     /// unprocessed.
     goaway: Option<u64>,
+    /// Its end was reported (`Change::Lost`).
+    ended: bool,
 }
 
 impl H3Conn {
@@ -91,6 +93,7 @@ impl H3Conn {
             requests: FxHashMap::default(),
             uni: FxHashMap::default(),
             goaway: None,
+            ended: false,
         }
     }
 
@@ -150,6 +153,8 @@ impl H3Conn {
 
     /// Handles quinn-proto's application events: responses read, streams
     /// opened by the server, the handshake's end or the connection's loss.
+    /// quinn-proto reports no loss for a close of our own (a protocol
+    /// error of the server's), so that is reported here, once.
     pub(crate) fn poll_events(
         &mut self,
         now: Instant,
@@ -163,12 +168,19 @@ impl H3Conn {
                     self.open_control_stream();
                     change = Some(Change::Connected);
                 }
-                Event::ConnectionLost { reason } => return Some(Change::Lost(reason)),
+                Event::ConnectionLost { reason } => {
+                    self.ended = true;
+                    return Some(Change::Lost(reason));
+                }
                 Event::Stream(StreamEvent::Opened { dir: Dir::Uni }) => self.accept_uni(),
                 Event::Stream(StreamEvent::Readable { id }) => self.read(id, now, outcomes),
                 Event::Stream(StreamEvent::Writable { id }) => self.write(id),
                 _ => {}
             }
+        }
+        if !self.ended && self.quic.is_closed() {
+            self.ended = true;
+            return Some(Change::Lost(ConnectionError::LocallyClosed));
         }
         change
     }
@@ -672,6 +684,14 @@ mod tests {
         assert!(
             pair.h3.quic.is_closed(),
             "H3_FRAME_UNEXPECTED is a connection error"
+        );
+        assert_eq!(
+            pair.changes,
+            [
+                Change::Connected,
+                Change::Lost(ConnectionError::LocallyClosed)
+            ],
+            "the loop hears of the close, so the slot connects again"
         );
     }
 

@@ -54,7 +54,7 @@ pub(crate) fn run_worker(
     let cpu_before = CpuTime::of_this_thread();
     precise_timers();
     let mut engine = Engine::new(plan, share, done)?;
-    let end = engine.run(&cancel)?;
+    let end = engine.run(&cancel);
     Ok(WorkerResult {
         tally: engine.books.into_tally(end),
         cpu: CpuTime::of_this_thread().since(cpu_before),
@@ -106,6 +106,8 @@ struct Engine {
     /// A send the socket's full buffer refused: sent first next turn.
     blocked: Option<(quinn_proto::Transmit, Vec<u8>)>,
     received: Vec<Received>,
+    /// Whether the last wait ended with datagrams waiting.
+    readable: bool,
     outcomes: Vec<Outcome>,
     buffer: Vec<u8>,
 }
@@ -149,16 +151,17 @@ impl Engine {
             spin,
             blocked: None,
             received: Vec::new(),
+            readable: true,
             outcomes: Vec::new(),
             buffer: Vec::new(),
         })
     }
 
     /// Turns until every slot is done, the deadline, or Ctrl-C; returns
-    /// when the measured phase ended for this worker.
-    fn run(&mut self, cancel: &CancellationToken) -> anyhow::Result<Instant> {
+    /// when the measured phase ended for this worker. A socket that fails
+    /// ends the run early, as Ctrl-C does, keeping what was measured.
+    fn run(&mut self, cancel: &CancellationToken) -> Instant {
         let deadline = self.books.plan.deadline;
-        let mut readable = true;
         loop {
             let now = Instant::now();
             if cancel.is_cancelled() || deadline.is_some_and(|deadline| now >= deadline) {
@@ -168,16 +171,27 @@ impl Engine {
             if self.slots.iter().all(|slot| slot.finished) {
                 break;
             }
-            if readable {
-                self.receive().context("receiving UDP datagrams")?;
+            if let Err(err) = self.turn().and_then(|()| self.sleep()) {
+                eprintln!(
+                    "warning: the HTTP/3 worker's UDP socket failed ({err}); this worker \
+                     stopped early and reports what it measured"
+                );
+                break;
             }
-            let now = Instant::now();
-            self.service(now);
-            readable = self.sleep(now).context("waiting on the UDP socket")?;
         }
         let now = Instant::now();
         self.close_all(now);
-        Ok(deadline.map_or(now, |deadline| deadline.min(now)))
+        deadline.map_or(now, |deadline| deadline.min(now))
+    }
+
+    /// Receives (if the last wait said datagrams wait) and runs the
+    /// connections that have work.
+    fn turn(&mut self) -> std::io::Result<()> {
+        if self.readable {
+            self.receive()?;
+        }
+        self.service(Instant::now());
+        Ok(())
     }
 
     /// Opens a connection for each slot that has none and is due to.
@@ -327,7 +341,8 @@ impl Engine {
             None => {}
         }
         self.settle_outcomes(slot);
-        if let Some(index) = slot {
+        // A connection lost this turn has left its slot already.
+        if let Some(index) = self.owner.get(&handle).copied() {
             self.expire(handle, index, now);
             self.send_requests(handle, index, now);
         }
@@ -552,11 +567,12 @@ impl Engine {
     }
 
     /// Sleeps until the socket has datagrams (or room, if a send waits) or
-    /// the next timer is due; returns whether datagrams wait.
-    fn sleep(&mut self, now: Instant) -> std::io::Result<bool> {
-        let wake = self.next_wake(now);
-        let left = wake.saturating_duration_since(Instant::now());
-        self.socket.wait(left, self.blocked.is_some())
+    /// the next timer is due; notes whether datagrams wait.
+    fn sleep(&mut self) -> std::io::Result<()> {
+        let now = Instant::now();
+        let left = self.next_wake(now).saturating_duration_since(now);
+        self.readable = self.socket.wait(left, self.blocked.is_some())?;
+        Ok(())
     }
 
     fn next_wake(&self, now: Instant) -> Instant {
