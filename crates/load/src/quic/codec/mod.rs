@@ -306,6 +306,14 @@ fn is_dropped(name: &HeaderName, value: &HeaderValue) -> bool {
     }
 }
 
+/// A final response head.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Head {
+    pub status: StatusCode,
+    /// The wanted fields, in the order the response has them.
+    pub fields: Vec<(HeaderName, HeaderValue)>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::qpack::*;

@@ -1,7 +1,6 @@
 //! QPACK (RFC 9204) without a dynamic table: the static table, field lines
 //! written for requests, and field sections read from responses.
 
-use super::streams::Head;
 use super::*;
 
 /// The QPACK static table (RFC 9204 Appendix A): name and value by index.

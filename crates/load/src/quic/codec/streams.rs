@@ -13,14 +13,6 @@ pub(crate) struct Progress {
     pub body_bytes: u64,
 }
 
-/// A final response head.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Head {
-    pub status: StatusCode,
-    /// The wanted fields, in the order the response has them.
-    pub fields: Vec<(HeaderName, HeaderValue)>,
-}
-
 /// Where a response is in its message sequence (RFC 9114 §4.1).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Stage {
