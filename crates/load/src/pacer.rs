@@ -29,6 +29,12 @@ const COARSE_MARGIN: Duration = Duration::from_millis(3);
 const MIN_SPIN: Duration = Duration::from_micros(2);
 const MAX_SPIN: Duration = Duration::from_micros(60);
 
+/// How early to wake for sends `interval` apart (see [`MIN_SPIN`]); the
+/// HTTP/3 event loop wakes as early for the same reason.
+pub(crate) fn spin_for(interval: Duration) -> Duration {
+    (interval / 16).clamp(MIN_SPIN, MAX_SPIN)
+}
+
 /// A worker's precise timer. Several request loops may wait on it at once:
 /// it is armed for the earliest of their due times, and each woken loop
 /// re-arms it for its own if that is still ahead.
@@ -63,7 +69,7 @@ impl Pacer {
         Ok(Pacer {
             timer,
             armed: Cell::new(None),
-            spin: (interval / 16).clamp(MIN_SPIN, MAX_SPIN),
+            spin: spin_for(interval),
         })
     }
 

@@ -39,10 +39,6 @@ const MAX_TRANSMIT_DATAGRAMS: usize = 80;
 const RECEIVE_BATCHES: usize = 8;
 /// The longest sleep: how soon Ctrl-C is seen.
 const CANCEL_CHECK: Duration = Duration::from_millis(50);
-/// An open-model send wakes the loop this share of the interval early and
-/// it polls until the due time (`pacer.rs` says why), within these bounds.
-const MIN_SPIN: Duration = Duration::from_micros(2);
-const MAX_SPIN: Duration = Duration::from_micros(60);
 
 /// Runs one worker's share of an HTTP/3 load on this thread.
 pub(crate) fn run_worker(
@@ -125,12 +121,12 @@ impl Engine {
             codec::encode_data_header(template.body().len() as u64, &mut header);
             (Bytes::from(header), template.body().clone())
         });
+        // An open-model send wakes the loop early, and it polls until the
+        // due time (`pacer.rs` says why).
         let spin = share
             .schedule
             .interval()
-            .map_or(Duration::ZERO, |interval| {
-                (interval / 16).clamp(MIN_SPIN, MAX_SPIN)
-            });
+            .map_or(Duration::ZERO, crate::pacer::spin_for);
         let slots = (0..share.connections)
             .map(|_| Slot {
                 backoff: BACKOFF_MIN,
