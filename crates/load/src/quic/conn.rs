@@ -79,6 +79,8 @@ pub(crate) struct H3Conn {
     goaway: Option<u64>,
     /// Its end was reported (`Change::Lost`).
     ended: bool,
+    /// The server's stream limit is reached until it raises it.
+    pub(crate) stream_blocked: bool,
 }
 
 impl H3Conn {
@@ -94,6 +96,7 @@ impl H3Conn {
             uni: FxHashMap::default(),
             goaway: None,
             ended: false,
+            stream_blocked: false,
         }
     }
 
@@ -110,6 +113,7 @@ impl H3Conn {
         pieces: Pieces,
     ) -> Result<(), Ticket> {
         let Some(id) = self.quic.streams().open(Dir::Bi) else {
+            self.stream_blocked = true;
             return Err(ticket);
         };
         self.requests.insert(
@@ -175,6 +179,9 @@ impl H3Conn {
                 Event::Stream(StreamEvent::Opened { dir: Dir::Uni }) => self.accept_uni(),
                 Event::Stream(StreamEvent::Readable { id }) => self.read(id, now, outcomes),
                 Event::Stream(StreamEvent::Writable { id }) => self.write(id),
+                Event::Stream(StreamEvent::Available { dir: Dir::Bi }) => {
+                    self.stream_blocked = false;
+                }
                 _ => {}
             }
         }
@@ -446,6 +453,11 @@ mod tests {
 
     impl Pair {
         fn connected() -> Pair {
+            Pair::with_stream_limit(100)
+        }
+
+        /// A pair whose server lets `streams` requests be open at once.
+        fn with_stream_limit(streams: u32) -> Pair {
             let generated = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
             let cert = generated.cert.der().clone();
             let key = rustls::pki_types::PrivateKeyDer::Pkcs8(
@@ -467,9 +479,12 @@ mod tests {
                 .with_root_certificates(roots)
                 .with_no_client_auth();
             client_tls.alpn_protocols = vec![b"h3".to_vec()];
-            let server_config = ServerConfig::with_crypto(Arc::new(
+            let mut server_config = ServerConfig::with_crypto(Arc::new(
                 QuicServerConfig::try_from(server_tls).unwrap(),
             ));
+            let mut transport = quinn_proto::TransportConfig::default();
+            transport.max_concurrent_bidi_streams(streams.into());
+            server_config.transport_config(Arc::new(transport));
             let client_config =
                 ClientConfig::new(Arc::new(QuicClientConfig::try_from(client_tls).unwrap()));
             let endpoint_config = Arc::new(EndpointConfig::default());
@@ -504,14 +519,29 @@ mod tests {
         }
 
         /// Moves datagrams both ways, a millisecond of virtual time per
-        /// round, until neither side has anything left to send.
+        /// round, and jumps to the next timer due within 200 ms (a delayed
+        /// acknowledgement, say) when neither side has anything to send.
         fn run(&mut self) {
-            for _ in 0..200 {
+            for _ in 0..500 {
                 let sent = self.client_turn() | self.server_turn();
-                if !sent {
-                    return;
+                if sent {
+                    self.now += Duration::from_millis(1);
+                    continue;
                 }
-                self.now += Duration::from_millis(1);
+                let server_timer = self
+                    .server_conn
+                    .as_mut()
+                    .and_then(|(_, conn)| conn.poll_timeout());
+                let next = [self.h3.quic.poll_timeout(), server_timer]
+                    .into_iter()
+                    .flatten()
+                    .min();
+                match next {
+                    Some(at) if at <= self.now + Duration::from_millis(200) => {
+                        self.now = self.now.max(at)
+                    }
+                    _ => return,
+                }
             }
             panic!("the connection never went quiet");
         }
@@ -589,22 +619,31 @@ mod tests {
             !datagrams.is_empty()
         }
 
-        /// Sends one GET and lets the server take its stream.
-        fn request(&mut self) -> StreamId {
+        /// Sends one GET (`GET https://.../`); gives the ticket back if
+        /// no stream is free.
+        fn send(&mut self) -> Result<(), Ticket> {
             let ticket = Ticket {
                 intended: None,
                 warmup: false,
             };
             let head = Bytes::from(frame(0x01, &[0x00, 0x00, 0xd1, 0xd7, 0xc1]));
-            let sent = self
-                .h3
-                .send(ticket, self.now, Pieces([head, Bytes::new(), Bytes::new()]));
-            assert!(sent.is_ok(), "a stream is free");
+            self.h3
+                .send(ticket, self.now, Pieces([head, Bytes::new(), Bytes::new()]))
+        }
+
+        /// Sends one GET and lets the server take its stream.
+        fn request(&mut self) -> StreamId {
+            assert!(self.send().is_ok(), "a stream is free");
             self.run();
-            self.server()
-                .streams()
-                .accept(Dir::Bi)
-                .expect("the request stream")
+            let id = self.server().streams().accept(Dir::Bi);
+            let id = id.expect("the request stream");
+            // Read to its end, as a server does: only a stream done both
+            // ways frees the client a new one.
+            let mut recv = self.server().recv_stream(id);
+            let mut chunks = recv.read(true).unwrap();
+            while let Ok(Some(_)) = chunks.next(usize::MAX) {}
+            let _ = chunks.finalize();
+            id
         }
 
         /// The server writes `bytes` on `id`, then its end if `fin`.
@@ -734,5 +773,21 @@ mod tests {
         assert_eq!(expired.len(), 1);
         assert_eq!(pair.h3.in_flight(), 0);
         assert!(pair.h3.draining);
+    }
+
+    #[test]
+    fn at_the_servers_stream_limit_the_ticket_comes_back_until_it_is_raised() {
+        let mut pair = Pair::with_stream_limit(1);
+        let id = pair.request();
+        assert!(pair.send().is_err(), "the one stream is taken");
+        assert!(pair.h3.stream_blocked);
+        let mut response = frame(0x01, &STATUS_200);
+        response.extend(frame(0x00, b"ok"));
+        pair.respond(id, &response, true);
+        assert!(
+            !pair.h3.stream_blocked,
+            "the server's MAX_STREAMS frees one"
+        );
+        assert!(pair.send().is_ok());
     }
 }

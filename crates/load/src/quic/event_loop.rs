@@ -483,13 +483,15 @@ impl Engine {
                 }
             }
         }
-        let idle = conn.in_flight() == 0 && slot.waiting.is_empty();
-        if idle && (exhausted || conn.draining) {
+        // Tickets still waiting (open model) go to the slot's next
+        // connection when this one drains.
+        let done = exhausted && slot.waiting.is_empty();
+        if conn.in_flight() == 0 && (done || conn.draining) {
             conn.quic
                 .close(now, no_error(), Bytes::from_static(b"done"));
             self.owner.remove(&handle);
             slot.conn = None;
-            slot.finished = exhausted;
+            slot.finished = done;
         }
     }
 
@@ -549,7 +551,7 @@ impl Engine {
             .get(&handle)
             .and_then(|&index| self.slots[index].waiting.front())
             .and_then(|ticket| ticket.intended)
-            .filter(|_| conn.connected && !conn.draining);
+            .filter(|_| conn.connected && !conn.draining && !conn.stream_blocked);
         let handshake = (!conn.connected).then(|| conn.started + plan.connect_timeout);
         conn.wake = [
             conn.quic.poll_timeout(),
