@@ -67,6 +67,20 @@ impl Books {
         self.schedule.borrow().is_done(now)
     }
 
+    /// Tickets a connection slot still held when the run ended at `end`:
+    /// those already due count as never sent (or never attempted), later
+    /// ones as never issued.
+    pub(crate) fn hand_back(&self, held: impl IntoIterator<Item = Ticket>, end: Instant) {
+        let mut schedule = self.schedule.borrow_mut();
+        for ticket in held {
+            if ticket.intended.is_some_and(|due| due >= end) {
+                schedule.take_back(ticket);
+            } else {
+                schedule.retry(ticket);
+            }
+        }
+    }
+
     /// Hands back a ticket whose request never left: another connection
     /// sends it, uncounted.
     pub(crate) fn retry(&self, ticket: Ticket) {

@@ -96,6 +96,15 @@ impl Schedule {
         self.retry.is_empty() && self.peek(now).is_none()
     }
 
+    /// Takes back a ticket issued ahead of its due time and never used,
+    /// as if it had not been issued: the run ended before it was due.
+    pub fn take_back(&mut self, ticket: Ticket) {
+        if !ticket.warmup {
+            self.issued_measured -= 1;
+            self.remaining = self.remaining.map(|left| left + 1);
+        }
+    }
+
     /// Gives back a ticket whose request never left, for another connection.
     pub fn retry(&mut self, ticket: Ticket) {
         self.retry.push(ticket);
@@ -151,6 +160,24 @@ mod tests {
     use super::*;
 
     const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn tickets_held_at_the_end_count_as_unsent_only_once_due() {
+        let t0 = Instant::now();
+        let mut schedule = Schedule::new(t0, None, None, Some((1000.0, t0)));
+        let tickets: Vec<_> = (0..5).map(|_| schedule.next(t0).unwrap()).collect();
+        // The run ends at 2.5 ms: tickets due at 0, 1 and 2 ms were held
+        // unsent, those at 3 and 4 ms were taken ahead of time.
+        let end = t0 + MS * 5 / 2;
+        for ticket in tickets {
+            if ticket.intended.unwrap() < end {
+                schedule.retry(ticket);
+            } else {
+                schedule.take_back(ticket);
+            }
+        }
+        assert_eq!(schedule.unsent(end), 3);
+    }
 
     #[test]
     fn closed_model_issues_exactly_the_limit() {

@@ -81,6 +81,11 @@ pub(crate) struct H3Conn {
     ended: bool,
     /// The server's stream limit is reached until it raises it.
     pub(crate) stream_blocked: bool,
+    /// Whether it delivered a response: a request it then refuses
+    /// unprocessed is sent again elsewhere, uncounted.
+    pub(crate) answered: bool,
+    /// Requests sent on it.
+    pub(crate) sent: u64,
 }
 
 impl H3Conn {
@@ -97,6 +102,8 @@ impl H3Conn {
             goaway: None,
             ended: false,
             stream_blocked: false,
+            answered: false,
+            sent: 0,
         }
     }
 
@@ -127,6 +134,7 @@ impl H3Conn {
                 unsent: pieces,
             },
         );
+        self.sent += 1;
         self.write(id);
         Ok(())
     }
@@ -137,19 +145,16 @@ impl H3Conn {
             return;
         };
         let mut stream = self.quic.send_stream(id);
-        for piece in request
-            .unsent
-            .0
-            .iter_mut()
-            .filter(|piece| !piece.is_empty())
-        {
-            match stream.write(piece) {
-                Ok(written) => piece.advance(written),
-                // Blocked, or stopped (the read side reports the reset).
-                Err(_) => return,
-            }
-            if !piece.is_empty() {
-                return;
+        for piece in request.unsent.0.iter_mut() {
+            // Written until done or refused: quinn-proto signals
+            // `Writable` only after a write that returned `Blocked`, not
+            // after a short one (the connection's credit ran out).
+            while !piece.is_empty() {
+                match stream.write(piece) {
+                    Ok(written) => piece.advance(written),
+                    // Blocked, or stopped (the read side reports the reset).
+                    Err(_) => return,
+                }
             }
         }
         let _ = stream.finish();
@@ -223,16 +228,26 @@ impl H3Conn {
         let end = read_response(&mut chunks, request, now);
         let _ = chunks.finalize();
         if let Some(end) = end {
-            if let Err(Ending::Protocol(err)) = &end {
-                if !err.is_stream_error() {
-                    self.close(now, err);
+            match &end {
+                Err(Ending::Protocol(err)) if err.is_stream_error() => {
+                    let code = VarInt::from_u64(err.code).expect("HTTP/3 codes fit a varint");
+                    let _ = self.quic.recv_stream(id).stop(code);
                 }
+                Err(Ending::Protocol(err)) => self.close(now, err),
+                Err(Ending::Reset(_)) => {}
+                Ok(()) => self.answered = true,
             }
             let request = self
                 .requests
                 .remove(&id)
                 .expect("read from a request in flight");
-            outcomes.push(conclude(request, end, now));
+            let outcome = conclude(request, end, now);
+            if matches!(outcome, Outcome::Failed { unsent: true, .. }) {
+                // Refused unprocessed: no more requests on this connection,
+                // so that a retry costs a new connection, as a GOAWAY does.
+                self.draining = true;
+            }
+            outcomes.push(outcome);
         }
     }
 
@@ -449,6 +464,9 @@ mod tests {
         server_conn: Option<(ConnectionHandle, Connection)>,
         outcomes: Vec<Outcome>,
         changes: Vec<Change>,
+        /// Streams the server reads as bytes come, and what it has read
+        /// (and whether to the end).
+        reading: Vec<(StreamId, usize, bool)>,
     }
 
     impl Pair {
@@ -458,6 +476,13 @@ mod tests {
 
         /// A pair whose server lets `streams` requests be open at once.
         fn with_stream_limit(streams: u32) -> Pair {
+            let mut transport = quinn_proto::TransportConfig::default();
+            transport.max_concurrent_bidi_streams(streams.into());
+            Pair::with_transport(transport)
+        }
+
+        /// A pair whose server runs with `transport`.
+        fn with_transport(transport: quinn_proto::TransportConfig) -> Pair {
             let generated = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
             let cert = generated.cert.der().clone();
             let key = rustls::pki_types::PrivateKeyDer::Pkcs8(
@@ -482,8 +507,6 @@ mod tests {
             let mut server_config = ServerConfig::with_crypto(Arc::new(
                 QuicServerConfig::try_from(server_tls).unwrap(),
             ));
-            let mut transport = quinn_proto::TransportConfig::default();
-            transport.max_concurrent_bidi_streams(streams.into());
             server_config.transport_config(Arc::new(transport));
             let client_config =
                 ClientConfig::new(Arc::new(QuicClientConfig::try_from(client_tls).unwrap()));
@@ -508,6 +531,7 @@ mod tests {
                 server_conn: None,
                 outcomes: Vec::new(),
                 changes: Vec::new(),
+                reading: Vec::new(),
             };
             pair.run();
             assert!(pair.h3.connected, "the handshake completes");
@@ -600,6 +624,23 @@ mod tests {
                 }
             }
             while conn.poll().is_some() {}
+            for (id, read, finished) in &mut self.reading {
+                let mut recv = conn.recv_stream(*id);
+                let Ok(mut chunks) = recv.read(true) else {
+                    continue;
+                };
+                loop {
+                    match chunks.next(usize::MAX) {
+                        Ok(Some(chunk)) => *read += chunk.bytes.len(),
+                        Ok(None) => {
+                            *finished = true;
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                let _ = chunks.finalize();
+            }
             let mut datagrams = Vec::new();
             let mut buf = Vec::new();
             while let Some(transmit) = conn.poll_transmit(now, 1, &mut buf) {
@@ -674,6 +715,7 @@ mod tests {
             Outcome::Failed { message, .. } => panic!("failed: {message}"),
         }
         assert_eq!(pair.h3.in_flight(), 0);
+        assert!(pair.h3.answered);
     }
 
     #[test]
@@ -700,6 +742,8 @@ mod tests {
         pair.server().send_stream(id).reset(rejected).unwrap();
         pair.run();
         assert_eq!(failure(&pair), (ErrorKind::Reset, true));
+        assert!(pair.h3.draining, "a retry costs a new connection");
+        assert!(!pair.h3.answered, "so the loop counts it instead");
     }
 
     #[test]
@@ -789,5 +833,32 @@ mod tests {
             "the server's MAX_STREAMS frees one"
         );
         assert!(pair.send().is_ok());
+    }
+
+    #[test]
+    fn a_body_larger_than_the_servers_window_goes_out_whole_as_credit_returns() {
+        let mut transport = quinn_proto::TransportConfig::default();
+        transport.receive_window(20_000u32.into());
+        let mut pair = Pair::with_transport(transport);
+        let head = Bytes::from(frame(0x01, &[0x00, 0x00, 0xd1, 0xd7, 0xc1]));
+        let body = Bytes::from(vec![7u8; 100_000]);
+        let mut data_header = Vec::new();
+        codec::encode_data_header(body.len() as u64, &mut data_header);
+        let total = head.len() + data_header.len() + body.len();
+        let ticket = Ticket {
+            intended: None,
+            warmup: false,
+        };
+        let pieces = Pieces([head, Bytes::from(data_header), body]);
+        assert!(pair.h3.send(ticket, pair.now, pieces).is_ok());
+        pair.run();
+        let id = pair.server().streams().accept(Dir::Bi).unwrap();
+        pair.reading.push((id, 0, false));
+        pair.run();
+        assert_eq!(
+            pair.reading,
+            [(id, total, true)],
+            "every byte, then the end"
+        );
     }
 }

@@ -76,9 +76,6 @@ struct Slot {
     failures: u32,
     backoff: Duration,
     opened: u64,
-    /// Whether a connection of this slot ever carried a response: a
-    /// request refused unprocessed is then sent again, uncounted.
-    answered: bool,
     /// Open model: tickets taken, waiting for their due time.
     waiting: VecDeque<Ticket>,
     finished: bool,
@@ -177,7 +174,13 @@ impl Engine {
         }
         let now = Instant::now();
         self.close_all(now);
-        deadline.map_or(now, |deadline| deadline.min(now))
+        let end = deadline.map_or(now, |deadline| deadline.min(now));
+        let held = self
+            .slots
+            .iter_mut()
+            .flat_map(|slot| slot.waiting.drain(..));
+        self.books.hand_back(held, end);
+        end
     }
 
     /// Receives (if the last wait said datagrams wait) and runs the
@@ -330,13 +333,14 @@ impl Engine {
             }
         }
         let change = conn.poll_events(now, &mut self.outcomes);
+        let answered = conn.answered;
         let slot = self.owner.get(&handle).copied();
         match change {
             Some(Change::Connected) => self.connected(handle, slot, now),
             Some(Change::Lost(reason)) => self.lost(handle, slot, &reason, now),
             None => {}
         }
-        self.settle_outcomes(slot);
+        self.settle_outcomes(answered);
         // A connection lost this turn has left its slot already.
         if let Some(index) = self.owner.get(&handle).copied() {
             self.expire(handle, index, now);
@@ -393,7 +397,11 @@ impl Engine {
         self.connect_failed(index, now, err.0, err.1);
     }
 
-    fn settle_outcomes(&mut self, slot: Option<usize>) {
+    /// Records what the connection's requests came to. A request refused
+    /// unprocessed goes back, uncounted, only from a connection that
+    /// answered before (as in `worker.rs`): a server that refuses every
+    /// request shows up as errors, not as a run that never ends.
+    fn settle_outcomes(&mut self, answered: bool) {
         for outcome in self.outcomes.drain(..) {
             self.books.note_ended();
             match outcome {
@@ -401,19 +409,12 @@ impl Engine {
                     ticket,
                     sent_at,
                     exchange,
-                } => {
-                    if let Some(index) = slot {
-                        self.slots[index].answered = true;
-                    }
-                    self.books.record_response(&ticket, sent_at, &exchange);
-                }
+                } => self.books.record_response(&ticket, sent_at, &exchange),
                 Outcome::Failed {
                     ticket,
                     unsent: true,
                     ..
-                } if slot.is_some_and(|index| self.slots[index].answered) => {
-                    self.books.retry(ticket);
-                }
+                } if answered => self.books.retry(ticket),
                 Outcome::Failed {
                     ticket,
                     kind,
@@ -459,6 +460,13 @@ impl Engine {
         while !conn.draining {
             while conn.in_flight() + slot.waiting.len() < streams {
                 match self.books.next_ticket() {
+                    // A ticket handed back (its request refused) may be due
+                    // before those waiting: it goes first.
+                    Some(ticket)
+                        if ticket.intended < slot.waiting.front().and_then(|t| t.intended) =>
+                    {
+                        slot.waiting.push_front(ticket);
+                    }
                     Some(ticket) => slot.waiting.push_back(ticket),
                     None => {
                         exhausted = true;
@@ -492,6 +500,13 @@ impl Engine {
             self.owner.remove(&handle);
             slot.conn = None;
             slot.finished = done;
+            if conn.draining && conn.sent == 0 {
+                // GOAWAY before any request: a failed attempt, with its
+                // backoff, or a server that does it every time would have
+                // the slot reconnect without end.
+                let message = "HTTP/3: the server sent GOAWAY before any request".to_string();
+                self.connect_failed(index, now, ErrorKind::Reset, message);
+            }
         }
     }
 
@@ -552,7 +567,9 @@ impl Engine {
             .and_then(|&index| self.slots[index].waiting.front())
             .and_then(|ticket| ticket.intended)
             .filter(|_| conn.connected && !conn.draining && !conn.stream_blocked);
-        let handshake = (!conn.connected).then(|| conn.started + plan.connect_timeout);
+        // Once given up (`expire`), its handshake deadline is no timer.
+        let owned = self.owner.contains_key(&handle);
+        let handshake = (owned && !conn.connected).then(|| conn.started + plan.connect_timeout);
         conn.wake = [
             conn.quic.poll_timeout(),
             conn.next_expiry(plan.request_timeout),
@@ -579,7 +596,8 @@ impl Engine {
             wake = wake.min(deadline);
         }
         for conn in self.conns.values() {
-            if conn.dirty {
+            // With a send refused, dirty connections wait for room.
+            if conn.dirty && self.blocked.is_none() {
                 return now;
             }
             if let Some(at) = conn.wake {

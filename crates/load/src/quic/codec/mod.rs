@@ -48,6 +48,8 @@ pub(crate) mod code {
     pub(crate) const H3_REQUEST_REJECTED: u64 = 0x10b;
     /// A request or its response is no longer wanted.
     pub(crate) const H3_REQUEST_CANCELLED: u64 = 0x10c;
+    /// A response larger than the client will hold (a stream error here).
+    pub(crate) const H3_EXCESSIVE_LOAD: u64 = 0x107;
     /// A malformed message (RFC 9114 §4.1.2): a stream error.
     pub(crate) const H3_MESSAGE_ERROR: u64 = 0x10e;
     /// A field section that cannot be decoded.
@@ -69,10 +71,11 @@ impl H3Error {
         Self { code, reason }
     }
 
-    /// Whether the RFC has the stream reset and the connection kept: so for
-    /// a malformed message (RFC 9114 §4.1.2), and no other error here.
+    /// Whether the stream is aborted and the connection kept: so for a
+    /// malformed message (RFC 9114 §4.1.2) and a response head too large
+    /// to hold, and no other error here.
     pub(crate) fn is_stream_error(&self) -> bool {
-        self.code == code::H3_MESSAGE_ERROR
+        matches!(self.code, code::H3_MESSAGE_ERROR | code::H3_EXCESSIVE_LOAD)
     }
 }
 
@@ -989,6 +992,23 @@ mod tests {
         // A control character in an unwanted value passes: it is never read.
         let bytes = headers(&[(":status", "204"), ("x-other", "a\nb")]);
         assert_eq!(parse(&bytes).unwrap().head, head(204, &[]));
+    }
+
+    #[test]
+    fn a_response_head_over_the_limit_is_refused_unbuffered() {
+        let mut over = Vec::new();
+        put_varint(frame::HEADERS, &mut over);
+        put_varint(MAX_FIELD_SECTION + 1, &mut over);
+        over.extend_from_slice(&[0x00, 0x00]);
+        let mut parser = ResponseParser::new(&WANTED);
+        let err = parser.feed(&over).expect_err("too large");
+        assert_eq!(err.code, code::H3_EXCESSIVE_LOAD);
+        assert!(err.is_stream_error());
+        let mut limit = section(&[(":status", "200")]);
+        limit.resize(MAX_FIELD_SECTION as usize, b'a');
+        assert!(ResponseParser::new(&WANTED)
+            .feed(&frame(frame::HEADERS, &limit))
+            .is_err_and(|err| err.code != code::H3_EXCESSIVE_LOAD));
     }
 
     #[test]

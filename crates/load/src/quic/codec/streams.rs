@@ -13,6 +13,12 @@ pub(crate) struct Progress {
     pub body_bytes: u64,
 }
 
+/// The largest field section a response may carry. The client announces
+/// no limit (RFC 9114 §4.2.2 lets it discard what it cannot process), and
+/// a HEADERS frame split across packets is held whole until it ends, so
+/// this bounds what one response can make it hold.
+pub(super) const MAX_FIELD_SECTION: u64 = 64 * 1024;
+
 /// Where a response is in its message sequence (RFC 9114 §4.1).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Stage {
@@ -47,7 +53,7 @@ pub(crate) struct ResponseParser {
     /// A frame header the end of a feed cut in two.
     header: Split,
     /// A HEADERS payload the end of a feed cut; allocated only then, and
-    /// bounded by the stream's flow control window.
+    /// at most [`MAX_FIELD_SECTION`] bytes.
     pub(super) section: Vec<u8>,
 }
 
@@ -151,6 +157,12 @@ impl ResponseParser {
         len: u64,
         progress: &mut Progress,
     ) -> Result<(), H3Error> {
+        if len > MAX_FIELD_SECTION {
+            return Err(H3Error::new(
+                code::H3_EXCESSIVE_LOAD,
+                "a response head over 64 KiB (the client holds no more)",
+            ));
+        }
         let all = *input;
         if self.section.is_empty() && len <= all.len() as u64 {
             let (section, rest) = all.split_at(len as usize);
