@@ -108,6 +108,17 @@ pub(crate) fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
+/// An HTTP/3 or QPACK error code as its RFC names it (`H3_INTERNAL_ERROR
+/// (0x102)`), or in hex when it has no name (a reserved code, GREASE).
+pub fn h3_code_name(code: u64) -> String {
+    let named = h3::error::Code::from(code).to_string();
+    if named.starts_with("0x") {
+        named
+    } else {
+        format!("{named} ({code:#x})")
+    }
+}
+
 /// QUIC carries TLS alerts as transport error codes 0x100-0x1ff.
 fn is_crypto_code(code: quinn::TransportErrorCode) -> bool {
     (0x100..0x200).contains(&u64::from(code))
@@ -174,6 +185,13 @@ pub(crate) fn tls_failure(addr: SocketAddr, detail: &str) -> ClientError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn h3_codes_are_named_as_the_rfcs_name_them() {
+        assert_eq!(h3_code_name(0x102), "H3_INTERNAL_ERROR (0x102)");
+        assert_eq!(h3_code_name(0x200), "QPACK_DECOMPRESSION_FAILED (0x200)");
+        assert_eq!(h3_code_name(0x1f * 3 + 0x21), "0x7e");
+    }
 
     #[test]
     fn tls_failures_name_the_fix() {

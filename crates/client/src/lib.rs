@@ -31,7 +31,7 @@ mod ttfb;
 
 pub use connect::{quic_client_config, udp_socket, ConnectTiming, Connection, Connector};
 pub use dns::{https_record_name, DnsResolver, HttpsRecord, NameServer, OriginLookup};
-pub use error::{quic_connect_error, ClientError};
+pub use error::{h3_code_name, quic_connect_error, ClientError};
 pub use h3_features::check_h3_features;
 pub use offer::check_offer;
 pub use race::{AutoConnector, OriginConnector, SharedDiscovery};

@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes};
+use h3lab_client::h3_code_name;
 use h3lab_results::ErrorKind;
 use http::{HeaderName, StatusCode};
 use quinn_proto::{
@@ -338,10 +339,22 @@ impl H3Conn {
             outcomes.push(Outcome::Failed {
                 ticket: request.ticket,
                 kind,
-                message: format!("HTTP/3: the QUIC connection ended: {reason}"),
+                message: connection_ended(reason),
                 unsent,
             });
         }
+    }
+}
+
+/// Why a request failed with its connection, naming the server's HTTP/3
+/// code when it closed the connection with one.
+fn connection_ended(reason: &ConnectionError) -> String {
+    match reason {
+        ConnectionError::ApplicationClosed(close) => format!(
+            "HTTP/3: the server closed the connection with {}",
+            h3_code_name(close.error_code.into_inner())
+        ),
+        other => format!("HTTP/3: the QUIC connection ended: {other}"),
     }
 }
 
@@ -408,13 +421,16 @@ fn conclude(request: InFlight, end: Result<(), Ending>, now: Instant) -> Outcome
         (Err(Ending::Reset(code)), _) => Outcome::Failed {
             ticket,
             kind: ErrorKind::Reset,
-            message: format!("HTTP/3: the server reset the request stream with code {code:#x}"),
+            message: format!(
+                "HTTP/3: the server reset the request stream with {}",
+                h3_code_name(code)
+            ),
             unsent: code == codec::code::H3_REQUEST_REJECTED,
         },
         (Err(Ending::Protocol(err)), _) => Outcome::Failed {
             ticket,
             kind: ErrorKind::Protocol,
-            message: format!("HTTP/3: {} (code {:#x})", err.reason, err.code),
+            message: format!("HTTP/3: {} ({})", err.reason, h3_code_name(err.code)),
             unsent: false,
         },
     }
