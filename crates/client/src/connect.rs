@@ -359,13 +359,7 @@ impl Connector {
     }
 
     fn no_quic_answer(&self) -> ClientError {
-        ClientError::new(
-            ErrorKind::Connect,
-            format!(
-                "no HTTP/3 (QUIC) answer from {} within {:?}: is the server listening on UDP?",
-                self.addr, self.connect_timeout
-            ),
-        )
+        no_quic_answer(self.addr, self.connect_timeout)
     }
 
     async fn connect_tcp(&self) -> Result<(TcpStream, Duration), ClientError> {
@@ -469,6 +463,16 @@ fn quic_client(
         config: quic_client_config(tls)?,
         qlog: None,
     })
+}
+
+/// A QUIC handshake that got no answer from `addr` within `limit`.
+pub fn no_quic_answer(addr: SocketAddr, limit: Duration) -> ClientError {
+    ClientError::new(
+        ErrorKind::Connect,
+        format!(
+            "no HTTP/3 (QUIC) answer from {addr} within {limit:?}: is the server listening on UDP?"
+        ),
+    )
 }
 
 /// The QUIC client configuration every h3lab client uses: `tls` with

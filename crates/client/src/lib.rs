@@ -29,7 +29,9 @@ mod target;
 mod tls;
 mod ttfb;
 
-pub use connect::{quic_client_config, udp_socket, ConnectTiming, Connection, Connector};
+pub use connect::{
+    no_quic_answer, quic_client_config, udp_socket, ConnectTiming, Connection, Connector,
+};
 pub use dns::{https_record_name, DnsResolver, HttpsRecord, NameServer, OriginLookup};
 pub use error::{h3_code_name, quic_connect_error, ClientError};
 pub use h3_features::check_h3_features;

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use bytes::Bytes;
-use h3lab_client::{quic_client_config, quic_connect_error, ConnectTiming};
+use h3lab_client::{no_quic_answer, quic_client_config, quic_connect_error, ConnectTiming};
 use h3lab_results::{ErrorKind, Proto};
 use quinn_proto::{
     ClientConfig, ConnectionError, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig,
@@ -389,12 +389,9 @@ impl Engine {
         let plan = &self.books.plan;
         let err = match reason {
             ConnectionError::TimedOut => no_quic_answer(plan.addr, plan.connect_timeout),
-            other => {
-                let err = quic_connect_error(other.clone(), plan.addr);
-                (err.kind(), err.to_string())
-            }
+            other => quic_connect_error(other.clone(), plan.addr),
         };
-        self.connect_failed(index, now, err.0, err.1);
+        self.connect_failed(index, now, err.kind(), err.to_string());
     }
 
     /// Records what the connection's requests came to. A request refused
@@ -439,8 +436,8 @@ impl Engine {
                 .close(now, no_error(), Bytes::from_static(b"connect timeout"));
             self.owner.remove(&handle);
             self.slots[index].conn = None;
-            let (kind, message) = no_quic_answer(plan.addr, plan.connect_timeout);
-            self.connect_failed(index, now, kind, message);
+            let err = no_quic_answer(plan.addr, plan.connect_timeout);
+            self.connect_failed(index, now, err.kind(), err.to_string());
         }
     }
 
@@ -649,13 +646,4 @@ fn encode_head(template: &h3lab_client::RequestTemplate) -> Bytes {
 /// HTTP/3's code for a graceful close.
 fn no_error() -> VarInt {
     VarInt::from_u64(codec::code::H3_NO_ERROR).expect("a small code")
-}
-
-fn no_quic_answer(addr: std::net::SocketAddr, limit: Duration) -> (ErrorKind, String) {
-    (
-        ErrorKind::Connect,
-        format!(
-            "no HTTP/3 (QUIC) answer from {addr} within {limit:?}: is the server listening on UDP?"
-        ),
-    )
 }
