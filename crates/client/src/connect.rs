@@ -67,6 +67,21 @@ impl ConnectTiming {
             path_rtt: Some(path_rtt),
         }
     }
+
+    /// A TCP connection's: the three-way handshake, TLS's (`None` for
+    /// cleartext) and whether it resumed a session, and the kernel's RTT.
+    pub fn tcp(
+        tcp_connect: Duration,
+        tls: Option<(Duration, bool)>,
+        path_rtt: Option<Duration>,
+    ) -> ConnectTiming {
+        ConnectTiming {
+            tcp_connect: Some(tcp_connect),
+            handshake: tls.map(|(handshake, _)| handshake),
+            resumed: tls.map(|(_, resumed)| resumed),
+            path_rtt,
+        }
+    }
 }
 
 /// A fresh connection: its request handle and set-up timing.
@@ -365,21 +380,8 @@ impl Connector {
     async fn connect_tcp(&self) -> Result<(TcpStream, Duration), ClientError> {
         let start = Instant::now();
         let stream = match timeout(self.connect_timeout, TcpStream::connect(self.addr)).await {
-            Err(_) => {
-                return Err(ClientError::new(
-                    ErrorKind::Connect,
-                    format!(
-                        "TCP connect to {} timed out after {:?}: is the server up?",
-                        self.addr, self.connect_timeout
-                    ),
-                ))
-            }
-            Ok(Err(err)) => {
-                return Err(ClientError::new(
-                    ErrorKind::Connect,
-                    format!("TCP connect to {}: {err}", self.addr),
-                ))
-            }
+            Err(_) => return Err(tcp_connect_timeout(self.addr, self.connect_timeout)),
+            Ok(Err(err)) => return Err(tcp_connect_error(self.addr, &err)),
             Ok(Ok(stream)) => stream,
         };
         let elapsed = start.elapsed();
@@ -398,15 +400,7 @@ impl Connector {
         let connector = TlsConnector::from(self.tls.clone());
         let handshake = connector.connect(self.server_name.clone(), tcp);
         let tls = match timeout(self.connect_timeout, handshake).await {
-            Err(_) => {
-                return Err(ClientError::new(
-                    ErrorKind::Timeout,
-                    format!(
-                        "TLS handshake with {} did not finish within {:?}",
-                        self.addr, self.connect_timeout
-                    ),
-                ))
-            }
+            Err(_) => return Err(tls_handshake_timeout(self.addr, self.connect_timeout)),
             Ok(Err(err)) => return Err(tls_failure(self.addr, &error_chain(&err))),
             Ok(Ok(tls)) => tls,
         };
@@ -414,13 +408,7 @@ impl Connector {
         let session = tls.get_ref().1;
         let alpn = session.alpn_protocol();
         if self.proto == Proto::H2 && alpn != Some(b"h2".as_slice()) {
-            return Err(ClientError::new(
-                ErrorKind::Protocol,
-                format!(
-                    "the server at {} did not agree to HTTP/2 in ALPN; try --proto h1 or --proto h3",
-                    self.addr
-                ),
-            ));
+            return Err(no_h2_in_alpn(self.addr));
         }
         let timing = ConnectTiming {
             tcp_connect: Some(tcp_time),
@@ -465,6 +453,37 @@ fn quic_client(
     })
 }
 
+/// A TCP connect to `addr` that failed.
+pub fn tcp_connect_error(addr: SocketAddr, err: &std::io::Error) -> ClientError {
+    ClientError::new(ErrorKind::Connect, format!("TCP connect to {addr}: {err}"))
+}
+
+/// A TCP connect to `addr` that got no answer within `limit`.
+pub fn tcp_connect_timeout(addr: SocketAddr, limit: Duration) -> ClientError {
+    ClientError::new(
+        ErrorKind::Connect,
+        format!("TCP connect to {addr} timed out after {limit:?}: is the server up?"),
+    )
+}
+
+/// A TLS handshake with `addr` that did not finish within `limit`.
+pub fn tls_handshake_timeout(addr: SocketAddr, limit: Duration) -> ClientError {
+    ClientError::new(
+        ErrorKind::Timeout,
+        format!("TLS handshake with {addr} did not finish within {limit:?}"),
+    )
+}
+
+/// A server that did not choose h2 in ALPN when asked for it alone.
+pub fn no_h2_in_alpn(addr: SocketAddr) -> ClientError {
+    ClientError::new(
+        ErrorKind::Protocol,
+        format!(
+            "the server at {addr} did not agree to HTTP/2 in ALPN; try --proto h1 or --proto h3"
+        ),
+    )
+}
+
 /// A QUIC handshake that got no answer from `addr` within `limit`.
 pub fn no_quic_answer(addr: SocketAddr, limit: Duration) -> ClientError {
     ClientError::new(
@@ -485,8 +504,7 @@ pub fn quic_client_config(tls: &Arc<rustls::ClientConfig>) -> anyhow::Result<qui
 }
 
 /// The kernel's smoothed RTT of a TCP connection (`tcpi_rtt`, in µs).
-fn tcp_rtt(stream: &TcpStream) -> Option<Duration> {
-    use std::os::fd::AsRawFd;
+pub fn tcp_rtt(stream: &impl std::os::fd::AsRawFd) -> Option<Duration> {
     // SAFETY: tcp_info is plain data, zeroed is a valid value of it.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;

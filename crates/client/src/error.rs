@@ -148,7 +148,7 @@ pub fn quic_connect_error(err: quinn::ConnectionError, addr: SocketAddr) -> Clie
 
 /// Certificate problems get their cause and the fix; other TLS failures
 /// keep their detail.
-pub(crate) fn tls_failure(addr: SocketAddr, detail: &str) -> ClientError {
+pub fn tls_failure(addr: SocketAddr, detail: &str) -> ClientError {
     // rustls' wording (its `Display`) and, on QUIC, its `Debug` names.
     let lower = detail.to_ascii_lowercase();
     let hint = if lower.contains("not valid for name") || lower.contains("notvalidforname") {

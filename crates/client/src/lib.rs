@@ -30,10 +30,11 @@ mod tls;
 mod ttfb;
 
 pub use connect::{
-    no_quic_answer, quic_client_config, udp_socket, ConnectTiming, Connection, Connector,
+    no_h2_in_alpn, no_quic_answer, quic_client_config, tcp_connect_error, tcp_connect_timeout,
+    tcp_rtt, tls_handshake_timeout, udp_socket, ConnectTiming, Connection, Connector,
 };
 pub use dns::{https_record_name, DnsResolver, HttpsRecord, NameServer, OriginLookup};
-pub use error::{h3_code_name, quic_connect_error, ClientError};
+pub use error::{h3_code_name, quic_connect_error, tls_failure, ClientError};
 pub use h3_features::check_h3_features;
 pub use offer::check_offer;
 pub use race::{AutoConnector, OriginConnector, SharedDiscovery};

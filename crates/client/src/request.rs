@@ -89,6 +89,11 @@ impl RequestTemplate {
         self.numbers.is_some()
     }
 
+    /// The request's method.
+    pub fn method(&self) -> &Method {
+        &self.method
+    }
+
     /// The request's body, sent after its head.
     pub fn body(&self) -> &Bytes {
         &self.body
@@ -96,7 +101,16 @@ impl RequestTemplate {
 
     /// HTTP/1.1 form: origin-form target plus a Host header.
     pub(crate) fn h1(&self) -> Request<Full<Bytes>> {
-        let mut request = Request::new(Full::new(self.body.clone()));
+        self.h1_head().map(|()| Full::new(self.body.clone()))
+    }
+
+    /// The HTTP/1.1 form's head, for clients that write the request line
+    /// and header fields themselves and send [`body`](Self::body) after
+    /// them: origin-form target (RFC 9112 §3.2.1), and the target's
+    /// authority as Host unless this template's headers have one (each
+    /// call numbers a request, as [`next_headers`](Self::next_headers)).
+    pub fn h1_head(&self) -> Request<()> {
+        let mut request = Request::new(());
         *request.method_mut() = self.method.clone();
         *request.uri_mut() = self.origin_uri.clone();
         *request.headers_mut() = self.next_headers();
@@ -141,6 +155,18 @@ mod tests {
         let request = template(headers).h1();
         assert_eq!(request.headers().get_all(HOST).iter().count(), 1);
         assert_eq!(request.headers()[HOST], "other.test");
+    }
+
+    #[test]
+    fn h1_head_is_h1_without_the_body() {
+        let template = template(HeaderMap::new());
+        let (head, ()) = template.h1_head().into_parts();
+        let (full, _) = template.h1().into_parts();
+        assert_eq!(head.method, full.method);
+        assert_eq!(head.uri, full.uri);
+        assert_eq!(head.headers, full.headers);
+        assert_eq!(head.uri.to_string(), "/echo?x=1");
+        assert_eq!(head.headers[HOST], "example.test:4433");
     }
 
     #[test]

@@ -28,6 +28,24 @@ pub(crate) struct Exchange {
     pub(crate) origin_wait: Option<Duration>,
 }
 
+/// How a request ended.
+pub(crate) enum Outcome {
+    Response {
+        ticket: Ticket,
+        sent_at: Instant,
+        exchange: Exchange,
+    },
+    Failed {
+        ticket: Ticket,
+        kind: ErrorKind,
+        message: String,
+        /// The server refused it unprocessed (GOAWAY, H3_REQUEST_REJECTED,
+        /// REFUSED_STREAM):
+        /// safe to send again elsewhere.
+        unsent: bool,
+    },
+}
+
 /// One worker's schedule and tally; only its own thread touches them.
 pub(crate) struct Books {
     pub(crate) plan: Arc<Plan>,
@@ -131,6 +149,32 @@ impl Books {
             exchange.origin_wait,
         );
         self.done.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records how a request of the event-loop engines ended. A request
+    /// refused unprocessed goes back, uncounted, only from a connection
+    /// that `answered` before (as in `worker.rs`): a server that refuses
+    /// every request shows up as errors, not as a run that never ends.
+    pub(crate) fn settle(&self, outcome: Outcome, answered: bool) {
+        self.note_ended();
+        match outcome {
+            Outcome::Response {
+                ticket,
+                sent_at,
+                exchange,
+            } => self.record_response(&ticket, sent_at, &exchange),
+            Outcome::Failed {
+                ticket,
+                unsent: true,
+                ..
+            } if answered => self.retry(ticket),
+            Outcome::Failed {
+                ticket,
+                kind,
+                message,
+                ..
+            } => self.record_failure(&ticket, kind, || message),
+        }
     }
 
     pub(crate) fn record_timeout(&self, ticket: &Ticket) {

@@ -132,6 +132,7 @@ fn spawn_workers(
                 .name(format!("h3lab-load-{index}"))
                 .spawn(move || match engine {
                     Engine::Quic => crate::quic::run_worker(plan, share, cancel, done),
+                    Engine::Tcp => crate::tcp::run_worker(plan, share, cancel, done),
                     Engine::Tokio => run_worker(plan, share, cancel, done),
                 })
                 .context("spawning a load worker thread")
@@ -145,17 +146,20 @@ enum Engine {
     /// h3: quinn-proto driven directly by one event loop per thread
     /// (`quic`), at about twice the requests per CPU-second of tokio's.
     Quic,
-    /// h1, h2, `auto` (which races TCP against QUIC) and h3 with `--qlog`:
+    /// h1 and h2: mio's epoll, rustls' sans-I/O client and framing of
+    /// their own, one event loop per thread (`tcp`).
+    Tcp,
+    /// `auto` (which races TCP against QUIC) and h3 with `--qlog`:
     /// `h3lab_client`'s connections on a tokio runtime per thread.
     Tokio,
 }
 
 impl Engine {
     fn for_plan(plan: &Plan) -> Engine {
-        if plan.proto == Proto::H3 && plan.qlog.is_none() {
-            Engine::Quic
-        } else {
-            Engine::Tokio
+        match plan.proto {
+            Proto::H3 if plan.qlog.is_none() => Engine::Quic,
+            Proto::H1 | Proto::H2 => Engine::Tcp,
+            _ => Engine::Tokio,
         }
     }
 }

@@ -1,10 +1,12 @@
 //! The h3lab load engine: drives HTTP/1.1, HTTP/2 or HTTP/3 load at a URL
 //! in the closed model (connections x streams) or the open model (fixed
 //! rate, latency corrected for coordinated omission) and returns a
-//! mergeable report with HdrHistogram percentiles (`h3lab.load/1`). h3
-//! runs on an engine of their own (`quic`: quinn-proto driven by one event
-//! loop per worker thread); h1, h2, `auto` and h3 with `--qlog` on
-//! `h3lab-client`'s connections under tokio (`worker`). With the `clap`
+//! mergeable report with HdrHistogram percentiles (`h3lab.load/1`). Each
+//! protocol runs on an event loop per worker thread, no async runtime:
+//! h3 on quinn-proto driven directly (`quic`), h1 and h2 on epoll with
+//! rustls' sans-I/O client and framing of their own (`tcp`); `auto` and
+//! h3 with `--qlog` on `h3lab-client`'s connections under tokio
+//! (`worker`). With the `clap`
 //! feature, `h3lab load`'s flags (`cli`): a test's, `load merge`'s, and
 //! those a distributed worker adds.
 //!
@@ -19,6 +21,8 @@ pub mod cli;
 mod config;
 mod cpu;
 mod engine;
+mod fields;
+mod head;
 mod host;
 mod pacer;
 mod plan;
@@ -28,7 +32,9 @@ mod quic;
 mod report;
 mod schedule;
 mod server_timing;
+mod slot;
 mod tally;
+mod tcp;
 mod worker;
 
 pub use config::{

@@ -50,18 +50,7 @@ impl Pacer {
     /// A timerfd on the monotonic clock (the one `Instant` reads), for the
     /// current thread's tokio runtime, for sends `interval` apart.
     pub(crate) fn new(interval: Duration) -> io::Result<Pacer> {
-        // SAFETY: plain timerfd_create(2); the result is checked.
-        let fd = unsafe {
-            libc::timerfd_create(
-                libc::CLOCK_MONOTONIC,
-                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` was just created and is owned by nothing else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let fd = timerfd()?;
         // SAFETY: an OwnedFd keeps its descriptor open and unchanged until
         // the AsyncFd that owns it is dropped.
         let timer = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }
@@ -110,37 +99,52 @@ impl Pacer {
         if self.armed.get().is_some_and(|at| at > now && at <= due) {
             return Ok(());
         }
-        let wait = due - now;
-        let spec = libc::itimerspec {
-            it_interval: libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            },
-            it_value: libc::timespec {
-                tv_sec: wait.as_secs() as libc::time_t,
-                // A zero it_value would disarm the timer instead of firing.
-                tv_nsec: i64::from(wait.subsec_nanos().max(1)) as libc::c_long,
-            },
-        };
-        // SAFETY: a valid timerfd and a fully initialised itimerspec.
-        let set = unsafe {
-            libc::timerfd_settime(
-                self.timer.get_ref().as_raw_fd(),
-                0,
-                &spec,
-                std::ptr::null_mut(),
-            )
-        };
-        if set < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        set_timerfd(self.timer.get_ref(), due)?;
         self.armed.set(Some(due));
         Ok(())
     }
 }
 
+/// A non-blocking timerfd on the monotonic clock (the one `Instant` reads).
+pub(crate) fn timerfd() -> io::Result<OwnedFd> {
+    // SAFETY: plain timerfd_create(2); the result is checked.
+    let fd = unsafe {
+        libc::timerfd_create(
+            libc::CLOCK_MONOTONIC,
+            libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just created and is owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Sets `timer` to fire once at `due` (at once if it is past).
+pub(crate) fn set_timerfd(timer: &OwnedFd, due: Instant) -> io::Result<()> {
+    let wait = due.saturating_duration_since(Instant::now());
+    let spec = libc::itimerspec {
+        it_interval: libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+        it_value: libc::timespec {
+            tv_sec: wait.as_secs() as libc::time_t,
+            // A zero it_value would disarm the timer instead of firing.
+            tv_nsec: i64::from(wait.subsec_nanos().max(1)) as libc::c_long,
+        },
+    };
+    // SAFETY: a valid timerfd and a fully initialised itimerspec.
+    let set = unsafe { libc::timerfd_settime(timer.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
+    if set < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Reads (and so resets) the timer's expiration count.
-fn read_expirations(timer: &OwnedFd) -> io::Result<()> {
+pub(crate) fn read_expirations(timer: &OwnedFd) -> io::Result<()> {
     let mut count = [0u8; 8];
     // SAFETY: reads at most 8 bytes into an 8-byte buffer.
     let read = unsafe { libc::read(timer.as_raw_fd(), count.as_mut_ptr().cast(), count.len()) };

@@ -15,7 +15,7 @@ use quinn_proto::{
 use rustc_hash::FxHashMap;
 
 use super::codec::{self, H3Error, ResponseParser, UniStreamParser};
-use crate::books::Exchange;
+use crate::books::{Exchange, Outcome};
 use crate::schedule::Ticket;
 use crate::server_timing;
 
@@ -37,23 +37,6 @@ struct InFlight {
 /// header and the body. Empty pieces stand for absent ones, so a request
 /// costs no allocation of its own.
 pub(crate) struct Pieces(pub(crate) [Bytes; 3]);
-
-/// How a request ended.
-pub(crate) enum Outcome {
-    Response {
-        ticket: Ticket,
-        sent_at: Instant,
-        exchange: Exchange,
-    },
-    Failed {
-        ticket: Ticket,
-        kind: ErrorKind,
-        message: String,
-        /// The server refused it unprocessed (GOAWAY, H3_REQUEST_REJECTED):
-        /// safe to send again elsewhere.
-        unsent: bool,
-    },
-}
 
 /// What the connection as a whole did.
 #[derive(Debug, PartialEq)]

@@ -6,7 +6,6 @@
 //! socket is readable or the next timer (QUIC's, a request's deadline, an
 //! open-model send) is due.
 
-use std::collections::VecDeque;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,13 +22,13 @@ use rustc_hash::FxHashMap;
 use tokio_util::sync::CancellationToken;
 
 use super::codec;
-use super::conn::{Change, H3Conn, Outcome, Pieces};
+use super::conn::{Change, H3Conn, Pieces};
 use super::socket::{Received, Socket};
-use crate::books::Books;
+use crate::books::{Books, Outcome};
 use crate::cpu::CpuTime;
 use crate::plan::{Plan, Share};
-use crate::schedule::Ticket;
-use crate::worker::{WorkerResult, BACKOFF_MAX, BACKOFF_MIN, CONNECT_ATTEMPTS};
+use crate::slot::{Next, Slot};
+use crate::worker::WorkerResult;
 
 /// Datagrams one connection sends per turn, as the vendored quinn's
 /// driver does per wake-up, so that one busy connection does not starve
@@ -66,21 +65,6 @@ fn precise_timers() {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
 }
 
-/// One connection slot, as `worker.rs` keeps them: connect, carry up to
-/// `streams` requests at once, reconnect with a backoff when it breaks.
-#[derive(Default)]
-struct Slot {
-    conn: Option<ConnectionHandle>,
-    /// When to connect next (`None`: now).
-    retry_at: Option<Instant>,
-    failures: u32,
-    backoff: Duration,
-    opened: u64,
-    /// Open model: tickets taken, waiting for their due time.
-    waiting: VecDeque<Ticket>,
-    finished: bool,
-}
-
 struct Engine {
     books: Books,
     socket: Socket,
@@ -90,7 +74,7 @@ struct Engine {
     owner: FxHashMap<ConnectionHandle, usize>,
     /// The live connections' handles, gathered each turn.
     handles: Vec<ConnectionHandle>,
-    slots: Vec<Slot>,
+    slots: Vec<Slot<ConnectionHandle>>,
     /// The request's HEADERS frame, when every request has the same.
     head: Option<Bytes>,
     /// DATA frame header and body, for a request with a body.
@@ -124,12 +108,7 @@ impl Engine {
             .schedule
             .interval()
             .map_or(Duration::ZERO, crate::pacer::spin_for);
-        let slots = (0..share.connections)
-            .map(|_| Slot {
-                backoff: BACKOFF_MIN,
-                ..Slot::default()
-            })
-            .collect();
+        let slots = (0..share.connections).map(|_| Slot::new()).collect();
         Ok(Engine {
             books: Books::new(plan, share.schedule, done),
             socket,
@@ -196,12 +175,7 @@ impl Engine {
     /// Opens a connection for each slot that has none and is due to.
     fn connect_slots(&mut self, now: Instant) {
         for index in 0..self.slots.len() {
-            let slot = &mut self.slots[index];
-            if slot.finished || slot.conn.is_some() || slot.retry_at.is_some_and(|at| now < at) {
-                continue;
-            }
-            if slot.waiting.is_empty() && self.books.is_done(now) {
-                slot.finished = true;
+            if !self.slots[index].should_connect(&self.books, now) {
                 continue;
             }
             self.books.note_first_attempt();
@@ -217,35 +191,10 @@ impl Engine {
                 }
                 Err(err) => {
                     let message = format!("QUIC connect to {}: {err}", plan.addr);
-                    self.connect_failed(index, now, ErrorKind::Connect, message);
+                    self.slots[index].connect_failed(&self.books, now, ErrorKind::Connect, message);
                 }
             }
         }
-    }
-
-    /// A connection of slot `index` never came up: one ticket carries the
-    /// error (so a dead server still ends a counted run), then a backoff.
-    fn connect_failed(&mut self, index: usize, now: Instant, kind: ErrorKind, message: String) {
-        let slot = &mut self.slots[index];
-        let ticket = slot
-            .waiting
-            .pop_front()
-            .or_else(|| self.books.next_ticket());
-        let Some(ticket) = ticket else {
-            slot.finished = true;
-            return;
-        };
-        self.books.record_failure(&ticket, kind, || message);
-        slot.failures += 1;
-        if slot.failures == CONNECT_ATTEMPTS {
-            slot.finished = true;
-            for ticket in slot.waiting.drain(..) {
-                self.books.retry(ticket);
-            }
-            return;
-        }
-        slot.retry_at = Some(now + slot.backoff);
-        slot.backoff = (slot.backoff * 2).min(BACKOFF_MAX);
     }
 
     /// Receives what the socket holds (a few batches at most) and hands
@@ -358,12 +307,7 @@ impl Engine {
             return;
         };
         let timing = ConnectTiming::quic(now - conn.started, conn.quic.rtt());
-        let slot = &mut self.slots[index];
-        self.books
-            .record_connection(&timing, slot.opened > 0, Proto::H3);
-        slot.opened += 1;
-        slot.failures = 0;
-        slot.backoff = BACKOFF_MIN;
+        self.slots[index].connected(&self.books, &timing, Proto::H3);
     }
 
     /// The connection ended: its requests fail (or go back, if refused
@@ -391,34 +335,13 @@ impl Engine {
             ConnectionError::TimedOut => no_quic_answer(plan.addr, plan.connect_timeout),
             other => quic_connect_error(other.clone(), plan.addr),
         };
-        self.connect_failed(index, now, err.kind(), err.to_string());
+        self.slots[index].connect_failed(&self.books, now, err.kind(), err.to_string());
     }
 
-    /// Records what the connection's requests came to. A request refused
-    /// unprocessed goes back, uncounted, only from a connection that
-    /// answered before (as in `worker.rs`): a server that refuses every
-    /// request shows up as errors, not as a run that never ends.
+    /// Records what the connection's requests came to.
     fn settle_outcomes(&mut self, answered: bool) {
         for outcome in self.outcomes.drain(..) {
-            self.books.note_ended();
-            match outcome {
-                Outcome::Response {
-                    ticket,
-                    sent_at,
-                    exchange,
-                } => self.books.record_response(&ticket, sent_at, &exchange),
-                Outcome::Failed {
-                    ticket,
-                    unsent: true,
-                    ..
-                } if answered => self.books.retry(ticket),
-                Outcome::Failed {
-                    ticket,
-                    kind,
-                    message,
-                    ..
-                } => self.books.record_failure(&ticket, kind, || message),
-            }
+            self.books.settle(outcome, answered);
         }
     }
 
@@ -437,7 +360,7 @@ impl Engine {
             self.owner.remove(&handle);
             self.slots[index].conn = None;
             let err = no_quic_answer(plan.addr, plan.connect_timeout);
-            self.connect_failed(index, now, err.kind(), err.to_string());
+            self.slots[index].connect_failed(&self.books, now, err.kind(), err.to_string());
         }
     }
 
@@ -453,31 +376,16 @@ impl Engine {
             return;
         }
         let streams = self.books.plan.streams;
-        let mut exhausted = false;
+        let mut done = false;
         while !conn.draining {
-            while conn.in_flight() + slot.waiting.len() < streams {
-                match self.books.next_ticket() {
-                    // A ticket handed back (its request refused) may be due
-                    // before those waiting: it goes first.
-                    Some(ticket)
-                        if ticket.intended < slot.waiting.front().and_then(|t| t.intended) =>
-                    {
-                        slot.waiting.push_front(ticket);
-                    }
-                    Some(ticket) => slot.waiting.push_back(ticket),
-                    None => {
-                        exhausted = true;
-                        break;
-                    }
+            let ticket = match slot.next(&self.books, conn.in_flight(), streams, now) {
+                Next::Send(ticket) => ticket,
+                Next::Wait => break,
+                Next::Exhausted => {
+                    done = true;
+                    break;
                 }
-            }
-            let Some(ticket) = slot.waiting.pop_front() else {
-                break;
             };
-            if ticket.intended.is_some_and(|intended| intended > now) {
-                slot.waiting.push_front(ticket);
-                break;
-            }
             let sent_at = Instant::now();
             let pieces = request_pieces(&self.head, &self.body, &self.books.plan.template);
             match conn.send(ticket, sent_at, pieces) {
@@ -490,7 +398,6 @@ impl Engine {
         }
         // Tickets still waiting (open model) go to the slot's next
         // connection when this one drains.
-        let done = exhausted && slot.waiting.is_empty();
         if conn.in_flight() == 0 && (done || conn.draining) {
             conn.quic
                 .close(now, no_error(), Bytes::from_static(b"done"));
@@ -502,7 +409,7 @@ impl Engine {
                 // backoff, or a server that does it every time would have
                 // the slot reconnect without end.
                 let message = "HTTP/3: the server sent GOAWAY before any request".to_string();
-                self.connect_failed(index, now, ErrorKind::Reset, message);
+                slot.connect_failed(&self.books, now, ErrorKind::Reset, message);
             }
         }
     }
@@ -561,8 +468,7 @@ impl Engine {
         let waiting = self
             .owner
             .get(&handle)
-            .and_then(|&index| self.slots[index].waiting.front())
-            .and_then(|ticket| ticket.intended)
+            .and_then(|&index| self.slots[index].next_due())
             .filter(|_| conn.connected && !conn.draining && !conn.stream_blocked);
         // Once given up (`expire`), its handshake deadline is no timer.
         let owned = self.owner.contains_key(&handle);
@@ -601,12 +507,10 @@ impl Engine {
                 wake = wake.min(at);
             }
         }
-        let reconnects = self
-            .slots
-            .iter()
-            .filter(|slot| !slot.finished && slot.conn.is_none());
-        for slot in reconnects {
-            wake = wake.min(slot.retry_at.unwrap_or(now));
+        for slot in &self.slots {
+            if let Some(at) = slot.reconnect_at(now) {
+                wake = wake.min(at);
+            }
         }
         wake
     }

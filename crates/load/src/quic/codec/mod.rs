@@ -14,16 +14,14 @@
 mod qpack;
 mod streams;
 
-use std::borrow::Cow;
 use std::fmt;
 
-use bytes::Bytes;
-use httlib_huffman::decoder::table5;
-use http::header::{HeaderName, HeaderValue, HOST};
+use http::header::HeaderName;
 use http::request::Parts;
-use http::uri::{Authority, PathAndQuery, Uri};
-use http::StatusCode;
 
+use crate::fields::{request_fields, FieldError};
+
+pub(crate) use crate::head::Head;
 use qpack::put_field;
 pub(crate) use streams::{ResponseParser, UniStreamParser};
 
@@ -86,6 +84,17 @@ impl fmt::Display for H3Error {
 }
 
 impl std::error::Error for H3Error {}
+
+/// A field section that does not decode is QPACK's error, a malformed
+/// one the stream's.
+impl From<FieldError> for H3Error {
+    fn from(err: FieldError) -> Self {
+        match err {
+            FieldError::Undecodable(reason) => qpack(reason),
+            FieldError::Malformed(reason) => malformed(reason),
+        }
+    }
+}
 
 /// A malformed message (RFC 9114 §4.1.2).
 const fn malformed(reason: &'static str) -> H3Error {
@@ -244,77 +253,16 @@ pub(crate) fn encode_data_header(len: u64, out: &mut Vec<u8>) {
 
 /// Appends a HEADERS frame (RFC 9114 §7.2.2) carrying `parts` as a QPACK
 /// field section (RFC 9204 §4.5) with Required Insert Count 0 and Base 0:
-/// `:method`, `:scheme` (`https` when the URI has none), `:authority` (the
-/// URI's, else the Host header's), `:path`, then the headers HTTP/3 allows
-/// (see [`is_dropped`]). Not for CONNECT, whose pseudo-headers differ
-/// (§4.4): a load generator does not tunnel.
+/// the field lines [`request_fields`] lists.
 pub(crate) fn encode_request(parts: &Parts, out: &mut Vec<u8>) {
-    let uri = &parts.uri;
-    // Without userinfo, which :authority must not carry (§4.3.1).
-    let authority = match uri.authority().map(Authority::as_str) {
-        Some(authority) => Some(
-            authority
-                .rsplit_once('@')
-                .map_or(authority, |(_, host)| host),
-        ),
-        None => parts
-            .headers
-            .get(HOST)
-            .map(HeaderValue::to_str)
-            .and_then(Result::ok),
-    };
     put_varint(frame::HEADERS, out);
     let start = out.len();
     out.extend_from_slice(&[0x00, 0x00]);
-    put_field(out, ":method", parts.method.as_str().as_bytes());
-    put_field(
-        out,
-        ":scheme",
-        uri.scheme_str().unwrap_or("https").as_bytes(),
-    );
-    if let Some(authority) = authority {
-        put_field(out, ":authority", authority.as_bytes());
-    }
-    put_field(out, ":path", request_path(uri).as_bytes());
-    for (name, value) in &parts.headers {
-        if !is_dropped(name, value) {
-            put_field(out, name.as_str(), value.as_bytes());
-        }
-    }
+    request_fields(parts, |name, value| put_field(out, name, value));
     // The length goes before the section, whose size is known only now:
     // shifting a request's few dozen bytes once beats encoding it twice.
     let (len, size) = varint_bytes((out.len() - start) as u64);
     out.splice(start..start, len[..size].iter().copied());
-}
-
-/// `:path` (RFC 9114 §4.3.1): the URI's path and query, with the `/` that
-/// an empty path stands for (`https://a.test?q` has path-and-query `?q`).
-fn request_path(uri: &Uri) -> Cow<'_, str> {
-    match uri.path_and_query().map(PathAndQuery::as_str) {
-        Some(path) if path.starts_with('/') || path == "*" => Cow::Borrowed(path),
-        Some(path) => Cow::Owned(format!("/{path}")),
-        None => Cow::Borrowed("/"),
-    }
-}
-
-/// Whether a request header stays out of an HTTP/3 request: the
-/// connection-specific ones (RFC 9114 §4.2), `te` unless it is `trailers`,
-/// and `host`, whose value `:authority` carries.
-fn is_dropped(name: &HeaderName, value: &HeaderValue) -> bool {
-    match name.as_str() {
-        "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "upgrade"
-        | "host" => true,
-        "te" => value != "trailers",
-        _ => false,
-    }
-}
-
-/// A final response head.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Head {
-    pub status: StatusCode,
-    /// The wanted fields, in the order the response has them.
-    pub fields: Vec<(HeaderName, HeaderValue)>,
 }
 
 #[cfg(test)]
@@ -322,7 +270,9 @@ mod tests {
     use super::qpack::*;
     use super::streams::*;
     use super::*;
-    use httlib_huffman::DecoderSpeed;
+    use crate::fields::testing::{busy_request, head, parts, Lcg};
+    use crate::fields::{put_int, put_string, Text, NAME_BUF};
+    use http::header::HeaderValue;
 
     static WANTED: [HeaderName; 1] = [HeaderName::from_static("server-timing")];
 
@@ -369,15 +319,6 @@ mod tests {
         out.extend_from_slice(&value);
     }
 
-    /// A request head the way h3lab builds one.
-    fn parts(method: &str, uri: &str, headers: &[(&str, &str)]) -> Parts {
-        let mut request = http::Request::builder().method(method).uri(uri);
-        for (name, value) in headers {
-            request = request.header(*name, *value);
-        }
-        request.body(()).unwrap().into_parts().0
-    }
-
     /// A request's HEADERS frame decoded back into (name, value) strings by
     /// the response side's section walk.
     fn request_fields(bytes: &[u8]) -> Vec<(String, String)> {
@@ -412,38 +353,6 @@ mod tests {
 
     fn parse_error(bytes: &[u8]) -> u64 {
         parse(bytes).expect_err("an error").code
-    }
-
-    fn head(status: u16, fields: &[(&str, &str)]) -> Option<Head> {
-        Some(Head {
-            status: StatusCode::from_u16(status).unwrap(),
-            fields: fields
-                .iter()
-                .map(|(name, value)| {
-                    (
-                        HeaderName::from_bytes(name.as_bytes()).unwrap(),
-                        HeaderValue::from_str(value).unwrap(),
-                    )
-                })
-                .collect(),
-        })
-    }
-
-    /// A little pseudo-random generator, so tests need no crate for it.
-    struct Lcg(u64);
-
-    impl Lcg {
-        fn next(&mut self) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            self.0 >> 33
-        }
-
-        fn bytes(&mut self, len: usize, alphabet: u64) -> Vec<u8> {
-            (0..len).map(|_| (self.next() % alphabet) as u8).collect()
-        }
     }
 
     #[test]
@@ -494,31 +403,6 @@ mod tests {
             assert_eq!(out, bytes);
             assert_eq!(varint(bytes), Some((value, bytes.len())));
             assert_eq!(varint(&bytes[..bytes.len() - 1]), None);
-        }
-    }
-
-    #[test]
-    fn prefix_integers_round_trip() {
-        // RFC 7541 C.1.2: 1337 with a 5-bit prefix.
-        let mut out = Vec::new();
-        put_int(&mut out, 0x00, 5, 1337);
-        assert_eq!(out, [0x1f, 0x9a, 0x0a]);
-        let mut rng = Lcg(7);
-        for bits in 3..=8 {
-            for value in [0, 1, 6, 7, 8, 126, 127, 128, 255, 256, (1 << 62) - 1]
-                .into_iter()
-                .chain((0..100).map(|_| rng.next() << (rng.next() % 31)))
-            {
-                let mut out = Vec::new();
-                put_int(&mut out, 0x00, bits, value);
-                let mut read = &out[..];
-                assert_eq!(
-                    prefix_int(&mut read, bits),
-                    Ok(value),
-                    "{value} in {bits} bits"
-                );
-                assert!(read.is_empty());
-            }
         }
     }
 
@@ -579,40 +463,9 @@ mod tests {
 
     #[test]
     fn request_round_trips() {
-        let long = "v".repeat(20_000);
-        let request = parts(
-            "PUT",
-            "http://example.com:8443/a/b?c=d",
-            &[
-                ("user-agent", "h3lab"),
-                ("accept", "*/*"),
-                ("content-type", "application/json"),
-                ("x-frame-options", "sameorigin"),
-                ("x-long", &long),
-                ("keep-alive", "5"),
-                ("te", "gzip"),
-                ("transfer-encoding", "chunked"),
-                ("upgrade", "h2c"),
-                ("proxy-connection", "x"),
-            ],
-        );
+        let (request, expected) = busy_request();
         let mut out = Vec::new();
         encode_request(&request, &mut out);
-        let expected = [
-            (":method", "PUT"),
-            (":scheme", "http"),
-            (":authority", "example.com:8443"),
-            (":path", "/a/b?c=d"),
-            ("user-agent", "h3lab"),
-            ("accept", "*/*"),
-            ("content-type", "application/json"),
-            ("x-frame-options", "sameorigin"),
-            ("x-long", &long),
-        ];
-        let expected: Vec<_> = expected
-            .iter()
-            .map(|(name, value)| (name.to_string(), value.to_string()))
-            .collect();
         assert_eq!(request_fields(&out), expected);
     }
 
@@ -805,50 +658,6 @@ mod tests {
         );
     }
 
-    #[test]
-    fn huffman_decoder_agrees_with_httlib() {
-        let ours = |coded: &[u8]| {
-            let mut out = Vec::new();
-            huffman(coded, |byte| {
-                out.push(byte);
-                Ok(())
-            })
-            .map(|()| out)
-        };
-        let mut rng = Lcg(42);
-        let mut texts: Vec<Vec<u8>> = (0..=255).map(|byte| vec![byte]).collect();
-        texts.extend((0..2000).map(|i| rng.bytes(i % 40, if i % 2 == 0 { 128 } else { 256 })));
-        for text in texts {
-            let mut coded = Vec::new();
-            httlib_huffman::encode(&text, &mut coded).unwrap();
-            assert_eq!(ours(&coded), Ok(text));
-        }
-        for _ in 0..20_000 {
-            let len = (rng.next() % 8) as usize;
-            let garbage = rng.bytes(len, 256);
-            let mut theirs = Vec::new();
-            let their_result =
-                httlib_huffman::decode(&garbage, &mut theirs, DecoderSpeed::FiveBits);
-            if let Ok(decoded) = ours(&garbage) {
-                assert_eq!(their_result, Ok(()), "{garbage:?}");
-                assert_eq!(decoded, theirs, "{garbage:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn huffman_padding_is_checked() {
-        let decode = |coded: &[u8]| huffman(coded, |_| Ok(()));
-        // 'a' is 00011: padded with 111 it is whole.
-        assert_eq!(decode(&[0x1f]), Ok(()));
-        assert_eq!(
-            decode(&[0x18]).unwrap_err().code,
-            code::QPACK_DECOMPRESSION_FAILED
-        );
-        assert!(decode(&[0x1f, 0xff]).is_err(), "padding past 7 bits");
-        assert!(decode(&[0xff, 0xff, 0xff, 0xfc]).is_err(), "EOS");
-    }
-
     /// Checks that each case's bytes fail with `code`.
     fn expect(code: u64, error: fn(&[u8]) -> u64, cases: &[(&str, Vec<u8>)]) {
         for (case, bytes) in cases {
@@ -940,7 +749,7 @@ mod tests {
         let status = |status: &str| {
             let mut section = vec![0x00, 0x00];
             put_int(&mut section, 0x50, 4, 24);
-            put_string(&mut section, status.as_bytes());
+            put_string(&mut section, 0x00, 7, status.as_bytes(), false);
             frame(frame::HEADERS, &section)
         };
         let ok = |field: (&str, &str)| headers(&[(":status", "200"), field]);

@@ -1,0 +1,14 @@
+//! The final response head as every engine's parser returns it (`quic`'s
+//! HTTP/3 codec, `tcp`'s HTTP/1.1 one): the status and only the fields the
+//! run reads, so that the rest of a head is neither decoded nor kept.
+
+use http::header::{HeaderName, HeaderValue};
+use http::StatusCode;
+
+/// A final response head.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Head {
+    pub status: StatusCode,
+    /// The wanted fields, in the order the response has them.
+    pub fields: Vec<(HeaderName, HeaderValue)>,
+}

@@ -1,0 +1,704 @@
+//! The h1 and h2 worker: one thread, one epoll (mio) and one loop over its
+//! TCP connections. No async runtime, no task or waker per request: each
+//! turn reads what the sockets that woke hold, decrypts it with rustls'
+//! sans-I/O client, lets each connection read its responses and queue its
+//! next requests, writes what they queued, and sleeps until a socket is
+//! ready or the next timer (a request's deadline, a connect's, an
+//! open-model send) is due, on a timerfd, so to the microsecond.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use bytes::Bytes;
+use h3lab_client::{
+    no_h2_in_alpn, tcp_connect_error, tcp_connect_timeout, tcp_rtt, tls_failure,
+    tls_handshake_timeout, ClientError, ConnectTiming, Scheme,
+};
+use h3lab_results::{ErrorKind, Proto};
+use http::Method;
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+use rustls::pki_types::ServerName;
+use rustls::ClientConnection;
+use tokio_util::sync::CancellationToken;
+
+use super::h1::H1Conn;
+use super::h2::H2Conn;
+use super::h2codec::{self, code};
+use super::timer::Timer;
+use super::transport::{Transport, TransportError, SOCKET_READ};
+use crate::books::{Books, Outcome};
+use crate::cpu::CpuTime;
+use crate::plan::{Plan, Share};
+use crate::schedule::Ticket;
+use crate::slot::{Next, Slot};
+use crate::worker::WorkerResult;
+
+/// The longest sleep: how soon Ctrl-C is seen.
+const CANCEL_CHECK: Duration = Duration::from_millis(50);
+/// The timerfd's token; connections' are their slot's index.
+const TIMER: Token = Token(usize::MAX);
+
+/// Runs one worker's share of an h1 or h2 load on this thread.
+pub(crate) fn run_worker(
+    plan: Arc<Plan>,
+    share: Share,
+    cancel: CancellationToken,
+    done: Arc<AtomicU64>,
+) -> anyhow::Result<WorkerResult> {
+    let cpu_before = CpuTime::of_this_thread();
+    let mut engine = Engine::new(plan, share, done)?;
+    let end = engine.run(&cancel);
+    Ok(WorkerResult {
+        tally: engine.books.into_tally(end),
+        cpu: CpuTime::of_this_thread().since(cpu_before),
+        end,
+    })
+}
+
+/// Where a connection is in its set-up.
+enum Phase {
+    /// The TCP handshake is under way.
+    Connecting,
+    /// TLS's, after TCP's, which took this long.
+    Handshaking {
+        tcp: Duration,
+        since: Instant,
+    },
+    Open(Http),
+}
+
+/// The protocol a connection speaks once open.
+enum Http {
+    H1(H1Conn),
+    H2(H2Conn),
+}
+
+struct TcpConn {
+    transport: Transport,
+    phase: Phase,
+    started: Instant,
+    /// Plaintext read and not yet used (a frame still arriving).
+    inbox: Vec<u8>,
+    /// Plaintext queued for the socket.
+    out: Vec<u8>,
+    /// When the loop must run it next without a socket event.
+    wake: Option<Instant>,
+}
+
+/// The bytes of every request, when every request has the same: h2's
+/// header block, or h1's whole request.
+struct Request {
+    fixed: Option<Bytes>,
+    body: Bytes,
+}
+
+struct Engine {
+    books: Books,
+    poll: Poll,
+    events: Events,
+    timer: Timer,
+    slots: Vec<Slot<TcpConn>>,
+    request: Request,
+    server_name: ServerName<'static>,
+    tls: bool,
+    spin: Duration,
+    scratch: Box<[u8]>,
+    outcomes: Vec<Outcome>,
+    /// Slots with a socket event this turn.
+    woken: Vec<usize>,
+}
+
+impl Engine {
+    fn new(plan: Arc<Plan>, share: Share, done: Arc<AtomicU64>) -> anyhow::Result<Engine> {
+        let poll = Poll::new().context("creating the worker's epoll")?;
+        let timer = Timer::new().context("creating the worker's timerfd")?;
+        timer.register(poll.registry(), TIMER)?;
+        let server_name = ServerName::try_from(plan.target.host().to_string())
+            .context("the target's host is no valid TLS server name")?;
+        let tls = plan.proto == Proto::H2 || plan.target.scheme() == Scheme::Https;
+        let spin = share
+            .schedule
+            .interval()
+            .map_or(Duration::ZERO, crate::pacer::spin_for);
+        let request = Request {
+            fixed: (!plan.template.varies()).then(|| encode_request(&plan)),
+            body: plan.template.body().clone(),
+        };
+        Ok(Engine {
+            slots: (0..share.connections).map(|_| Slot::new()).collect(),
+            books: Books::new(plan, share.schedule, done),
+            poll,
+            events: Events::with_capacity(1024),
+            timer,
+            request,
+            server_name,
+            tls,
+            spin,
+            scratch: vec![0; SOCKET_READ].into_boxed_slice(),
+            outcomes: Vec::new(),
+            woken: Vec::new(),
+        })
+    }
+
+    /// Turns until every slot is done, the deadline, or Ctrl-C; returns
+    /// when the measured phase ended for this worker. An epoll that fails
+    /// ends the run early, as Ctrl-C does, keeping what was measured.
+    fn run(&mut self, cancel: &CancellationToken) -> Instant {
+        let deadline = self.books.plan.deadline;
+        loop {
+            let now = Instant::now();
+            if cancel.is_cancelled() || deadline.is_some_and(|deadline| now >= deadline) {
+                break;
+            }
+            self.connect_slots(now);
+            if self.slots.iter().all(|slot| slot.finished) {
+                break;
+            }
+            if let Err(err) = self.wait() {
+                eprintln!(
+                    "warning: the h1/h2 worker's epoll failed ({err}); this worker stopped \
+                     early and reports what it measured"
+                );
+                break;
+            }
+            self.turn();
+        }
+        let now = Instant::now();
+        self.close_all();
+        let end = deadline.map_or(now, |deadline| deadline.min(now));
+        let held = self
+            .slots
+            .iter_mut()
+            .flat_map(|slot| slot.waiting.drain(..));
+        self.books.hand_back(held, end);
+        end
+    }
+
+    /// Sleeps until a socket is ready or the next timer is due, and notes
+    /// which slots woke.
+    fn wait(&mut self) -> std::io::Result<()> {
+        let now = Instant::now();
+        let wake = self.next_wake(now);
+        let timeout = if wake <= now {
+            Some(Duration::ZERO)
+        } else {
+            self.timer.arm(wake)?;
+            None
+        };
+        self.poll.poll(&mut self.events, timeout)?;
+        self.woken.clear();
+        for event in self.events.iter() {
+            if event.token() == TIMER {
+                self.timer.fired();
+            } else {
+                self.woken.push(event.token().0);
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the slots that woke, then those whose timer is due.
+    fn turn(&mut self) {
+        let woken = std::mem::take(&mut self.woken);
+        for &index in &woken {
+            self.drive(index, true);
+        }
+        self.woken = woken;
+        let now = Instant::now();
+        for index in 0..self.slots.len() {
+            let due = self.slots[index]
+                .conn
+                .as_ref()
+                .and_then(|conn| conn.wake)
+                .is_some_and(|wake| wake <= now);
+            if due {
+                self.drive(index, false);
+            }
+        }
+    }
+
+    /// Opens a connection for each slot that has none and is due to.
+    fn connect_slots(&mut self, now: Instant) {
+        for index in 0..self.slots.len() {
+            if !self.slots[index].should_connect(&self.books, now) {
+                continue;
+            }
+            self.books.note_first_attempt();
+            let addr = self.books.plan.addr;
+            let opened = TcpStream::connect(addr).and_then(|mut stream| {
+                self.poll.registry().register(
+                    &mut stream,
+                    Token(index),
+                    Interest::READABLE | Interest::WRITABLE,
+                )?;
+                Ok(stream)
+            });
+            match opened {
+                Ok(stream) => {
+                    self.slots[index].conn = Some(TcpConn {
+                        transport: Transport::new(stream, None),
+                        phase: Phase::Connecting,
+                        started: now,
+                        inbox: Vec::new(),
+                        out: Vec::new(),
+                        wake: Some(now + self.books.plan.connect_timeout),
+                    });
+                }
+                Err(err) => self.set_up_failed(index, now, tcp_connect_error(addr, &err)),
+            }
+        }
+    }
+
+    /// Moves slot `index`'s connection on: its set-up, or, once open, its
+    /// responses, timeouts and next requests; then writes what it queued.
+    fn drive(&mut self, index: usize, woken: bool) {
+        let now = Instant::now();
+        let Some(conn) = self.slots[index].conn.as_mut() else {
+            return;
+        };
+        let result = match conn.phase {
+            Phase::Connecting => self.connecting(index, now),
+            Phase::Handshaking { .. } => self.handshaking(index, now),
+            Phase::Open(_) => self.exchange(index, now, woken),
+        };
+        let result = result.and_then(|()| self.flush(index, now));
+        if let Err(failure) = result {
+            self.lost(index, now, failure);
+        }
+        self.plan_wake(index);
+    }
+
+    /// The TCP handshake: done once the socket is connected; failed with
+    /// its error, or after the connect timeout.
+    fn connecting(&mut self, index: usize, now: Instant) -> Result<(), Failure> {
+        let plan = &self.books.plan;
+        let conn = self.slots[index].conn.as_mut().expect("a connection");
+        let stream = &conn.transport.stream;
+        if let Ok(Some(err)) | Err(err) = stream.take_error() {
+            return Err(Failure::SetUp(tcp_connect_error(plan.addr, &err)));
+        }
+        if stream.peer_addr().is_err() {
+            if now >= conn.started + plan.connect_timeout {
+                return Err(Failure::SetUp(tcp_connect_timeout(
+                    plan.addr,
+                    plan.connect_timeout,
+                )));
+            }
+            return Ok(());
+        }
+        let tcp = now - conn.started;
+        let _ = stream.set_nodelay(true);
+        if !self.tls {
+            let timing = ConnectTiming::tcp(tcp, None, tcp_rtt(stream));
+            return self.open(index, now, timing);
+        }
+        let tls = ClientConnection::new(plan.tls.clone(), self.server_name.clone())
+            .map_err(|err| Failure::SetUp(tls_failure(plan.addr, &err.to_string())))?;
+        conn.transport.start_tls(tls);
+        conn.phase = Phase::Handshaking { tcp, since: now };
+        conn.wake = Some(now + plan.connect_timeout);
+        Ok(())
+    }
+
+    /// The TLS handshake: on until rustls is done, failed with its alert,
+    /// or after the connect timeout.
+    fn handshaking(&mut self, index: usize, now: Instant) -> Result<(), Failure> {
+        let addr = self.books.plan.addr;
+        let limit = self.books.plan.connect_timeout;
+        let conn = self.slots[index].conn.as_mut().expect("a connection");
+        let Phase::Handshaking { tcp, since } = conn.phase else {
+            unreachable!("handshaking() runs in the handshake")
+        };
+        let closed = conn
+            .transport
+            .read(&mut conn.inbox, &mut self.scratch)
+            .map_err(|err| Failure::SetUp(tls_failure(addr, &transport_error(&err))))?;
+        if conn.transport.is_handshaking() {
+            if closed {
+                return Err(Failure::SetUp(tls_failure(addr, "tls handshake eof")));
+            }
+            if now >= since + limit {
+                return Err(Failure::SetUp(tls_handshake_timeout(addr, limit)));
+            }
+            return Ok(());
+        }
+        if self.books.plan.proto == Proto::H2 && conn.transport.alpn() != Some(b"h2") {
+            return Err(Failure::SetUp(no_h2_in_alpn(addr)));
+        }
+        let tls = conn
+            .transport
+            .resumed()
+            .map(|resumed| (now - since, resumed));
+        let timing = ConnectTiming::tcp(tcp, tls, tcp_rtt(&conn.transport.stream));
+        self.open(index, now, timing)
+    }
+
+    /// The connection is up: counted, and its protocol starts.
+    fn open(&mut self, index: usize, now: Instant, timing: ConnectTiming) -> Result<(), Failure> {
+        let proto = self.books.plan.proto;
+        let slot = &mut self.slots[index];
+        slot.connected(&self.books, &timing, proto);
+        let conn = slot.conn.as_mut().expect("a connection");
+        let http = match proto {
+            Proto::H2 => Http::H2(H2Conn::new(&mut conn.out)),
+            _ => Http::H1(H1Conn::new(
+                self.books.plan.template.method() == Method::HEAD,
+            )),
+        };
+        conn.phase = Phase::Open(http);
+        // What came with the handshake's last flight (h2's SETTINGS) waits
+        // in the inbox, and more may wait in the socket.
+        self.exchange(index, now, true)
+    }
+
+    /// An open connection's turn: what it read, its timeouts, its next
+    /// requests, and its close once it has nothing left to do.
+    fn exchange(&mut self, index: usize, now: Instant, woken: bool) -> Result<(), Failure> {
+        if woken {
+            self.read(index, now)?;
+        }
+        self.expire(index, now);
+        self.send_requests(index, now);
+        Ok(())
+    }
+
+    /// Reads what the socket holds and hands it to the protocol.
+    fn read(&mut self, index: usize, now: Instant) -> Result<(), Failure> {
+        let conn = self.slots[index].conn.as_mut().expect("a connection");
+        let Phase::Open(http) = &mut conn.phase else {
+            return Ok(());
+        };
+        let read = conn.transport.read(&mut conn.inbox, &mut self.scratch);
+        let closed = match read {
+            Ok(closed) => closed,
+            Err(err) => {
+                return Err(Failure::Lost(ErrorKind::Reset, transport_error(&err)));
+            }
+        };
+        let answered = http.answered();
+        let used = http.receive(&conn.inbox, now, &mut self.outcomes, &mut conn.out);
+        let result = match used {
+            Ok(used) => {
+                conn.inbox.drain(..used);
+                if closed {
+                    http.end_of_input(now, &mut self.outcomes)
+                } else {
+                    Ok(())
+                }
+            }
+            Err(err) => Err(err),
+        };
+        let answered = answered || http.answered();
+        for outcome in self.outcomes.drain(..) {
+            self.books.settle(outcome, answered);
+        }
+        result
+    }
+
+    /// Requests past the timeout fail.
+    fn expire(&mut self, index: usize, now: Instant) {
+        let timeout = self.books.plan.request_timeout;
+        let conn = self.slots[index].conn.as_mut().expect("a connection");
+        let Phase::Open(http) = &mut conn.phase else {
+            return;
+        };
+        for ticket in http.expire(now, timeout, &mut conn.out) {
+            self.books.note_ended();
+            self.books.record_timeout(&ticket);
+        }
+    }
+
+    /// Fills the connection's free streams with tickets and sends those
+    /// that are due; closes it once the slot has nothing left to send or
+    /// it is draining and empty.
+    fn send_requests(&mut self, index: usize, now: Instant) {
+        let slot = &mut self.slots[index];
+        let mut conn = slot.conn.take().expect("a connection");
+        let Phase::Open(http) = &mut conn.phase else {
+            slot.conn = Some(conn);
+            return;
+        };
+        let streams = self.books.plan.streams;
+        let mut done = false;
+        while !http.draining() {
+            let limit = http.stream_limit(streams);
+            let ticket = match slot.next(&self.books, http.in_flight(), limit, now) {
+                Next::Send(ticket) => ticket,
+                Next::Wait => break,
+                Next::Exhausted => {
+                    done = true;
+                    break;
+                }
+            };
+            let sent_at = Instant::now();
+            let head = match &self.request.fixed {
+                Some(fixed) => fixed.clone(),
+                None => encode_request(&self.books.plan),
+            };
+            http.send(ticket, sent_at, &head, &self.request.body, &mut conn.out);
+            self.books.note_sent(&ticket, sent_at);
+        }
+        if http.in_flight() > 0 || !(done || http.draining()) {
+            slot.conn = Some(conn);
+            return;
+        }
+        let refused_at_once = http.draining() && http.sent() == 0;
+        if let Http::H2(h2) = http {
+            h2.close(code::NO_ERROR, &mut conn.out);
+        }
+        let _ = conn.transport.write(&mut conn.out);
+        conn.transport.close();
+        slot.finished = done;
+        if refused_at_once {
+            // GOAWAY before any request: a failed attempt, with its
+            // backoff, or a server that does it every time would have
+            // the slot reconnect without end.
+            let message = "HTTP/2: the server sent GOAWAY before any request".to_string();
+            slot.connect_failed(&self.books, now, ErrorKind::Reset, message);
+        }
+    }
+
+    /// Writes what the connection queued, as far as the socket takes it;
+    /// the rest goes when epoll says there is room.
+    fn flush(&mut self, index: usize, _now: Instant) -> Result<(), Failure> {
+        let Some(conn) = self.slots[index].conn.as_mut() else {
+            return Ok(());
+        };
+        if conn.out.is_empty() && !conn.transport.has_unsent() {
+            return Ok(());
+        }
+        conn.transport
+            .write(&mut conn.out)
+            .map(|_| ())
+            .map_err(|err| Failure::Lost(ErrorKind::Reset, err.to_string()))
+    }
+
+    /// The connection failed: in set-up, one ticket carries the error and
+    /// the slot backs off; once open, its requests fail and it reconnects.
+    fn lost(&mut self, index: usize, now: Instant, failure: Failure) {
+        let slot = &mut self.slots[index];
+        let Some(mut conn) = slot.conn.take() else {
+            return;
+        };
+        match failure {
+            Failure::SetUp(err) => self.set_up_failed(index, now, err),
+            Failure::Protocol(kind, message, close_code) => {
+                if let Phase::Open(Http::H2(h2)) = &mut conn.phase {
+                    h2.close(close_code, &mut conn.out);
+                    let _ = conn.transport.write(&mut conn.out);
+                }
+                self.fail_in_flight(&mut conn, kind, &message);
+            }
+            Failure::Lost(kind, message) => self.fail_in_flight(&mut conn, kind, &message),
+        }
+    }
+
+    fn fail_in_flight(&mut self, conn: &mut TcpConn, kind: ErrorKind, message: &str) {
+        if let Phase::Open(http) = &mut conn.phase {
+            let answered = http.answered();
+            http.fail_all(kind, message, &mut self.outcomes);
+            for outcome in self.outcomes.drain(..) {
+                self.books.settle(outcome, answered);
+            }
+        }
+    }
+
+    fn set_up_failed(&mut self, index: usize, now: Instant, err: ClientError) {
+        self.slots[index].connect_failed(&self.books, now, err.kind(), err.to_string());
+    }
+
+    /// When slot `index`'s connection must run next without an event.
+    fn plan_wake(&mut self, index: usize) {
+        let plan = &self.books.plan;
+        let slot = &mut self.slots[index];
+        let next_due = slot.next_due();
+        let Some(conn) = slot.conn.as_mut() else {
+            return;
+        };
+        conn.wake = match &conn.phase {
+            Phase::Connecting => Some(conn.started + plan.connect_timeout),
+            Phase::Handshaking { since, .. } => Some(*since + plan.connect_timeout),
+            Phase::Open(http) => {
+                let send = next_due
+                    .filter(|_| !http.draining())
+                    .map(|due| due - self.spin);
+                [http.next_expiry(plan.request_timeout), send]
+                    .into_iter()
+                    .flatten()
+                    .min()
+            }
+        };
+    }
+
+    fn next_wake(&self, now: Instant) -> Instant {
+        let mut wake = now + CANCEL_CHECK;
+        if let Some(deadline) = self.books.plan.deadline {
+            wake = wake.min(deadline);
+        }
+        for slot in &self.slots {
+            let at = match &slot.conn {
+                Some(conn) => conn.wake,
+                None => slot.reconnect_at(now),
+            };
+            if let Some(at) = at {
+                wake = wake.min(at);
+            }
+        }
+        wake
+    }
+
+    /// Closes every connection (GOAWAY for h2, close_notify for TLS).
+    fn close_all(&mut self) {
+        for slot in &mut self.slots {
+            let Some(mut conn) = slot.conn.take() else {
+                continue;
+            };
+            if let Phase::Open(Http::H2(h2)) = &mut conn.phase {
+                h2.close(code::NO_ERROR, &mut conn.out);
+            }
+            let _ = conn.transport.write(&mut conn.out);
+            conn.transport.close();
+        }
+    }
+}
+
+/// Why a connection ended.
+enum Failure {
+    /// It never came up.
+    SetUp(ClientError),
+    /// The server broke the protocol: closed with this code (h2).
+    Protocol(ErrorKind, String, u32),
+    /// It went away.
+    Lost(ErrorKind, String),
+}
+
+fn transport_error(err: &TransportError) -> String {
+    match err {
+        TransportError::Io(err) => err.to_string(),
+        TransportError::Tls(err) => err.to_string(),
+    }
+}
+
+fn h1_message(err: &super::h1codec::H1Error) -> String {
+    format!("HTTP/1.1: {}", err.reason)
+}
+
+/// h2's header block of the request, or h1's whole request.
+fn encode_request(plan: &Plan) -> Bytes {
+    let template = &plan.template;
+    let mut out = Vec::new();
+    if plan.proto == Proto::H2 {
+        let (parts, ()) = template.multiplexed().into_parts();
+        h2codec::encode_request(&parts, &mut out);
+    } else {
+        let (parts, ()) = template.h1_head().into_parts();
+        super::h1codec::encode_request(&parts, template.body().len(), &mut out);
+        out.extend_from_slice(template.body());
+    }
+    Bytes::from(out)
+}
+
+impl Http {
+    fn in_flight(&self) -> usize {
+        match self {
+            Http::H1(h1) => h1.in_flight(),
+            Http::H2(h2) => h2.in_flight(),
+        }
+    }
+
+    fn stream_limit(&self, streams: usize) -> usize {
+        match self {
+            Http::H1(_) => 1,
+            Http::H2(h2) => h2.stream_limit(streams),
+        }
+    }
+
+    fn draining(&self) -> bool {
+        match self {
+            Http::H1(h1) => h1.draining,
+            Http::H2(h2) => h2.draining,
+        }
+    }
+
+    fn answered(&self) -> bool {
+        match self {
+            Http::H1(h1) => h1.answered,
+            Http::H2(h2) => h2.answered,
+        }
+    }
+
+    fn sent(&self) -> u64 {
+        match self {
+            Http::H1(h1) => h1.sent,
+            Http::H2(h2) => h2.sent,
+        }
+    }
+
+    /// Queues a request: h2's header block and body, or h1's bytes whole.
+    fn send(&mut self, ticket: Ticket, now: Instant, head: &[u8], body: &Bytes, out: &mut Vec<u8>) {
+        match self {
+            Http::H1(h1) => h1.send(ticket, now, head, out),
+            Http::H2(h2) => h2.send(ticket, now, head, body, out),
+        }
+    }
+
+    fn receive(
+        &mut self,
+        input: &[u8],
+        now: Instant,
+        outcomes: &mut Vec<Outcome>,
+        out: &mut Vec<u8>,
+    ) -> Result<usize, Failure> {
+        match self {
+            Http::H1(h1) => h1
+                .receive(input, now, outcomes)
+                .map_err(|err| Failure::Protocol(ErrorKind::Protocol, h1_message(&err), 0)),
+            Http::H2(h2) => h2.receive(input, now, outcomes, out).map_err(|err| {
+                Failure::Protocol(ErrorKind::Protocol, format!("HTTP/2: {err}"), err.code)
+            }),
+        }
+    }
+
+    /// The server closed its side.
+    fn end_of_input(&mut self, now: Instant, outcomes: &mut Vec<Outcome>) -> Result<(), Failure> {
+        match self {
+            Http::H1(h1) => h1
+                .end_of_input(now, outcomes)
+                .map_err(|err| Failure::Lost(ErrorKind::Reset, h1_message(&err))),
+            Http::H2(h2) => {
+                h2.draining = true;
+                if h2.in_flight() == 0 {
+                    return Ok(());
+                }
+                Err(Failure::Lost(
+                    ErrorKind::Reset,
+                    "HTTP/2: the server closed the connection before the response ended".into(),
+                ))
+            }
+        }
+    }
+
+    fn expire(&mut self, now: Instant, timeout: Duration, out: &mut Vec<u8>) -> Vec<Ticket> {
+        match self {
+            Http::H1(h1) => h1.expire(now, timeout).into_iter().collect(),
+            Http::H2(h2) => h2.expire(now, timeout, out),
+        }
+    }
+
+    fn next_expiry(&self, timeout: Duration) -> Option<Instant> {
+        match self {
+            Http::H1(h1) => h1.next_expiry(timeout),
+            Http::H2(h2) => h2.next_expiry(timeout),
+        }
+    }
+
+    fn fail_all(&mut self, kind: ErrorKind, message: &str, outcomes: &mut Vec<Outcome>) {
+        match self {
+            Http::H1(h1) => h1.fail_all(kind, message, outcomes),
+            Http::H2(h2) => h2.fail_all(kind, message, outcomes),
+        }
+    }
+}

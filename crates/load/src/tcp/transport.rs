@@ -1,0 +1,175 @@
+//! A TCP connection's bytes, in the clear or through rustls' sans-I/O
+//! client: everything the socket holds is read in one go and its plaintext
+//! handed on; what the protocol queued is written (encrypted) as far as the
+//! socket takes it, and the rest kept for when it has room.
+
+use std::io::{self, Read, Write};
+
+use mio::net::TcpStream;
+use rustls::{ClientConnection, HandshakeKind};
+
+/// One read from the socket. rustls reads 4 KiB a call on its own; one
+/// large read handed to it from memory costs a copy instead of a syscall
+/// per 4 KiB of a download.
+pub(crate) const SOCKET_READ: usize = 256 * 1024;
+
+/// Why a connection's bytes stopped.
+#[derive(Debug)]
+pub(crate) enum TransportError {
+    Io(io::Error),
+    Tls(rustls::Error),
+}
+
+pub(crate) struct Transport {
+    pub(crate) stream: TcpStream,
+    tls: Option<Box<ClientConnection>>,
+    /// Cleartext bytes the socket has not taken yet (rustls keeps its own).
+    unsent: Vec<u8>,
+}
+
+impl Transport {
+    pub(crate) fn new(stream: TcpStream, tls: Option<ClientConnection>) -> Transport {
+        Transport {
+            stream,
+            tls: tls.map(Box::new),
+            unsent: Vec::new(),
+        }
+    }
+
+    /// TLS from here on; its ClientHello goes with the next write.
+    pub(crate) fn start_tls(&mut self, tls: ClientConnection) {
+        self.tls = Some(Box::new(tls));
+    }
+
+    pub(crate) fn is_handshaking(&self) -> bool {
+        self.tls.as_ref().is_some_and(|tls| tls.is_handshaking())
+    }
+
+    /// The protocol TLS agreed on (`None` in the clear or without ALPN).
+    pub(crate) fn alpn(&self) -> Option<&[u8]> {
+        self.tls.as_ref().and_then(|tls| tls.alpn_protocol())
+    }
+
+    /// Whether TLS resumed an earlier session (`None` in the clear).
+    pub(crate) fn resumed(&self) -> Option<bool> {
+        let tls = self.tls.as_ref()?;
+        Some(tls.handshake_kind() == Some(HandshakeKind::Resumed))
+    }
+
+    /// Reads everything the socket holds, appending its plaintext to
+    /// `plain` (`scratch` holds the ciphertext). `Ok(true)`: the peer
+    /// closed its side.
+    pub(crate) fn read(
+        &mut self,
+        plain: &mut Vec<u8>,
+        scratch: &mut [u8],
+    ) -> Result<bool, TransportError> {
+        loop {
+            let read = match self.stream.read(scratch) {
+                Ok(0) => return Ok(true),
+                Ok(read) => read,
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Err(err) => return Err(TransportError::Io(err)),
+            };
+            match self.tls.as_deref_mut() {
+                Some(tls) => {
+                    if decrypt(tls, &scratch[..read], plain)? {
+                        return Ok(true);
+                    }
+                }
+                None => plain.extend_from_slice(&scratch[..read]),
+            }
+            if read < scratch.len() {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// Queues `out` (emptied) and writes what the socket takes.
+    /// `Ok(false)`: some is left for when the socket has room.
+    pub(crate) fn write(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
+        match self.tls.as_deref_mut() {
+            Some(tls) => {
+                if !out.is_empty() {
+                    tls.writer().write_all(out)?;
+                    out.clear();
+                }
+                while tls.wants_write() {
+                    match tls.write_tls(&mut self.stream) {
+                        Ok(_) => {}
+                        Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                        Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                        Err(err) => return Err(err),
+                    }
+                }
+                Ok(true)
+            }
+            None => {
+                if self.unsent.is_empty() {
+                    std::mem::swap(&mut self.unsent, out);
+                } else {
+                    self.unsent.append(out);
+                }
+                self.flush_clear()
+            }
+        }
+    }
+
+    fn flush_clear(&mut self) -> io::Result<bool> {
+        let mut written = 0;
+        while written < self.unsent.len() {
+            match self.stream.write(&self.unsent[written..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => written += n,
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(err) => return Err(err),
+            }
+        }
+        self.unsent.drain(..written);
+        Ok(self.unsent.is_empty())
+    }
+
+    /// Whether bytes wait for the socket to have room.
+    pub(crate) fn has_unsent(&self) -> bool {
+        match &self.tls {
+            Some(tls) => tls.wants_write(),
+            None => !self.unsent.is_empty(),
+        }
+    }
+
+    /// Ends the connection politely: TLS's close_notify, then FIN.
+    pub(crate) fn close(&mut self) {
+        if let Some(tls) = self.tls.as_deref_mut() {
+            tls.send_close_notify();
+        }
+        let _ = self.write(&mut Vec::new());
+        let _ = self.stream.shutdown(std::net::Shutdown::Write);
+    }
+}
+
+/// Hands `ciphertext` to rustls and appends what it decrypts to `plain`;
+/// true once the peer sent close_notify. On an error, rustls' alert still
+/// goes out with the next write.
+fn decrypt(
+    tls: &mut ClientConnection,
+    mut ciphertext: &[u8],
+    plain: &mut Vec<u8>,
+) -> Result<bool, TransportError> {
+    let mut closed = false;
+    while !ciphertext.is_empty() {
+        tls.read_tls(&mut ciphertext).map_err(TransportError::Io)?;
+        let state = tls.process_new_packets().map_err(TransportError::Tls)?;
+        let ready = state.plaintext_bytes_to_read();
+        if ready > 0 {
+            let start = plain.len();
+            plain.resize(start + ready, 0);
+            tls.reader()
+                .read_exact(&mut plain[start..])
+                .map_err(TransportError::Io)?;
+        }
+        closed |= state.peer_has_closed();
+    }
+    Ok(closed)
+}
