@@ -27,12 +27,12 @@ use tokio_util::sync::CancellationToken;
 use super::h1::H1Conn;
 use super::h2::H2Conn;
 use super::h2codec::{self, code};
+use super::http::{Failure, Http};
 use super::timer::Timer;
 use super::transport::{Transport, TransportError, SOCKET_READ};
 use crate::books::{Books, Outcome};
 use crate::cpu::CpuTime;
 use crate::plan::{Plan, Share};
-use crate::schedule::Ticket;
 use crate::slot::{Next, Slot};
 use crate::worker::WorkerResult;
 
@@ -68,12 +68,6 @@ enum Phase {
         since: Instant,
     },
     Open(Http),
-}
-
-/// The protocol a connection speaks once open.
-enum Http {
-    H1(H1Conn),
-    H2(H2Conn),
 }
 
 struct TcpConn {
@@ -483,26 +477,31 @@ impl Engine {
         let Some(mut conn) = slot.conn.take() else {
             return;
         };
-        match failure {
-            Failure::SetUp(err) => self.set_up_failed(index, now, err),
+        let Phase::Open(http) = &mut conn.phase else {
+            // Whatever ended a connection in its set-up is a failed attempt.
+            let err = match failure {
+                Failure::SetUp(err) => err,
+                Failure::Protocol(_, message, _) | Failure::Lost(_, message) => {
+                    tls_failure(self.books.plan.addr, &message)
+                }
+            };
+            return self.set_up_failed(index, now, err);
+        };
+        let (kind, message) = match failure {
             Failure::Protocol(kind, message, close_code) => {
-                if let Phase::Open(Http::H2(h2)) = &mut conn.phase {
+                if let Http::H2(h2) = http {
                     h2.close(close_code, &mut conn.out);
                     let _ = conn.transport.write(&mut conn.out);
                 }
-                self.fail_in_flight(&mut conn, kind, &message);
+                (kind, message)
             }
-            Failure::Lost(kind, message) => self.fail_in_flight(&mut conn, kind, &message),
-        }
-    }
-
-    fn fail_in_flight(&mut self, conn: &mut TcpConn, kind: ErrorKind, message: &str) {
-        if let Phase::Open(http) = &mut conn.phase {
-            let answered = http.answered();
-            http.fail_all(kind, message, &mut self.outcomes);
-            for outcome in self.outcomes.drain(..) {
-                self.books.settle(outcome, answered);
-            }
+            Failure::Lost(kind, message) => (kind, message),
+            Failure::SetUp(err) => (err.kind(), err.to_string()),
+        };
+        let answered = http.answered();
+        http.fail_all(kind, &message, &mut self.outcomes);
+        for outcome in self.outcomes.drain(..) {
+            self.books.settle(outcome, answered);
         }
     }
 
@@ -565,25 +564,11 @@ impl Engine {
     }
 }
 
-/// Why a connection ended.
-enum Failure {
-    /// It never came up.
-    SetUp(ClientError),
-    /// The server broke the protocol: closed with this code (h2).
-    Protocol(ErrorKind, String, u32),
-    /// It went away.
-    Lost(ErrorKind, String),
-}
-
 fn transport_error(err: &TransportError) -> String {
     match err {
         TransportError::Io(err) => err.to_string(),
         TransportError::Tls(err) => err.to_string(),
     }
-}
-
-fn h1_message(err: &super::h1codec::H1Error) -> String {
-    format!("HTTP/1.1: {}", err.reason)
 }
 
 /// h2's header block of the request, or h1's whole request.
@@ -599,106 +584,4 @@ fn encode_request(plan: &Plan) -> Bytes {
         out.extend_from_slice(template.body());
     }
     Bytes::from(out)
-}
-
-impl Http {
-    fn in_flight(&self) -> usize {
-        match self {
-            Http::H1(h1) => h1.in_flight(),
-            Http::H2(h2) => h2.in_flight(),
-        }
-    }
-
-    fn stream_limit(&self, streams: usize) -> usize {
-        match self {
-            Http::H1(_) => 1,
-            Http::H2(h2) => h2.stream_limit(streams),
-        }
-    }
-
-    fn draining(&self) -> bool {
-        match self {
-            Http::H1(h1) => h1.draining,
-            Http::H2(h2) => h2.draining,
-        }
-    }
-
-    fn answered(&self) -> bool {
-        match self {
-            Http::H1(h1) => h1.answered,
-            Http::H2(h2) => h2.answered,
-        }
-    }
-
-    fn sent(&self) -> u64 {
-        match self {
-            Http::H1(h1) => h1.sent,
-            Http::H2(h2) => h2.sent,
-        }
-    }
-
-    /// Queues a request: h2's header block and body, or h1's bytes whole.
-    fn send(&mut self, ticket: Ticket, now: Instant, head: &[u8], body: &Bytes, out: &mut Vec<u8>) {
-        match self {
-            Http::H1(h1) => h1.send(ticket, now, head, out),
-            Http::H2(h2) => h2.send(ticket, now, head, body, out),
-        }
-    }
-
-    fn receive(
-        &mut self,
-        input: &[u8],
-        now: Instant,
-        outcomes: &mut Vec<Outcome>,
-        out: &mut Vec<u8>,
-    ) -> Result<usize, Failure> {
-        match self {
-            Http::H1(h1) => h1
-                .receive(input, now, outcomes)
-                .map_err(|err| Failure::Protocol(ErrorKind::Protocol, h1_message(&err), 0)),
-            Http::H2(h2) => h2.receive(input, now, outcomes, out).map_err(|err| {
-                Failure::Protocol(ErrorKind::Protocol, format!("HTTP/2: {err}"), err.code)
-            }),
-        }
-    }
-
-    /// The server closed its side.
-    fn end_of_input(&mut self, now: Instant, outcomes: &mut Vec<Outcome>) -> Result<(), Failure> {
-        match self {
-            Http::H1(h1) => h1
-                .end_of_input(now, outcomes)
-                .map_err(|err| Failure::Lost(ErrorKind::Reset, h1_message(&err))),
-            Http::H2(h2) => {
-                h2.draining = true;
-                if h2.in_flight() == 0 {
-                    return Ok(());
-                }
-                Err(Failure::Lost(
-                    ErrorKind::Reset,
-                    "HTTP/2: the server closed the connection before the response ended".into(),
-                ))
-            }
-        }
-    }
-
-    fn expire(&mut self, now: Instant, timeout: Duration, out: &mut Vec<u8>) -> Vec<Ticket> {
-        match self {
-            Http::H1(h1) => h1.expire(now, timeout).into_iter().collect(),
-            Http::H2(h2) => h2.expire(now, timeout, out),
-        }
-    }
-
-    fn next_expiry(&self, timeout: Duration) -> Option<Instant> {
-        match self {
-            Http::H1(h1) => h1.next_expiry(timeout),
-            Http::H2(h2) => h2.next_expiry(timeout),
-        }
-    }
-
-    fn fail_all(&mut self, kind: ErrorKind, message: &str, outcomes: &mut Vec<Outcome>) {
-        match self {
-            Http::H1(h1) => h1.fail_all(kind, message, outcomes),
-            Http::H2(h2) => h2.fail_all(kind, message, outcomes),
-        }
-    }
 }

@@ -11,6 +11,7 @@ mod h1;
 mod h1codec;
 mod h2;
 mod h2codec;
+mod http;
 mod timer;
 mod transport;
 
