@@ -80,6 +80,10 @@ struct TcpConn {
     out: Vec<u8>,
     /// When the loop must run it next without a socket event.
     wake: Option<Instant>,
+    /// Whether epoll reports it writable: only while a connect is under
+    /// way or bytes wait for room, since each freed send buffer would
+    /// otherwise wake the loop for nothing.
+    writable_interest: bool,
 }
 
 /// The bytes of every request, when every request has the same: h2's
@@ -101,8 +105,8 @@ struct Engine {
     spin: Duration,
     scratch: Box<[u8]>,
     outcomes: Vec<Outcome>,
-    /// Slots with a socket event this turn.
-    woken: Vec<usize>,
+    /// Slots with a socket event this turn, and whether it said readable.
+    woken: Vec<(usize, bool)>,
 }
 
 impl Engine {
@@ -188,7 +192,8 @@ impl Engine {
             if event.token() == TIMER {
                 self.timer.fired();
             } else {
-                self.woken.push(event.token().0);
+                let readable = event.is_readable() || event.is_read_closed() || event.is_error();
+                self.woken.push((event.token().0, readable));
             }
         }
         Ok(())
@@ -197,8 +202,8 @@ impl Engine {
     /// Runs the slots that woke, then those whose timer is due.
     fn turn(&mut self) {
         let woken = std::mem::take(&mut self.woken);
-        for &index in &woken {
-            self.drive(index, true);
+        for &(index, readable) in &woken {
+            self.drive(index, readable);
         }
         self.woken = woken;
         let now = Instant::now();
@@ -239,6 +244,7 @@ impl Engine {
                         inbox: Vec::new(),
                         out: Vec::new(),
                         wake: Some(now + self.books.plan.connect_timeout),
+                        writable_interest: true,
                     });
                 }
                 Err(err) => self.set_up_failed(index, now, tcp_connect_error(addr, &err)),
@@ -258,7 +264,7 @@ impl Engine {
             Phase::Handshaking { .. } => self.handshaking(index, now),
             Phase::Open(_) => self.exchange(index, now, woken),
         };
-        let result = result.and_then(|()| self.flush(index, now));
+        let result = result.and_then(|()| self.flush(index));
         if let Err(failure) = result {
             self.lost(index, now, failure);
         }
@@ -457,17 +463,30 @@ impl Engine {
 
     /// Writes what the connection queued, as far as the socket takes it;
     /// the rest goes when epoll says there is room.
-    fn flush(&mut self, index: usize, _now: Instant) -> Result<(), Failure> {
+    fn flush(&mut self, index: usize) -> Result<(), Failure> {
         let Some(conn) = self.slots[index].conn.as_mut() else {
             return Ok(());
         };
         if conn.out.is_empty() && !conn.transport.has_unsent() {
             return Ok(());
         }
-        conn.transport
+        let all_out = conn
+            .transport
             .write(&mut conn.out)
-            .map(|_| ())
-            .map_err(|err| Failure::Lost(ErrorKind::Reset, err.to_string()))
+            .map_err(|err| Failure::Lost(ErrorKind::Reset, err.to_string()))?;
+        if all_out == conn.writable_interest {
+            let interest = if all_out {
+                Interest::READABLE
+            } else {
+                Interest::READABLE | Interest::WRITABLE
+            };
+            self.poll
+                .registry()
+                .reregister(&mut conn.transport.stream, Token(index), interest)
+                .map_err(|err| Failure::Lost(ErrorKind::Reset, err.to_string()))?;
+            conn.writable_interest = !all_out;
+        }
+        Ok(())
     }
 
     /// The connection failed: in set-up, one ticket carries the error and

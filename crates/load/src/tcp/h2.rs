@@ -298,15 +298,15 @@ impl H2Conn {
     ) -> Result<(), H2Error> {
         self.known_stream(header.stream)?;
         let fragment = codec::strip_padding(header, payload)?;
-        let block = Block {
-            stream: header.stream,
-            end_stream: header.flags & flag::END_STREAM != 0,
-            bytes: fragment.to_vec(),
-        };
+        let end_stream = header.flags & flag::END_STREAM != 0;
         if header.flags & flag::END_HEADERS != 0 {
-            return self.header_block(block, now, outcomes, out);
+            return self.header_block(header.stream, end_stream, fragment, now, outcomes, out);
         }
-        self.block = Some(block);
+        self.block = Some(Block {
+            stream: header.stream,
+            end_stream,
+            bytes: fragment.to_vec(),
+        });
         Ok(())
     }
 
@@ -338,7 +338,12 @@ impl H2Conn {
         }
         block.bytes.extend_from_slice(payload);
         if header.flags & flag::END_HEADERS != 0 {
-            return self.header_block(block, now, outcomes, out);
+            let Block {
+                stream,
+                end_stream,
+                bytes,
+            } = block;
+            return self.header_block(stream, end_stream, &bytes, now, outcomes, out);
         }
         self.block = Some(block);
         Ok(())
@@ -349,19 +354,20 @@ impl H2Conn {
     /// it may change the HPACK table the next one refers to.
     fn header_block(
         &mut self,
-        block: Block,
+        id: u32,
+        end_stream: bool,
+        block: &[u8],
         now: Instant,
         outcomes: &mut Vec<Outcome>,
         out: &mut Vec<u8>,
     ) -> Result<(), H2Error> {
-        let id = block.stream;
         let Some(request) = self.requests.get_mut(&id) else {
-            return self.decoder.discard(&block.bytes);
+            return self.decoder.discard(block);
         };
         let decoded = if request.head.is_some() {
-            self.decoder.decode_trailers(&block.bytes).map(|()| None)
+            self.decoder.decode_trailers(block).map(|()| None)
         } else {
-            self.decoder.decode_head(&block.bytes, &WANTED)
+            self.decoder.decode_head(block, &WANTED)
         };
         let head = match decoded {
             Err(err) if err.connection => return Err(err),
@@ -371,10 +377,10 @@ impl H2Conn {
         if let Some(head) = head {
             let origin_wait = server_timing::origin_wait_in(head.fields.iter().map(|(_, v)| v));
             request.head = Some((head.status, now, origin_wait));
-        } else if request.head.is_some() && !block.end_stream {
+        } else if request.head.is_some() && !end_stream {
             return self.fail_stream(id, malformed("trailers without END_STREAM"), outcomes, out);
         }
-        if block.end_stream {
+        if end_stream {
             if request.head.is_none() {
                 let err = malformed("the stream ended without a final response head");
                 return self.fail_stream(id, err, outcomes, out);
