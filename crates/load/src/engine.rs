@@ -91,6 +91,7 @@ pub fn run(config: &LoadConfig, cancel: CancellationToken) -> anyhow::Result<Loa
         first_call,
     };
     let totals = RunTotals {
+        engine: Engine::for_plan(&plan).name(),
         duration_s: end
             .saturating_duration_since(measured_from(plan.measure_start, tally.first_attempt))
             .as_secs_f64(),
@@ -155,6 +156,15 @@ enum Engine {
 }
 
 impl Engine {
+    /// Its name in the report's `cpu.engine`.
+    fn name(self) -> &'static str {
+        match self {
+            Engine::Quic => "quic",
+            Engine::Tcp => "tcp",
+            Engine::Tokio => "tokio",
+        }
+    }
+
     fn for_plan(plan: &Plan) -> Engine {
         match plan.proto {
             Proto::H3 if plan.qlog.is_none() => Engine::Quic,

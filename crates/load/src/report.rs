@@ -22,6 +22,8 @@ pub(crate) struct RunShape {
 
 /// What the engine measured besides the per-request tally.
 pub(crate) struct RunTotals {
+    /// Which engine drove the connections (`engine::Engine::name`).
+    pub engine: &'static str,
     pub duration_s: f64,
     pub warmup_s: f64,
     pub interrupted: bool,
@@ -86,6 +88,7 @@ pub(crate) fn build(
             user_s: totals.user_s,
             sys_s: totals.sys_s,
             requests_per_cpu_s: 0.0,
+            engine: Some(totals.engine.to_string()),
         },
         warmup,
         worker: Some(worker),
@@ -143,6 +146,7 @@ mod tests {
             first_call: None,
         };
         let totals = RunTotals {
+            engine: "tcp",
             duration_s: 10.0,
             warmup_s: 0.0,
             interrupted: false,

@@ -202,6 +202,13 @@ pub struct Cpu {
     pub sys_s: f64,
     /// Completed requests per CPU-second (`completed` / (`user_s` + `sys_s`)).
     pub requests_per_cpu_s: f64,
+    /// What drove the connections, since it decides this CPU: `quic`
+    /// (quinn-proto on an event loop of h3lab's), `tcp` (epoll and
+    /// rustls' sans-I/O client, h1 and h2) or `tokio` (h3lab-client's
+    /// connections, `auto` and h3 with `--qlog`). Absent from reports
+    /// written before it was recorded, and from a merge of runs that differ.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
 }
 
 /// The excluded warm-up phase.
@@ -316,6 +323,9 @@ impl LoadReport {
         }
         self.cpu.user_s += other.cpu.user_s;
         self.cpu.sys_s += other.cpu.sys_s;
+        if self.cpu.engine != other.cpu.engine {
+            self.cpu.engine = None;
+        }
         self.warmup = add_optional(self.warmup.take(), &other.warmup, |mine, theirs| {
             mine.duration_s = mine.duration_s.max(theirs.duration_s);
             mine.completed += theirs.completed;
@@ -651,6 +661,9 @@ impl LoadReport {
             "  cpu:       user {:.3} s + sys {:.3} s = {:.0} requests per CPU-second",
             self.cpu.user_s, self.cpu.sys_s, self.cpu.requests_per_cpu_s
         )?;
+        if let Some(engine) = &self.cpu.engine {
+            writeln!(f, "  engine:    {engine}")?;
+        }
         if let Some((min, median, max)) = self.timeline.as_ref().and_then(Timeline::full_seconds) {
             writeln!(
                 f,

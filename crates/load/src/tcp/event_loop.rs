@@ -423,6 +423,8 @@ impl Engine {
         };
         let streams = self.books.plan.streams;
         let mut done = false;
+        // The requests of one turn leave in one write: one clock reading.
+        let sent_at = Instant::now();
         while !http.draining() {
             let limit = http.stream_limit(streams);
             let ticket = match slot.next(&self.books, http.in_flight(), limit, now) {
@@ -433,7 +435,6 @@ impl Engine {
                     break;
                 }
             };
-            let sent_at = Instant::now();
             let head = match &self.request.fixed {
                 Some(fixed) => fixed.clone(),
                 None => encode_request(&self.books.plan),

@@ -479,6 +479,7 @@ mod tests {
                 user_s: 1.0,
                 sys_s: 0.5,
                 requests_per_cpu_s: 0.0,
+                engine: Some("tcp".into()),
             },
             warmup: None,
             worker: Some(Worker {
@@ -583,6 +584,20 @@ mod tests {
         });
         let differing = [shard(0, &h3_first), shard(1, &h2_first)];
         assert_eq!(merge_workers(&differing, false).unwrap().first_call, None);
+    }
+
+    #[test]
+    fn a_merged_engine_is_kept_only_when_every_run_agrees() {
+        let shard = |index: u32, engine: &str| {
+            let mut report = shard_report(index, 2, &[100], 0);
+            report.cpu.engine = Some(engine.to_string());
+            (format!("w{index}.json"), report)
+        };
+        let agreeing = [shard(0, "quic"), shard(1, "quic")];
+        let merged = merge_workers(&agreeing, false).unwrap();
+        assert_eq!(merged.cpu.engine.as_deref(), Some("quic"));
+        let differing = [shard(0, "quic"), shard(1, "tokio")];
+        assert_eq!(merge_workers(&differing, false).unwrap().cpu.engine, None);
     }
 
     #[test]
