@@ -312,9 +312,12 @@ impl Engine {
         let Phase::Handshaking { tcp, since } = conn.phase else {
             unreachable!("handshaking() runs in the handshake")
         };
+        let inbox = &mut conn.inbox;
         let closed = conn
             .transport
-            .read(&mut conn.inbox, &mut self.scratch)
+            .read(&mut self.scratch, &mut |plain| {
+                inbox.extend_from_slice(plain)
+            })
             .map_err(|err| Failure::SetUp(tls_failure(addr, &transport_error(&err))))?;
         if conn.transport.is_handshaking() {
             if closed {
@@ -367,33 +370,34 @@ impl Engine {
 
     /// Reads what the socket holds and hands it to the protocol.
     fn read(&mut self, index: usize, now: Instant) -> Result<(), Failure> {
-        let conn = self.slots[index].conn.as_mut().expect("a connection");
+        let Engine {
+            slots,
+            scratch,
+            outcomes,
+            books,
+            ..
+        } = self;
+        let conn = slots[index].conn.as_mut().expect("a connection");
         let Phase::Open(http) = &mut conn.phase else {
             return Ok(());
         };
-        let read = conn.transport.read(&mut conn.inbox, &mut self.scratch);
-        let closed = match read {
-            Ok(closed) => closed,
-            Err(err) => {
-                return Err(Failure::Lost(ErrorKind::Reset, transport_error(&err)));
-            }
-        };
         let answered = http.answered();
-        let used = http.receive(&conn.inbox, now, &mut self.outcomes, &mut conn.out);
-        let result = match used {
-            Ok(used) => {
-                conn.inbox.drain(..used);
-                if closed {
-                    http.end_of_input(now, &mut self.outcomes)
-                } else {
-                    Ok(())
-                }
+        let (inbox, out) = (&mut conn.inbox, &mut conn.out);
+        // What the inbox held (the handshake's last flight) goes first.
+        let mut result = feed(http, inbox, &[], now, outcomes, out);
+        let read = conn.transport.read(scratch, &mut |plain| {
+            if result.is_ok() {
+                result = feed(http, inbox, plain, now, outcomes, out);
             }
-            Err(err) => Err(err),
+        });
+        let result = match read {
+            Err(err) => Err(Failure::Lost(ErrorKind::Reset, transport_error(&err))),
+            Ok(true) => result.and_then(|()| http.end_of_input(now, outcomes)),
+            Ok(false) => result,
         };
         let answered = answered || http.answered();
-        for outcome in self.outcomes.drain(..) {
-            self.books.settle(outcome, answered);
+        for outcome in outcomes.drain(..) {
+            books.settle(outcome, answered);
         }
         result
     }
@@ -582,6 +586,37 @@ impl Engine {
             conn.transport.close();
         }
     }
+}
+
+/// The smallest share of a new piece of plaintext that completes what an
+/// earlier one left cut in two.
+const TOP_UP: usize = 64;
+
+/// Hands `plain` to the protocol where it lies. Bytes an earlier piece left
+/// (a frame or head cut in two) are completed first, a growing share of
+/// `plain` at a time, so that a download's bytes are counted in rustls'
+/// buffer and not copied into the inbox.
+fn feed(
+    http: &mut Http,
+    inbox: &mut Vec<u8>,
+    mut plain: &[u8],
+    now: Instant,
+    outcomes: &mut Vec<Outcome>,
+    out: &mut Vec<u8>,
+) -> Result<(), Failure> {
+    while !inbox.is_empty() {
+        let take = plain.len().min(inbox.len().max(TOP_UP));
+        inbox.extend_from_slice(&plain[..take]);
+        plain = &plain[take..];
+        let used = http.receive(inbox, now, outcomes, out)?;
+        inbox.drain(..used);
+        if plain.is_empty() {
+            return Ok(());
+        }
+    }
+    let used = http.receive(plain, now, outcomes, out)?;
+    inbox.extend_from_slice(&plain[used..]);
+    Ok(())
 }
 
 fn transport_error(err: &TransportError) -> String {

@@ -49,6 +49,16 @@ struct InFlight {
     unsent: Bytes,
 }
 
+/// A DATA frame being received: its payload is counted as it arrives, so
+/// a download's bytes are never gathered into whole frames.
+struct Data {
+    /// `None`: a stream the client is done with; the bytes are dropped.
+    stream: Option<u32>,
+    content_left: u32,
+    padding_left: u32,
+    end_stream: bool,
+}
+
 /// A header block being received across HEADERS and CONTINUATION frames.
 struct Block {
     stream: u32,
@@ -68,6 +78,8 @@ pub(crate) struct H2Conn {
     /// Response bytes read since the connection's window was last raised.
     unacked: u32,
     block: Option<Block>,
+    /// A DATA frame whose payload is still arriving.
+    data: Option<Data>,
     /// The server's GOAWAY: streams above this one went unprocessed.
     goaway: Option<u32>,
     /// No new requests: GOAWAY, a refused or timed-out request, or the
@@ -102,6 +114,7 @@ impl H2Conn {
             send_window: DEFAULT_WINDOW,
             unacked: 0,
             block: None,
+            data: None,
             goaway: None,
             draining: false,
             answered: false,
@@ -185,19 +198,35 @@ impl H2Conn {
         out: &mut Vec<u8>,
     ) -> Result<usize, H2Error> {
         let mut used = 0;
-        while let Some(header) = FrameHeader::parse(&input[used..]) {
+        loop {
+            if self.data.is_some() {
+                used += self.data_payload(&input[used..], now, outcomes, out);
+                if self.data.is_some() {
+                    break;
+                }
+            }
+            let Some(header) = FrameHeader::parse(&input[used..]) else {
+                break;
+            };
             if header.len > MAX_FRAME_RECEIVED {
                 return Err(H2Error::connection(
                     code::FRAME_SIZE_ERROR,
                     "a frame larger than the client's SETTINGS_MAX_FRAME_SIZE",
                 ));
             }
-            let end = used + FrameHeader::LEN + header.len as usize;
+            let payload_at = used + FrameHeader::LEN;
+            if header.kind == frame::DATA && self.block.is_none() {
+                match self.data_start(&header, &input[payload_at..], outcomes, out)? {
+                    Some(taken) => used = payload_at + taken,
+                    None => break,
+                }
+                continue;
+            }
+            let end = payload_at + header.len as usize;
             if input.len() < end {
                 break;
             }
-            let payload = &input[used + FrameHeader::LEN..end];
-            self.frame(&header, payload, now, outcomes, out)?;
+            self.frame(&header, &input[payload_at..end], now, outcomes, out)?;
             used = end;
         }
         if self.unacked >= CONNECTION_WINDOW / 2 {
@@ -222,7 +251,6 @@ impl H2Conn {
             ));
         }
         match header.kind {
-            frame::DATA => self.data(header, payload, now, outcomes, out),
             frame::HEADERS => self.headers(header, payload, now, outcomes, out),
             frame::CONTINUATION => self.continuation(header, payload, now, outcomes, out),
             frame::RST_STREAM => self.reset(header, payload, outcomes),
@@ -254,38 +282,92 @@ impl H2Conn {
         Ok(self.requests.contains_key(&stream).then_some(stream))
     }
 
-    fn data(
+    /// Starts a DATA frame (§6.1) whose payload begins with `payload`:
+    /// returns the bytes it took (the Pad Length), or `None` until that
+    /// byte has arrived.
+    fn data_start(
         &mut self,
         header: &FrameHeader,
         payload: &[u8],
+        outcomes: &mut Vec<Outcome>,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<usize>, H2Error> {
+        let padding = if header.has(flag::PADDED) {
+            let Some(&pad_length) = payload.first() else {
+                return Ok(None);
+            };
+            u32::from(pad_length)
+        } else {
+            0
+        };
+        let fields = u32::from(header.has(flag::PADDED));
+        let content_left = header
+            .len
+            .checked_sub(fields + padding)
+            .ok_or(H2Error::connection(
+                code::PROTOCOL_ERROR,
+                "padding as long as the frame payload or longer",
+            ))?;
+        // Flow control counts the whole payload, padding too (§6.9.1).
+        self.unacked += header.len;
+        let mut stream = self.known_stream(header.stream)?;
+        if let Some(id) = stream {
+            let request = self.requests.get_mut(&id).expect("a known stream");
+            if request.head.is_none() {
+                let err = malformed("DATA before the response head");
+                self.fail_stream(id, err, outcomes, out)?;
+                stream = None;
+            } else {
+                request.unacked += header.len;
+            }
+        }
+        self.data = Some(Data {
+            stream,
+            content_left,
+            padding_left: padding,
+            end_stream: header.has(flag::END_STREAM),
+        });
+        Ok(Some(fields as usize))
+    }
+
+    /// Counts what `input` holds of the DATA frame in progress; returns the
+    /// bytes it took. The frame's end may end the response.
+    fn data_payload(
+        &mut self,
+        input: &[u8],
         now: Instant,
         outcomes: &mut Vec<Outcome>,
         out: &mut Vec<u8>,
-    ) -> Result<(), H2Error> {
-        // Flow control counts the whole payload, padding too (§6.9.1).
-        self.unacked += header.len;
-        let content = codec::strip_padding(header, payload)?;
-        let Some(id) = self.known_stream(header.stream)? else {
-            return Ok(());
-        };
-        let request = self.requests.get_mut(&id).expect("a known stream");
-        if request.head.is_none() {
-            return self.fail_stream(
-                id,
-                malformed("DATA before the response head"),
-                outcomes,
-                out,
-            );
+    ) -> usize {
+        let data = self.data.as_mut().expect("a DATA frame in progress");
+        let content = data.content_left.min(input.len() as u32);
+        data.content_left -= content;
+        let padding = data.padding_left.min(input.len() as u32 - content);
+        data.padding_left -= padding;
+        let stream = data
+            .stream
+            .and_then(|id| self.requests.get_mut(&id).map(|r| (id, r)));
+        if let Some((_, request)) = stream {
+            request.body_bytes += u64::from(content);
         }
-        request.body_bytes += content.len() as u64;
-        request.unacked += header.len;
-        if header.flags & flag::END_STREAM != 0 {
-            self.complete(id, now, outcomes);
-        } else if request.unacked >= STREAM_WINDOW / 2 {
-            codec::encode_window_update(id, request.unacked, out);
-            request.unacked = 0;
+        if data.content_left + data.padding_left > 0 {
+            return (content + padding) as usize;
         }
-        Ok(())
+        let Data {
+            stream, end_stream, ..
+        } = self.data.take().expect("a DATA frame in progress");
+        if let Some(id) = stream.filter(|id| self.requests.contains_key(id)) {
+            if end_stream {
+                self.complete(id, now, outcomes);
+            } else {
+                let request = self.requests.get_mut(&id).expect("a request in flight");
+                if request.unacked >= STREAM_WINDOW / 2 {
+                    codec::encode_window_update(id, request.unacked, out);
+                    request.unacked = 0;
+                }
+            }
+        }
+        (content + padding) as usize
     }
 
     fn headers(
@@ -960,6 +1042,57 @@ mod tests {
             .unwrap_err();
         assert!(err.connection);
         assert_eq!(err.code, code::PROTOCOL_ERROR);
+    }
+
+    #[test]
+    fn a_padded_response_fed_a_byte_at_a_time_arrives_whole() {
+        let mut out = Vec::new();
+        let mut conn = H2Conn::new(&mut out);
+        let ticket = Ticket {
+            intended: None,
+            warmup: false,
+        };
+        conn.send(
+            ticket,
+            Instant::now(),
+            &head("GET"),
+            &Bytes::new(),
+            &mut out,
+        );
+        let mut wire = Vec::new();
+        // HEADERS: :status 200 (static index 8), END_HEADERS.
+        FrameHeader {
+            len: 1,
+            kind: frame::HEADERS,
+            flags: flag::END_HEADERS,
+            stream: 1,
+        }
+        .put(&mut wire);
+        wire.push(0x88);
+        // DATA: Pad Length 3, five bytes, three of padding, END_STREAM.
+        FrameHeader {
+            len: 9,
+            kind: frame::DATA,
+            flags: flag::PADDED | flag::END_STREAM,
+            stream: 1,
+        }
+        .put(&mut wire);
+        wire.extend_from_slice(&[3, b'a', b'b', b'c', b'd', b'e', 0, 0, 0]);
+        let mut outcomes = Vec::new();
+        let mut inbox = Vec::new();
+        for &byte in &wire {
+            inbox.push(byte);
+            let used = conn
+                .receive(&inbox, Instant::now(), &mut outcomes, &mut out)
+                .unwrap();
+            inbox.drain(..used);
+        }
+        assert!(inbox.is_empty(), "every byte used");
+        let [Outcome::Response { exchange, .. }] = &outcomes[..] else {
+            panic!("one response, not {} outcomes", outcomes.len());
+        };
+        assert_eq!((exchange.status.as_u16(), exchange.body_bytes), (200, 5));
+        assert_eq!(conn.unacked, 9, "padding counts for flow control");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! handed on; what the protocol queued is written (encrypted) as far as the
 //! socket takes it, and the rest kept for when it has room.
 
-use std::io::{self, Read, Write};
+use std::io::{self, BufRead, Read, Write};
 
 use mio::net::TcpStream;
 use rustls::{ClientConnection, HandshakeKind};
@@ -56,13 +56,13 @@ impl Transport {
         Some(tls.handshake_kind() == Some(HandshakeKind::Resumed))
     }
 
-    /// Reads everything the socket holds, appending its plaintext to
-    /// `plain` (`scratch` holds the ciphertext). `Ok(true)`: the peer
-    /// closed its side.
+    /// Reads everything the socket holds and hands its plaintext to `sink`
+    /// (`scratch` holds the ciphertext), a piece at a time, where it lies in
+    /// rustls' buffers. `Ok(true)`: the peer closed its side.
     pub(crate) fn read(
         &mut self,
-        plain: &mut Vec<u8>,
         scratch: &mut [u8],
+        sink: &mut dyn FnMut(&[u8]),
     ) -> Result<bool, TransportError> {
         loop {
             let read = match self.stream.read(scratch) {
@@ -74,11 +74,11 @@ impl Transport {
             };
             match self.tls.as_deref_mut() {
                 Some(tls) => {
-                    if decrypt(tls, &scratch[..read], plain)? {
+                    if decrypt(tls, &scratch[..read], sink)? {
                         return Ok(true);
                     }
                 }
-                None => plain.extend_from_slice(&scratch[..read]),
+                None => sink(&scratch[..read]),
             }
             if read < scratch.len() {
                 return Ok(false);
@@ -149,27 +149,32 @@ impl Transport {
     }
 }
 
-/// Hands `ciphertext` to rustls and appends what it decrypts to `plain`;
-/// true once the peer sent close_notify. On an error, rustls' alert still
-/// goes out with the next write.
+/// Hands `ciphertext` to rustls and what it decrypts to `sink`; true once
+/// the peer sent close_notify. On an error, rustls' alert still goes out
+/// with the next write.
 fn decrypt(
     tls: &mut ClientConnection,
     mut ciphertext: &[u8],
-    plain: &mut Vec<u8>,
+    sink: &mut dyn FnMut(&[u8]),
 ) -> Result<bool, TransportError> {
     let mut closed = false;
     while !ciphertext.is_empty() {
         tls.read_tls(&mut ciphertext).map_err(TransportError::Io)?;
         let state = tls.process_new_packets().map_err(TransportError::Tls)?;
-        let ready = state.plaintext_bytes_to_read();
-        if ready > 0 {
-            let start = plain.len();
-            plain.resize(start + ready, 0);
-            tls.reader()
-                .read_exact(&mut plain[start..])
-                .map_err(TransportError::Io)?;
-        }
         closed |= state.peer_has_closed();
+        let mut reader = tls.reader();
+        loop {
+            let len = match reader.fill_buf() {
+                Ok([]) => break,
+                Ok(chunk) => {
+                    sink(chunk);
+                    chunk.len()
+                }
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
+                Err(err) => return Err(TransportError::Io(err)),
+            };
+            reader.consume(len);
+        }
     }
     Ok(closed)
 }
