@@ -1,5 +1,5 @@
-//! A worker's bookkeeping, shared by both engines (tokio's and the QUIC
-//! event loop's): which ticket comes next, and what each attempt, response,
+//! A worker's bookkeeping, shared by every engine (tokio's, the QUIC event
+//! loop's and the TCP one's): which ticket comes next, and what each attempt, response,
 //! failure and connection adds to the tally.
 
 use std::cell::{Cell, RefCell};

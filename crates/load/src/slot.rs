@@ -107,7 +107,8 @@ impl<C> Slot<C> {
 
     /// The next request for a connection with `in_flight` requests of
     /// `streams`: tickets are taken while there is room, and the first is
-    /// sent once due.
+    /// sent once due and while a stream is free (an h2 server's limit may
+    /// fall below what was taken).
     pub(crate) fn next(
         &mut self,
         books: &Books,
@@ -132,10 +133,29 @@ impl<C> Slot<C> {
         }
         match self.waiting.front() {
             None if exhausted => Next::Exhausted,
-            Some(ticket) if ticket.intended.is_none_or(|due| due <= now) => {
+            Some(ticket) if in_flight < streams && ticket.intended.is_none_or(|due| due <= now) => {
                 Next::Send(self.waiting.pop_front().expect("a waiting ticket"))
             }
             _ => Next::Wait,
+        }
+    }
+
+    /// The slot's connection is done with: it had nothing left to send
+    /// (`done`), or it drained. `unused` says why, when it drained before
+    /// carrying a single request: that counts as a failed attempt, with its
+    /// backoff, or a server that does it every time would have the slot
+    /// reconnect without end.
+    pub(crate) fn release(
+        &mut self,
+        books: &Books,
+        now: Instant,
+        done: bool,
+        unused: Option<String>,
+    ) {
+        self.conn = None;
+        self.finished = done;
+        if let Some(message) = unused {
+            self.connect_failed(books, now, ErrorKind::Reset, message);
         }
     }
 
@@ -186,6 +206,35 @@ mod tests {
         let due = slot.next_due().expect("the second ticket waits");
         assert_eq!(due - now, Duration::from_millis(100));
         assert!(matches!(slot.next(&books, 1, 2, due), Next::Send(_)));
+    }
+
+    #[test]
+    fn a_due_ticket_waits_while_every_stream_is_taken() {
+        let now = Instant::now();
+        let books = books(3, None, now);
+        let mut slot: Slot<()> = Slot::new();
+        assert!(matches!(slot.next(&books, 0, 4, now), Next::Send(_)));
+        // The server's limit fell to 2, with 3 requests in flight.
+        assert_eq!(slot.next(&books, 3, 2, now), Next::Wait);
+        assert!(matches!(slot.next(&books, 1, 2, now), Next::Send(_)));
+    }
+
+    #[test]
+    fn a_connection_unused_before_it_drained_is_a_failed_attempt() {
+        let now = Instant::now();
+        let books = books(10, None, now);
+        let mut slot = Slot::new();
+        slot.conn = Some(());
+        slot.release(&books, now, false, Some("GOAWAY before any request".into()));
+        assert!(slot.conn.is_none() && !slot.finished);
+        assert_eq!(books.tally.borrow().error_counts().reset, 1);
+        assert!(
+            slot.reconnect_at(now).is_some_and(|at| at > now),
+            "a backoff"
+        );
+        slot.conn = Some(());
+        slot.release(&books, now, true, None);
+        assert!(slot.finished);
     }
 
     #[test]

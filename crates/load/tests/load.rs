@@ -86,6 +86,23 @@ fn post_body_is_echoed() {
 }
 
 #[test]
+fn a_body_larger_than_tls_buffers_and_flow_control_windows_goes_out_whole() {
+    // 200 KB: over rustls' default 64 KiB of outgoing records and over
+    // HTTP/2's and QUIC's initial windows; the server echoes it.
+    let server = TestServer::start();
+    for proto in PROTOS {
+        let mut config = server.config("/echo", proto);
+        config.requests = Some(4);
+        config.method = http::Method::POST;
+        config.body = Bytes::from(vec![b'x'; 200_000]);
+        let report = run(&config);
+        assert_eq!(report.completed, 4, "{proto}\n{report}");
+        assert_eq!(report.failed, 0, "{proto}\n{report}");
+        assert_eq!(report.body_bytes, 800_000, "{proto}");
+    }
+}
+
+#[test]
 fn warmup_is_reported_apart() {
     let server = TestServer::start();
     let mut config = server.config("/bytes/10", Proto::H2);

@@ -402,15 +402,9 @@ impl Engine {
             conn.quic
                 .close(now, no_error(), Bytes::from_static(b"done"));
             self.owner.remove(&handle);
-            slot.conn = None;
-            slot.finished = done;
-            if conn.draining && conn.sent == 0 {
-                // GOAWAY before any request: a failed attempt, with its
-                // backoff, or a server that does it every time would have
-                // the slot reconnect without end.
-                let message = "HTTP/3: the server sent GOAWAY before any request".to_string();
-                slot.connect_failed(&self.books, now, ErrorKind::Reset, message);
-            }
+            let unused = (conn.draining && conn.sent == 0)
+                .then(|| "HTTP/3: the server sent GOAWAY before any request".to_string());
+            slot.release(&self.books, now, done, unused);
         }
     }
 

@@ -29,7 +29,7 @@ use super::h2::H2Conn;
 use super::h2codec::{self, code};
 use super::http::{Failure, Http};
 use super::timer::Timer;
-use super::transport::{Transport, TransportError, SOCKET_READ};
+use super::transport::{ReadEnd, Transport, TransportError, SOCKET_READ};
 use crate::books::{Books, Outcome};
 use crate::cpu::CpuTime;
 use crate::plan::{Plan, Share};
@@ -80,6 +80,9 @@ struct TcpConn {
     out: Vec<u8>,
     /// When the loop must run it next without a socket event.
     wake: Option<Instant>,
+    /// Bytes may wait in the socket that the last read left (it stops
+    /// after a few reads): it runs again next turn.
+    unread: bool,
     /// Whether epoll reports it writable: only while a connect is under
     /// way or bytes wait for room, since each freed send buffer would
     /// otherwise wake the loop for nothing.
@@ -186,7 +189,14 @@ impl Engine {
             self.timer.arm(wake)?;
             None
         };
-        self.poll.poll(&mut self.events, timeout)?;
+        if let Err(err) = self.poll.poll(&mut self.events, timeout) {
+            // A signal (Ctrl-C's handler runs on some thread): a turn with
+            // no events; the loop then looks at the cancel flag.
+            if err.kind() != std::io::ErrorKind::Interrupted {
+                return Err(err);
+            }
+            self.events.clear();
+        }
         self.woken.clear();
         for event in self.events.iter() {
             if event.token() == TIMER {
@@ -208,13 +218,12 @@ impl Engine {
         self.woken = woken;
         let now = Instant::now();
         for index in 0..self.slots.len() {
-            let due = self.slots[index]
-                .conn
-                .as_ref()
-                .and_then(|conn| conn.wake)
-                .is_some_and(|wake| wake <= now);
-            if due {
-                self.drive(index, false);
+            let Some(conn) = &self.slots[index].conn else {
+                continue;
+            };
+            let unread = conn.unread;
+            if unread || conn.wake.is_some_and(|wake| wake <= now) {
+                self.drive(index, unread);
             }
         }
     }
@@ -227,6 +236,8 @@ impl Engine {
             }
             self.books.note_first_attempt();
             let addr = self.books.plan.addr;
+            // Each connect's own clock: many at the start take a while.
+            let now = Instant::now();
             let opened = TcpStream::connect(addr).and_then(|mut stream| {
                 self.poll.registry().register(
                     &mut stream,
@@ -245,6 +256,7 @@ impl Engine {
                         out: Vec::new(),
                         wake: Some(now + self.books.plan.connect_timeout),
                         writable_interest: true,
+                        unread: false,
                     });
                 }
                 Err(err) => self.set_up_failed(index, now, tcp_connect_error(addr, &err)),
@@ -313,12 +325,14 @@ impl Engine {
             unreachable!("handshaking() runs in the handshake")
         };
         let inbox = &mut conn.inbox;
-        let closed = conn
+        let end = conn
             .transport
             .read(&mut self.scratch, &mut |plain| {
                 inbox.extend_from_slice(plain)
             })
             .map_err(|err| Failure::SetUp(tls_failure(addr, &transport_error(&err))))?;
+        conn.unread = end == ReadEnd::More;
+        let closed = end == ReadEnd::Closed;
         if conn.transport.is_handshaking() {
             if closed {
                 return Err(Failure::SetUp(tls_failure(addr, "tls handshake eof")));
@@ -390,10 +404,11 @@ impl Engine {
                 result = feed(http, inbox, plain, now, outcomes, out);
             }
         });
+        conn.unread = read.as_ref().is_ok_and(|end| *end == ReadEnd::More);
         let result = match read {
             Err(err) => Err(Failure::Lost(ErrorKind::Reset, transport_error(&err))),
-            Ok(true) => result.and_then(|()| http.end_of_input(now, outcomes)),
-            Ok(false) => result,
+            Ok(ReadEnd::Closed) => result.and_then(|()| http.end_of_input(now, outcomes)),
+            Ok(_) => result,
         };
         let answered = answered || http.answered();
         for outcome in outcomes.drain(..) {
@@ -450,20 +465,13 @@ impl Engine {
             slot.conn = Some(conn);
             return;
         }
-        let refused_at_once = http.draining() && http.sent() == 0;
+        let unused = (http.draining() && http.sent() == 0).then(|| http.unused_because());
         if let Http::H2(h2) = http {
             h2.close(code::NO_ERROR, &mut conn.out);
         }
         let _ = conn.transport.write(&mut conn.out);
         conn.transport.close();
-        slot.finished = done;
-        if refused_at_once {
-            // GOAWAY before any request: a failed attempt, with its
-            // backoff, or a server that does it every time would have
-            // the slot reconnect without end.
-            let message = "HTTP/2: the server sent GOAWAY before any request".to_string();
-            slot.connect_failed(&self.books, now, ErrorKind::Reset, message);
-        }
+        slot.release(&self.books, now, done, unused);
     }
 
     /// Writes what the connection queued, as far as the socket takes it;
@@ -501,6 +509,8 @@ impl Engine {
         let Some(mut conn) = slot.conn.take() else {
             return;
         };
+        // TLS's alert, if rustls queued one, goes out before the close.
+        let _ = conn.transport.write(&mut Vec::new());
         let Phase::Open(http) = &mut conn.phase else {
             // Whatever ended a connection in its set-up is a failed attempt.
             let err = match failure {
@@ -545,8 +555,10 @@ impl Engine {
             Phase::Connecting => Some(conn.started + plan.connect_timeout),
             Phase::Handshaking { since, .. } => Some(*since + plan.connect_timeout),
             Phase::Open(http) => {
+                // Due sends wait for a free stream (an h2 server's limit).
+                let free = http.in_flight() < http.stream_limit(plan.streams);
                 let send = next_due
-                    .filter(|_| !http.draining())
+                    .filter(|_| free && !http.draining())
                     .map(|due| due - self.spin);
                 [http.next_expiry(plan.request_timeout), send]
                     .into_iter()
@@ -563,6 +575,7 @@ impl Engine {
         }
         for slot in &self.slots {
             let at = match &slot.conn {
+                Some(conn) if conn.unread => Some(now),
                 Some(conn) => conn.wake,
                 None => slot.reconnect_at(now),
             };

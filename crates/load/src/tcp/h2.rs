@@ -122,6 +122,11 @@ impl H2Conn {
         }
     }
 
+    /// Whether the server sent GOAWAY.
+    pub(crate) fn goaway_seen(&self) -> bool {
+        self.goaway.is_some()
+    }
+
     pub(crate) fn in_flight(&self) -> usize {
         self.requests.len()
     }
@@ -358,7 +363,7 @@ impl H2Conn {
         } = self.data.take().expect("a DATA frame in progress");
         if let Some(id) = stream.filter(|id| self.requests.contains_key(id)) {
             if end_stream {
-                self.complete(id, now, outcomes);
+                self.complete(id, now, outcomes, out);
             } else {
                 let request = self.requests.get_mut(&id).expect("a request in flight");
                 if request.unacked >= STREAM_WINDOW / 2 {
@@ -467,14 +472,19 @@ impl H2Conn {
                 let err = malformed("the stream ended without a final response head");
                 return self.fail_stream(id, err, outcomes, out);
             }
-            self.complete(id, now, outcomes);
+            self.complete(id, now, outcomes, out);
         }
         Ok(())
     }
 
-    /// The response ended whole.
-    fn complete(&mut self, id: u32, now: Instant, outcomes: &mut Vec<Outcome>) {
+    /// The response ended whole. A request body not yet sent whole (the
+    /// server answered early) is cancelled, or its stream would stay open
+    /// on the server and count against its limit (§8.1).
+    fn complete(&mut self, id: u32, now: Instant, outcomes: &mut Vec<Outcome>, out: &mut Vec<u8>) {
         let request = self.requests.remove(&id).expect("a request in flight");
+        if !request.unsent.is_empty() {
+            codec::encode_rst_stream(id, code::CANCEL, out);
+        }
         let (status, head_at, origin_wait) = request.head.expect("a final head before the end");
         self.answered = true;
         outcomes.push(Outcome::Response {
@@ -1093,6 +1103,36 @@ mod tests {
         };
         assert_eq!((exchange.status.as_u16(), exchange.body_bytes), (200, 5));
         assert_eq!(conn.unacked, 9, "padding counts for flow control");
+    }
+
+    #[test]
+    fn an_early_answer_cancels_the_rest_of_the_body() {
+        let mut out = Vec::new();
+        let mut conn = H2Conn::new(&mut out);
+        let ticket = Ticket {
+            intended: None,
+            warmup: false,
+        };
+        // 100 KB against the initial 65,535-byte window: some stays unsent.
+        let body = Bytes::from(vec![0u8; 100_000]);
+        conn.send(ticket, Instant::now(), &head("POST"), &body, &mut out);
+        let mut wire = Vec::new();
+        FrameHeader {
+            len: 1,
+            kind: frame::HEADERS,
+            flags: flag::END_HEADERS | flag::END_STREAM,
+            stream: 1,
+        }
+        .put(&mut wire);
+        wire.push(0x88);
+        out.clear();
+        let mut outcomes = Vec::new();
+        conn.receive(&wire, Instant::now(), &mut outcomes, &mut out)
+            .unwrap();
+        assert_eq!(outcomes.len(), 1);
+        let mut cancel = Vec::new();
+        codec::encode_rst_stream(1, code::CANCEL, &mut cancel);
+        assert_eq!(out, cancel);
     }
 
     #[test]

@@ -65,6 +65,16 @@ impl Http {
         }
     }
 
+    /// Why a connection drained before it carried a request.
+    pub(crate) fn unused_because(&self) -> String {
+        match self {
+            Http::H1(_) => "HTTP/1.1: the server closed the connection before any request",
+            Http::H2(h2) if h2.goaway_seen() => "HTTP/2: the server sent GOAWAY before any request",
+            Http::H2(_) => "HTTP/2: the server closed the connection before any request",
+        }
+        .to_string()
+    }
+
     /// Queues a request: h2's header block and body, or h1's bytes whole.
     pub(crate) fn send(
         &mut self,

@@ -13,6 +13,21 @@ use rustls::{ClientConnection, HandshakeKind};
 /// per 4 KiB of a download.
 pub(crate) const SOCKET_READ: usize = 256 * 1024;
 
+/// Socket reads one `read` makes at most, so that one fast download does
+/// not keep the loop from the other connections, their timers and Ctrl-C.
+const READS_PER_CALL: usize = 8;
+
+/// Where a `read` left the socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReadEnd {
+    /// Nothing more to read until epoll says so.
+    Drained,
+    /// More may wait: read again next turn (epoll will not say so again).
+    More,
+    /// The peer closed its side.
+    Closed,
+}
+
 /// Why a connection's bytes stopped.
 #[derive(Debug)]
 pub(crate) enum TransportError {
@@ -37,7 +52,10 @@ impl Transport {
     }
 
     /// TLS from here on; its ClientHello goes with the next write.
-    pub(crate) fn start_tls(&mut self, tls: ClientConnection) {
+    pub(crate) fn start_tls(&mut self, mut tls: ClientConnection) {
+        // What the connection queues is bounded by its streams; rustls'
+        // default 64 KiB limit would refuse a larger body or batch.
+        tls.set_buffer_limit(None);
         self.tls = Some(Box::new(tls));
     }
 
@@ -56,34 +74,37 @@ impl Transport {
         Some(tls.handshake_kind() == Some(HandshakeKind::Resumed))
     }
 
-    /// Reads everything the socket holds and hands its plaintext to `sink`
-    /// (`scratch` holds the ciphertext), a piece at a time, where it lies in
-    /// rustls' buffers. `Ok(true)`: the peer closed its side.
+    /// Reads what the socket holds (up to [`READS_PER_CALL`] reads) and
+    /// hands its plaintext to `sink` (`scratch` holds the ciphertext), a
+    /// piece at a time, where it lies in rustls' buffers.
     pub(crate) fn read(
         &mut self,
         scratch: &mut [u8],
         sink: &mut dyn FnMut(&[u8]),
-    ) -> Result<bool, TransportError> {
-        loop {
+    ) -> Result<ReadEnd, TransportError> {
+        for _ in 0..READS_PER_CALL {
             let read = match self.stream.read(scratch) {
-                Ok(0) => return Ok(true),
+                Ok(0) => return Ok(ReadEnd::Closed),
                 Ok(read) => read,
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Ok(ReadEnd::Drained),
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
                 Err(err) => return Err(TransportError::Io(err)),
             };
             match self.tls.as_deref_mut() {
                 Some(tls) => {
                     if decrypt(tls, &scratch[..read], sink)? {
-                        return Ok(true);
+                        return Ok(ReadEnd::Closed);
                     }
                 }
                 None => sink(&scratch[..read]),
             }
+            // A short read emptied the socket; bytes arriving after it
+            // raise a new edge.
             if read < scratch.len() {
-                return Ok(false);
+                return Ok(ReadEnd::Drained);
             }
         }
+        Ok(ReadEnd::More)
     }
 
     /// Queues `out` (emptied) and writes what the socket takes.
@@ -150,16 +171,20 @@ impl Transport {
 }
 
 /// Hands `ciphertext` to rustls and what it decrypts to `sink`; true once
-/// the peer sent close_notify. On an error, rustls' alert still goes out
-/// with the next write.
+/// the peer sent close_notify. On an error, rustls queues its alert, which
+/// the caller's last write sends.
 fn decrypt(
     tls: &mut ClientConnection,
     mut ciphertext: &[u8],
     sink: &mut dyn FnMut(&[u8]),
 ) -> Result<bool, TransportError> {
     let mut closed = false;
-    while !ciphertext.is_empty() {
-        tls.read_tls(&mut ciphertext).map_err(TransportError::Io)?;
+    while !ciphertext.is_empty() && !closed {
+        // After close_notify rustls takes nothing more: what follows it
+        // is dropped.
+        if tls.read_tls(&mut ciphertext).map_err(TransportError::Io)? == 0 {
+            break;
+        }
         let state = tls.process_new_packets().map_err(TransportError::Tls)?;
         closed |= state.peer_has_closed();
         let mut reader = tls.reader();

@@ -11,7 +11,6 @@
 //! every connection and the server's table size never matters. The server's
 //! blocks may use a dynamic table as large as the default
 //! SETTINGS_HEADER_TABLE_SIZE (4096), which the client keeps.
-// Until the h2 engine (`tcp::h2`) is wired in: remove then.
 
 mod hpack;
 mod table;
