@@ -11,8 +11,10 @@ use h3lab_client::ConnectTiming;
 use h3lab_results::{ErrorKind, Proto};
 use http::StatusCode;
 
+use crate::head::Head;
 use crate::plan::Plan;
 use crate::schedule::{Schedule, Ticket};
+use crate::server_timing;
 use crate::tally::Tally;
 
 /// Sent later than intended by more than this counts as late.
@@ -44,6 +46,62 @@ pub(crate) enum Outcome {
         /// safe to send again elsewhere.
         unsent: bool,
     },
+}
+
+/// A request on the wire, as the event-loop engines keep it: its ticket,
+/// when it left, its final head once that came, and its body bytes.
+pub(crate) struct Pending {
+    pub(crate) ticket: Ticket,
+    pub(crate) sent_at: Instant,
+    /// The final head's status, arrival, and the edge's origin time.
+    head: Option<(StatusCode, Instant, Option<Duration>)>,
+    pub(crate) body_bytes: u64,
+}
+
+impl Pending {
+    pub(crate) fn new(ticket: Ticket, sent_at: Instant) -> Pending {
+        Pending {
+            ticket,
+            sent_at,
+            head: None,
+            body_bytes: 0,
+        }
+    }
+
+    pub(crate) fn has_head(&self) -> bool {
+        self.head.is_some()
+    }
+
+    /// Its final head arrived at `now`.
+    pub(crate) fn set_head(&mut self, head: &Head, now: Instant) {
+        let origin_wait = server_timing::origin_wait_in(head.fields.iter().map(|(_, v)| v));
+        self.head = Some((head.status, now, origin_wait));
+    }
+
+    /// It ended whole at `now`; `None` if no final head came.
+    pub(crate) fn response(self, now: Instant) -> Option<Outcome> {
+        let (status, head_at, origin_wait) = self.head?;
+        Some(Outcome::Response {
+            ticket: self.ticket,
+            sent_at: self.sent_at,
+            exchange: Exchange {
+                status,
+                head_at,
+                end_at: now,
+                body_bytes: self.body_bytes,
+                origin_wait,
+            },
+        })
+    }
+
+    pub(crate) fn failed(self, kind: ErrorKind, message: String, unsent: bool) -> Outcome {
+        Outcome::Failed {
+            ticket: self.ticket,
+            kind,
+            message,
+            unsent,
+        }
+    }
 }
 
 /// One worker's schedule and tally; only its own thread touches them.

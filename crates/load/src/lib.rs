@@ -6,9 +6,8 @@
 //! h3 on quinn-proto driven directly (`quic`), h1 and h2 on epoll with
 //! rustls' sans-I/O client and framing of their own (`tcp`); `auto` and
 //! h3 with `--qlog` on `h3lab-client`'s connections under tokio
-//! (`worker`). With the `clap`
-//! feature, `h3lab load`'s flags (`cli`): a test's, `load merge`'s, and
-//! those a distributed worker adds.
+//! (`worker`). With the `clap` feature, `h3lab load`'s flags (`cli`): a
+//! test's, `load merge`'s, and those a distributed worker adds.
 //!
 //! Not for: connection set-up details (`h3lab-client`), network emulation
 //! (`linkem`) or comparing protocols across runs (`h3lab-bench`).

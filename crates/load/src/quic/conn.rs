@@ -8,27 +8,23 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, Bytes};
 use h3lab_client::h3_code_name;
 use h3lab_results::ErrorKind;
-use http::{HeaderName, StatusCode};
+use http::HeaderName;
 use quinn_proto::{
     Chunks, Connection, ConnectionError, Dir, Event, ReadError, StreamEvent, StreamId, VarInt,
 };
 use rustc_hash::FxHashMap;
 
 use super::codec::{self, H3Error, ResponseParser, UniStreamParser};
-use crate::books::{Exchange, Outcome};
+use crate::books::{Outcome, Pending};
 use crate::schedule::Ticket;
-use crate::server_timing;
 
 /// The response fields the load report reads.
 static WANTED: [HeaderName; 1] = [HeaderName::from_static("server-timing")];
 
 /// A request on the wire.
 struct InFlight {
-    ticket: Ticket,
-    sent_at: Instant,
+    pending: Pending,
     parser: ResponseParser,
-    head: Option<(StatusCode, Instant, Option<Duration>)>,
-    body_bytes: u64,
     /// The request's bytes flow control has not let out yet.
     unsent: Pieces,
 }
@@ -110,11 +106,8 @@ impl H3Conn {
         self.requests.insert(
             id,
             InFlight {
-                ticket,
-                sent_at: now,
+                pending: Pending::new(ticket, now),
                 parser: ResponseParser::new(&WANTED),
-                head: None,
-                body_bytes: 0,
                 unsent: pieces,
             },
         );
@@ -283,7 +276,7 @@ impl H3Conn {
         let expired: Vec<StreamId> = self
             .requests
             .iter()
-            .filter(|(_, request)| now >= request.sent_at + timeout)
+            .filter(|(_, request)| now >= request.pending.sent_at + timeout)
             .map(|(id, _)| *id)
             .collect();
         if !expired.is_empty() {
@@ -297,7 +290,8 @@ impl H3Conn {
                     .quic
                     .recv_stream(id)
                     .stop(cancelled.expect("a small code"));
-                self.requests.remove(&id).expect("expired request").ticket
+                let request = self.requests.remove(&id).expect("expired request");
+                request.pending.ticket
             })
             .collect()
     }
@@ -306,7 +300,7 @@ impl H3Conn {
     pub(crate) fn next_expiry(&self, timeout: Duration) -> Option<Instant> {
         self.requests
             .values()
-            .map(|request| request.sent_at + timeout)
+            .map(|request| request.pending.sent_at + timeout)
             .min()
     }
 
@@ -319,12 +313,8 @@ impl H3Conn {
         let goaway = self.goaway;
         for (id, request) in self.requests.drain() {
             let unsent = goaway.is_some_and(|first| u64::from(VarInt::from(id)) >= first);
-            outcomes.push(Outcome::Failed {
-                ticket: request.ticket,
-                kind,
-                message: connection_ended(reason),
-                unsent,
-            });
+            let message = connection_ended(reason);
+            outcomes.push(request.pending.failed(kind, message, unsent));
         }
     }
 }
@@ -352,12 +342,9 @@ fn read_response(
         match chunks.next(usize::MAX) {
             Ok(Some(chunk)) => match request.parser.feed(&chunk.bytes) {
                 Ok(progress) => {
-                    request.body_bytes += progress.body_bytes;
+                    request.pending.body_bytes += progress.body_bytes;
                     if let Some(head) = progress.head {
-                        let origin_wait = server_timing::origin_wait_in(
-                            head.fields.iter().map(|(_, value)| value),
-                        );
-                        request.head = Some((head.status, now, origin_wait));
+                        request.pending.set_head(&head, now);
                     }
                 }
                 Err(err) => return Some(Err(Ending::Protocol(err))),
@@ -376,46 +363,25 @@ enum Ending {
 }
 
 fn conclude(request: InFlight, end: Result<(), Ending>, now: Instant) -> Outcome {
-    let InFlight {
-        ticket,
-        sent_at,
-        head,
-        body_bytes,
-        ..
-    } = request;
-    match (end, head) {
-        (Ok(()), Some((status, head_at, origin_wait))) => Outcome::Response {
-            ticket,
-            sent_at,
-            exchange: Exchange {
-                status,
-                head_at,
-                end_at: now,
-                body_bytes,
-                origin_wait,
-            },
-        },
-        (Ok(()), None) => Outcome::Failed {
-            ticket,
-            kind: ErrorKind::Protocol,
-            message: "HTTP/3: the response stream ended without a final response head".into(),
-            unsent: false,
-        },
-        (Err(Ending::Reset(code)), _) => Outcome::Failed {
-            ticket,
-            kind: ErrorKind::Reset,
-            message: format!(
+    let pending = request.pending;
+    match end {
+        Ok(()) if pending.has_head() => pending.response(now).expect("a final head"),
+        Ok(()) => {
+            let message = "HTTP/3: the response stream ended without a final response head";
+            pending.failed(ErrorKind::Protocol, message.into(), false)
+        }
+        Err(Ending::Reset(code)) => {
+            let message = format!(
                 "HTTP/3: the server reset the request stream with {}",
                 h3_code_name(code)
-            ),
-            unsent: code == codec::code::H3_REQUEST_REJECTED,
-        },
-        (Err(Ending::Protocol(err)), _) => Outcome::Failed {
-            ticket,
-            kind: ErrorKind::Protocol,
-            message: format!("HTTP/3: {} ({})", err.reason, h3_code_name(err.code)),
-            unsent: false,
-        },
+            );
+            let unsent = code == codec::code::H3_REQUEST_REJECTED;
+            pending.failed(ErrorKind::Reset, message, unsent)
+        }
+        Err(Ending::Protocol(err)) => {
+            let message = format!("HTTP/3: {} ({})", err.reason, h3_code_name(err.code));
+            pending.failed(ErrorKind::Protocol, message, false)
+        }
     }
 }
 
@@ -707,7 +673,7 @@ mod tests {
         assert_eq!(pair.outcomes.len(), 1);
         match &pair.outcomes[0] {
             Outcome::Response { exchange, .. } => {
-                assert_eq!(exchange.status, StatusCode::OK);
+                assert_eq!(exchange.status, http::StatusCode::OK);
                 assert_eq!(exchange.body_bytes, 42);
                 assert!(exchange.head_at <= exchange.end_at);
             }

@@ -5,27 +5,19 @@
 use std::time::{Duration, Instant};
 
 use h3lab_results::ErrorKind;
-use http::{HeaderName, StatusCode};
+use http::HeaderName;
 
 use super::h1codec::{H1Error, ResponseReader};
-use crate::books::{Exchange, Outcome};
+use crate::books::{Outcome, Pending};
 use crate::schedule::Ticket;
-use crate::server_timing;
 
 /// The response fields the load report reads.
 static WANTED: [HeaderName; 1] = [HeaderName::from_static("server-timing")];
 
-struct InFlight {
-    ticket: Ticket,
-    sent_at: Instant,
-    head: Option<(StatusCode, Instant, Option<Duration>)>,
-    body_bytes: u64,
-}
-
 pub(crate) struct H1Conn {
     reader: ResponseReader,
     head_request: bool,
-    request: Option<InFlight>,
+    request: Option<Pending>,
     /// The server will close it after this response, or a request timed
     /// out mid-response: no new requests.
     pub(crate) draining: bool,
@@ -52,12 +44,7 @@ impl H1Conn {
     /// Queues one request, already encoded whole in `bytes`.
     pub(crate) fn send(&mut self, ticket: Ticket, now: Instant, bytes: &[u8], out: &mut Vec<u8>) {
         out.extend_from_slice(bytes);
-        self.request = Some(InFlight {
-            ticket,
-            sent_at: now,
-            head: None,
-            body_bytes: 0,
-        });
+        self.request = Some(Pending::new(ticket, now));
         self.sent += 1;
     }
 
@@ -81,8 +68,7 @@ impl H1Conn {
             input = &input[step.consumed..];
             request.body_bytes += step.body_bytes;
             if let Some(head) = step.head {
-                let origin_wait = server_timing::origin_wait_in(head.fields.iter().map(|(_, v)| v));
-                request.head = Some((head.status, now, origin_wait));
+                request.set_head(&head, now);
                 self.draining |= !step.keep_alive;
             }
             if step.complete {
@@ -112,20 +98,9 @@ impl H1Conn {
 
     fn complete(&mut self, now: Instant, outcomes: &mut Vec<Outcome>) {
         let request = self.request.take().expect("a request in flight");
-        let (status, head_at, origin_wait) = request.head.expect("a final head before the end");
         self.answered = true;
         self.reader.reset(self.head_request);
-        outcomes.push(Outcome::Response {
-            ticket: request.ticket,
-            sent_at: request.sent_at,
-            exchange: Exchange {
-                status,
-                head_at,
-                end_at: now,
-                body_bytes: request.body_bytes,
-                origin_wait,
-            },
-        });
+        outcomes.push(request.response(now).expect("a final head before the end"));
     }
 
     /// The request, if past its deadline: the connection is stuck
@@ -147,12 +122,7 @@ impl H1Conn {
     /// The request in flight, failed with the connection's end.
     pub(crate) fn fail_all(&mut self, kind: ErrorKind, message: &str, outcomes: &mut Vec<Outcome>) {
         if let Some(request) = self.request.take() {
-            outcomes.push(Outcome::Failed {
-                ticket: request.ticket,
-                kind,
-                message: message.to_string(),
-                unsent: false,
-            });
+            outcomes.push(request.failed(kind, message.to_string(), false));
         }
     }
 }

@@ -8,15 +8,14 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use h3lab_results::ErrorKind;
-use http::{HeaderName, StatusCode};
+use http::HeaderName;
 use rustc_hash::FxHashMap;
 
 use super::h2codec::{
     self as codec, code, flag, frame, setting, FrameHeader, H2Error, HpackDecoder,
 };
-use crate::books::{Exchange, Outcome};
+use crate::books::{Outcome, Pending};
 use crate::schedule::Ticket;
-use crate::server_timing;
 
 /// The response fields the load report reads.
 static WANTED: [HeaderName; 1] = [HeaderName::from_static("server-timing")];
@@ -37,10 +36,7 @@ const LAST_STREAM_ID: u32 = (1 << 31) - 1;
 
 /// A request on the wire.
 struct InFlight {
-    ticket: Ticket,
-    sent_at: Instant,
-    head: Option<(StatusCode, Instant, Option<Duration>)>,
-    body_bytes: u64,
+    pending: Pending,
     /// Response bytes read since the stream's window was last raised.
     unacked: u32,
     /// What flow control lets this stream send.
@@ -155,10 +151,7 @@ impl H2Conn {
         self.requests.insert(
             id,
             InFlight {
-                ticket,
-                sent_at: now,
-                head: None,
-                body_bytes: 0,
+                pending: Pending::new(ticket, now),
                 unacked: 0,
                 send_window: self.initial_window,
                 unsent: body.clone(),
@@ -318,7 +311,7 @@ impl H2Conn {
         let mut stream = self.known_stream(header.stream)?;
         if let Some(id) = stream {
             let request = self.requests.get_mut(&id).expect("a known stream");
-            if request.head.is_none() {
+            if !request.pending.has_head() {
                 let err = malformed("DATA before the response head");
                 self.fail_stream(id, err, outcomes, out)?;
                 stream = None;
@@ -353,7 +346,7 @@ impl H2Conn {
             .stream
             .and_then(|id| self.requests.get_mut(&id).map(|r| (id, r)));
         if let Some((_, request)) = stream {
-            request.body_bytes += u64::from(content);
+            request.pending.body_bytes += u64::from(content);
         }
         if data.content_left + data.padding_left > 0 {
             return (content + padding) as usize;
@@ -451,7 +444,7 @@ impl H2Conn {
         let Some(request) = self.requests.get_mut(&id) else {
             return self.decoder.discard(block);
         };
-        let decoded = if request.head.is_some() {
+        let decoded = if request.pending.has_head() {
             self.decoder.decode_trailers(block).map(|()| None)
         } else {
             self.decoder.decode_head(block, &WANTED)
@@ -462,13 +455,12 @@ impl H2Conn {
             Ok(head) => head,
         };
         if let Some(head) = head {
-            let origin_wait = server_timing::origin_wait_in(head.fields.iter().map(|(_, v)| v));
-            request.head = Some((head.status, now, origin_wait));
-        } else if request.head.is_some() && !end_stream {
+            request.pending.set_head(&head, now);
+        } else if request.pending.has_head() && !end_stream {
             return self.fail_stream(id, malformed("trailers without END_STREAM"), outcomes, out);
         }
         if end_stream {
-            if request.head.is_none() {
+            if !request.pending.has_head() {
                 let err = malformed("the stream ended without a final response head");
                 return self.fail_stream(id, err, outcomes, out);
             }
@@ -485,19 +477,9 @@ impl H2Conn {
         if !request.unsent.is_empty() {
             codec::encode_rst_stream(id, code::CANCEL, out);
         }
-        let (status, head_at, origin_wait) = request.head.expect("a final head before the end");
         self.answered = true;
-        outcomes.push(Outcome::Response {
-            ticket: request.ticket,
-            sent_at: request.sent_at,
-            exchange: Exchange {
-                status,
-                head_at,
-                end_at: now,
-                body_bytes: request.body_bytes,
-                origin_wait,
-            },
-        });
+        let response = request.pending.response(now);
+        outcomes.push(response.expect("a final head before the end"));
     }
 
     /// A malformed response: the stream is reset and its request fails.
@@ -510,12 +492,8 @@ impl H2Conn {
     ) -> Result<(), H2Error> {
         codec::encode_rst_stream(id, err.code, out);
         let request = self.requests.remove(&id).expect("a request in flight");
-        outcomes.push(Outcome::Failed {
-            ticket: request.ticket,
-            kind: ErrorKind::Protocol,
-            message: format!("HTTP/2: {err}"),
-            unsent: false,
-        });
+        let message = format!("HTTP/2: {err}");
+        outcomes.push(request.pending.failed(ErrorKind::Protocol, message, false));
         Ok(())
     }
 
@@ -534,15 +512,11 @@ impl H2Conn {
         // connection, so this one takes no more.
         let unsent = reason == code::REFUSED_STREAM;
         self.draining |= unsent;
-        outcomes.push(Outcome::Failed {
-            ticket: request.ticket,
-            kind: ErrorKind::Reset,
-            message: format!(
-                "HTTP/2: the server reset the stream with {}",
-                codec::code_name(reason)
-            ),
-            unsent,
-        });
+        let message = format!(
+            "HTTP/2: the server reset the stream with {}",
+            codec::code_name(reason)
+        );
+        outcomes.push(request.pending.failed(ErrorKind::Reset, message, unsent));
         Ok(())
     }
 
@@ -612,15 +586,11 @@ impl H2Conn {
             .collect();
         for id in unprocessed {
             let request = self.requests.remove(&id).expect("a request in flight");
-            outcomes.push(Outcome::Failed {
-                ticket: request.ticket,
-                kind: ErrorKind::Reset,
-                message: format!(
-                    "HTTP/2: the server sent GOAWAY ({}) before processing the request",
-                    codec::code_name(reason)
-                ),
-                unsent: true,
-            });
+            let message = format!(
+                "HTTP/2: the server sent GOAWAY ({}) before processing the request",
+                codec::code_name(reason)
+            );
+            outcomes.push(request.pending.failed(ErrorKind::Reset, message, true));
         }
         Ok(())
     }
@@ -665,7 +635,7 @@ impl H2Conn {
         let expired: Vec<u32> = self
             .requests
             .iter()
-            .filter(|(_, request)| now >= request.sent_at + timeout)
+            .filter(|(_, request)| now >= request.pending.sent_at + timeout)
             .map(|(id, _)| *id)
             .collect();
         self.draining |= !expired.is_empty();
@@ -673,10 +643,8 @@ impl H2Conn {
             .into_iter()
             .map(|id| {
                 codec::encode_rst_stream(id, code::CANCEL, out);
-                self.requests
-                    .remove(&id)
-                    .expect("an expired request")
-                    .ticket
+                let request = self.requests.remove(&id);
+                request.expect("an expired request").pending.ticket
             })
             .collect()
     }
@@ -685,19 +653,14 @@ impl H2Conn {
     pub(crate) fn next_expiry(&self, timeout: Duration) -> Option<Instant> {
         self.requests
             .values()
-            .map(|request| request.sent_at + timeout)
+            .map(|request| request.pending.sent_at + timeout)
             .min()
     }
 
     /// Every request still in flight, failed with the connection's end.
     pub(crate) fn fail_all(&mut self, kind: ErrorKind, message: &str, outcomes: &mut Vec<Outcome>) {
         for (_, request) in self.requests.drain() {
-            outcomes.push(Outcome::Failed {
-                ticket: request.ticket,
-                kind,
-                message: message.to_string(),
-                unsent: false,
-            });
+            outcomes.push(request.pending.failed(kind, message.to_string(), false));
         }
     }
 
@@ -885,6 +848,18 @@ mod tests {
         }
     }
 
+    /// A connection that sent one request (stream 1), and its bytes.
+    fn one_request(method: &str, body: Bytes) -> (H2Conn, Vec<u8>) {
+        let mut out = Vec::new();
+        let mut conn = H2Conn::new(&mut out);
+        let ticket = Ticket {
+            intended: None,
+            warmup: false,
+        };
+        conn.send(ticket, Instant::now(), &head(method), &body, &mut out);
+        (conn, out)
+    }
+
     fn head(method: &str) -> Vec<u8> {
         let request = http::Request::builder()
             .method(method)
@@ -1017,20 +992,8 @@ mod tests {
 
     #[test]
     fn data_before_the_head_fails_the_stream_and_a_frame_on_an_unopened_stream_the_connection() {
-        let mut out = Vec::new();
-        let mut conn = H2Conn::new(&mut out);
+        let (mut conn, mut out) = one_request("GET", Bytes::new());
         let mut outcomes = Vec::new();
-        let ticket = Ticket {
-            intended: None,
-            warmup: false,
-        };
-        conn.send(
-            ticket,
-            Instant::now(),
-            &head("GET"),
-            &Bytes::new(),
-            &mut out,
-        );
         let mut frame = Vec::new();
         codec::encode_data_header(1, 3, true, &mut frame);
         frame.extend_from_slice(b"abc");
@@ -1056,19 +1019,7 @@ mod tests {
 
     #[test]
     fn a_padded_response_fed_a_byte_at_a_time_arrives_whole() {
-        let mut out = Vec::new();
-        let mut conn = H2Conn::new(&mut out);
-        let ticket = Ticket {
-            intended: None,
-            warmup: false,
-        };
-        conn.send(
-            ticket,
-            Instant::now(),
-            &head("GET"),
-            &Bytes::new(),
-            &mut out,
-        );
+        let (mut conn, mut out) = one_request("GET", Bytes::new());
         let mut wire = Vec::new();
         // HEADERS: :status 200 (static index 8), END_HEADERS.
         FrameHeader {
@@ -1107,15 +1058,8 @@ mod tests {
 
     #[test]
     fn an_early_answer_cancels_the_rest_of_the_body() {
-        let mut out = Vec::new();
-        let mut conn = H2Conn::new(&mut out);
-        let ticket = Ticket {
-            intended: None,
-            warmup: false,
-        };
         // 100 KB against the initial 65,535-byte window: some stays unsent.
-        let body = Bytes::from(vec![0u8; 100_000]);
-        conn.send(ticket, Instant::now(), &head("POST"), &body, &mut out);
+        let (mut conn, mut out) = one_request("POST", Bytes::from(vec![0u8; 100_000]));
         let mut wire = Vec::new();
         FrameHeader {
             len: 1,
