@@ -44,7 +44,7 @@ pub(crate) fn put_string(out: &mut Vec<u8>, flags: u8, bits: u32, text: &[u8], h
 
 /// The size of `text` Huffman-coded (RFC 7541 Appendix B), padding
 /// included, found without coding it.
-fn huffman_len(text: &[u8]) -> usize {
+pub(crate) fn huffman_len(text: &[u8]) -> usize {
     let bits: usize = text
         .iter()
         .map(|&byte| usize::from(ENCODE_TABLE[usize::from(byte)].0))

@@ -11,7 +11,7 @@ mod coding;
 mod request;
 mod response;
 
-pub(crate) use coding::{prefix_int, put_int, put_string, string, text_to_vec};
+pub(crate) use coding::{huffman_len, prefix_int, put_int, put_string, string, text_to_vec};
 pub(crate) use request::request_fields;
 pub(crate) use response::SectionReader;
 #[cfg(test)]

@@ -17,6 +17,7 @@ use h3lab_client::{
     tls_handshake_timeout, ClientError, ConnectTiming, Scheme,
 };
 use h3lab_results::{ErrorKind, Proto};
+use http::request::Parts;
 use http::Method;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
@@ -26,8 +27,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::h1::H1Conn;
 use super::h2::H2Conn;
-use super::h2codec::{self, code};
-use super::http::{Failure, Http};
+use super::h2codec::code;
+use super::http::{Failure, Http, RequestHead};
 use super::timer::Timer;
 use super::transport::{ReadEnd, Transport, TransportError, SOCKET_READ};
 use crate::books::{Books, Outcome};
@@ -63,11 +64,9 @@ enum Phase {
     /// The TCP handshake is under way.
     Connecting,
     /// TLS's, after TCP's, which took this long.
-    Handshaking {
-        tcp: Duration,
-        since: Instant,
-    },
-    Open(Http),
+    Handshaking { tcp: Duration, since: Instant },
+    /// Boxed: an h2 connection's state is much larger than the others.
+    Open(Box<Http>),
 }
 
 struct TcpConn {
@@ -92,7 +91,10 @@ struct TcpConn {
 /// The bytes of every request, when every request has the same: h2's
 /// header block, or h1's whole request.
 struct Request {
-    fixed: Option<Bytes>,
+    /// h1: the whole request, when every request is the same.
+    h1: Option<Bytes>,
+    /// h2: the request's fields, when every request has the same.
+    parts: Option<Parts>,
     body: Bytes,
 }
 
@@ -125,7 +127,8 @@ impl Engine {
             .interval()
             .map_or(Duration::ZERO, crate::pacer::spin_for);
         let request = Request {
-            fixed: (!plan.template.varies()).then(|| encode_request(&plan)),
+            h1: (!plan.template.varies()).then(|| encode_h1_request(&plan)),
+            parts: (!plan.template.varies()).then(|| plan.template.multiplexed().into_parts().0),
             body: plan.template.body().clone(),
         };
         Ok(Engine {
@@ -365,7 +368,7 @@ impl Engine {
                 self.books.plan.template.method() == Method::HEAD,
             )),
         };
-        conn.phase = Phase::Open(http);
+        conn.phase = Phase::Open(Box::new(http));
         // What came with the handshake's last flight (h2's SETTINGS) waits
         // in the inbox, and more may wait in the socket.
         self.exchange(index, now, true)
@@ -454,11 +457,34 @@ impl Engine {
                     break;
                 }
             };
-            let head = match &self.request.fixed {
-                Some(fixed) => fixed.clone(),
-                None => encode_request(&self.books.plan),
+            let plan = &self.books.plan;
+            let (h1_bytes, varying_parts);
+            let head = match (&**http, &self.request) {
+                (
+                    Http::H1(_),
+                    Request {
+                        h1: Some(bytes), ..
+                    },
+                ) => RequestHead::H1(bytes),
+                (Http::H1(_), _) => {
+                    h1_bytes = encode_h1_request(plan);
+                    RequestHead::H1(&h1_bytes)
+                }
+                (
+                    Http::H2(_),
+                    Request {
+                        parts: Some(parts), ..
+                    },
+                ) => RequestHead::H2 { parts, fixed: true },
+                (Http::H2(_), _) => {
+                    varying_parts = plan.template.multiplexed().into_parts().0;
+                    RequestHead::H2 {
+                        parts: &varying_parts,
+                        fixed: false,
+                    }
+                }
             };
-            http.send(ticket, sent_at, &head, &self.request.body, &mut conn.out);
+            http.send(ticket, sent_at, head, &self.request.body, &mut conn.out);
             self.books.note_sent(&ticket, sent_at);
         }
         if http.in_flight() > 0 || !(done || http.draining()) {
@@ -466,7 +492,7 @@ impl Engine {
             return;
         }
         let unused = (http.draining() && http.sent() == 0).then(|| http.unused_because());
-        if let Http::H2(h2) = http {
+        if let Http::H2(h2) = &mut **http {
             h2.close(code::NO_ERROR, &mut conn.out);
         }
         let _ = conn.transport.write(&mut conn.out);
@@ -523,7 +549,7 @@ impl Engine {
         };
         let (kind, message) = match failure {
             Failure::Protocol(kind, message, close_code) => {
-                if let Http::H2(h2) = http {
+                if let Http::H2(h2) = &mut **http {
                     h2.close(close_code, &mut conn.out);
                     let _ = conn.transport.write(&mut conn.out);
                 }
@@ -592,8 +618,10 @@ impl Engine {
             let Some(mut conn) = slot.conn.take() else {
                 continue;
             };
-            if let Phase::Open(Http::H2(h2)) = &mut conn.phase {
-                h2.close(code::NO_ERROR, &mut conn.out);
+            if let Phase::Open(http) = &mut conn.phase {
+                if let Http::H2(h2) = &mut **http {
+                    h2.close(code::NO_ERROR, &mut conn.out);
+                }
             }
             let _ = conn.transport.write(&mut conn.out);
             conn.transport.close();
@@ -639,17 +667,12 @@ fn transport_error(err: &TransportError) -> String {
     }
 }
 
-/// h2's header block of the request, or h1's whole request.
-fn encode_request(plan: &Plan) -> Bytes {
+/// h1's whole request, body included.
+fn encode_h1_request(plan: &Plan) -> Bytes {
     let template = &plan.template;
+    let (parts, ()) = template.h1_head().into_parts();
     let mut out = Vec::new();
-    if plan.proto == Proto::H2 {
-        let (parts, ()) = template.multiplexed().into_parts();
-        h2codec::encode_request(&parts, &mut out);
-    } else {
-        let (parts, ()) = template.h1_head().into_parts();
-        super::h1codec::encode_request(&parts, template.body().len(), &mut out);
-        out.extend_from_slice(template.body());
-    }
+    super::h1codec::encode_request(&parts, template.body().len(), &mut out);
+    out.extend_from_slice(template.body());
     Bytes::from(out)
 }

@@ -11,8 +11,10 @@ use h3lab_results::ErrorKind;
 use http::HeaderName;
 use rustc_hash::FxHashMap;
 
+use http::request::Parts;
+
 use super::h2codec::{
-    self as codec, code, flag, frame, setting, FrameHeader, H2Error, HpackDecoder,
+    self as codec, code, flag, frame, setting, FrameHeader, H2Error, HpackDecoder, HpackEncoder,
 };
 use crate::books::{Outcome, Pending};
 use crate::schedule::Ticket;
@@ -64,6 +66,12 @@ struct Block {
 
 pub(crate) struct H2Conn {
     decoder: HpackDecoder,
+    encoder: HpackEncoder,
+    /// The header block of a request that is the same every time, once
+    /// encoding it no longer changes the table: sent as it is.
+    steady: Option<Vec<u8>>,
+    /// Where a request's header block is encoded.
+    block_buf: Vec<u8>,
     requests: FxHashMap<u32, InFlight>,
     next_stream: u32,
     /// The server's limits (RFC 9113 §6.5.2).
@@ -102,6 +110,9 @@ impl H2Conn {
         codec::encode_window_update(0, CONNECTION_WINDOW - DEFAULT_WINDOW as u32, out);
         H2Conn {
             decoder: HpackDecoder::new(),
+            encoder: HpackEncoder::new(),
+            steady: None,
+            block_buf: Vec::new(),
             requests: FxHashMap::default(),
             next_stream: 1,
             max_concurrent: usize::MAX,
@@ -131,6 +142,33 @@ impl H2Conn {
     /// server allows fewer.
     pub(crate) fn stream_limit(&self, streams: usize) -> usize {
         streams.min(self.max_concurrent)
+    }
+
+    /// Queues the request in `parts` with `body`, its header block from
+    /// this connection's encoder; `same_every_time` lets a block that no
+    /// longer changes the table be kept and sent again as it is.
+    pub(crate) fn send_request(
+        &mut self,
+        ticket: Ticket,
+        now: Instant,
+        parts: &Parts,
+        same_every_time: bool,
+        body: &Bytes,
+        out: &mut Vec<u8>,
+    ) {
+        if let (Some(steady), true) = (self.steady.take(), same_every_time) {
+            self.send(ticket, now, &steady, body, out);
+            self.steady = Some(steady);
+            return;
+        }
+        let mut block = std::mem::take(&mut self.block_buf);
+        block.clear();
+        let changed = self.encoder.encode_request(parts, &mut block);
+        self.send(ticket, now, &block, body, out);
+        if same_every_time && !changed {
+            self.steady = Some(block.clone());
+        }
+        self.block_buf = block;
     }
 
     /// Queues one request: its header block `head` and `body`.
@@ -540,6 +578,11 @@ impl H2Conn {
                 setting::MAX_CONCURRENT_STREAMS => self.max_concurrent = value as usize,
                 setting::INITIAL_WINDOW_SIZE => self.set_initial_window(value)?,
                 setting::MAX_FRAME_SIZE => self.max_frame = value,
+                setting::HEADER_TABLE_SIZE => {
+                    self.encoder.set_max_size(value);
+                    // The next block announces the new size.
+                    self.steady = None;
+                }
                 _ => {}
             }
         }
@@ -868,7 +911,7 @@ mod tests {
             .unwrap();
         let (parts, ()) = request.into_parts();
         let mut out = Vec::new();
-        codec::encode_request(&parts, &mut out);
+        HpackEncoder::new().encode_request(&parts, &mut out);
         out
     }
 

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use h3lab_client::ClientError;
 use h3lab_results::ErrorKind;
+use http::request::Parts;
 
 use super::h1::H1Conn;
 use super::h1codec::H1Error;
@@ -20,6 +21,14 @@ pub(crate) enum Http {
 }
 
 /// Why a connection ended.
+/// A request as its protocol takes it.
+pub(crate) enum RequestHead<'a> {
+    /// HTTP/1.1: the whole request, body included.
+    H1(&'a [u8]),
+    /// HTTP/2: the request's fields; `fixed`: the same for every request.
+    H2 { parts: &'a Parts, fixed: bool },
+}
+
 pub(crate) enum Failure {
     /// It never came up.
     SetUp(ClientError),
@@ -75,18 +84,22 @@ impl Http {
         .to_string()
     }
 
-    /// Queues a request: h2's header block and body, or h1's bytes whole.
+    /// Queues a request: h1's bytes whole, or h2's head (encoded by the
+    /// connection) and body.
     pub(crate) fn send(
         &mut self,
         ticket: Ticket,
         now: Instant,
-        head: &[u8],
+        request: RequestHead<'_>,
         body: &Bytes,
         out: &mut Vec<u8>,
     ) {
-        match self {
-            Http::H1(h1) => h1.send(ticket, now, head, out),
-            Http::H2(h2) => h2.send(ticket, now, head, body, out),
+        match (self, request) {
+            (Http::H1(h1), RequestHead::H1(bytes)) => h1.send(ticket, now, bytes, out),
+            (Http::H2(h2), RequestHead::H2 { parts, fixed }) => {
+                h2.send_request(ticket, now, parts, fixed, body, out)
+            }
+            _ => unreachable!("a request in its connection's protocol"),
         }
     }
 

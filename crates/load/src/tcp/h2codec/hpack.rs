@@ -6,7 +6,7 @@ use http::request::Parts;
 
 use super::table::{DynamicTable, Entry};
 use super::H2Error;
-use crate::fields::{prefix_int, put_int, put_string, request_fields, string};
+use crate::fields::{huffman_len, prefix_int, put_int, request_fields, string};
 use crate::fields::{FieldError, SectionReader, Text};
 use crate::head::Head;
 
@@ -80,46 +80,119 @@ pub(super) static STATIC: [(&str, &str); 61] = [
 /// §6.5.2): the largest dynamic table the server's encoder may use.
 pub(super) const TABLE_SIZE_LIMIT: usize = 4096;
 
-/// Appends `parts` as an HPACK header block: the field lines
-/// [`request_fields`] lists, each indexed when the static table has its
-/// name and value (RFC 7541 §6.1), else a literal without indexing
-/// (§6.2.2) with the static table's name when it has the name. Strings are
-/// Huffman-coded when that is shorter (§5.2). Nothing enters the dynamic
-/// table, so the block means the same on any connection.
-pub(crate) fn encode_request(parts: &Parts, out: &mut Vec<u8>) {
-    request_fields(parts, |name, value| put_field(out, name, value));
+/// Fields whose values are sent as literals that are never indexed, as the
+/// h2 crate's encoder (`Header::skip_value_index`) and browsers send them:
+/// values that change from request to request, or secrets.
+const NOT_INDEXED: [&str; 10] = [
+    ":path",
+    "age",
+    "authorization",
+    "content-length",
+    "etag",
+    "if-modified-since",
+    "if-none-match",
+    "location",
+    "cookie",
+    "set-cookie",
+];
+
+/// A connection's encoder of request header blocks, with a dynamic table
+/// as real clients keep one (the h2 crate's, browsers'): a field enters it
+/// the first time (§6.2.1), unless it is in [`NOT_INDEXED`], and later
+/// requests send its index, so an h2 request costs on the wire what it
+/// costs from those clients. Strings are always Huffman-coded, as h2 codes
+/// them. The table starts at the default 4096 bytes (the server may use
+/// it before its SETTINGS arrive); a smaller SETTINGS_HEADER_TABLE_SIZE
+/// shrinks it, announced at the start of the next block (§4.2).
+pub(crate) struct HpackEncoder {
+    table: DynamicTable,
+    /// A size the next block must announce first.
+    size_update: Option<usize>,
+    /// Whether the last block inserted into the table.
+    inserted: bool,
 }
 
-/// Appends one field line (see [`encode_request`]).
-fn put_field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
-    match static_match(name, value) {
-        Some((index, true)) => put_int(out, 0x80, 7, index as u64),
-        Some((index, false)) => {
-            put_int(out, 0x00, 4, index as u64);
-            put_string(out, 0x00, 7, value, true);
-        }
-        None => {
-            out.push(0x00);
-            put_string(out, 0x00, 7, name.as_bytes(), true);
-            put_string(out, 0x00, 7, value, true);
+impl HpackEncoder {
+    pub(crate) fn new() -> Self {
+        Self {
+            table: DynamicTable::new(TABLE_SIZE_LIMIT),
+            size_update: None,
+            inserted: false,
         }
     }
-}
 
-/// The static table's index for `name`, and whether that entry has
-/// `value` too: the first entry with both, else the first with the name.
-/// A scan, as a request has a handful of fields and the table 61 entries.
-fn static_match(name: &str, value: &[u8]) -> Option<(usize, bool)> {
-    let mut named = None;
-    for (at, &(entry_name, entry_value)) in STATIC.iter().enumerate() {
-        if entry_name == name {
-            if entry_value.as_bytes() == value {
-                return Some((at + 1, true));
+    /// The server's SETTINGS_HEADER_TABLE_SIZE: the table may grow no
+    /// larger (it stays at 4096 at most, as the h2 crate's).
+    pub(crate) fn set_max_size(&mut self, size: u32) {
+        let size = (size as usize).min(TABLE_SIZE_LIMIT);
+        if size != self.table.max_size() {
+            self.table.set_max_size(size);
+            self.size_update = Some(size);
+        }
+    }
+
+    /// Appends the header block of the request in `parts`; returns whether
+    /// it changed the table (if not, the same request encodes to the same
+    /// block again).
+    pub(crate) fn encode_request(&mut self, parts: &Parts, out: &mut Vec<u8>) -> bool {
+        if let Some(size) = self.size_update.take() {
+            put_int(out, 0x20, 5, size as u64);
+        }
+        self.inserted = false;
+        request_fields(parts, |name, value| self.put_field(out, name, value));
+        self.inserted
+    }
+
+    fn put_field(&mut self, out: &mut Vec<u8>, name: &str, value: &[u8]) {
+        let indexing = !NOT_INDEXED.contains(&name);
+        let found = self.find(name, value);
+        match found {
+            Some((index, true)) => return put_int(out, 0x80, 7, index as u64),
+            Some((index, false)) if indexing => put_int(out, 0x40, 6, index as u64),
+            Some((index, false)) => put_int(out, 0x00, 4, index as u64),
+            None => {
+                out.push(if indexing { 0x40 } else { 0x00 });
+                put_huffman(out, name.as_bytes());
             }
-            named = named.or(Some((at + 1, false)));
+        }
+        put_huffman(out, value);
+        if indexing {
+            let entry = Entry::new(Text::Plain(name.as_bytes()), Text::Plain(value));
+            self.table
+                .insert(entry.expect("plain text needs no decoding"));
+            self.inserted = true;
         }
     }
-    named
+
+    /// The first entry with `name` and `value`, static table first, then
+    /// the dynamic table; else the first with `name` (1-based, §2.3.3).
+    fn find(&self, name: &str, value: &[u8]) -> Option<(usize, bool)> {
+        let dynamic = (0..self.table.len()).map(|at| {
+            let entry = self.table.get(at).expect("an entry within the length");
+            (STATIC.len() + 1 + at, entry.name(), entry.value())
+        });
+        let all = STATIC
+            .iter()
+            .enumerate()
+            .map(|(at, &(n, v))| (at + 1, n.as_bytes(), v.as_bytes()))
+            .chain(dynamic);
+        let mut named = None;
+        for (index, entry_name, entry_value) in all {
+            if entry_name == name.as_bytes() {
+                if entry_value == value {
+                    return Some((index, true));
+                }
+                named = named.or(Some((index, false)));
+            }
+        }
+        named
+    }
+}
+
+/// A string literal, Huffman-coded whatever its length (§5.2).
+fn put_huffman(out: &mut Vec<u8>, text: &[u8]) {
+    put_int(out, 0x80, 7, huffman_len(text) as u64);
+    httlib_huffman::encode(text, out).expect("every byte has a Huffman code");
 }
 
 /// The decoder of a connection's response header blocks (RFC 7541 §3),
@@ -274,6 +347,7 @@ impl HpackDecoder {
 mod tests {
     use super::super::code;
     use super::*;
+    use crate::fields::put_string;
     use crate::fields::testing::{busy_request, head, parts, Lcg};
     use http::header::HeaderValue;
     use http::StatusCode;
@@ -676,82 +750,108 @@ mod tests {
         }
     }
 
-    /// `a.test`, Huffman-coded (RFC 7541 Appendix B): a 00011, . 010111,
-    /// t 01001, e 00101, s 01000, t 01001, then a padding 1.
-    const A_TEST: [u8; 5] = [0x84, 0x1a, 0xe9, 0x2a, 0x13];
-
-    #[test]
-    fn encodes_a_small_request_exactly() {
-        let mut out = vec![0xaa];
-        encode_request(&parts("GET", "https://a.test/", &[]), &mut out);
-        // :method GET, :scheme https, :authority by name, :path /.
-        let expected = [&[0xaa, 0x82, 0x87, 0x01][..], &A_TEST, &[0x84]].concat();
-        assert_eq!(out, expected);
-    }
-
-    #[test]
-    fn encodes_every_field_line_kind_exactly() {
-        let request = parts(
-            "POST",
-            "https://a.test/index.html",
-            &[
-                ("accept-encoding", "gzip, deflate"),
-                ("user-agent", "&&"),
-                ("x~", "~"),
-                ("connection", "close"),
-                ("host", "b.test"),
-            ],
-        );
-        let mut out = Vec::new();
-        encode_request(&request, &mut out);
-        let mut expected = [&[0x83, 0x87, 0x01][..], &A_TEST, &[0x85, 0x90]].concat();
-        // Name index 58 overflows the 4-bit prefix: 15 + 43. '&' is 8
-        // bits, '~' 13 and 'x' 7: not shorter Huffman-coded.
-        expected.extend_from_slice(b"\x0f\x2b\x02&&");
-        expected.extend_from_slice(b"\x00\x02x~\x01~");
-        assert_eq!(out, expected);
-    }
-
-    /// `bytes` decoded by httlib-hpack's decoder, which must not be asked
-    /// to index anything.
-    fn their_decoding(decoder: &mut httlib_hpack::Decoder, bytes: &[u8]) -> Vec<(String, String)> {
-        let mut fields = Vec::new();
-        decoder.decode(&mut bytes.to_vec(), &mut fields).unwrap();
-        let text = |bytes: &[u8]| String::from_utf8(bytes.to_vec()).unwrap();
-        fields
+    /// The requests' blocks from httlib-hpack's encoder, told to index as
+    /// the h2 crate does: every field but [`NOT_INDEXED`]'s, the table's
+    /// index wherever it has one, every string Huffman-coded.
+    fn their_blocks(requests: &[Parts]) -> Vec<Vec<u8>> {
+        use httlib_hpack::Encoder as E;
+        let mut encoder = E::with_dynamic_size(4096);
+        requests
             .iter()
-            .map(|(name, value, flags)| {
-                assert_eq!(
-                    flags & httlib_hpack::Decoder::WITH_INDEXING,
-                    0,
-                    "nothing indexed"
-                );
-                (text(name), text(value))
+            .map(|request| {
+                let mut block = Vec::new();
+                request_fields(request, |name, value| {
+                    let mut flags = E::HUFFMAN_NAME | E::HUFFMAN_VALUE | E::BEST_FORMAT;
+                    if !NOT_INDEXED.contains(&name) {
+                        flags |= E::WITH_INDEXING;
+                    }
+                    let field = (name.as_bytes().to_vec(), value.to_vec(), flags);
+                    encoder.encode(field, &mut block).unwrap();
+                });
+                block
             })
             .collect()
     }
 
+    fn requests() -> Vec<Parts> {
+        let (busy, _) = busy_request();
+        // A field larger than the table empties it (§4.4): `busy` fills
+        // nothing that lasts; `small` does.
+        let small = parts("GET", "https://a.test/x", &[("user-agent", "h3lab")]);
+        let cookie = parts(
+            "GET",
+            "https://a.test/y",
+            &[("cookie", "a=1"), ("accept", "*/*")],
+        );
+        vec![busy, small.clone(), cookie, small]
+    }
+
+    #[test]
+    fn indexes_as_the_h2_crate_does() {
+        let requests = requests();
+        let mut encoder = HpackEncoder::new();
+        let ours: Vec<(Vec<u8>, bool)> = requests
+            .iter()
+            .map(|request| {
+                let mut block = Vec::new();
+                let changed = encoder.encode_request(request, &mut block);
+                (block, changed)
+            })
+            .collect();
+        let theirs = their_blocks(&requests);
+        for (at, ((block, _), their)) in ours.iter().zip(&theirs).enumerate() {
+            assert_eq!(block, their, "request {at}");
+        }
+        assert!(ours[1].1 && ours[2].1, "new fields enter the table");
+        assert!(!ours[3].1, "the same request again changes nothing");
+        assert!(ours[3].0.len() < ours[1].0.len() / 2, "sent as indices");
+    }
+
     #[test]
     fn requests_decode_with_an_independent_decoder() {
-        let (request, expected) = busy_request();
-        let mut out = Vec::new();
-        encode_request(&request, &mut out);
+        let (_, expected) = busy_request();
+        let mut encoder = HpackEncoder::new();
         let mut decoder = httlib_hpack::Decoder::default();
-        assert_eq!(their_decoding(&mut decoder, &out), expected);
+        for request in requests() {
+            let mut block = Vec::new();
+            encoder.encode_request(&request, &mut block);
+            let mut fields = Vec::new();
+            decoder.decode(&mut block, &mut fields).unwrap();
+            let text = |bytes: &[u8]| String::from_utf8(bytes.to_vec()).unwrap();
+            let fields: Vec<(String, String)> = fields
+                .iter()
+                .map(|(name, value, _)| (text(name), text(value)))
+                .collect();
+            match fields[3].1.as_str() {
+                "/a/b?c=d" => assert_eq!(fields, expected),
+                "/x" => assert_eq!(fields[4], ("user-agent".into(), "h3lab".into())),
+                _ => assert_eq!(fields[4], ("cookie".into(), "a=1".into())),
+            }
+        }
+    }
+
+    #[test]
+    fn a_smaller_table_is_announced_at_the_start_of_the_next_block() {
+        let mut encoder = HpackEncoder::new();
+        let request = parts("GET", "https://a.test/", &[]);
+        let mut first = Vec::new();
+        encoder.encode_request(&request, &mut first);
+        encoder.set_max_size(0);
+        let mut second = Vec::new();
+        encoder.encode_request(&request, &mut second);
+        assert_eq!(second[0], 0x20, "a size update to 0");
         assert_eq!(
-            their_decoding(&mut decoder, &out),
-            expected,
-            "again: stateless"
+            &second[1..3],
+            &[0x82, 0x87],
+            ":method and :scheme as before"
         );
-        let mut out = Vec::new();
-        encode_request(
-            &parts("GET", "https://a.test", &[("host", "h.test")]),
-            &mut out,
+        assert_eq!(
+            second[3], 0x41,
+            ":authority a literal again: the table is empty"
         );
-        let fields = their_decoding(&mut decoder, &out);
-        assert_eq!(fields[2], (":authority".into(), "a.test".into()));
-        assert_eq!(fields[3], (":path".into(), "/".into()));
-        assert_eq!(fields.len(), 4, "host is not repeated");
+        let mut third = Vec::new();
+        encoder.encode_request(&request, &mut third);
+        assert_eq!(third, second[1..], "announced once");
     }
 
     /// One field line as httlib-hpack's encoder writes it, with flags

@@ -18,7 +18,7 @@ mod table;
 use std::fmt;
 
 use crate::fields::FieldError;
-pub(crate) use hpack::{encode_request, HpackDecoder};
+pub(crate) use hpack::{HpackDecoder, HpackEncoder};
 
 /// The client connection preface (RFC 9113 §3.4), which a SETTINGS frame
 /// follows.
@@ -85,6 +85,7 @@ const CODE_NAMES: [&str; 14] = [
 
 /// The SETTINGS parameters this client sends or acts on (RFC 9113 §6.5.2).
 pub(crate) mod setting {
+    pub(crate) const HEADER_TABLE_SIZE: u16 = 0x1;
     pub(crate) const ENABLE_PUSH: u16 = 0x2;
     pub(crate) const MAX_CONCURRENT_STREAMS: u16 = 0x3;
     pub(crate) const INITIAL_WINDOW_SIZE: u16 = 0x4;

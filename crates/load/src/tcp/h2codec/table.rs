@@ -66,6 +66,14 @@ impl DynamicTable {
         }
     }
 
+    pub(super) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub(super) fn max_size(&self) -> usize {
+        self.max_size
+    }
+
     /// The entry at `index`, 0 being the newest (HPACK index 62, §2.3.3).
     pub(super) fn get(&self, index: usize) -> Option<&Entry> {
         self.entries.get(index)
