@@ -10,6 +10,11 @@
 # PROTOCOLS="h1 h2 h3" SERVER_THREADS= (the server's --threads; its default if empty)
 # NO_BUILD=1 (measure target/release/h3lab as it is), BASELINE=PATH (also
 # measure another h3lab binary, e.g. an older build, as the tool "base").
+#
+# shb runs twice: as it comes ("shb"), and as "shb-b1" with --batch-size 1.
+# By default shb holds out for several completions (up to 500 us) before it
+# reads them, which saves it wake-ups and segments but counts the wait in
+# its latencies; h3lab reads each response as it arrives, as shb-b1 does.
 set -euo pipefail
 
 REQUESTS=${REQUESTS:-100000}
@@ -50,7 +55,7 @@ if [[ -n ${BASELINE:-} ]]; then
     [[ -x $BASELINE ]] || die "BASELINE=$BASELINE is not an executable h3lab binary"
     tools+=(base)
 fi
-if [[ -n $shb ]]; then tools+=(shb); else
+if [[ -n $shb ]]; then tools+=(shb shb-b1); else
     echo "shb not found: skipping it; install with: cargo install shb" >&2
 fi
 if [[ -n $oha ]]; then tools+=(oha); else
@@ -96,8 +101,9 @@ run_case() {
         [[ $tool == base ]] && binary=$BASELINE
         cmd=("$binary" load "$url" --insecure -q --proto "$proto" -n "$REQUESTS" -c "$CONNS"
         -m "$streams" --threads "$THREADS" --json "$base.json") ;;
-    shb)
+    shb | shb-b1)
         cmd=("$shb" "$url" -j -n "$REQUESTS" -c "$CONNS" -t "$THREADS")
+        [[ $tool == shb-b1 ]] && cmd+=(--batch-size 1)
         [[ $proto == h2 ]] && cmd+=(--http2 -p "$streams")
         [[ $proto == h3 ]] && cmd+=(--http3 -p "$streams") ;;
     oha)
@@ -147,7 +153,7 @@ def parse(tool, base):
         good = sum(n for code, n in report["status_counts"].items() if int(code) < 400)
         return good, report["duration_s"]
     text = open(base + ".out").read()
-    if tool == "shb":
+    if tool in ("shb", "shb-b1"):
         report = json.loads(text)
         good = sum(n for code, n in report["statusCodes"].items() if int(code) < 400)
         return good, report["durationSeconds"]
@@ -205,7 +211,7 @@ for (tool, proto), (rates, per_cpu, per_gb, notes) in rows.items():
 print("\nratios of medians (h3lab / peer): req/s, req/CPU-s" + (", CPU-s/GB" if body else ""))
 for proto in ("h1", "h2", "h3"):
     ours = rows.get(("h3lab", proto))
-    for peer in ("base", "shb", "oha", "h2load"):
+    for peer in ("base", "shb", "shb-b1", "oha", "h2load"):
         theirs = rows.get((peer, proto))
         if not ours or not theirs or not all((ours[0], ours[1], theirs[0], theirs[1])):
             continue

@@ -6,7 +6,7 @@ use http::header::{HeaderName, HeaderValue};
 use http::StatusCode;
 
 /// A final response head.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Head {
     pub status: StatusCode,
     /// The wanted fields, in the order the response has them.

@@ -14,7 +14,7 @@ use quinn_proto::{
 };
 use rustc_hash::FxHashMap;
 
-use super::codec::{self, H3Error, ResponseParser, UniStreamParser};
+use super::codec::{self, H3Error, LastHead, ResponseParser, UniStreamParser};
 use crate::books::{Outcome, Pending};
 use crate::schedule::Ticket;
 
@@ -66,6 +66,7 @@ pub(crate) struct H3Conn {
     pub(crate) answered: bool,
     /// Requests sent on it.
     pub(crate) sent: u64,
+    last_head: LastHead,
 }
 
 impl H3Conn {
@@ -84,6 +85,7 @@ impl H3Conn {
             stream_blocked: false,
             answered: false,
             sent: 0,
+            last_head: LastHead::default(),
         }
     }
 
@@ -202,7 +204,7 @@ impl H3Conn {
         let Ok(mut chunks) = recv.read(true) else {
             return;
         };
-        let end = read_response(&mut chunks, request, now);
+        let end = read_response(&mut chunks, request, &mut self.last_head, now);
         let _ = chunks.finalize();
         if let Some(end) = end {
             match &end {
@@ -336,11 +338,12 @@ fn connection_ended(reason: &ConnectionError) -> String {
 fn read_response(
     chunks: &mut Chunks,
     request: &mut InFlight,
+    last_head: &mut LastHead,
     now: Instant,
 ) -> Option<Result<(), Ending>> {
     loop {
         match chunks.next(usize::MAX) {
-            Ok(Some(chunk)) => match request.parser.feed(&chunk.bytes) {
+            Ok(Some(chunk)) => match request.parser.feed(&chunk.bytes, last_head) {
                 Ok(progress) => {
                     request.pending.body_bytes += progress.body_bytes;
                     if let Some(head) = progress.head {

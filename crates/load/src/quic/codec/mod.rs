@@ -23,7 +23,7 @@ use crate::fields::{request_fields, FieldError};
 
 pub(crate) use crate::head::Head;
 use qpack::put_field;
-pub(crate) use streams::{ResponseParser, UniStreamParser};
+pub(crate) use streams::{LastHead, ResponseParser, UniStreamParser};
 
 /// HTTP/3 error codes (RFC 9114 §8.1) and QPACK's (RFC 9204 §6): those
 /// these parsers return, and those a client closes or resets with.
@@ -346,7 +346,7 @@ mod tests {
     /// Feeds a whole stream in one piece and ends it.
     fn parse(bytes: &[u8]) -> Result<Progress, H3Error> {
         let mut parser = ResponseParser::new(&WANTED);
-        let progress = parser.feed(bytes)?;
+        let progress = parser.feed(bytes, &mut LastHead::default())?;
         parser.finish()?;
         Ok(progress)
     }
@@ -505,7 +505,7 @@ mod tests {
         ]);
         bytes.extend(frame(frame::DATA, b"hello"));
         let mut parser = ResponseParser::new(&WANTED);
-        let progress = parser.feed(&bytes).unwrap();
+        let progress = parser.feed(&bytes, &mut LastHead::default()).unwrap();
         assert_eq!(
             progress,
             Progress {
@@ -515,6 +515,38 @@ mod tests {
         );
         assert_eq!(parser.section.capacity(), 0, "nothing was buffered");
         assert_eq!(parser.finish(), Ok(()));
+    }
+
+    /// A connection's responses in turn, sharing one `LastHead`: each head
+    /// is what its own bytes say, whether they repeat the last final
+    /// head's or not; an interim head is skipped, not kept.
+    #[test]
+    fn each_head_is_what_its_own_bytes_say_when_the_last_is_kept() {
+        let timed = headers(&[(":status", "200"), ("server-timing", "origin;dur=12")]);
+        let plain = headers(&[(":status", "404")]);
+        let mut early_then_plain = headers(&[(":status", "103"), ("server-timing", "early")]);
+        early_then_plain.extend(&plain);
+        let mut last = LastHead::default();
+        let heads: Vec<_> = [&timed, &timed, &plain, &timed, &early_then_plain, &plain]
+            .into_iter()
+            .map(|bytes| {
+                let mut parser = ResponseParser::new(&WANTED);
+                parser.feed(bytes, &mut last).unwrap().head.unwrap()
+            })
+            .collect();
+        let timed = head(200, &[("server-timing", "origin;dur=12")]).unwrap();
+        let plain = head(404, &[]).unwrap();
+        assert_eq!(
+            heads,
+            [&timed, &timed, &plain, &timed, &plain, &plain].map(Clone::clone)
+        );
+        static OTHER: [HeaderName; 1] = [HeaderName::from_static("server")];
+        let mut parser = ResponseParser::new(&OTHER);
+        let with_server = headers(&[(":status", "404"), ("server", "x")]);
+        parser.feed(&with_server, &mut last).unwrap();
+        let mut parser = ResponseParser::new(&WANTED);
+        let again = parser.feed(&with_server, &mut last).unwrap().head.unwrap();
+        assert_eq!(again, plain, "kept for other wanted fields: decoded anew");
     }
 
     /// A response with most of what a stream can carry: interim heads, a
@@ -556,9 +588,14 @@ mod tests {
     fn interim_heads_are_skipped() {
         let mut parser = ResponseParser::new(&WANTED);
         let early = headers(&[(":status", "103"), ("server-timing", "early")]);
-        assert_eq!(parser.feed(&early), Ok(Progress::default()));
+        assert_eq!(
+            parser.feed(&early, &mut LastHead::default()),
+            Ok(Progress::default())
+        );
         assert!(parser.finish().is_err(), "no final response yet");
-        let progress = parser.feed(&headers(&[(":status", "200")])).unwrap();
+        let progress = parser
+            .feed(&headers(&[(":status", "200")]), &mut LastHead::default())
+            .unwrap();
         assert_eq!(progress.head, head(200, &[]));
         assert_eq!(parser.finish(), Ok(()));
         assert_eq!(parse(&rich_response()), Ok(rich_progress()));
@@ -571,7 +608,7 @@ mod tests {
     ) -> Progress {
         let mut total = Progress::default();
         for piece in pieces {
-            let progress = parser.feed(piece).unwrap();
+            let progress = parser.feed(piece, &mut LastHead::default()).unwrap();
             if progress.head.is_some() {
                 assert!(total.head.is_none(), "a second head");
                 total.head = progress.head;
@@ -645,7 +682,9 @@ mod tests {
         huffman_literal(&mut section, &longer, "x");
         huffman_literal(&mut section, LONG[0].as_str(), "y");
         let mut parser = ResponseParser::new(&LONG);
-        let progress = parser.feed(&frame(frame::HEADERS, &section)).unwrap();
+        let progress = parser
+            .feed(&frame(frame::HEADERS, &section), &mut LastHead::default())
+            .unwrap();
         assert_eq!(
             progress.head.unwrap().fields,
             [(LONG[0].clone(), HeaderValue::from_static("y"))]
@@ -810,13 +849,15 @@ mod tests {
         put_varint(MAX_FIELD_SECTION + 1, &mut over);
         over.extend_from_slice(&[0x00, 0x00]);
         let mut parser = ResponseParser::new(&WANTED);
-        let err = parser.feed(&over).expect_err("too large");
+        let err = parser
+            .feed(&over, &mut LastHead::default())
+            .expect_err("too large");
         assert_eq!(err.code, code::H3_EXCESSIVE_LOAD);
         assert!(err.is_stream_error());
         let mut limit = section(&[(":status", "200")]);
         limit.resize(MAX_FIELD_SECTION as usize, b'a');
         assert!(ResponseParser::new(&WANTED)
-            .feed(&frame(frame::HEADERS, &limit))
+            .feed(&frame(frame::HEADERS, &limit), &mut LastHead::default())
             .is_err_and(|err| err.code != code::H3_EXCESSIVE_LOAD));
     }
 
@@ -838,7 +879,7 @@ mod tests {
             ("a cut unknown frame", cut_unknown),
         ] {
             let mut parser = ResponseParser::new(&WANTED);
-            parser.feed(&bytes).unwrap();
+            parser.feed(&bytes, &mut LastHead::default()).unwrap();
             assert_eq!(
                 parser.finish().unwrap_err().code,
                 code::H3_FRAME_ERROR,
@@ -879,8 +920,8 @@ mod tests {
             let cut = (rng.next() as usize) % (bytes.len() + 1);
             let mut response = ResponseParser::new(&WANTED);
             let _ = response
-                .feed(&bytes[..cut])
-                .and_then(|_| response.feed(&bytes[cut..]));
+                .feed(&bytes[..cut], &mut LastHead::default())
+                .and_then(|_| response.feed(&bytes[cut..], &mut LastHead::default()));
             let _ = response.finish();
             let mut uni = UniStreamParser::new();
             let _ = uni.feed(&[0x00]).and_then(|_| uni.feed(&bytes));

@@ -19,6 +19,47 @@ pub(crate) struct Progress {
 /// this bounds what one response can make it hold.
 pub(super) const MAX_FIELD_SECTION: u64 = 64 * 1024;
 
+/// The last final head a connection decoded, with its field section's
+/// bytes and the fields it was read for. Without a dynamic table a section
+/// decodes the same every time, and a server sends most responses the
+/// same head (its `date` changes once a second), so a repeat costs a
+/// comparison instead of a decode.
+#[derive(Default)]
+pub(crate) struct LastHead(Option<Kept>);
+
+struct Kept {
+    section: Vec<u8>,
+    wanted: &'static [HeaderName],
+    head: Head,
+}
+
+impl LastHead {
+    fn decode(
+        &mut self,
+        section: &[u8],
+        wanted: &'static [HeaderName],
+    ) -> Result<Option<Head>, H3Error> {
+        if let Some(kept) = &self.0 {
+            if kept.section == section && std::ptr::eq(kept.wanted, wanted) {
+                return Ok(Some(kept.head.clone()));
+            }
+        }
+        let head = decode_head(section, wanted)?;
+        if let Some(head) = &head {
+            let kept = self.0.get_or_insert_with(|| Kept {
+                section: Vec::new(),
+                wanted,
+                head: head.clone(),
+            });
+            kept.section.clear();
+            kept.section.extend_from_slice(section);
+            kept.wanted = wanted;
+            kept.head.clone_from(head);
+        }
+        Ok(head)
+    }
+}
+
 /// Where a response is in its message sequence (RFC 9114 §4.1).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Stage {
@@ -78,7 +119,11 @@ impl ResponseParser {
     /// (RFC 9204) and a malformed head (§4.1.2). Unknown frame types are
     /// skipped however long; a HEADERS frame after the final head is the
     /// trailers, checked and dropped.
-    pub(crate) fn feed(&mut self, mut input: &[u8]) -> Result<Progress, H3Error> {
+    pub(crate) fn feed(
+        &mut self,
+        mut input: &[u8],
+        last: &mut LastHead,
+    ) -> Result<Progress, H3Error> {
         let mut progress = Progress::default();
         while !input.is_empty() {
             match self.frame {
@@ -87,7 +132,7 @@ impl ResponseParser {
                         self.frame = self.begin(ty, len)?;
                     }
                 }
-                Frame::Headers(len) => self.headers(&mut input, len, &mut progress)?,
+                Frame::Headers(len) => self.headers(&mut input, len, &mut progress, last)?,
                 Frame::Data(left) => {
                     let n = consume(&mut input, left);
                     progress.body_bytes += n;
@@ -156,6 +201,7 @@ impl ResponseParser {
         input: &mut &[u8],
         len: u64,
         progress: &mut Progress,
+        last: &mut LastHead,
     ) -> Result<(), H3Error> {
         if len > MAX_FIELD_SECTION {
             return Err(H3Error::new(
@@ -167,24 +213,29 @@ impl ResponseParser {
         if self.section.is_empty() && len <= all.len() as u64 {
             let (section, rest) = all.split_at(len as usize);
             *input = rest;
-            return self.section_done(section, progress);
+            return self.section_done(section, progress, last);
         }
         let n = payload_part(len - self.section.len() as u64, all.len());
         self.section.extend_from_slice(&all[..n]);
         *input = &all[n..];
         if self.section.len() as u64 == len {
             let section = std::mem::take(&mut self.section);
-            self.section_done(&section, progress)?;
+            self.section_done(&section, progress, last)?;
         }
         Ok(())
     }
 
     /// Reads a complete field section: a head while the final one is still
     /// to come, else the trailers.
-    fn section_done(&mut self, section: &[u8], progress: &mut Progress) -> Result<(), H3Error> {
+    fn section_done(
+        &mut self,
+        section: &[u8],
+        progress: &mut Progress,
+        last: &mut LastHead,
+    ) -> Result<(), H3Error> {
         self.frame = Frame::Start;
         if self.stage == Stage::Head {
-            if let Some(head) = decode_head(section, self.wanted)? {
+            if let Some(head) = last.decode(section, self.wanted)? {
                 progress.head = Some(head);
                 self.stage = Stage::Body;
             }
