@@ -68,6 +68,11 @@ impl Pending {
         }
     }
 
+    /// When it fails unanswered.
+    pub(crate) fn deadline(&self, timeout: Duration) -> Instant {
+        self.sent_at + timeout
+    }
+
     pub(crate) fn has_head(&self) -> bool {
         self.head.is_some()
     }

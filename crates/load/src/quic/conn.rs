@@ -278,7 +278,7 @@ impl H3Conn {
         let expired: Vec<StreamId> = self
             .requests
             .iter()
-            .filter(|(_, request)| now >= request.pending.sent_at + timeout)
+            .filter(|(_, request)| now >= request.pending.deadline(timeout))
             .map(|(id, _)| *id)
             .collect();
         if !expired.is_empty() {
@@ -302,7 +302,7 @@ impl H3Conn {
     pub(crate) fn next_expiry(&self, timeout: Duration) -> Option<Instant> {
         self.requests
             .values()
-            .map(|request| request.pending.sent_at + timeout)
+            .map(|request| request.pending.deadline(timeout))
             .min()
     }
 

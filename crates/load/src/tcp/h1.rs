@@ -108,7 +108,7 @@ impl H1Conn {
     pub(crate) fn expire(&mut self, now: Instant, timeout: Duration) -> Option<Ticket> {
         let request = self
             .request
-            .take_if(|request| now >= request.sent_at + timeout)?;
+            .take_if(|request| now >= request.deadline(timeout))?;
         self.draining = true;
         Some(request.ticket)
     }
@@ -116,7 +116,7 @@ impl H1Conn {
     pub(crate) fn next_expiry(&self, timeout: Duration) -> Option<Instant> {
         self.request
             .as_ref()
-            .map(|request| request.sent_at + timeout)
+            .map(|request| request.deadline(timeout))
     }
 
     /// The request in flight, failed with the connection's end.

@@ -678,7 +678,7 @@ impl H2Conn {
         let expired: Vec<u32> = self
             .requests
             .iter()
-            .filter(|(_, request)| now >= request.pending.sent_at + timeout)
+            .filter(|(_, request)| now >= request.pending.deadline(timeout))
             .map(|(id, _)| *id)
             .collect();
         self.draining |= !expired.is_empty();
@@ -696,7 +696,7 @@ impl H2Conn {
     pub(crate) fn next_expiry(&self, timeout: Duration) -> Option<Instant> {
         self.requests
             .values()
-            .map(|request| request.pending.sent_at + timeout)
+            .map(|request| request.pending.deadline(timeout))
             .min()
     }
 
