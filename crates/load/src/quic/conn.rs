@@ -163,17 +163,53 @@ impl H3Conn {
                 Event::Stream(StreamEvent::Opened { dir: Dir::Uni }) => self.accept_uni(),
                 Event::Stream(StreamEvent::Readable { id }) => self.read(id, now, outcomes),
                 Event::Stream(StreamEvent::Writable { id }) => self.write(id),
+                // RFC 9000 §3.5: STOP_SENDING calls for RESET_STREAM, which
+                // quinn-proto leaves to its user; without it the server
+                // never frees the stream.
+                Event::Stream(StreamEvent::Stopped { id, error_code }) => {
+                    let _ = self.quic.send_stream(id).reset(error_code);
+                }
                 Event::Stream(StreamEvent::Available { dir: Dir::Bi }) => {
                     self.stream_blocked = false;
                 }
                 _ => {}
             }
         }
+        self.refuse_past_goaway(outcomes);
         if !self.ended && self.quic.is_closed() {
             self.ended = true;
             return Some(Change::Lost(ConnectionError::LocallyClosed));
         }
         change
+    }
+
+    /// Requests at or past the server's GOAWAY ID, which it will not
+    /// process (RFC 9114 §5.2): given back now, not when it closes.
+    fn refuse_past_goaway(&mut self, outcomes: &mut Vec<Outcome>) {
+        let Some(first) = self.goaway else {
+            return;
+        };
+        let refused: Vec<StreamId> = self
+            .requests
+            .keys()
+            .filter(|id| u64::from(VarInt::from(**id)) >= first)
+            .copied()
+            .collect();
+        for id in refused {
+            let request = self.requests.remove(&id).expect("a request in flight");
+            self.cancel(id);
+            let message = "HTTP/3: the server's GOAWAY left the request unprocessed".into();
+            outcomes.push(request.pending.failed(ErrorKind::Reset, message, true));
+        }
+    }
+
+    /// Gives up a request's stream both ways (RFC 9114 §4.1.1): the
+    /// server stops sending the response and frees the stream even when
+    /// part of the body was never sent.
+    fn cancel(&mut self, id: StreamId) {
+        let cancelled = h3_code(codec::code::H3_REQUEST_CANCELLED);
+        let _ = self.quic.recv_stream(id).stop(cancelled);
+        let _ = self.quic.send_stream(id).reset(cancelled);
     }
 
     fn open_control_stream(&mut self) {
@@ -209,7 +245,7 @@ impl H3Conn {
         if let Some(end) = end {
             match &end {
                 Err(Ending::Protocol(err)) if err.is_stream_error() => {
-                    let code = VarInt::from_u64(err.code).expect("HTTP/3 codes fit a varint");
+                    let code = h3_code(err.code);
                     let _ = self.quic.recv_stream(id).stop(code);
                 }
                 Err(Ending::Protocol(err)) => self.close(now, err),
@@ -220,6 +256,14 @@ impl H3Conn {
                 .requests
                 .remove(&id)
                 .expect("read from a request in flight");
+            if request.unsent.0.iter().any(|piece| !piece.is_empty()) {
+                // Its body is no longer sent (`write` finds no request):
+                // without a reset, the stream is never done with.
+                let _ = self
+                    .quic
+                    .send_stream(id)
+                    .reset(h3_code(codec::code::H3_REQUEST_CANCELLED));
+            }
             let outcome = conclude(request, end, now);
             if matches!(outcome, Outcome::Failed { unsent: true, .. }) {
                 // Refused unprocessed: no more requests on this connection,
@@ -248,11 +292,12 @@ impl H3Conn {
                     Ok(None) => {}
                     Err(err) => failed = Some(err),
                 },
-                Ok(None) => {
+                // Its end, FIN or reset (RFC 9114 §6.2.1).
+                Ok(None) | Err(ReadError::Reset(_)) => {
                     failed = parser.finish().err();
                     break;
                 }
-                Err(_) => break,
+                Err(ReadError::Blocked) => break,
             }
         }
         let _ = chunks.finalize();
@@ -266,7 +311,7 @@ impl H3Conn {
 
     /// Closes the connection for the server's protocol error `err`.
     fn close(&mut self, now: Instant, err: &H3Error) {
-        let code = VarInt::from_u64(err.code).expect("HTTP/3 codes fit a varint");
+        let code = h3_code(err.code);
         self.quic
             .close(now, code, Bytes::from_static(err.reason.as_bytes()));
     }
@@ -287,11 +332,7 @@ impl H3Conn {
         expired
             .into_iter()
             .map(|id| {
-                let cancelled = VarInt::from_u64(codec::code::H3_REQUEST_CANCELLED);
-                let _ = self
-                    .quic
-                    .recv_stream(id)
-                    .stop(cancelled.expect("a small code"));
+                self.cancel(id);
                 let request = self.requests.remove(&id).expect("expired request");
                 request.pending.ticket
             })
@@ -319,6 +360,11 @@ impl H3Conn {
             outcomes.push(request.pending.failed(kind, message, unsent));
         }
     }
+}
+
+/// An HTTP/3 error code as QUIC carries it.
+fn h3_code(code: u64) -> VarInt {
+    VarInt::from_u64(code).expect("HTTP/3 codes fit a varint")
 }
 
 /// Why a request failed with its connection, naming the server's HTTP/3
@@ -773,6 +819,22 @@ mod tests {
         );
     }
 
+    /// RFC 9114 §5.2: requests at or past GOAWAY's ID were not processed
+    /// and may be retried at once, whether or not the server resets them.
+    #[test]
+    fn goaway_gives_back_refused_requests_without_waiting_for_the_close() {
+        let mut pair = Pair::connected();
+        pair.request();
+        let control = pair.server().streams().open(Dir::Uni).unwrap();
+        let mut bytes = vec![0x00];
+        bytes.extend(frame(0x04, &[]));
+        bytes.extend(frame(0x07, &[0x00]));
+        pair.server().send_stream(control).write(&bytes).unwrap();
+        pair.run();
+        assert_eq!(failure(&pair), (ErrorKind::Reset, true));
+        assert_eq!(pair.h3.in_flight(), 0);
+    }
+
     #[test]
     fn a_request_past_its_deadline_is_taken_out_and_the_connection_drains() {
         let mut pair = Pair::connected();
@@ -801,6 +863,99 @@ mod tests {
             "the server's MAX_STREAMS frees one"
         );
         assert!(pair.send().is_ok());
+    }
+
+    /// A POST whose body is larger than the server's window, on a
+    /// connection with one stream; the server then answers at once.
+    fn early_answer_pair() -> (Pair, StreamId) {
+        let mut transport = quinn_proto::TransportConfig::default();
+        transport.max_concurrent_bidi_streams(1u32.into());
+        transport.receive_window(20_000u32.into());
+        transport.stream_receive_window(20_000u32.into());
+        let mut pair = Pair::with_transport(transport);
+        let head = Bytes::from(frame(0x01, &[0x00, 0x00, 0xd1, 0xd7, 0xc1]));
+        let body = Bytes::from(vec![7u8; 100_000]);
+        let mut data_header = Vec::new();
+        codec::encode_data_header(body.len() as u64, &mut data_header);
+        let ticket = Ticket {
+            intended: None,
+            warmup: false,
+        };
+        let pieces = Pieces([head, Bytes::from(data_header), body]);
+        assert!(pair.h3.send(ticket, pair.now, pieces).is_ok());
+        pair.run();
+        let id = pair.server().streams().accept(Dir::Bi).unwrap();
+        (pair, id)
+    }
+
+    /// RFC 9114 §4.1.1: the server stops reading, answers whole; RFC 9000
+    /// §3.5: the client must then reset its sending part.
+    #[test]
+    fn an_answer_before_the_whole_body_with_stop_sending_frees_the_stream() {
+        let (mut pair, id) = early_answer_pair();
+        pair.server()
+            .recv_stream(id)
+            .stop(VarInt::from_u32(0x100))
+            .unwrap();
+        pair.respond(id, &frame(0x01, &STATUS_200), true);
+        assert!(matches!(pair.outcomes[..], [Outcome::Response { .. }]));
+        assert!(pair.send().is_ok(), "the one stream is free again");
+    }
+
+    /// The server answers whole before the body and goes on reading it.
+    #[test]
+    fn an_answer_before_the_whole_body_frees_the_stream() {
+        let (mut pair, id) = early_answer_pair();
+        pair.reading.push((id, 0, false));
+        pair.respond(id, &frame(0x01, &STATUS_200), true);
+        assert!(matches!(pair.outcomes[..], [Outcome::Response { .. }]));
+        pair.run();
+        assert!(pair.send().is_ok(), "the one stream is free again");
+    }
+
+    /// A request that times out with its body still held back by flow
+    /// control is cancelled both ways: the server reads a reset, not a
+    /// body that never ends.
+    #[test]
+    fn a_request_timed_out_before_its_whole_body_is_reset() {
+        let (mut pair, id) = early_answer_pair();
+        let timeout = Duration::from_secs(1);
+        assert_eq!(pair.h3.expire(pair.now + timeout, timeout).len(), 1);
+        pair.run();
+        let mut recv = pair.server().recv_stream(id);
+        let mut chunks = recv.read(true).unwrap();
+        let end = loop {
+            match chunks.next(usize::MAX) {
+                Ok(Some(_)) => continue,
+                other => break other,
+            }
+        };
+        let _ = chunks.finalize();
+        let cancelled = h3_code(codec::code::H3_REQUEST_CANCELLED);
+        assert!(
+            matches!(end, Err(ReadError::Reset(code)) if code == cancelled),
+            "{end:?}"
+        );
+    }
+
+    /// RFC 9114 §6.2.1: a control stream closed at any point, reset
+    /// included, is H3_CLOSED_CRITICAL_STREAM.
+    #[test]
+    fn a_reset_control_stream_closes_the_connection() {
+        let mut pair = Pair::connected();
+        let control = pair.server().streams().open(Dir::Uni).unwrap();
+        pair.server()
+            .send_stream(control)
+            .write(&[0x00, 0x04, 0x00])
+            .unwrap();
+        pair.run();
+        assert!(!pair.h3.quic.is_closed());
+        pair.server()
+            .send_stream(control)
+            .reset(VarInt::from_u32(0x100))
+            .unwrap();
+        pair.run();
+        assert!(pair.h3.quic.is_closed(), "a critical stream was reset");
     }
 
     #[test]
