@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use h3lab_results::ErrorKind;
-use http::HeaderName;
+use http::header::CONTENT_LENGTH;
+use http::{HeaderName, Method, StatusCode};
 use rustc_hash::FxHashMap;
 
 use http::request::Parts;
@@ -17,10 +18,12 @@ use super::h2codec::{
     self as codec, code, flag, frame, setting, FrameHeader, H2Error, HpackDecoder, HpackEncoder,
 };
 use crate::books::{Outcome, Pending};
+use crate::head::Head;
 use crate::schedule::Ticket;
 
-/// The response fields the load report reads.
-static WANTED: [HeaderName; 1] = [HeaderName::from_static("server-timing")];
+/// The response fields the load report reads, and content-length, which
+/// the DATA must add up to (RFC 9113 §8.1.1).
+static WANTED: [HeaderName; 2] = [HeaderName::from_static("server-timing"), CONTENT_LENGTH];
 
 /// Receive windows, as the tokio engine's (hyper's client defaults): large
 /// enough that a download is not paced by WINDOW_UPDATE round trips.
@@ -45,6 +48,11 @@ struct InFlight {
     send_window: i64,
     /// The request body flow control has not let out yet.
     unsent: Bytes,
+    /// A HEAD request: its response has no content, whatever its
+    /// content-length says.
+    head_request: bool,
+    /// The final head's content-length, which the DATA must add up to.
+    content_length: Option<u64>,
 }
 
 /// A DATA frame being received: its payload is counted as it arrives, so
@@ -156,27 +164,30 @@ impl H2Conn {
         body: &Bytes,
         out: &mut Vec<u8>,
     ) {
+        let head_request = parts.method == Method::HEAD;
         if let (Some(steady), true) = (self.steady.take(), same_every_time) {
-            self.send(ticket, now, &steady, body, out);
+            self.send(ticket, now, &steady, head_request, body, out);
             self.steady = Some(steady);
             return;
         }
         let mut block = std::mem::take(&mut self.block_buf);
         block.clear();
         let changed = self.encoder.encode_request(parts, &mut block);
-        self.send(ticket, now, &block, body, out);
+        self.send(ticket, now, &block, head_request, body, out);
         if same_every_time && !changed {
             self.steady = Some(block.clone());
         }
         self.block_buf = block;
     }
 
-    /// Queues one request: its header block `head` and `body`.
-    pub(crate) fn send(
+    /// Queues one request: its header block `head` (a HEAD request's if
+    /// `head_request`) and `body`.
+    fn send(
         &mut self,
         ticket: Ticket,
         now: Instant,
         head: &[u8],
+        head_request: bool,
         body: &Bytes,
         out: &mut Vec<u8>,
     ) {
@@ -193,6 +204,8 @@ impl H2Conn {
                 unacked: 0,
                 send_window: self.initial_window,
                 unsent: body.clone(),
+                head_request,
+                content_length: None,
             },
         );
         self.sent += 1;
@@ -293,7 +306,7 @@ impl H2Conn {
             frame::SETTINGS => self.settings(header, payload, out),
             frame::PING => ping(header, payload, out),
             frame::GOAWAY => self.goaway(header, payload, outcomes),
-            frame::WINDOW_UPDATE => self.window_update(header, payload, out),
+            frame::WINDOW_UPDATE => self.window_update(header, payload, outcomes, out),
             frame::PUSH_PROMISE => Err(H2Error::connection(
                 code::PROTOCOL_ERROR,
                 "PUSH_PROMISE although the client disabled push",
@@ -492,7 +505,17 @@ impl H2Conn {
             Err(err) => return self.fail_stream(id, err, outcomes, out),
             Ok(head) => head,
         };
-        if let Some(head) = head {
+        if let Some(mut head) = head {
+            let content_length = match take_content_length(&mut head) {
+                Ok(length) => length,
+                Err(err) => return self.fail_stream(id, err, outcomes, out),
+            };
+            // A response with no content may say what a GET's would have
+            // (RFC 9113 §8.1.1, RFC 9110 §8.6).
+            let bodiless = request.head_request
+                || head.status == StatusCode::NO_CONTENT
+                || head.status == StatusCode::NOT_MODIFIED;
+            request.content_length = content_length.filter(|_| !bodiless);
             request.pending.set_head(&head, now);
         } else if request.pending.has_head() && !end_stream {
             return self.fail_stream(id, malformed("trailers without END_STREAM"), outcomes, out);
@@ -514,6 +537,14 @@ impl H2Conn {
         let request = self.requests.remove(&id).expect("a request in flight");
         if !request.unsent.is_empty() {
             codec::encode_rst_stream(id, code::CANCEL, out);
+        }
+        if let Some(length) = request.content_length {
+            if length != request.pending.body_bytes {
+                let err = malformed("DATA that does not add up to the content-length");
+                let message = format!("HTTP/2: {err}");
+                outcomes.push(request.pending.failed(ErrorKind::Protocol, message, false));
+                return;
+            }
         }
         self.answered = true;
         let response = request.pending.response(now);
@@ -638,21 +669,27 @@ impl H2Conn {
         Ok(())
     }
 
+    /// A window raised (RFC 9113 §6.9): an increment of 0, or a window
+    /// past 2^31 - 1 (§6.9.1), is an error of the stream it names, or of
+    /// the connection on stream 0.
     fn window_update(
         &mut self,
         header: &FrameHeader,
         payload: &[u8],
+        outcomes: &mut Vec<Outcome>,
         out: &mut Vec<u8>,
     ) -> Result<(), H2Error> {
+        const ZERO: &str = "a WINDOW_UPDATE of 0";
+        const OVERFLOW: &str = "a WINDOW_UPDATE past 2^31 - 1";
         let increment = i64::from(codec::u32_payload(header, payload)? & LAST_STREAM_ID);
-        if increment == 0 {
-            return Err(H2Error::connection(
-                code::PROTOCOL_ERROR,
-                "a WINDOW_UPDATE of 0",
-            ));
-        }
         if header.stream == 0 {
+            if increment == 0 {
+                return Err(H2Error::connection(code::PROTOCOL_ERROR, ZERO));
+            }
             self.send_window += increment;
+            if self.send_window > i64::from(LAST_STREAM_ID) {
+                return Err(H2Error::connection(code::FLOW_CONTROL_ERROR, OVERFLOW));
+            }
             let waiting: Vec<u32> = self.requests.keys().copied().collect();
             for id in waiting {
                 self.write_body(id, out);
@@ -661,7 +698,14 @@ impl H2Conn {
         }
         if let Some(id) = self.known_stream(header.stream)? {
             let request = self.requests.get_mut(&id).expect("a known stream");
+            if increment == 0 {
+                return self.fail_stream(id, malformed(ZERO), outcomes, out);
+            }
             request.send_window += increment;
+            if request.send_window > i64::from(LAST_STREAM_ID) {
+                let err = H2Error::stream(code::FLOW_CONTROL_ERROR, OVERFLOW);
+                return self.fail_stream(id, err, outcomes, out);
+            }
             self.write_body(id, out);
         }
         Ok(())
@@ -730,6 +774,33 @@ fn ping(header: &FrameHeader, payload: &[u8], out: &mut Vec<u8>) -> Result<(), H
         codec::encode_ping_ack(payload, out);
     }
     Ok(())
+}
+
+/// Takes content-length out of a final head's wanted fields: its value,
+/// one decimal number (repeated lines must agree), or a malformed message.
+fn take_content_length(head: &mut Head) -> Result<Option<u64>, H2Error> {
+    let mut length = None;
+    let mut valid = true;
+    head.fields.retain(|(name, value)| {
+        if *name != CONTENT_LENGTH {
+            return true;
+        }
+        let parsed = value
+            .to_str()
+            .ok()
+            .filter(|text| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|text| text.parse::<u64>().ok());
+        match (parsed, length) {
+            (Some(new), None) => length = Some(new),
+            (Some(new), Some(old)) if new == old => {}
+            _ => valid = false,
+        }
+        false
+    });
+    if !valid {
+        return Err(malformed("an invalid or conflicting content-length"));
+    }
+    Ok(length)
 }
 
 fn malformed(reason: &'static str) -> H2Error {
@@ -832,7 +903,7 @@ mod tests {
                 warmup: false,
             };
             self.conn
-                .send(ticket, Instant::now(), head, body, &mut self.out);
+                .send(ticket, Instant::now(), head, false, body, &mut self.out);
         }
 
         /// Moves bytes both ways until `outcomes` requests ended or the
@@ -899,7 +970,13 @@ mod tests {
             intended: None,
             warmup: false,
         };
-        conn.send(ticket, Instant::now(), &head(method), &body, &mut out);
+        let request = http::Request::builder()
+            .method(method)
+            .uri("https://example.test/load")
+            .body(())
+            .unwrap();
+        let (parts, ()) = request.into_parts();
+        conn.send_request(ticket, Instant::now(), &parts, false, &body, &mut out);
         (conn, out)
     }
 
@@ -1120,6 +1197,123 @@ mod tests {
         let mut cancel = Vec::new();
         codec::encode_rst_stream(1, code::CANCEL, &mut cancel);
         assert_eq!(out, cancel);
+    }
+
+    /// A HEADERS frame carrying `block` whole on stream 1.
+    fn headers_frame(block: &[u8], end_stream: bool, wire: &mut Vec<u8>) {
+        let end = if end_stream { flag::END_STREAM } else { 0 };
+        FrameHeader {
+            len: block.len() as u32,
+            kind: frame::HEADERS,
+            flags: flag::END_HEADERS | end,
+            stream: 1,
+        }
+        .put(wire);
+        wire.extend_from_slice(block);
+    }
+
+    /// `:status` (a static index) and `content-length: 10` (a literal
+    /// with the static name, index 28, not indexed).
+    fn head_with_length_10(status_index: u8) -> Vec<u8> {
+        vec![0x80 | status_index, 0x0f, 0x0d, 0x02, b'1', b'0']
+    }
+
+    #[test]
+    fn a_body_shorter_than_its_content_length_is_malformed() {
+        let (mut conn, mut out) = one_request("GET", Bytes::new());
+        let mut wire = Vec::new();
+        headers_frame(&head_with_length_10(8), false, &mut wire);
+        codec::encode_data_header(1, 5, true, &mut wire);
+        wire.extend_from_slice(b"12345");
+        let mut outcomes = Vec::new();
+        conn.receive(&wire, Instant::now(), &mut outcomes, &mut out)
+            .unwrap();
+        assert!(
+            matches!(
+                &outcomes[..],
+                [Outcome::Failed {
+                    kind: ErrorKind::Protocol,
+                    ..
+                }]
+            ),
+            "RFC 9113 §8.1.1: content-length 10, 5 bytes of DATA"
+        );
+        assert!(!conn.answered);
+    }
+
+    #[test]
+    fn content_length_is_not_held_against_head_204_or_304() {
+        // HEAD: content-length 10, no DATA.
+        let (mut conn, mut out) = one_request("HEAD", Bytes::new());
+        let mut wire = Vec::new();
+        headers_frame(&head_with_length_10(8), true, &mut wire);
+        let mut outcomes = Vec::new();
+        conn.receive(&wire, Instant::now(), &mut outcomes, &mut out)
+            .unwrap();
+        assert!(matches!(&outcomes[..], [Outcome::Response { .. }]));
+        // GET, 304 (static index 11) and 204 (9): no content either.
+        for status in [11, 9] {
+            let (mut conn, mut out) = one_request("GET", Bytes::new());
+            let mut wire = Vec::new();
+            headers_frame(&head_with_length_10(status), true, &mut wire);
+            let mut outcomes = Vec::new();
+            conn.receive(&wire, Instant::now(), &mut outcomes, &mut out)
+                .unwrap();
+            assert!(matches!(&outcomes[..], [Outcome::Response { .. }]));
+        }
+        // And a body as long as it says is whole.
+        let (mut conn, mut out) = one_request("GET", Bytes::new());
+        let mut wire = Vec::new();
+        headers_frame(&head_with_length_10(8), false, &mut wire);
+        codec::encode_data_header(1, 10, true, &mut wire);
+        wire.extend_from_slice(b"0123456789");
+        let mut outcomes = Vec::new();
+        conn.receive(&wire, Instant::now(), &mut outcomes, &mut out)
+            .unwrap();
+        let [Outcome::Response { exchange, .. }] = &outcomes[..] else {
+            panic!("one response");
+        };
+        assert_eq!(exchange.body_bytes, 10);
+    }
+
+    #[test]
+    fn a_bad_window_update_on_a_stream_fails_that_stream_only() {
+        // RFC 9113 §6.9: an increment of 0 on a stream, or one that takes
+        // its window past 2^31 - 1 (§6.9.1), is a stream error.
+        for increment in [0, LAST_STREAM_ID] {
+            // The stream's window is 65,535: the second overflows it.
+            let (mut conn, mut out) = one_request("GET", Bytes::new());
+            let mut wire = Vec::new();
+            FrameHeader {
+                len: 4,
+                kind: frame::WINDOW_UPDATE,
+                flags: 0,
+                stream: 1,
+            }
+            .put(&mut wire);
+            wire.extend_from_slice(&increment.to_be_bytes());
+            out.clear();
+            let mut outcomes = Vec::new();
+            let result = conn.receive(&wire, Instant::now(), &mut outcomes, &mut out);
+            assert_eq!(result, Ok(wire.len()), "increment {increment}");
+            assert!(matches!(
+                &outcomes[..],
+                [Outcome::Failed {
+                    kind: ErrorKind::Protocol,
+                    ..
+                }]
+            ));
+            assert_eq!(conn.in_flight(), 0);
+            assert!(!out.is_empty(), "a RST_STREAM");
+        }
+        // On the connection, past 2^31 - 1: FLOW_CONTROL_ERROR for it.
+        let (mut conn, mut out) = one_request("GET", Bytes::new());
+        let mut wire = Vec::new();
+        codec::encode_window_update(0, LAST_STREAM_ID, &mut wire);
+        let err = conn
+            .receive(&wire, Instant::now(), &mut Vec::new(), &mut out)
+            .unwrap_err();
+        assert_eq!((err.code, err.connection), (code::FLOW_CONTROL_ERROR, true));
     }
 
     #[test]
