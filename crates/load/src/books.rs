@@ -149,12 +149,13 @@ impl Books {
     }
 
     /// Tickets a connection slot still held when the run ended at `end`:
-    /// those already due count as never sent (or never attempted), later
-    /// ones as never issued.
+    /// open-model ones already due count as never sent, later ones as
+    /// never issued; closed-model ones as never issued, so that a `-n`
+    /// run counts them as never attempted and a `-z` run not at all.
     pub(crate) fn hand_back(&self, held: impl IntoIterator<Item = Ticket>, end: Instant) {
         let mut schedule = self.schedule.borrow_mut();
         for ticket in held {
-            if ticket.intended.is_some_and(|due| due >= end) {
+            if ticket.intended.is_none_or(|due| due >= end) {
                 schedule.take_back(ticket);
             } else {
                 schedule.retry(ticket);
@@ -168,6 +169,16 @@ impl Books {
         self.schedule.borrow_mut().retry(ticket);
     }
 
+    /// Hands back a ticket whose request left and was refused unprocessed:
+    /// another connection sends it again, not counted as sent again (nor
+    /// its lag, which now holds the refusal's round trip).
+    pub(crate) fn retry_refused(&self, ticket: Ticket) {
+        self.retry(Ticket {
+            resent: true,
+            ..ticket
+        });
+    }
+
     pub(crate) fn note_first_attempt(&self) {
         self.tally
             .borrow_mut()
@@ -177,7 +188,7 @@ impl Books {
 
     pub(crate) fn note_sent(&self, ticket: &Ticket, sent_at: Instant) {
         self.in_flight.set(self.in_flight.get() + 1);
-        let (Some(intended), false) = (ticket.intended, ticket.warmup) else {
+        let (Some(intended), false, false) = (ticket.intended, ticket.warmup, ticket.resent) else {
             return;
         };
         let mut tally = self.tally.borrow_mut();
@@ -230,7 +241,7 @@ impl Books {
                 ticket,
                 unsent: true,
                 ..
-            } if answered => self.retry(ticket),
+            } if answered => self.retry_refused(ticket),
             Outcome::Failed {
                 ticket,
                 kind,
@@ -277,5 +288,123 @@ impl Books {
         if let Some(handshake) = timing.handshake {
             tally.handshake.record(handshake);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU64;
+    use std::sync::Arc;
+
+    use h3lab_client::Target;
+
+    use super::*;
+    use crate::config::LoadConfig;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn books(schedule: Schedule) -> Books {
+        let config = LoadConfig::new(Target::parse("https://127.0.0.1:1/").unwrap());
+        let plan = Plan::new(&config, "127.0.0.1:1".parse().unwrap(), None).unwrap();
+        Books::new(Arc::new(plan), schedule, Arc::new(AtomicU64::new(0)))
+    }
+
+    fn ok(end_at: Instant) -> Exchange {
+        Exchange {
+            status: StatusCode::OK,
+            head_at: end_at,
+            end_at,
+            body_bytes: 0,
+            origin_wait: None,
+        }
+    }
+
+    /// A closed-model `-z` run: a ticket a slot still held at the deadline
+    /// (an h3 connection out of stream credit) is no request "never
+    /// attempted": `not_attempted` is for `-n` runs only.
+    #[test]
+    fn a_ticket_held_at_the_deadline_of_a_timed_closed_run_is_not_counted() {
+        let start = Instant::now();
+        let end = start + Duration::from_secs(60);
+        let books = books(Schedule::new(start, Some(end), None, None));
+        let held = books.next_ticket().expect("a ticket");
+        books.hand_back([held], end);
+        assert_eq!(books.into_tally(end).not_attempted, 0);
+    }
+
+    /// The same with `-n`: the ticket held counts as never attempted, once.
+    #[test]
+    fn a_ticket_held_at_the_end_of_a_counted_closed_run_is_not_attempted_once() {
+        let start = Instant::now();
+        let books = books(Schedule::new(start, None, Some(5), None));
+        let held = books.next_ticket().expect("a ticket");
+        let _sent = books.next_ticket().expect("a ticket");
+        books.hand_back([held], start);
+        assert_eq!(books.into_tally(start).not_attempted, 4);
+    }
+
+    /// Open model: a request refused unprocessed (GOAWAY, REFUSED_STREAM,
+    /// H3_REQUEST_REJECTED) on a connection that answered before goes back
+    /// and is sent again: one request, sent once in `sent` and `lag_us`,
+    /// its latency still from its intended time.
+    #[test]
+    fn a_refused_request_sent_again_counts_as_sent_once() {
+        let start = Instant::now();
+        let books = books(Schedule::new(start, None, Some(1), Some((10.0, start))));
+        let ticket = books.next_ticket().expect("a ticket");
+        books.note_sent(&ticket, start);
+        books.settle(
+            Outcome::Failed {
+                ticket,
+                kind: ErrorKind::Reset,
+                message: "refused".into(),
+                unsent: true,
+            },
+            true,
+        );
+        let again = books.next_ticket().expect("the refused ticket, back");
+        assert_eq!(again.intended, ticket.intended, "not re-timed");
+        books.note_sent(&again, start + 5 * MS);
+        books.settle(
+            Outcome::Response {
+                ticket: again,
+                sent_at: start + 5 * MS,
+                exchange: ok(start + 7 * MS),
+            },
+            true,
+        );
+        let tally = books.into_tally(start + 10 * MS);
+        assert_eq!(tally.completed, 1);
+        assert!(
+            (6990..=7010).contains(&tally.latency.max()),
+            "from the intended time"
+        );
+        assert_eq!(
+            (tally.sent, tally.lag.count(), tally.late),
+            (1, 1, 0),
+            "one request sent, on time"
+        );
+        assert_eq!(tally.unsent, 0);
+    }
+
+    /// Refused, then the run ended before it went again: it was sent (and
+    /// counted so), so it is not also one of the `unsent`.
+    #[test]
+    fn a_refused_request_stranded_at_the_end_is_not_also_unsent() {
+        let start = Instant::now();
+        let books = books(Schedule::new(start, None, Some(1), Some((10.0, start))));
+        let ticket = books.next_ticket().expect("a ticket");
+        books.note_sent(&ticket, start);
+        books.settle(
+            Outcome::Failed {
+                ticket,
+                kind: ErrorKind::Reset,
+                message: "refused".into(),
+                unsent: true,
+            },
+            true,
+        );
+        let tally = books.into_tally(start + 10 * MS);
+        assert_eq!(tally.sent + tally.unsent, 1, "due once: sent or unsent");
     }
 }

@@ -10,6 +10,8 @@ pub(crate) struct Ticket {
     pub intended: Option<Instant>,
     /// Issued before the measured phase: reported apart.
     pub warmup: bool,
+    /// Sent before and refused unprocessed: already counted as sent.
+    pub resent: bool,
 }
 
 /// Open-model timetable: request `k` is due at `first + k / rate`.
@@ -125,7 +127,11 @@ impl Schedule {
         if !warmup && self.remaining == Some(0) {
             return None;
         }
-        Some(Ticket { intended, warmup })
+        Some(Ticket {
+            intended,
+            warmup,
+            resent: false,
+        })
     }
 
     /// Closed model: measured requests of a counted run never attempted
@@ -150,7 +156,11 @@ impl Schedule {
         if let Some(limit) = self.limit {
             due = due.min(limit);
         }
-        let stranded = self.retry.iter().filter(|ticket| !ticket.warmup).count() as u64;
+        let stranded = self
+            .retry
+            .iter()
+            .filter(|ticket| !ticket.warmup && !ticket.resent)
+            .count() as u64;
         due.saturating_sub(self.issued_measured) + stranded
     }
 }

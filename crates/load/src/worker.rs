@@ -238,7 +238,7 @@ impl Worker {
                     self.books.record_response(&ticket, sent_at, &exchange);
                 }
                 Ok(Err(err)) if err.is_unsent() && answered.get() => {
-                    self.books.retry(ticket);
+                    self.books.retry_refused(ticket);
                     return LoopEnd::ConnectionLost;
                 }
                 Ok(Err(err)) => {

@@ -680,6 +680,7 @@ mod tests {
             let ticket = Ticket {
                 intended: None,
                 warmup: false,
+                resent: false,
             };
             let head = Bytes::from(frame(0x01, &[0x00, 0x00, 0xd1, 0xd7, 0xc1]));
             self.h3
@@ -880,6 +881,7 @@ mod tests {
         let ticket = Ticket {
             intended: None,
             warmup: false,
+            resent: false,
         };
         let pieces = Pieces([head, Bytes::from(data_header), body]);
         assert!(pair.h3.send(ticket, pair.now, pieces).is_ok());
@@ -971,6 +973,7 @@ mod tests {
         let ticket = Ticket {
             intended: None,
             warmup: false,
+            resent: false,
         };
         let pieces = Pieces([head, Bytes::from(data_header), body]);
         assert!(pair.h3.send(ticket, pair.now, pieces).is_ok());

@@ -168,6 +168,11 @@ impl Engine {
                 );
                 break;
             }
+            // What a wait past the deadline woke to is after the measured
+            // phase: in flight at its end, not completed or sent in it.
+            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                break;
+            }
             self.turn();
         }
         let now = Instant::now();

@@ -901,6 +901,7 @@ mod tests {
             let ticket = Ticket {
                 intended: None,
                 warmup: false,
+                resent: false,
             };
             self.conn
                 .send(ticket, Instant::now(), head, false, body, &mut self.out);
@@ -969,6 +970,7 @@ mod tests {
         let ticket = Ticket {
             intended: None,
             warmup: false,
+            resent: false,
         };
         let request = http::Request::builder()
             .method(method)
