@@ -56,6 +56,9 @@ pub(crate) struct Pending {
     /// The final head's status, arrival, and the edge's origin time.
     head: Option<(StatusCode, Instant, Option<Duration>)>,
     pub(crate) body_bytes: u64,
+    /// The final head's content-length when the response has content:
+    /// what its body must add up to (RFC 9113 §8.1.1, RFC 9114 §4.1.2).
+    content_length: Option<u64>,
 }
 
 impl Pending {
@@ -65,6 +68,7 @@ impl Pending {
             sent_at,
             head: None,
             body_bytes: 0,
+            content_length: None,
         }
     }
 
@@ -77,15 +81,35 @@ impl Pending {
         self.head.is_some()
     }
 
-    /// Its final head arrived at `now`.
-    pub(crate) fn set_head(&mut self, head: &Head, now: Instant) {
+    /// Its final head arrived at `now`. The response to a HEAD request
+    /// (`head_request`), a 204 and a 304 have no content, whatever their
+    /// content-length says (RFC 9110 §8.6).
+    pub(crate) fn set_head(&mut self, head: &Head, now: Instant, head_request: bool) {
         let origin_wait = server_timing::origin_wait_in(head.fields.iter().map(|(_, v)| v));
         self.head = Some((head.status, now, origin_wait));
+        let bodiless = head_request
+            || matches!(
+                head.status,
+                StatusCode::NO_CONTENT | StatusCode::NOT_MODIFIED
+            );
+        self.content_length = head.content_length.filter(|_| !bodiless);
     }
 
-    /// It ended whole at `now`; `None` if no final head came.
+    /// It ended whole at `now`: a response, or a malformed one (a protocol
+    /// error) if its body does not add up to its content-length; `None`
+    /// if no final head came.
     pub(crate) fn response(self, now: Instant) -> Option<Outcome> {
         let (status, head_at, origin_wait) = self.head?;
+        if let Some(length) = self
+            .content_length
+            .filter(|&length| length != self.body_bytes)
+        {
+            let message = format!(
+                "a malformed response: a body of {} bytes under a content-length of {length}",
+                self.body_bytes
+            );
+            return Some(self.failed(ErrorKind::Protocol, message, false));
+        }
         Some(Outcome::Response {
             ticket: self.ticket,
             sent_at: self.sent_at,

@@ -11,4 +11,7 @@ pub(crate) struct Head {
     pub status: StatusCode,
     /// The wanted fields, in the order the response has them.
     pub fields: Vec<(HeaderName, HeaderValue)>,
+    /// Its content-length, which h2's and h3's parsers read (their DATA
+    /// must add up to it); h1's uses it for framing and leaves it `None`.
+    pub content_length: Option<u64>,
 }

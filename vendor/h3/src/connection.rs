@@ -981,13 +981,13 @@ where
         }
     }
 
-    /// h3lab: the request is malformed (RFC 9114 §4.1.2): a stream error of
-    /// type H3_MESSAGE_ERROR.
+    /// h3lab: the request or response is malformed (RFC 9114 §4.1.2): a
+    /// stream error of type H3_MESSAGE_ERROR.
     fn malformed(&mut self, why: &str) -> StreamError {
         self.stop_sending(Code::H3_MESSAGE_ERROR);
         StreamError::StreamError {
             code: Code::H3_MESSAGE_ERROR,
-            reason: format!("malformed request: {why}"),
+            reason: format!("malformed message: {why}"),
         }
     }
 

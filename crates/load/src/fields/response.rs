@@ -70,6 +70,8 @@ fn text_bytes<'b>(
 enum Role {
     /// `:status`.
     Status,
+    /// `content-length`.
+    ContentLength,
     /// A field, and its index in the caller's wanted names if it is one.
     Field(Option<usize>),
 }
@@ -99,6 +101,7 @@ fn name_role(
             "a request or unknown pseudo-header in a response",
         )),
         None if !whole => Ok(Role::Field(None)),
+        None if name == b"content-length" => Ok(Role::ContentLength),
         None => Ok(Role::Field(
             wanted.iter().position(|w| w.as_str().as_bytes() == name),
         )),
@@ -120,6 +123,22 @@ fn status(value: Text<'_>) -> Result<StatusCode, FieldError> {
         })
         .ok_or(malformed(
             "a :status that is not a status code from 100 to 599, or is 101",
+        ))
+}
+
+/// Reads `content-length`: one decimal number (RFC 9110 §8.6); a second
+/// line must say the same (the `h2` crate refuses lists and any other
+/// form alike).
+fn content_length(value: Text<'_>, known: Option<u64>) -> Result<u64, FieldError> {
+    let mut buf = [0; 20];
+    let (digits, whole) = text_bytes(value, &mut buf, |_, _| Ok(()))?;
+    std::str::from_utf8(digits)
+        .ok()
+        .filter(|text| whole && !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|text| text.parse().ok())
+        .filter(|length| known.is_none_or(|known| known == *length))
+        .ok_or(malformed(
+            "a content-length that is not one decimal number, or two that differ",
         ))
 }
 
@@ -145,6 +164,7 @@ pub(crate) struct SectionReader<'w> {
     trailers: bool,
     status: Option<StatusCode>,
     fields: Vec<(HeaderName, HeaderValue)>,
+    content_length: Option<u64>,
     name_buf: [u8; NAME_BUF],
 }
 
@@ -165,6 +185,7 @@ impl<'w> SectionReader<'w> {
             trailers,
             status: None,
             fields: Vec::new(),
+            content_length: None,
             name_buf: [0; NAME_BUF],
         }
     }
@@ -180,15 +201,19 @@ impl<'w> SectionReader<'w> {
                 self.status = Some(status(value)?);
                 Ok(())
             }
-            Role::Field(_) if !self.trailers && self.status.is_none() => {
+            Role::Field(_) | Role::ContentLength if !self.trailers && self.status.is_none() => {
                 Err(malformed("a response field before :status"))
+            }
+            Role::ContentLength if !self.trailers => {
+                self.content_length = Some(content_length(value, self.content_length)?);
+                Ok(())
             }
             Role::Field(Some(at)) => {
                 self.fields
                     .push((self.wanted[at].clone(), header_value(value)?));
                 Ok(())
             }
-            Role::Field(_) => Ok(()),
+            Role::Field(_) | Role::ContentLength => Ok(()),
         }
     }
 
@@ -207,6 +232,7 @@ impl<'w> SectionReader<'w> {
         Ok(Some(Head {
             status,
             fields: self.fields,
+            content_length: self.content_length,
         }))
     }
 }

@@ -46,6 +46,7 @@ pub(crate) fn head(status: u16, fields: &[(&str, &str)]) -> Option<Head> {
                 )
             })
             .collect(),
+        content_length: None,
     })
 }
 

@@ -67,10 +67,12 @@ pub(crate) struct H3Conn {
     /// Requests sent on it.
     pub(crate) sent: u64,
     last_head: LastHead,
+    /// Its requests are HEADs, whose responses have no content.
+    head_requests: bool,
 }
 
 impl H3Conn {
-    pub(crate) fn new(quic: Connection, started: Instant) -> H3Conn {
+    pub(crate) fn new(quic: Connection, started: Instant, head_requests: bool) -> H3Conn {
         H3Conn {
             quic,
             started,
@@ -86,6 +88,7 @@ impl H3Conn {
             answered: false,
             sent: 0,
             last_head: LastHead::default(),
+            head_requests,
         }
     }
 
@@ -240,7 +243,13 @@ impl H3Conn {
         let Ok(mut chunks) = recv.read(true) else {
             return;
         };
-        let end = read_response(&mut chunks, request, &mut self.last_head, now);
+        let end = read_response(
+            &mut chunks,
+            request,
+            &mut self.last_head,
+            self.head_requests,
+            now,
+        );
         let _ = chunks.finalize();
         if let Some(end) = end {
             match &end {
@@ -249,8 +258,7 @@ impl H3Conn {
                     let _ = self.quic.recv_stream(id).stop(code);
                 }
                 Err(Ending::Protocol(err)) => self.close(now, err),
-                Err(Ending::Reset(_)) => {}
-                Ok(()) => self.answered = true,
+                Err(Ending::Reset(_)) | Ok(()) => {}
             }
             let request = self
                 .requests
@@ -265,6 +273,7 @@ impl H3Conn {
                     .reset(h3_code(codec::code::H3_REQUEST_CANCELLED));
             }
             let outcome = conclude(request, end, now);
+            self.answered |= matches!(outcome, Outcome::Response { .. });
             if matches!(outcome, Outcome::Failed { unsent: true, .. }) {
                 // Refused unprocessed: no more requests on this connection,
                 // so that a retry costs a new connection, as a GOAWAY does.
@@ -385,6 +394,7 @@ fn read_response(
     chunks: &mut Chunks,
     request: &mut InFlight,
     last_head: &mut LastHead,
+    head_request: bool,
     now: Instant,
 ) -> Option<Result<(), Ending>> {
     loop {
@@ -393,7 +403,7 @@ fn read_response(
                 Ok(progress) => {
                     request.pending.body_bytes += progress.body_bytes;
                     if let Some(head) = progress.head {
-                        request.pending.set_head(&head, now);
+                        request.pending.set_head(&head, now, head_request);
                     }
                 }
                 Err(err) => return Some(Err(Ending::Protocol(err))),
@@ -540,7 +550,7 @@ mod tests {
                 now,
                 client,
                 server,
-                h3: H3Conn::new(quic, now),
+                h3: H3Conn::new(quic, now, false),
                 client_handle,
                 server_conn: None,
                 outcomes: Vec::new(),
@@ -747,6 +757,34 @@ mod tests {
             [Outcome::Failed { kind, unsent, .. }] => (*kind, *unsent),
             _ => panic!("expected one failure"),
         }
+    }
+
+    /// RFC 9114 §4.1.2: DATA that does not add up to the content-length
+    /// is a malformed response, not an answer; a HEAD's response has no
+    /// content, whatever its content-length says.
+    #[test]
+    fn a_body_must_add_up_to_its_content_length_unless_there_is_none() {
+        // `:status 200`, then `content-length: 10` (static name 4).
+        let head = frame(0x01, &[0x00, 0x00, 0xc0 | 25, 0x54, 0x02, b'1', b'0']);
+        let mut short = head.clone();
+        short.extend(frame(0x00, b"12345"));
+        let mut pair = Pair::connected();
+        let id = pair.request();
+        pair.respond(id, &short, true);
+        assert_eq!(failure(&pair), (ErrorKind::Protocol, false));
+        assert!(!pair.h3.answered);
+        let mut whole = head.clone();
+        whole.extend(frame(0x00, b"0123456789"));
+        let mut pair = Pair::connected();
+        let id = pair.request();
+        pair.respond(id, &whole, true);
+        assert!(matches!(pair.outcomes[..], [Outcome::Response { .. }]));
+        assert!(pair.h3.answered);
+        let mut pair = Pair::connected();
+        pair.h3.head_requests = true;
+        let id = pair.request();
+        pair.respond(id, &head, true);
+        assert!(matches!(pair.outcomes[..], [Outcome::Response { .. }]));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use anyhow::Context;
 use bytes::Bytes;
 use h3lab_client::{no_quic_answer, quic_client_config, quic_connect_error, ConnectTiming};
 use h3lab_results::{ErrorKind, Proto};
+use http::Method;
 use quinn_proto::{
     ClientConfig, ConnectionError, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig,
     VarInt,
@@ -185,7 +186,9 @@ impl Engine {
                 .connect(now, self.config.clone(), plan.addr, plan.target.host())
             {
                 Ok((handle, quic)) => {
-                    self.conns.insert(handle, H3Conn::new(quic, now));
+                    let head_requests = plan.template.method() == Method::HEAD;
+                    self.conns
+                        .insert(handle, H3Conn::new(quic, now, head_requests));
                     self.owner.insert(handle, index);
                     self.slots[index].conn = Some(handle);
                 }

@@ -68,7 +68,7 @@ impl H1Conn {
             input = &input[step.consumed..];
             request.body_bytes += step.body_bytes;
             if let Some(head) = step.head {
-                request.set_head(&head, now);
+                request.set_head(&head, now, self.head_request);
                 self.draining |= !step.keep_alive;
             }
             if step.complete {

@@ -284,6 +284,7 @@ impl ResponseReader {
         step.head = Some(Head {
             status,
             fields: summary.wanted,
+            content_length: None,
         });
         Ok(Some(size))
     }
@@ -574,6 +575,7 @@ mod tests {
                     )
                 })
                 .collect(),
+            content_length: None,
         })
     }
 

@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use h3lab_results::ErrorKind;
-use http::header::CONTENT_LENGTH;
-use http::{HeaderName, Method, StatusCode};
+use http::{HeaderName, Method};
 use rustc_hash::FxHashMap;
 
 use http::request::Parts;
@@ -18,12 +17,10 @@ use super::h2codec::{
     self as codec, code, flag, frame, setting, FrameHeader, H2Error, HpackDecoder, HpackEncoder,
 };
 use crate::books::{Outcome, Pending};
-use crate::head::Head;
 use crate::schedule::Ticket;
 
-/// The response fields the load report reads, and content-length, which
-/// the DATA must add up to (RFC 9113 §8.1.1).
-static WANTED: [HeaderName; 2] = [HeaderName::from_static("server-timing"), CONTENT_LENGTH];
+/// The response fields the load report reads.
+static WANTED: [HeaderName; 1] = [HeaderName::from_static("server-timing")];
 
 /// Receive windows, as the tokio engine's (hyper's client defaults): large
 /// enough that a download is not paced by WINDOW_UPDATE round trips.
@@ -51,8 +48,6 @@ struct InFlight {
     /// A HEAD request: its response has no content, whatever its
     /// content-length says.
     head_request: bool,
-    /// The final head's content-length, which the DATA must add up to.
-    content_length: Option<u64>,
 }
 
 /// A DATA frame being received: its payload is counted as it arrives, so
@@ -205,7 +200,6 @@ impl H2Conn {
                 send_window: self.initial_window,
                 unsent: body.clone(),
                 head_request,
-                content_length: None,
             },
         );
         self.sent += 1;
@@ -505,18 +499,8 @@ impl H2Conn {
             Err(err) => return self.fail_stream(id, err, outcomes, out),
             Ok(head) => head,
         };
-        if let Some(mut head) = head {
-            let content_length = match take_content_length(&mut head) {
-                Ok(length) => length,
-                Err(err) => return self.fail_stream(id, err, outcomes, out),
-            };
-            // A response with no content may say what a GET's would have
-            // (RFC 9113 §8.1.1, RFC 9110 §8.6).
-            let bodiless = request.head_request
-                || head.status == StatusCode::NO_CONTENT
-                || head.status == StatusCode::NOT_MODIFIED;
-            request.content_length = content_length.filter(|_| !bodiless);
-            request.pending.set_head(&head, now);
+        if let Some(head) = head {
+            request.pending.set_head(&head, now, request.head_request);
         } else if request.pending.has_head() && !end_stream {
             return self.fail_stream(id, malformed("trailers without END_STREAM"), outcomes, out);
         }
@@ -538,17 +522,10 @@ impl H2Conn {
         if !request.unsent.is_empty() {
             codec::encode_rst_stream(id, code::CANCEL, out);
         }
-        if let Some(length) = request.content_length {
-            if length != request.pending.body_bytes {
-                let err = malformed("DATA that does not add up to the content-length");
-                let message = format!("HTTP/2: {err}");
-                outcomes.push(request.pending.failed(ErrorKind::Protocol, message, false));
-                return;
-            }
-        }
-        self.answered = true;
-        let response = request.pending.response(now);
-        outcomes.push(response.expect("a final head before the end"));
+        let outcome = request.pending.response(now);
+        let outcome = outcome.expect("a final head before the end");
+        self.answered |= matches!(outcome, Outcome::Response { .. });
+        outcomes.push(outcome);
     }
 
     /// A malformed response: the stream is reset and its request fails.
@@ -774,33 +751,6 @@ fn ping(header: &FrameHeader, payload: &[u8], out: &mut Vec<u8>) -> Result<(), H
         codec::encode_ping_ack(payload, out);
     }
     Ok(())
-}
-
-/// Takes content-length out of a final head's wanted fields: its value,
-/// one decimal number (repeated lines must agree), or a malformed message.
-fn take_content_length(head: &mut Head) -> Result<Option<u64>, H2Error> {
-    let mut length = None;
-    let mut valid = true;
-    head.fields.retain(|(name, value)| {
-        if *name != CONTENT_LENGTH {
-            return true;
-        }
-        let parsed = value
-            .to_str()
-            .ok()
-            .filter(|text| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|text| text.parse::<u64>().ok());
-        match (parsed, length) {
-            (Some(new), None) => length = Some(new),
-            (Some(new), Some(old)) if new == old => {}
-            _ => valid = false,
-        }
-        false
-    });
-    if !valid {
-        return Err(malformed("an invalid or conflicting content-length"));
-    }
-    Ok(length)
 }
 
 fn malformed(reason: &'static str) -> H2Error {

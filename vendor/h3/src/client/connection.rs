@@ -152,6 +152,8 @@ where
         };
 
         let (parts, _) = req.into_parts();
+        // h3lab: a HEAD's response has no content (RFC 9110 §8.6).
+        let head_request = parts.method == http::Method::HEAD;
         let request::Parts {
             method,
             uri,
@@ -224,6 +226,7 @@ where
                 self.conn_state.clone(),
                 false,
             ),
+            head_request,
         };
         Ok(request_stream)
     }

@@ -76,6 +76,8 @@ use std::{
 /// [`stop_sending()`]: #method.stop_sending
 pub struct RequestStream<S, B> {
     pub(super) inner: connection::RequestStream<S, B>,
+    /// h3lab: the request is a HEAD, whose response has no content.
+    pub(super) head_request: bool,
 }
 
 impl<S, B> ConnectionState for RequestStream<S, B> {
@@ -181,6 +183,16 @@ where
         *resp.headers_mut() = headers;
         *resp.version_mut() = http::Version::HTTP_3;
 
+        // h3lab: the length its DATA must add up to (RFC 9114 §4.1.2), when
+        // it has content (not a HEAD's, a 204 or a 304: RFC 9110 §8.6).
+        let bodiless = self.head_request
+            || status == http::StatusCode::NO_CONTENT
+            || status == http::StatusCode::NOT_MODIFIED;
+        if !bodiless {
+            self.inner.content_length = (resp.headers())
+                .get(http::header::CONTENT_LENGTH)
+                .and_then(|value| value.to_str().ok()?.parse().ok());
+        }
         Ok(resp)
     }
 
@@ -289,7 +301,17 @@ where
         RequestStream<S::SendStream, B>,
         RequestStream<S::RecvStream, B>,
     ) {
+        let head_request = self.head_request;
         let (send, recv) = self.inner.split();
-        (RequestStream { inner: send }, RequestStream { inner: recv })
+        (
+            RequestStream {
+                inner: send,
+                head_request,
+            },
+            RequestStream {
+                inner: recv,
+                head_request,
+            },
+        )
     }
 }

@@ -1630,3 +1630,63 @@ async fn client_sends_no_grease_frame_on_its_request_streams() {
 
     tokio::join!(server_fut, client_fut);
 }
+
+/// h3lab: RFC 9114 §4.1.2: a response whose DATA does not add up to its
+/// content-length is malformed; a HEAD's response has no content, whatever
+/// its content-length says (RFC 9110 §8.6).
+#[tokio::test]
+async fn h3lab_a_response_body_must_add_up_to_its_content_length() {
+    init_tracing();
+    let mut pair = Pair::default();
+    let mut server = pair.server();
+
+    let client_fut = async {
+        let (mut driver, mut client) = client::new(pair.client().await).await.expect("client init");
+        let drive_fut = async { future::poll_fn(|cx| driver.poll_close(cx)).await };
+        let req_fut = async move {
+            let get = Request::get("http://localhost/short").body(()).unwrap();
+            let mut short = client.send_request(get).await.expect("request");
+            short.recv_response().await.expect("recv response");
+            let body = short.recv_data().await.expect("recv data").expect("body");
+            assert_eq!(body.chunk(), b"12345");
+            assert_matches!(
+                short.recv_data().await.map(|data| data.is_some()),
+                Err(StreamError::StreamError { code, .. }) if code == Code::H3_MESSAGE_ERROR
+            );
+            let head = Request::head("http://localhost/head").body(()).unwrap();
+            let mut head = client.send_request(head).await.expect("request");
+            head.recv_response().await.expect("recv response");
+            assert!(head.recv_data().await.expect("no content").is_none());
+        };
+        tokio::join!(req_fut, drive_fut)
+    };
+
+    let server_fut = async {
+        let conn = server.next().await;
+        let mut incoming_req = server::Connection::new(conn).await.unwrap();
+        for body in [&b"12345"[..], b""] {
+            let (_request, mut request_stream) = get_stream_blocking(&mut incoming_req)
+                .await
+                .expect("accept");
+            let response = Response::builder()
+                .status(200)
+                .header("content-length", "10")
+                .body(())
+                .expect("build response");
+            request_stream
+                .send_response(response)
+                .await
+                .expect("send_response");
+            if !body.is_empty() {
+                request_stream
+                    .send_data(Bytes::from_static(body))
+                    .await
+                    .expect("send_data");
+            }
+            request_stream.finish().await.expect("finish");
+        }
+        let _ = incoming_req.accept().await;
+    };
+
+    tokio::join!(server_fut, client_fut);
+}

@@ -835,6 +835,55 @@ mod tests {
         assert!(parse(&status("20")).unwrap_err().is_stream_error());
     }
 
+    /// content-length is read whatever the wanted fields (h2's and h3's
+    /// engines hold the body to it): one decimal number, repeated only as
+    /// itself; in trailers it is not read.
+    #[test]
+    fn content_length_is_one_decimal_number() {
+        let length = |fields: &[(&str, &str)]| {
+            let head = parse(&headers(fields)).unwrap().head.unwrap();
+            (head.content_length, head.fields)
+        };
+        let status = (":status", "200");
+        assert_eq!(
+            length(&[status, ("content-length", "10")]),
+            (Some(10), vec![])
+        );
+        assert_eq!(
+            length(&[status, ("content-length", "0")]),
+            (Some(0), vec![])
+        );
+        let twice = [status, ("content-length", "7"), ("content-length", "7")];
+        assert_eq!(length(&twice), (Some(7), vec![]));
+        assert_eq!(length(&[status]), (None, vec![]));
+        let mut huffman = vec![0x00, 0x00, 0xd9];
+        huffman_literal(&mut huffman, "content-length", "1234");
+        let head = parse(&frame(frame::HEADERS, &huffman)).unwrap().head;
+        assert_eq!(head.unwrap().content_length, Some(1234));
+        let mut trailed = headers(&[status]);
+        trailed.extend(headers(&[("content-length", "x")]));
+        assert_eq!(parse(&trailed).unwrap().head.unwrap().content_length, None);
+        let bad = |value: &'static str| (value, headers(&[status, ("content-length", value)]));
+        let cases = [
+            bad(""),
+            bad("-1"),
+            bad("1,1"),
+            bad("1 0"),
+            bad("0x10"),
+            bad("18446744073709551616"),
+            bad("100000000000000000000"),
+            (
+                "two that differ",
+                headers(&[status, ("content-length", "1"), ("content-length", "2")]),
+            ),
+            (
+                "before :status",
+                headers(&[("content-length", "1"), status]),
+            ),
+        ];
+        expect(code::H3_MESSAGE_ERROR, parse_error, &cases);
+    }
+
     #[test]
     fn unwanted_values_are_not_checked_or_decoded() {
         // A control character in an unwanted value passes: it is never read.
