@@ -158,7 +158,7 @@ impl Books {
     pub(crate) fn into_tally(self, end: Instant) -> Tally {
         let mut tally = self.tally.into_inner();
         let schedule = self.schedule.borrow();
-        tally.aborted_in_flight = self.in_flight.get();
+        tally.aborted_in_flight = self.in_flight.get() + schedule.refused_at_the_end();
         tally.unsent = schedule.unsent(end);
         tally.not_attempted = schedule.not_attempted();
         tally
@@ -333,6 +333,16 @@ mod tests {
         Books::new(Arc::new(plan), schedule, Arc::new(AtomicU64::new(0)))
     }
 
+    /// Refused unprocessed (GOAWAY, REFUSED_STREAM, H3_REQUEST_REJECTED).
+    fn refused(ticket: Ticket) -> Outcome {
+        Outcome::Failed {
+            ticket,
+            kind: ErrorKind::Reset,
+            message: "refused".into(),
+            unsent: true,
+        }
+    }
+
     fn ok(end_at: Instant) -> Exchange {
         Exchange {
             status: StatusCode::OK,
@@ -377,15 +387,7 @@ mod tests {
         let books = books(Schedule::new(start, None, Some(1), Some((10.0, start))));
         let ticket = books.next_ticket().expect("a ticket");
         books.note_sent(&ticket, start);
-        books.settle(
-            Outcome::Failed {
-                ticket,
-                kind: ErrorKind::Reset,
-                message: "refused".into(),
-                unsent: true,
-            },
-            true,
-        );
+        books.settle(refused(ticket), true);
         let again = books.next_ticket().expect("the refused ticket, back");
         assert_eq!(again.intended, ticket.intended, "not re-timed");
         books.note_sent(&again, start + 5 * MS);
@@ -412,23 +414,31 @@ mod tests {
     }
 
     /// Refused, then the run ended before it went again: it was sent (and
-    /// counted so), so it is not also one of the `unsent`.
+    /// counted so), so it is not also one of the `unsent`; the end cut it
+    /// off, as it does the requests in flight.
     #[test]
     fn a_refused_request_stranded_at_the_end_is_not_also_unsent() {
         let start = Instant::now();
         let books = books(Schedule::new(start, None, Some(1), Some((10.0, start))));
         let ticket = books.next_ticket().expect("a ticket");
         books.note_sent(&ticket, start);
-        books.settle(
-            Outcome::Failed {
-                ticket,
-                kind: ErrorKind::Reset,
-                message: "refused".into(),
-                unsent: true,
-            },
-            true,
-        );
+        books.settle(refused(ticket), true);
         let tally = books.into_tally(start + 10 * MS);
         assert_eq!(tally.sent + tally.unsent, 1, "due once: sent or unsent");
+        assert_eq!((tally.completed, tally.aborted_in_flight), (0, 1));
+    }
+
+    /// A closed `-z` run whose refused request is still waiting to go
+    /// again at the deadline: no request of a timed run is "never
+    /// attempted".
+    #[test]
+    fn a_timed_closed_run_has_no_request_never_attempted() {
+        let start = Instant::now();
+        let end = start + Duration::from_secs(60);
+        let books = books(Schedule::new(start, Some(end), None, None));
+        let ticket = books.next_ticket().expect("a ticket");
+        books.note_sent(&ticket, start);
+        books.settle(refused(ticket), true);
+        assert_eq!(books.into_tally(end).not_attempted, 0);
     }
 }

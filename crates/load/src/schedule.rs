@@ -42,7 +42,8 @@ pub(crate) struct Schedule {
     remaining: Option<u64>,
     limit: Option<u64>,
     pacing: Option<Pacing>,
-    /// Tickets handed back because their connection closed before sending.
+    /// Tickets handed back for another connection: never sent (their
+    /// connection closed first), or sent and refused unprocessed (`resent`).
     retry: Vec<Ticket>,
     issued_measured: u64,
 }
@@ -107,7 +108,7 @@ impl Schedule {
         }
     }
 
-    /// Gives back a ticket whose request never left, for another connection.
+    /// Gives back a ticket for another connection to send.
     pub fn retry(&mut self, ticket: Ticket) {
         self.retry.push(ticket);
     }
@@ -137,11 +138,25 @@ impl Schedule {
     /// Closed model: measured requests of a counted run never attempted
     /// (the run was interrupted or every connection gave up).
     pub fn not_attempted(&self) -> u64 {
-        if self.pacing.is_some() {
+        if self.pacing.is_some() || self.limit.is_none() {
             return 0;
         }
         let stranded = self.retry.iter().filter(|ticket| !ticket.warmup).count() as u64;
         self.remaining.unwrap_or(0) + stranded
+    }
+
+    /// Open model: measured requests sent, refused unprocessed and still
+    /// waiting to go again when the run ended: cut off by its end, as the
+    /// requests in flight are.
+    pub fn refused_at_the_end(&self) -> u64 {
+        if self.pacing.is_none() {
+            return 0;
+        }
+        let refused = self
+            .retry
+            .iter()
+            .filter(|ticket| !ticket.warmup && ticket.resent);
+        refused.count() as u64
     }
 
     /// Open model: measured requests due before `end` that were never sent.

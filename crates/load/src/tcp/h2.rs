@@ -922,25 +922,29 @@ mod tests {
             warmup: false,
             resent: false,
         };
-        let request = http::Request::builder()
-            .method(method)
-            .uri("https://example.test/load")
-            .body(())
-            .unwrap();
-        let (parts, ()) = request.into_parts();
-        conn.send_request(ticket, Instant::now(), &parts, false, &body, &mut out);
+        conn.send_request(
+            ticket,
+            Instant::now(),
+            &parts(method),
+            false,
+            &body,
+            &mut out,
+        );
         (conn, out)
     }
 
-    fn head(method: &str) -> Vec<u8> {
+    fn parts(method: &str) -> Parts {
         let request = http::Request::builder()
             .method(method)
             .uri("https://example.test/load")
             .body(())
             .unwrap();
-        let (parts, ()) = request.into_parts();
+        request.into_parts().0
+    }
+
+    fn head(method: &str) -> Vec<u8> {
         let mut out = Vec::new();
-        HpackEncoder::new().encode_request(&parts, &mut out);
+        HpackEncoder::new().encode_request(&parts(method), &mut out);
         out
     }
 
@@ -1170,16 +1174,34 @@ mod tests {
         vec![0x80 | status_index, 0x0f, 0x0d, 0x02, b'1', b'0']
     }
 
-    #[test]
-    fn a_body_shorter_than_its_content_length_is_malformed() {
-        let (mut conn, mut out) = one_request("GET", Bytes::new());
+    /// A `method` request answered with `:status` (static index
+    /// `status_index`) and `content-length: 10`, then `body` in one DATA
+    /// frame that ends the stream, or with no DATA at all.
+    fn answered_with_length_10(
+        method: &str,
+        status_index: u8,
+        body: Option<&[u8]>,
+    ) -> (H2Conn, Vec<Outcome>) {
+        let (mut conn, mut out) = one_request(method, Bytes::new());
         let mut wire = Vec::new();
-        headers_frame(&head_with_length_10(8), false, &mut wire);
-        codec::encode_data_header(1, 5, true, &mut wire);
-        wire.extend_from_slice(b"12345");
+        headers_frame(
+            &head_with_length_10(status_index),
+            body.is_none(),
+            &mut wire,
+        );
+        if let Some(body) = body {
+            codec::encode_data_header(1, body.len() as u32, true, &mut wire);
+            wire.extend_from_slice(body);
+        }
         let mut outcomes = Vec::new();
         conn.receive(&wire, Instant::now(), &mut outcomes, &mut out)
             .unwrap();
+        (conn, outcomes)
+    }
+
+    #[test]
+    fn a_body_shorter_than_its_content_length_is_malformed() {
+        let (conn, outcomes) = answered_with_length_10("GET", 8, Some(b"12345"));
         assert!(
             matches!(
                 &outcomes[..],
@@ -1195,33 +1217,17 @@ mod tests {
 
     #[test]
     fn content_length_is_not_held_against_head_204_or_304() {
-        // HEAD: content-length 10, no DATA.
-        let (mut conn, mut out) = one_request("HEAD", Bytes::new());
-        let mut wire = Vec::new();
-        headers_frame(&head_with_length_10(8), true, &mut wire);
-        let mut outcomes = Vec::new();
-        conn.receive(&wire, Instant::now(), &mut outcomes, &mut out)
-            .unwrap();
-        assert!(matches!(&outcomes[..], [Outcome::Response { .. }]));
-        // GET, 304 (static index 11) and 204 (9): no content either.
-        for status in [11, 9] {
-            let (mut conn, mut out) = one_request("GET", Bytes::new());
-            let mut wire = Vec::new();
-            headers_frame(&head_with_length_10(status), true, &mut wire);
-            let mut outcomes = Vec::new();
-            conn.receive(&wire, Instant::now(), &mut outcomes, &mut out)
-                .unwrap();
-            assert!(matches!(&outcomes[..], [Outcome::Response { .. }]));
+        // HEAD (200), then GET with 304 (static index 11) and 204 (9): no
+        // content, whatever content-length says.
+        for (method, status) in [("HEAD", 8), ("GET", 11), ("GET", 9)] {
+            let (_, outcomes) = answered_with_length_10(method, status, None);
+            assert!(
+                matches!(&outcomes[..], [Outcome::Response { .. }]),
+                "{method} {status}"
+            );
         }
         // And a body as long as it says is whole.
-        let (mut conn, mut out) = one_request("GET", Bytes::new());
-        let mut wire = Vec::new();
-        headers_frame(&head_with_length_10(8), false, &mut wire);
-        codec::encode_data_header(1, 10, true, &mut wire);
-        wire.extend_from_slice(b"0123456789");
-        let mut outcomes = Vec::new();
-        conn.receive(&wire, Instant::now(), &mut outcomes, &mut out)
-            .unwrap();
+        let (_, outcomes) = answered_with_length_10("GET", 8, Some(b"0123456789"));
         let [Outcome::Response { exchange, .. }] = &outcomes[..] else {
             panic!("one response");
         };

@@ -88,6 +88,25 @@ impl<S, B> ConnectionState for RequestStream<S, B> {
 
 impl<S, B> CloseStream for RequestStream<S, B> {}
 
+/// h3lab: a message's content-length (RFC 9110 §8.6): one decimal number,
+/// on every line the same; anything else is malformed, as the `h2` crate
+/// and h3lab's own HTTP/3 client have it.
+fn content_length(headers: &HeaderMap) -> Result<Option<u64>, ()> {
+    let mut length = None;
+    for value in headers.get_all(http::header::CONTENT_LENGTH) {
+        let text = value.to_str().map_err(|_| ())?;
+        if text.is_empty() || !text.bytes().all(|byte| byte.is_ascii_digit()) {
+            return Err(());
+        }
+        let parsed: u64 = text.parse().map_err(|_| ())?;
+        if length.is_some_and(|length| length != parsed) {
+            return Err(());
+        }
+        length = Some(parsed);
+    }
+    Ok(length)
+}
+
 impl<S, B> RequestStream<S, B>
 where
     S: quic::RecvStream,
@@ -189,9 +208,13 @@ where
             || status == http::StatusCode::NO_CONTENT
             || status == http::StatusCode::NOT_MODIFIED;
         if !bodiless {
-            self.inner.content_length = (resp.headers())
-                .get(http::header::CONTENT_LENGTH)
-                .and_then(|value| value.to_str().ok()?.parse().ok());
+            self.inner.content_length = content_length(resp.headers()).map_err(|()| {
+                self.inner.stream.stop_sending(Code::H3_REQUEST_CANCELLED);
+                StreamError::StreamError {
+                    code: Code::H3_MESSAGE_ERROR,
+                    reason: "Received a malformed content-length".to_string(),
+                }
+            })?;
         }
         Ok(resp)
     }
