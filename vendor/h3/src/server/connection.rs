@@ -160,9 +160,14 @@ where
     /// See [connection shutdown](https://www.rfc-editor.org/rfc/rfc9114.html#connection-shutdown) for more information.
     #[cfg_attr(feature = "tracing", instrument(skip_all, level = "trace"))]
     pub async fn shutdown(&mut self, max_requests: usize) -> Result<(), ConnectionError> {
+        // h3lab: GOAWAY carries the first request the server will not
+        // process (RFC 9114 §5.2), so the one after the last accepted and
+        // the `max_requests` after it; h3 sent the last accepted itself,
+        // which told a client that reads GOAWAY that the request the
+        // server was answering had been refused.
         let max_id = self
             .last_accepted_stream
-            .map(|id| id + max_requests)
+            .map(|id| id + (max_requests + 1))
             .unwrap_or(StreamId::FIRST_REQUEST);
 
         self.inner.shutdown(&mut self.sent_closing, max_id).await
@@ -201,8 +206,10 @@ where
                     // When the connection is in a graceful shutdown procedure, reject all
                     // incoming requests not belonging to the grace interval. It's possible that
                     // some acceptable request streams arrive after rejected requests.
-                    if let Some(max_id) = self.sent_closing {
-                        if s.send_id() > max_id {
+                    // h3lab: from the GOAWAY's ID on (it names the first
+                    // request refused, not the last one served).
+                    if let Some(first_refused) = self.sent_closing {
+                        if s.send_id() >= first_refused {
                             s.stop_sending(Code::H3_REQUEST_REJECTED.value());
                             s.reset(Code::H3_REQUEST_REJECTED.value());
                             if self.poll_requests_completion(cx).is_ready() {
