@@ -9,12 +9,16 @@
 # URL_PATH=/bytes/1000 RUN_TIMEOUT=90 (seconds per run) OUT=DIR (keep raw output)
 # PROTOCOLS="h1 h2 h3" SERVER_THREADS= (the server's --threads; its default if empty)
 # NO_BUILD=1 (measure target/release/h3lab as it is), BASELINE=PATH (also
-# measure another h3lab binary, e.g. an older build, as the tool "base").
+# measure another h3lab binary, e.g. an older build, as the tool "base"),
+# LINGER=200us (h1/h2: also run h3lab with --linger LINGER, as "h3lab-l";
+# empty: not).
 #
 # shb runs twice: as it comes ("shb"), and as "shb-b1" with --batch-size 1.
 # By default shb holds out for several completions (up to 500 us) before it
 # reads them, which saves it wake-ups and segments but counts the wait in
 # its latencies; h3lab reads each response as it arrives, as shb-b1 does.
+# With --linger h3lab holds out too ("h3lab-l", the like of shb's default),
+# and times each read by the kernel's receive stamp (docs/load.md).
 set -euo pipefail
 
 REQUESTS=${REQUESTS:-100000}
@@ -25,6 +29,7 @@ REPS=${REPS:-3}
 URL_PATH=${URL_PATH:-/bytes/1000}
 RUN_TIMEOUT=${RUN_TIMEOUT:-90}
 PROTOCOLS=${PROTOCOLS:-h1 h2 h3}
+LINGER=${LINGER-200us}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$(mktemp -d -t h3lab-peer-bench.XXXXXX)}
@@ -51,6 +56,7 @@ oha=$(command -v oha || true)
 [[ -z $oha && -x $HOME/.cargo/bin/oha ]] && oha=$HOME/.cargo/bin/oha
 h2load=$(command -v h2load || true)
 tools=(h3lab)
+[[ -n $LINGER ]] && tools+=(h3lab-l)
 if [[ -n ${BASELINE:-} ]]; then
     [[ -x $BASELINE ]] || die "BASELINE=$BASELINE is not an executable h3lab binary"
     tools+=(base)
@@ -96,11 +102,12 @@ run_case() {
     local tool=$1 proto=$2 base=$3 streams=$STREAMS cmd
     [[ $proto == h1 ]] && streams=1
     case $tool in
-    h3lab | base)
+    h3lab | h3lab-l | base)
         local binary=$h3lab
         [[ $tool == base ]] && binary=$BASELINE
         cmd=("$binary" load "$url" --insecure -q --proto "$proto" -n "$REQUESTS" -c "$CONNS"
-        -m "$streams" --threads "$THREADS" --json "$base.json") ;;
+        -m "$streams" --threads "$THREADS" --json "$base.json")
+        [[ $tool == h3lab-l ]] && cmd+=(--linger "$LINGER") ;;
     shb | shb-b1)
         cmd=("$shb" "$url" -j -n "$REQUESTS" -c "$CONNS" -t "$THREADS")
         [[ $tool == shb-b1 ]] && cmd+=(--batch-size 1)
@@ -125,6 +132,8 @@ for proto in $PROTOCOLS; do
     [[ $proto =~ ^h[123]$ ]] || die "PROTOCOLS=$PROTOCOLS: each must be h1, h2 or h3"
     for tool in "${tools[@]}"; do
         [[ $tool == h2load && $proto == h3 ]] && continue
+        # The linger is the TCP engine's; h3 reads each datagram as it comes.
+        [[ $tool == h3lab-l && $proto == h3 ]] && continue
         cases+=("$tool:$proto")
     done
 done
@@ -148,7 +157,7 @@ body = int(sized.group(1)) if sized and int(sized.group(1)) >= 1_000_000 else No
 
 def parse(tool, base):
     """(responses with status < 400, duration in s as the tool measured it)"""
-    if tool in ("h3lab", "base"):
+    if tool in ("h3lab", "h3lab-l", "base"):
         report = json.load(open(base + ".json"))
         good = sum(n for code, n in report["status_counts"].items() if int(code) < 400)
         return good, report["duration_s"]
@@ -210,12 +219,13 @@ for (tool, proto), (rates, per_cpu, per_gb, notes) in rows.items():
 
 print("\nratios of medians (h3lab / peer): req/s, req/CPU-s" + (", CPU-s/GB" if body else ""))
 for proto in ("h1", "h2", "h3"):
-    ours = rows.get(("h3lab", proto))
-    for peer in ("base", "shb", "shb-b1", "oha", "h2load"):
-        theirs = rows.get((peer, proto))
-        if not ours or not theirs or not all((ours[0], ours[1], theirs[0], theirs[1])):
-            continue
-        ratio = lambda i: statistics.median(ours[i]) / statistics.median(theirs[i])
-        gb = f", {ratio(2):.2f}x CPU-s/GB" if body and ours[2] and theirs[2] else ""
-        print(f"  {proto} h3lab/{peer}: {ratio(0):.2f}x req/s, {ratio(1):.2f}x req/CPU-s{gb}")
+    for mine in ("h3lab", "h3lab-l"):
+        ours = rows.get((mine, proto))
+        for peer in ("base", "shb", "shb-b1", "oha", "h2load"):
+            theirs = rows.get((peer, proto))
+            if not ours or not theirs or not all((ours[0], ours[1], theirs[0], theirs[1])):
+                continue
+            ratio = lambda i: statistics.median(ours[i]) / statistics.median(theirs[i])
+            gb = f", {ratio(2):.2f}x CPU-s/GB" if body and ours[2] and theirs[2] else ""
+            print(f"  {proto} {mine}/{peer}: {ratio(0):.2f}x req/s, {ratio(1):.2f}x req/CPU-s{gb}")
 EOF

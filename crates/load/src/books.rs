@@ -168,6 +168,11 @@ impl Books {
         self.schedule.borrow_mut().next(Instant::now())
     }
 
+    /// Open model: when the next ticket is due.
+    pub(crate) fn next_due(&self) -> Option<Instant> {
+        self.schedule.borrow().next_due()
+    }
+
     pub(crate) fn is_done(&self, now: Instant) -> bool {
         self.schedule.borrow().is_done(now)
     }

@@ -141,6 +141,15 @@ pub struct LoadArgs {
     /// model: 100 requests per second for 60 s). Only for a server you run.
     #[arg(long)]
     pub allow_heavy: bool,
+    /// h1/h2: before each wait, while responses are due, hold out this
+    /// long (e.g. 100us) so that one wake-up reads many, as shb batches its
+    /// completions: less client CPU per request, and sends later in the
+    /// closed model. Each read is then timed by the kernel's receive stamp,
+    /// so latencies stay what arrived when (on h2 an upper bound within
+    /// the linger); open-model sends keep their schedule.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[serde(serialize_with = "flags::duration_opt")]
+    pub linger: Option<Duration>,
 }
 
 /// The flags of `h3lab load merge`.
@@ -230,6 +239,7 @@ impl LoadArgs {
         config.shard = self.shard;
         config.start_at = self.start_at;
         config.allow_heavy = self.allow_heavy;
+        config.linger = self.linger;
         config.validate()?;
         Ok(config)
     }
@@ -276,6 +286,7 @@ mod tests {
             shard: Some(Shard { index: 2, count: 8 }),
             start_at: Some(parse_start_at("2026-11-26T12:00:00.250Z").unwrap()),
             allow_heavy: true,
+            linger: Some(Duration::from_micros(150)),
         };
         assert_eq!(round_trip(&args), args);
     }

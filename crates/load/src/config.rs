@@ -13,6 +13,11 @@ use http::Method;
 /// Requests a run issues when neither a count nor a duration is given.
 pub(crate) const DEFAULT_REQUESTS: u64 = 200;
 
+/// The longest `--linger`: a longer hold throttles the load more than it
+/// saves, and comes near the age past which a receive stamp is taken for
+/// a clock step (`tcp::arrival`).
+const MAX_LINGER: Duration = Duration::from_millis(100);
+
 /// A complete, validated description of one load run.
 #[derive(Debug, Clone)]
 pub struct LoadConfig {
@@ -63,6 +68,9 @@ pub struct LoadConfig {
     /// `--allow-heavy`: no caps against a server outside this machine
     /// (`politeness`).
     pub allow_heavy: bool,
+    /// `--linger`: h1/h2 hold out this long before each wait while
+    /// responses are due, and time reads by the kernel's receive stamps.
+    pub linger: Option<Duration>,
 }
 
 /// An unsplit test: the one part of one.
@@ -144,6 +152,7 @@ impl LoadConfig {
             shard: None,
             start_at: None,
             allow_heavy: false,
+            linger: None,
         }
     }
 
@@ -179,7 +188,30 @@ impl LoadConfig {
         if self.request_timeout.is_zero() || self.connect_timeout.is_zero() {
             bail!("--timeout and --connect-timeout must be longer than zero");
         }
+        self.validate_linger()?;
         self.validate_split()
+    }
+
+    fn validate_linger(&self) -> anyhow::Result<()> {
+        let Some(linger) = self.linger else {
+            return Ok(());
+        };
+        if !matches!(self.proto, Proto::H1 | Proto::H2) {
+            bail!(
+                "--linger holds out for responses on h1 and h2 (the TCP engine); {} reads each \
+                 response as it arrives: leave --linger out, or use --proto h1 or h2",
+                self.proto.name()
+            );
+        }
+        if linger.is_zero() || linger > MAX_LINGER {
+            bail!(
+                "--linger {} is out of range: give 1us to {}, e.g. 100us (leave it out to \
+                 read each response as it arrives)",
+                humantime::format_duration(linger),
+                humantime::format_duration(MAX_LINGER)
+            );
+        }
+        Ok(())
     }
 
     fn validate_split(&self) -> anyhow::Result<()> {
@@ -379,6 +411,31 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         assert_eq!(body, Bytes::from_static(b"from file"));
         assert!(parse_body("@/nonexistent/body").is_err());
+    }
+
+    #[test]
+    fn a_linger_is_for_h1_and_h2_and_within_its_range() {
+        let mut config = LoadConfig::new(Target::parse("https://127.0.0.1:1/").unwrap());
+        config.linger = Some(Duration::from_micros(100));
+        for proto in [Proto::H1, Proto::H2] {
+            config.proto = proto;
+            config.validate().unwrap();
+        }
+        for proto in [Proto::H3, Proto::Auto] {
+            config.proto = proto;
+            let err = config.validate().unwrap_err().to_string();
+            assert!(
+                err.contains("--linger holds out for responses on h1 and h2"),
+                "{err}"
+            );
+            assert!(err.contains(proto.name()), "{err}");
+        }
+        config.proto = Proto::H2;
+        for linger in [Duration::ZERO, Duration::from_millis(101)] {
+            config.linger = Some(linger);
+            let err = config.validate().unwrap_err().to_string();
+            assert!(err.contains("is out of range: give 1us to 100ms"), "{err}");
+        }
     }
 
     #[test]

@@ -30,6 +30,8 @@ pub(crate) struct Plan {
     pub(crate) measure_start: Instant,
     pub(crate) deadline: Option<Instant>,
     pub(crate) qlog: Option<std::path::PathBuf>,
+    /// `--linger`: the h1/h2 loop's hold before each wait.
+    pub(crate) linger: Option<Duration>,
 }
 
 impl Plan {
@@ -54,6 +56,7 @@ impl Plan {
             template: config.request_template(),
             streams: config.streams,
             qlog: config.qlog.clone(),
+            linger: config.linger,
             request_timeout: config.request_timeout,
             connect_timeout: config.connect_timeout,
             start,

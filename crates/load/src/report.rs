@@ -90,6 +90,7 @@ pub(crate) fn build(
             requests_per_cpu_s: 0.0,
             engine: Some(totals.engine.to_string()),
         },
+        batching: tally.batching,
         warmup,
         worker: Some(worker),
         timeline: Some(tally.timeline),

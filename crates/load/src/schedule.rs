@@ -94,6 +94,15 @@ impl Schedule {
         Some(ticket)
     }
 
+    /// Open model: when the ticket `next` gives is due (`None` in the
+    /// closed model).
+    pub fn next_due(&self) -> Option<Instant> {
+        match self.retry.last() {
+            Some(ticket) => ticket.intended,
+            None => self.pacing.as_ref().map(|pacing| pacing.due(pacing.next)),
+        }
+    }
+
     /// True when `next` would return `None`.
     pub fn is_done(&self, now: Instant) -> bool {
         self.retry.is_empty() && self.peek(now).is_none()
@@ -260,6 +269,22 @@ mod tests {
         assert_eq!(due[1] - due[0], 5 * MS);
         assert_eq!(due[199] - due[0], 199 * 5 * MS);
         assert_eq!(schedule.unsent(t0 + Duration::from_secs(5)), 0);
+    }
+
+    #[test]
+    fn the_next_due_time_is_the_next_tickets_and_the_closed_model_has_none() {
+        let start = Instant::now();
+        let mut closed = Schedule::new(start, None, Some(3), None);
+        assert_eq!(closed.next_due(), None);
+        closed.next(start);
+        assert_eq!(closed.next_due(), None);
+        let mut open = Schedule::new(start, None, None, Some((100.0, start)));
+        assert_eq!(open.next_due(), Some(start));
+        let first = open.next(start).unwrap();
+        assert_eq!(open.next_due(), Some(start + Duration::from_millis(10)));
+        open.retry(first);
+        assert_eq!(open.next_due(), Some(start));
+        assert_eq!(open.next(start), Some(first));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use h3lab_results::load::{ErrorCounts, OriginLeg, Timeline};
+use h3lab_results::load::{Batching, ErrorCounts, OriginLeg, Timeline};
 use h3lab_results::{ErrorKind, Micros, Proto};
 
 /// Status codes are three digits; index them directly.
@@ -39,6 +39,8 @@ pub(crate) struct Tally {
     pub timeline: Timeline,
     /// When this worker first tried to connect.
     pub first_attempt: Option<Instant>,
+    /// With `--linger`: the hold and how the reads were timed.
+    pub batching: Option<Batching>,
 }
 
 impl Default for Tally {
@@ -68,6 +70,7 @@ impl Default for Tally {
             warmup_latency: Micros::default(),
             timeline: Timeline::default(),
             first_attempt: None,
+            batching: None,
         }
     }
 }
@@ -151,6 +154,10 @@ impl Tally {
         self.warmup_failed += other.warmup_failed;
         self.warmup_latency.add(&other.warmup_latency);
         self.timeline.add(&other.timeline);
+        match (&mut self.batching, other.batching) {
+            (Some(mine), Some(theirs)) => mine.add(&theirs),
+            (mine, theirs) => *mine = mine.take().or(theirs),
+        }
         self.first_attempt = self
             .first_attempt
             .into_iter()

@@ -122,3 +122,69 @@ fn at_a_low_rate_sends_leave_on_time() {
         "sends left {lag_p50} µs late at the median, more than 0.1 ms\n{report}"
     );
 }
+
+/// `--linger` of 20 ms, one connection, one request at a time: each wait
+/// holds out the whole linger (the run takes at least 30 of them), yet
+/// each response is timed by its arrival, well under the linger.
+#[test]
+fn a_linger_holds_out_but_times_each_response_by_its_arrival() {
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let server = TestServer::start();
+    let linger = Duration::from_millis(20);
+    for proto in [Proto::H1, Proto::H2] {
+        let mut config = server.config("/bytes/1000", proto);
+        config.connections = 1;
+        config.requests = Some(30);
+        config.linger = Some(linger);
+        let report = h3lab_load::run(&config, CancellationToken::new()).unwrap();
+        assert_eq!(report.completed, 30, "{proto}\n{report}");
+        let batching = report.batching.as_ref().expect("the linger's figures");
+        assert_eq!(batching.linger_us, 20_000, "{proto}");
+        assert_eq!(batching.untimed_reads, 0, "{proto}\n{report}");
+        assert!(batching.timestamped_reads >= 30, "{proto}\n{report}");
+        assert!(
+            report.duration_s >= 30.0 * linger.as_secs_f64() * 0.9,
+            "{proto}: 30 requests in {} s, so the loop did not hold out\n{report}",
+            report.duration_s
+        );
+        for (what, micros) in [("latency", &report.latency_us), ("ttfb", &report.ttfb_us)] {
+            let p50 = micros.quantile(0.5);
+            assert!(
+                p50 < 10_000,
+                "{proto}: {what} p50 {p50} µs: the hold was timed, not the arrival\n{report}"
+            );
+        }
+    }
+}
+
+/// An open-model run with a linger longer than the time between sends:
+/// the hold ends when the next send is due, so sends keep their schedule.
+#[test]
+fn a_linger_lets_open_model_sends_leave_on_time() {
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let server = TestServer::start();
+    let mut config = server.config("/bytes/1000", Proto::H2);
+    config.connections = 1;
+    config.threads = 1;
+    config.rate = Some(200.0);
+    config.duration = Some(Duration::from_secs(1));
+    config.linger = Some(Duration::from_millis(20));
+    let report = h3lab_load::run(&config, CancellationToken::new()).unwrap();
+    let open = report.open_model.as_ref().expect("open-model figures");
+    assert_eq!(report.failed, 0, "{report}");
+    assert!(open.sent >= 190, "{report}");
+    let lag_p50 = open.lag_us.quantile(0.5);
+    assert!(
+        lag_p50 <= 1_000,
+        "sends left {lag_p50} µs late at the median: the hold kept them\n{report}"
+    );
+    assert_eq!(
+        report.batching.as_ref().unwrap().untimed_reads,
+        0,
+        "{report}"
+    );
+}

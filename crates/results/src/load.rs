@@ -97,6 +97,10 @@ pub struct LoadReport {
     pub open_model: Option<OpenModel>,
     /// CPU time of the load generator's worker threads.
     pub cpu: Cpu,
+    /// With `--linger`: how long the client held out before each wait,
+    /// and how its reads were timed; absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batching: Option<Batching>,
     /// The excluded warm-up phase; `None` without `--warmup`.
     pub warmup: Option<Warmup>,
     /// Where the run ran and, for a split test, which shard it was;
@@ -209,6 +213,33 @@ pub struct Cpu {
     /// written before it was recorded, and from a merge of runs that differ.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<String>,
+}
+
+/// `--linger`: before each wait, while responses were due, the client
+/// held out so that one wake-up read many (as shb batches completions),
+/// at less CPU per request; each read was then timed by the kernel's
+/// receive stamp (its last segment's arrival), not by when the client got
+/// to it. On h2 a read holding several responses times each by the last
+/// one's arrival, an upper bound within the linger.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Batching {
+    /// The longest hold before a wait, in µs.
+    pub linger_us: u64,
+    /// Socket reads timed by their receive stamp.
+    pub timestamped_reads: u64,
+    /// Socket reads the kernel gave no stamp (or one a clock step made
+    /// unbelievable): timed when read, so their responses' times include
+    /// the hold.
+    pub untimed_reads: u64,
+}
+
+impl Batching {
+    /// Two runs' (shards', workers') batching as one.
+    pub fn add(&mut self, other: &Batching) {
+        self.linger_us = self.linger_us.max(other.linger_us);
+        self.timestamped_reads += other.timestamped_reads;
+        self.untimed_reads += other.untimed_reads;
+    }
 }
 
 /// The excluded warm-up phase.
@@ -326,6 +357,7 @@ impl LoadReport {
         if self.cpu.engine != other.cpu.engine {
             self.cpu.engine = None;
         }
+        self.batching = add_optional(self.batching.take(), &other.batching, Batching::add);
         self.warmup = add_optional(self.warmup.take(), &other.warmup, |mine, theirs| {
             mine.duration_s = mine.duration_s.max(theirs.duration_s);
             mine.completed += theirs.completed;
@@ -663,6 +695,22 @@ impl LoadReport {
         )?;
         if let Some(engine) = &self.cpu.engine {
             writeln!(f, "  engine:    {engine}")?;
+        }
+        if let Some(batching) = &self.batching {
+            let reads = batching.timestamped_reads + batching.untimed_reads;
+            writeln!(
+                f,
+                "  linger:    held out up to {} µs before each wait; {} of {} reads timed by \
+                 the kernel's receive stamp{}",
+                batching.linger_us,
+                batching.timestamped_reads,
+                reads,
+                if batching.untimed_reads > 0 {
+                    " (the others' responses were timed when read, the hold included)"
+                } else {
+                    ""
+                }
+            )?;
         }
         if let Some((min, median, max)) = self.timeline.as_ref().and_then(Timeline::full_seconds) {
             writeln!(

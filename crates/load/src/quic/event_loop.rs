@@ -48,7 +48,7 @@ pub(crate) fn run_worker(
     done: Arc<AtomicU64>,
 ) -> anyhow::Result<WorkerResult> {
     let cpu_before = CpuTime::of_this_thread();
-    precise_timers();
+    crate::pacer::precise_timers();
     let mut engine = Engine::new(plan, share, done)?;
     let end = engine.run(&cancel);
     Ok(WorkerResult {
@@ -56,14 +56,6 @@ pub(crate) fn run_worker(
         cpu: CpuTime::of_this_thread().since(cpu_before),
         end,
     })
-}
-
-/// Timer slack of 1 ns for this thread: the kernel otherwise lets a wait
-/// end up to 50 µs late, which an open-model send would carry as lag.
-fn precise_timers() {
-    // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only
-    // this thread.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
 }
 
 struct Engine {

@@ -16,6 +16,7 @@ use h3lab_client::{
     no_h2_in_alpn, tcp_connect_error, tcp_connect_timeout, tcp_rtt, tls_failure,
     tls_handshake_timeout, ClientError, ConnectTiming, Scheme,
 };
+use h3lab_results::load::Batching;
 use h3lab_results::{ErrorKind, Proto};
 use http::request::Parts;
 use http::Method;
@@ -25,6 +26,7 @@ use rustls::pki_types::ServerName;
 use rustls::ClientConnection;
 use tokio_util::sync::CancellationToken;
 
+use super::arrival::{stamp_reads, ArrivalClock};
 use super::h1::H1Conn;
 use super::h2::H2Conn;
 use super::h2codec::code;
@@ -52,8 +54,16 @@ pub(crate) fn run_worker(
     let cpu_before = CpuTime::of_this_thread();
     let mut engine = Engine::new(plan, share, done)?;
     let end = engine.run(&cancel);
+    let mut tally = engine.books.into_tally(end);
+    if let (Some(linger), Some(arrivals)) = (engine.linger, &engine.arrivals) {
+        tally.batching = Some(Batching {
+            linger_us: linger.as_micros() as u64,
+            timestamped_reads: arrivals.timed,
+            untimed_reads: arrivals.untimed,
+        });
+    }
     Ok(WorkerResult {
-        tally: engine.books.into_tally(end),
+        tally,
         cpu: CpuTime::of_this_thread().since(cpu_before),
         end,
     })
@@ -112,6 +122,11 @@ struct Engine {
     outcomes: Vec<Outcome>,
     /// Slots with a socket event this turn, and whether it said readable.
     woken: Vec<(usize, bool)>,
+    /// `--linger`: how long to hold out before a wait while responses are
+    /// due, so that one wake-up reads many.
+    linger: Option<Duration>,
+    /// With a linger: when each read's bytes arrived, by the kernel.
+    arrivals: Option<ArrivalClock>,
 }
 
 impl Engine {
@@ -126,6 +141,11 @@ impl Engine {
             .schedule
             .interval()
             .map_or(Duration::ZERO, crate::pacer::spin_for);
+        let plan_linger = plan.linger;
+        if plan_linger.is_some() {
+            // The hold is a sleep, which would otherwise end up to 50 µs late.
+            crate::pacer::precise_timers();
+        }
         let request = Request {
             h1: (!plan.template.varies()).then(|| encode_h1_request(&plan)),
             parts: (!plan.template.varies()).then(|| plan.template.multiplexed().into_parts().0),
@@ -144,6 +164,8 @@ impl Engine {
             scratch: vec![0; SOCKET_READ].into_boxed_slice(),
             outcomes: Vec::new(),
             woken: Vec::new(),
+            linger: plan_linger,
+            arrivals: plan_linger.map(|_| ArrivalClock::new()),
         })
     }
 
@@ -194,6 +216,7 @@ impl Engine {
         let timeout = if wake <= now {
             Some(Duration::ZERO)
         } else {
+            self.hold(wake - now);
             self.timer.arm(wake)?;
             None
         };
@@ -215,6 +238,37 @@ impl Engine {
             }
         }
         Ok(())
+    }
+
+    /// With `--linger`, while responses are due: sleeps for the linger,
+    /// letting responses gather so that the wait after it reads many at
+    /// once. They are timed by their arrival, not by this. The hold ends
+    /// by `until_due` (the next timer) and by the next open-model send,
+    /// even one waiting for a stream (a response held back would keep it
+    /// waiting), so sends keep their schedule.
+    fn hold(&self, until_due: Duration) {
+        let Some(linger) = self.linger else {
+            return;
+        };
+        let awaiting = self.slots.iter().any(|slot| match &slot.conn {
+            Some(TcpConn {
+                phase: Phase::Open(http),
+                ..
+            }) => http.in_flight() > 0,
+            _ => false,
+        });
+        if !awaiting {
+            return;
+        }
+        let now = Instant::now();
+        let sends = (self.slots.iter().map(Slot::next_due))
+            .chain([self.books.next_due()])
+            .flatten()
+            .map(|due| due.saturating_duration_since(now));
+        let hold = sends.fold(linger.min(until_due), Duration::min);
+        if !hold.is_zero() {
+            std::thread::sleep(hold);
+        }
     }
 
     /// Runs the slots that woke, then those whose timer is due.
@@ -256,6 +310,10 @@ impl Engine {
             });
             match opened {
                 Ok(stream) => {
+                    if self.arrivals.is_some() {
+                        // Refused, its reads go untimed, and are counted so.
+                        let _ = stamp_reads(&stream);
+                    }
                     self.slots[index].conn = Some(TcpConn {
                         transport: Transport::new(stream, None),
                         phase: Phase::Connecting,
@@ -335,7 +393,7 @@ impl Engine {
         let inbox = &mut conn.inbox;
         let end = conn
             .transport
-            .read(&mut self.scratch, &mut |plain| {
+            .read(&mut self.scratch, None, now, &mut |plain, _| {
                 inbox.extend_from_slice(plain)
             })
             .map_err(|err| Failure::SetUp(tls_failure(addr, &transport_error(&err))))?;
@@ -397,6 +455,7 @@ impl Engine {
             scratch,
             outcomes,
             books,
+            arrivals,
             ..
         } = self;
         let conn = slots[index].conn.as_mut().expect("a connection");
@@ -407,11 +466,13 @@ impl Engine {
         let (inbox, out) = (&mut conn.inbox, &mut conn.out);
         // What the inbox held (the handshake's last flight) goes first.
         let mut result = feed(http, inbox, &[], now, outcomes, out);
-        let read = conn.transport.read(scratch, &mut |plain| {
-            if result.is_ok() {
-                result = feed(http, inbox, plain, now, outcomes, out);
-            }
-        });
+        let read = conn
+            .transport
+            .read(scratch, arrivals.as_mut(), now, &mut |plain, arrived| {
+                if result.is_ok() {
+                    result = feed(http, inbox, plain, arrived, outcomes, out);
+                }
+            });
         conn.unread = read.as_ref().is_ok_and(|end| *end == ReadEnd::More);
         let result = match read {
             Err(err) => Err(Failure::Lost(ErrorKind::Reset, transport_error(&err))),

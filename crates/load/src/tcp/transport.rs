@@ -4,9 +4,12 @@
 //! socket takes it, and the rest kept for when it has room.
 
 use std::io::{self, BufRead, Read, Write};
+use std::time::Instant;
 
 use mio::net::TcpStream;
 use rustls::{ClientConnection, HandshakeKind};
+
+use super::arrival::{recv_stamped, ArrivalClock};
 
 /// One read from the socket. rustls reads 4 KiB a call on its own; one
 /// large read handed to it from memory costs a copy instead of a syscall
@@ -76,20 +79,33 @@ impl Transport {
 
     /// Reads what the socket holds (up to [`READS_PER_CALL`] reads) and
     /// hands its plaintext to `sink` (`scratch` holds the ciphertext), a
-    /// piece at a time, where it lies in rustls' buffers.
+    /// piece at a time, where it lies in rustls' buffers, with when it
+    /// arrived: by the kernel's stamp with a `clock` (`--linger`), else
+    /// `now`.
     pub(crate) fn read(
         &mut self,
         scratch: &mut [u8],
-        sink: &mut dyn FnMut(&[u8]),
+        mut clock: Option<&mut ArrivalClock>,
+        now: Instant,
+        sink: &mut dyn FnMut(&[u8], Instant),
     ) -> Result<ReadEnd, TransportError> {
         for _ in 0..READS_PER_CALL {
-            let read = match self.stream.read(scratch) {
-                Ok(0) => return Ok(ReadEnd::Closed),
+            let read = match clock.as_deref_mut() {
+                Some(clock) => recv_stamped(&self.stream, scratch, &mut clock.control),
+                None => self.stream.read(scratch).map(|read| (read, None)),
+            };
+            let (read, stamp) = match read {
+                Ok((0, _)) => return Ok(ReadEnd::Closed),
                 Ok(read) => read,
                 Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Ok(ReadEnd::Drained),
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
                 Err(err) => return Err(TransportError::Io(err)),
             };
+            let arrived = match clock.as_deref_mut() {
+                Some(clock) => clock.arrival(stamp, now),
+                None => now,
+            };
+            let sink = &mut |plain: &[u8]| sink(plain, arrived);
             match self.tls.as_deref_mut() {
                 Some(tls) => {
                     if decrypt(tls, &scratch[..read], sink)? {

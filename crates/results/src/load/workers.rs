@@ -433,7 +433,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::load::{Cpu, ErrorCounts, FirstCall, Model};
+    use crate::load::{Batching, Cpu, ErrorCounts, FirstCall, Model};
     use crate::{Micros, Proto};
 
     /// Shard `index` of `count`, with these latencies (µs) and errors.
@@ -481,6 +481,7 @@ mod tests {
                 requests_per_cpu_s: 0.0,
                 engine: Some("tcp".into()),
             },
+            batching: None,
             warmup: None,
             worker: Some(Worker {
                 shard: Some(Shard { index, count }),
@@ -598,6 +599,31 @@ mod tests {
         assert_eq!(merged.cpu.engine.as_deref(), Some("quic"));
         let differing = [shard(0, "quic"), shard(1, "tokio")];
         assert_eq!(merge_workers(&differing, false).unwrap().cpu.engine, None);
+    }
+
+    #[test]
+    fn merged_batching_adds_the_reads_and_keeps_the_longest_linger() {
+        let shard = |index: u32, batching: Option<Batching>| {
+            let mut report = shard_report(index, 2, &[100], 0);
+            report.batching = batching;
+            (format!("w{index}.json"), report)
+        };
+        let batching = |linger_us, timestamped_reads, untimed_reads| Batching {
+            linger_us,
+            timestamped_reads,
+            untimed_reads,
+        };
+        let both = [
+            shard(0, Some(batching(100, 40, 1))),
+            shard(1, Some(batching(200, 60, 0))),
+        ];
+        let merged = merge_workers(&both, false).unwrap();
+        assert_eq!(merged.batching, Some(batching(200, 100, 1)));
+        let one = [shard(0, None), shard(1, Some(batching(200, 60, 0)))];
+        let merged = merge_workers(&one, false).unwrap();
+        assert_eq!(merged.batching, Some(batching(200, 60, 0)));
+        let neither = [shard(0, None), shard(1, None)];
+        assert_eq!(merge_workers(&neither, false).unwrap().batching, None);
     }
 
     #[test]
