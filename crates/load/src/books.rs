@@ -134,6 +134,35 @@ impl Pending {
 }
 
 /// One worker's schedule and tally; only its own thread touches them.
+/// A ticket a request loop waits to send ([`Books::hold`]). Dropped
+/// unsent, it goes back as the event loops hand theirs back at the end:
+/// due, it counts as never sent; not yet due, as never issued.
+pub(crate) struct HeldTicket<'a> {
+    books: &'a Books,
+    ticket: Option<Ticket>,
+}
+
+impl HeldTicket<'_> {
+    /// The ticket, now being sent.
+    pub(crate) fn send(mut self) -> Ticket {
+        self.ticket.take().expect("a held ticket is sent once")
+    }
+}
+
+impl Drop for HeldTicket<'_> {
+    fn drop(&mut self) {
+        if let Some(ticket) = self.ticket.take() {
+            let now = Instant::now();
+            let end = self
+                .books
+                .plan
+                .deadline
+                .map_or(now, |deadline| deadline.min(now));
+            self.books.hand_back([ticket], end);
+        }
+    }
+}
+
 pub(crate) struct Books {
     pub(crate) plan: Arc<Plan>,
     pub(crate) schedule: RefCell<Schedule>,
@@ -175,6 +204,15 @@ impl Books {
 
     pub(crate) fn is_done(&self, now: Instant) -> bool {
         self.schedule.borrow().is_done(now)
+    }
+
+    /// `ticket`, held by a request loop of the tokio engine until it is
+    /// sent: a loop dropped first (the run's end, Ctrl-C) hands it back.
+    pub(crate) fn hold(&self, ticket: Ticket) -> HeldTicket<'_> {
+        HeldTicket {
+            books: self,
+            ticket: Some(ticket),
+        }
     }
 
     /// Tickets a connection slot still held when the run ended at `end`:
@@ -416,6 +454,18 @@ mod tests {
             "one request sent, on time"
         );
         assert_eq!(tally.unsent, 0);
+    }
+
+    /// A request loop dropped (Ctrl-C) while it held a due ticket: never
+    /// sent, so one of the `unsent`, not one issued and lost.
+    #[test]
+    fn a_ticket_dropped_unsent_while_due_counts_as_unsent() {
+        let start = Instant::now() - 50 * MS;
+        let books = books(Schedule::new(start, None, Some(1), Some((100.0, start))));
+        let held = books.hold(books.next_ticket().expect("a ticket"));
+        drop(held);
+        let tally = books.into_tally(Instant::now());
+        assert_eq!((tally.sent, tally.unsent), (0, 1));
     }
 
     /// Refused, then the run ended before it went again: it was sent (and

@@ -221,9 +221,11 @@ impl Worker {
             let Some(ticket) = self.books.next_ticket() else {
                 return LoopEnd::Done;
             };
+            let held = self.books.hold(ticket);
             if let Some(intended) = ticket.intended {
                 self.pacer.sleep_until(intended).await;
             }
+            let ticket = held.send();
             let sent_at = Instant::now();
             self.books.note_sent(&ticket, sent_at);
             let outcome = tokio::select! {

@@ -195,7 +195,7 @@ impl H3Conn {
         let refused: Vec<StreamId> = self
             .requests
             .keys()
-            .filter(|id| u64::from(VarInt::from(**id)) >= first)
+            .filter(|&&id| past_goaway(id, first))
             .copied()
             .collect();
         for id in refused {
@@ -364,15 +364,21 @@ impl H3Conn {
         };
         let goaway = self.goaway;
         for (id, request) in self.requests.drain() {
-            let unsent = goaway.is_some_and(|first| u64::from(VarInt::from(id)) >= first);
+            let unsent = goaway.is_some_and(|first| past_goaway(id, first));
             let message = connection_ended(reason);
             outcomes.push(request.pending.failed(kind, message, unsent));
         }
     }
 }
 
+/// Whether request stream `id` is at or past a GOAWAY's `first` refused
+/// ID: the server will not process it (RFC 9114 §5.2).
+fn past_goaway(id: StreamId, first: u64) -> bool {
+    u64::from(VarInt::from(id)) >= first
+}
+
 /// An HTTP/3 error code as QUIC carries it.
-fn h3_code(code: u64) -> VarInt {
+pub(super) fn h3_code(code: u64) -> VarInt {
     VarInt::from_u64(code).expect("HTTP/3 codes fit a varint")
 }
 

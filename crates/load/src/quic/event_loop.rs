@@ -23,7 +23,7 @@ use rustc_hash::FxHashMap;
 use tokio_util::sync::CancellationToken;
 
 use super::codec;
-use super::conn::{Change, H3Conn, Pieces};
+use super::conn::{h3_code, Change, H3Conn, Pieces};
 use super::socket::{Received, Socket};
 use crate::books::{Books, Outcome};
 use crate::cpu::CpuTime;
@@ -538,5 +538,5 @@ fn encode_head(template: &h3lab_client::RequestTemplate) -> Bytes {
 
 /// HTTP/3's code for a graceful close.
 fn no_error() -> VarInt {
-    VarInt::from_u64(codec::code::H3_NO_ERROR).expect("a small code")
+    h3_code(codec::code::H3_NO_ERROR)
 }

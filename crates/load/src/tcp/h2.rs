@@ -336,6 +336,14 @@ impl H2Conn {
         out: &mut Vec<u8>,
     ) -> Result<Option<usize>, H2Error> {
         let padding = if header.has(flag::PADDED) {
+            // An empty payload has no Pad Length: the byte after it is the
+            // next frame's (§4.2).
+            if header.len == 0 {
+                return Err(H2Error::connection(
+                    code::FRAME_SIZE_ERROR,
+                    "a PADDED DATA frame too short for its Pad Length",
+                ));
+            }
             let Some(&pad_length) = payload.first() else {
                 return Ok(None);
             };
@@ -1091,6 +1099,42 @@ mod tests {
             .unwrap_err();
         assert!(err.connection);
         assert_eq!(err.code, code::PROTOCOL_ERROR);
+    }
+
+    #[test]
+    fn a_padded_data_frame_without_room_for_its_pad_length_is_a_frame_size_error() {
+        let (mut conn, mut out) = one_request("GET", Bytes::new());
+        let mut wire = Vec::new();
+        FrameHeader {
+            len: 1,
+            kind: frame::HEADERS,
+            flags: flag::END_HEADERS,
+            stream: 1,
+        }
+        .put(&mut wire);
+        wire.push(0x88);
+        FrameHeader {
+            len: 0,
+            kind: frame::DATA,
+            flags: flag::PADDED,
+            stream: 1,
+        }
+        .put(&mut wire);
+        // A well-formed frame after it, whose first byte is no Pad Length.
+        FrameHeader {
+            len: 1,
+            kind: frame::DATA,
+            flags: flag::END_STREAM,
+            stream: 1,
+        }
+        .put(&mut wire);
+        wire.push(b'a');
+        let mut outcomes = Vec::new();
+        let err = conn
+            .receive(&wire, Instant::now(), &mut outcomes, &mut out)
+            .unwrap_err();
+        assert!(err.connection);
+        assert_eq!(err.code, code::FRAME_SIZE_ERROR);
     }
 
     #[test]
