@@ -142,11 +142,13 @@ pub struct LoadArgs {
     #[arg(long)]
     pub allow_heavy: bool,
     /// h1/h2: before each wait, while responses are due, hold out this
-    /// long (e.g. 100us) so that one wake-up reads many, as shb batches its
-    /// completions: less client CPU per request, and sends later in the
-    /// closed model. Each read is then timed by the kernel's receive stamp,
-    /// so latencies stay what arrived when (on h2 an upper bound within
-    /// the linger); open-model sends keep their schedule.
+    /// long (1us to 50ms, e.g. 200us) so that one wake-up reads many, as
+    /// shb batches its completions: less client CPU per request, and sends
+    /// later in the closed model. Each read is then timed by the kernel's
+    /// receive stamp, the arrival of its last segment: exact for a response
+    /// that ends a read, an upper bound within the linger for one that
+    /// does not (several h2 responses in a read; a first byte read with
+    /// the rest). Open-model sends keep their schedule.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     #[serde(serialize_with = "flags::duration_opt")]
     pub linger: Option<Duration>,

@@ -13,10 +13,9 @@ use http::Method;
 /// Requests a run issues when neither a count nor a duration is given.
 pub(crate) const DEFAULT_REQUESTS: u64 = 200;
 
-/// The longest `--linger`: a longer hold throttles the load more than it
-/// saves, and comes near the age past which a receive stamp is taken for
-/// a clock step (`tcp::arrival`).
-const MAX_LINGER: Duration = Duration::from_millis(100);
+/// The longest `--linger`: the h1/h2 loop sleeps at most 50 ms at a time,
+/// so that it sees Ctrl-C, and a hold is one sleep.
+pub(crate) const MAX_LINGER: Duration = Duration::from_millis(50);
 
 /// A complete, validated description of one load run.
 #[derive(Debug, Clone)]
@@ -203,7 +202,7 @@ impl LoadConfig {
                 self.proto.name()
             );
         }
-        if linger.is_zero() || linger > MAX_LINGER {
+        if linger < Duration::from_micros(1) || linger > MAX_LINGER {
             bail!(
                 "--linger {} is out of range: give 1us to {}, e.g. 100us (leave it out to \
                  read each response as it arrives)",
@@ -431,10 +430,18 @@ mod tests {
             assert!(err.contains(proto.name()), "{err}");
         }
         config.proto = Proto::H2;
-        for linger in [Duration::ZERO, Duration::from_millis(101)] {
+        for linger in [
+            Duration::ZERO,
+            Duration::from_nanos(500),
+            Duration::from_millis(51),
+        ] {
             config.linger = Some(linger);
             let err = config.validate().unwrap_err().to_string();
-            assert!(err.contains("is out of range: give 1us to 100ms"), "{err}");
+            assert!(err.contains("is out of range: give 1us to 50ms"), "{err}");
+        }
+        for linger in [Duration::from_micros(1), MAX_LINGER] {
+            config.linger = Some(linger);
+            config.validate().unwrap();
         }
     }
 

@@ -94,8 +94,9 @@ impl Schedule {
         Some(ticket)
     }
 
-    /// Open model: when the ticket `next` gives is due (`None` in the
-    /// closed model).
+    /// Open model: when the next ticket would be due, whether or not the
+    /// deadline or the count lets `next` give it (`None` in the closed
+    /// model).
     pub fn next_due(&self) -> Option<Instant> {
         match self.retry.last() {
             Some(ticket) => ticket.intended,

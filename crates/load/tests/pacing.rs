@@ -182,9 +182,66 @@ fn a_linger_lets_open_model_sends_leave_on_time() {
         lag_p50 <= 1_000,
         "sends left {lag_p50} µs late at the median: the hold kept them\n{report}"
     );
-    assert_eq!(
-        report.batching.as_ref().unwrap().untimed_reads,
-        0,
-        "{report}"
+    let batching = report.batching.as_ref().expect("the linger's figures");
+    assert!(batching.timestamped_reads >= open.sent, "{report}");
+    assert_eq!(batching.untimed_reads, 0, "{report}");
+    let p50 = report.latency_us.quantile(0.5);
+    assert!(
+        p50 < 10_000,
+        "latency p50 {p50} µs: the hold was timed\n{report}"
     );
+}
+
+/// Connections that set up while others wait for responses: no hold
+/// then, or their connect and handshake would be timed a linger late.
+/// The server closes each connection after its response, so every
+/// request sets one up beside the other's request in flight.
+#[test]
+fn a_linger_leaves_connection_set_up_untimed_by_it() {
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let server = TestServer::start();
+    let mut config = server.config("/bytes/1000", Proto::H1);
+    config.threads = 1;
+    config.requests = Some(20);
+    config
+        .headers
+        .insert("connection", "close".parse().unwrap());
+    config.linger = Some(Duration::from_millis(50));
+    let report = h3lab_load::run(&config, CancellationToken::new()).unwrap();
+    assert_eq!(report.completed, 20, "{report}");
+    assert!(report.connections_opened >= 20, "{report}");
+    for (what, micros) in [
+        ("tcp", &report.tcp_connect_us),
+        ("handshake", &report.handshake_us),
+    ] {
+        let max = micros.max();
+        assert!(
+            max < 25_000,
+            "a {what} took {max} µs: a hold was in it\n{report}"
+        );
+    }
+}
+
+/// A timed run with a linger: no hold in the last linger before the
+/// deadline, where the loop ends without reading what a hold gathered,
+/// so a response that came before the deadline is not cut off.
+#[test]
+fn a_linger_keeps_the_responses_that_came_before_the_deadline() {
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let server = TestServer::start();
+    let mut config = server.config("/bytes/1000", Proto::H2);
+    config.connections = 1;
+    config.threads = 1;
+    // The last request is due 20 ms before the deadline.
+    config.rate = Some(50.0);
+    config.duration = Some(Duration::from_secs(1));
+    config.linger = Some(Duration::from_millis(50));
+    let report = h3lab_load::run(&config, CancellationToken::new()).unwrap();
+    let open = report.open_model.as_ref().expect("open-model figures");
+    assert_eq!(report.aborted_in_flight, 0, "{report}");
+    assert_eq!(report.completed, open.sent, "{report}");
 }

@@ -219,8 +219,9 @@ pub struct Cpu {
 /// held out so that one wake-up read many (as shb batches completions),
 /// at less CPU per request; each read was then timed by the kernel's
 /// receive stamp (its last segment's arrival), not by when the client got
-/// to it. On h2 a read holding several responses times each by the last
-/// one's arrival, an upper bound within the linger.
+/// to it: exact for a response whose end ends a read, an upper bound
+/// within the linger for what a read holds before its end (several h2
+/// responses; a first byte read with the rest).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Batching {
     /// The longest hold before a wait, in µs.
@@ -234,9 +235,9 @@ pub struct Batching {
 }
 
 impl Batching {
-    /// Two runs' (shards', workers') batching as one.
+    /// Two runs' (shards', workers') batching as one; their lingers are
+    /// the same (a merge refuses runs whose lingers differ).
     pub fn add(&mut self, other: &Batching) {
-        self.linger_us = self.linger_us.max(other.linger_us);
         self.timestamped_reads += other.timestamped_reads;
         self.untimed_reads += other.untimed_reads;
     }

@@ -3,68 +3,96 @@
 //! came, so it times them by the receive timestamp TCP gives each read
 //! (SO_TIMESTAMPNS: when the last segment the read returns arrived). On h1,
 //! with one response in flight per connection, that is the response's
-//! last byte; on h2 a read holding several responses times each by the
-//! last one's, an upper bound within the hold.
+//! last byte; what a read holds before its end (several h2 responses, the
+//! head read with the body) gets an upper bound within the hold. A FIN
+//! has no stamp: a response it ends is timed when read.
 //!
-//! [`ArrivalClock`] turns the kernel's wall-clock stamp into the loop's
-//! monotonic `Instant` and counts the reads it could and could not time;
-//! [`recv_stamped`] is the one syscall.
+//! [`ArrivalClock`] reads with `recvmsg`, turns the kernel's wall-clock
+//! stamp into the loop's monotonic `Instant` by its age at the read, and
+//! counts the reads it could and could not time.
 
 use std::io;
+use std::net::UdpSocket;
 use std::os::fd::{AsFd, AsRawFd};
 use std::time::{Duration, Instant, SystemTime};
 
 use nix::sys::socket::{recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags};
 use nix::sys::time::TimeSpec;
 
-/// A stamp this much older than the read is taken for a clock step, not
-/// an arrival: the read is timed as it is read, and counted untimed.
+/// A stamp older than this at its read is taken for a clock step, not an
+/// arrival (a hold is at most 50 ms): the read is timed as it is read,
+/// and counted untimed.
 const OLDEST_STAMP: Duration = Duration::from_secs(1);
 
-/// Converts the kernel's receive stamps to `Instant`s and counts them.
+/// How long [`ArrivalClock::new`] waits for the kernel to start stamping.
+const SWITCH_ON_LIMIT: Duration = Duration::from_millis(100);
+
+/// Turns the kernel's receive stamps into `Instant`s and counts them.
 pub(crate) struct ArrivalClock {
-    /// One reading of both clocks: the wall clock's stamps are placed
-    /// against it, so a later step of the wall clock moves no arrival
-    /// by more than [`OLDEST_STAMP`] (beyond which it is not believed).
-    wall: SystemTime,
-    mono: Instant,
     /// Reads timed by their receive stamp.
     pub(crate) timed: u64,
     /// Reads without one (or with one not believed), timed when read.
     pub(crate) untimed: u64,
     /// recvmsg's control buffer, room for one timestamp.
-    pub(crate) control: Vec<u8>,
+    control: Vec<u8>,
+    /// A socket that asked for stamps, kept so that stamping stays on.
+    _switch: Option<UdpSocket>,
 }
 
 impl ArrivalClock {
+    /// Also switches the kernel's stamping on before the first connect
+    /// (see [`switch_on_stamping`]).
     pub(crate) fn new() -> ArrivalClock {
-        ArrivalClock::at(SystemTime::now(), Instant::now())
-    }
-
-    fn at(wall: SystemTime, mono: Instant) -> ArrivalClock {
         ArrivalClock {
-            wall,
-            mono,
-            timed: 0,
-            untimed: 0,
-            control: nix::cmsg_space!(TimeSpec),
+            _switch: switch_on_stamping(),
+            ..ArrivalClock::unswitched()
         }
     }
 
-    /// When a read's bytes arrived: its stamp on the loop's clock, or
-    /// `read_at` (when the read ran) without a stamp to believe. A stamp
-    /// after `read_at` (the two clocks read a few ns apart) is `read_at`.
-    pub(crate) fn arrival(&mut self, stamp: Option<SystemTime>, read_at: Instant) -> Instant {
-        let arrived = stamp.and_then(|stamp| match stamp.duration_since(self.wall) {
-            Ok(after) => self.mono.checked_add(after),
-            Err(before) => self.mono.checked_sub(before.duration()),
-        });
-        match arrived {
-            Some(at) if at + OLDEST_STAMP >= read_at => {
+    fn unswitched() -> ArrivalClock {
+        ArrivalClock {
+            timed: 0,
+            untimed: 0,
+            control: nix::cmsg_space!(TimeSpec),
+            _switch: None,
+        }
+    }
+
+    /// One read of `socket` into `buf`: its length and when its bytes
+    /// arrived, on the loop's clock.
+    pub(crate) fn read(
+        &mut self,
+        socket: &impl AsRawFd,
+        buf: &mut [u8],
+    ) -> io::Result<(usize, Instant)> {
+        let (read, stamp) = recv_stamped(socket, buf, &mut self.control)?;
+        let (wall, at) = (SystemTime::now(), Instant::now());
+        if read == 0 {
+            // The peer's FIN: when it came, no stamp says.
+            self.untimed += 1;
+            return Ok((0, at));
+        }
+        Ok((read, self.arrival(stamp, wall, at)))
+    }
+
+    /// When a read's bytes arrived: `read_at` less the stamp's age on the
+    /// wall clock read with it (`read_wall`), so that a step of the wall
+    /// clock before the read moves nothing; `read_at` without a stamp to
+    /// believe (none, one after the read, or one older than
+    /// [`OLDEST_STAMP`]).
+    fn arrival(
+        &mut self,
+        stamp: Option<SystemTime>,
+        read_wall: SystemTime,
+        read_at: Instant,
+    ) -> Instant {
+        let age = stamp.and_then(|stamp| read_wall.duration_since(stamp).ok());
+        match age.filter(|age| *age <= OLDEST_STAMP) {
+            Some(age) => {
                 self.timed += 1;
-                at.min(read_at)
+                read_at.checked_sub(age).unwrap_or(read_at)
             }
-            _ => {
+            None => {
                 self.untimed += 1;
                 read_at
             }
@@ -77,9 +105,32 @@ pub(crate) fn stamp_reads(socket: &impl AsFd) -> io::Result<()> {
     setsockopt(socket, sockopt::ReceiveTimestampns, &true).map_err(io::Error::from)
 }
 
+/// The kernel turns receive stamping on in deferred work when the first
+/// socket asks, so the first packets after that may come unstamped. A UDP
+/// socket that asks sends itself a datagram until one comes back stamped
+/// (up to [`SWITCH_ON_LIMIT`]), and is kept: stamping stays on while a
+/// socket wants it. `None` where loopback cannot be used (a namespace
+/// whose `lo` is down): the first reads may then go untimed, and are
+/// counted so.
+fn switch_on_stamping() -> Option<UdpSocket> {
+    let socket = UdpSocket::bind("127.0.0.1:0").ok()?;
+    socket.connect(socket.local_addr().ok()?).ok()?;
+    stamp_reads(&socket).ok()?;
+    let mut control = nix::cmsg_space!(TimeSpec);
+    let started = Instant::now();
+    while started.elapsed() < SWITCH_ON_LIMIT {
+        socket.send(&[0]).ok()?;
+        if let Ok((_, Some(_))) = recv_stamped(&socket, &mut [0], &mut control) {
+            return Some(socket);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Some(socket)
+}
+
 /// One read of `socket` into `buf`: its length and its receive stamp, if
 /// the kernel gave one.
-pub(crate) fn recv_stamped(
+fn recv_stamped(
     socket: &impl AsRawFd,
     buf: &mut [u8],
     control: &mut [u8],
@@ -110,63 +161,75 @@ mod tests {
     const MS: Duration = Duration::from_millis(1);
 
     #[test]
-    fn a_stamp_lands_on_the_loops_clock_and_counts_as_timed() {
-        let (wall, mono) = (SystemTime::now(), Instant::now());
-        let mut clock = ArrivalClock::at(wall, mono);
-        let read_at = mono + 10 * MS;
-        assert_eq!(clock.arrival(Some(wall + 7 * MS), read_at), mono + 7 * MS);
+    fn a_stamp_is_placed_by_its_age_at_the_read_and_counts_as_timed() {
+        let mut clock = ArrivalClock::unswitched();
+        let (wall, read_at) = (SystemTime::now(), Instant::now());
+        assert_eq!(
+            clock.arrival(Some(wall - 3 * MS), wall, read_at),
+            read_at - 3 * MS
+        );
         assert_eq!((clock.timed, clock.untimed), (1, 0));
     }
 
     #[test]
-    fn a_stamp_before_the_clocks_were_read_lands_before_them() {
-        let (wall, mono) = (SystemTime::now(), Instant::now() + 10 * MS);
-        let mut clock = ArrivalClock::at(wall, mono);
-        assert_eq!(clock.arrival(Some(wall - 3 * MS), mono), mono - 3 * MS);
+    fn a_wall_clock_step_before_the_read_moves_no_arrival() {
+        let mut clock = ArrivalClock::unswitched();
+        let read_at = Instant::now();
+        // The wall clock stepped 500 ms back at some point before the
+        // read: a stamp taken after the step is 3 ms old all the same.
+        let stepped = SystemTime::now() - 500 * MS;
+        assert_eq!(
+            clock.arrival(Some(stepped - 3 * MS), stepped, read_at),
+            read_at - 3 * MS
+        );
         assert_eq!(clock.timed, 1);
     }
 
     #[test]
-    fn a_stamp_after_the_read_is_the_read() {
-        let (wall, mono) = (SystemTime::now(), Instant::now());
-        let mut clock = ArrivalClock::at(wall, mono);
-        assert_eq!(clock.arrival(Some(wall + 5 * MS), mono + MS), mono + MS);
-        assert_eq!(clock.timed, 1);
+    fn no_stamp_a_stamp_after_the_read_or_a_stale_one_is_the_read_and_counts_as_untimed() {
+        let mut clock = ArrivalClock::unswitched();
+        let (wall, read_at) = (SystemTime::now(), Instant::now());
+        assert_eq!(clock.arrival(None, wall, read_at), read_at);
+        assert_eq!(clock.arrival(Some(wall + MS), wall, read_at), read_at);
+        let stale = wall - OLDEST_STAMP - MS;
+        assert_eq!(clock.arrival(Some(stale), wall, read_at), read_at);
+        assert_eq!((clock.timed, clock.untimed), (0, 3));
     }
 
     #[test]
-    fn no_stamp_or_one_from_a_clock_step_is_the_read_and_counts_as_untimed() {
-        let (wall, mono) = (SystemTime::now(), Instant::now() + Duration::from_secs(5));
-        let mut clock = ArrivalClock::at(wall, mono);
-        let read_at = mono + MS;
-        assert_eq!(clock.arrival(None, read_at), read_at);
-        let stepped = wall - Duration::from_secs(2);
-        assert_eq!(clock.arrival(Some(stepped), read_at), read_at);
-        assert_eq!((clock.timed, clock.untimed), (0, 2));
-    }
-
-    #[test]
-    fn a_loopback_read_is_stamped_with_its_last_segments_arrival() {
+    fn a_loopback_read_is_timed_by_its_last_segments_arrival() {
         use std::io::Write;
+        let mut clock = ArrivalClock::new();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (mut server, _) = listener.accept().unwrap();
         stamp_reads(&client).unwrap();
         server.write_all(b"first").unwrap();
         std::thread::sleep(20 * MS);
-        let before_second = SystemTime::now();
+        let before_second = Instant::now();
         server.write_all(b"second").unwrap();
-        let after_second = SystemTime::now();
+        let after_second = Instant::now();
         std::thread::sleep(20 * MS);
-        let mut clock = ArrivalClock::new();
         let mut buf = [0; 64];
-        let (read, stamp) = recv_stamped(&client, &mut buf, &mut clock.control).unwrap();
+        let (read, arrived) = clock.read(&client, &mut buf).unwrap();
         assert_eq!(&buf[..read], b"firstsecond");
-        let stamp = stamp.expect("TCP stamps a read once SO_TIMESTAMPNS is on");
+        assert_eq!(
+            (clock.timed, clock.untimed),
+            (1, 0),
+            "TCP stamps a read once asked"
+        );
+        // The wall and monotonic clocks are read a few ns apart: a µs of
+        // slack either side.
         assert!(
-            stamp >= before_second && stamp <= after_second,
-            "{stamp:?} is not the second write's arrival, between {before_second:?} and \
+            arrived + MS / 1000 >= before_second && arrived <= after_second + MS / 1000,
+            "{arrived:?} is not the second write's arrival, between {before_second:?} and \
              {after_second:?}"
         );
+        drop(server);
+        // Blocks until the FIN is in: the read below finds it.
+        assert_eq!(client.peek(&mut buf).unwrap(), 0);
+        let (read, _) = clock.read(&client, &mut buf).unwrap();
+        assert_eq!(read, 0);
+        assert_eq!(clock.untimed, 1, "a FIN has no stamp");
     }
 }

@@ -41,6 +41,8 @@ use crate::worker::WorkerResult;
 
 /// The longest sleep: how soon Ctrl-C is seen.
 const CANCEL_CHECK: Duration = Duration::from_millis(50);
+// A hold (`--linger`) is one sleep: it must fit in one.
+const _: () = assert!(CANCEL_CHECK.as_nanos() >= crate::config::MAX_LINGER.as_nanos());
 /// The timerfd's token; connections' are their slot's index.
 const TIMER: Token = Token(usize::MAX);
 
@@ -55,13 +57,11 @@ pub(crate) fn run_worker(
     let mut engine = Engine::new(plan, share, done)?;
     let end = engine.run(&cancel);
     let mut tally = engine.books.into_tally(end);
-    if let (Some(linger), Some(arrivals)) = (engine.linger, &engine.arrivals) {
-        tally.batching = Some(Batching {
-            linger_us: linger.as_micros() as u64,
-            timestamped_reads: arrivals.timed,
-            untimed_reads: arrivals.untimed,
-        });
-    }
+    tally.batching = engine.linger.as_ref().map(|linger| Batching {
+        linger_us: linger.hold.as_micros() as u64,
+        timestamped_reads: linger.arrivals.timed,
+        untimed_reads: linger.arrivals.untimed,
+    });
     Ok(WorkerResult {
         tally,
         cpu: CpuTime::of_this_thread().since(cpu_before),
@@ -122,11 +122,16 @@ struct Engine {
     outcomes: Vec<Outcome>,
     /// Slots with a socket event this turn, and whether it said readable.
     woken: Vec<(usize, bool)>,
-    /// `--linger`: how long to hold out before a wait while responses are
-    /// due, so that one wake-up reads many.
-    linger: Option<Duration>,
-    /// With a linger: when each read's bytes arrived, by the kernel.
-    arrivals: Option<ArrivalClock>,
+    /// `--linger`.
+    linger: Option<Linger>,
+}
+
+/// `--linger`: how long to hold out before a wait while responses are
+/// due, so that one wake-up reads many; and when each read's bytes
+/// arrived, by the kernel, since the loop reads them later.
+struct Linger {
+    hold: Duration,
+    arrivals: ArrivalClock,
 }
 
 impl Engine {
@@ -141,11 +146,14 @@ impl Engine {
             .schedule
             .interval()
             .map_or(Duration::ZERO, crate::pacer::spin_for);
-        let plan_linger = plan.linger;
-        if plan_linger.is_some() {
+        let linger = plan.linger.map(|hold| {
             // The hold is a sleep, which would otherwise end up to 50 µs late.
             crate::pacer::precise_timers();
-        }
+            Linger {
+                hold,
+                arrivals: ArrivalClock::new(),
+            }
+        });
         let request = Request {
             h1: (!plan.template.varies()).then(|| encode_h1_request(&plan)),
             parts: (!plan.template.varies()).then(|| plan.template.multiplexed().into_parts().0),
@@ -164,8 +172,7 @@ impl Engine {
             scratch: vec![0; SOCKET_READ].into_boxed_slice(),
             outcomes: Vec::new(),
             woken: Vec::new(),
-            linger: plan_linger,
-            arrivals: plan_linger.map(|_| ArrivalClock::new()),
+            linger,
         })
     }
 
@@ -245,27 +252,36 @@ impl Engine {
     /// once. They are timed by their arrival, not by this. The hold ends
     /// by `until_due` (the next timer) and by the next open-model send,
     /// even one waiting for a stream (a response held back would keep it
-    /// waiting), so sends keep their schedule.
+    /// waiting), so sends keep their schedule. There is none while a
+    /// connection sets up (its handshake would be timed late) or waits for
+    /// room to write, nor within a linger of the deadline (the loop ends
+    /// there without reading what the hold let gather).
     fn hold(&self, until_due: Duration) {
-        let Some(linger) = self.linger else {
+        let Some(linger) = &self.linger else {
             return;
         };
-        let awaiting = self.slots.iter().any(|slot| match &slot.conn {
-            Some(TcpConn {
-                phase: Phase::Open(http),
-                ..
-            }) => http.in_flight() > 0,
-            _ => false,
-        });
-        if !awaiting {
-            return;
+        let mut awaiting = false;
+        for slot in &self.slots {
+            match &slot.conn {
+                Some(TcpConn {
+                    phase: Phase::Open(http),
+                    writable_interest: false,
+                    ..
+                }) => awaiting |= http.in_flight() > 0,
+                None => {}
+                Some(_) => return,
+            }
         }
         let now = Instant::now();
+        let hold = linger.hold.min(until_due);
+        if !awaiting || (self.books.plan.deadline).is_some_and(|end| now + hold >= end) {
+            return;
+        }
         let sends = (self.slots.iter().map(Slot::next_due))
             .chain([self.books.next_due()])
             .flatten()
-            .map(|due| due.saturating_duration_since(now));
-        let hold = sends.fold(linger.min(until_due), Duration::min);
+            .map(|due| (due - self.spin).saturating_duration_since(now));
+        let hold = sends.fold(hold, Duration::min);
         if !hold.is_zero() {
             std::thread::sleep(hold);
         }
@@ -310,7 +326,7 @@ impl Engine {
             });
             match opened {
                 Ok(stream) => {
-                    if self.arrivals.is_some() {
+                    if self.linger.is_some() {
                         // Refused, its reads go untimed, and are counted so.
                         let _ = stamp_reads(&stream);
                     }
@@ -396,6 +412,7 @@ impl Engine {
             .read(&mut self.scratch, None, now, &mut |plain, _| {
                 inbox.extend_from_slice(plain)
             })
+            .map(|(end, _)| end)
             .map_err(|err| Failure::SetUp(tls_failure(addr, &transport_error(&err))))?;
         conn.unread = end == ReadEnd::More;
         let closed = end == ReadEnd::Closed;
@@ -455,7 +472,7 @@ impl Engine {
             scratch,
             outcomes,
             books,
-            arrivals,
+            linger,
             ..
         } = self;
         let conn = slots[index].conn.as_mut().expect("a connection");
@@ -466,17 +483,22 @@ impl Engine {
         let (inbox, out) = (&mut conn.inbox, &mut conn.out);
         // What the inbox held (the handshake's last flight) goes first.
         let mut result = feed(http, inbox, &[], now, outcomes, out);
-        let read = conn
-            .transport
-            .read(scratch, arrivals.as_mut(), now, &mut |plain, arrived| {
+        let read = conn.transport.read(
+            scratch,
+            linger.as_mut().map(|linger| &mut linger.arrivals),
+            now,
+            &mut |plain, arrived| {
                 if result.is_ok() {
                     result = feed(http, inbox, plain, arrived, outcomes, out);
                 }
-            });
-        conn.unread = read.as_ref().is_ok_and(|end| *end == ReadEnd::More);
+            },
+        );
+        conn.unread = read.as_ref().is_ok_and(|(end, _)| *end == ReadEnd::More);
         let result = match read {
             Err(err) => Err(Failure::Lost(ErrorKind::Reset, transport_error(&err))),
-            Ok(ReadEnd::Closed) => result.and_then(|()| http.end_of_input(now, outcomes)),
+            Ok((ReadEnd::Closed, ended)) => {
+                result.and_then(|()| http.end_of_input(ended, outcomes))
+            }
             Ok(_) => result,
         };
         let answered = answered || http.answered();

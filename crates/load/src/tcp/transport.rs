@@ -9,7 +9,7 @@ use std::time::Instant;
 use mio::net::TcpStream;
 use rustls::{ClientConnection, HandshakeKind};
 
-use super::arrival::{recv_stamped, ArrivalClock};
+use super::arrival::ArrivalClock;
 
 /// One read from the socket. rustls reads 4 KiB a call on its own; one
 /// large read handed to it from memory costs a copy instead of a syscall
@@ -81,35 +81,36 @@ impl Transport {
     /// hands its plaintext to `sink` (`scratch` holds the ciphertext), a
     /// piece at a time, where it lies in rustls' buffers, with when it
     /// arrived: by the kernel's stamp with a `clock` (`--linger`), else
-    /// `now`.
+    /// `now`. Also returns when the last read's bytes (or the peer's end)
+    /// arrived.
     pub(crate) fn read(
         &mut self,
         scratch: &mut [u8],
         mut clock: Option<&mut ArrivalClock>,
         now: Instant,
         sink: &mut dyn FnMut(&[u8], Instant),
-    ) -> Result<ReadEnd, TransportError> {
+    ) -> Result<(ReadEnd, Instant), TransportError> {
+        let mut last = now;
         for _ in 0..READS_PER_CALL {
             let read = match clock.as_deref_mut() {
-                Some(clock) => recv_stamped(&self.stream, scratch, &mut clock.control),
-                None => self.stream.read(scratch).map(|read| (read, None)),
+                Some(clock) => clock.read(&self.stream, scratch),
+                None => self.stream.read(scratch).map(|read| (read, now)),
             };
-            let (read, stamp) = match read {
-                Ok((0, _)) => return Ok(ReadEnd::Closed),
+            let (read, arrived) = match read {
+                Ok((0, arrived)) => return Ok((ReadEnd::Closed, arrived)),
                 Ok(read) => read,
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Ok(ReadEnd::Drained),
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                    return Ok((ReadEnd::Drained, last))
+                }
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
                 Err(err) => return Err(TransportError::Io(err)),
             };
-            let arrived = match clock.as_deref_mut() {
-                Some(clock) => clock.arrival(stamp, now),
-                None => now,
-            };
+            last = arrived;
             let sink = &mut |plain: &[u8]| sink(plain, arrived);
             match self.tls.as_deref_mut() {
                 Some(tls) => {
                     if decrypt(tls, &scratch[..read], sink)? {
-                        return Ok(ReadEnd::Closed);
+                        return Ok((ReadEnd::Closed, arrived));
                     }
                 }
                 None => sink(&scratch[..read]),
@@ -117,10 +118,10 @@ impl Transport {
             // A short read emptied the socket; bytes arriving after it
             // raise a new edge.
             if read < scratch.len() {
-                return Ok(ReadEnd::Drained);
+                return Ok((ReadEnd::Drained, arrived));
             }
         }
-        Ok(ReadEnd::More)
+        Ok((ReadEnd::More, last))
     }
 
     /// Queues `out` (emptied) and writes what the socket takes.

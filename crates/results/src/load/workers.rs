@@ -254,6 +254,13 @@ fn check_same_test(
             report.streams_per_connection.to_string(),
         ));
     }
+    let linger = |report: &LoadReport| match &report.batching {
+        Some(batching) => format!("{} µs", batching.linger_us),
+        None => "none".to_string(),
+    };
+    if linger(report) != linger(first) {
+        return Err(differs("--linger", linger(first), linger(report)));
+    }
     for (which, other) in [(first_name, first), (name, report)] {
         if let Some(timeline) = &other.timeline {
             if !timeline.is_consistent() {
@@ -602,7 +609,7 @@ mod tests {
     }
 
     #[test]
-    fn merged_batching_adds_the_reads_and_keeps_the_longest_linger() {
+    fn merged_batching_adds_the_reads_of_runs_with_the_same_linger() {
         let shard = |index: u32, batching: Option<Batching>| {
             let mut report = shard_report(index, 2, &[100], 0);
             report.batching = batching;
@@ -614,16 +621,26 @@ mod tests {
             untimed_reads,
         };
         let both = [
-            shard(0, Some(batching(100, 40, 1))),
+            shard(0, Some(batching(200, 40, 1))),
             shard(1, Some(batching(200, 60, 0))),
         ];
         let merged = merge_workers(&both, false).unwrap();
         assert_eq!(merged.batching, Some(batching(200, 100, 1)));
-        let one = [shard(0, None), shard(1, Some(batching(200, 60, 0)))];
-        let merged = merge_workers(&one, false).unwrap();
-        assert_eq!(merged.batching, Some(batching(200, 60, 0)));
         let neither = [shard(0, None), shard(1, None)];
         assert_eq!(merge_workers(&neither, false).unwrap().batching, None);
+        for (mine, theirs, said) in [
+            (
+                Some(batching(100, 40, 1)),
+                Some(batching(200, 60, 0)),
+                "200 µs, not 100 µs",
+            ),
+            (None, Some(batching(200, 60, 0)), "200 µs, not none"),
+        ] {
+            let err = merge_workers(&[shard(0, mine), shard(1, theirs)], false)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(&format!("its --linger is {said}")), "{err}");
+        }
     }
 
     #[test]
