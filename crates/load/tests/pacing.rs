@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::TestServer;
 use h3lab_load::CancellationToken;
-use h3lab_results::load::Model;
+use h3lab_results::load::{LoadReport, Model};
 use h3lab_results::Proto;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -163,17 +163,7 @@ fn a_linger_holds_out_but_times_each_response_by_its_arrival() {
 /// the hold ends when the next send is due, so sends keep their schedule.
 #[test]
 fn a_linger_lets_open_model_sends_leave_on_time() {
-    let _turn = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let server = TestServer::start();
-    let mut config = server.config("/bytes/1000", Proto::H2);
-    config.connections = 1;
-    config.threads = 1;
-    config.rate = Some(200.0);
-    config.duration = Some(Duration::from_secs(1));
-    config.linger = Some(Duration::from_millis(20));
-    let report = h3lab_load::run(&config, CancellationToken::new()).unwrap();
+    let report = open_run_with_linger(200.0, Duration::from_millis(20));
     let open = report.open_model.as_ref().expect("open-model figures");
     assert_eq!(report.failed, 0, "{report}");
     assert!(open.sent >= 190, "{report}");
@@ -229,6 +219,16 @@ fn a_linger_leaves_connection_set_up_untimed_by_it() {
 /// so a response that came before the deadline is not cut off.
 #[test]
 fn a_linger_keeps_the_responses_that_came_before_the_deadline() {
+    // The last request is due 20 ms before the deadline.
+    let report = open_run_with_linger(50.0, Duration::from_millis(50));
+    let open = report.open_model.as_ref().expect("open-model figures");
+    assert_eq!(report.aborted_in_flight, 0, "{report}");
+    assert_eq!(report.completed, open.sent, "{report}");
+}
+
+/// A 1 s open-model run at `rate` over one h2 connection on one thread,
+/// with `linger`, against a server of its own, in its turn.
+fn open_run_with_linger(rate: f64, linger: Duration) -> LoadReport {
     let _turn = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -236,12 +236,8 @@ fn a_linger_keeps_the_responses_that_came_before_the_deadline() {
     let mut config = server.config("/bytes/1000", Proto::H2);
     config.connections = 1;
     config.threads = 1;
-    // The last request is due 20 ms before the deadline.
-    config.rate = Some(50.0);
+    config.rate = Some(rate);
     config.duration = Some(Duration::from_secs(1));
-    config.linger = Some(Duration::from_millis(50));
-    let report = h3lab_load::run(&config, CancellationToken::new()).unwrap();
-    let open = report.open_model.as_ref().expect("open-model figures");
-    assert_eq!(report.aborted_in_flight, 0, "{report}");
-    assert_eq!(report.completed, open.sent, "{report}");
+    config.linger = Some(linger);
+    h3lab_load::run(&config, CancellationToken::new()).unwrap()
 }

@@ -921,6 +921,19 @@ mod tests {
         }
     }
 
+    /// A response head on stream 1: HEADERS with `:status 200` (HPACK's
+    /// static index 8), END_HEADERS.
+    fn status_200_head(wire: &mut Vec<u8>) {
+        FrameHeader {
+            len: 1,
+            kind: frame::HEADERS,
+            flags: flag::END_HEADERS,
+            stream: 1,
+        }
+        .put(wire);
+        wire.push(0x88);
+    }
+
     /// A connection that sent one request (stream 1), and its bytes.
     fn one_request(method: &str, body: Bytes) -> (H2Conn, Vec<u8>) {
         let mut out = Vec::new();
@@ -1105,14 +1118,7 @@ mod tests {
     fn a_padded_data_frame_without_room_for_its_pad_length_is_a_frame_size_error() {
         let (mut conn, mut out) = one_request("GET", Bytes::new());
         let mut wire = Vec::new();
-        FrameHeader {
-            len: 1,
-            kind: frame::HEADERS,
-            flags: flag::END_HEADERS,
-            stream: 1,
-        }
-        .put(&mut wire);
-        wire.push(0x88);
+        status_200_head(&mut wire);
         FrameHeader {
             len: 0,
             kind: frame::DATA,
@@ -1141,15 +1147,7 @@ mod tests {
     fn a_padded_response_fed_a_byte_at_a_time_arrives_whole() {
         let (mut conn, mut out) = one_request("GET", Bytes::new());
         let mut wire = Vec::new();
-        // HEADERS: :status 200 (static index 8), END_HEADERS.
-        FrameHeader {
-            len: 1,
-            kind: frame::HEADERS,
-            flags: flag::END_HEADERS,
-            stream: 1,
-        }
-        .put(&mut wire);
-        wire.push(0x88);
+        status_200_head(&mut wire);
         // DATA: Pad Length 3, five bytes, three of padding, END_STREAM.
         FrameHeader {
             len: 9,
