@@ -152,12 +152,7 @@ impl HeldTicket<'_> {
 impl Drop for HeldTicket<'_> {
     fn drop(&mut self) {
         if let Some(ticket) = self.ticket.take() {
-            let now = Instant::now();
-            let end = self
-                .books
-                .plan
-                .deadline
-                .map_or(now, |deadline| deadline.min(now));
+            let end = self.books.plan.measured_end(Instant::now());
             self.books.hand_back([ticket], end);
         }
     }

@@ -66,6 +66,12 @@ impl Plan {
         })
     }
 
+    /// When the measured phase ended for a run stopped at `now`: then, or
+    /// at the deadline if that came first.
+    pub(crate) fn measured_end(&self, now: Instant) -> Instant {
+        self.deadline.map_or(now, |deadline| deadline.min(now))
+    }
+
     /// The Unix second `at` falls in, on the wall clock read at the start
     /// (not re-read, so a clock step mid-run moves no outcome).
     pub(crate) fn unix_second(&self, at: Instant) -> i64 {

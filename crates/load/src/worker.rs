@@ -113,11 +113,7 @@ impl Worker {
         }
         let now = Instant::now();
         connector.close().await;
-        Ok(self
-            .books
-            .plan
-            .deadline
-            .map_or(now, |deadline| deadline.min(now)))
+        Ok(self.books.plan.measured_end(now))
     }
 
     /// The connector of this worker's connections.

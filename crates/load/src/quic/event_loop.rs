@@ -146,7 +146,7 @@ impl Engine {
         }
         let now = Instant::now();
         self.close_all(now);
-        let end = deadline.map_or(now, |deadline| deadline.min(now));
+        let end = self.books.plan.measured_end(now);
         let held = self
             .slots
             .iter_mut()
