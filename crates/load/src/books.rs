@@ -188,8 +188,10 @@ impl Books {
         tally
     }
 
-    pub(crate) fn next_ticket(&self) -> Option<Ticket> {
-        self.schedule.borrow_mut().next(Instant::now())
+    /// The next ticket as of `now`: the caller's clock, read once for a
+    /// turn's sends (a read per request was 1.4 % of the h3 client).
+    pub(crate) fn next_ticket(&self, now: Instant) -> Option<Ticket> {
+        self.schedule.borrow_mut().next(now)
     }
 
     /// Open model: when the next ticket is due.
@@ -399,7 +401,7 @@ mod tests {
         let start = Instant::now();
         let end = start + Duration::from_secs(60);
         let books = books(Schedule::new(start, Some(end), None, None));
-        let held = books.next_ticket().expect("a ticket");
+        let held = books.next_ticket(start).expect("a ticket");
         books.hand_back([held], end);
         assert_eq!(books.into_tally(end).not_attempted, 0);
     }
@@ -409,8 +411,8 @@ mod tests {
     fn a_ticket_held_at_the_end_of_a_counted_closed_run_is_not_attempted_once() {
         let start = Instant::now();
         let books = books(Schedule::new(start, None, Some(5), None));
-        let held = books.next_ticket().expect("a ticket");
-        let _sent = books.next_ticket().expect("a ticket");
+        let held = books.next_ticket(start).expect("a ticket");
+        let _sent = books.next_ticket(start).expect("a ticket");
         books.hand_back([held], start);
         assert_eq!(books.into_tally(start).not_attempted, 4);
     }
@@ -423,10 +425,10 @@ mod tests {
     fn a_refused_request_sent_again_counts_as_sent_once() {
         let start = Instant::now();
         let books = books(Schedule::new(start, None, Some(1), Some((10.0, start))));
-        let ticket = books.next_ticket().expect("a ticket");
+        let ticket = books.next_ticket(start).expect("a ticket");
         books.note_sent(&ticket, start);
         books.settle(refused(ticket), true);
-        let again = books.next_ticket().expect("the refused ticket, back");
+        let again = books.next_ticket(start).expect("the refused ticket, back");
         assert_eq!(again.intended, ticket.intended, "not re-timed");
         books.note_sent(&again, start + 5 * MS);
         books.settle(
@@ -457,7 +459,7 @@ mod tests {
     fn a_ticket_dropped_unsent_while_due_counts_as_unsent() {
         let start = Instant::now() - 50 * MS;
         let books = books(Schedule::new(start, None, Some(1), Some((100.0, start))));
-        let held = books.hold(books.next_ticket().expect("a ticket"));
+        let held = books.hold(books.next_ticket(start).expect("a ticket"));
         drop(held);
         let tally = books.into_tally(Instant::now());
         assert_eq!((tally.sent, tally.unsent), (0, 1));
@@ -470,7 +472,7 @@ mod tests {
     fn a_refused_request_stranded_at_the_end_is_not_also_unsent() {
         let start = Instant::now();
         let books = books(Schedule::new(start, None, Some(1), Some((10.0, start))));
-        let ticket = books.next_ticket().expect("a ticket");
+        let ticket = books.next_ticket(start).expect("a ticket");
         books.note_sent(&ticket, start);
         books.settle(refused(ticket), true);
         let tally = books.into_tally(start + 10 * MS);
@@ -486,7 +488,7 @@ mod tests {
         let start = Instant::now();
         let end = start + Duration::from_secs(60);
         let books = books(Schedule::new(start, Some(end), None, None));
-        let ticket = books.next_ticket().expect("a ticket");
+        let ticket = books.next_ticket(start).expect("a ticket");
         books.note_sent(&ticket, start);
         books.settle(refused(ticket), true);
         assert_eq!(books.into_tally(end).not_attempted, 0);

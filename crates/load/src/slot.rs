@@ -88,7 +88,7 @@ impl<C> Slot<C> {
         message: String,
     ) {
         self.conn = None;
-        let Some(ticket) = self.waiting.pop_front().or_else(|| books.next_ticket()) else {
+        let Some(ticket) = self.waiting.pop_front().or_else(|| books.next_ticket(now)) else {
             self.finished = true;
             return;
         };
@@ -118,7 +118,7 @@ impl<C> Slot<C> {
     ) -> Next {
         let mut exhausted = false;
         while in_flight + self.waiting.len() < streams {
-            match books.next_ticket() {
+            match books.next_ticket(now) {
                 // A ticket handed back (its request refused) may be due
                 // before those waiting: it goes first.
                 Some(ticket) if ticket.intended < self.waiting.front().and_then(|t| t.intended) => {

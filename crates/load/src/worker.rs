@@ -153,7 +153,7 @@ impl Worker {
             self.books.note_first_attempt();
             match connector.connect(false).await {
                 Err(err) => {
-                    let Some(ticket) = self.books.next_ticket() else {
+                    let Some(ticket) = self.books.next_ticket(Instant::now()) else {
                         return;
                     };
                     self.record_error(&ticket, &err);
@@ -214,7 +214,7 @@ impl Worker {
             if sender.is_closed() {
                 return LoopEnd::ConnectionLost;
             }
-            let Some(ticket) = self.books.next_ticket() else {
+            let Some(ticket) = self.books.next_ticket(Instant::now()) else {
                 return LoopEnd::Done;
             };
             let held = self.books.hold(ticket);

@@ -329,6 +329,11 @@ impl H3Conn {
     /// more (a stuck response, or a dead peer whose connection looks open
     /// until its idle timeout).
     pub(crate) fn expire(&mut self, now: Instant, timeout: Duration) -> Vec<Ticket> {
+        // Whether the oldest is due, before looking for which: the walk
+        // runs for every connection on every turn.
+        if self.next_expiry(timeout).is_none_or(|at| now < at) {
+            return Vec::new();
+        }
         let expired: Vec<StreamId> = self
             .requests
             .iter()
@@ -350,10 +355,11 @@ impl H3Conn {
 
     /// The earliest deadline of a request in flight.
     pub(crate) fn next_expiry(&self, timeout: Duration) -> Option<Instant> {
-        self.requests
+        let oldest = self
+            .requests
             .values()
-            .map(|request| request.pending.deadline(timeout))
-            .min()
+            .min_by_key(|request| request.pending.sent_at)?;
+        Some(oldest.pending.deadline(timeout))
     }
 
     /// Every request still in flight, failed with the connection's end.

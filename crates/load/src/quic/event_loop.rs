@@ -30,6 +30,7 @@ use crate::cpu::CpuTime;
 use crate::plan::{Plan, Share};
 use crate::slot::{Next, Slot};
 use crate::worker::WorkerResult;
+use quinn_udp::BATCH_SIZE;
 
 /// Datagrams one connection sends per turn, as the vendored quinn's
 /// driver does per wake-up, so that one busy connection does not starve
@@ -193,23 +194,30 @@ impl Engine {
     }
 
     /// Receives what the socket holds (a few batches at most) and hands
-    /// each datagram to its connection.
+    /// each datagram to its connection. A batch short of full emptied the
+    /// socket: asking again would cost a call that finds nothing (what
+    /// arrives meanwhile, the wait sees at once).
     fn receive(&mut self) -> std::io::Result<()> {
         for _ in 0..RECEIVE_BATCHES {
-            if !self.socket.receive(&mut self.received)? {
-                break;
-            }
+            let count = self.socket.receive(&mut self.received)?;
             let now = Instant::now();
             let mut received = std::mem::take(&mut self.received);
             for mut message in received.drain(..) {
-                while !message.data.is_empty() {
-                    let datagram = message
-                        .data
-                        .split_to(message.stride.min(message.data.len()));
+                while message.data.len() > message.stride {
+                    let datagram = message.data.split_to(message.stride);
+                    self.handle_datagram(now, &message, datagram);
+                }
+                // The last (often the only) datagram whole: no split, so no
+                // shared buffer to count references of.
+                let datagram = std::mem::take(&mut message.data);
+                if !datagram.is_empty() {
                     self.handle_datagram(now, &message, datagram);
                 }
             }
             self.received = received;
+            if count < BATCH_SIZE {
+                break;
+            }
         }
         Ok(())
     }

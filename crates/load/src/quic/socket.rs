@@ -63,19 +63,19 @@ impl Socket {
         self.state.max_gso_segments().min(MAX_TRANSMIT_SEGMENTS)
     }
 
-    /// One batch of received messages into `out`; false when none waited.
-    pub(crate) fn receive(&mut self, out: &mut Vec<Received>) -> io::Result<bool> {
-        let mut slices: Vec<IoSliceMut<'_>> = self
-            .buffer
-            .chunks_mut(MAX_RECEIVED_MESSAGE)
-            .map(IoSliceMut::new)
-            .collect();
+    /// One batch of received messages into `out`; how many (0 when none
+    /// waited: fewer than [`BATCH_SIZE`] means the socket had no more).
+    pub(crate) fn receive(&mut self, out: &mut Vec<Received>) -> io::Result<usize> {
+        let mut chunks = self.buffer.chunks_mut(MAX_RECEIVED_MESSAGE);
+        let mut slices: [IoSliceMut<'_>; BATCH_SIZE] = std::array::from_fn(|_| {
+            IoSliceMut::new(chunks.next().expect("a chunk per message of the batch"))
+        });
         let count = match self
             .state
             .recv((&self.io).into(), &mut slices, &mut self.metas)
         {
             Ok(count) => count,
-            Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Ok(0),
             Err(err) => return Err(err),
         };
         for (meta, slice) in self.metas.iter().zip(&slices).take(count) {
@@ -87,7 +87,7 @@ impl Socket {
                 stride: meta.stride,
             });
         }
-        Ok(true)
+        Ok(count)
     }
 
     /// Sends `contents` as `transmit` describes; false when the socket's
