@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 use h3lab_client::h3_code_name;
 use h3lab_results::ErrorKind;
 use http::HeaderName;
@@ -127,16 +127,14 @@ impl H3Conn {
             return;
         };
         let mut stream = self.quic.send_stream(id);
-        for piece in request.unsent.0.iter_mut() {
-            // Written until done or refused: quinn-proto signals
-            // `Writable` only after a write that returned `Blocked`, not
-            // after a short one (the connection's credit ran out).
-            while !piece.is_empty() {
-                match stream.write(piece) {
-                    Ok(written) => piece.advance(written),
-                    // Blocked, or stopped (the read side reports the reset).
-                    Err(_) => return,
-                }
+        // Written until done or refused: quinn-proto signals `Writable`
+        // only after a write that returned `Blocked`, not after a short one
+        // (the connection's credit ran out). The pieces are handed over as
+        // they are: `write` would copy each into a buffer of its own.
+        while request.unsent.0.iter().any(|piece| !piece.is_empty()) {
+            // Blocked, or stopped (the read side reports the reset).
+            if stream.write_chunks(&mut request.unsent.0).is_err() {
+                return;
             }
         }
         let _ = stream.finish();
