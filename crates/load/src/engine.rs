@@ -35,6 +35,15 @@ const CANCEL_CHECK: Duration = Duration::from_millis(100);
 /// How long `auto` holds the target's `HTTPS` record: longer than any run.
 const RECORD_HELD_FOR_RUN: Duration = Duration::from_secs(365 * 86_400);
 
+/// Has this process take its memory in 4 KiB pages from now on, never
+/// transparent huge pages, for a process that only runs a load (`h3lab
+/// load`). mimalloc asks for huge pages, and zeroing a 2 MiB one on its
+/// first touch cost the h3 client about 7 % of its CPU in a
+/// 300,000-request run (performance.md, fourteenth round). Best effort.
+pub fn use_small_pages() {
+    let _ = nix::sys::prctl::set_thp_disable(true);
+}
+
 /// Runs the load described by `config` until its bound, a fatal set-up
 /// error, or `cancel` (Ctrl-C), and returns everything measured.
 ///
@@ -316,6 +325,14 @@ mod tests {
     use h3lab_results::load::Shard;
 
     use super::*;
+
+    /// The flag stays on the process (the test process here: it only
+    /// changes the size of the pages it is given).
+    #[test]
+    fn small_pages_turn_transparent_huge_pages_off_for_the_process() {
+        use_small_pages();
+        assert_eq!(nix::sys::prctl::get_thp_disable(), Ok(true));
+    }
 
     #[test]
     fn the_clock_starts_at_the_first_connection_attempt_or_after_the_warmup() {

@@ -39,5 +39,5 @@ mod worker;
 pub use config::{
     parse_body, parse_duration, parse_header, parse_shard, parse_start_at, LoadConfig, StartAt,
 };
-pub use engine::run;
+pub use engine::{run, use_small_pages};
 pub use tokio_util::sync::CancellationToken;

@@ -30,6 +30,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(Merge::Merge(merge)) = args.merge {
         return run_merge(merge);
     }
+    h3lab_load::use_small_pages();
     let json_path = args.load.json.clone();
     let config = args.load.config()?;
     let cancel = CancellationToken::new();
