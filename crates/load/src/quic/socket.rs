@@ -48,7 +48,7 @@ impl Socket {
         let state = UdpSocketState::new((&io).into())?;
         let mut buffer = vec![0; MAX_RECEIVED_MESSAGE * BATCH_SIZE];
         // Touched now, not during the run: a first touch costs a page fault
-        // (and on this VM a zeroed huge page) mid-measurement.
+        // (a page zeroed) mid-measurement.
         buffer.iter_mut().step_by(4096).for_each(|byte| *byte = 1);
         Ok(Socket {
             io,
