@@ -327,8 +327,9 @@ impl H3Conn {
     /// more (a stuck response, or a dead peer whose connection looks open
     /// until its idle timeout).
     pub(crate) fn expire(&mut self, now: Instant, timeout: Duration) -> Vec<Ticket> {
-        // Whether the oldest is due, before looking for which: the walk
-        // runs for every connection on every turn.
+        // Whether the oldest is due (a comparison of send times) before
+        // computing each request's deadline: this runs for every
+        // connection each turn it has work.
         if self.next_expiry(timeout).is_none_or(|at| now < at) {
             return Vec::new();
         }

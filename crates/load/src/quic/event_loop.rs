@@ -94,7 +94,9 @@ impl Engine {
         let body = (!template.body().is_empty()).then(|| {
             let mut header = Vec::new();
             codec::encode_data_header(template.body().len() as u64, &mut header);
-            (Bytes::from(header), template.body().clone())
+            // A copy per worker: quinn-proto clones and drops its slices per
+            // packet, and the plan's is shared by every worker thread.
+            (Bytes::from(header), Bytes::copy_from_slice(template.body()))
         });
         // An open-model send wakes the loop early, and it polls until the
         // due time (`pacer.rs` says why).
@@ -203,8 +205,14 @@ impl Engine {
             let now = Instant::now();
             let mut received = std::mem::take(&mut self.received);
             for mut message in received.drain(..) {
-                while message.data.len() > message.stride {
-                    let datagram = message.data.split_to(message.stride);
+                // A stride of 0 (never from the kernel) would split forever.
+                let stride = if message.stride == 0 {
+                    message.data.len()
+                } else {
+                    message.stride
+                };
+                while message.data.len() > stride {
+                    let datagram = message.data.split_to(stride);
                     self.handle_datagram(now, &message, datagram);
                 }
                 // The last (often the only) datagram whole: no split, so no
@@ -296,7 +304,7 @@ impl Engine {
         // A connection lost this turn has left its slot already.
         if let Some(index) = self.owner.get(&handle).copied() {
             self.expire(handle, index, now);
-            self.send_requests(handle, index, now);
+            self.send_requests(handle, index);
         }
         if drained {
             self.conns.remove(&handle);
@@ -370,7 +378,11 @@ impl Engine {
     /// Fills the connection's free streams with tickets and sends those
     /// that are due; closes it once the slot has nothing left to send or
     /// it is draining and empty.
-    fn send_requests(&mut self, handle: ConnectionHandle, index: usize, now: Instant) {
+    fn send_requests(&mut self, handle: ConnectionHandle, index: usize) {
+        // The clock read here, not the turn's: a `-z` deadline and the end
+        // of the warmup are judged by it, and the connections before this
+        // one may have taken a while.
+        let now = Instant::now();
         let Some(conn) = self.conns.get_mut(&handle) else {
             return;
         };

@@ -137,6 +137,9 @@ impl Socket {
                 return Err(err);
             }
         }
-        Ok(fds[0].revents & libc::POLLIN != 0)
+        // An error waiting on the socket counts as readable: the receive
+        // reports it, where a wait alone would return at once, again and
+        // again.
+        Ok(fds[0].revents & (libc::POLLIN | libc::POLLERR) != 0)
     }
 }
