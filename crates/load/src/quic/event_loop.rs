@@ -19,6 +19,7 @@ use quinn_proto::{
     ClientConfig, ConnectionError, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig,
     VarInt,
 };
+use quinn_udp::BATCH_SIZE;
 use rustc_hash::FxHashMap;
 use tokio_util::sync::CancellationToken;
 
@@ -30,7 +31,6 @@ use crate::cpu::CpuTime;
 use crate::plan::{Plan, Share};
 use crate::slot::{Next, Slot};
 use crate::worker::WorkerResult;
-use quinn_udp::BATCH_SIZE;
 
 /// Datagrams one connection sends per turn, as the vendored quinn's
 /// driver does per wake-up, so that one busy connection does not starve
