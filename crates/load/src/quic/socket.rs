@@ -2,6 +2,7 @@
 //! and segmented sends (GSO) through quinn-udp, as quinn's own endpoint
 //! does them, and a wait for readiness or a deadline to the microsecond.
 
+use std::collections::VecDeque;
 use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::AsRawFd;
@@ -14,6 +15,14 @@ use quinn_udp::{RecvMeta, UdpSocketState, BATCH_SIZE};
 /// The largest message one receive returns on Linux (GRO stops a UDP train
 /// before 64 KiB): vendor/README.md, "a 2 MiB receive buffer".
 const MAX_RECEIVED_MESSAGE: usize = 64 * 1024;
+
+/// Bytes of each receive buffer: room for a few of the largest messages, so
+/// that a buffer is set aside once per several messages, not per message.
+const BUFFER_BYTES: usize = 2 * MAX_RECEIVED_MESSAGE;
+
+/// Buffers set aside at most, waiting for their messages to be dropped
+/// (16 MiB); past that the oldest is let go, to be freed by its last message.
+const MAX_SET_ASIDE: usize = 128;
 
 /// Datagrams per GSO send, as the vendored quinn sends them (40 of 1452
 /// bytes stay under the 64 KB one send may carry).
@@ -31,7 +40,14 @@ pub(crate) struct Received {
 pub(crate) struct Socket {
     io: std::net::UdpSocket,
     state: UdpSocketState,
-    buffer: Vec<u8>,
+    /// One buffer per message of a batch. A message is split off the front
+    /// of its buffer and handed on as it is, so that quinn-proto decrypts
+    /// it where the kernel wrote it: no copy.
+    buffers: Vec<BytesMut>,
+    /// Buffers too short for another message, set aside until the messages
+    /// split off them are dropped (quinn-proto holds a datagram's stream
+    /// data until it is read); then each is taken back whole.
+    set_aside: VecDeque<BytesMut>,
     metas: [RecvMeta; BATCH_SIZE],
 }
 
@@ -46,14 +62,11 @@ impl Socket {
         let io = h3lab_client::udp_socket(local)?;
         io.set_nonblocking(true)?;
         let state = UdpSocketState::new((&io).into())?;
-        let mut buffer = vec![0; MAX_RECEIVED_MESSAGE * BATCH_SIZE];
-        // Touched now, not during the run: a first touch costs a page fault
-        // (a page zeroed) mid-measurement.
-        buffer.iter_mut().step_by(4096).for_each(|byte| *byte = 1);
         Ok(Socket {
             io,
             state,
-            buffer,
+            buffers: (0..BATCH_SIZE).map(|_| new_buffer()).collect(),
+            set_aside: VecDeque::new(),
             metas: [RecvMeta::default(); BATCH_SIZE],
         })
     }
@@ -66,9 +79,11 @@ impl Socket {
     /// One batch of received messages into `out`; how many (0 when none
     /// waited: fewer than [`BATCH_SIZE`] means the socket had no more).
     pub(crate) fn receive(&mut self, out: &mut Vec<Received>) -> io::Result<usize> {
-        let mut chunks = self.buffer.chunks_mut(MAX_RECEIVED_MESSAGE);
+        self.refill();
+        let mut buffers = self.buffers.iter_mut();
         let mut slices: [IoSliceMut<'_>; BATCH_SIZE] = std::array::from_fn(|_| {
-            IoSliceMut::new(chunks.next().expect("a chunk per message of the batch"))
+            let buffer = buffers.next().expect("a buffer per message of the batch");
+            IoSliceMut::new(&mut buffer[..MAX_RECEIVED_MESSAGE])
         });
         let count = match self
             .state
@@ -78,16 +93,32 @@ impl Socket {
             Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Ok(0),
             Err(err) => return Err(err),
         };
-        for (meta, slice) in self.metas.iter().zip(&slices).take(count) {
+        for (meta, buffer) in self.metas.iter().zip(&mut self.buffers).take(count) {
             out.push(Received {
                 from: meta.addr,
                 local_ip: meta.dst_ip,
                 ecn: meta.ecn.and_then(|ecn| EcnCodepoint::from_bits(ecn as u8)),
-                data: BytesMut::from(&slice[..meta.len]),
+                data: buffer.split_to(meta.len),
                 stride: meta.stride,
             });
         }
         Ok(count)
+    }
+
+    /// Gives every buffer room for the largest message: one too short is
+    /// set aside for a reclaimed or a new one.
+    fn refill(&mut self) {
+        for index in 0..self.buffers.len() {
+            if self.buffers[index].len() >= MAX_RECEIVED_MESSAGE {
+                continue;
+            }
+            let fresh = reclaim(&mut self.set_aside).unwrap_or_else(new_buffer);
+            let spent = std::mem::replace(&mut self.buffers[index], fresh);
+            if self.set_aside.len() == MAX_SET_ASIDE {
+                self.set_aside.pop_front();
+            }
+            self.set_aside.push_back(spent);
+        }
     }
 
     /// Sends `contents` as `transmit` describes; false when the socket's
@@ -141,5 +172,102 @@ impl Socket {
         // reports it, where a wait alone would return at once, again and
         // again.
         Ok(fds[0].revents & (libc::POLLIN | libc::POLLERR) != 0)
+    }
+}
+
+/// A receive buffer of [`BUFFER_BYTES`] zeroes, each of its pages touched
+/// at once: the buffers made with the socket are faulted in before the run,
+/// not by its first receives (a first touch costs a page fault, a page
+/// zeroed).
+fn new_buffer() -> BytesMut {
+    let mut buffer = BytesMut::zeroed(BUFFER_BYTES);
+    buffer.iter_mut().step_by(4096).for_each(|byte| *byte = 1);
+    buffer
+}
+
+/// The first set-aside buffer whose messages are all dropped, taken back
+/// whole: the same allocation, so no zeroing and no page faults.
+fn reclaim(set_aside: &mut VecDeque<BytesMut>) -> Option<BytesMut> {
+    let index = set_aside.iter_mut().position(|buffer| {
+        buffer.clear();
+        buffer.try_reclaim(BUFFER_BYTES)
+    })?;
+    let mut buffer = set_aside.remove(index)?;
+    assert!(buffer.capacity() >= BUFFER_BYTES);
+    // SAFETY: `try_reclaim` gave back the buffer's own allocation without
+    // allocating, from its start (no other handle to it is left), and its
+    // capacity is at least BUFFER_BYTES (checked above). Those bytes were initialised when
+    // `new_buffer` made it (zeroed) and have only been written since: the
+    // kernel's receives and quinn-proto's in-place decryption.
+    unsafe { buffer.set_len(BUFFER_BYTES) };
+    Some(buffer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A peer on loopback and our socket, with the address it sends to.
+    fn pair() -> (std::net::UdpSocket, Socket, SocketAddr) {
+        let peer = std::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let socket = Socket::bind(peer.local_addr().unwrap()).unwrap();
+        let port = socket.io.local_addr().unwrap().port();
+        (peer, socket, (Ipv4Addr::LOCALHOST, port).into())
+    }
+
+    fn payload(round: usize) -> Vec<u8> {
+        (0..1200).map(|i| (i + round) as u8).collect()
+    }
+
+    /// Sends one datagram and receives it as one message.
+    fn round_trip(
+        peer: &std::net::UdpSocket,
+        socket: &mut Socket,
+        to: SocketAddr,
+        round: usize,
+    ) -> Received {
+        peer.send_to(&payload(round), to).unwrap();
+        assert!(
+            socket.wait(Duration::from_secs(5), false).unwrap(),
+            "round {round}: nothing came"
+        );
+        let mut out = Vec::new();
+        assert_eq!(socket.receive(&mut out).unwrap(), 1);
+        out.pop().unwrap()
+    }
+
+    /// Messages dropped as they are read (as the engine does) leave their
+    /// buffers to be taken back: none piles up, whatever the rounds.
+    #[test]
+    fn buffers_come_back_once_their_messages_are_dropped() {
+        let (peer, mut socket, to) = pair();
+        for round in 0..1000 {
+            let message = round_trip(&peer, &mut socket, to, round);
+            assert_eq!(&message.data[..], &payload(round)[..], "round {round}");
+        }
+        // 1000 messages of 1200 B fill 18 buffers' spare 64 KiB.
+        assert!(
+            socket.set_aside.len() <= 1,
+            "{} set aside",
+            socket.set_aside.len()
+        );
+    }
+
+    /// A message still held keeps its bytes while later ones are received:
+    /// its buffer is set aside, not written again.
+    #[test]
+    fn a_held_message_is_never_written_over() {
+        let (peer, mut socket, to) = pair();
+        let held: Vec<Received> = (0..1000)
+            .map(|round| round_trip(&peer, &mut socket, to, round))
+            .collect();
+        for (round, message) in held.iter().enumerate() {
+            assert_eq!(&message.data[..], &payload(round)[..], "round {round}");
+        }
+        assert!(
+            socket.set_aside.len() >= 15,
+            "{} set aside",
+            socket.set_aside.len()
+        );
     }
 }
