@@ -57,7 +57,8 @@ count() {
     shift
     valgrind --tool=callgrind --callgrind-out-file="$file" "$@" >"$file.log" 2>&1 ||
         die "$* failed under valgrind (see $file.log)"
-    grep -o 'Collected : [0-9]*' "$file.log" | awk '{print $3}'
+    grep -o 'Collected : [0-9]*' "$file.log" | awk '{print $3}' ||
+        die "no callgrind summary in $file.log"
 }
 
 # One client's count: per_request LABEL FILE COMMAND... (FILE names
@@ -81,6 +82,6 @@ if [[ -n $shb ]]; then
     flags=()
     [[ $PROTO == h2 ]] && flags=(--http2 -p "$streams")
     [[ $PROTO == h3 ]] && flags=(--http3 -p "$streams")
-    per_request "shb --batch-size 1" shb "$shb" "$url" -c 10 -t 1 --batch-size 1 "${flags[@]}"
+    per_request "shb --batch-size 1" shb "$shb" "$url" -c 10 -t 1 --batch-size 1 ${flags[@]+"${flags[@]}"}
 fi
 echo "callgrind's files: $out"

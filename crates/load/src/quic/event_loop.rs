@@ -215,8 +215,8 @@ impl Engine {
                     let datagram = message.data.split_to(stride);
                     self.handle_datagram(now, &message, datagram);
                 }
-                // The last (often the only) datagram whole: no split, so no
-                // shared buffer to count references of.
+                // The last (often the only) datagram: what is left of the
+                // message, taken as it is.
                 let datagram = std::mem::take(&mut message.data);
                 if !datagram.is_empty() {
                     self.handle_datagram(now, &message, datagram);

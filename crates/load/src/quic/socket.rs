@@ -46,7 +46,10 @@ pub(crate) struct Socket {
     buffers: Vec<BytesMut>,
     /// Buffers too short for another message, set aside until the messages
     /// split off them are dropped (quinn-proto holds a datagram's stream
-    /// data until it is read); then each is taken back whole.
+    /// data until it is read); then each is taken back whole. A datagram
+    /// still held keeps its whole buffer: the engine reads each response as
+    /// it comes, so that is until the turn's reads, or for data past a gap
+    /// until the gap is filled.
     set_aside: VecDeque<BytesMut>,
     metas: [RecvMeta; BATCH_SIZE],
 }
@@ -175,8 +178,8 @@ impl Socket {
     }
 }
 
-/// A receive buffer of [`BUFFER_BYTES`] zeroes, each of its pages touched
-/// at once: the buffers made with the socket are faulted in before the run,
+/// A receive buffer of [`BUFFER_BYTES`] initialised bytes, each of its pages
+/// touched at once: the buffers made with the socket are faulted in before the run,
 /// not by its first receives (a first touch costs a page fault, a page
 /// zeroed).
 fn new_buffer() -> BytesMut {
