@@ -178,10 +178,10 @@ impl Socket {
     }
 }
 
-/// A receive buffer of [`BUFFER_BYTES`] initialised bytes, each of its pages
-/// touched at once: the buffers made with the socket are faulted in before the run,
-/// not by its first receives (a first touch costs a page fault, a page
-/// zeroed).
+/// A receive buffer of [`BUFFER_BYTES`] initialised bytes, each of its
+/// pages touched at once: the buffers made with the socket are faulted in
+/// before the run, not by its first receives (a first touch costs a page
+/// fault, a page zeroed).
 fn new_buffer() -> BytesMut {
     let mut buffer = BytesMut::zeroed(BUFFER_BYTES);
     buffer.iter_mut().step_by(4096).for_each(|byte| *byte = 1);
@@ -199,9 +199,10 @@ fn reclaim(set_aside: &mut VecDeque<BytesMut>) -> Option<BytesMut> {
     assert!(buffer.capacity() >= BUFFER_BYTES);
     // SAFETY: `try_reclaim` gave back the buffer's own allocation without
     // allocating, from its start (no other handle to it is left), and its
-    // capacity is at least BUFFER_BYTES (checked above). Those bytes were initialised when
-    // `new_buffer` made it (zeroed) and have only been written since: the
-    // kernel's receives and quinn-proto's in-place decryption.
+    // capacity is at least BUFFER_BYTES (checked above). Those bytes were
+    // initialised when `new_buffer` made it (zeroed) and have only been
+    // written since: the kernel's receives and quinn-proto's in-place
+    // decryption.
     unsafe { buffer.set_len(BUFFER_BYTES) };
     Some(buffer)
 }
