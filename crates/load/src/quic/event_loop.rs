@@ -216,7 +216,8 @@ impl Engine {
                     self.handle_datagram(now, &message, datagram);
                 }
                 // The last (often the only) datagram: what is left of the
-                // message, taken as it is.
+                // message, taken as it is; a split would add a reference
+                // to the receive buffer only to drop this one.
                 let datagram = std::mem::take(&mut message.data);
                 if !datagram.is_empty() {
                     self.handle_datagram(now, &message, datagram);
